@@ -1,0 +1,48 @@
+# Two commands from a fresh clone: `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+SRC := plugin operators state_store
+
+.PHONY: setup test unit integration lint demo bench clean check-java
+
+setup: $(STAMP)
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "ERROR: 'java' is not on PATH. Spark needs Java 17 or newer:"; \
+	  echo "  Debian/Ubuntu: sudo apt-get install -y openjdk-17-jre-headless"; \
+	  echo "  macOS:         brew install openjdk@17"; exit 1; }
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	  if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
+	    echo "ERROR: Java 17+ is required by Spark 4, found: $$(java -version 2>&1 | head -1)"; exit 1; fi
+
+$(STAMP): setup.cfg pyproject.toml | check-java
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+lint: setup
+	$(PY) -m ruff check $(SRC) tests integration_tests benchmarks examples notebooks
+
+test: setup lint
+	$(PY) -m pytest -q tests integration_tests
+
+unit: setup
+	$(PY) -m pytest -q tests
+
+integration: setup
+	$(PY) -m pytest -q integration_tests
+
+demo: setup
+	$(PY) -m pyspark_datastream demo
+
+bench: setup
+	$(PY) -m benchmarks.state_ops --quick
+	$(PY) -m benchmarks.wordcount
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache .demo-output

@@ -1,0 +1,1 @@
+"""Runtime operators over record batches. No Spark imports."""

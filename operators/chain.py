@@ -1,0 +1,595 @@
+"""Non-keyed, fused per-record pipelines and key extraction.
+
+``StatelessChain`` runs a list of map / flat_map / filter / process /
+timestamp-assigner stages over each record in one Python call chain: stages are
+compiled at ``open`` into closures that push each output straight into the
+next stage (no intermediate lists, methods prebound). Side outputs of any stage
+leave the chain tagged; only main outputs flow on.
+
+``CoStatelessOperator`` is the non-keyed two-input counterpart (CoMap /
+CoFlatMap / CoProcess functions). ``KeyExtractor`` computes ``(key_group,
+key_bytes)`` per record for the shuffle in front of a keyed operator.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ..state_store.errors import (
+    DataStreamError,
+    GraphBuildError,
+    JobExecutionError,
+    SerializationError,
+)
+from ..state_store.keygroups import check_max_parallelism
+from .base import Output, OperatorConfig, user_function_error
+from .context import ProcessContextImpl, RuntimeContext
+from .functions import (
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    FilterFunction,
+    FlatMapFunction,
+    Function,
+    KeySelector,
+    MapFunction,
+    OutputTag,
+    ProcessFunction,
+    TimestampAssigner,
+    as_filter_function,
+    as_flat_map_function,
+    as_key_selector,
+    as_map_function,
+    as_timestamp_assigner,
+)
+from .timers import NonKeyedTimerService, OperatorClock
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..state_store.backend import KeyedStateBackend
+    from ..state_store.serializers import TypeSerializer
+
+__all__ = [
+    "STAGE_KINDS",
+    "ChainStage",
+    "StatelessChain",
+    "CoStatelessOperator",
+    "KeyExtractor",
+]
+
+#: Stage kinds of a StatelessChain.
+STAGE_KINDS = ("map", "flat_map", "filter", "process", "timestamps")
+
+_NORMALIZERS: dict[str, Callable[..., Function]] = {
+    "map": as_map_function,
+    "flat_map": as_flat_map_function,
+    "filter": as_filter_function,
+    "timestamps": as_timestamp_assigner,
+}
+
+
+class ChainStage(NamedTuple):
+    """One stage: ``kind`` in STAGE_KINDS, its function, and a name for error messages."""
+
+    kind: str
+    function: Any
+    name: str | None = None
+
+
+def _stage_from(spec: Any, position: int) -> ChainStage:
+    """Normalise a stage spec: ChainStage, ``(kind, function[, name])`` or a function object."""
+    if isinstance(spec, ChainStage):
+        kind, function, name = spec
+    elif isinstance(spec, tuple) and 2 <= len(spec) <= 3 and isinstance(spec[0], str):
+        kind, function = spec[0], spec[1]
+        name = spec[2] if len(spec) == 3 else None
+    elif isinstance(spec, MapFunction):
+        kind, function, name = "map", spec, None
+    elif isinstance(spec, FlatMapFunction):
+        kind, function, name = "flat_map", spec, None
+    elif isinstance(spec, FilterFunction):
+        kind, function, name = "filter", spec, None
+    elif isinstance(spec, ProcessFunction):
+        kind, function, name = "process", spec, None
+    elif isinstance(spec, TimestampAssigner):
+        kind, function, name = "timestamps", spec, None
+    else:
+        raise GraphBuildError(
+            f"StatelessChain: stage {position} must be a ChainStage, a (kind, function) tuple "
+            f"or a Map/FlatMap/Filter/Process function or TimestampAssigner, got {spec!r:.80}"
+        )
+    if kind not in STAGE_KINDS:
+        raise GraphBuildError(
+            f"StatelessChain: stage {position} has unknown kind {kind!r}; "
+            f"expected one of {', '.join(STAGE_KINDS)}"
+        )
+    if kind == "process":
+        if not isinstance(function, ProcessFunction):
+            raise GraphBuildError(
+                f"StatelessChain: stage {position} ('process') needs a ProcessFunction, "
+                f"got {function!r:.80}"
+            )
+    else:
+        function = _NORMALIZERS[kind](function, f"stage {position}")
+    if name is None:
+        name = f"{kind}[{position}]"
+    elif not isinstance(name, str) or not name:
+        raise GraphBuildError(f"StatelessChain: stage {position} name must be a non-empty str")
+    return ChainStage(kind, function, name)
+
+
+def _emit_generated(
+    result: Any,
+    nxt: Callable[[Any, Any], None],
+    append: Callable[[Output], None],
+    ts: int | None,
+    name: str,
+    what: str,
+    record: Any,
+) -> None:
+    """Push the items of a process-function result: ``(OutputTag, v)`` pairs go to side outputs."""
+    it = iter(result)
+    while True:
+        try:
+            item = next(it)
+        except StopIteration:
+            return
+        except DataStreamError:
+            raise
+        except Exception as exc:
+            raise user_function_error(name, what, record, exc) from exc
+        if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+            append(Output(item[0].tag_id, item[1], ts))
+        else:
+            nxt(item, ts)
+
+
+class StatelessChain:
+    """Fused non-keyed stages, applied per record: ``process(value, timestamp)``.
+
+    Call :meth:`open` once per partition (it opens every function) and
+    :meth:`close` at the end. Outputs carry the record's timestamp, or the one
+    given by the last timestamp-assigner stage before them.
+    """
+
+    def __init__(self, stages: Sequence[Any], name: str = "chain") -> None:
+        if isinstance(stages, (str, bytes)) or not isinstance(stages, Iterable):
+            raise GraphBuildError(f"StatelessChain: stages must be a list, got {stages!r:.80}")
+        self.stages: list[ChainStage] = [_stage_from(s, i) for i, s in enumerate(stages)]
+        self.name = name
+        self._opened = False
+        self._head: Callable[[Any, Any], None] | None = None
+        self._buf: list[Output] = []
+        self._clock: OperatorClock | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"stages": self.stages, "name": self.name}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.stages = state["stages"]
+        self.name = state["name"]
+        self._opened = False
+        self._head = None
+        self._buf = []
+        self._clock = None
+
+    def __repr__(self) -> str:
+        return f"StatelessChain({[s.name for s in self.stages]!r})"
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def open(
+        self, config: OperatorConfig | None = None, backend: KeyedStateBackend | None = None
+    ) -> None:
+        """Open every stage's function and compile the per-record pipeline.
+
+        ``backend`` is given only when the chain runs keyed (after ``key_by``), which lets
+        its functions use keyed state of the current key.
+        """
+        if self._opened:
+            return
+        config = config or OperatorConfig.for_mode("STREAMING", operator_name=self.name)
+        self._clock = OperatorClock(config)
+        runtime_context = RuntimeContext(config, backend)
+        for stage in self.stages:
+            try:
+                stage.function.open(runtime_context)
+            except DataStreamError:
+                raise
+            except Exception as exc:
+                raise JobExecutionError(
+                    f"operator {config.operator_name!r}: open() of stage {stage.name!r} failed: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+        self._buf = []
+        self._head = self._compile(config)
+        self._opened = True
+
+    def close(self) -> None:
+        """Close every stage's function."""
+        if not self._opened:
+            return
+        self._opened = False
+        for stage in self.stages:
+            stage.function.close()
+
+    def _compile(self, config: OperatorConfig) -> Callable[[Any, Any], None]:
+        append = self._buf.append
+        op_name = config.operator_name
+
+        def sink(value: Any, ts: int | None) -> None:
+            append(Output(None, value, ts))
+
+        nxt: Callable[[Any, Any], None] = sink
+        for stage in reversed(self.stages):
+            nxt = self._compile_stage(stage, nxt, append, op_name)
+        return nxt
+
+    def _compile_stage(
+        self,
+        stage: ChainStage,
+        nxt: Callable[[Any, Any], None],
+        append: Callable[[Output], None],
+        op_name: str,
+    ) -> Callable[[Any, Any], None]:
+        kind = stage.kind
+        fn = stage.function
+        what = f"{kind} stage {stage.name!r}"
+
+        if kind == "map":
+            f = fn.map
+
+            def run_map(value: Any, ts: int | None) -> None:
+                try:
+                    result = f(value)
+                except DataStreamError:
+                    raise
+                except Exception as exc:
+                    raise user_function_error(op_name, what, value, exc) from exc
+                nxt(result, ts)
+
+            return run_map
+
+        if kind == "filter":
+            f = fn.filter
+
+            def run_filter(value: Any, ts: int | None) -> None:
+                try:
+                    keep = f(value)
+                except DataStreamError:
+                    raise
+                except Exception as exc:
+                    raise user_function_error(op_name, what, value, exc) from exc
+                if keep:
+                    nxt(value, ts)
+
+            return run_filter
+
+        if kind == "flat_map":
+            f = fn.flat_map
+
+            def run_flat_map(value: Any, ts: int | None) -> None:
+                try:
+                    result = f(value)
+                    if result is None:
+                        return
+                    items = iter(result)
+                except DataStreamError:
+                    raise
+                except Exception as exc:
+                    raise user_function_error(op_name, what, value, exc) from exc
+                while True:
+                    try:
+                        item = next(items)
+                    except StopIteration:
+                        return
+                    except DataStreamError:
+                        raise
+                    except Exception as exc:
+                        raise user_function_error(op_name, what, value, exc) from exc
+                    nxt(item, ts)
+
+            return run_flat_map
+
+        if kind == "timestamps":
+            f = fn.extract_timestamp
+
+            def run_timestamps(value: Any, ts: int | None) -> None:
+                try:
+                    new_ts = f(value, ts)
+                except DataStreamError:
+                    raise
+                except Exception as exc:
+                    raise user_function_error(op_name, what, value, exc) from exc
+                if type(new_ts) is not int:
+                    if new_ts is not None and hasattr(new_ts, "__index__") and not isinstance(new_ts, bool):
+                        new_ts = new_ts.__index__()
+                    else:
+                        raise JobExecutionError(
+                            f"operator {op_name!r}: {what} returned {new_ts!r:.60} "
+                            f"({type(new_ts).__name__}); extract_timestamp must return an int "
+                            f"timestamp in milliseconds"
+                        )
+                nxt(value, new_ts)
+
+            return run_timestamps
+
+        # process
+        assert self._clock is not None
+        ctx = ProcessContextImpl(NonKeyedTimerService(self._clock), op_name)
+        ctx._out = self._buf
+        f = fn.process_element
+
+        def run_process(value: Any, ts: int | None) -> None:
+            ctx._timestamp = ts
+            try:
+                result = f(value, ctx)
+            except DataStreamError:
+                raise
+            except Exception as exc:
+                raise user_function_error(op_name, what, value, exc) from exc
+            if result is not None:
+                _emit_generated(result, nxt, append, ts, op_name, what, value)
+
+        return run_process
+
+    # -- records ------------------------------------------------------------------------
+
+    def _require_open(self) -> Callable[[Any, Any], None]:
+        head = self._head
+        if head is None or not self._opened:
+            raise JobExecutionError(f"StatelessChain {self.name!r}: call open() before processing")
+        return head
+
+    def process(self, value: Any, timestamp: int | None = None) -> list[Output]:
+        """Outputs (main and side) of one record, in emission order."""
+        head = self._head if self._opened else self._require_open()
+        buf = self._buf
+        try:
+            head(value, timestamp)  # type: ignore[misc]
+        except BaseException:
+            buf.clear()
+            raise
+        out = buf.copy()
+        buf.clear()
+        return out
+
+    def process_batch(
+        self, values: Iterable[Any], timestamps: Iterable[int | None] | None = None
+    ) -> list[Output]:
+        """Outputs of many records (one list for the whole batch)."""
+        head = self._head if self._opened else self._require_open()
+        buf = self._buf
+        try:
+            if timestamps is None:
+                for value in values:
+                    head(value, None)  # type: ignore[misc]
+            else:
+                for value, ts in zip(values, timestamps, strict=True):
+                    head(value, ts)  # type: ignore[misc]
+        except BaseException:
+            buf.clear()
+            raise
+        out = buf.copy()
+        buf.clear()
+        return out
+
+    def advance_watermark(self, watermark: int) -> list[Output]:
+        """Record the watermark (seen by process functions' ``current_watermark()``)."""
+        if self._clock is not None:
+            self._clock.watermark = watermark
+        return []
+
+    def advance_processing_time(self, now: int) -> list[Output]:
+        """Record the processing time (seen by ``current_processing_time()``)."""
+        if self._clock is not None:
+            self._clock.processing_time = now
+        return []
+
+
+class CoStatelessOperator:
+    """Non-keyed two-input operator: CoMapFunction, CoFlatMapFunction or CoProcessFunction.
+
+    ``process(value, timestamp, input_index)`` with ``input_index`` 0 (first input)
+    or 1 (second input).
+    """
+
+    def __init__(self, function: Any, name: str = "co-operator") -> None:
+        if not isinstance(function, (CoMapFunction, CoFlatMapFunction, CoProcessFunction)):
+            raise GraphBuildError(
+                f"connect(...): the function must be a CoMapFunction, CoFlatMapFunction or "
+                f"CoProcessFunction, got {function!r:.80}"
+            )
+        self.function = function
+        self.name = name
+        self._opened = False
+        self._ctx: ProcessContextImpl | None = None
+        self._clock: OperatorClock | None = None
+        self._op_name = name
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"function": self.function, "name": self.name}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["function"], state["name"])  # type: ignore[misc]
+
+    def open(
+        self, config: OperatorConfig | None = None, backend: KeyedStateBackend | None = None
+    ) -> None:
+        """Open the function."""
+        if self._opened:
+            return
+        config = config or OperatorConfig.for_mode("STREAMING", operator_name=self.name)
+        self._op_name = config.operator_name
+        self._clock = OperatorClock(config)
+        self._ctx = ProcessContextImpl(NonKeyedTimerService(self._clock), config.operator_name)
+        self.function.open(RuntimeContext(config, backend))
+        self._opened = True
+
+    def close(self) -> None:
+        """Close the function."""
+        if self._opened:
+            self._opened = False
+            self.function.close()
+
+    def process(self, value: Any, timestamp: int | None = None, input_index: int = 0) -> list[Output]:
+        """Outputs of one record of input ``input_index`` (0 or 1)."""
+        if not self._opened:
+            raise JobExecutionError(f"operator {self.name!r}: call open() before processing")
+        fn = self.function
+        op_name = self._op_name
+        if input_index not in (0, 1):
+            raise JobExecutionError(
+                f"operator {op_name!r}: input_index must be 0 or 1, got {input_index!r}"
+            )
+        second = input_index == 1
+        out: list[Output] = []
+        if isinstance(fn, CoMapFunction):
+            what = "map2" if second else "map1"
+            try:
+                result = fn.map2(value) if second else fn.map1(value)
+            except DataStreamError:
+                raise
+            except Exception as exc:
+                raise user_function_error(op_name, what, value, exc) from exc
+            out.append(Output(None, result, timestamp))
+            return out
+        append = out.append
+
+        def main(item: Any, ts: int | None) -> None:
+            append(Output(None, item, ts))
+
+        if isinstance(fn, CoFlatMapFunction):
+            what = "flat_map2" if second else "flat_map1"
+            try:
+                result = fn.flat_map2(value) if second else fn.flat_map1(value)
+            except DataStreamError:
+                raise
+            except Exception as exc:
+                raise user_function_error(op_name, what, value, exc) from exc
+        else:
+            what = "process_element2" if second else "process_element1"
+            ctx = self._ctx
+            assert ctx is not None
+            ctx._timestamp = timestamp
+            ctx._out = out
+            try:
+                result = (
+                    fn.process_element2(value, ctx) if second else fn.process_element1(value, ctx)
+                )
+            except DataStreamError:
+                raise
+            except Exception as exc:
+                raise user_function_error(op_name, what, value, exc) from exc
+        if result is not None:
+            _emit_generated(result, main, append, timestamp, op_name, what, value)
+        return out
+
+    def advance_watermark(self, watermark: int) -> list[Output]:
+        """Record the watermark for ``current_watermark()``."""
+        if self._clock is not None:
+            self._clock.watermark = watermark
+        return []
+
+    def advance_processing_time(self, now: int) -> list[Output]:
+        """Record the processing time for ``current_processing_time()``."""
+        if self._clock is not None:
+            self._clock.processing_time = now
+        return []
+
+
+class KeyExtractor:
+    """Per record: ``(key_group, key_bytes)`` for the shuffle in front of a keyed operator.
+
+    ``key_group = crc32(key_bytes) % max_parallelism`` (``state_store.keygroups``).
+    Errors of the key selector or key serializer are re-raised naming the operator.
+    Call the extractor itself, or :meth:`extract` (same), :meth:`extract_with_key`
+    (also returns the key) or :meth:`extract_batch` (two lists).
+    """
+
+    def __init__(
+        self,
+        key_selector: Any,
+        key_serializer: TypeSerializer,
+        max_parallelism: int,
+        operator_name: str = "key_by",
+    ) -> None:
+        self.key_selector: KeySelector = as_key_selector(key_selector)
+        if not getattr(key_serializer, "is_deterministic", False):
+            raise GraphBuildError(
+                f"operator {operator_name!r}: key serializer {key_serializer!r} is not "
+                f"deterministic (equal keys must give equal bytes); declare a deterministic "
+                f"key_type"
+            )
+        self.key_serializer = key_serializer
+        self.max_parallelism = check_max_parallelism(max_parallelism)
+        self.operator_name = operator_name
+        self._build()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "key_selector": self.key_selector,
+            "key_serializer": self.key_serializer,
+            "max_parallelism": self.max_parallelism,
+            "operator_name": self.operator_name,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._build()
+
+    def __repr__(self) -> str:
+        return (
+            f"KeyExtractor({self.key_selector!r}, {self.key_serializer!r}, "
+            f"max_parallelism={self.max_parallelism})"
+        )
+
+    def _build(self) -> None:
+        get_key = self.key_selector.get_key
+        serialize = self.key_serializer.serialize
+        crc32 = zlib.crc32
+        max_par = self.max_parallelism
+        op_name = self.operator_name
+
+        def key_bytes_of(value: Any) -> tuple[Any, bytes]:
+            try:
+                key = get_key(value)
+            except DataStreamError:
+                raise
+            except Exception as exc:
+                raise user_function_error(op_name, "key selector", value, exc) from exc
+            try:
+                return key, serialize(key)
+            except Exception as exc:
+                raise SerializationError(
+                    f"operator {op_name!r}: cannot serialize key {key!r:.80} of type "
+                    f"{type(key).__name__}: {exc}"
+                ) from exc
+
+        def extract(value: Any) -> tuple[int, bytes]:
+            kb = key_bytes_of(value)[1]
+            return crc32(kb) % max_par, kb
+
+        def extract_with_key(value: Any) -> tuple[int, bytes, Any]:
+            key, kb = key_bytes_of(value)
+            return crc32(kb) % max_par, kb, key
+
+        self.extract: Callable[[Any], tuple[int, bytes]] = extract
+        self.extract_with_key: Callable[[Any], tuple[int, bytes, Any]] = extract_with_key
+
+    def __call__(self, value: Any) -> tuple[int, bytes]:
+        return self.extract(value)
+
+    def extract_batch(self, values: Iterable[Any]) -> tuple[list[int], list[bytes]]:
+        """Key groups and key bytes of many records, as two parallel lists."""
+        extract = self.extract
+        groups: list[int] = []
+        keys: list[bytes] = []
+        add_group = groups.append
+        add_key = keys.append
+        for value in values:
+            group, kb = extract(value)
+            add_group(group)
+            add_key(kb)
+        return groups, keys

@@ -1,0 +1,233 @@
+"""Runtime and process contexts handed to user functions.
+
+``RuntimeContext`` is given to ``Function.open``: keyed state (delegated to the
+operator's keyed backend, VOID namespace), subtask coordinates, job parameters.
+The process contexts are reused objects: the operator sets the element
+timestamp and the output buffer before each call, so a record costs no
+context allocation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..state_store.descriptors import (
+    AggregatingStateDescriptor,
+    BinarySortedStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    ValueStateDescriptor,
+)
+from ..state_store.errors import GraphBuildError, StateDescriptorError, StateError
+from .base import Output, OperatorConfig
+from .functions import KeyedContext, OnTimerContext, OutputTag, TimeDomain, TimerService
+from .functions import Context as _Context
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..state_store.backend import KeyedStateBackend
+
+__all__ = [
+    "RuntimeContext",
+    "ProcessContextImpl",
+    "KeyedContextImpl",
+    "OnTimerContextImpl",
+]
+
+
+class RuntimeContext:
+    """Per operator instance: keyed state, subtask coordinates and job parameters."""
+
+    def __init__(self, config: OperatorConfig, backend: KeyedStateBackend | None = None) -> None:
+        self._config = config
+        self._backend = backend
+        #: Descriptors acquired through this context, by state name (read by the test harness).
+        self.registered_descriptors: dict[str, Any] = {}
+
+    # -- keyed state ------------------------------------------------------------------
+
+    def _keyed_backend(self, method: str) -> KeyedStateBackend:
+        backend = self._backend
+        if backend is None:
+            raise StateError(
+                f"operator {self._config.operator_name!r}: {method}() is keyed state, which "
+                f"needs key_by(...) before this operator; non-keyed operators have no keyed state"
+            )
+        return backend
+
+    def _check(self, method: str, descriptor: Any, expected: type) -> None:
+        if not isinstance(descriptor, expected):
+            raise StateDescriptorError(
+                f"operator {self._config.operator_name!r}: {method}() needs a "
+                f"{expected.__name__}, got {type(descriptor).__name__} {descriptor!r:.80}"
+            )
+        self.registered_descriptors[descriptor.name] = descriptor
+
+    def get_state(self, state_descriptor: ValueStateDescriptor) -> Any:
+        """The ValueState of the current key."""
+        backend = self._keyed_backend("get_state")
+        self._check("get_state", state_descriptor, ValueStateDescriptor)
+        return backend.get_state(state_descriptor)
+
+    def get_list_state(self, state_descriptor: ListStateDescriptor) -> Any:
+        """The ListState of the current key."""
+        backend = self._keyed_backend("get_list_state")
+        self._check("get_list_state", state_descriptor, ListStateDescriptor)
+        return backend.get_state(state_descriptor)
+
+    def get_map_state(self, state_descriptor: MapStateDescriptor) -> Any:
+        """The MapState of the current key."""
+        backend = self._keyed_backend("get_map_state")
+        self._check("get_map_state", state_descriptor, MapStateDescriptor)
+        return backend.get_state(state_descriptor)
+
+    def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> Any:
+        """The ReducingState of the current key."""
+        backend = self._keyed_backend("get_reducing_state")
+        self._check("get_reducing_state", state_descriptor, ReducingStateDescriptor)
+        return backend.get_state(state_descriptor)
+
+    def get_aggregating_state(self, state_descriptor: AggregatingStateDescriptor) -> Any:
+        """The AggregatingState of the current key."""
+        backend = self._keyed_backend("get_aggregating_state")
+        self._check("get_aggregating_state", state_descriptor, AggregatingStateDescriptor)
+        return backend.get_state(state_descriptor)
+
+    def get_binary_sorted_state(self, state_descriptor: BinarySortedStateDescriptor) -> Any:
+        """The BinarySortedState (FLIP-220) of the current key."""
+        backend = self._keyed_backend("get_binary_sorted_state")
+        self._check("get_binary_sorted_state", state_descriptor, BinarySortedStateDescriptor)
+        return backend.get_binary_sorted_state(state_descriptor)
+
+    def get_temporal_value_state(self, state_descriptor: ValueStateDescriptor) -> Any:
+        """A TemporalValueState (values by event time) of the current key."""
+        backend = self._keyed_backend("get_temporal_value_state")
+        self._check("get_temporal_value_state", state_descriptor, ValueStateDescriptor)
+        return backend.get_temporal_value_state(state_descriptor)
+
+    def get_temporal_list_state(self, state_descriptor: ListStateDescriptor) -> Any:
+        """A TemporalListState (lists by event time) of the current key."""
+        backend = self._keyed_backend("get_temporal_list_state")
+        self._check("get_temporal_list_state", state_descriptor, ListStateDescriptor)
+        return backend.get_temporal_list_state(state_descriptor)
+
+    # -- task information -------------------------------------------------------------
+
+    def get_index_of_this_subtask(self) -> int:
+        """0-based index of this parallel instance."""
+        return self._config.subtask_index
+
+    def get_number_of_parallel_subtasks(self) -> int:
+        """Parallelism of the operator."""
+        return self._config.parallelism
+
+    def get_max_number_of_parallel_subtasks(self) -> int:
+        """Max parallelism (number of key groups)."""
+        return self._config.max_parallelism
+
+    def get_task_name(self) -> str:
+        """Name of the operator."""
+        return self._config.operator_name
+
+    def get_job_parameter(self, key: str, default_value: Any = None) -> Any:
+        """A job parameter (``env.set_job_parameter``-style), or ``default_value``."""
+        return self._config.job_parameters.get(key, default_value)
+
+    def get_attempt_number(self) -> int:
+        """Attempt number of this task (always 0: Spark retries re-run from the input)."""
+        return 0
+
+
+def _check_tag(output_tag: Any, operator_name: str) -> str:
+    if type(output_tag) is OutputTag or isinstance(output_tag, OutputTag):
+        return output_tag.tag_id
+    raise GraphBuildError(
+        f"operator {operator_name!r}: ctx.output() needs an OutputTag as first argument, "
+        f"got {type(output_tag).__name__} {output_tag!r:.60}"
+    )
+
+
+class ProcessContextImpl(_Context):
+    """Context of a non-keyed ``ProcessFunction`` / ``CoProcessFunction``."""
+
+    __slots__ = ("_timestamp", "_timer_service", "_out", "_operator_name")
+
+    def __init__(self, timer_service: TimerService, operator_name: str) -> None:
+        self._timestamp: int | None = None
+        self._timer_service = timer_service
+        self._out: list[Output] = []
+        self._operator_name = operator_name
+
+    def timestamp(self) -> int | None:
+        return self._timestamp
+
+    def timer_service(self) -> TimerService:
+        return self._timer_service
+
+    def output(self, output_tag: OutputTag, value: Any) -> None:
+        self._out.append(Output(_check_tag(output_tag, self._operator_name), value, self._timestamp))
+
+
+class KeyedContextImpl(KeyedContext):
+    """Context of keyed ``process_element`` calls (current key from the backend)."""
+
+    __slots__ = ("_timestamp", "_timer_service", "_out", "_operator_name", "_backend")
+
+    def __init__(
+        self, timer_service: TimerService, operator_name: str, backend: KeyedStateBackend
+    ) -> None:
+        self._timestamp: int | None = None
+        self._timer_service = timer_service
+        self._out: list[Output] = []
+        self._operator_name = operator_name
+        self._backend = backend
+
+    def timestamp(self) -> int | None:
+        return self._timestamp
+
+    def timer_service(self) -> TimerService:
+        return self._timer_service
+
+    def get_current_key(self) -> Any:
+        return self._backend.get_current_key()
+
+    def output(self, output_tag: OutputTag, value: Any) -> None:
+        self._out.append(Output(_check_tag(output_tag, self._operator_name), value, self._timestamp))
+
+
+class OnTimerContextImpl(OnTimerContext):
+    """Context of ``on_timer``: the timer's timestamp, key and time domain."""
+
+    __slots__ = (
+        "_timestamp",
+        "_timer_service",
+        "_out",
+        "_operator_name",
+        "_backend",
+        "_time_domain",
+    )
+
+    def __init__(
+        self, timer_service: TimerService, operator_name: str, backend: KeyedStateBackend
+    ) -> None:
+        self._timestamp: int | None = None
+        self._timer_service = timer_service
+        self._out: list[Output] = []
+        self._operator_name = operator_name
+        self._backend = backend
+        self._time_domain = TimeDomain.EVENT_TIME
+
+    def timestamp(self) -> int | None:
+        return self._timestamp
+
+    def timer_service(self) -> TimerService:
+        return self._timer_service
+
+    def get_current_key(self) -> Any:
+        return self._backend.get_current_key()
+
+    def time_domain(self) -> TimeDomain:
+        return self._time_domain
+
+    def output(self, output_tag: OutputTag, value: Any) -> None:
+        self._out.append(Output(_check_tag(output_tag, self._operator_name), value, self._timestamp))

@@ -1,0 +1,469 @@
+"""User function API with PyFlink's names and signatures.
+
+Users subclass these (``MapFunction``, ``KeyedProcessFunction``, ...) or pass
+plain callables where PyFlink accepts them; the ``as_*`` helpers turn either
+form into the class form the runtime calls. Process functions follow PyFlink's
+generator style: whatever ``process_element`` / ``on_timer`` yields is the main
+output; yielding ``(output_tag, value)`` or calling ``ctx.output(tag, value)``
+emits to a side output.
+
+``Function`` (the ``open(runtime_context)`` / ``close()`` base) is the one in
+``state_store.functions``, shared with ``ReduceFunction`` / ``AggregateFunction``.
+
+Everything here is plain Python and picklable with cloudpickle, because
+functions travel to Spark executors.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from enum import Enum
+from typing import Any
+
+from ..state_store.errors import GraphBuildError
+from ..state_store.functions import AggregateFunction, Function, ReduceFunction
+
+__all__ = [
+    "Function",
+    "MapFunction",
+    "FlatMapFunction",
+    "FilterFunction",
+    "KeySelector",
+    "TimerService",
+    "Context",
+    "KeyedContext",
+    "OnTimerContext",
+    "ProcessFunction",
+    "KeyedProcessFunction",
+    "CoMapFunction",
+    "CoFlatMapFunction",
+    "CoProcessFunction",
+    "KeyedCoProcessFunction",
+    "TimestampAssigner",
+    "OutputTag",
+    "TimeDomain",
+    "ReduceFunction",
+    "AggregateFunction",
+    "as_map_function",
+    "as_flat_map_function",
+    "as_filter_function",
+    "as_key_selector",
+    "as_reduce_function",
+    "as_timestamp_assigner",
+]
+
+
+class MapFunction(Function, ABC):
+    """One output per input: ``map(value) -> value``."""
+
+    @abstractmethod
+    def map(self, value: Any) -> Any:
+        """Transform one record."""
+
+
+class FlatMapFunction(Function, ABC):
+    """Zero or more outputs per input: ``flat_map(value)`` returns an iterable or yields."""
+
+    @abstractmethod
+    def flat_map(self, value: Any) -> Iterable[Any] | None:
+        """Return (or yield) the outputs for one record."""
+
+
+class FilterFunction(Function, ABC):
+    """Keeps the records for which ``filter(value)`` is true."""
+
+    @abstractmethod
+    def filter(self, value: Any) -> bool:
+        """True to keep ``value``."""
+
+
+class KeySelector(Function, ABC):
+    """Extracts the key of a record: ``get_key(value)``."""
+
+    @abstractmethod
+    def get_key(self, value: Any) -> Any:
+        """The key of ``value`` (must be deterministic: equal records, equal keys)."""
+
+
+class TimeDomain(Enum):
+    """Which clock a timer belongs to (``OnTimerContext.time_domain()``)."""
+
+    EVENT_TIME = 0
+    PROCESSING_TIME = 1
+
+
+class OutputTag:
+    """Names a side output. Equal tags (same ``tag_id``) address the same side output."""
+
+    __slots__ = ("_tag_id", "_type_info")
+
+    def __init__(self, tag_id: str, type_info: Any = None) -> None:
+        if not isinstance(tag_id, str) or not tag_id:
+            raise GraphBuildError(f"OutputTag: tag_id must be a non-empty str, got {tag_id!r}")
+        self._tag_id = tag_id
+        self._type_info = type_info
+
+    @property
+    def tag_id(self) -> str:
+        """The side output's name."""
+        return self._tag_id
+
+    @property
+    def type_info(self) -> Any:
+        """Declared TypeInformation of the side output's values, or None (pickled)."""
+        return self._type_info
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OutputTag) and other._tag_id == self._tag_id
+
+    def __hash__(self) -> int:
+        return hash(("OutputTag", self._tag_id))
+
+    def __repr__(self) -> str:
+        if self._type_info is None:
+            return f"OutputTag({self._tag_id!r})"
+        return f"OutputTag({self._tag_id!r}, {self._type_info!r})"
+
+    def __getstate__(self) -> tuple[str, Any]:
+        return (self._tag_id, self._type_info)
+
+    def __setstate__(self, state: tuple[str, Any]) -> None:
+        self._tag_id, self._type_info = state
+
+
+class TimerService(ABC):
+    """Timers and clocks of a process function (``ctx.timer_service()``)."""
+
+    @abstractmethod
+    def current_processing_time(self) -> int:
+        """Current processing time in ms (raises under ``pipeline.processing-time.allow=FAIL``)."""
+
+    @abstractmethod
+    def current_watermark(self) -> int:
+        """Current event-time watermark in ms."""
+
+    @abstractmethod
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        """Fire ``on_timer`` once processing time reaches ``timestamp`` (current key)."""
+
+    @abstractmethod
+    def register_event_time_timer(self, timestamp: int) -> None:
+        """Fire ``on_timer`` once the watermark reaches ``timestamp`` (current key)."""
+
+    @abstractmethod
+    def delete_processing_time_timer(self, timestamp: int) -> None:
+        """Remove a processing-time timer of the current key (no-op when absent)."""
+
+    @abstractmethod
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        """Remove an event-time timer of the current key (no-op when absent)."""
+
+
+class Context(ABC):
+    """Context of ``process_element``: element timestamp, timers, side outputs."""
+
+    @abstractmethod
+    def timestamp(self) -> int | None:
+        """Timestamp of the element (in ``on_timer``: of the timer), or None."""
+
+    @abstractmethod
+    def timer_service(self) -> TimerService:
+        """Timers and clocks."""
+
+    @abstractmethod
+    def output(self, output_tag: OutputTag, value: Any) -> None:
+        """Emit ``value`` to the side output ``output_tag``."""
+
+
+class KeyedContext(Context):
+    """Context of a keyed process function: adds the current key."""
+
+    @abstractmethod
+    def get_current_key(self) -> Any:
+        """Key of the element (or timer) being processed."""
+
+
+class OnTimerContext(KeyedContext):
+    """Context of ``on_timer``: adds the firing timer's time domain."""
+
+    @abstractmethod
+    def time_domain(self) -> TimeDomain:
+        """EVENT_TIME or PROCESSING_TIME."""
+
+
+class ProcessFunction(Function, ABC):
+    """Low-level per-record function on a non-keyed stream; yields its outputs."""
+
+    Context = Context
+
+    @abstractmethod
+    def process_element(self, value: Any, ctx: Context) -> Iterable[Any] | None:
+        """Yield (or return an iterable of) outputs for ``value``; None for no output."""
+
+
+class KeyedProcessFunction(Function, ABC):
+    """Per-record function on a keyed stream, with keyed state and timers."""
+
+    Context = KeyedContext
+    OnTimerContext = OnTimerContext
+
+    @abstractmethod
+    def process_element(self, value: Any, ctx: KeyedContext) -> Iterable[Any] | None:
+        """Yield outputs for ``value``; state and timers apply to ``ctx.get_current_key()``."""
+
+    def on_timer(self, timestamp: int, ctx: OnTimerContext) -> Iterable[Any] | None:
+        """Called when a timer of the current key fires; yields outputs. Default: nothing."""
+        return None
+
+
+class CoMapFunction(Function, ABC):
+    """Two-input map: ``map1`` for the first input, ``map2`` for the second."""
+
+    @abstractmethod
+    def map1(self, value: Any) -> Any:
+        """Map a record of the first input."""
+
+    @abstractmethod
+    def map2(self, value: Any) -> Any:
+        """Map a record of the second input."""
+
+
+class CoFlatMapFunction(Function, ABC):
+    """Two-input flat map: ``flat_map1`` / ``flat_map2`` return iterables or yield."""
+
+    @abstractmethod
+    def flat_map1(self, value: Any) -> Iterable[Any] | None:
+        """Outputs for a record of the first input."""
+
+    @abstractmethod
+    def flat_map2(self, value: Any) -> Iterable[Any] | None:
+        """Outputs for a record of the second input."""
+
+
+class CoProcessFunction(Function, ABC):
+    """Two-input process function on non-keyed connected streams."""
+
+    Context = Context
+
+    @abstractmethod
+    def process_element1(self, value: Any, ctx: Context) -> Iterable[Any] | None:
+        """Outputs for a record of the first input."""
+
+    @abstractmethod
+    def process_element2(self, value: Any, ctx: Context) -> Iterable[Any] | None:
+        """Outputs for a record of the second input."""
+
+
+class KeyedCoProcessFunction(Function, ABC):
+    """Two-input process function on keyed connected streams, with state and timers."""
+
+    Context = KeyedContext
+    OnTimerContext = OnTimerContext
+
+    @abstractmethod
+    def process_element1(self, value: Any, ctx: KeyedContext) -> Iterable[Any] | None:
+        """Outputs for a record of the first input."""
+
+    @abstractmethod
+    def process_element2(self, value: Any, ctx: KeyedContext) -> Iterable[Any] | None:
+        """Outputs for a record of the second input."""
+
+    def on_timer(self, timestamp: int, ctx: OnTimerContext) -> Iterable[Any] | None:
+        """Called when a timer of the current key fires. Default: nothing."""
+        return None
+
+
+class TimestampAssigner(Function, ABC):
+    """Gives each record its event timestamp (ms)."""
+
+    @abstractmethod
+    def extract_timestamp(self, value: Any, record_timestamp: int | None) -> int:
+        """Event timestamp of ``value``; ``record_timestamp`` is its previous one (or None)."""
+
+
+# --- plain callables -> function classes ------------------------------------------------
+
+
+def _check_callable(func: Any, api: str, argument: str, expected: str) -> None:
+    if isinstance(func, type):
+        raise GraphBuildError(
+            f"{api}: argument {argument!r} must be an instance of {expected} or a callable, "
+            f"got the class {func.__name__} itself (instantiate it)"
+        )
+    if not callable(func):
+        raise GraphBuildError(
+            f"{api}: argument {argument!r} must be a {expected} or a callable, "
+            f"got {type(func).__name__} {func!r:.80}"
+        )
+
+
+def _callable_name(func: Callable[..., Any]) -> str:
+    return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+
+
+class _CallableMapFunction(MapFunction):
+
+    def __init__(self, func: Callable[[Any], Any]) -> None:
+        self.func = func
+        self.map = func  # type: ignore[method-assign]  # direct call, no extra frame
+
+    def map(self, value: Any) -> Any:  # pragma: no cover - replaced per instance
+        return self.func(value)
+
+    def __getstate__(self) -> Callable[[Any], Any]:
+        return self.func
+
+    def __setstate__(self, func: Callable[[Any], Any]) -> None:
+        self.func = func
+        self.map = func  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        return f"MapFunction({_callable_name(self.func)})"
+
+
+class _CallableFlatMapFunction(FlatMapFunction):
+
+    def __init__(self, func: Callable[[Any], Iterable[Any]]) -> None:
+        self.func = func
+        self.flat_map = func  # type: ignore[method-assign]
+
+    def flat_map(self, value: Any) -> Iterable[Any]:  # pragma: no cover - replaced
+        return self.func(value)
+
+    def __getstate__(self) -> Callable[[Any], Iterable[Any]]:
+        return self.func
+
+    def __setstate__(self, func: Callable[[Any], Iterable[Any]]) -> None:
+        self.func = func
+        self.flat_map = func  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        return f"FlatMapFunction({_callable_name(self.func)})"
+
+
+class _CallableFilterFunction(FilterFunction):
+
+    def __init__(self, func: Callable[[Any], bool]) -> None:
+        self.func = func
+        self.filter = func  # type: ignore[method-assign]
+
+    def filter(self, value: Any) -> bool:  # pragma: no cover - replaced
+        return self.func(value)
+
+    def __getstate__(self) -> Callable[[Any], bool]:
+        return self.func
+
+    def __setstate__(self, func: Callable[[Any], bool]) -> None:
+        self.func = func
+        self.filter = func  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        return f"FilterFunction({_callable_name(self.func)})"
+
+
+class _CallableKeySelector(KeySelector):
+
+    def __init__(self, func: Callable[[Any], Any]) -> None:
+        self.func = func
+        self.get_key = func  # type: ignore[method-assign]
+
+    def get_key(self, value: Any) -> Any:  # pragma: no cover - replaced
+        return self.func(value)
+
+    def __getstate__(self) -> Callable[[Any], Any]:
+        return self.func
+
+    def __setstate__(self, func: Callable[[Any], Any]) -> None:
+        self.func = func
+        self.get_key = func  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        return f"KeySelector({_callable_name(self.func)})"
+
+
+class _CallableReduceFunction(ReduceFunction):
+    def __init__(self, func: Callable[[Any, Any], Any]) -> None:
+        self.func = func
+        self.reduce = func  # type: ignore[method-assign]
+
+    def reduce(self, value1: Any, value2: Any) -> Any:  # pragma: no cover - replaced
+        return self.func(value1, value2)
+
+    def __getstate__(self) -> Callable[[Any, Any], Any]:
+        return self.func
+
+    def __setstate__(self, func: Callable[[Any, Any], Any]) -> None:
+        self.func = func
+        self.reduce = func  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        return f"ReduceFunction({_callable_name(self.func)})"
+
+
+class _CallableTimestampAssigner(TimestampAssigner):
+
+    def __init__(self, func: Callable[[Any, int | None], int]) -> None:
+        self.func = func
+        self.extract_timestamp = func  # type: ignore[method-assign]
+
+    def extract_timestamp(self, value: Any, record_timestamp: int | None) -> int:  # pragma: no cover
+        return self.func(value, record_timestamp)
+
+    def __getstate__(self) -> Callable[[Any, int | None], int]:
+        return self.func
+
+    def __setstate__(self, func: Callable[[Any, int | None], int]) -> None:
+        self.func = func
+        self.extract_timestamp = func  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        return f"TimestampAssigner({_callable_name(self.func)})"
+
+
+def as_map_function(func: Any, argument: str = "func") -> MapFunction:
+    """``func`` as a MapFunction: a MapFunction is returned as is, a callable is wrapped."""
+    if isinstance(func, MapFunction):
+        return func
+    _check_callable(func, "map()", argument, "MapFunction")
+    return _CallableMapFunction(func)
+
+
+def as_flat_map_function(func: Any, argument: str = "func") -> FlatMapFunction:
+    """``func`` as a FlatMapFunction (a callable must return an iterable or be a generator)."""
+    if isinstance(func, FlatMapFunction):
+        return func
+    _check_callable(func, "flat_map()", argument, "FlatMapFunction")
+    return _CallableFlatMapFunction(func)
+
+
+def as_filter_function(func: Any, argument: str = "func") -> FilterFunction:
+    """``func`` as a FilterFunction (a callable returns a truthy value to keep a record)."""
+    if isinstance(func, FilterFunction):
+        return func
+    _check_callable(func, "filter()", argument, "FilterFunction")
+    return _CallableFilterFunction(func)
+
+
+def as_key_selector(func: Any, argument: str = "key_selector") -> KeySelector:
+    """``func`` as a KeySelector (a callable maps a record to its key)."""
+    if isinstance(func, KeySelector):
+        return func
+    _check_callable(func, "key_by()", argument, "KeySelector")
+    return _CallableKeySelector(func)
+
+
+def as_reduce_function(func: Any, argument: str = "func") -> ReduceFunction:
+    """``func`` as a ReduceFunction (a callable takes ``(value1, value2)``)."""
+    if isinstance(func, ReduceFunction):
+        return func
+    _check_callable(func, "reduce()", argument, "ReduceFunction")
+    return _CallableReduceFunction(func)
+
+
+def as_timestamp_assigner(func: Any, argument: str = "timestamp_assigner") -> TimestampAssigner:
+    """``func`` as a TimestampAssigner (a callable takes ``(value, record_timestamp)``)."""
+    if isinstance(func, TimestampAssigner):
+        return func
+    _check_callable(func, "assign_timestamps()", argument, "TimestampAssigner")
+    return _CallableTimestampAssigner(func)

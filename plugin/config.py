@@ -1,0 +1,208 @@
+"""Configuration: Flink-style string keys, typed accessors, and the option table.
+
+Every option the product reads is declared once in :data:`OPTIONS` (key, default,
+description); the README's configuration reference is generated from this table.
+Mode-dependent defaults (FLIP-134) are resolved by :func:`resolve`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .state_store.errors import ConfigurationError
+
+__all__ = [
+    "Configuration",
+    "ConfigOption",
+    "OPTIONS",
+    "RuntimeExecutionMode",
+    "resolve",
+]
+
+
+class RuntimeExecutionMode(enum.Enum):
+    """``execution.runtime-mode``: BATCH, STREAMING (default, as in Flink) or AUTOMATIC."""
+
+    STREAMING = "STREAMING"
+    BATCH = "BATCH"
+    AUTOMATIC = "AUTOMATIC"
+
+
+@dataclass(frozen=True)
+class ConfigOption:
+    """One configuration key with its default(s) and meaning."""
+
+    key: str
+    default: Any
+    description: str
+    batch_default: Any = None
+    streaming_default: Any = None
+    choices: tuple[str, ...] | None = None
+
+    def default_for(self, mode: str | None) -> Any:
+        if mode == "BATCH" and self.batch_default is not None:
+            return self.batch_default
+        if mode == "STREAMING" and self.streaming_default is not None:
+            return self.streaming_default
+        return self.default
+
+
+OPTIONS: dict[str, ConfigOption] = {
+    o.key: o
+    for o in [
+        ConfigOption(
+            "execution.runtime-mode", "STREAMING",
+            "BATCH, STREAMING or AUTOMATIC (BATCH iff every source is bounded).",
+            choices=("BATCH", "STREAMING", "AUTOMATIC"),
+        ),
+        ConfigOption("parallelism.default", None,
+                     "Number of Spark partitions per operator; default: the session's "
+                     "spark.sql.shuffle.partitions."),
+        ConfigOption("pipeline.max-parallelism", 128,
+                     "Number of key groups (1..32768); state is partitioned by key group."),
+        ConfigOption("state.backend.type", "hashmap",
+                     "Keyed state backend for hash-based execution and STREAMING: "
+                     "hashmap or rocksdb. Sorted BATCH execution always uses the single-key backend.",
+                     choices=("hashmap", "heap", "rocksdb")),
+        ConfigOption("execution.sorted-inputs.enabled", "true",
+                     "BATCH: sort keyed inputs and use the single-key backend (FLIP-140). "
+                     "false = hash-based execution with state.backend.type. "
+                     "Alias: execution.sorted-shuffles.enabled."),
+        ConfigOption("execution.batch.pre-aggregation.enabled", "true",
+                     "BATCH: combine reduce/sum/min/max inputs per partition before the shuffle "
+                     "(requires associative and commutative reduce functions, as Flink's "
+                     "combinable reduce does). Set false for order-sensitive reduce functions."),
+        ConfigOption("execution.batch.native-pushdown.enabled", "true",
+                     "BATCH: run traceable lambdas and built-in sum/min/max as native Spark "
+                     "expressions; results are identical."),
+        ConfigOption("pipeline.processing-time.allow", None,
+                     "ALLOW, IGNORE or FAIL use of processing time.",
+                     batch_default="FAIL", streaming_default="ALLOW",
+                     choices=("ALLOW", "IGNORE", "FAIL")),
+        ConfigOption("pipeline.processing-time.end-of-input", None,
+                     "FIRE_AND_QUIESCE or IGNORE pending processing-time timers at end of input.",
+                     batch_default="IGNORE", streaming_default="FIRE_AND_QUIESCE",
+                     choices=("FIRE_AND_QUIESCE", "IGNORE")),
+        ConfigOption("execution.checkpointing.dir", None,
+                     "STREAMING: Spark checkpointLocation root (required when execute() "
+                     "writes to a sink)."),
+        ConfigOption("execution.streaming.trigger", "available-now",
+                     "STREAMING trigger: available-now, once or processing-time=<duration>."),
+        ConfigOption("execution.savepoint.path", None,
+                     "Restore keyed state from this savepoint (a Delta table) at start."),
+        ConfigOption("execution.savepoint.ignore-unclaimed-state", "false",
+                     "Allow savepoint state that no operator of the program claims."),
+        ConfigOption("execution.savepoint.version", None,
+                     "Delta version of the savepoint to restore (default: latest)."),
+    ]
+}
+
+_ALIASES = {"execution.sorted-shuffles.enabled": "execution.sorted-inputs.enabled"}
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def _canonical(key: str) -> str:
+    return _ALIASES.get(key, key)
+
+
+class Configuration:
+    """String-keyed configuration with PyFlink's typed accessors."""
+
+    def __init__(self, other: Configuration | Mapping[str, Any] | None = None) -> None:
+        self._data: dict[str, str] = {}
+        if isinstance(other, Configuration):
+            self._data.update(other._data)
+        elif other is not None:
+            for k, v in other.items():
+                self.set_string(k, str(v))
+
+    # -- setters -----------------------------------------------------------
+    def set_string(self, key: str, value: str) -> Configuration:
+        key = _canonical(key)
+        option = OPTIONS.get(key)
+        if option is not None and option.choices is not None:
+            norm = str(value).strip()
+            upper = norm.upper() if option.choices[0].isupper() else norm.lower()
+            if upper not in option.choices:
+                raise ConfigurationError(
+                    f"{key} must be one of {', '.join(option.choices)}, got {value!r}"
+                )
+            value = upper
+        self._data[key] = str(value)
+        return self
+
+    def set_integer(self, key: str, value: int) -> Configuration:
+        return self.set_string(key, str(int(value)))
+
+    def set_boolean(self, key: str, value: bool) -> Configuration:
+        return self.set_string(key, "true" if value else "false")
+
+    def set_float(self, key: str, value: float) -> Configuration:
+        return self.set_string(key, repr(float(value)))
+
+    # -- getters -----------------------------------------------------------
+    def get_string(self, key: str, default_value: str | None = None) -> str | None:
+        return self._data.get(_canonical(key), default_value)
+
+    def get_integer(self, key: str, default_value: int | None = None) -> int | None:
+        raw = self.get_string(key)
+        if raw is None:
+            return default_value
+        try:
+            return int(raw)
+        except ValueError as exc:
+            raise ConfigurationError(f"{key} must be an integer, got {raw!r}") from exc
+
+    def get_boolean(self, key: str, default_value: bool | None = None) -> bool | None:
+        raw = self.get_string(key)
+        if raw is None:
+            return default_value
+        low = raw.strip().lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise ConfigurationError(f"{key} must be true or false, got {raw!r}")
+
+    def get_float(self, key: str, default_value: float | None = None) -> float | None:
+        raw = self.get_string(key)
+        if raw is None:
+            return default_value
+        try:
+            return float(raw)
+        except ValueError as exc:
+            raise ConfigurationError(f"{key} must be a number, got {raw!r}") from exc
+
+    def contains_key(self, key: str) -> bool:
+        return _canonical(key) in self._data
+
+    def remove_config(self, key: str) -> bool:
+        return self._data.pop(_canonical(key), None) is not None
+
+    def key_set(self) -> set[str]:
+        return set(self._data)
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self._data)
+
+    def add_all(self, other: Configuration) -> Configuration:
+        self._data.update(other._data)
+        return self
+
+    def __repr__(self) -> str:
+        return f"Configuration({self._data!r})"
+
+
+def resolve(config: Configuration, key: str, mode: str | None) -> Any:
+    """Value of ``key``: the configured one, else the option's default for ``mode``."""
+    key = _canonical(key)
+    raw = config.get_string(key)
+    if raw is not None:
+        return raw
+    option = OPTIONS.get(key)
+    return option.default_for(mode) if option is not None else None

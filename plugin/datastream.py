@@ -1,0 +1,393 @@
+"""DataStream API with PyFlink's names: DataStream, KeyedStream, ConnectedStreams.
+
+Methods only record transformations and validate their arguments; nothing runs
+until ``execute``/``execute_and_collect``/``to_dataframe``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
+
+from .graph import (
+    ChainNode,
+    CoChainNode,
+    CoKeyedNode,
+    KeyByNode,
+    KeyedNode,
+    SideOutputNode,
+    SinkNode,
+    Transformation,
+    UnionNode,
+    check_uid,
+)
+from .operators import aggregations as _aggs
+from .operators.functions import (
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    OutputTag,
+    ProcessFunction,
+    as_filter_function,
+    as_flat_map_function,
+    as_key_selector,
+    as_map_function,
+    as_reduce_function,
+)
+from .state_store.errors import GraphBuildError
+from .state_store.serializers import GenericKeySerializer
+from .state_store.typeinfo import TypeInformation
+from .watermarks import WatermarkStrategy
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from .environment import StreamExecutionEnvironment
+
+__all__ = ["DataStream", "KeyedStream", "ConnectedStreams", "DataStreamSink", "CloseableIterator"]
+
+
+def _check_type(output_type: Any, where: str) -> Optional[TypeInformation]:
+    if output_type is None or isinstance(output_type, TypeInformation):
+        return output_type
+    raise GraphBuildError(
+        f"output_type of {where} must be a TypeInformation such as Types.TUPLE([...]), "
+        f"got {output_type!r}"
+    )
+
+
+def _fn_name(fn: Any, default: str) -> str:
+    if fn is None:
+        return default
+    if isinstance(fn, type):
+        return fn.__name__
+    name = getattr(fn, "__name__", None)
+    if name and name != "<lambda>":
+        return name
+    cls = type(fn).__name__
+    return cls if cls not in ("function", "builtin_function_or_method") else default
+
+
+class CloseableIterator(Iterator[Any]):
+    """Iterator over a job's results; close it (or use ``with``) to release resources."""
+
+    def __init__(self, iterator: Iterator[Any], on_close: Optional[Callable[[], None]] = None):
+        self._it = iterator
+        self._on_close = on_close
+        self._closed = False
+
+    def __iter__(self) -> CloseableIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._closed:
+            raise StopIteration
+        return next(self._it)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            close = getattr(self._it, "close", None)
+            if close is not None:
+                close()
+            if self._on_close is not None:
+                self._on_close()
+
+    def __enter__(self) -> CloseableIterator:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class DataStream:
+    """A stream of records of one type."""
+
+    def __init__(self, env: StreamExecutionEnvironment, node: Transformation) -> None:
+        self._env = env
+        self._node = node
+
+    # -- naming -------------------------------------------------------------
+    def uid(self, uid: str) -> DataStream:
+        """Stable operator id; savepoint state is matched to operators by it."""
+        self._node.uid = check_uid(uid)
+        return self
+
+    def name(self, name: str) -> DataStream:
+        self._node.name = str(name)
+        return self
+
+    def set_parallelism(self, parallelism: int) -> DataStream:
+        if not isinstance(parallelism, int) or parallelism < 1:
+            raise GraphBuildError(f"parallelism must be a positive int, got {parallelism!r}")
+        self._node.parallelism = parallelism
+        return self
+
+    def get_name(self) -> str:
+        return self._node.name
+
+    def get_type(self) -> Optional[TypeInformation]:
+        """The declared record type, or None when records travel pickled."""
+        return self._node.output_type
+
+    def get_execution_environment(self) -> StreamExecutionEnvironment:
+        return self._env
+
+    # -- one-input transformations -----------------------------------------
+    def _chain(self, stage: str, function: Any, output_type: Any, name: str, **kw: Any) -> DataStream:
+        node = ChainNode(name=name, inputs=[self._node], output_type=output_type,
+                         stage=stage, function=function, **kw)
+        return DataStream(self._env, node)
+
+    def map(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        f = as_map_function(func)
+        return self._chain("map", f, _check_type(output_type, "map"), _fn_name(func, "Map"))
+
+    def flat_map(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        f = as_flat_map_function(func)
+        return self._chain("flat_map", f, _check_type(output_type, "flat_map"),
+                           _fn_name(func, "FlatMap"))
+
+    def filter(self, func: Any) -> DataStream:
+        f = as_filter_function(func)
+        return self._chain("filter", f, self._node.output_type, _fn_name(func, "Filter"))
+
+    def process(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        name = _fn_name(func, "Process")
+        if isinstance(func, (KeyedProcessFunction, KeyedCoProcessFunction)):
+            raise GraphBuildError(
+                f"operator '{name}': a {type(func).__bases__[0].__name__} needs a keyed stream; "
+                "call key_by(...) before process(...)"
+            )
+        if not isinstance(func, ProcessFunction):
+            raise GraphBuildError(
+                f"operator '{name}': process() needs a ProcessFunction, got {func!r}"
+            )
+        return self._chain("process", func, _check_type(output_type, "process"), name)
+
+    def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
+        if not isinstance(watermark_strategy, WatermarkStrategy):
+            raise GraphBuildError(
+                "assign_timestamps_and_watermarks needs a WatermarkStrategy, "
+                f"got {watermark_strategy!r}"
+            )
+        return self._chain("timestamps", watermark_strategy.timestamp_assigner,
+                           self._node.output_type, "Timestamps/Watermarks",
+                           watermark_strategy=watermark_strategy)
+
+    def key_by(self, key_selector: Any, key_type: Optional[TypeInformation] = None) -> KeyedStream:
+        selector = as_key_selector(key_selector)
+        name = f"KeyBy({_fn_name(key_selector, 'key_selector')})"
+        if key_type is not None:
+            _check_type(key_type, "key_by")
+            if not key_type.is_deterministic():
+                raise GraphBuildError(
+                    f"operator '{name}': key type {key_type!r} has no deterministic serializer; "
+                    "keys are grouped and sorted by their bytes, so use a basic type, a "
+                    "TUPLE/ROW of basic types, or omit key_type"
+                )
+            serializer = key_type.create_serializer()
+        else:
+            serializer = GenericKeySerializer()
+        node = KeyByNode(name=name, inputs=[self._node], output_type=self._node.output_type,
+                         key_selector=selector, key_type=key_type, key_serializer=serializer)
+        return KeyedStream(self._env, node)
+
+    def union(self, *streams: DataStream) -> DataStream:
+        for s in streams:
+            if not isinstance(s, DataStream):
+                raise GraphBuildError(f"union() takes DataStreams, got {s!r}")
+        types = {repr(self._node.output_type)} | {repr(s._node.output_type) for s in streams}
+        out_type = self._node.output_type if len(types) == 1 else None
+        node = UnionNode(name="Union", inputs=[self._node] + [s._node for s in streams],
+                         output_type=out_type)
+        return DataStream(self._env, node)
+
+    def connect(self, ds: DataStream) -> ConnectedStreams:
+        if not isinstance(ds, DataStream):
+            raise GraphBuildError(f"connect() takes a DataStream, got {ds!r}")
+        return ConnectedStreams(self._env, self, ds)
+
+    def get_side_output(self, output_tag: OutputTag) -> DataStream:
+        if not isinstance(output_tag, OutputTag):
+            raise GraphBuildError(f"get_side_output needs an OutputTag, got {output_tag!r}")
+        node = SideOutputNode(name=f"SideOutput({output_tag.tag_id})", inputs=[self._node],
+                              output_type=getattr(output_tag, "type_info", None),
+                              tag_id=output_tag.tag_id)
+        return DataStream(self._env, node)
+
+    # -- sinks ----------------------------------------------------------------
+    def print(self, sink_identifier: Optional[str] = None) -> DataStreamSink:
+        node = SinkNode(name="Print", inputs=[self._node], kind="print",
+                        options={"identifier": sink_identifier})
+        self._env._add_sink(node)
+        return DataStreamSink(node)
+
+    def sink_to_delta(self, path: str, mode: str = "append") -> DataStreamSink:
+        """Write the stream to a Delta table at ``path`` when ``env.execute()`` runs."""
+        if mode not in ("append", "overwrite"):
+            raise GraphBuildError(f"sink_to_delta mode must be 'append' or 'overwrite', got {mode!r}")
+        if not isinstance(path, str) or not path:
+            raise GraphBuildError(f"sink_to_delta needs a table path, got {path!r}")
+        self._require_typed("sink_to_delta()")
+        node = SinkNode(name=f"DeltaSink({path})", inputs=[self._node], kind="delta",
+                        options={"path": path, "mode": mode})
+        self._env._add_sink(node)
+        return DataStreamSink(node)
+
+    def _require_typed(self, what: str) -> None:
+        from .spark_types import is_spark_mappable
+
+        t = self._node.output_type
+        if t is None or not is_spark_mappable(t):
+            raise GraphBuildError(
+                f"{what} needs a typed stream but {self._node.describe()} has "
+                f"{'no output_type' if t is None else 'output_type ' + repr(t)}; records travel "
+                "pickled. Pass output_type=Types.ROW_NAMED([...], [...]) (or Types.TUPLE([...])) "
+                f"to the operator that produces it"
+            )
+
+    def to_dataframe(self) -> DataFrame:
+        """This stream as a Spark DataFrame (streaming in STREAMING mode)."""
+        self._require_typed("to_dataframe()")
+        return self._env._to_dataframe(self._node)
+
+    def execute_and_collect(self, job_execution_name: Optional[str] = None,
+                            limit: Optional[int] = None) -> Any:
+        """Run the job and iterate its records (a list when ``limit`` is given)."""
+        it = self._env._execute_and_collect(self._node, job_execution_name)
+        if limit is None:
+            return it
+        out = []
+        with it:
+            for record in it:
+                if len(out) >= limit:
+                    break
+                out.append(record)
+        return out
+
+    # -- full-window partition processing (FLIP-380) is added in windows.py ---
+
+
+class DataStreamSink:
+    """Handle on a declared sink (``uid``/``name`` as in PyFlink)."""
+
+    def __init__(self, node: SinkNode) -> None:
+        self._node = node
+
+    def uid(self, uid: str) -> DataStreamSink:
+        self._node.uid = check_uid(uid)
+        return self
+
+    def name(self, name: str) -> DataStreamSink:
+        self._node.name = str(name)
+        return self
+
+
+class KeyedStream(DataStream):
+    """A stream partitioned by key; keyed operators see per-key state and timers."""
+
+    def __init__(self, env: StreamExecutionEnvironment, node: KeyByNode) -> None:
+        super().__init__(env, node)
+        self._key_node = node
+
+    def _keyed(self, op: str, function: Any, output_type: Any, name: str) -> DataStream:
+        node = KeyedNode(name=name, inputs=[self._key_node], output_type=output_type,
+                         op=op, function=function)
+        return DataStream(self._env, node)
+
+    def process(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        name = _fn_name(func, "KeyedProcess")
+        if isinstance(func, KeyedCoProcessFunction) or not isinstance(
+            func, (KeyedProcessFunction, ProcessFunction)
+        ):
+            raise GraphBuildError(
+                f"operator '{name}': KeyedStream.process needs a KeyedProcessFunction, got {func!r}"
+            )
+        return self._keyed("process", func, _check_type(output_type, "process"), name)
+
+    def reduce(self, func: Any) -> DataStream:
+        f = as_reduce_function(func)
+        return self._keyed("reduce", f, self._key_node.output_type, _fn_name(func, "Reduce"))
+
+    def _agg(self, kind: str, field: Union[int, str]) -> DataStream:
+        if not isinstance(field, (int, str)) or isinstance(field, bool):
+            raise GraphBuildError(f"{kind}() needs a field position (int) or name (str), got {field!r}")
+        t = self._key_node.output_type
+        if isinstance(field, str) and t is not None and hasattr(t, "get_field_names"):
+            names = list(t.get_field_names())
+            if field not in names:
+                raise GraphBuildError(f"{kind}('{field}'): no such field; the stream's fields are {names}")
+        f = _aggs.aggregation(kind, field)
+        return self._keyed("reduce", f, t, f"{kind.capitalize()}({field})")
+
+    def sum(self, position_to_sum: Union[int, str] = 0) -> DataStream:
+        return self._agg("sum", position_to_sum)
+
+    def min(self, position_to_min: Union[int, str] = 0) -> DataStream:
+        return self._agg("min", position_to_min)
+
+    def max(self, position_to_max: Union[int, str] = 0) -> DataStream:
+        return self._agg("max", position_to_max)
+
+    def min_by(self, position_to_min_by: Union[int, str] = 0) -> DataStream:
+        return self._agg("min_by", position_to_min_by)
+
+    def max_by(self, position_to_max_by: Union[int, str] = 0) -> DataStream:
+        return self._agg("max_by", position_to_max_by)
+
+
+class ConnectedStreams:
+    """Two streams processed together (``a.connect(b)``)."""
+
+    def __init__(self, env: StreamExecutionEnvironment, first: DataStream, second: DataStream):
+        self._env = env
+        self.first = first
+        self.second = second
+
+    def key_by(self, key_selector1: Any, key_selector2: Any,
+               key_type: Optional[TypeInformation] = None) -> ConnectedStreams:
+        return ConnectedStreams(self._env, self.first.key_by(key_selector1, key_type),
+                                self.second.key_by(key_selector2, key_type))
+
+    def _is_keyed(self) -> bool:
+        return isinstance(self.first, KeyedStream) and isinstance(self.second, KeyedStream)
+
+    def process(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        name = _fn_name(func, "CoProcess")
+        out_t = _check_type(output_type, "process")
+        if isinstance(func, KeyedCoProcessFunction):
+            if not self._is_keyed():
+                raise GraphBuildError(
+                    f"operator '{name}': a KeyedCoProcessFunction needs keyed inputs; "
+                    "call connect(...).key_by(key1, key2) first"
+                )
+            node = CoKeyedNode(name=name, inputs=[self.first._node, self.second._node],
+                               output_type=out_t, function=func)
+            return DataStream(self._env, node)
+        if isinstance(func, CoProcessFunction):
+            node = CoChainNode(name=name, inputs=[self.first._node, self.second._node],
+                               output_type=out_t, stage="co_process", function=func)
+            return DataStream(self._env, node)
+        raise GraphBuildError(
+            f"operator '{name}': ConnectedStreams.process needs a KeyedCoProcessFunction or "
+            f"CoProcessFunction, got {func!r}"
+        )
+
+    def map(self, func: CoMapFunction, output_type: Optional[TypeInformation] = None) -> DataStream:
+        if not isinstance(func, CoMapFunction):
+            raise GraphBuildError(f"ConnectedStreams.map needs a CoMapFunction, got {func!r}")
+        node = CoChainNode(name=_fn_name(func, "CoMap"), inputs=[self.first._node, self.second._node],
+                           output_type=_check_type(output_type, "map"), stage="co_map", function=func)
+        return DataStream(self._env, node)
+
+    def flat_map(self, func: CoFlatMapFunction,
+                 output_type: Optional[TypeInformation] = None) -> DataStream:
+        if not isinstance(func, CoFlatMapFunction):
+            raise GraphBuildError(f"ConnectedStreams.flat_map needs a CoFlatMapFunction, got {func!r}")
+        node = CoChainNode(name=_fn_name(func, "CoFlatMap"),
+                           inputs=[self.first._node, self.second._node],
+                           output_type=_check_type(output_type, "flat_map"), stage="co_flat_map",
+                           function=func)
+        return DataStream(self._env, node)

@@ -1,0 +1,211 @@
+"""``StreamExecutionEnvironment``: where a program is defined and run (PyFlink names)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
+
+from .config import Configuration, RuntimeExecutionMode, resolve
+from .datastream import CloseableIterator, DataStream
+from .graph import SinkNode, SourceNode, Transformation, reachable
+from .state_backends import StateBackend, backend_spec
+from .state_store.errors import ConfigurationError, GraphBuildError, JobExecutionError
+from .state_store.keygroups import check_max_parallelism
+from .state_store.typeinfo import TypeInformation
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["StreamExecutionEnvironment", "JobExecutionResult"]
+
+log = logging.getLogger("pyspark_datastream")
+
+
+@dataclass
+class JobExecutionResult:
+    """What ``execute`` returns: job name, mode, net runtime and per-sink row counts."""
+
+    job_name: str
+    mode: str
+    net_runtime_ms: int
+    sink_counts: dict[str, int] = field(default_factory=dict)
+    savepoint_path: Optional[str] = None
+
+    def get_job_execution_result(self) -> JobExecutionResult:
+        return self
+
+    def get_net_runtime(self) -> int:
+        return self.net_runtime_ms
+
+
+def default_local_session() -> SparkSession:
+    """A local SparkSession sized for a laptop (used when none is active)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    return (
+        SparkSession.builder.master(os.environ.get("PYSPARK_DATASTREAM_MASTER", "local[2]"))
+        .appName("pyspark-datastream")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+
+
+class StreamExecutionEnvironment:
+    """Entry point of a DataStream program."""
+
+    def __init__(self, configuration: Optional[Configuration] = None,
+                 spark: Optional[SparkSession] = None) -> None:
+        self._config = Configuration(configuration) if configuration is not None else Configuration()
+        self._spark = spark
+        self._sinks: list[SinkNode] = []
+        self._sources: list[SourceNode] = []
+        self._state_backend: tuple[str, dict[str, Any]] = backend_spec(
+            self._config.get_string("state.backend.type", "hashmap") or "hashmap"
+        )
+
+    @staticmethod
+    def get_execution_environment(configuration: Optional[Configuration] = None,
+                                  spark: Optional[SparkSession] = None) -> StreamExecutionEnvironment:
+        """A new environment on ``spark``, the active SparkSession, or a local one."""
+        return StreamExecutionEnvironment(configuration, spark)
+
+    # -- configuration ---------------------------------------------------------
+    def get_config(self) -> Configuration:
+        return self._config
+
+    def configure(self, configuration: Configuration) -> StreamExecutionEnvironment:
+        self._config.add_all(configuration)
+        if configuration.contains_key("state.backend.type"):
+            self._state_backend = backend_spec(configuration.get_string("state.backend.type") or "")
+        return self
+
+    def set_runtime_mode(self, mode: Union[RuntimeExecutionMode, str]) -> StreamExecutionEnvironment:
+        value = mode.value if isinstance(mode, RuntimeExecutionMode) else mode
+        self._config.set_string("execution.runtime-mode", str(value))
+        return self
+
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 1:
+            raise ConfigurationError(f"parallelism must be a positive int, got {parallelism!r}")
+        self._config.set_integer("parallelism.default", parallelism)
+        return self
+
+    def get_parallelism(self) -> int:
+        configured = self._config.get_integer("parallelism.default")
+        if configured is not None:
+            return configured
+        try:
+            return max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions") or 4))
+        except Exception:  # noqa: BLE001 - conf access can fail on restricted clusters
+            return 4
+
+    def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
+        check_max_parallelism(max_parallelism)
+        self._config.set_integer("pipeline.max-parallelism", max_parallelism)
+        return self
+
+    def get_max_parallelism(self) -> int:
+        return check_max_parallelism(self._config.get_integer("pipeline.max-parallelism", 128) or 128)
+
+    def set_state_backend(self, state_backend: Union[StateBackend, str]) -> StreamExecutionEnvironment:
+        self._state_backend = backend_spec(state_backend)
+        self._config.set_string("state.backend.type", self._state_backend[0])
+        return self
+
+    def get_state_backend(self) -> tuple[str, dict[str, Any]]:
+        return self._state_backend
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            self._spark = default_local_session()
+        return self._spark
+
+    # -- sources ---------------------------------------------------------------
+    def from_collection(self, collection: Iterable[Any],
+                        type_info: Optional[TypeInformation] = None) -> DataStream:
+        """A bounded stream of the given elements."""
+        data = list(collection)
+        if type_info is not None and not isinstance(type_info, TypeInformation):
+            raise GraphBuildError(f"from_collection type_info must be a TypeInformation, got {type_info!r}")
+        try:
+            pickle.dumps(data[:1])
+        except Exception as exc:  # noqa: BLE001
+            raise GraphBuildError(f"from_collection elements must be picklable: {exc}") from exc
+        node = SourceNode(name="Collection Source", inputs=[], output_type=type_info,
+                          kind="collection", payload=data, bounded=True)
+        self._sources.append(node)
+        return DataStream(self, node)
+
+    def from_dataframe(self, df: DataFrame, type_info: Optional[TypeInformation] = None) -> DataStream:
+        """Records are tuples in column order; batch DataFrames are bounded, streaming ones not."""
+        from .spark_types import type_info_from_schema
+
+        if not hasattr(df, "schema") or not hasattr(df, "isStreaming"):
+            raise GraphBuildError(f"from_dataframe needs a Spark DataFrame, got {type(df).__name__}")
+        t = type_info if type_info is not None else type_info_from_schema(df.schema)
+        node = SourceNode(name="DataFrame Source", inputs=[], output_type=t, kind="dataframe",
+                          payload=df, bounded=not df.isStreaming)
+        self._sources.append(node)
+        return DataStream(self, node)
+
+    # -- running ---------------------------------------------------------------
+    def _add_sink(self, node: SinkNode) -> None:
+        self._sinks.append(node)
+
+    def runtime_mode_for(self, nodes: list[Transformation]) -> str:
+        """BATCH or STREAMING for a job over ``nodes`` (AUTOMATIC resolved by boundedness)."""
+        mode = str(resolve(self._config, "execution.runtime-mode", None)).upper()
+        if mode == "AUTOMATIC":
+            sources = [n for n in nodes if isinstance(n, SourceNode)]
+            return "BATCH" if all(s.bounded for s in sources) else "STREAMING"
+        return mode
+
+    def _translator(self, nodes: list[Transformation], job_name: str) -> Any:
+        mode = self.runtime_mode_for(nodes)
+        if mode == "BATCH":
+            from .translation.batch import BatchTranslator
+
+            return BatchTranslator(self, nodes, job_name)
+        from .translation import streaming
+
+        return streaming.StreamingTranslator(self, nodes, job_name)
+
+    def _to_dataframe(self, node: Transformation) -> DataFrame:
+        nodes = reachable([node])
+        return self._translator(nodes, "to_dataframe").to_dataframe(node)
+
+    def _execute_and_collect(self, node: Transformation,
+                             job_name: Optional[str]) -> CloseableIterator:
+        nodes = reachable([node])
+        translator = self._translator(nodes, job_name or "collect")
+        return translator.collect(node)
+
+    def execute(self, job_name: str = "pyspark-datastream job", savepoint_path: Optional[str] = None
+                ) -> JobExecutionResult:
+        """Run every declared sink (print, Delta, ...) as one job."""
+        if not self._sinks:
+            raise GraphBuildError(
+                "no sinks declared: add print(), sink_to_delta(...) or use execute_and_collect()"
+            )
+        nodes = reachable(list(self._sinks))
+        translator = self._translator(nodes, job_name)
+        start = time.time()
+        try:
+            counts = translator.run_sinks(list(self._sinks), savepoint_path=savepoint_path)
+        except JobExecutionError:
+            raise
+        result = JobExecutionResult(job_name, translator.mode, int((time.time() - start) * 1000),
+                                    counts, savepoint_path)
+        log.info("job %r finished in %s ms: %s", job_name, result.net_runtime_ms, counts)
+        return result

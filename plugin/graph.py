@@ -1,0 +1,154 @@
+"""The job graph: transformations recorded by the DataStream API.
+
+Nothing runs while a program is defined; every node validates its arguments
+when it is created so definition errors surface at graph-build time, naming the
+operator. Translators (``translation/``) turn the graph into Spark plans.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .state_store.errors import GraphBuildError
+
+__all__ = [
+    "Transformation",
+    "SourceNode",
+    "ChainNode",
+    "KeyByNode",
+    "KeyedNode",
+    "CoKeyedNode",
+    "CoChainNode",
+    "UnionNode",
+    "SideOutputNode",
+    "SinkNode",
+    "reachable",
+    "consumers",
+]
+
+_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class Transformation:
+    """A node of the job graph."""
+
+    name: str
+    inputs: list[Transformation]
+    output_type: Any = None
+    id: int = field(default_factory=lambda: next(_ids))
+    uid: Optional[str] = None
+    parallelism: Optional[int] = None
+
+    def describe(self) -> str:
+        """How errors name this operator."""
+        return f"operator '{self.name}' (id {self.id}{', uid ' + repr(self.uid) if self.uid else ''})"
+
+    def default_uid(self) -> str:
+        return f"{self.name}-{self.id}"
+
+    def effective_uid(self) -> str:
+        return self.uid or self.default_uid()
+
+
+@dataclass(eq=False)
+class SourceNode(Transformation):
+    """A source: ``kind`` is 'collection' or 'dataframe'."""
+
+    kind: str = "collection"
+    payload: Any = None
+    bounded: bool = True
+
+
+@dataclass(eq=False)
+class ChainNode(Transformation):
+    """A non-keyed one-input stage: map, flat_map, filter, process, timestamps."""
+
+    stage: str = "map"
+    function: Any = None
+    watermark_strategy: Any = None
+
+
+@dataclass(eq=False)
+class KeyByNode(Transformation):
+    """Partitioning by key (``key_by``); carries the key selector and serializer."""
+
+    key_selector: Any = None
+    key_type: Any = None
+    key_serializer: Any = None
+
+
+@dataclass(eq=False)
+class KeyedNode(Transformation):
+    """A keyed one-input operator: ``op`` is 'process', 'reduce' or 'window'."""
+
+    op: str = "process"
+    function: Any = None
+
+
+@dataclass(eq=False)
+class CoKeyedNode(Transformation):
+    """A keyed two-input operator (KeyedCoProcessFunction)."""
+
+    function: Any = None
+
+
+@dataclass(eq=False)
+class CoChainNode(Transformation):
+    """A non-keyed two-input stage (CoMapFunction / CoFlatMapFunction / CoProcessFunction)."""
+
+    stage: str = "co_map"
+    function: Any = None
+
+
+@dataclass(eq=False)
+class UnionNode(Transformation):
+    pass
+
+
+@dataclass(eq=False)
+class SideOutputNode(Transformation):
+    tag_id: str = ""
+
+
+@dataclass(eq=False)
+class SinkNode(Transformation):
+    """A sink: 'collect', 'print', 'delta', 'dataframe'."""
+
+    kind: str = "collect"
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def reachable(sinks: list[Transformation]) -> list[Transformation]:
+    """Every node upstream of ``sinks`` (inclusive), inputs before consumers."""
+    order: list[Transformation] = []
+    seen: set[int] = set()
+
+    def visit(node: Transformation) -> None:
+        if node.id in seen:
+            return
+        seen.add(node.id)
+        for parent in node.inputs:
+            visit(parent)
+        order.append(node)
+
+    for s in sinks:
+        visit(s)
+    return order
+
+
+def consumers(nodes: list[Transformation]) -> dict[int, list[Transformation]]:
+    """Map node id -> the nodes that read it."""
+    out: dict[int, list[Transformation]] = {n.id: [] for n in nodes}
+    for n in nodes:
+        for parent in n.inputs:
+            out.setdefault(parent.id, []).append(n)
+    return out
+
+
+def check_uid(uid: Any) -> str:
+    if not isinstance(uid, str) or not uid.strip():
+        raise GraphBuildError(f"uid must be a non-empty string, got {uid!r}")
+    return uid

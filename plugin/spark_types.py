@@ -1,0 +1,239 @@
+"""Mapping between ``TypeInformation`` and Spark / Arrow types, and value conversion."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Callable, Optional
+
+import pyarrow as pa
+
+from .state_store.errors import GraphBuildError
+from .state_store.row import Row
+from .state_store.typeinfo import Types, TypeInformation
+
+__all__ = [
+    "is_spark_mappable",
+    "spark_ddl_type",
+    "arrow_type",
+    "column_names",
+    "type_info_from_schema",
+    "python_from_arrow",
+    "python_to_arrow",
+    "python_from_spark",
+]
+
+_BASIC_DDL = {
+    "STRING": "string", "LONG": "bigint", "INT": "int", "SHORT": "smallint", "BYTE": "tinyint",
+    "DOUBLE": "double", "FLOAT": "float", "BOOLEAN": "boolean", "SQL_TIMESTAMP": "timestamp",
+    "BIG_INT": "decimal(38,0)", "SQL_DATE": "date",
+}
+_BASIC_ARROW = {
+    "STRING": pa.string(), "LONG": pa.int64(), "INT": pa.int32(), "SHORT": pa.int16(),
+    "BYTE": pa.int8(), "DOUBLE": pa.float64(), "FLOAT": pa.float32(), "BOOLEAN": pa.bool_(),
+    "SQL_TIMESTAMP": pa.timestamp("us", tz="UTC"), "BIG_INT": pa.decimal128(38, 0),
+    "SQL_DATE": pa.date32(),
+}
+_ARRAYS = ("PRIMITIVE_ARRAY", "BASIC_ARRAY", "LIST", "OBJECT_ARRAY")
+
+
+def _elem(t: TypeInformation) -> TypeInformation:
+    return t.element_type  # type: ignore[attr-defined,no-any-return]
+
+
+def _is_bytes(t: TypeInformation) -> bool:
+    return t.type_name == "PRIMITIVE_ARRAY" and _elem(t).type_name == "BYTE"
+
+
+def is_spark_mappable(t: TypeInformation) -> bool:
+    """True when records of ``t`` can be Spark columns (not pickled)."""
+    try:
+        spark_ddl_type(t)
+        return True
+    except GraphBuildError:
+        return False
+
+
+def spark_ddl_type(t: TypeInformation) -> str:
+    """Spark DDL type of ``t``; GraphBuildError for types Spark cannot hold."""
+    name = t.type_name
+    if name in _BASIC_DDL:
+        return _BASIC_DDL[name]
+    if _is_bytes(t):
+        return "binary"
+    if name in _ARRAYS:
+        return f"array<{spark_ddl_type(_elem(t))}>"
+    if name == "MAP":
+        return f"map<{spark_ddl_type(t.key_type)},{spark_ddl_type(t.value_type)}>"  # type: ignore[attr-defined]
+    if name in ("TUPLE", "ROW", "ROW_NAMED"):
+        fields = ", ".join(f"`{n}`: {spark_ddl_type(ft)}"
+                           for n, ft in zip(t.get_field_names(), t.get_field_types()))  # type: ignore[attr-defined]
+        return f"struct<{fields}>"
+    raise GraphBuildError(f"type {t!r} has no Spark column type (records of it travel pickled)")
+
+
+def arrow_type(t: TypeInformation) -> pa.DataType:
+    name = t.type_name
+    if name in _BASIC_ARROW:
+        return _BASIC_ARROW[name]
+    if _is_bytes(t):
+        return pa.binary()
+    if name in _ARRAYS:
+        return pa.list_(arrow_type(_elem(t)))
+    if name == "MAP":
+        return pa.map_(arrow_type(t.key_type), arrow_type(t.value_type))  # type: ignore[attr-defined]
+    if name in ("TUPLE", "ROW", "ROW_NAMED"):
+        return pa.struct([pa.field(n, arrow_type(ft))
+                          for n, ft in zip(t.get_field_names(), t.get_field_types())])  # type: ignore[attr-defined]
+    raise GraphBuildError(f"type {t!r} has no Arrow type")
+
+
+def column_names(t: TypeInformation) -> list[str]:
+    """Top-level column names of a typed stream: TUPLE f0.., ROW_NAMED its names, else 'value'."""
+    if t.type_name in ("TUPLE", "ROW", "ROW_NAMED"):
+        return list(t.get_field_names())  # type: ignore[attr-defined]
+    return ["value"]
+
+
+def type_info_from_spark(dt: Any) -> TypeInformation:
+    from pyspark.sql import types as T
+
+    simple = {
+        T.StringType: Types.STRING, T.LongType: Types.LONG, T.IntegerType: Types.INT,
+        T.ShortType: Types.SHORT, T.ByteType: Types.BYTE, T.DoubleType: Types.DOUBLE,
+        T.FloatType: Types.FLOAT, T.BooleanType: Types.BOOLEAN,
+        T.TimestampType: Types.SQL_TIMESTAMP, T.TimestampNTZType: Types.SQL_TIMESTAMP,
+    }
+    for cls, make in simple.items():
+        if isinstance(dt, cls):
+            return make()
+    if isinstance(dt, T.BinaryType):
+        return Types.PRIMITIVE_ARRAY(Types.BYTE())
+    if isinstance(dt, T.DateType) and hasattr(Types, "SQL_DATE"):
+        return Types.SQL_DATE()
+    if isinstance(dt, T.ArrayType):
+        return Types.LIST(type_info_from_spark(dt.elementType))
+    if isinstance(dt, T.MapType):
+        return Types.MAP(type_info_from_spark(dt.keyType), type_info_from_spark(dt.valueType))
+    if isinstance(dt, T.StructType):
+        return type_info_from_schema(dt)
+    if isinstance(dt, T.DecimalType) and dt.scale == 0 and hasattr(Types, "BIG_INT"):
+        return Types.BIG_INT()
+    raise GraphBuildError(f"Spark type {dt.simpleString()} is not supported as a record field")
+
+
+def type_info_from_schema(schema: Any) -> TypeInformation:
+    """ROW_NAMED type of a Spark StructType."""
+    names = [f.name for f in schema.fields]
+    return Types.ROW_NAMED(names, [type_info_from_spark(f.dataType) for f in schema.fields])
+
+
+def _needs_conversion(t: TypeInformation) -> bool:
+    name = t.type_name
+    if name in ("SQL_TIMESTAMP", "TUPLE", "ROW", "ROW_NAMED", "MAP"):
+        return True
+    if name in _ARRAYS and not _is_bytes(t):
+        return _needs_conversion(_elem(t)) or name == "LIST"
+    return False
+
+
+def python_from_arrow(t: TypeInformation) -> Optional[Callable[[Any], Any]]:
+    """Converter from ``to_pylist()`` values to the record's Python values (None = identity)."""
+    if not _needs_conversion(t):
+        return None
+    name = t.type_name
+    if name == "SQL_TIMESTAMP":
+        return lambda v: v.astimezone(_dt.timezone.utc).replace(tzinfo=None) if v.tzinfo else v
+    if name in ("TUPLE", "ROW", "ROW_NAMED"):
+        names = list(t.get_field_names())  # type: ignore[attr-defined]
+        convs = [python_from_arrow(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
+        as_row = name != "TUPLE"
+
+        def conv_struct(v: Any) -> Any:
+            vals = [v.get(n) for n in names] if isinstance(v, dict) else list(v)
+            vals = [x if c is None or x is None else c(x) for x, c in zip(vals, convs)]
+            return Row(**dict(zip(names, vals))) if as_row else tuple(vals)
+
+        return conv_struct
+    if name == "MAP":
+        kc = python_from_arrow(t.key_type)  # type: ignore[attr-defined]
+        vc = python_from_arrow(t.value_type)  # type: ignore[attr-defined]
+
+        def conv_map(v: Any) -> Any:
+            items = v.items() if isinstance(v, dict) else v
+            return {(k if kc is None or k is None else kc(k)): (x if vc is None or x is None else vc(x))
+                    for k, x in items}
+
+        return conv_map
+    ec = python_from_arrow(_elem(t))
+    return lambda v: [x if ec is None or x is None else ec(x) for x in v]
+
+
+def python_to_arrow(t: TypeInformation) -> Optional[Callable[[Any], Any]]:
+    """Converter from record values to values ``pa.array`` accepts (None = identity)."""
+    name = t.type_name
+    if name == "SQL_TIMESTAMP":
+        return lambda v: v.replace(tzinfo=_dt.timezone.utc) if isinstance(v, _dt.datetime) and v.tzinfo is None else v
+    if name in ("TUPLE", "ROW", "ROW_NAMED"):
+        names = list(t.get_field_names())  # type: ignore[attr-defined]
+        convs = [python_to_arrow(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
+
+        def conv_struct(v: Any) -> Any:
+            if isinstance(v, Row) and v._fields is not None:
+                vals = [v[n] for n in names]
+            elif isinstance(v, dict):
+                vals = [v.get(n) for n in names]
+            else:
+                vals = list(v)
+            return {n: (x if c is None or x is None else c(x)) for n, x, c in zip(names, vals, convs)}
+
+        return conv_struct
+    if name == "MAP":
+        kc = python_to_arrow(t.key_type)  # type: ignore[attr-defined]
+        vc = python_to_arrow(t.value_type)  # type: ignore[attr-defined]
+        if kc is None and vc is None:
+            return lambda v: list(v.items())
+        return lambda v: [(k if kc is None else kc(k), x if vc is None or x is None else vc(x))
+                          for k, x in v.items()]
+    if name in _ARRAYS and not _is_bytes(t):
+        ec = python_to_arrow(_elem(t))
+        if ec is None:
+            return None
+        return lambda v: [x if x is None else ec(x) for x in v]
+    return None
+
+
+def python_from_spark(t: TypeInformation, shape: str, columns: tuple[str, ...]) -> Callable[[Any], Any]:
+    """Converter from a collected Spark Row (payload columns only) to the record value."""
+    if shape == "scalar":
+        conv = _from_spark_value(t)
+        return lambda row: conv(row[0])
+    convs = [_from_spark_value(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
+    names = list(columns)
+    if shape == "row":
+        return lambda row: Row(**{n: c(v) for n, c, v in zip(names, convs, row)})
+    return lambda row: tuple(c(v) for c, v in zip(convs, row))
+
+
+def _from_spark_value(t: TypeInformation) -> Callable[[Any], Any]:
+    name = t.type_name
+    if name in ("TUPLE", "ROW", "ROW_NAMED"):
+        names = list(t.get_field_names())  # type: ignore[attr-defined]
+        convs = [_from_spark_value(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
+        as_row = name != "TUPLE"
+
+        def conv(v: Any) -> Any:
+            if v is None:
+                return None
+            vals = [c(x) for c, x in zip(convs, v)]
+            return Row(**dict(zip(names, vals))) if as_row else tuple(vals)
+
+        return conv
+    if _is_bytes(t):
+        return lambda v: None if v is None else bytes(v)
+    if name in _ARRAYS:
+        ec = _from_spark_value(_elem(t))
+        return lambda v: None if v is None else [ec(x) for x in v]
+    if name == "MAP":
+        kc, vc = _from_spark_value(t.key_type), _from_spark_value(t.value_type)  # type: ignore[attr-defined]
+        return lambda v: None if v is None else {kc(k): vc(x) for k, x in v.items()}
+    return lambda v: v

@@ -1,0 +1,1 @@
+"""Translation of the job graph into Spark plans (BATCH and STREAMING)."""

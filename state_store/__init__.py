@@ -1,0 +1,1 @@
+"""State layer: serializers, state primitives, keyed backends, savepoint format. No Spark."""

@@ -1,0 +1,90 @@
+"""One exception root for the whole product, with precise subclasses.
+
+Every layer (state_store, operators, plugin) raises these; foreign errors are
+wrapped ``from exc`` so the cause stays visible.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DataStreamError",
+    "SerializationError",
+    "StateError",
+    "StateDescriptorError",
+    "StateBackendError",
+    "KeyGroupError",
+    "GraphBuildError",
+    "ConfigurationError",
+    "JobExecutionError",
+    "ProcessingTimeError",
+    "SavepointError",
+    "SavepointNotFoundError",
+    "SavepointFormatError",
+    "IncompatibleStateError",
+    "UnclaimedStateError",
+    "SavepointConflictError",
+]
+
+
+class DataStreamError(Exception):
+    """Root of every error raised by pyspark-datastream."""
+
+
+class SerializationError(DataStreamError, ValueError):
+    """A value cannot be (de)serialized by the serializer it was given to."""
+
+
+class StateError(DataStreamError):
+    """Misuse of keyed state at run time (no current key, wrong state kind, ...)."""
+
+
+class StateDescriptorError(StateError, ValueError):
+    """A state descriptor is invalid (bad name, missing serializer, ...)."""
+
+
+class StateBackendError(StateError):
+    """A state backend failed (storage error, closed backend, ...)."""
+
+
+class KeyGroupError(StateError, ValueError):
+    """A key group or max-parallelism value is out of range."""
+
+
+class GraphBuildError(DataStreamError, ValueError):
+    """The job graph is invalid; raised while the program is being defined."""
+
+
+class ConfigurationError(DataStreamError, ValueError):
+    """A configuration key has an invalid value."""
+
+
+class JobExecutionError(DataStreamError, RuntimeError):
+    """A job failed while running on Spark."""
+
+
+class ProcessingTimeError(DataStreamError, RuntimeError):
+    """Processing time was used where ``pipeline.processing-time.allow`` is FAIL."""
+
+
+class SavepointError(DataStreamError):
+    """Root of savepoint errors."""
+
+
+class SavepointNotFoundError(SavepointError, FileNotFoundError):
+    """The path does not hold a savepoint."""
+
+
+class SavepointFormatError(SavepointError, ValueError):
+    """Savepoint metadata or rows are unreadable or of an unknown format version."""
+
+
+class IncompatibleStateError(SavepointError, ValueError):
+    """A stored state's serializer snapshot does not match the program's."""
+
+
+class UnclaimedStateError(SavepointError, ValueError):
+    """Savepoint state has no matching operator and ignore-unclaimed-state is off."""
+
+
+class SavepointConflictError(SavepointError, RuntimeError):
+    """Another writer committed to the savepoint table concurrently."""

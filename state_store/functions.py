@@ -1,0 +1,58 @@
+"""User function base classes used by reducing and aggregating state (PyFlink names).
+
+The plugin re-exports them; they live here because ``ReducingStateDescriptor``
+and ``AggregatingStateDescriptor`` need them and the state layer may not import
+the plugin.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Generic, TypeVar
+
+__all__ = ["Function", "ReduceFunction", "AggregateFunction"]
+
+IN = TypeVar("IN")
+ACC = TypeVar("ACC")
+OUT = TypeVar("OUT")
+
+
+class Function(ABC):  # noqa: B024 - PyFlink's Function has no abstract method either
+    """Base of user functions: optional ``open``/``close`` lifecycle hooks."""
+
+    def open(self, runtime_context: Any) -> None:
+        """Called once before the first record; default does nothing."""
+
+    def close(self) -> None:
+        """Called once after the last record; default does nothing."""
+
+
+class ReduceFunction(Function, Generic[IN]):
+    """Combines two values of the same type into one (``reduce(value1, value2)``)."""
+
+    @abstractmethod
+    def reduce(self, value1: IN, value2: IN) -> IN:
+        """Combine ``value1`` (the accumulated value) with ``value2`` (the new one)."""
+
+
+class AggregateFunction(Function, Generic[IN, ACC, OUT]):
+    """Incremental aggregation through an accumulator (PyFlink's ``AggregateFunction``)."""
+
+    @abstractmethod
+    def create_accumulator(self) -> ACC:
+        """A new, empty accumulator."""
+
+    @abstractmethod
+    def add(self, value: IN, accumulator: ACC) -> ACC:
+        """Add ``value`` to ``accumulator`` and return the (possibly new) accumulator."""
+
+    @abstractmethod
+    def get_result(self, accumulator: ACC) -> OUT:
+        """Result of the aggregation for ``accumulator``."""
+
+    def merge(self, acc_a: ACC, acc_b: ACC) -> ACC:
+        """Merge two accumulators (needed for merging windows); default: unsupported."""
+        raise NotImplementedError(
+            f"{type(self).__name__}.merge is not implemented; it is required to merge "
+            "accumulators (session windows)"
+        )

@@ -1,0 +1,61 @@
+"""Key groups: the unit of state partitioning, as in Flink.
+
+The key group of a key is ``crc32(serialized_key_bytes) % max_parallelism``.
+CRC-32 (IEEE 802.3, the one in ``zlib`` and Spark SQL's ``crc32``) is
+specified bit for bit, so the assignment is the same in every process, on every
+platform and in every version of this library, and Spark can compute it
+natively from the same bytes. Key groups are assigned to operator subtasks in
+contiguous ranges, as Flink does.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from .errors import KeyGroupError
+
+__all__ = [
+    "DEFAULT_MAX_PARALLELISM",
+    "UPPER_BOUND_MAX_PARALLELISM",
+    "assign_key_group",
+    "check_max_parallelism",
+    "key_group_range_for_operator",
+    "operator_index_for_key_group",
+]
+
+DEFAULT_MAX_PARALLELISM = 128
+#: Key groups are stored as two unsigned bytes in the unified entry layout.
+UPPER_BOUND_MAX_PARALLELISM = 1 << 15
+
+
+def check_max_parallelism(max_parallelism: int) -> int:
+    """Validate ``pipeline.max-parallelism`` and return it."""
+    if (
+        not isinstance(max_parallelism, int)
+        or isinstance(max_parallelism, bool)
+        or not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM
+    ):
+        raise KeyGroupError(
+            f"max parallelism must be an int in [1, {UPPER_BOUND_MAX_PARALLELISM}], "
+            f"got {max_parallelism!r}"
+        )
+    return max_parallelism
+
+
+def assign_key_group(key_bytes: bytes, max_parallelism: int) -> int:
+    """Key group of a serialized key: ``crc32(key_bytes) % max_parallelism``."""
+    return zlib.crc32(key_bytes) % max_parallelism
+
+
+def operator_index_for_key_group(max_parallelism: int, parallelism: int, key_group: int) -> int:
+    """Subtask that owns ``key_group`` (Flink's contiguous-range assignment)."""
+    return key_group * parallelism // max_parallelism
+
+
+def key_group_range_for_operator(
+    max_parallelism: int, parallelism: int, operator_index: int
+) -> range:
+    """Key groups owned by subtask ``operator_index``, as a ``range``."""
+    start = (operator_index * max_parallelism + parallelism - 1) // parallelism
+    end = ((operator_index + 1) * max_parallelism - 1) // parallelism
+    return range(start, end + 1)

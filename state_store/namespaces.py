@@ -1,0 +1,241 @@
+"""State namespaces: the void namespace, time windows, the global window.
+
+Every keyed state entry lives under ``(key, namespace)``. Plain user state uses
+the void namespace (serialized as ``b""``); window operators use the window as
+the namespace, so all windows of a key keep separate contents. Namespace
+serializers are lexicographic, so entries of one key are ordered by window.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from typing import Any
+
+from .errors import SerializationError
+from .serializers import LexicographicalTypeSerializer
+
+__all__ = [
+    "VoidNamespace",
+    "VOID_NAMESPACE",
+    "VoidNamespaceSerializer",
+    "VOID_NAMESPACE_SERIALIZER",
+    "TimeWindow",
+    "TimeWindowSerializer",
+    "GlobalWindow",
+    "GlobalWindowSerializer",
+    "MAX_LONG",
+    "MIN_LONG",
+]
+
+MAX_LONG = (1 << 63) - 1
+MIN_LONG = -(1 << 63)
+_SIGN = 1 << 63
+_MASK64 = (1 << 64) - 1
+_TWO_LONGS = struct.Struct(">QQ")
+
+
+class VoidNamespace:
+    """The namespace of state that has none (a singleton: ``VOID_NAMESPACE``)."""
+
+    __slots__ = ()
+    _instance: VoidNamespace | None = None
+
+    def __new__(cls) -> VoidNamespace:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "VOID_NAMESPACE"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (VoidNamespace, ())
+
+
+VOID_NAMESPACE = VoidNamespace()
+
+
+class VoidNamespaceSerializer(LexicographicalTypeSerializer[VoidNamespace]):
+    """Serializes ``VOID_NAMESPACE`` to ``b""`` (the layout's "no namespace")."""
+
+    def serialize(self, value: VoidNamespace) -> bytes:
+        if value is not VOID_NAMESPACE:
+            raise SerializationError(
+                f"VoidNamespaceSerializer can only serialize VOID_NAMESPACE, got {value!r}"
+            )
+        return b""
+
+    def deserialize(self, data: bytes) -> VoidNamespace:
+        if data:
+            raise SerializationError(f"void namespace bytes must be empty, got {bytes(data)!r}")
+        return VOID_NAMESPACE
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"name": "VoidNamespaceSerializer", "params": {}}
+
+
+VOID_NAMESPACE_SERIALIZER = VoidNamespaceSerializer()
+
+
+class TimeWindow:
+    """Half-open time interval ``[start, end)`` in epoch milliseconds (Flink's ``TimeWindow``).
+
+    Windows order by ``(start, end)``; they are hashable and usable as namespaces.
+    """
+
+    __slots__ = ("start", "end")
+
+    start: int
+    end: int
+
+    def __init__(self, start: int, end: int) -> None:
+        self.start = start
+        self.end = end
+
+    def max_timestamp(self) -> int:
+        """Largest timestamp inside the window: ``end - 1``."""
+        return self.end - 1
+
+    def intersects(self, other: TimeWindow) -> bool:
+        """True when the windows overlap or touch (Flink's merge criterion)."""
+        return self.start <= other.end and self.end >= other.start
+
+    def cover(self, other: TimeWindow) -> TimeWindow:
+        """Smallest window containing both."""
+        return TimeWindow(min(self.start, other.start), max(self.end, other.end))
+
+    @staticmethod
+    def get_window_start_with_offset(timestamp: int, offset: int, window_size: int) -> int:
+        """Start of the aligned window of ``window_size`` containing ``timestamp``."""
+        remainder = (timestamp - offset) % window_size
+        return timestamp - remainder
+
+    @staticmethod
+    def merge_windows(
+        windows: Iterable[TimeWindow],
+    ) -> list[tuple[TimeWindow, list[TimeWindow]]]:
+        """Group intersecting windows: ``[(merged window, [windows merged into it]), ...]``.
+
+        Only groups of two or more windows are returned (as Flink's
+        ``TimeWindow.mergeWindows`` reports only actual merges).
+        """
+        ordered = sorted(windows)
+        merged: list[tuple[TimeWindow, list[TimeWindow]]] = []
+        current: TimeWindow | None = None
+        members: list[TimeWindow] = []
+        for window in ordered:
+            if current is None:
+                current, members = window, [window]
+            elif current.intersects(window):
+                current = current.cover(window)
+                members.append(window)
+            else:
+                merged.append((current, members))
+                current, members = window, [window]
+        if current is not None:
+            merged.append((current, members))
+        return [(window, group) for window, group in merged if len(group) > 1]
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not TimeWindow:
+            return NotImplemented
+        return self.start == other.start and self.end == other.end
+
+    def __hash__(self) -> int:
+        return hash((self.start, self.end))
+
+    def __lt__(self, other: TimeWindow) -> bool:
+        if type(other) is not TimeWindow:
+            return NotImplemented
+        return (self.start, self.end) < (other.start, other.end)
+
+    def __le__(self, other: TimeWindow) -> bool:
+        if type(other) is not TimeWindow:
+            return NotImplemented
+        return (self.start, self.end) <= (other.start, other.end)
+
+    def __gt__(self, other: TimeWindow) -> bool:
+        if type(other) is not TimeWindow:
+            return NotImplemented
+        return (self.start, self.end) > (other.start, other.end)
+
+    def __ge__(self, other: TimeWindow) -> bool:
+        if type(other) is not TimeWindow:
+            return NotImplemented
+        return (self.start, self.end) >= (other.start, other.end)
+
+    def __repr__(self) -> str:
+        return f"TimeWindow(start={self.start}, end={self.end})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (TimeWindow, (self.start, self.end))
+
+
+class TimeWindowSerializer(LexicographicalTypeSerializer[TimeWindow]):
+    """16 bytes: start and end as lexicographic longs; byte order = window order."""
+
+    def serialize(self, value: TimeWindow) -> bytes:
+        try:
+            return _TWO_LONGS.pack(
+                (value.start ^ _SIGN) & _MASK64, (value.end ^ _SIGN) & _MASK64
+            )
+        except (AttributeError, TypeError, struct.error) as exc:
+            raise SerializationError(
+                f"TimeWindowSerializer cannot serialize {value!r}: {exc}"
+            ) from exc
+
+    def deserialize(self, data: bytes) -> TimeWindow:
+        if len(data) != 16:
+            raise SerializationError(f"TimeWindow bytes must be 16 long, got {len(data)}")
+        start, end = _TWO_LONGS.unpack(data)
+        return TimeWindow(start - _SIGN, end - _SIGN)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"name": "TimeWindowSerializer", "params": {}}
+
+
+class GlobalWindow:
+    """The single window of global windowing (count windows); a singleton."""
+
+    __slots__ = ()
+    _instance: GlobalWindow | None = None
+
+    def __new__(cls) -> GlobalWindow:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    @classmethod
+    def get(cls) -> GlobalWindow:
+        """The global window."""
+        return cls()
+
+    def max_timestamp(self) -> int:
+        """``Long.MAX_VALUE``: the global window never ends."""
+        return MAX_LONG
+
+    def __repr__(self) -> str:
+        return "GlobalWindow"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (GlobalWindow, ())
+
+
+class GlobalWindowSerializer(LexicographicalTypeSerializer[GlobalWindow]):
+    """Serializes the global window to one zero byte (as Flink does)."""
+
+    def serialize(self, value: GlobalWindow) -> bytes:
+        if not isinstance(value, GlobalWindow):
+            raise SerializationError(
+                f"GlobalWindowSerializer can only serialize GlobalWindow, got {value!r}"
+            )
+        return b"\x00"
+
+    def deserialize(self, data: bytes) -> GlobalWindow:
+        if data != b"\x00":
+            raise SerializationError(f"GlobalWindow bytes must be b'\\x00', got {bytes(data)!r}")
+        return GlobalWindow()
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"name": "GlobalWindowSerializer", "params": {}}
