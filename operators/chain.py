@@ -24,7 +24,7 @@ from ..state_store.errors import (
     SerializationError,
 )
 from ..state_store.keygroups import check_max_parallelism
-from .base import Output, OperatorConfig, user_function_error
+from .base import OperatorConfig, Output, user_function_error
 from .context import ProcessContextImpl, RuntimeContext
 from .functions import (
     CoFlatMapFunction,
@@ -217,9 +217,10 @@ class StatelessChain:
     def _compile(self, config: OperatorConfig) -> Callable[[Any, Any], None]:
         append = self._buf.append
         op_name = config.operator_name
+        make_output = Output._make
 
         def sink(value: Any, ts: int | None) -> None:
-            append(Output(None, value, ts))
+            append(make_output((None, value, ts)))
 
         nxt: Callable[[Any, Any], None] = sink
         for stage in reversed(self.stages):

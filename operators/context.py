@@ -20,9 +20,9 @@ from ..state_store.descriptors import (
     ValueStateDescriptor,
 )
 from ..state_store.errors import GraphBuildError, StateDescriptorError, StateError
-from .base import Output, OperatorConfig
-from .functions import KeyedContext, OnTimerContext, OutputTag, TimeDomain, TimerService
+from .base import OperatorConfig, Output
 from .functions import Context as _Context
+from .functions import KeyedContext, OnTimerContext, OutputTag, TimeDomain, TimerService
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend
@@ -43,6 +43,8 @@ class RuntimeContext:
         self._backend = backend
         #: Descriptors acquired through this context, by state name (read by the test harness).
         self.registered_descriptors: dict[str, Any] = {}
+        #: ``name -> (method, descriptor)``: which getter acquired each state.
+        self.registered_states: dict[str, tuple[str, Any]] = {}
 
     # -- keyed state ------------------------------------------------------------------
 
@@ -61,7 +63,9 @@ class RuntimeContext:
                 f"operator {self._config.operator_name!r}: {method}() needs a "
                 f"{expected.__name__}, got {type(descriptor).__name__} {descriptor!r:.80}"
             )
-        self.registered_descriptors[descriptor.name] = descriptor
+        name: str = getattr(descriptor, "name")  # noqa: B009 - typed as Any on purpose
+        self.registered_descriptors[name] = descriptor
+        self.registered_states[name] = (method, descriptor)
 
     def get_state(self, state_descriptor: ValueStateDescriptor) -> Any:
         """The ValueState of the current key."""
@@ -129,9 +133,16 @@ class RuntimeContext:
         """Name of the operator."""
         return self._config.operator_name
 
-    def get_job_parameter(self, key: str, default_value: Any = None) -> Any:
-        """A job parameter (``env.set_job_parameter``-style), or ``default_value``."""
-        return self._config.job_parameters.get(key, default_value)
+    def get_job_parameter(self, key: str, default: Any = None, **kwargs: Any) -> Any:
+        """A job parameter (``env.set_job_parameter``-style), or ``default``.
+
+        PyFlink's keyword ``default_value=`` is accepted too.
+        """
+        if kwargs:
+            if set(kwargs) != {"default_value"}:
+                raise TypeError(f"get_job_parameter() got unexpected keyword(s) {sorted(kwargs)}")
+            default = kwargs["default_value"]
+        return self._config.job_parameters.get(key, default)
 
     def get_attempt_number(self) -> int:
         """Attempt number of this task (always 0: Spark retries re-run from the input)."""

@@ -51,6 +51,7 @@ __all__ = [
     "as_key_selector",
     "as_reduce_function",
     "as_timestamp_assigner",
+    "wrapped_callable",
 ]
 
 
@@ -192,13 +193,18 @@ class OnTimerContext(KeyedContext):
         """EVENT_TIME or PROCESSING_TIME."""
 
 
+_Context = Context
+_KeyedContext = KeyedContext
+_OnTimerContext = OnTimerContext
+
+
 class ProcessFunction(Function, ABC):
     """Low-level per-record function on a non-keyed stream; yields its outputs."""
 
     Context = Context
 
     @abstractmethod
-    def process_element(self, value: Any, ctx: Context) -> Iterable[Any] | None:
+    def process_element(self, value: Any, ctx: _Context) -> Iterable[Any] | None:
         """Yield (or return an iterable of) outputs for ``value``; None for no output."""
 
 
@@ -209,10 +215,10 @@ class KeyedProcessFunction(Function, ABC):
     OnTimerContext = OnTimerContext
 
     @abstractmethod
-    def process_element(self, value: Any, ctx: KeyedContext) -> Iterable[Any] | None:
+    def process_element(self, value: Any, ctx: _KeyedContext) -> Iterable[Any] | None:
         """Yield outputs for ``value``; state and timers apply to ``ctx.get_current_key()``."""
 
-    def on_timer(self, timestamp: int, ctx: OnTimerContext) -> Iterable[Any] | None:
+    def on_timer(self, timestamp: int, ctx: _OnTimerContext) -> Iterable[Any] | None:
         """Called when a timer of the current key fires; yields outputs. Default: nothing."""
         return None
 
@@ -247,11 +253,11 @@ class CoProcessFunction(Function, ABC):
     Context = Context
 
     @abstractmethod
-    def process_element1(self, value: Any, ctx: Context) -> Iterable[Any] | None:
+    def process_element1(self, value: Any, ctx: _Context) -> Iterable[Any] | None:
         """Outputs for a record of the first input."""
 
     @abstractmethod
-    def process_element2(self, value: Any, ctx: Context) -> Iterable[Any] | None:
+    def process_element2(self, value: Any, ctx: _Context) -> Iterable[Any] | None:
         """Outputs for a record of the second input."""
 
 
@@ -262,14 +268,14 @@ class KeyedCoProcessFunction(Function, ABC):
     OnTimerContext = OnTimerContext
 
     @abstractmethod
-    def process_element1(self, value: Any, ctx: KeyedContext) -> Iterable[Any] | None:
+    def process_element1(self, value: Any, ctx: _KeyedContext) -> Iterable[Any] | None:
         """Outputs for a record of the first input."""
 
     @abstractmethod
-    def process_element2(self, value: Any, ctx: KeyedContext) -> Iterable[Any] | None:
+    def process_element2(self, value: Any, ctx: _KeyedContext) -> Iterable[Any] | None:
         """Outputs for a record of the second input."""
 
-    def on_timer(self, timestamp: int, ctx: OnTimerContext) -> Iterable[Any] | None:
+    def on_timer(self, timestamp: int, ctx: _OnTimerContext) -> Iterable[Any] | None:
         """Called when a timer of the current key fires. Default: nothing."""
         return None
 
@@ -286,7 +292,7 @@ class TimestampAssigner(Function, ABC):
 
 
 def _check_callable(func: Any, api: str, argument: str, expected: str) -> None:
-    if isinstance(func, type):
+    if isinstance(func, type) and issubclass(func, Function):
         raise GraphBuildError(
             f"{api}: argument {argument!r} must be an instance of {expected} or a callable, "
             f"got the class {func.__name__} itself (instantiate it)"
@@ -306,7 +312,7 @@ class _CallableMapFunction(MapFunction):
 
     def __init__(self, func: Callable[[Any], Any]) -> None:
         self.func = func
-        self.map = func  # type: ignore[method-assign]  # direct call, no extra frame
+        self.map = func  # type: ignore[method-assign,assignment]  # direct call
 
     def map(self, value: Any) -> Any:  # pragma: no cover - replaced per instance
         return self.func(value)
@@ -316,7 +322,7 @@ class _CallableMapFunction(MapFunction):
 
     def __setstate__(self, func: Callable[[Any], Any]) -> None:
         self.func = func
-        self.map = func  # type: ignore[method-assign]
+        self.map = func  # type: ignore[method-assign,assignment]
 
     def __repr__(self) -> str:
         return f"MapFunction({_callable_name(self.func)})"
@@ -326,7 +332,7 @@ class _CallableFlatMapFunction(FlatMapFunction):
 
     def __init__(self, func: Callable[[Any], Iterable[Any]]) -> None:
         self.func = func
-        self.flat_map = func  # type: ignore[method-assign]
+        self.flat_map = func  # type: ignore[method-assign,assignment]
 
     def flat_map(self, value: Any) -> Iterable[Any]:  # pragma: no cover - replaced
         return self.func(value)
@@ -336,7 +342,7 @@ class _CallableFlatMapFunction(FlatMapFunction):
 
     def __setstate__(self, func: Callable[[Any], Iterable[Any]]) -> None:
         self.func = func
-        self.flat_map = func  # type: ignore[method-assign]
+        self.flat_map = func  # type: ignore[method-assign,assignment]
 
     def __repr__(self) -> str:
         return f"FlatMapFunction({_callable_name(self.func)})"
@@ -346,7 +352,7 @@ class _CallableFilterFunction(FilterFunction):
 
     def __init__(self, func: Callable[[Any], bool]) -> None:
         self.func = func
-        self.filter = func  # type: ignore[method-assign]
+        self.filter = func  # type: ignore[method-assign,assignment]
 
     def filter(self, value: Any) -> bool:  # pragma: no cover - replaced
         return self.func(value)
@@ -356,7 +362,7 @@ class _CallableFilterFunction(FilterFunction):
 
     def __setstate__(self, func: Callable[[Any], bool]) -> None:
         self.func = func
-        self.filter = func  # type: ignore[method-assign]
+        self.filter = func  # type: ignore[method-assign,assignment]
 
     def __repr__(self) -> str:
         return f"FilterFunction({_callable_name(self.func)})"
@@ -366,7 +372,7 @@ class _CallableKeySelector(KeySelector):
 
     def __init__(self, func: Callable[[Any], Any]) -> None:
         self.func = func
-        self.get_key = func  # type: ignore[method-assign]
+        self.get_key = func  # type: ignore[method-assign,assignment]
 
     def get_key(self, value: Any) -> Any:  # pragma: no cover - replaced
         return self.func(value)
@@ -376,7 +382,7 @@ class _CallableKeySelector(KeySelector):
 
     def __setstate__(self, func: Callable[[Any], Any]) -> None:
         self.func = func
-        self.get_key = func  # type: ignore[method-assign]
+        self.get_key = func  # type: ignore[method-assign,assignment]
 
     def __repr__(self) -> str:
         return f"KeySelector({_callable_name(self.func)})"
@@ -385,7 +391,7 @@ class _CallableKeySelector(KeySelector):
 class _CallableReduceFunction(ReduceFunction):
     def __init__(self, func: Callable[[Any, Any], Any]) -> None:
         self.func = func
-        self.reduce = func  # type: ignore[method-assign]
+        self.reduce = func  # type: ignore[method-assign,assignment]
 
     def reduce(self, value1: Any, value2: Any) -> Any:  # pragma: no cover - replaced
         return self.func(value1, value2)
@@ -395,7 +401,7 @@ class _CallableReduceFunction(ReduceFunction):
 
     def __setstate__(self, func: Callable[[Any, Any], Any]) -> None:
         self.func = func
-        self.reduce = func  # type: ignore[method-assign]
+        self.reduce = func  # type: ignore[method-assign,assignment]
 
     def __repr__(self) -> str:
         return f"ReduceFunction({_callable_name(self.func)})"
@@ -405,7 +411,7 @@ class _CallableTimestampAssigner(TimestampAssigner):
 
     def __init__(self, func: Callable[[Any, int | None], int]) -> None:
         self.func = func
-        self.extract_timestamp = func  # type: ignore[method-assign]
+        self.extract_timestamp = func  # type: ignore[method-assign,assignment]
 
     def extract_timestamp(self, value: Any, record_timestamp: int | None) -> int:  # pragma: no cover
         return self.func(value, record_timestamp)
@@ -415,7 +421,7 @@ class _CallableTimestampAssigner(TimestampAssigner):
 
     def __setstate__(self, func: Callable[[Any, int | None], int]) -> None:
         self.func = func
-        self.extract_timestamp = func  # type: ignore[method-assign]
+        self.extract_timestamp = func  # type: ignore[method-assign,assignment]
 
     def __repr__(self) -> str:
         return f"TimestampAssigner({_callable_name(self.func)})"
@@ -467,3 +473,23 @@ def as_timestamp_assigner(func: Any, argument: str = "timestamp_assigner") -> Ti
         return func
     _check_callable(func, "assign_timestamps()", argument, "TimestampAssigner")
     return _CallableTimestampAssigner(func)
+
+
+def wrapped_callable(function: Any) -> Callable[..., Any] | None:
+    """The plain callable an ``as_*`` helper wrapped, or None for user function classes.
+
+    The plugin uses it to inspect (trace) plain lambdas for push-down.
+    """
+    if isinstance(
+        function,
+        (
+            _CallableMapFunction,
+            _CallableFlatMapFunction,
+            _CallableFilterFunction,
+            _CallableKeySelector,
+            _CallableReduceFunction,
+            _CallableTimestampAssigner,
+        ),
+    ):
+        return function.func
+    return None

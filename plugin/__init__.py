@@ -12,6 +12,7 @@ from __future__ import annotations
 from .config import Configuration, RuntimeExecutionMode
 from .datastream import CloseableIterator, ConnectedStreams, DataStream, DataStreamSink, KeyedStream
 from .environment import JobExecutionResult, StreamExecutionEnvironment
+from .operators.context import RuntimeContext
 from .operators.functions import (
     AggregateFunction,
     CoFlatMapFunction,
@@ -30,7 +31,6 @@ from .operators.functions import (
     TimeDomain,
     TimestampAssigner,
 )
-from .operators.context import RuntimeContext
 from .state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend, StateBackend
 from .state_store.descriptors import (
     AggregatingStateDescriptor,

@@ -319,7 +319,7 @@ class KeyedStream(DataStream):
             names = list(t.get_field_names())
             if field not in names:
                 raise GraphBuildError(f"{kind}('{field}'): no such field; the stream's fields are {names}")
-        f = _aggs.aggregation(kind, field)
+        f = getattr(_aggs, kind)(field)
         return self._keyed("reduce", f, t, f"{kind.capitalize()}({field})")
 
     def sum(self, position_to_sum: Union[int, str] = 0) -> DataStream:

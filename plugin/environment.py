@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
@@ -49,13 +50,18 @@ def default_local_session() -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    # Local Python workers must run this interpreter (the one with this package installed).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     return (
         SparkSession.builder.master(os.environ.get("PYSPARK_DATASTREAM_MASTER", "local[2]"))
         .appName("pyspark-datastream")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .getOrCreate()
     )
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from .state_store.errors import GraphBuildError
 from .state_store.row import Row
-from .state_store.typeinfo import Types, TypeInformation
+from .state_store.typeinfo import TypeInformation, Types
 
 __all__ = [
     "is_spark_mappable",

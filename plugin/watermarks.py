@@ -10,19 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Union
 
-from .operators.functions import TimestampAssigner
+from .operators.functions import TimestampAssigner, as_timestamp_assigner
 from .state_store.errors import GraphBuildError
 from .time import Duration, Time, to_millis
 
 __all__ = ["WatermarkStrategy", "TimestampAssigner"]
-
-
-class _CallableAssigner(TimestampAssigner):
-    def __init__(self, fn: Callable[[Any, int], int]) -> None:
-        self._fn = fn
-
-    def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
-        return self._fn(value, record_timestamp)
 
 
 class WatermarkStrategy:
@@ -52,10 +44,8 @@ class WatermarkStrategy:
     def with_timestamp_assigner(
         self, timestamp_assigner: Union[TimestampAssigner, Callable[[Any, int], int]]
     ) -> WatermarkStrategy:
-        if isinstance(timestamp_assigner, TimestampAssigner):
-            assigner = timestamp_assigner
-        elif callable(timestamp_assigner):
-            assigner = _CallableAssigner(timestamp_assigner)
+        if isinstance(timestamp_assigner, TimestampAssigner) or callable(timestamp_assigner):
+            assigner = as_timestamp_assigner(timestamp_assigner)
         else:
             raise GraphBuildError(
                 "with_timestamp_assigner needs a TimestampAssigner or a callable "

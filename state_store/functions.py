@@ -17,7 +17,7 @@ ACC = TypeVar("ACC")
 OUT = TypeVar("OUT")
 
 
-class Function(ABC):  # noqa: B024 - PyFlink's Function has no abstract method either
+class Function:
     """Base of user functions: optional ``open``/``close`` lifecycle hooks."""
 
     def open(self, runtime_context: Any) -> None:
@@ -27,7 +27,7 @@ class Function(ABC):  # noqa: B024 - PyFlink's Function has no abstract method e
         """Called once after the last record; default does nothing."""
 
 
-class ReduceFunction(Function, Generic[IN]):
+class ReduceFunction(Function, ABC, Generic[IN]):
     """Combines two values of the same type into one (``reduce(value1, value2)``)."""
 
     @abstractmethod
@@ -35,7 +35,7 @@ class ReduceFunction(Function, Generic[IN]):
         """Combine ``value1`` (the accumulated value) with ``value2`` (the new one)."""
 
 
-class AggregateFunction(Function, Generic[IN, ACC, OUT]):
+class AggregateFunction(Function, ABC, Generic[IN, ACC, OUT]):
     """Incremental aggregation through an accumulator (PyFlink's ``AggregateFunction``)."""
 
     @abstractmethod

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .errors import SerializationError
-from .serializers import LexicographicalTypeSerializer
+from .serializers import LexicographicalTypeSerializer, register_serializer
 
 __all__ = [
     "VoidNamespace",
@@ -70,6 +70,9 @@ class VoidNamespaceSerializer(LexicographicalTypeSerializer[VoidNamespace]):
         if data:
             raise SerializationError(f"void namespace bytes must be empty, got {bytes(data)!r}")
         return VOID_NAMESPACE
+
+    def deserialize_nested(self, data: bytes, pos: int) -> tuple[VoidNamespace, int]:
+        return VOID_NAMESPACE, pos
 
     def snapshot(self) -> dict[str, Any]:
         return {"name": "VoidNamespaceSerializer", "params": {}}
@@ -191,6 +194,9 @@ class TimeWindowSerializer(LexicographicalTypeSerializer[TimeWindow]):
         start, end = _TWO_LONGS.unpack(data)
         return TimeWindow(start - _SIGN, end - _SIGN)
 
+    def deserialize_nested(self, data: bytes, pos: int) -> tuple[TimeWindow, int]:
+        return self.deserialize(bytes(data[pos : pos + 16])), pos + 16
+
     def snapshot(self) -> dict[str, Any]:
         return {"name": "TimeWindowSerializer", "params": {}}
 
@@ -237,5 +243,15 @@ class GlobalWindowSerializer(LexicographicalTypeSerializer[GlobalWindow]):
             raise SerializationError(f"GlobalWindow bytes must be b'\\x00', got {bytes(data)!r}")
         return GlobalWindow()
 
+    def deserialize_nested(self, data: bytes, pos: int) -> tuple[GlobalWindow, int]:
+        return self.deserialize(bytes(data[pos : pos + 1])), pos + 1
+
     def snapshot(self) -> dict[str, Any]:
         return {"name": "GlobalWindowSerializer", "params": {}}
+
+
+_TIME_WINDOW_SERIALIZER = TimeWindowSerializer()
+_GLOBAL_WINDOW_SERIALIZER = GlobalWindowSerializer()
+register_serializer("VoidNamespaceSerializer", lambda params: VOID_NAMESPACE_SERIALIZER)
+register_serializer("TimeWindowSerializer", lambda params: _TIME_WINDOW_SERIALIZER)
+register_serializer("GlobalWindowSerializer", lambda params: _GLOBAL_WINDOW_SERIALIZER)

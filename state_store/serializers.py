@@ -37,6 +37,7 @@ Three families live here:
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import operator
 import pickle
 import struct
@@ -278,7 +279,8 @@ def _read_escaped(data: bytes, pos: int) -> tuple[bytes, int]:
 def _unescape_whole(ser: Any, data: bytes) -> bytes:
     """Unescape a complete top-level encoding (fast path when it holds no 0x00)."""
     body = data[:-2]
-    if data[-2:] == _TERMINATOR and b"\x00" not in body:
+    # ``0 in body`` (int needle) is several times faster than ``b"\x00" in body``.
+    if data.endswith(_TERMINATOR) and 0 not in body:
         return body
     try:
         raw, pos = _read_escaped(data, 0)
@@ -286,6 +288,22 @@ def _unescape_whole(ser: Any, data: bytes) -> bytes:
         raise _bad_data(ser, data, str(exc)) from exc
     _check_end(ser, data, pos)
     return raw
+
+
+def _utf8(value: str) -> bytes:
+    """UTF-8; lone surrogates pass through (strict first: same bytes, faster)."""
+    try:
+        return value.encode()
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
+
+
+def _from_utf8(raw: bytes) -> str:
+    """Inverse of :func:`_utf8`; raises UnicodeDecodeError on invalid UTF-8."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "surrogatepass")
 
 
 _EPOCH_NAIVE = _dt.datetime(1970, 1, 1)
@@ -362,11 +380,14 @@ def serializer_from_snapshot(snapshot: dict[str, Any]) -> TypeSerializer[Any]:
         raise SerializationError(f"invalid params for serializer {name!r}: {params!r}") from exc
 
 
-def _registered(cls: type) -> type:
+_S = TypeVar("_S", bound=type)
+
+
+def _registered(cls: _S) -> _S:
     """Class decorator: register a parameterless serializer class by its NAME."""
     instance = cls()
-    cls.INSTANCE = instance
-    register_serializer(cls.NAME, lambda params: instance)
+    cls.INSTANCE = instance  # type: ignore[attr-defined]
+    register_serializer(cls.NAME, lambda params: instance)  # type: ignore[attr-defined]
     return cls
 
 
@@ -516,22 +537,38 @@ class StringSerializer(_Stateless, TypeSerializer[str]):
 
     def serialize(self, value: str) -> bytes:
         try:
+            return value.encode()
+        except UnicodeEncodeError:
             return value.encode("utf-8", "surrogatepass")
         except AttributeError as exc:
             raise _bad_value(self, value, "expected a str") from exc
 
     def deserialize(self, data: bytes) -> str:
         try:
+            return data.decode()
+        except UnicodeDecodeError:
+            pass
+        except AttributeError as exc:
+            raise _bad_data(self, data, "expected bytes") from exc
+        try:
             return data.decode("utf-8", "surrogatepass")
-        except (UnicodeDecodeError, AttributeError) as exc:
+        except UnicodeDecodeError as exc:
             raise _bad_data(self, data, "invalid UTF-8") from exc
 
     def serialize_nested(self, value: str) -> bytes:
+        raw = self.serialize(value)
+        n = len(raw)
+        return (_SMALL_VARINTS[n] if n < 128 else _varint(n)) + raw
+
+    def deserialize_nested(self, data: bytes, pos: int) -> tuple[str, int]:
+        n, pos = _read_varint(data, pos)
+        end = pos + n
+        if end > len(data):
+            raise _bad_data(self, data, f"truncated string of {n} bytes at offset {pos}")
         try:
-            raw = value.encode("utf-8", "surrogatepass")
-        except AttributeError as exc:
-            raise _bad_value(self, value, "expected a str") from exc
-        return _varint(len(raw)) + raw
+            return _from_utf8(data[pos:end]), end
+        except UnicodeDecodeError as exc:
+            raise _bad_data(self, data, f"invalid UTF-8 at offset {pos}") from exc
 
 
 def _as_bytes(ser: Any, value: Any) -> bytes:
@@ -739,6 +776,8 @@ class PrimitiveArraySerializer(TypeSerializer[list[Any]]):
 
     def serialize_nested(self, value: Sequence[Any]) -> bytes:
         try:
+            if self._code == "?" and not all(v is True or v is False for v in value):
+                raise TypeError("not all values are bools")
             n = len(value)
             return _varint(n) + struct.pack(f">{n}{self._code}", *value)
         except (struct.error, TypeError, OverflowError) as exc:
@@ -763,6 +802,14 @@ class PrimitiveArraySerializer(TypeSerializer[list[Any]]):
 
 
 register_serializer(PrimitiveArraySerializer.NAME, lambda p: PrimitiveArraySerializer(p["element"]))
+
+
+def _has_none(values: Any) -> bool:
+    """Identity test only (``None in values`` would call ``__eq__``, e.g. on numpy arrays)."""
+    for v in values:
+        if v is None:
+            return True
+    return False
 
 
 def _null_mask(values: Sequence[Any]) -> int:
@@ -790,6 +837,10 @@ class ListSerializer(TypeSerializer[list[Any]]):
         self.is_deterministic = element_serializer.is_deterministic
         self._write = element_serializer.serialize_nested
         self._read = element_serializer.deserialize_nested
+        # Fixed-width numbers without nulls: the elements are one packed struct array.
+        code = _FIXED_CODES.get(type(element_serializer))
+        self._fixed_code = code
+        self._fixed_size = struct.calcsize(">" + code) if code else 0
 
     def snapshot(self) -> dict[str, Any]:
         return {"name": self.NAME, "params": {"element": self.element_serializer.snapshot()}}
@@ -799,7 +850,13 @@ class ListSerializer(TypeSerializer[list[Any]]):
             raise _bad_value(self, value, "expected a list")
         n = len(value)
         write = self._write
-        if None not in value:
+        if not _has_none(value):
+            code = self._fixed_code
+            if code is not None:
+                try:
+                    return b"".join((_varint(n), b"\x00", struct.pack(f">{n}{code}", *value)))
+                except (struct.error, TypeError, OverflowError):
+                    pass  # the element serializer below names the bad element
             return b"".join([_varint(n), b"\x00", *[write(v) for v in value]])
         mask = _null_mask(value)
         parts = [_varint(n), b"\x01", mask.to_bytes((n + 7) // 8, "little")]
@@ -816,6 +873,12 @@ class ListSerializer(TypeSerializer[list[Any]]):
             raise _bad_data(self, data, f"truncated at offset {pos}") from exc
         pos += 1
         read = self._read
+        if flag == 0 and self._fixed_code is not None:
+            try:
+                values = list(struct.unpack_from(f">{n}{self._fixed_code}", data, pos))
+            except struct.error as exc:
+                raise _bad_data(self, data, f"truncated array of {n} at offset {pos}") from exc
+            return values, pos + n * self._fixed_size
         out: list[Any] = []
         append = out.append
         if flag == 0:
@@ -885,7 +948,7 @@ class MapSerializer(TypeSerializer[dict[Any, Any]]):
         wv = self.value_serializer.serialize_nested
         values = [v for _, v in items]
         parts: list[bytes] = [_varint(n)]
-        if None in values:
+        if _has_none(values):
             parts.append(b"\x01")
             parts.append(_null_mask(values).to_bytes((n + 7) // 8, "little"))
         else:
@@ -939,8 +1002,143 @@ register_serializer(
 )
 
 
+# Errors that make a compiled fast path give up and defer to the checked slow path
+# (which then either succeeds, e.g. for lone surrogates, or raises a precise error).
+_FAST_PATH_ERRORS = (
+    struct.error,
+    AttributeError,
+    TypeError,
+    ValueError,  # includes UnicodeError and SerializationError
+    OverflowError,
+    IndexError,
+)
+
+_FIXED_CODES: dict[type, str] = {
+    LongSerializer: "q",
+    IntSerializer: "i",
+    ShortSerializer: "h",
+    ByteSerializer: "b",
+    DoubleSerializer: "d",
+    FloatSerializer: "f",
+}
+
+
+_CODEC_CACHE: dict[str, tuple[Any, Any]] = {}
+_CODEC_CACHE_SIZE = 512
+
+
+def _fields_codec(
+    field_serializers: Sequence[TypeSerializer[Any]],
+) -> tuple[
+    Callable[[Any], bytes | None], Callable[[bytes, int], tuple[tuple[Any, ...], int] | None]
+]:
+    """Cached :func:`_compile_fields_codec` (equal snapshots read and write the same bytes)."""
+    try:
+        key = json.dumps([s.snapshot() for s in field_serializers], sort_keys=True)
+    except (TypeError, ValueError):  # a foreign serializer with a non-JSON snapshot
+        return _compile_fields_codec(field_serializers)
+    codec = _CODEC_CACHE.get(key)
+    if codec is None:
+        codec = _compile_fields_codec(field_serializers)
+        if len(_CODEC_CACHE) >= _CODEC_CACHE_SIZE:
+            _CODEC_CACHE.clear()
+        _CODEC_CACHE[key] = codec
+    return codec
+
+
+def _compile_fields_codec(
+    field_serializers: Sequence[TypeSerializer[Any]],
+) -> tuple[
+    Callable[[Any], bytes | None], Callable[[bytes, int], tuple[tuple[Any, ...], int] | None]
+]:
+    """Generate straight-line code for a record without None fields.
+
+    Consecutive fixed-width numbers are packed with one ``Struct``; strings are
+    encoded inline; other fields call their serializer. The generated functions
+    return None when a field is None / the bitmap is not all zero, and may raise
+    anything on bad input: callers then use the checked slow path, so the bytes
+    and the errors are exactly the slow path's.
+    """
+    n = len(field_serializers)
+    names = [f"v{i}" for i in range(n)]
+    mask_bytes = (n + 7) // 8
+    ns: dict[str, Any] = {
+        "SV": _SMALL_VARINTS,
+        "VI": _varint,
+        "RV": _read_varint,
+        "ZM": bytes(mask_bytes),
+    }
+    ser_body: list[str] = []
+    parts: list[str] = ["ZM"]
+    # all-zero null bitmap, else None (the caller's loop handles nulls)
+    zero_test = "data[pos]" if mask_bytes == 1 else f"data[pos : pos + {mask_bytes}] != ZM"
+    de_body: list[str] = [f"    if {zero_test}:", "        return None", f"    pos += {mask_bytes}"]
+    i = 0
+    while i < n:
+        ser = field_serializers[i]
+        if type(ser) in _FIXED_CODES:
+            j = i
+            fmt = ">"
+            while j < n and type(field_serializers[j]) in _FIXED_CODES:
+                fmt += _FIXED_CODES[type(field_serializers[j])]
+                j += 1
+            compiled = struct.Struct(fmt)
+            ns[f"S{i}"] = compiled
+            group = ", ".join(names[i:j])
+            parts.append(f"S{i}.pack({group})")
+            de_body.append(f"    {group}, = S{i}.unpack_from(data, pos)")
+            de_body.append(f"    pos += {compiled.size}")
+            i = j
+            continue
+        v = names[i]
+        if type(ser) is StringSerializer:
+            ser_body.append(f"    r{i} = {v}.encode()")
+            ser_body.append(f"    n{i} = len(r{i})")
+            parts.append(f"(SV[n{i}] if n{i} < 128 else VI(n{i}))")
+            parts.append(f"r{i}")
+            de_body.append("    size = data[pos]")
+            de_body.append("    if size < 128:")
+            de_body.append("        pos += 1")
+            de_body.append("    else:")
+            de_body.append("        size, pos = RV(data, pos)")
+            de_body.append("    end = pos + size")
+            de_body.append("    if end > len(data):")
+            de_body.append("        return None")
+            de_body.append(f"    {v} = data[pos:end].decode()")
+            de_body.append("    pos = end")
+        else:
+            ns[f"W{i}"] = ser.serialize_nested
+            ns[f"R{i}"] = ser.deserialize_nested
+            parts.append(f"W{i}({v})")
+            de_body.append(f"    {v}, pos = R{i}(data, pos)")
+        i += 1
+    target = ", ".join(names) + ","
+    none_test = " or ".join(f"{v} is None" for v in names)
+    src = "\n".join(
+        [
+            "def fast_serialize(value):",
+            f"    {target} = value",
+            f"    if {none_test}:",
+            "        return None",
+            *ser_body,
+            f"    return b''.join(({', '.join(parts)},))",
+            "",
+            "def fast_read(data, pos):",
+            *de_body,
+            f"    return ({target}), pos",
+        ]
+    )
+    exec(compile(src, "<pyspark_datastream fields codec>", "exec"), ns)  # noqa: S102
+    return ns["fast_serialize"], ns["fast_read"]
+
+
 class _FieldsSerializer(TypeSerializer[Any]):
-    """Fixed arity record: null bitmap of ceil(arity/8) bytes, then non-null fields nested."""
+    """Fixed arity record: null bitmap of ceil(arity/8) bytes, then non-null fields nested.
+
+    Records without None fields go through generated straight-line code
+    (:func:`_compile_fields_codec`); anything unusual falls back to the checked
+    generic loop, which defines the format and the error messages.
+    """
 
     NAME: ClassVar[str]
 
@@ -956,6 +1154,39 @@ class _FieldsSerializer(TypeSerializer[Any]):
         self._writers = [s.serialize_nested for s in self.field_serializers]
         self._readers = [s.deserialize_nested for s in self.field_serializers]
         self._mask_bytes = (self.arity + 7) // 8
+        self._install_lazy_codec()
+
+    def _install_lazy_codec(self) -> None:
+        """Generate the fast codec on first use (construction stays cheap)."""
+        self._fast_serialize: Callable[[Any], bytes | None] | None = None
+        self._fast_read: Callable[[bytes, int], tuple[tuple[Any, ...], int] | None] | None = None
+        if self.arity:
+            self._fast_serialize = self._compile_and_serialize
+            self._fast_read = self._compile_and_read
+
+    def _compile(self) -> None:
+        self._fast_serialize, self._fast_read = _fields_codec(self.field_serializers)
+
+    def _compile_and_serialize(self, value: Any) -> bytes | None:
+        self._compile()
+        return self._fast_serialize(value)  # type: ignore[misc]
+
+    def _compile_and_read(self, data: bytes, pos: int) -> tuple[tuple[Any, ...], int] | None:
+        self._compile()
+        return self._fast_read(data, pos)  # type: ignore[misc]
+
+    def __getstate__(self) -> dict[str, Any]:
+        # generated functions and bound methods are rebuilt after unpickling
+        state = self.__dict__.copy()
+        for name in ("_fast_serialize", "_fast_read", "_writers", "_readers"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._writers = [s.serialize_nested for s in self.field_serializers]
+        self._readers = [s.deserialize_nested for s in self.field_serializers]
+        self._install_lazy_codec()
 
     def _fields_of(self, value: Any) -> Sequence[Any]:
         if isinstance(value, (tuple, list)):
@@ -963,6 +1194,19 @@ class _FieldsSerializer(TypeSerializer[Any]):
         raise _bad_value(self, value, "expected a tuple")
 
     def serialize_nested(self, value: Any) -> bytes:
+        fast = self._fast_serialize
+        if fast is not None and isinstance(value, (tuple, list)):
+            try:
+                out = fast(value)
+            except _FAST_PATH_ERRORS:
+                out = None
+            if out is not None:
+                return out
+        return self._serialize_checked(value)
+
+    serialize = serialize_nested
+
+    def _serialize_checked(self, value: Any) -> bytes:
         fields = self._fields_of(value)
         if len(fields) != self.arity:
             raise _bad_value(self, value, f"expected {self.arity} fields, got {len(fields)}")
@@ -970,7 +1214,7 @@ class _FieldsSerializer(TypeSerializer[Any]):
         append = parts.append
         mask = 0
         bit = 1
-        for write, v in zip(self._writers, fields, strict=False):
+        for write, v in zip(self._writers, fields, strict=True):
             if v is None:
                 mask |= bit
             else:
@@ -979,9 +1223,15 @@ class _FieldsSerializer(TypeSerializer[Any]):
         parts[0] = mask.to_bytes(self._mask_bytes, "little")
         return b"".join(parts)
 
-    serialize = serialize_nested
-
-    def _read_values(self, data: bytes, pos: int) -> tuple[list[Any], int]:
+    def _read_values(self, data: bytes, pos: int) -> tuple[Sequence[Any], int]:
+        fast = self._fast_read
+        if fast is not None:
+            try:
+                result = fast(data, pos)
+            except _FAST_PATH_ERRORS:
+                result = None
+            if result is not None:
+                return result
         nb = self._mask_bytes
         end = pos + nb
         if end > len(data):
@@ -990,20 +1240,15 @@ class _FieldsSerializer(TypeSerializer[Any]):
         pos = end
         out: list[Any] = []
         append = out.append
-        if mask == 0:
-            for read in self._readers:
+        for i, read in enumerate(self._readers):
+            if mask >> i & 1:
+                append(None)
+            else:
                 v, pos = read(data, pos)
                 append(v)
-        else:
-            for i, read in enumerate(self._readers):
-                if mask >> i & 1:
-                    append(None)
-                else:
-                    v, pos = read(data, pos)
-                    append(v)
         return out, pos
 
-    def _build(self, values: list[Any]) -> Any:
+    def _build(self, values: Sequence[Any]) -> Any:
         raise NotImplementedError
 
     def deserialize_nested(self, data: bytes, pos: int) -> tuple[Any, int]:
@@ -1011,6 +1256,14 @@ class _FieldsSerializer(TypeSerializer[Any]):
         return self._build(values), pos
 
     def deserialize(self, data: bytes) -> Any:
+        fast = self._fast_read
+        if fast is not None:
+            try:
+                result = fast(data, 0)
+            except _FAST_PATH_ERRORS:
+                result = None
+            if result is not None and result[1] == len(data):
+                return self._build(result[0])
         try:
             values, pos = self._read_values(data, 0)
         except _DECODE_ERRORS as exc:
@@ -1030,8 +1283,8 @@ class TupleSerializer(_FieldsSerializer):
             "params": {"fields": [s.snapshot() for s in self.field_serializers]},
         }
 
-    def _build(self, values: list[Any]) -> tuple[Any, ...]:
-        return tuple(values)
+    def _build(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        return values if type(values) is tuple else tuple(values)
 
 
 register_serializer(
@@ -1080,7 +1333,7 @@ class RowSerializer(_FieldsSerializer):
                 raise _bad_value(self, value, f"missing field {exc.args[0]!r}") from exc
         raise _bad_value(self, value, "expected a Row, tuple, list or dict")
 
-    def _build(self, values: list[Any]) -> Row:
+    def _build(self, values: Sequence[Any]) -> Row:
         return _make_row(self._names_tuple, values)
 
 
@@ -1191,21 +1444,31 @@ class _LexFloatingSerializer(_Stateless, LexicographicalTypeSerializer[float]):
     _sign: ClassVar[int]
     _all: ClassVar[int]
     _nan_bytes: ClassVar[bytes]
+    _zero_bytes: ClassVar[bytes]
 
     def serialize(self, value: float) -> bytes:
+        if type(value) is not float:
+            value = self._coerce(value)
+        if value != value:
+            return self._nan_bytes
         try:
-            if value != value:
-                if not isinstance(value, float):
-                    raise TypeError("expected a float")
-                return self._nan_bytes
-            if value == 0:
-                value = 0.0
             bits = self._uint.unpack(self._float.pack(value))[0]
-        except (struct.error, TypeError, OverflowError) as exc:
+        except (struct.error, OverflowError) as exc:
             raise _bad_value(self, value, "expected a float", exc) from exc
         if bits & self._sign:
+            if bits == self._sign:  # -0.0 (also a negative value rounded to 32-bit -0.0)
+                return self._zero_bytes
             return self._uint.pack(bits ^ self._all)
         return self._uint.pack(bits | self._sign)
+
+    def _coerce(self, value: Any) -> float:
+        """ints, float subclasses and numbers with ``__float__`` (numpy); not str/bytes."""
+        if isinstance(value, (str, bytes, bytearray)) or not hasattr(type(value), "__float__"):
+            raise _bad_value(self, value, "expected a float")
+        try:
+            return float(value)
+        except (TypeError, ValueError, OverflowError, ArithmeticError) as exc:
+            raise _bad_value(self, value, "expected a float", exc) from exc
 
     def _decode(self, bits: int) -> float:
         if bits & self._sign:
@@ -1240,6 +1503,7 @@ class LexicographicDoubleSerializer(_LexFloatingSerializer):
     _sign = 1 << 63
     _all = (1 << 64) - 1
     _nan_bytes = struct.pack(">Q", 0x7FF8000000000000 | (1 << 63))
+    _zero_bytes = struct.pack(">Q", 1 << 63)
 
 
 @_registered
@@ -1252,6 +1516,7 @@ class LexicographicFloatSerializer(_LexFloatingSerializer):
     _sign = 1 << 31
     _all = (1 << 32) - 1
     _nan_bytes = struct.pack(">I", 0x7FC00000 | (1 << 31))
+    _zero_bytes = struct.pack(">I", 1 << 31)
 
 
 @_registered
@@ -1262,20 +1527,23 @@ class LexicographicStringSerializer(_Stateless, LexicographicalTypeSerializer[st
 
     def serialize(self, value: str) -> bytes:
         try:
-            return value.encode("utf-8", "surrogatepass").replace(b"\x00", _ESC_ZERO) + _TERMINATOR
+            raw = value.encode()
+        except UnicodeEncodeError:
+            raw = value.encode("utf-8", "surrogatepass")
         except AttributeError as exc:
             raise _bad_value(self, value, "expected a str") from exc
+        return raw.replace(b"\x00", _ESC_ZERO) + _TERMINATOR
 
     def deserialize(self, data: bytes) -> str:
         raw = _unescape_whole(self, data)
         try:
-            return raw.decode("utf-8", "surrogatepass")
+            return _from_utf8(raw)
         except UnicodeDecodeError as exc:
             raise _bad_data(self, data, "invalid UTF-8") from exc
 
     def deserialize_nested(self, data: bytes, pos: int) -> tuple[str, int]:
         raw, pos = _read_escaped(data, pos)
-        return raw.decode("utf-8", "surrogatepass"), pos
+        return _from_utf8(raw), pos
 
     def find_comparator(self) -> Callable[[str, str], int]:
         return _natural_cmp
@@ -1429,20 +1697,20 @@ def _decode_ordered_int(data: bytes, pos: int, tag_base: int) -> tuple[int, int]
     tag = data[pos] - tag_base
     if tag == 1:
         return _Q.unpack_from(data, pos + 1)[0] - _LONG_OFFSET, pos + 9
+    if tag != 0 and tag != 2:
+        raise ValueError(f"bad big-int tag 0x{data[pos]:02x} at offset {pos}")
     n = _I.unpack_from(data, pos + 1)[0]
     if tag == 2:
         end = pos + 5 + n
         if end > len(data):
             raise ValueError("truncated big int")
         return int.from_bytes(data[pos + 5 : end], "big"), end
-    if tag == 0:
-        n = 0xFFFFFFFF - n
-        end = pos + 5 + n
-        if end > len(data):
-            raise ValueError("truncated big int")
-        inverted = int.from_bytes(data[pos + 5 : end], "big")
-        return -(((1 << (8 * n)) - 1) ^ inverted), end
-    raise ValueError(f"bad big-int tag 0x{data[pos]:02x} at offset {pos}")
+    n = 0xFFFFFFFF - n
+    end = pos + 5 + n
+    if end > len(data):
+        raise ValueError("truncated big int")
+    inverted = int.from_bytes(data[pos + 5 : end], "big")
+    return -(((1 << (8 * n)) - 1) ^ inverted), end
 
 
 @_registered
@@ -1469,6 +1737,75 @@ class LexicographicBigIntSerializer(_Stateless, LexicographicalTypeSerializer[in
 
     def find_comparator(self) -> Callable[[int, int], int]:
         return _natural_cmp
+
+
+_LEX_INT_TYPES = (
+    LexicographicLongSerializer,
+    LexicographicIntSerializer,
+    LexicographicShortSerializer,
+    LexicographicByteSerializer,
+)
+
+
+def _compile_lex_tuple_codec(
+    parts: Sequence[LexicographicalTypeSerializer[Any]], names: tuple[str, ...] | None
+) -> tuple[Callable[[Any], bytes], Callable[[bytes, int], tuple[Any, int]]]:
+    """Straight-line code for a lexicographic tuple (same bytes as the part-by-part loop).
+
+    Consecutive fixed-width integers share one ``Struct``; strings are escaped
+    inline; other parts call their serializer. Errors of any kind make the
+    caller retry on the checked path, which raises the precise error.
+    """
+    n = len(parts)
+    vs = [f"v{i}" for i in range(n)]
+    ns: dict[str, Any] = {"ESC": _ESC_ZERO, "TERM": _TERMINATOR, "MK": _make_row, "NAMES": names}
+    ser_body: list[str] = []
+    pieces: list[str] = []
+    de_body: list[str] = []
+    i = 0
+    while i < n:
+        part = parts[i]
+        if type(part) in _LEX_INT_TYPES:
+            j = i
+            fmt = ">"
+            while j < n and type(parts[j]) in _LEX_INT_TYPES:
+                int_part: Any = parts[j]
+                fmt += int_part._struct.format[1:]
+                ns[f"O{j}"] = int_part._offset
+                j += 1
+            compiled = struct.Struct(fmt)
+            ns[f"S{i}"] = compiled
+            pieces.append(f"S{i}.pack({', '.join(f'{vs[k]} + O{k}' for k in range(i, j))})")
+            de_body.append(f"    {', '.join(vs[i:j])}, = S{i}.unpack_from(data, pos)")
+            de_body.extend(f"    {vs[k]} -= O{k}" for k in range(i, j))
+            de_body.append(f"    pos += {compiled.size}")
+            i = j
+            continue
+        if type(part) is LexicographicStringSerializer:
+            ser_body.append(f"    r{i} = {vs[i]}.encode().replace(b'\\x00', ESC) + TERM")
+            pieces.append(f"r{i}")
+        else:
+            ns[f"W{i}"] = part.serialize
+            pieces.append(f"W{i}({vs[i]})")
+        ns[f"R{i}"] = part.deserialize_nested
+        de_body.append(f"    {vs[i]}, pos = R{i}(data, pos)")
+        i += 1
+    target = ", ".join(vs) + ","
+    result = f"MK(NAMES, ({target}))" if names is not None else f"({target})"
+    src = "\n".join(
+        [
+            "def fast_serialize(value):",
+            f"    {target} = value",
+            *ser_body,
+            f"    return b''.join(({', '.join(pieces)},))",
+            "",
+            "def fast_read(data, pos):",
+            *de_body,
+            f"    return {result}, pos",
+        ]
+    )
+    exec(compile(src, "<pyspark_datastream lexicographic tuple codec>", "exec"), ns)  # noqa: S102
+    return ns["fast_serialize"], ns["fast_read"]
 
 
 class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]]):
@@ -1501,8 +1838,40 @@ class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]
                 f"{self.field_names!r} for {self.arity} parts"
             )
         self._names_tuple = tuple(self.field_names) if self.field_names is not None else None
+        self._setup()
+
+    def _setup(self) -> None:
         self._writers = [p.serialize for p in self.parts]
         self._readers = [p.deserialize_nested for p in self.parts]
+        # generated on first use, see _compile_lex_tuple_codec
+        self._fast_serialize: Callable[[Any], bytes] | None = None
+        self._fast_read: Callable[[bytes, int], tuple[Any, int]] | None = None
+        if self.arity:
+            self._fast_serialize = self._compile_and_serialize
+            self._fast_read = self._compile_and_read
+
+    def _compile(self) -> None:
+        self._fast_serialize, self._fast_read = _compile_lex_tuple_codec(
+            self.parts, self._names_tuple
+        )
+
+    def _compile_and_serialize(self, value: Any) -> bytes:
+        self._compile()
+        return self._fast_serialize(value)  # type: ignore[misc]
+
+    def _compile_and_read(self, data: bytes, pos: int) -> tuple[Any, int]:
+        self._compile()
+        return self._fast_read(data, pos)  # type: ignore[misc]
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for name in ("_fast_serialize", "_fast_read", "_writers", "_readers"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._setup()
 
     def snapshot(self) -> dict[str, Any]:
         params: dict[str, Any] = {"parts": [p.snapshot() for p in self.parts]}
@@ -1511,6 +1880,15 @@ class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]
         return {"name": self.NAME, "params": params}
 
     def serialize(self, value: tuple[Any, ...]) -> bytes:
+        fast = self._fast_serialize
+        if fast is not None and isinstance(value, (tuple, list)):
+            try:
+                return fast(value)
+            except _FAST_PATH_ERRORS:
+                pass  # the checked path below raises the precise error (or handles it)
+        return self._serialize_checked(value)
+
+    def _serialize_checked(self, value: tuple[Any, ...]) -> bytes:
         if not isinstance(value, (tuple, list)):
             raise _bad_value(self, value, "expected a tuple")
         if len(value) != self.arity:
@@ -1521,6 +1899,15 @@ class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]
             raise _bad_value(self, value, "a field cannot be serialized", exc) from exc
 
     def deserialize_nested(self, data: bytes, pos: int) -> tuple[tuple[Any, ...], int]:
+        fast = self._fast_read
+        if fast is not None:
+            try:
+                return fast(data, pos)
+            except _FAST_PATH_ERRORS:
+                pass
+        return self._read_checked(data, pos)
+
+    def _read_checked(self, data: bytes, pos: int) -> tuple[tuple[Any, ...], int]:
         out = []
         for read in self._readers:
             v, pos = read(data, pos)
@@ -1611,8 +1998,8 @@ class GenericKeySerializer(_Stateless, TypeSerializer[Any]):
 
     The type is part of the key: ``1``, ``1.0`` and ``True`` are three keys, and
     so are ``(1, 2)`` and ``Row(1, 2)``. Subclasses are stored as their base
-    (IntEnum -> int, namedtuple -> tuple); other integral numbers (e.g. numpy
-    ints) as int. Aware datetimes are stored as UTC and come back with
+    (IntEnum -> int, namedtuple and PySpark's Row -> tuple); other integral
+    numbers (e.g. numpy ints) as int, numpy floats/bools as float/bool. Aware datetimes are stored as UTC and come back with
     ``tzinfo=timezone.utc``.
     """
 
@@ -1622,16 +2009,35 @@ class GenericKeySerializer(_Stateless, TypeSerializer[Any]):
     def serialize(self, value: Any) -> bytes:
         t = type(value)
         if t is str:
-            return (
-                _B_STR
-                + value.encode("utf-8", "surrogatepass").replace(b"\x00", _ESC_ZERO)
-                + _TERMINATOR
-            )
+            try:
+                raw = value.encode()
+            except UnicodeEncodeError:
+                raw = value.encode("utf-8", "surrogatepass")
+            return b"".join((_B_STR, raw.replace(b"\x00", _ESC_ZERO), _TERMINATOR))
         if t is int:
             if -_LONG_OFFSET <= value < _LONG_OFFSET:
                 return _TAG_Q.pack(_G_INT64, value + _LONG_OFFSET)
             return _encode_ordered_int(value, _G_INT)
         parts: list[bytes] = []
+        if t is tuple:  # common composite key: flat tuple of str / int
+            append = parts.append
+            append(_B_TUPLE)
+            for v in value:
+                tv = type(v)
+                if tv is str:
+                    try:
+                        raw = v.encode()
+                    except UnicodeEncodeError:
+                        raw = v.encode("utf-8", "surrogatepass")
+                    append(_B_STR)
+                    append(raw.replace(b"\x00", _ESC_ZERO))
+                    append(_TERMINATOR)
+                elif tv is int and -_LONG_OFFSET <= v < _LONG_OFFSET:
+                    append(_TAG_Q.pack(_G_INT64, v + _LONG_OFFSET))
+                else:
+                    self._write(v, parts, value)
+            append(_B_END)
+            return b"".join(parts)
         self._write(value, parts, value)
         return b"".join(parts)
 
@@ -1641,7 +2047,7 @@ class GenericKeySerializer(_Stateless, TypeSerializer[Any]):
         t = type(value)
         if t is str:
             out.append(_B_STR)
-            out.append(_escape(value.encode("utf-8", "surrogatepass")))
+            out.append(_escape(_utf8(value)))
         elif t is int:
             out.append(_encode_ordered_int(value, _G_INT))
         elif t is tuple:
@@ -1669,7 +2075,7 @@ class GenericKeySerializer(_Stateless, TypeSerializer[Any]):
             else:
                 # 0x01 then each name escaped + terminated: unnamed Rows sort first.
                 out.append(b"\x01")
-                out.extend(_escape(n.encode("utf-8", "surrogatepass")) for n in names)
+                out.extend(_escape(_utf8(n)) for n in names)
         elif t is _dt.datetime:
             self._write_datetime(value, out)
         elif t is _dt.date:
@@ -1697,7 +2103,7 @@ class GenericKeySerializer(_Stateless, TypeSerializer[Any]):
             out.append(_B_FLOAT + _LEX_DOUBLE.serialize(float(value)))
         elif isinstance(value, str):
             out.append(_B_STR)
-            out.append(_escape(str.encode(value, "utf-8", "surrogatepass")))
+            out.append(_escape(_utf8(str.__str__(value))))
         elif isinstance(value, (bytes, bytearray, memoryview)):
             out.append(_B_BYTES)
             out.append(_escape(bytes(value)))
@@ -1728,8 +2134,10 @@ class GenericKeySerializer(_Stateless, TypeSerializer[Any]):
     def deserialize(self, data: bytes) -> Any:
         try:
             tag = data[0]
-            if tag == _G_STR and data[-2:] == _TERMINATOR and b"\x00" not in data[1:-2]:
-                return data[1:-2].decode("utf-8", "surrogatepass")
+            if tag == _G_STR and data.endswith(_TERMINATOR):
+                body = data[1:-2]
+                if 0 not in body:
+                    return _from_utf8(body)
             if tag == _G_INT64 and len(data) == 9:
                 return _Q.unpack_from(data, 1)[0] - _LONG_OFFSET
             value, pos = self._read(data, 0)
@@ -1748,7 +2156,7 @@ class GenericKeySerializer(_Stateless, TypeSerializer[Any]):
         pos += 1
         if tag == _G_STR:
             raw, pos = _read_escaped(data, pos)
-            return raw.decode("utf-8", "surrogatepass"), pos
+            return _from_utf8(raw), pos
         if tag == _G_INT64:
             return _Q.unpack_from(data, pos)[0] - _LONG_OFFSET, pos + 8
         if tag == _G_TUPLE or tag == _G_ROW:
@@ -1768,7 +2176,7 @@ class GenericKeySerializer(_Stateless, TypeSerializer[Any]):
             names = []
             for _ in values:
                 raw, pos = _read_escaped(data, pos)
-                names.append(raw.decode("utf-8", "surrogatepass"))
+                names.append(_from_utf8(raw))
             return _make_row(names, values), pos
         if tag == _G_NONE:
             return None, pos

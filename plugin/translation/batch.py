@@ -32,7 +32,8 @@ from ..graph import (
 )
 from ..spark_types import is_spark_mappable, python_from_spark
 from ..state_store.errors import GraphBuildError, JobExecutionError
-from .encoding import KG, KEY, PICKLED, SIDE, TAG, TS, VALUE, Encoding, typed_encoding
+from ..tracing import Expr, plain_callable, to_column, trace
+from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding, typed_encoding
 from .passes import KeyedSpec, PassSpec, output_ddl, run_pass
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ class BatchTranslator:
         self.sorted_inputs = _bool(resolve(cfg, "execution.sorted-inputs.enabled", "BATCH"))
         self.pre_aggregate = _bool(resolve(cfg, "execution.batch.pre-aggregation.enabled", "BATCH"))
         self.backend = env.get_state_backend()
+        self.pushdown = _bool(resolve(cfg, "execution.batch.native-pushdown.enabled", "BATCH"))
         self.op_config = {
             "mode": "BATCH",
             "processing_time_allow": str(resolve(cfg, "pipeline.processing-time.allow", "BATCH")),
@@ -153,6 +155,9 @@ class BatchTranslator:
             return self._source(node)
         if isinstance(node, ChainNode):
             parent = self._input_stream(node.inputs[0])
+            native = self._native_map(node, parent) if self.pushdown else None
+            if native is not None:
+                return native
             stage = (node.stage, node.function)
             return replace(parent, chain=parent.chain + (stage,), type_info=node.output_type,
                            name=node.name)
@@ -162,6 +167,10 @@ class BatchTranslator:
         if isinstance(node, KeyedNode):
             key_node = node.inputs[0]
             assert isinstance(key_node, KeyByNode)
+            if self.pushdown and node.op == "reduce":
+                native = self._native_reduce(node, key_node)
+                if native is not None:
+                    return native
             combiner = node.function if (node.op == "reduce" and self.pre_aggregate) else None
             df, enc = self._keyed_input(key_node, node, combiner=combiner)
             df = self._shuffle(df, sided=False)
@@ -311,6 +320,101 @@ class BatchTranslator:
 
         return stream.df.mapInArrow(fn, ddl)
 
+    # -- native pushdown -------------------------------------------------------------
+    def _native_map(self, node: ChainNode, parent: Stream) -> Optional[Stream]:
+        """A traceable map over a typed DataFrame becomes a native select."""
+        if parent.pending or not parent.enc.typed or parent.tagged:
+            return None
+        if node.stage == "timestamps":
+            return self._native_timestamps(node, parent)
+        if node.stage != "map":
+            return None
+        fn = plain_callable(node.function)
+        out_t = node.output_type
+        if fn is None or out_t is None or not is_spark_mappable(out_t):
+            return None
+        traced = trace(fn, [_struct_type(parent.enc)])
+        if traced is None:
+            return None
+        out_enc = typed_encoding(out_t)
+        exprs = traced if isinstance(traced, tuple) else (traced,)
+        if out_enc.shape == "scalar":
+            if isinstance(traced, tuple):
+                return None
+        elif len(exprs) != len(out_enc.columns):
+            return None
+        ddl = [f.split(" ", 1)[1] for f in out_enc.spark_fields()]
+        cols = [to_column(e, [list(parent.enc.columns)]).cast(t).alias(c)
+                for e, t, c in zip(exprs, ddl, out_enc.columns)]
+        df = parent.df.select(_col(TS), *cols)
+        log.info("BATCH: %s runs as a native Spark projection", node.name)
+        return Stream(df, out_enc, out_t, name=node.name)
+
+    def _native_timestamps(self, node: ChainNode, parent: Stream) -> Optional[Stream]:
+        """A timestamp assigner that reads one integer field becomes a native column."""
+        from ..state_store.typeinfo import Types
+
+        assigner = node.function
+        if assigner is None:  # a strategy without assigner keeps record timestamps
+            return replace(parent, name=node.name)
+        fn = plain_callable(assigner)
+        if fn is None:
+            return None
+        traced = trace(fn, [_struct_type(parent.enc), Types.LONG()])
+        if not isinstance(traced, Expr) or traced.op != "field" or traced.args[0] != 0 \
+                or traced.type_info is None or traced.type_info.type_name not in ("LONG", "INT"):
+            return None
+        column = to_column(traced, [list(parent.enc.columns)]).cast("bigint")
+        df = parent.df.withColumn(TS, column)
+        return Stream(df, parent.enc, parent.type_info, name=node.name)
+
+    def _native_reduce(self, node: KeyedNode, key_node: KeyByNode) -> Optional[Stream]:
+        """sum/min/max/min_by/max_by, or a reduce lambda that is a field aggregation,
+        over a typed stream keyed by one traceable field: a native groupBy().agg()."""
+        from pyspark.sql import functions as F
+
+        parent = self._input_stream(key_node.inputs[0])
+        if parent.pending or not parent.enc.typed or parent.enc.shape == "scalar":
+            return None
+        key_fn = plain_callable(key_node.key_selector)
+        in_t = _struct_type(parent.enc)
+        key_expr = trace(key_fn, [in_t]) if key_fn is not None else None
+        if not isinstance(key_expr, Expr) or key_expr.op != "field":
+            return None
+        key_idx = key_expr.args[1]
+        cols = list(parent.enc.columns)
+        types = [t.type_name for t in in_t.get_field_types()]  # type: ignore[attr-defined]
+        plan = _field_plan(node.function, in_t, key_idx, types)
+        if plan is None:
+            return None
+        kcol = cols[key_idx]
+        aggs = [F.max(TS).alias(TS)]
+        kind = plan[0]
+        if kind == "fields":
+            for i, (c, how) in enumerate(zip(cols, plan[1])):
+                if i == key_idx:
+                    continue
+                if how == "sum":
+                    aggs.append(F.sum(f"`{c}`").cast(_ddl(in_t, i)).alias(c))
+                elif how == "min":
+                    aggs.append(F.min(f"`{c}`").alias(c))
+                elif how == "max":
+                    aggs.append(F.max(f"`{c}`").alias(c))
+                else:  # 'first': the earliest record's value (Flink keeps the first record)
+                    aggs.append(F.min_by(f"`{c}`", F.col(TS)).alias(c))
+            df = parent.df.groupBy(f"`{kcol}`").agg(*aggs)
+        else:  # min_by / max_by: the whole record holding the extreme value, first on ties
+            field_idx = plan[1]
+            fn = F.min_by if kind == "min_by" else F.max_by
+            order = F.struct(F.col(f"`{cols[field_idx]}`"),
+                             (F.col(TS) if kind == "min_by" else -F.col(TS)))
+            rec = F.struct(*[F.col(f"`{c}`") for c in cols])
+            df = parent.df.groupBy(f"`{kcol}`").agg(F.max(TS).alias(TS), fn(rec, order).alias("_r"))
+            df = df.select(TS, *[F.col(f"_r.`{c}`").alias(c) for c in cols])
+        df = df.select(TS, *[F.col(f"`{c}`") for c in cols])
+        log.info("BATCH: %s runs as a native Spark aggregation", node.name)
+        return Stream(df, parent.enc, node.output_type, name=node.name)
+
     # -- results ----------------------------------------------------------------------
     def _typed_df(self, stream: Stream, node: Transformation) -> DataFrame:
         t = node.output_type
@@ -347,3 +451,57 @@ def _lit(value: Any) -> Any:
     from pyspark.sql import functions as F
 
     return F.lit(value)
+
+
+def _struct_type(enc: Encoding) -> Any:
+    """A TUPLE/ROW type describing the columns of a typed encoding (for tracing)."""
+    from ..state_store.typeinfo import Types
+
+    t = enc.type_info
+    if enc.shape == "scalar" or t is None:
+        return t
+    return Types.ROW_NAMED(list(enc.columns), list(t.get_field_types()))
+
+
+def _ddl(t: Any, i: int) -> str:
+    from ..spark_types import spark_ddl_type
+
+    return spark_ddl_type(t.get_field_types()[i])
+
+
+_NUMERIC = ("LONG", "INT", "SHORT", "BYTE", "DOUBLE", "FLOAT")
+_ORDERED = _NUMERIC + ("STRING", "SQL_TIMESTAMP", "BOOLEAN")
+
+
+def _field_plan(function: Any, in_t: Any, key_idx: int, types: list[str]) -> Optional[tuple[Any, Any]]:
+    """How a reduce function aggregates each field, or None when it is not a field aggregation."""
+    agg = getattr(function, "descriptor", None)
+    if agg is not None:
+        kind, field = agg.kind, agg.field
+        names = list(in_t.get_field_names())
+        idx = names.index(field) if isinstance(field, str) else field
+        if not isinstance(idx, int) or not 0 <= idx < len(types) or idx == key_idx:
+            return None
+        if kind in ("min_by", "max_by"):
+            return (kind, idx) if types[idx] in _ORDERED else None
+        if kind == "sum" and types[idx] not in _NUMERIC:
+            return None
+        if kind in ("min", "max") and types[idx] not in _ORDERED:
+            return None
+        return ("fields", ["first" if i != idx else kind for i in range(len(types))])
+    fn = plain_callable(function)
+    if fn is None:
+        return None
+    traced = trace(fn, [in_t, in_t])
+    if not isinstance(traced, tuple) or len(traced) != len(types):
+        return None
+    plan = []
+    for i, e in enumerate(traced):
+        if e.op == "field" and e.args[1] == i and i == key_idx:
+            plan.append("key")
+        elif (e.op == "+" and types[i] in _NUMERIC
+              and {(x.op, x.args[:2]) for x in e.args} == {("field", (0, i)), ("field", (1, i))}):
+            plan.append("sum")
+        else:
+            return None
+    return ("fields", plan)

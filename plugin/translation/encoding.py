@@ -15,7 +15,13 @@ from typing import Any, Callable, Optional
 
 import pyarrow as pa
 
-from ..spark_types import arrow_type, column_names, python_from_arrow, python_to_arrow, spark_ddl_type
+from ..spark_types import (
+    arrow_type,
+    column_names,
+    python_from_arrow,
+    python_to_arrow,
+    spark_ddl_type,
+)
 from ..state_store.row import Row
 from ..state_store.typeinfo import TypeInformation
 

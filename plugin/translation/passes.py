@@ -15,9 +15,8 @@ from typing import Any, Iterator, Optional
 
 import pyarrow as pa
 
-from ..operators.base import OperatorConfig
+from ..operators.base import OperatorConfig, Output
 from ..operators.chain import KeyExtractor, StatelessChain
-from ..operators.base import Output
 from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decoder
 
 __all__ = ["KeyedSpec", "PassSpec", "run_pass", "output_ddl", "make_backend"]
@@ -95,6 +94,10 @@ def make_backend(kind: str, options: dict[str, Any], key_serializer: Any, max_pa
 def _operator_config(spec: PassSpec, subtask: int) -> OperatorConfig:
     c = dict(spec.config)
     mode = c.pop("mode")
+    if spec.keyed is None and subtask >= c.get("parallelism", 1):
+        # Non-keyed passes keep their input's partitioning, which may be wider than the
+        # configured parallelism (e.g. after a union).
+        c["parallelism"] = subtask + 1
     return OperatorConfig.for_mode(mode, subtask_index=subtask, operator_name=spec.name, **c)
 
 
@@ -186,12 +189,15 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                 kg, key = extractor.extract(out.value)
                 if combiner is not None:
                     slot = combined.get(key)
+                    ts = out.timestamp
                     if slot is None:
-                        combined[key] = [kg, out.value, out.timestamp]
+                        combined[key] = [kg, out.value, ts]
+                    elif ts is not None and slot[2] is not None and ts < slot[2]:
+                        # keep the earliest record first, as the sorted fold would
+                        slot[1] = combiner.reduce(out.value, slot[1])
+                        slot[2] = ts
                     else:
                         slot[1] = combiner.reduce(slot[1], out.value)
-                        if out.timestamp is not None and (slot[2] is None or out.timestamp > slot[2]):
-                            slot[2] = out.timestamp
                     if len(combined) >= _COMBINE_LIMIT:
                         yield from _flush_combined(combined, writer)
                     continue

@@ -1,0 +1,63 @@
+"""One local[2] SparkSession for the whole integration suite."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+import pytest
+
+
+def _java_ok() -> bool:
+    return shutil.which("java") is not None
+
+
+@pytest.fixture(scope="session")
+def spark():
+    if not _java_ok():
+        pytest.fail("java (17+) is not on PATH; Spark needs it (see README: make setup)")
+    # Python workers import test modules (functions defined in them are pickled by
+    # reference), so they need this folder on their path too.
+    here = os.path.dirname(os.path.abspath(__file__))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("pyspark-datastream-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.streaming.stateStore.providerClass",
+                "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def env_factory(spark):
+    """Build a StreamExecutionEnvironment on the shared session in a given mode."""
+    from pyspark_datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+
+    def make(mode: str = "BATCH", config: dict | None = None):
+        from pyspark_datastream import Configuration
+
+        conf = Configuration()
+        for k, v in (config or {}).items():
+            conf.set_string(k, str(v))
+        env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
+        env.set_runtime_mode(RuntimeExecutionMode[mode])
+        env.set_parallelism(2)
+        return env
+
+    return make

@@ -1,0 +1,347 @@
+"""BATCH execution on a real local[2] SparkSession (FLIP-134 / FLIP-140)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyspark_datastream import (
+    Duration,
+    GraphBuildError,
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    MapStateDescriptor,
+    OutputTag,
+    ProcessFunction,
+    ProcessingTimeError,
+    JobExecutionError,
+    Types,
+    ValueStateDescriptor,
+    WatermarkStrategy,
+    ListStateDescriptor,
+    TimestampAssigner,
+)
+
+CLICK = Types.TUPLE([Types.STRING(), Types.STRING(), Types.LONG()])
+
+
+class Ts(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value[2]
+
+
+class Sessionize(KeyedProcessFunction):
+    def open(self, runtime_context):
+        self.last = runtime_context.get_state(ValueStateDescriptor("last", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        prev = self.last.value()
+        if prev is not None and value[2] - prev > 30_000:
+            yield (ctx.get_current_key(), prev)
+        self.last.update(value[2])
+        ctx.timer_service().register_event_time_timer(value[2] + 30_000)
+
+    def on_timer(self, timestamp, ctx):
+        if self.last.value() == timestamp - 30_000:
+            yield (ctx.get_current_key(), self.last.value())
+
+
+def clicks():
+    out = []
+    for u, base in (("alice", 0), ("bob", 1_000), ("carol", 500)):
+        t = base
+        for gap in (1_000, 2_000, 40_000, 1_000, 60_000, 5_000):
+            t += gap
+            out.append((u, "page", t))
+    # deliberately out of order: BATCH sorts by (key, timestamp)
+    return list(reversed(out))
+
+
+def expected_sessions(data):
+    by_user = {}
+    for u, _p, t in data:
+        by_user.setdefault(u, []).append(t)
+    out = []
+    for u, ts in by_user.items():
+        ts.sort()
+        for a, b in zip(ts, ts[1:]):
+            if b - a > 30_000:
+                out.append((u, a))
+        out.append((u, ts[-1]))
+    return sorted(out)
+
+
+def run_sessionize(env, data):
+    ds = env.from_collection(data, type_info=CLICK)
+    ds = ds.assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5)).with_timestamp_assigner(Ts()))
+    out = ds.key_by(lambda c: c[0]).process(
+        Sessionize(), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
+    with out.execute_and_collect() as results:
+        return sorted(results)
+
+
+def test_issue_example_sessionize_timers_at_end_of_key(env_factory):
+    data = clicks()
+    assert run_sessionize(env_factory("BATCH"), data) == expected_sessions(data)
+
+
+def test_sorted_and_hash_execution_agree(env_factory):
+    data = clicks()
+    sorted_rows = run_sessionize(env_factory("BATCH"), data)
+    for backend in ("hashmap", "rocksdb"):
+        env = env_factory("BATCH", {"execution.sorted-inputs.enabled": "false",
+                                    "state.backend.type": backend})
+        assert run_sessionize(env, sorted(data, key=lambda c: c[2])) == sorted_rows
+    alias = env_factory("BATCH", {"execution.sorted-shuffles.enabled": "false"})
+    assert run_sessionize(alias, sorted(data, key=lambda c: c[2])) == sorted_rows
+
+
+def test_map_flat_map_filter_chain(env_factory):
+    env = env_factory("BATCH")
+    out = (env.from_collection(list(range(20)))
+           .map(lambda x: x * 3)
+           .filter(lambda x: x % 2 == 0)
+           .flat_map(lambda x: [x, -x]))
+    assert sorted(out.execute_and_collect()) == sorted(
+        v for x in range(20) if (x * 3) % 2 == 0 for v in (x * 3, -(x * 3)))
+
+
+def test_reduce_emits_only_final_value_per_key(env_factory):
+    env = env_factory("BATCH", {"execution.batch.pre-aggregation.enabled": "false"})
+    data = [("a", 1), ("b", 2), ("a", 3), ("a", 4), ("b", 5)]
+    out = env.from_collection(data).key_by(lambda x: x[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+    assert sorted(out.execute_and_collect()) == [("a", 8), ("b", 7)]
+
+
+@pytest.mark.parametrize("pushdown", ["true", "false"])
+def test_builtin_aggregations(env_factory, pushdown):
+    env = env_factory("BATCH", {"execution.batch.native-pushdown.enabled": pushdown})
+    t = Types.TUPLE([Types.STRING(), Types.LONG(), Types.STRING()])
+    data = [("a", 5, "x", 3), ("a", 2, "y", 1), ("a", 9, "z", 2), ("b", 1, "q", 9), ("b", 1, "p", 4)]
+    df = env.spark.createDataFrame(data, "k string, v bigint, tag string, ts bigint")
+    typed = (env.from_dataframe(df)
+             .assign_timestamps_and_watermarks(
+                 WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+                     lambda r, _ts: r[3]))
+             .map(lambda r: (r[0], r[1], r[2]), output_type=t))
+
+    def run(agg):
+        return sorted(getattr(typed.key_by(lambda r: r[0]), agg)(1).execute_and_collect())
+
+    # sum/min/max keep the first record (by event time) and replace only the field
+    assert run("sum") == [("a", 16, "y"), ("b", 2, "p")]
+    assert run("min") == [("a", 2, "y"), ("b", 1, "p")]
+    assert run("max") == [("a", 9, "y"), ("b", 1, "p")]
+    # min_by/max_by return the whole record; the earliest one on ties
+    assert run("min_by") == [("a", 2, "y"), ("b", 1, "p")]
+    assert run("max_by") == [("a", 9, "z"), ("b", 1, "p")]
+
+
+def test_native_pushdown_gives_identical_results(env_factory, spark):
+    data = [(f"w{i % 7}",) for i in range(200)]
+    df = spark.createDataFrame(data, "word string")
+    results = []
+    for pushdown in ("true", "false"):
+        env = env_factory("BATCH", {"execution.batch.native-pushdown.enabled": pushdown})
+        ds = env.from_dataframe(df).map(lambda r: (r[0], 1),
+                                        output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
+        reduced = ds.key_by(lambda x: x[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+        summed = ds.key_by(lambda x: x[0]).sum(1)
+        results.append((sorted(reduced.execute_and_collect()), sorted(summed.execute_and_collect())))
+    assert results[0] == results[1]
+    assert dict(results[0][0]) == {f"w{i}": len([j for j in range(200) if j % 7 == i]) for i in range(7)}
+
+
+class CountWithTimer(KeyedProcessFunction):
+    def open(self, ctx):
+        self.count = ctx.get_state(ValueStateDescriptor("count", Types.LONG()))
+        self.seen = ctx.get_list_state(ListStateDescriptor("seen", Types.LONG()))
+        self.by_page = ctx.get_map_state(MapStateDescriptor("pages", Types.STRING(), Types.LONG()))
+
+    def process_element(self, value, ctx):
+        self.count.update((self.count.value() or 0) + 1)
+        self.seen.add(value[2])
+        self.by_page.put(value[1], (self.by_page.get(value[1]) or 0) + 1)
+        assert ctx.timer_service().current_watermark() == -(2**63)
+        ctx.timer_service().register_event_time_timer(value[2])
+
+    def on_timer(self, timestamp, ctx):
+        assert ctx.timer_service().current_watermark() == 2**63 - 1
+        yield (ctx.get_current_key(), timestamp, self.count.value(), len(list(self.seen.get())),
+               dict(self.by_page.items()))
+
+
+def test_timers_fire_in_timestamp_order_with_perfect_watermark(env_factory):
+    env = env_factory("BATCH")
+    data = [("k", "a", 30), ("k", "b", 10), ("k", "a", 20), ("j", "a", 5)]
+    ds = env.from_collection(data).assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Ts()))
+    out = list(ds.key_by(lambda r: r[0]).process(CountWithTimer()).execute_and_collect())
+    ks = [r for r in out if r[0] == "k"]
+    assert [r[1] for r in ks] == [10, 20, 30]
+    assert all(r[2] == 3 and r[3] == 3 and r[4] == {"a": 2, "b": 1} for r in ks)
+    assert [r for r in out if r[0] == "j"] == [("j", 5, 1, 1, {"a": 1})]
+
+
+class UsesProcessingTime(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 10)
+        yield value
+
+    def on_timer(self, timestamp, ctx):
+        yield ("timer", timestamp)
+
+
+def test_processing_time_fail_ignore_allow(env_factory):
+    data = [("a", 1), ("b", 2)]
+    env = env_factory("BATCH")
+    out = env.from_collection(data).key_by(lambda x: x[0]).process(UsesProcessingTime())
+    with pytest.raises(Exception, match="pipeline.processing-time.allow"):
+        list(out.execute_and_collect())
+    env = env_factory("BATCH", {"pipeline.processing-time.allow": "IGNORE"})
+    out = env.from_collection(data).key_by(lambda x: x[0]).process(UsesProcessingTime())
+    assert sorted(out.execute_and_collect()) == data
+    env = env_factory("BATCH", {"pipeline.processing-time.allow": "ALLOW",
+                                "pipeline.processing-time.end-of-input": "FIRE_AND_QUIESCE"})
+    out = env.from_collection(data).key_by(lambda x: x[0]).process(UsesProcessingTime())
+    rows = list(out.execute_and_collect())
+    assert sorted(r for r in rows if r[0] != "timer") == data
+    assert len([r for r in rows if r[0] == "timer"]) == 2
+
+
+def test_side_outputs(env_factory):
+    env = env_factory("BATCH")
+    late = OutputTag("odd")
+
+    class Split(ProcessFunction):
+        def process_element(self, value, ctx):
+            if value % 2:
+                ctx.output(late, value)
+            else:
+                yield value
+
+    main = env.from_collection(list(range(10))).process(Split())
+    side = main.get_side_output(late)
+    assert sorted(main.execute_and_collect()) == [0, 2, 4, 6, 8]
+    assert sorted(side.execute_and_collect()) == [1, 3, 5, 7, 9]
+
+
+def test_union_and_keyed_co_process(env_factory):
+    env = env_factory("BATCH")
+
+    class Join(KeyedCoProcessFunction):
+        def open(self, ctx):
+            self.rate = ctx.get_state(ValueStateDescriptor("rate", Types.DOUBLE()))
+            self.pending = ctx.get_list_state(ListStateDescriptor("pending", Types.LONG()))
+
+        def process_element1(self, value, ctx):
+            rate = self.rate.value()
+            if rate is None:
+                self.pending.add(value[1])
+            else:
+                yield (value[0], value[1] * rate)
+
+        def process_element2(self, value, ctx):
+            self.rate.update(value[1])
+            for amount in self.pending.get():
+                yield (value[0], amount * value[1])
+            self.pending.clear()
+
+    orders = env.from_collection([("EUR", 10), ("USD", 5)]).union(env.from_collection([("EUR", 1)]))
+    rates = env.from_collection([("EUR", 2.0), ("USD", 1.0)])
+    out = orders.connect(rates).key_by(lambda o: o[0], lambda r: r[0]).process(Join())
+    assert sorted(out.execute_and_collect()) == [("EUR", 2.0), ("EUR", 20.0), ("USD", 5.0)]
+
+
+def test_two_stage_keyed_job(env_factory):
+    env = env_factory("BATCH")
+    data = [("u1", "fr"), ("u2", "fr"), ("u1", "fr"), ("u3", "de"), ("u3", "de"), ("u4", "de")]
+
+    class CountPerCountry(KeyedProcessFunction):
+        def open(self, ctx):
+            self.n = ctx.get_state(ValueStateDescriptor("n", Types.LONG()))
+
+        def process_element(self, value, ctx):
+            self.n.update((self.n.value() or 0) + value[2])
+            ctx.timer_service().register_event_time_timer(0)
+
+        def on_timer(self, ts, ctx):
+            yield (ctx.get_current_key(), self.n.value())
+
+    per_user = (env.from_collection(data).map(lambda r: (r[0], r[1], 1))
+                .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1], a[2] + b[2])))
+    out = per_user.key_by(lambda r: r[1]).process(CountPerCountry())
+    assert sorted(out.execute_and_collect()) == [("de", 3), ("fr", 3)]
+
+
+def test_from_dataframe_to_dataframe_round_trip(env_factory, spark):
+    df = spark.createDataFrame([("a", 1, 2.5), ("b", 2, None)], "name string, n bigint, x double")
+    env = env_factory("BATCH")
+    back = env.from_dataframe(df).filter(lambda r: r[1] > 0).to_dataframe()
+    assert back.columns == ["name", "n", "x"]
+    assert sorted(tuple(r) for r in back.collect()) == [("a", 1, 2.5), ("b", 2, None)]
+    named = env.from_dataframe(df).map(
+        lambda r: (r[0].upper(), r[1] * 10),
+        output_type=Types.ROW_NAMED(["NAME", "N10"], [Types.STRING(), Types.LONG()])).to_dataframe()
+    assert named.columns == ["NAME", "N10"]
+    assert sorted(tuple(r) for r in named.collect()) == [("A", 10), ("B", 20)]
+
+
+def test_graph_build_errors_name_the_operator(env_factory):
+    env = env_factory("BATCH")
+    ds = env.from_collection([1, 2, 3])
+    with pytest.raises(GraphBuildError, match="Sessionize.*key_by"):
+        ds.process(Sessionize())
+    with pytest.raises(GraphBuildError, match="to_dataframe\\(\\) needs a typed stream.*output_type"):
+        ds.map(lambda x: x + 1).to_dataframe()
+    with pytest.raises(GraphBuildError, match="deterministic"):
+        ds.key_by(lambda x: {x: 1}, key_type=Types.MAP(Types.LONG(), Types.LONG()))
+
+
+def test_automatic_mode_picks_batch_for_bounded_sources(env_factory):
+    env = env_factory("AUTOMATIC")
+    ds = env.from_collection([("a", 1), ("a", 2)])
+    out = ds.key_by(lambda x: x[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+    assert env.runtime_mode_for([ds._node]) == "BATCH"
+    # BATCH emits only the final value (STREAMING would emit ("a", 1) first).
+    assert list(out.execute_and_collect()) == [("a", 3)]
+
+
+def test_streaming_dataframe_source_runs_as_trigger_once_batch(env_factory, spark, tmp_path):
+    src = tmp_path / "in"
+    spark.createDataFrame([("a", 1), ("b", 2), ("a", 3)], "k string, v bigint").write.parquet(str(src))
+    stream_df = spark.readStream.schema("k string, v bigint").parquet(str(src))
+    env = env_factory("BATCH")
+    out = env.from_dataframe(stream_df).key_by(lambda r: r[0]).sum(1)
+    assert sorted(out.execute_and_collect()) == [("a", 4), ("b", 2)]
+
+
+def test_user_function_error_is_clear(env_factory):
+    env = env_factory("BATCH")
+    out = env.from_collection([1, 0]).map(lambda x: 1 // x)
+    with pytest.raises(Exception, match="ZeroDivisionError"):
+        list(out.execute_and_collect())
+
+
+def test_sink_to_delta_and_print(env_factory, tmp_path, capsys):
+    from deltalake import DeltaTable
+
+    env = env_factory("BATCH")
+    ds = env.from_collection([("a", 1), ("b", 2)]).map(
+        lambda r: r, output_type=Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.LONG()]))
+    path = str(tmp_path / "out_delta")
+    ds.sink_to_delta(path)
+    ds.print("out")
+    result = env.execute("delta-and-print")
+    table = DeltaTable(path)
+    assert sorted(table.to_pyarrow_table().to_pylist(), key=lambda r: r["k"]) == [
+        {"k": "a", "v": 1}, {"k": "b", "v": 2}]
+    assert "out> " in capsys.readouterr().out
+    assert sum(result.sink_counts.values()) == 4
+    env2 = env_factory("BATCH")
+    env2.from_collection([("c", 3)]).map(
+        lambda r: r, output_type=Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.LONG()])
+    ).sink_to_delta(path, mode="append")
+    env2.execute()
+    assert DeltaTable(path).version() == 1
+    assert len(DeltaTable(path).to_pyarrow_table()) == 3

@@ -1,0 +1,192 @@
+"""STREAMING execution on real Spark Structured Streaming queries (applyInPandasWithState).
+
+Every query costs seconds on 2 cores: each test runs few queries, on tiny inputs.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pyspark_datastream import (
+    ConfigurationError,
+    KeyedProcessFunction,
+    TimestampAssigner,
+    Types,
+    ValueStateDescriptor,
+    WatermarkStrategy,
+)
+
+PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
+SCHEMA = "k string, v long"
+_mtime = [1_700_000_000]
+
+
+def add_file(folder: str, rows: list[tuple[str, int]], name: str) -> None:
+    """One Parquet file with (k, v) rows; mtimes strictly increase (file order = arrival)."""
+    os.makedirs(folder, exist_ok=True)
+    table = pa.table({"k": [r[0] for r in rows], "v": pa.array([r[1] for r in rows], pa.int64())})
+    path = os.path.join(folder, f"{name}.parquet")
+    pq.write_table(table, path)
+    _mtime[0] += 10
+    os.utime(path, (_mtime[0], _mtime[0]))
+
+
+class ByV(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value[1]
+
+
+class SeenAndTimer(KeyedProcessFunction):
+    """Emits ('seen', key, ts, watermark) per element and ('timer', key, ts, count) 5 s later."""
+
+    def open(self, runtime_context):
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        self.count.update((self.count.value() or 0) + 1)
+        ctx.timer_service().register_event_time_timer(ctx.timestamp() + 5_000)
+        yield ("seen", value[0], ctx.timestamp(), ctx.timer_service().current_watermark())
+
+    def on_timer(self, timestamp, ctx):
+        yield ("timer", ctx.get_current_key(), timestamp, self.count.value())
+
+
+def _streaming_env(env_factory, tmp_path, **extra):
+    config = {"execution.checkpointing.dir": str(tmp_path / "ckpt")}
+    config.update(extra)
+    return env_factory("STREAMING", config)
+
+
+def _per_key(records, key_index):
+    out: dict = {}
+    for r in records:
+        out.setdefault(r[key_index], []).append(r)
+    return out
+
+
+def test_running_reduce_emits_every_value_and_a_second_run_continues_from_checkpoint(
+        spark, env_factory, tmp_path):
+    src = str(tmp_path / "in")
+    add_file(src, [("a", 1), ("b", 10), ("a", 2)], "f1")
+    add_file(src, [("a", 3), ("b", 20)], "f2")
+
+    def run():
+        env = _streaming_env(env_factory, tmp_path)
+        df = spark.readStream.schema(SCHEMA).parquet(src)
+        ds = env.from_dataframe(df).key_by(lambda r: r[0]).reduce(lambda x, y: (x[0], x[1] + y[1]))
+        return list(ds.execute_and_collect("running-sum"))
+
+    first = run()
+    assert _per_key(first, 0) == {"a": [("a", 1), ("a", 3), ("a", 6)],
+                                  "b": [("b", 10), ("b", 30)]}
+    add_file(src, [("b", 5), ("a", 100)], "f3")
+    second = run()  # only the new file, on top of the checkpointed running values
+    assert sorted(second) == [("a", 106), ("b", 35)]
+
+
+def test_event_timers_fire_by_watermark_across_micro_batches_and_late_data(
+        spark, env_factory, tmp_path):
+    src = str(tmp_path / "in")
+    add_file(src, [("a", 1_000), ("b", 1_000)], "f1")
+    add_file(src, [("c", 20_000)], "f2")
+    add_file(src, [("a", 2_000)], "f3")  # late: the watermark is 18_999 by then
+    add_file(src, [("d", 40_000)], "f4")
+    env = _streaming_env(env_factory, tmp_path)
+    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    ws = WatermarkStrategy.for_bounded_out_of_orderness(1_000).with_timestamp_assigner(ByV())
+    ds = (env.from_dataframe(df).assign_timestamps_and_watermarks(ws)
+          .key_by(lambda r: r[0]).process(SeenAndTimer()))
+    out = list(ds.execute_and_collect("timers"))
+    by_key = _per_key(out, 1)
+    wm_min = -(2**63)
+    # b gets no element after f1: its timer fires from the watermark alone
+    assert by_key["b"] == [("seen", "b", 1_000, wm_min), ("timer", "b", 6_000, 1)]
+    # a's late element is processed; its timer (7_000, already behind the watermark)
+    # fires on the next watermark advance, after the timer of its first element
+    assert by_key["a"] == [("seen", "a", 1_000, wm_min), ("timer", "a", 6_000, 1),
+                           ("seen", "a", 2_000, 18_999), ("timer", "a", 7_000, 2)]
+    assert by_key["c"] == [("seen", "c", 20_000, wm_min), ("timer", "c", 25_000, 1)]
+    # unbounded source: d's timer (45_000) is beyond the last watermark (39_000) and waits
+    assert by_key["d"] == [("seen", "d", 40_000, 18_999)]
+    assert out.index(("timer", "b", 6_000, 1)) < out.index(("seen", "a", 2_000, 18_999))
+
+
+def test_bounded_collection_fires_every_timer_at_end_of_input_and_matches_batch(
+        spark, env_factory, tmp_path):
+    data = [("x", 1_000), ("y", 3_000), ("x", 2_000), ("z", 50_000)]
+    ws = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ByV())
+
+    def build(env):
+        return (env.from_collection(data, PAIR).assign_timestamps_and_watermarks(ws)
+                .key_by(lambda r: r[0]).process(SeenAndTimer()))
+
+    env = _streaming_env(env_factory, tmp_path)
+    streaming = list(build(env).execute_and_collect("bounded"))
+    timers = sorted(r for r in streaming if r[0] == "timer")
+    assert timers == [("timer", "x", 6_000, 2), ("timer", "x", 7_000, 2),
+                      ("timer", "y", 8_000, 1), ("timer", "z", 55_000, 1)]
+    batch = list(build(env_factory("BATCH")).execute_and_collect())
+    assert sorted(r for r in batch if r[0] == "timer") == timers
+
+
+class SumThenReport(KeyedProcessFunction):
+    """Second stage: per parity, sum what arrives; report the sum from a timer at 10 s."""
+
+    def open(self, runtime_context):
+        self.last = runtime_context.get_state(ValueStateDescriptor("last", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        self.last.update((self.last.value() or 0) + value[1])
+        ctx.timer_service().register_event_time_timer(10_000)
+
+    def on_timer(self, timestamp, ctx):
+        yield (ctx.get_current_key(), self.last.value())
+
+
+def test_multi_stage_job_runs_as_chained_checkpointed_queries(spark, env_factory, tmp_path):
+    data = [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 6)]
+    env = _streaming_env(env_factory, tmp_path)
+    ws = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ByV())
+    ds = (env.from_collection(data, PAIR).assign_timestamps_and_watermarks(ws)
+          .key_by(lambda r: r[0]).reduce(lambda x, y: (x[0], x[1] + y[1]))
+          .map(lambda r: ("odd" if r[1] % 2 else "even", r[1]), output_type=PAIR)
+          .key_by(lambda r: r[0]).process(SumThenReport()))
+    out = sorted(ds.execute_and_collect("two-stages"))
+    # stage 1 emits every running sum (a:1,4 b:2,8 c:4); stage 2 sums them per parity and
+    # reports once, when end of input moves its watermark past the 10 s timer
+    assert out == [("even", 4 + 2 + 8 + 4), ("odd", 1)]
+    staged = [d for d in os.listdir(tmp_path / "ckpt" / "two-stages")
+              if d.endswith("-input") and not d.endswith("end-of-input")]
+    assert len(staged) == 1  # the second keyed stage read its input from a staging table
+
+
+def test_execute_with_a_sink_needs_a_checkpoint_dir(env_factory):
+    env = env_factory("STREAMING")
+    env.from_collection([("a", 1)], PAIR).key_by(lambda r: r[0]).reduce(
+        lambda x, y: x).print()
+    with pytest.raises(ConfigurationError, match="execution.checkpointing.dir"):
+        env.execute("no-ckpt")
+
+
+@settings(max_examples=3, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["p", "q", "r", "s"]), st.integers(0, 50)),
+                min_size=1, max_size=12))
+def test_batch_equals_streaming_final_reduce_values(spark, env_factory, tmp_path_factory, rows):
+    def build(env):
+        return env.from_collection(rows, PAIR).key_by(lambda r: r[0]).reduce(
+            lambda x, y: (x[0], x[1] + y[1]))
+
+    tmp = tmp_path_factory.mktemp("diff")
+    streaming = list(build(_streaming_env(env_factory, tmp)).execute_and_collect("diff"))
+    last = {}
+    for k, v in streaming:  # an upsert stream: the last value per key is the result
+        last[k] = v
+    batch = dict(build(env_factory("BATCH")).execute_and_collect())
+    assert last == batch

@@ -1,0 +1,174 @@
+"""Drivers: run a keyed operator over the rows of one partition.
+
+Used inside Spark's ``mapInArrow`` by the plugin, and directly by tests and the
+test harness. Rows are ``(key_bytes, timestamp, value, input_index)`` tuples;
+``key_bytes`` are the key serializer's bytes (``KeyExtractor``).
+
+* :func:`run_sorted_keyed`: rows sorted (grouped) by key. The key is deserialized
+  and set once per key, and ``end_key()`` closes each key before the next one;
+  with the single-key backend this is FLIP-140's sorted execution.
+* :func:`run_hash_keyed`: rows in any order; the current key is set per record
+  (skipped when it repeats), and at the end of the input ``end_input()`` fires
+  every timer with watermark MAX (BATCH hash execution,
+  ``execution.sorted-inputs.enabled = false``, heap or rocksdb backend). It can
+  also run one micro-batch of a STREAMING job (``end_of_input=False`` and a
+  watermark / processing time to advance to).
+
+Both are generators: iterate them to completion. By default they open the
+operator (if not open yet) and close it when done; the backend is left open so
+that the caller can snapshot it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..state_store.errors import DataStreamError, JobExecutionError, SerializationError
+from .base import KeyedOperator, OperatorConfig, Output
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..state_store.backend import KeyedStateBackend
+    from ..state_store.serializers import TypeSerializer
+
+__all__ = [
+    "KeyedRow",
+    "run_sorted_keyed",
+    "run_hash_keyed",
+]
+
+#: ``(key_bytes, timestamp, value, input_index)``
+KeyedRow = tuple[bytes, "int | None", Any, int]
+
+
+def _deserializer(
+    key_serializer: TypeSerializer, operator_name: str
+) -> Callable[[bytes], Any]:
+    deserialize = key_serializer.deserialize
+
+    def key_of(key_bytes: bytes) -> Any:
+        try:
+            return deserialize(key_bytes)
+        except Exception as exc:
+            raise SerializationError(
+                f"operator {operator_name!r}: cannot deserialize key bytes {bytes(key_bytes)!r:.80} "
+                f"with {key_serializer!r}: {exc}"
+            ) from exc
+
+    return key_of
+
+
+def _open(operator: KeyedOperator, backend: KeyedStateBackend, config: OperatorConfig) -> None:
+    if not getattr(operator, "is_open", False):
+        operator.open(backend, config)
+
+
+def run_sorted_keyed(
+    operator: KeyedOperator,
+    backend: KeyedStateBackend,
+    rows: Iterable[KeyedRow],
+    key_serializer: TypeSerializer,
+    config: OperatorConfig,
+    on_key_end: Callable[[KeyedStateBackend], None] | None = None,
+    *,
+    open_operator: bool = True,
+    close_operator: bool = True,
+) -> Iterator[Output]:
+    """Run ``operator`` over rows grouped by key; ``end_key()`` after each key.
+
+    ``on_key_end(backend)`` is called after a key's ``end_key()`` while the key is
+    still current (its state complete, its timers fired), before the next key
+    drops it - the savepoint writer snapshots each key there. After the last key,
+    ``end_input()`` runs (a no-op for keys already ended in BATCH).
+    """
+    if open_operator:
+        _open(operator, backend, config)
+    key_of = _deserializer(key_serializer, config.operator_name)
+    set_current_key = backend.set_current_key
+    process = operator.process_element
+    end_key = operator.end_key
+    current: bytes | None = None
+    try:
+        for key_bytes, timestamp, value, input_index in rows:
+            if key_bytes != current:
+                if current is not None:
+                    ended = list(end_key())
+                    if on_key_end is not None:
+                        on_key_end(backend)
+                    yield from ended
+                if type(key_bytes) is not bytes:
+                    key_bytes = bytes(key_bytes)
+                set_current_key(key_of(key_bytes), key_bytes)
+                current = key_bytes
+            outputs = process(value, timestamp, input_index)
+            if outputs:
+                yield from outputs
+        if current is not None:
+            ended = list(end_key())
+            if on_key_end is not None:
+                on_key_end(backend)
+            yield from ended
+        yield from operator.end_input()
+    except (DataStreamError, GeneratorExit):
+        raise
+    except Exception as exc:
+        raise JobExecutionError(
+            f"operator {config.operator_name!r}: sorted keyed run failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    finally:
+        if close_operator:
+            operator.close()
+
+
+def run_hash_keyed(
+    operator: KeyedOperator,
+    backend: KeyedStateBackend,
+    rows: Iterable[KeyedRow],
+    key_serializer: TypeSerializer,
+    config: OperatorConfig,
+    *,
+    end_of_input: bool = True,
+    watermark: int | None = None,
+    processing_time: int | None = None,
+    open_operator: bool = True,
+    close_operator: bool | None = None,
+) -> Iterator[Output]:
+    """Run ``operator`` over rows in any order, setting the current key per record.
+
+    After the rows: ``advance_watermark(watermark)`` and
+    ``advance_processing_time(processing_time)`` when given, then ``end_input()``
+    when ``end_of_input``. ``close_operator`` defaults to ``end_of_input``.
+    """
+    if close_operator is None:
+        close_operator = end_of_input
+    if open_operator:
+        _open(operator, backend, config)
+    key_of = _deserializer(key_serializer, config.operator_name)
+    set_current_key = backend.set_current_key
+    process = operator.process_element
+    current: bytes | None = None
+    try:
+        for key_bytes, timestamp, value, input_index in rows:
+            if key_bytes != current:
+                if type(key_bytes) is not bytes:
+                    key_bytes = bytes(key_bytes)
+                set_current_key(key_of(key_bytes), key_bytes)
+                current = key_bytes
+            outputs = process(value, timestamp, input_index)
+            if outputs:
+                yield from outputs
+        if watermark is not None:
+            yield from operator.advance_watermark(watermark)
+        if processing_time is not None:
+            yield from operator.advance_processing_time(processing_time)
+        if end_of_input:
+            yield from operator.end_input()
+    except (DataStreamError, GeneratorExit):
+        raise
+    except Exception as exc:
+        raise JobExecutionError(
+            f"operator {config.operator_name!r}: hash keyed run failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    finally:
+        if close_operator:
+            operator.close()

@@ -1,0 +1,607 @@
+"""Keyed operators: process functions with state and timers, and the reduce operator.
+
+``AbstractKeyedOperator`` holds everything common: the clock (watermark,
+processing time, FLIP-134 processing-time rules), the two timer queues of the
+backend (``"event"`` and ``"processing"``, part of snapshots), and timer firing
+for ``advance_watermark`` / ``advance_processing_time`` / ``end_key`` /
+``end_input``. Subclasses implement ``process_element`` and the timer hooks.
+
+Time semantics:
+
+* STREAMING: ``current_watermark()`` is the last watermark the driver advanced
+  to (initially ``MIN_WATERMARK``); event timers fire when it passes them, across
+  keys in ``(timestamp, key)`` order. ``end_input`` moves it to ``MAX_WATERMARK``.
+* BATCH (FLIP-134/140): watermarks from the driver are ignored; each key sees a
+  perfect watermark: ``MIN_WATERMARK`` while its elements are processed and
+  ``MAX_WATERMARK`` while its timers fire at ``end_key`` (sorted input) or at
+  ``end_input`` (hash input), in timestamp order; timers registered while firing
+  fire too.
+* Processing-time timers fire on ``advance_processing_time`` (STREAMING) and, under
+  ``processing_time_end_of_input = FIRE_AND_QUIESCE``, at end of key (BATCH) / end
+  of input (both), with new registrations ignored while quiescing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..state_store.descriptors import ValueStateDescriptor
+from ..state_store.errors import DataStreamError, GraphBuildError, JobExecutionError, StateError
+from ..state_store.namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
+from ..state_store.serializers import PickleSerializer
+from .base import (
+    BATCH,
+    MAX_WATERMARK,
+    MIN_WATERMARK,
+    KeyedOperator,
+    OperatorConfig,
+    Output,
+    user_function_error,
+)
+from .context import KeyedContextImpl, OnTimerContextImpl, RuntimeContext
+from .functions import (
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    FilterFunction,
+    FlatMapFunction,
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    MapFunction,
+    OutputTag,
+    ProcessFunction,
+    ReduceFunction,
+    TimeDomain,
+    as_reduce_function,
+)
+from .timers import EVENT_TIME_QUEUE, PROCESSING_TIME_QUEUE, KeyedTimerService, OperatorClock
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..state_store.backend import KeyedStateBackend, Timer
+    from ..state_store.serializers import TypeSerializer
+
+__all__ = [
+    "REDUCE_STATE_NAME",
+    "AbstractKeyedOperator",
+    "KeyedProcessOperator",
+    "KeyedCoProcessOperator",
+    "ReduceOperator",
+    "TimerListener",
+]
+
+#: Name of the ReduceOperator's internal ValueState.
+REDUCE_STATE_NAME = "_reduce"
+
+#: ``listener(timestamp, key, time_domain)``, called before each timer fires.
+TimerListener = Callable[[int, Any, TimeDomain], None]
+
+_EMPTY: tuple[Output, ...] = ()
+#: ``Output._make``: builds an Output from a 3-tuple faster than ``Output(...)``.
+_make_output = Output._make
+_EVENT_TIME = TimeDomain.EVENT_TIME
+_PROCESSING_TIME = TimeDomain.PROCESSING_TIME
+
+
+def _collect(result: Any, out: list[Output], ts: int | None) -> None:
+    """Append a user function's yielded items to ``out``: ``(OutputTag, v)`` -> side output."""
+    append = out.append
+    for item in result:
+        if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+            append(Output(item[0].tag_id, item[1], ts))
+        else:
+            append(_make_output((None, item, ts)))
+
+
+class AbstractKeyedOperator(KeyedOperator):
+    """Lifecycle, clocks and timer firing shared by the keyed operators.
+
+    Subclasses implement :meth:`process_element`, :meth:`on_event_time` and
+    :meth:`on_processing_time` (each returning a list of outputs for one call), and
+    may override :meth:`open_operator` / :meth:`close_operator`. Timer namespaces
+    use ``timer_namespace_serializer`` (void by default; window operators use the
+    window serializer).
+    """
+
+    timer_namespace_serializer: TypeSerializer = VOID_NAMESPACE_SERIALIZER
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
+        #: Optional ``listener(timestamp, key, time_domain)`` called before each timer fires.
+        self.timer_listener: TimerListener | None = None
+        self._opened = False
+
+    # -- pickling: only the definition travels, never the runtime bindings ----------------
+
+    def _definition(self) -> dict[str, Any]:
+        """Constructor arguments (what is pickled)."""
+        return {"name": self.name}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self._definition()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        """True between :meth:`open` and :meth:`close`."""
+        return self._opened
+
+    def open(self, backend: KeyedStateBackend, config: OperatorConfig) -> None:
+        if self._opened:
+            raise JobExecutionError(f"operator {config.operator_name!r} is already open")
+        self.backend = backend
+        self.config = config
+        self.operator_name = config.operator_name
+        self.batch = config.mode == BATCH
+        self.clock = OperatorClock(config)
+        ns_ser = self.timer_namespace_serializer
+        self.event_queue = backend.timer_queue(EVENT_TIME_QUEUE, ns_ser)
+        self.processing_queue = backend.timer_queue(PROCESSING_TIME_QUEUE, ns_ser)
+        self.runtime_context = RuntimeContext(config, backend)
+        self._fire_processing_at_end = config.processing_time_end_of_input == "FIRE_AND_QUIESCE"
+        if self.batch and getattr(backend, "backend_name", "") == "single_key":
+            backend.add_key_change_listener(self._check_key_ended)
+        self._opened = True
+        try:
+            self.open_operator()
+        except DataStreamError:
+            self._opened = False
+            raise
+        except Exception as exc:
+            self._opened = False
+            raise JobExecutionError(
+                f"operator {self.operator_name!r}: open() failed: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def open_operator(self) -> None:
+        """Hook: open user functions, acquire internal state."""
+
+    def _check_key_ended(self, new_key: Any, new_key_bytes: bytes) -> None:
+        """Single-key backend, BATCH: refuse to drop a key whose timers never fired."""
+        if not self._opened:
+            return
+        pending = len(self.event_queue)
+        if self._fire_processing_at_end:
+            pending += len(self.processing_queue)
+        if pending:
+            raise JobExecutionError(
+                f"operator {self.operator_name!r}: the current key still has {pending} pending "
+                f"timer(s) but the single-key backend is switching to key {new_key!r:.60}; the "
+                f"driver must call end_key() (and consume its outputs) before the next key"
+            )
+
+    def close(self) -> None:
+        if not self._opened:
+            return
+        self._opened = False
+        self.close_operator()
+
+    def close_operator(self) -> None:
+        """Hook: close user functions."""
+
+    # -- timer hooks --------------------------------------------------------------------
+
+    def on_event_time(self, timestamp: int, namespace: Any) -> list[Output] | tuple[Output, ...]:
+        """An event-time timer of the current key fired."""
+        return _EMPTY
+
+    def on_processing_time(self, timestamp: int, namespace: Any) -> list[Output] | tuple[Output, ...]:
+        """A processing-time timer of the current key fired."""
+        return _EMPTY
+
+    # -- timer firing -------------------------------------------------------------------
+
+    def _switch_key(self, timer: Timer) -> None:
+        """Make the timer's key current (no-op when it already is)."""
+        backend = self.backend
+        key_bytes = timer.key_bytes
+        try:
+            current = backend.get_current_key_bytes()
+        except StateError:
+            current = None
+        if current != key_bytes:
+            backend.set_current_key(timer.key, key_bytes)
+
+    def _fire_event_timers(self, up_to: int) -> Iterator[Output]:
+        listener = self.timer_listener
+        switch = self._switch_key
+        on_event_time = self.on_event_time
+        for timer in self.event_queue.poll_until(up_to):
+            switch(timer)
+            ts, key, namespace = timer
+            if listener is not None:
+                listener(ts, key, _EVENT_TIME)
+            yield from on_event_time(ts, namespace)
+
+    def _fire_processing_timers(self, up_to: int) -> Iterator[Output]:
+        listener = self.timer_listener
+        switch = self._switch_key
+        clock = self.clock
+        on_processing_time = self.on_processing_time
+        for timer in self.processing_queue.poll_until(up_to):
+            switch(timer)
+            ts, key, namespace = timer
+            now = clock.processing_time
+            if now is None or ts > now:
+                clock.processing_time = ts
+            if listener is not None:
+                listener(ts, key, _PROCESSING_TIME)
+            yield from on_processing_time(ts, namespace)
+
+    def _drain_all(self) -> Iterator[Output]:
+        """Watermark MAX: fire every event timer, then processing timers per end-of-input."""
+        clock = self.clock
+        clock.watermark = MAX_WATERMARK
+        event_queue = self.event_queue
+        processing_queue = self.processing_queue
+        while True:
+            yield from self._fire_event_timers(MAX_WATERMARK)
+            if not self._fire_processing_at_end or processing_queue.peek_timestamp() is None:
+                return
+            clock.quiescing = True
+            yield from self._fire_processing_timers(MAX_WATERMARK)
+            if event_queue.peek_timestamp() is None:
+                return
+
+    def advance_watermark(self, watermark: int) -> Iterable[Output]:
+        """Fire event timers <= ``watermark`` (lazy: iterate the result). BATCH: ignored."""
+        if self.batch:
+            return _EMPTY
+        clock = self.clock
+        if watermark <= clock.watermark:
+            return _EMPTY
+        clock.watermark = watermark
+        return self._fire_event_timers(watermark)
+
+    def advance_processing_time(self, now: int) -> Iterable[Output]:
+        """Set processing time; STREAMING: fire processing timers <= ``now`` (lazy)."""
+        clock = self.clock
+        if clock.processing_time is not None and now < clock.processing_time:
+            return _EMPTY
+        clock.processing_time = now
+        if self.batch or clock.quiescing:
+            return _EMPTY
+        return self._fire_processing_timers(now)
+
+    def end_key(self) -> Iterable[Output]:
+        """BATCH: the current key is complete; fire its timers with watermark MAX (eager)."""
+        if not self.batch:
+            return _EMPTY
+        event_queue = self.event_queue
+        if not event_queue and not (self._fire_processing_at_end and self.processing_queue):
+            return _EMPTY
+        clock = self.clock
+        try:
+            if not self.processing_queue and self.timer_listener is None:
+                # the common case: only event-time timers (e.g. the reduce operator's)
+                clock.watermark = MAX_WATERMARK
+                switch = self._switch_key
+                on_event_time = self.on_event_time
+                out: list[Output] = []
+                extend = out.extend
+                for timer in event_queue.poll_until(MAX_WATERMARK):
+                    switch(timer)
+                    extend(on_event_time(timer[0], timer[2]))
+                if not self.processing_queue:
+                    return out
+                out.extend(self._drain_all())
+                return out
+            return list(self._drain_all())
+        finally:
+            clock.watermark = MIN_WATERMARK
+            clock.quiescing = False
+
+    def end_input(self) -> Iterable[Output]:
+        """End of input: watermark MAX, fire all remaining timers (lazy: iterate the result)."""
+        self.clock.watermark = MAX_WATERMARK
+        return self._drain_all()
+
+
+# -- adapters: plain stage functions used on a keyed stream (they may use keyed state) ------
+
+
+class _KeyedStageAdapter(KeyedProcessFunction):
+    """Runs a Map/FlatMap/Filter/Process function as a KeyedProcessFunction."""
+
+    def __init__(self, function: Any) -> None:
+        self.function = function
+        if isinstance(function, MapFunction):
+            f = function.map
+            self.process_element = lambda value, ctx: (f(value),)  # type: ignore[method-assign]
+        elif isinstance(function, FlatMapFunction):
+            f = function.flat_map
+
+            def flat(value: Any, ctx: Any) -> Any:
+                return f(value)
+
+            self.process_element = flat  # type: ignore[method-assign]
+        elif isinstance(function, FilterFunction):
+            f = function.filter
+            self.process_element = (  # type: ignore[method-assign]
+                lambda value, ctx: (value,) if f(value) else None
+            )
+        else:
+            self.process_element = function.process_element  # type: ignore[method-assign]
+
+    def process_element(self, value: Any, ctx: Any) -> Any:  # pragma: no cover - replaced
+        raise NotImplementedError
+
+    def open(self, runtime_context: Any) -> None:
+        self.function.open(runtime_context)
+
+    def close(self) -> None:
+        self.function.close()
+
+    def __getstate__(self) -> Any:
+        return self.function
+
+    def __setstate__(self, function: Any) -> None:
+        self.__init__(function)  # type: ignore[misc]
+
+
+class _KeyedCoAdapter(KeyedCoProcessFunction):
+    """Runs a CoMap/CoFlatMap/CoProcess function as a KeyedCoProcessFunction."""
+
+    def __init__(self, function: Any) -> None:
+        self.function = function
+        if isinstance(function, CoMapFunction):
+            m1, m2 = function.map1, function.map2
+            self.process_element1 = lambda value, ctx: (m1(value),)  # type: ignore[method-assign]
+            self.process_element2 = lambda value, ctx: (m2(value),)  # type: ignore[method-assign]
+        elif isinstance(function, CoFlatMapFunction):
+            f1, f2 = function.flat_map1, function.flat_map2
+            self.process_element1 = lambda value, ctx: f1(value)  # type: ignore[method-assign]
+            self.process_element2 = lambda value, ctx: f2(value)  # type: ignore[method-assign]
+        else:
+            self.process_element1 = function.process_element1  # type: ignore[method-assign]
+            self.process_element2 = function.process_element2  # type: ignore[method-assign]
+
+    def process_element1(self, value: Any, ctx: Any) -> Any:  # pragma: no cover - replaced
+        raise NotImplementedError
+
+    def process_element2(self, value: Any, ctx: Any) -> Any:  # pragma: no cover - replaced
+        raise NotImplementedError
+
+    def open(self, runtime_context: Any) -> None:
+        self.function.open(runtime_context)
+
+    def close(self) -> None:
+        self.function.close()
+
+    def __getstate__(self) -> Any:
+        return self.function
+
+    def __setstate__(self, function: Any) -> None:
+        self.__init__(function)  # type: ignore[misc]
+
+
+class _ProcessOperatorBase(AbstractKeyedOperator):
+    """Shared parts of the one- and two-input process operators."""
+
+    function: Any
+    _runtime_function: Any
+
+    def _definition(self) -> dict[str, Any]:
+        return {"function": self.function, "name": self.name}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.function!r}, name={self.name!r})"
+
+    def open_operator(self) -> None:
+        backend = self.backend
+        timer_service = KeyedTimerService(
+            self.clock, self.event_queue, self.processing_queue, VOID_NAMESPACE
+        )
+        self._ctx = KeyedContextImpl(timer_service, self.operator_name, backend)
+        self._timer_ctx = OnTimerContextImpl(timer_service, self.operator_name, backend)
+        self._runtime_function.open(self.runtime_context)
+        self._on_timer = self._runtime_function.on_timer
+
+    def close_operator(self) -> None:
+        self._runtime_function.close()
+
+    def _timer(self, timestamp: int, domain: TimeDomain) -> list[Output]:
+        ctx = self._timer_ctx
+        ctx._timestamp = timestamp
+        ctx._time_domain = domain
+        out: list[Output] = []
+        ctx._out = out
+        try:
+            result = self._on_timer(timestamp, ctx)
+            if result is not None:
+                _collect(result, out, timestamp)
+        except DataStreamError:
+            raise
+        except Exception as exc:
+            raise user_function_error(
+                self.operator_name, f"on_timer ({domain.name})", timestamp, exc
+            ) from exc
+        return out
+
+    def on_event_time(self, timestamp: int, namespace: Any) -> list[Output]:
+        return self._timer(timestamp, _EVENT_TIME)
+
+    def on_processing_time(self, timestamp: int, namespace: Any) -> list[Output]:
+        return self._timer(timestamp, _PROCESSING_TIME)
+
+
+class KeyedProcessOperator(_ProcessOperatorBase):
+    """Runs a KeyedProcessFunction (or a Map/FlatMap/Filter/ProcessFunction on a keyed stream)."""
+
+    def __init__(self, function: Any, name: str | None = None) -> None:
+        super().__init__(name)
+        if isinstance(function, KeyedProcessFunction):
+            runtime_function = function
+        elif isinstance(function, (ProcessFunction, MapFunction, FlatMapFunction, FilterFunction)):
+            runtime_function = _KeyedStageAdapter(function)
+        else:
+            raise GraphBuildError(
+                f"KeyedProcessOperator: function must be a KeyedProcessFunction (or a Map/FlatMap/"
+                f"Filter/ProcessFunction), got {type(function).__name__} {function!r:.80}"
+            )
+        self.function = function
+        self._runtime_function = runtime_function
+
+    def open_operator(self) -> None:
+        super().open_operator()
+        self._process = self._runtime_function.process_element
+
+    def process_element(
+        self, value: Any, timestamp: int | None, input_index: int = 0
+    ) -> list[Output]:
+        ctx = self._ctx
+        ctx._timestamp = timestamp
+        out: list[Output] = []
+        ctx._out = out
+        try:
+            result = self._process(value, ctx)
+            if result is not None:
+                append = out.append
+                for item in result:
+                    if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+                        append(Output(item[0].tag_id, item[1], timestamp))
+                    else:
+                        append(_make_output((None, item, timestamp)))
+        except DataStreamError:
+            raise
+        except Exception as exc:
+            raise user_function_error(self.operator_name, "process_element", value, exc) from exc
+        return out
+
+
+class KeyedCoProcessOperator(_ProcessOperatorBase):
+    """Runs a KeyedCoProcessFunction (or a CoMap/CoFlatMap/CoProcessFunction on keyed streams).
+
+    ``input_index`` 0 calls ``process_element1``, 1 calls ``process_element2``.
+    """
+
+    def __init__(self, function: Any, name: str | None = None) -> None:
+        super().__init__(name)
+        if isinstance(function, KeyedCoProcessFunction):
+            runtime_function = function
+        elif isinstance(function, (CoProcessFunction, CoMapFunction, CoFlatMapFunction)):
+            runtime_function = _KeyedCoAdapter(function)
+        else:
+            raise GraphBuildError(
+                f"KeyedCoProcessOperator: function must be a KeyedCoProcessFunction (or a CoMap/"
+                f"CoFlatMap/CoProcessFunction), got {type(function).__name__} {function!r:.80}"
+            )
+        self.function = function
+        self._runtime_function = runtime_function
+
+    def open_operator(self) -> None:
+        super().open_operator()
+        self._process1 = self._runtime_function.process_element1
+        self._process2 = self._runtime_function.process_element2
+
+    def process_element(
+        self, value: Any, timestamp: int | None, input_index: int = 0
+    ) -> list[Output]:
+        if input_index == 0:
+            process = self._process1
+        elif input_index == 1:
+            process = self._process2
+        else:
+            raise JobExecutionError(
+                f"operator {self.operator_name!r}: input_index must be 0 or 1, got {input_index!r}"
+            )
+        ctx = self._ctx
+        ctx._timestamp = timestamp
+        out: list[Output] = []
+        ctx._out = out
+        try:
+            result = process(value, ctx)
+            if result is not None:
+                _collect(result, out, timestamp)
+        except DataStreamError:
+            raise
+        except Exception as exc:
+            raise user_function_error(
+                self.operator_name, f"process_element{input_index + 1}", value, exc
+            ) from exc
+        return out
+
+
+class ReduceOperator(AbstractKeyedOperator):
+    """Keyed rolling reduce (``KeyedStream.reduce`` and the built-in aggregations).
+
+    STREAMING emits every intermediate result (an upsert stream), with the
+    element's timestamp. BATCH emits only the final value of each key, as Flink's
+    BatchGroupedReduceOperator does: the first element of a key registers an
+    event-time timer at ``MAX_WATERMARK``, whose firing (``end_key`` / ``end_input``)
+    emits the value with timestamp ``MAX_WATERMARK``.
+
+    The running value lives in the internal ValueState ``_reduce``, typed by
+    ``value_type_info`` (a TypeInformation or TypeSerializer; default: pickled).
+    """
+
+    def __init__(
+        self, reduce_function: Any, value_type_info: Any = None, name: str | None = None
+    ) -> None:
+        super().__init__(name)
+        self.reduce_function: ReduceFunction = as_reduce_function(
+            reduce_function, "reduce_function"
+        )
+        self.value_type_info = value_type_info
+        self.state_descriptor = ValueStateDescriptor(
+            REDUCE_STATE_NAME,
+            value_type_info if value_type_info is not None else PickleSerializer.INSTANCE,
+            _internal=True,
+        )
+
+    def _definition(self) -> dict[str, Any]:
+        return {
+            "reduce_function": self.reduce_function,
+            "value_type_info": self.value_type_info,
+            "name": self.name,
+        }
+
+    def __repr__(self) -> str:
+        return f"ReduceOperator({self.reduce_function!r}, name={self.name!r})"
+
+    def open_operator(self) -> None:
+        self._state = state = self.backend.get_state(self.state_descriptor)
+        self._value = state.value
+        self._update = state.update
+        self._add_timer = self.event_queue.add
+        self._reduce = self.reduce_function.reduce
+        self.reduce_function.open(self.runtime_context)
+
+    def close_operator(self) -> None:
+        self.reduce_function.close()
+
+    def process_element(
+        self, value: Any, timestamp: int | None, input_index: int = 0
+    ) -> list[Output] | tuple[Output, ...]:
+        current = self._value()
+        if current is None:
+            if self.batch:
+                self._add_timer(MAX_WATERMARK, VOID_NAMESPACE)
+                self._update(value)
+                return _EMPTY
+            result = value
+        else:
+            try:
+                result = self._reduce(current, value)
+            except DataStreamError:
+                raise
+            except Exception as exc:
+                raise user_function_error(self.operator_name, "reduce", value, exc) from exc
+            if self.batch:
+                self._update(result)
+                return _EMPTY
+        self._update(result)
+        return [_make_output((None, result, timestamp))]
+
+    def on_event_time(self, timestamp: int, namespace: Any) -> list[Output] | tuple[Output, ...]:
+        value = self._value()
+        if value is None:
+            return _EMPTY
+        return [_make_output((None, value, timestamp))]

@@ -1,0 +1,633 @@
+"""STREAMING translation: Spark Structured Streaming with Flink's STREAMING semantics.
+
+Mapping (FACTS.md measured why):
+
+* Every keyed operator becomes ``groupBy("_kg").applyInPandasWithState(...)``
+  with ``GroupStateTimeout.EventTimeTimeout``: ONE call per key group per
+  micro-batch runs all of its keys through ``operators.keygroup.KeyGroupRuntime``;
+  the key group's state (heap backend entries, unified layout) lives in
+  GroupState, so Spark's commit protocol decides what state is live.
+* Event time: ``_ts`` becomes a TIMESTAMP column ``_et`` for ``withWatermark``
+  (delay = the strategy's out-of-orderness), which is dropped again before the
+  stateful operator so Spark does not filter late rows (Flink processes them).
+  The GroupState timeout is the earliest pending event-time timer, so timers fire
+  once the watermark passes them even for key groups without new data. The
+  operator sees Flink's watermark ``spark_watermark - 1``.
+* Bounded sources are staged as Parquet and read as a file stream; one sentinel
+  row (key group -1, event time :data:`END_OF_INPUT_MS`) in front of each
+  stateful operator pushes Spark's watermark to the sentinel, which the operator
+  reads as end of input (watermark +inf: every timer fires).
+* Two ``applyInPandasWithState`` cannot share a query: the input of every keyed
+  operator with a keyed ancestor is written by its own checkpointed query to a
+  Parquet file sink (exactly-once) under the checkpoint directory and read back
+  with ``readStream``. Those upstream queries run first.
+* Non-keyed stages reuse BATCH's fused ``mapInArrow`` passes unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+
+from ..config import resolve
+from ..datastream import CloseableIterator
+from ..graph import CoKeyedNode, KeyByNode, KeyedNode, SinkNode, SourceNode, Transformation
+from ..operators.base import MIN_WATERMARK, OperatorConfig
+from ..operators.keygroup import KeyGroupRuntime
+from ..state_store.errors import ConfigurationError, GraphBuildError, JobExecutionError
+from .batch import BatchTranslator, Stream
+from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE
+from .passes import PassSpec, output_ddl, run_pass
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from ..environment import StreamExecutionEnvironment
+
+__all__ = ["StreamingTranslator", "END_OF_INPUT_MS", "parse_trigger", "progress_row"]
+
+log = logging.getLogger("pyspark_datastream")
+
+#: Event time (ms) of the end-of-input sentinel: 9999-12-31T23:59:59Z.
+END_OF_INPUT_MS = 253_402_300_799_000
+#: A Spark watermark at or above this (year ~5138) means "end of input".
+_END_THRESHOLD = 100_000_000_000_000
+SEQ = "_seq"
+_ET = "_et"
+_STATE_SCHEMA = "s binary"
+
+
+def parse_trigger(value: Any) -> tuple[str, Optional[str]]:
+    """``execution.streaming.trigger`` -> (kind, interval): available-now | once |
+    processing-time=<interval> (an interval Spark understands, e.g. ``2 seconds``)."""
+    text = str(value or "available-now").strip()
+    low = text.lower()
+    if low in ("available-now", "availablenow"):
+        return "available-now", None
+    if low == "once":
+        return "once", None
+    if low.startswith("processing-time="):
+        interval = text.split("=", 1)[1].strip()
+        if interval:
+            return "processing-time", interval
+    raise ConfigurationError(
+        f"execution.streaming.trigger must be available-now, once or processing-time=<interval>; "
+        f"got {value!r}"
+    )
+
+
+def progress_row(query_name: str, progress: dict[str, Any]) -> dict[str, Any]:
+    """A flat, notebook-readable summary of one micro-batch's StreamingQueryProgress."""
+    ops = progress.get("stateOperators") or [{}]
+    op = ops[0] if ops else {}
+    sink = progress.get("sink") or {}
+    duration = progress.get("durationMs") or {}
+    return {
+        "query": query_name,
+        "batch": progress.get("batchId"),
+        "rows_in": progress.get("numInputRows"),
+        "rows_out": sink.get("numOutputRows"),
+        "watermark": (progress.get("eventTime") or {}).get("watermark"),
+        "key_groups_with_state": op.get("numRowsTotal"),
+        "key_groups_updated": op.get("numRowsUpdated"),
+        "state_bytes": op.get("memoryUsedBytes"),
+        "duration_ms": duration.get("triggerExecution"),
+    }
+
+
+@dataclass
+class _GroupSpec:
+    """What the applyInPandasWithState function needs; pickled to the executors."""
+
+    name: str
+    kind: str
+    function: Any
+    key_serializer: Any
+    config: dict[str, Any]
+    event_time: bool
+    sided: bool
+    tags: frozenset[str]
+
+
+def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
+    """The ``applyInPandasWithState`` function: one call = one key group, one micro-batch."""
+    holder: dict[str, KeyGroupRuntime] = {}
+
+    def runtime() -> KeyGroupRuntime:
+        rt = holder.get("rt")
+        if rt is None:
+            c = dict(spec.config)
+            mode = c.pop("mode")
+            cfg = OperatorConfig.for_mode(mode, subtask_index=0, operator_name=spec.name, **c)
+            rt = KeyGroupRuntime(spec.kind, spec.function, spec.key_serializer, cfg)
+            holder["rt"] = rt
+        return rt
+
+    def fn(key: tuple[Any, ...], pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
+        import pandas as pd
+
+        frames = [p for p in pdfs if len(p)]
+        kg = key[0]
+        if kg is None or kg < 0:  # the end-of-input sentinel's own group
+            return
+        wm_s = int(state.getCurrentWatermarkMs())
+        end = wm_s >= _END_THRESHOLD
+        watermark = wm_s - 1 if (spec.event_time and wm_s > 0 and not end) else MIN_WATERMARK
+        rows: list[tuple[Any, ...]] = []
+        if frames:
+            pdf = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+            pdf = pdf.sort_values(SEQ, kind="stable")
+            loads = pickle.loads
+            keys = pdf[KEY].tolist()
+            stamps = [None if t is None or t != t else int(t) for t in pdf[TS].tolist()]
+            values = [loads(v) for v in pdf[VALUE].tolist()]
+            sides = pdf[SIDE].astype(int).tolist() if spec.sided else [0] * len(keys)
+            rows = list(zip(keys, stamps, values, sides))
+        previous = state.get[0] if state.exists else None
+        result = runtime().run(previous, rows, watermark, end_of_input=end,
+                               processing_time=int(time.time() * 1000))
+        if result.state is None:
+            if state.exists:
+                state.remove()
+        else:
+            state.update((result.state,))
+        if not end and result.state is not None:
+            due = []
+            if result.next_event_timer is not None:
+                due.append(result.next_event_timer)
+            if result.next_processing_timer is not None:  # poll on the next watermark
+                due.append(wm_s)
+            if due:
+                state.setTimeoutTimestamp(max(min(due), wm_s, 1))
+        tags, ts_out, vals = [], [], []
+        dumps = pickle.dumps
+        for out in result.outputs:
+            if out.tag is not None and out.tag not in spec.tags:
+                continue
+            tags.append(out.tag)
+            ts_out.append(out.timestamp)
+            vals.append(dumps(out.value, pickle.HIGHEST_PROTOCOL))
+        if not vals:
+            return
+        data: dict[str, Any] = {}
+        if spec.tags:
+            data[TAG] = pd.Series(tags, dtype=object)
+        data[TS] = pd.array(ts_out, dtype="Int64")
+        data[VALUE] = pd.Series(vals, dtype=object)
+        yield pd.DataFrame(data)
+
+    return fn
+
+
+def _partition_id() -> int:
+    try:
+        from pyspark import TaskContext
+
+        tc = TaskContext.get()
+        return tc.partitionId() if tc is not None else 0
+    except Exception:  # noqa: BLE001 - outside a Spark task
+        return 0
+
+
+def _pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """``run_pass`` with the subtask index folded into ``parallelism`` (a micro-batch can
+    have more partitions than the job's parallelism)."""
+
+    def fn(batches: Iterator[Any]) -> Iterator[Any]:
+        return run_pass(spec, batches, subtask=_partition_id() % parallelism)
+
+    return fn
+
+
+def _seq_pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """``run_pass`` plus a ``_seq`` column: arrival order inside the micro-batch partition."""
+    import pyarrow as pa
+
+    def fn(batches: Iterator[Any]) -> Iterator[Any]:
+        partition = _partition_id()
+        base = partition << 40
+        n = 0
+        for b in run_pass(spec, batches, subtask=partition % parallelism):
+            seq = pa.array(range(base + n, base + n + b.num_rows), type=pa.int64())
+            n += b.num_rows
+            yield pa.RecordBatch.from_arrays(list(b.columns) + [seq],
+                                             names=list(b.schema.names) + [SEQ])
+
+    return fn
+
+
+class StreamingTranslator(BatchTranslator):
+    """Turns a job graph into Spark streaming queries and runs them (STREAMING mode)."""
+
+    mode = "STREAMING"
+
+    def __init__(self, env: StreamExecutionEnvironment, nodes: list[Transformation],
+                 job_name: str) -> None:
+        super().__init__(env, nodes, job_name)
+        cfg = env.get_config()
+        self.sorted_inputs = False
+        self.pre_aggregate = False
+        self.op_config = {
+            "mode": "STREAMING",
+            "processing_time_allow": str(resolve(cfg, "pipeline.processing-time.allow", "STREAMING")),
+            "processing_time_end_of_input": str(
+                resolve(cfg, "pipeline.processing-time.end-of-input", "STREAMING")),
+            "parallelism": self.parallelism,
+            "max_parallelism": self.max_parallelism,
+            "job_parameters": cfg.to_dict(),
+        }
+        if self.backend[0] not in ("hashmap", "heap"):
+            raise GraphBuildError(
+                f"STREAMING supports the hashmap state backend only in this version; "
+                f"state.backend.type is {self.backend[0]!r}"
+            )
+        self.trigger = parse_trigger(resolve(cfg, "execution.streaming.trigger", "STREAMING"))
+        configured = resolve(cfg, "execution.checkpointing.dir", "STREAMING")
+        self.checkpoint_dir: Optional[str] = str(configured) if configured else None
+        self.bounded = all(n.bounded for n in nodes if isinstance(n, SourceNode))
+        keyed = [n for n in nodes if isinstance(n, (KeyedNode, CoKeyedNode))]
+        self._stage_names = {n.id: (n.uid or f"stage{i}") for i, n in enumerate(keyed)}
+        self._source_ordinals = {n.id: i for i, n in enumerate(
+            n for n in nodes if isinstance(n, SourceNode))}
+        self._prerequisites: list[tuple[str, Any]] = []  # (query name, DataStreamWriter)
+        self._ran: set[str] = set()
+        #: one :func:`progress_row` per micro-batch of every query run so far
+        self.progress: list[dict[str, Any]] = []
+
+    # -- directories -------------------------------------------------------------------
+    def _root(self) -> str:
+        """Checkpoint root of this job (a temporary one when none is configured)."""
+        if self.checkpoint_dir is None:
+            self.checkpoint_dir = tempfile.mkdtemp(prefix="pyspark-datastream-ckpt-")
+            log.info("STREAMING: no execution.checkpointing.dir; using %s", self.checkpoint_dir)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.job_name)
+        path = os.path.join(_local(self.checkpoint_dir), safe or "job")
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    # -- public entry points -------------------------------------------------------------
+    def to_dataframe(self, node: Transformation) -> DataFrame:
+        """A streaming DataFrame of ``node``'s records (upstream keyed stages run first)."""
+        df = super().to_dataframe(node)
+        self._run_prerequisites()
+        return df
+
+    def collect(self, node: Transformation) -> CloseableIterator:
+        stream = self.translate(node)
+        df, decode = self._collectable(stream, node)
+        self._run_prerequisites()
+        rows: list[Any] = []
+
+        def each(batch_df: Any, batch_id: int) -> None:
+            rows.extend(batch_df.collect())
+
+        self._run_query("collect", df.writeStream.foreachBatch(each))
+        return CloseableIterator(decode(r) for r in rows)
+
+    def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
+        if savepoint_path is not None:
+            raise GraphBuildError("savepoints are not available in STREAMING mode in this version")
+        if self.checkpoint_dir is None:
+            raise ConfigurationError(
+                "STREAMING execute() needs execution.checkpointing.dir (Spark checkpointLocation "
+                "root); execute_and_collect() may run without it"
+            )
+        counts: dict[str, int] = {}
+        for i, sink in enumerate(sinks):
+            source = sink.inputs[0]
+            stream = self.translate(source)
+            name = f"sink-{sink.uid or i}"
+            if sink.kind == "print":
+                df, decode = self._collectable(stream, source)
+                prefix = sink.options.get("identifier")
+                total = [0]
+
+                def show(batch_df: Any, batch_id: int, decode: Any = decode,
+                         prefix: Any = prefix, total: list[int] = total) -> None:
+                    for row in batch_df.collect():
+                        record = decode(row)
+                        print(f"{prefix}> {record}" if prefix else str(record))
+                        total[0] += 1
+
+                self._run_prerequisites()
+                self._run_query(name, df.writeStream.foreachBatch(show))
+                counts[sink.name] = total[0]
+            elif sink.kind == "delta":
+                from ..delta_io import write_delta
+
+                df = self._typed_df(stream, source)
+                path, mode = sink.options["path"], sink.options["mode"]
+                total = [0]
+                spark = self.spark
+
+                def write(batch_df: Any, batch_id: int, path: Any = path, mode: Any = mode,
+                          total: list[int] = total) -> None:
+                    total[0] += write_delta(spark, batch_df, path,
+                                            mode if batch_id == 0 else "append")
+
+                self._run_prerequisites()
+                self._run_query(name, df.writeStream.foreachBatch(write))
+                counts[sink.name] = total[0]
+            else:
+                raise GraphBuildError(f"sink kind {sink.kind!r} is not supported in STREAMING mode")
+        return counts
+
+    # -- translation overrides --------------------------------------------------------------
+    def _translate(self, node: Transformation) -> Stream:
+        if isinstance(node, KeyedNode):
+            if node.op not in ("process", "reduce"):
+                raise GraphBuildError(
+                    f"{node.describe()}: keyed operator {node.op!r} is not supported in STREAMING mode")
+            key_node = node.inputs[0]
+            assert isinstance(key_node, KeyByNode)
+            df = self._keyed_input_df(key_node, node)
+            return self._stateful(node, df, node.op, node.function, key_node.key_serializer, False)
+        if isinstance(node, CoKeyedNode):
+            parts = []
+            for side, key_node in enumerate(node.inputs):
+                if not isinstance(key_node, KeyByNode):
+                    raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
+                df = self._keyed_input_df(key_node, node)
+                parts.append(df.select(TS, KG, KEY, VALUE, SEQ, _lit(side).alias(SIDE)))
+            serializers = [k.key_serializer for k in node.inputs]  # type: ignore[attr-defined]
+            if serializers[0] != serializers[1]:
+                raise GraphBuildError(
+                    f"{node.describe()}: both inputs must use the same key type, got "
+                    f"{serializers[0]!r} and {serializers[1]!r}"
+                )
+            return self._stateful(node, parts[0].unionByName(parts[1]), "co_process",
+                                  node.function, serializers[0], True)
+        return super()._translate(node)
+
+    def _materialize(self, stream: Stream, enc: Any, key_out: Any = None, combiner: Any = None,
+                     tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
+                     ) -> DataFrame:
+        """BATCH's fused ``mapInArrow`` pass, with subtask indexes valid in micro-batches."""
+        if not stream.pending and key_out is None and not tags and stream.enc == enc and not force:
+            return stream.df
+        spec = PassSpec(
+            name=name or stream.name, input_enc=stream.enc, output_enc=enc,
+            config=dict(self.op_config), sided=stream.sided, co_stage=stream.co_stage,
+            keyed=stream.keyed, chain=list(stream.chain), tags=tags, key_out=key_out,
+            combiner=combiner, max_parallelism=self.max_parallelism,
+        )
+        return stream.df.mapInArrow(_pass(spec, self.parallelism), output_ddl(spec))
+
+    def _native_reduce(self, node: KeyedNode, key_node: KeyByNode) -> Optional[Stream]:
+        return None  # a native aggregation would be an update-mode query: not this design
+
+    def _materialize_shared(self, stream: Stream, node: Transformation,
+                            tags: frozenset[str]) -> Stream:
+        if stream.tagged and not stream.pending:
+            return stream  # a keyed operator already wrote its side outputs as _tag
+        return super()._materialize_shared(stream, node, tags)
+
+    def _source(self, node: SourceNode) -> Stream:
+        from .encoding import typed_encoding
+
+        spark = self.spark
+        folder = os.path.join(self._root(), "sources", str(self._source_ordinals.get(node.id, 0)))
+        if node.kind == "collection":
+            ddl = f"{TS} bigint, {VALUE} binary"
+            if not os.path.isdir(folder):
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+
+                table = pa.table({
+                    TS: pa.array([None] * len(node.payload), type=pa.int64()),
+                    VALUE: pa.array([pickle.dumps(v, pickle.HIGHEST_PROTOCOL) for v in node.payload],
+                                    type=pa.binary()),
+                })
+                _write_atomically(folder, lambda tmp: pq.write_table(table, os.path.join(tmp, "part-0.parquet")))
+            df = spark.readStream.schema(ddl).parquet(folder)
+            return Stream(df, PICKLED, node.output_type, name=node.name)
+        if node.kind == "dataframe":
+            df = node.payload
+            if not df.isStreaming:
+                if not os.path.isdir(folder):
+                    tmp = folder + ".tmp"
+                    df.write.mode("overwrite").parquet(tmp)
+                    os.replace(tmp, folder)
+                df = spark.readStream.schema(df.schema).parquet(folder)
+            cols = tuple(df.columns)
+            enc = typed_encoding(node.output_type, shape="tuple", columns=cols)
+            df = df.select(_lit(None).cast("bigint").alias(TS), *[_col(f"`{c}`") for c in cols])
+            return Stream(df, enc, node.output_type, name=node.name)
+        raise GraphBuildError(f"{node.describe()}: unknown source kind {node.kind!r}")
+
+    # -- keyed stages ------------------------------------------------------------------------
+    def _keyed_input_df(self, key_node: KeyByNode, consumer: Transformation) -> DataFrame:
+        """``_ts, _kg, _k, _v, _seq`` for ``consumer``; staged through files when upstream
+        already holds a stateful operator (one per query)."""
+        parent = self._input_stream(key_node.inputs[0])
+        spec = PassSpec(
+            name=key_node.name, input_enc=parent.enc, output_enc=PICKLED,
+            config=dict(self.op_config), sided=parent.sided, co_stage=parent.co_stage,
+            keyed=parent.keyed, chain=list(parent.chain),
+            key_out=(key_node.key_selector, key_node.key_serializer),
+            max_parallelism=self.max_parallelism,
+        )
+        df = parent.df.mapInArrow(_seq_pass(spec, self.parallelism), output_ddl(spec) + f", {SEQ} bigint")
+        if _has_keyed_ancestor(key_node):
+            stage = self._stage_names[consumer.id]
+            df = self._through_files(df, f"{stage}-{key_node.id}-input")
+        return df
+
+    def _through_files(self, df: DataFrame, name: str) -> DataFrame:
+        """Run ``df`` as its own query into a Parquet file sink; read it back as a stream."""
+        folder = os.path.join(self._root(), name)
+        data = os.path.join(folder, "data")
+        os.makedirs(data, exist_ok=True)
+        writer = df.writeStream.format("parquet").option("path", data)
+        self._prerequisites.append((name, writer))
+        return self.spark.readStream.schema(df.schema).parquet(data)
+
+    def _watermark_strategy(self, node: Transformation) -> Any:
+        """The nearest upstream WatermarkStrategy (Flink forwards watermarks through operators)."""
+        seen: set[int] = set()
+        todo = list(node.inputs)
+        while todo:
+            n = todo.pop(0)
+            if n.id in seen:
+                continue
+            seen.add(n.id)
+            ws = getattr(n, "watermark_strategy", None)
+            if ws is not None and ws.kind != "none":
+                return ws
+            todo.extend(n.inputs)
+        return None
+
+    def _sentinel(self, name: str, schema: Any) -> DataFrame:
+        """A one-row stream: key group -1 at END_OF_INPUT_MS (the end-of-input signal)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        folder = os.path.join(self._root(), name)
+        if not os.path.isdir(folder):
+            cols: dict[str, Any] = {}
+            for f in schema.fields:
+                if f.name == TS:
+                    cols[f.name] = pa.array([END_OF_INPUT_MS], type=pa.int64())
+                elif f.name == KG:
+                    cols[f.name] = pa.array([-1], type=pa.int32())
+                elif f.name in (SEQ,):
+                    cols[f.name] = pa.array([0], type=pa.int64())
+                elif f.name == SIDE:
+                    cols[f.name] = pa.array([0], type=pa.int32())
+                else:
+                    cols[f.name] = pa.array([None], type=pa.binary())
+            table = pa.table(cols)
+            _write_atomically(folder, lambda tmp: pq.write_table(table, os.path.join(tmp, "eoi.parquet")))
+        return self.spark.readStream.schema(schema).parquet(folder)
+
+    def _stateful(self, node: Transformation, df: DataFrame, kind: str, function: Any,
+                  key_serializer: Any, sided: bool) -> Stream:
+        from pyspark.sql import functions as F
+        from pyspark.sql.streaming.state import GroupStateTimeout
+
+        stage = self._stage_names[node.id]
+        if self.bounded:
+            df = df.unionByName(self._sentinel(f"{stage}-{node.id}-end-of-input", df.schema))
+        ws = self._watermark_strategy(node)
+        delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
+        has_ts = F.col(TS).isNotNull() if ws is not None else F.col(KG) < 0
+        df = (df.withColumn(_ET, F.when(has_ts, F.timestamp_millis(F.col(TS))))
+              .withWatermark(_ET, f"{delay} milliseconds"))
+        # Keep a watermark-tagged column (Spark requires one for EventTimeTimeout) but make it
+        # null: Spark's late-row filter then drops nothing, as Flink's process functions see
+        # late elements.
+        df = df.withColumn(_ET, F.lit(None).cast("timestamp").alias(
+            _ET, metadata={"spark.watermarkDelayMs": delay}))
+        tags = self._tags.get(node.id, frozenset())
+        spec = _GroupSpec(node.name, kind, function, key_serializer, dict(self.op_config),
+                          ws is not None, sided, tags)
+        ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {VALUE} binary"
+        out = df.groupBy(KG).applyInPandasWithState(
+            _group_function(spec), ddl, _STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout)
+        return Stream(out, PICKLED, node.output_type, name=node.name, tagged=bool(tags))
+
+    # -- running queries -------------------------------------------------------------------
+    def _run_prerequisites(self) -> None:
+        for name, writer in self._prerequisites:
+            if name not in self._ran:
+                self._run_query(name, writer)
+                self._ran.add(name)
+
+    def _run_query(self, name: str, writer: Any) -> None:
+        """Start one query (checkpoint ``<root>/<name>/checkpoint``), wait, log its progress."""
+        checkpoint = os.path.join(self._root(), name, "checkpoint")
+        writer = writer.option("checkpointLocation", checkpoint).queryName(
+            f"{self.job_name}:{name}:{time.time_ns()}")
+        kind, interval = self.trigger
+        if kind == "available-now":
+            writer = writer.trigger(availableNow=True)
+        elif kind == "once":
+            writer = writer.trigger(once=True)
+        else:
+            writer = writer.trigger(processingTime=interval)
+        start = time.time()
+        query = writer.start()
+        try:
+            if kind == "processing-time":
+                self._await_processing_time(query)
+            else:
+                query.awaitTermination()
+        finally:
+            if query.isActive:
+                query.stop()
+        error = query.exception()
+        self._log_progress(name, query)
+        if error is not None:
+            raise JobExecutionError(f"STREAMING query {name!r} of job {self.job_name!r} failed: "
+                                    f"{_first_line(error)}")
+        log.info("STREAMING query %s finished in %.1f s", name, time.time() - start)
+
+    def _await_processing_time(self, query: Any) -> None:
+        """Processing-time trigger: run until the end-of-input batch ran (bounded jobs) or
+        until the query is stopped elsewhere (unbounded)."""
+        while query.isActive:
+            if query.awaitTermination(1):
+                return
+            if not self.bounded:
+                continue
+            recent = [_as_dict(p) for p in query.recentProgress]
+            if any(_watermark_ms(p) >= _END_THRESHOLD for p in recent):
+                last = recent[-1]
+                if _watermark_ms(last) >= _END_THRESHOLD and not query.status.get("isTriggerActive"):
+                    return
+
+    def _log_progress(self, name: str, query: Any) -> None:
+        for p in query.recentProgress:
+            row = progress_row(name, _as_dict(p))
+            self.progress.append(row)
+            log.info(
+                "STREAMING %s batch %s: rows in %s, rows out %s, watermark %s, key groups %s "
+                "(updated %s), state %s bytes, %s ms", name, row["batch"], row["rows_in"],
+                row["rows_out"], row["watermark"], row["key_groups_with_state"],
+                row["key_groups_updated"], row["state_bytes"], row["duration_ms"])
+
+
+def _has_keyed_ancestor(node: Transformation) -> bool:
+    todo = list(node.inputs)
+    seen: set[int] = set()
+    while todo:
+        n = todo.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if isinstance(n, (KeyedNode, CoKeyedNode)):
+            return True
+        todo.extend(n.inputs)
+    return False
+
+
+def _write_atomically(folder: str, write: Callable[[str], None]) -> None:
+    tmp = f"{folder}.tmp-{os.getpid()}"
+    os.makedirs(tmp, exist_ok=True)
+    write(tmp)
+    os.replace(tmp, folder)
+
+
+def _as_dict(progress: Any) -> dict[str, Any]:
+    if isinstance(progress, dict):
+        return progress
+    text = getattr(progress, "json", None)
+    if isinstance(text, str):
+        return json.loads(text)
+    return json.loads(str(progress))
+
+
+def _watermark_ms(progress: dict[str, Any]) -> int:
+    wm = (progress.get("eventTime") or {}).get("watermark")
+    if not wm:
+        return 0
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(wm.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def _first_line(error: Any) -> str:
+    text = str(getattr(error, "desc", None) or error).strip()
+    return text[:4000] if text else repr(error)
+
+
+def _local(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def _col(name: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.col(name)
+
+
+def _lit(value: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.lit(value)

@@ -1,0 +1,782 @@
+"""The internal keyed-state backend interface, internal state interfaces and the timer queue.
+
+The operators layer drives a :class:`KeyedStateBackend`: it sets the current key
+(optionally with the key's pre-serialized bytes, the fast path), fetches states
+by descriptor, switches namespaces on the internal states, registers timers in
+:class:`TimerQueue` objects, and snapshots / restores everything as
+:class:`~.entries.StateEntry` rows in canonical order (FLIP-41), which any
+backend can restore.
+
+Three implementations: ``backends.heap.HashMapStateBackend``,
+``backends.rocksdb.EmbeddedRocksDBStateBackend`` and
+``backends.single_key.SingleKeyStateBackend`` (BATCH, FLIP-140).
+"""
+
+from __future__ import annotations
+
+import heapq
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .descriptors import (
+    BinarySortedStateDescriptor,
+    ListStateDescriptor,
+    StateDescriptor,
+    ValueStateDescriptor,
+    serializer_is_deterministic,
+)
+from .entries import (
+    TIMER_STATE_PREFIX,
+    StateEntry,
+    StateKind,
+    StateMetaInfo,
+    decode_timestamp,
+    encode_timestamp,
+    timer_state_name,
+)
+from .errors import (
+    IncompatibleStateError,
+    KeyGroupError,
+    SavepointFormatError,
+    StateBackendError,
+    StateDescriptorError,
+    StateError,
+)
+from .keygroups import DEFAULT_MAX_PARALLELISM, assign_key_group, check_max_parallelism
+from .namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
+from .serializers import TypeSerializer
+from .state import (
+    AggregatingState,
+    BinarySortedState,
+    ListState,
+    MapState,
+    ReducingState,
+    ValueState,
+)
+from .temporal import TemporalListState, TemporalValueState
+
+__all__ = [
+    "InternalKvState",
+    "InternalState",
+    "InternalMergingState",
+    "InternalValueState",
+    "InternalListState",
+    "InternalMapState",
+    "InternalReducingState",
+    "InternalAggregatingState",
+    "InternalBinarySortedState",
+    "Timer",
+    "TimerQueue",
+    "KeyedStateBackend",
+    "StateRegistration",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Internal state interfaces
+# --------------------------------------------------------------------------------------------
+class InternalKvState(ABC):
+    """A state object of a backend: its user interface plus namespace control.
+
+    ``set_current_namespace(ns)`` scopes every later call to ``(current key, ns)``;
+    the namespace is a Python object serialized with the state's namespace
+    serializer (``VOID_NAMESPACE`` by default).
+    """
+
+    descriptor: StateDescriptor
+    namespace_serializer: TypeSerializer[Any]
+
+    @property
+    def name(self) -> str:
+        """The state's name."""
+        return self.descriptor.name
+
+    @abstractmethod
+    def set_current_namespace(self, namespace: Any) -> None:
+        """Scope later calls to ``namespace``."""
+
+    @abstractmethod
+    def get_current_namespace(self) -> Any:
+        """The namespace set last (``VOID_NAMESPACE`` initially)."""
+
+
+#: The operators layer's name for any internal state.
+InternalState = InternalKvState
+
+
+class InternalMergingState(InternalKvState):
+    """Appending states whose namespaces can be merged (session windows).
+
+    ``get_internal`` / ``update_internal`` read and write the raw stored value
+    (the list, the reduced value, the accumulator) of the current key and
+    namespace; None means empty.
+    """
+
+    @abstractmethod
+    def get_internal(self) -> Any:
+        """Raw stored value of the current key and namespace, None when empty."""
+
+    @abstractmethod
+    def update_internal(self, value: Any) -> None:
+        """Replace the raw stored value (None clears)."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Remove the value of the current key and namespace."""
+
+    @abstractmethod
+    def _merge_values(self, left: Any, right: Any) -> Any:
+        """Combine two raw values (list concat, reduce, accumulator merge)."""
+
+    def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
+        """Merge the values of ``sources`` into ``target`` and clear the sources.
+
+        The current namespace is restored afterwards.
+        """
+        previous = self.get_current_namespace()
+        try:
+            merged: Any = None
+            for source in sources:
+                if source == target:
+                    continue
+                self.set_current_namespace(source)
+                value = self.get_internal()
+                if value is not None:
+                    self.clear()
+                    merged = value if merged is None else self._merge_values(merged, value)
+            if merged is not None:
+                self.set_current_namespace(target)
+                current = self.get_internal()
+                self.update_internal(
+                    merged if current is None else self._merge_values(current, merged)
+                )
+        finally:
+            self.set_current_namespace(previous)
+
+
+class InternalValueState(InternalKvState, ValueState[Any]):
+    """Backend value state."""
+
+
+class InternalListState(InternalMergingState, ListState[Any]):
+    """Backend list state (raw value: the list)."""
+
+    def get_internal(self) -> list[Any] | None:
+        values = self.get()
+        return values if values else None
+
+    def update_internal(self, value: Any) -> None:
+        self.update(value)
+
+    def _merge_values(self, left: Any, right: Any) -> Any:
+        return list(left) + list(right)
+
+
+class InternalMapState(InternalKvState, MapState[Any, Any]):
+    """Backend map state."""
+
+
+class InternalReducingState(InternalMergingState, ReducingState[Any]):
+    """Backend reducing state (raw value: the reduced value)."""
+
+    def _merge_values(self, left: Any, right: Any) -> Any:
+        return self.descriptor.reduce(left, right)  # type: ignore[attr-defined]
+
+
+class InternalAggregatingState(InternalMergingState, AggregatingState[Any, Any]):
+    """Backend aggregating state (raw value: the accumulator)."""
+
+    def _merge_values(self, left: Any, right: Any) -> Any:
+        return self.descriptor.agg_function.merge(left, right)  # type: ignore[attr-defined]
+
+
+class InternalBinarySortedState(InternalKvState, BinarySortedState[Any, Any]):
+    """Backend binary sorted state."""
+
+
+# --------------------------------------------------------------------------------------------
+# Timers
+# --------------------------------------------------------------------------------------------
+class _TimerTuple(NamedTuple):
+    timestamp: int
+    key: Any
+    namespace: Any
+
+
+class Timer(_TimerTuple):
+    """A fired timer: unpacks as ``(timestamp, key, namespace)``.
+
+    ``key_bytes`` (an extra attribute, not a tuple field) holds the serialized key,
+    so ``backend.set_current_key(timer.key, timer.key_bytes)`` needs no serialization.
+    """
+
+    key_bytes: bytes
+
+    def __new__(cls, timestamp: int, key: Any, namespace: Any, key_bytes: bytes) -> Timer:
+        self = super().__new__(cls, timestamp, key, namespace)
+        self.key_bytes = key_bytes
+        return self
+
+
+class TimerQueue:
+    """In-memory priority queue of the timers of one operator (event or processing time).
+
+    A timer is ``(timestamp, key, namespace)``, unique per that triple. Timers
+    are ordered by ``(timestamp, key bytes, namespace bytes)``. They are part
+    of the backend's snapshot as entries of state ``_timer/<name>``.
+    """
+
+    def __init__(
+        self,
+        backend: KeyedStateBackend,
+        name: str,
+        namespace_serializer: TypeSerializer[Any] = VOID_NAMESPACE_SERIALIZER,
+    ) -> None:
+        self._backend = backend
+        self.name = name
+        self.namespace_serializer = namespace_serializer
+        self._heap: list[tuple[int, bytes, bytes]] = []
+        #: live timers -> (key object, namespace object)
+        self._live: dict[tuple[int, bytes, bytes], tuple[Any, Any]] = {}
+        #: key bytes -> live timers of that key
+        self._by_key: dict[bytes, set[tuple[int, bytes, bytes]]] = {}
+        self._last_ns: Any = None
+        self._last_ns_bytes = b""
+        self._last_ns_valid = False
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _ns_bytes(self, namespace: Any) -> bytes:
+        if self._last_ns_valid and namespace is self._last_ns:
+            return self._last_ns_bytes
+        data = self.namespace_serializer.serialize(namespace)
+        self._last_ns, self._last_ns_bytes, self._last_ns_valid = namespace, data, True
+        return data
+
+    def _current(self) -> tuple[Any, bytes]:
+        backend = self._backend
+        key_bytes = backend._key_bytes
+        if key_bytes is None:
+            raise StateError(
+                f"no current key: call set_current_key before using timer queue {self.name!r}"
+            )
+        return backend._key, key_bytes
+
+    def _insert(self, item: tuple[int, bytes, bytes], key: Any, namespace: Any) -> None:
+        if item in self._live:
+            return
+        self._live[item] = (key, namespace)
+        bucket = self._by_key.get(item[1])
+        if bucket is None:
+            self._by_key[item[1]] = {item}
+        else:
+            bucket.add(item)
+        heapq.heappush(self._heap, item)
+
+    def _discard(self, item: tuple[int, bytes, bytes]) -> bool:
+        if self._live.pop(item, None) is None:
+            return False
+        bucket = self._by_key.get(item[1])
+        if bucket is not None:
+            bucket.discard(item)
+            if not bucket:
+                del self._by_key[item[1]]
+        if len(self._heap) > 64 and len(self._heap) > 2 * len(self._live):
+            self._heap = list(self._live)
+            heapq.heapify(self._heap)
+        return True
+
+    # -- public API ----------------------------------------------------------------------------
+    def add(self, timestamp: int, namespace: Any = VOID_NAMESPACE) -> None:
+        """Register a timer for the current key (idempotent per (timestamp, key, namespace))."""
+        key, key_bytes = self._current()
+        self._insert((int(timestamp), key_bytes, self._ns_bytes(namespace)), key, namespace)
+
+    def delete(self, timestamp: int, namespace: Any = VOID_NAMESPACE) -> None:
+        """Remove a timer of the current key (no-op when absent)."""
+        _, key_bytes = self._current()
+        self._discard((int(timestamp), key_bytes, self._ns_bytes(namespace)))
+
+    def peek_timestamp(self) -> int | None:
+        """Earliest timer timestamp, or None when the queue is empty."""
+        heap = self._heap
+        live = self._live
+        while heap and heap[0] not in live:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def poll_until(self, timestamp: int) -> Iterator[Timer]:
+        """Remove and yield every timer with ``timestamp <= timestamp`` in timer order.
+
+        Timers added while iterating (e.g. by ``on_timer``) are yielded too when due.
+        """
+        heap = self._heap
+        while True:
+            heap = self._heap  # may be rebuilt by a compaction in _discard
+            if not heap or heap[0][0] > timestamp:
+                return
+            item = heapq.heappop(heap)
+            info = self._live.get(item)
+            if info is None:
+                continue
+            self._discard(item)
+            yield Timer(item[0], info[0], info[1], item[1])
+
+    def timers_for_current_key(self) -> list[tuple[int, Any]]:
+        """``(timestamp, namespace)`` of the current key's timers, in timer order."""
+        _, key_bytes = self._current()
+        items = sorted(self._by_key.get(key_bytes, ()))
+        return [(item[0], self._live[item][1]) for item in items]
+
+    def drop_key(self, key_bytes: bytes) -> None:
+        """Remove every timer of one key (the single-key backend on key change)."""
+        for item in list(self._by_key.get(key_bytes, ())):
+            self._discard(item)
+
+    def clear(self) -> None:
+        """Remove every timer."""
+        self._heap.clear()
+        self._live.clear()
+        self._by_key.clear()
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def __bool__(self) -> bool:
+        return bool(self._live)
+
+    # -- snapshot / restore ----------------------------------------------------------------------
+    def snapshot_entries(self, max_parallelism: int) -> list[StateEntry]:
+        """All timers as entries (unsorted)."""
+        state_name = timer_state_name(self.name)
+        return [
+            StateEntry(
+                assign_key_group(key_bytes, max_parallelism),
+                state_name,
+                key_bytes,
+                ns_bytes,
+                encode_timestamp(ts),
+                b"",
+            )
+            for ts, key_bytes, ns_bytes in self._live
+        ]
+
+    def restore_entries(self, entries: Iterable[StateEntry]) -> None:
+        """Re-register timers from snapshot entries."""
+        key_serializer = self._backend.key_serializer
+        ns_serializer = self.namespace_serializer
+        for entry in entries:
+            item = (decode_timestamp(entry.user_key), entry.key, entry.namespace)
+            self._insert(
+                item, key_serializer.deserialize(entry.key), ns_serializer.deserialize(entry.namespace)
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# The backend
+# --------------------------------------------------------------------------------------------
+@dataclass
+class StateRegistration:
+    """A registered state: its descriptor, namespace serializer and state object."""
+
+    descriptor: StateDescriptor
+    namespace_serializer: TypeSerializer[Any]
+    state: InternalKvState
+
+
+class KeyedStateBackend(ABC):
+    """Keyed state of one operator instance over a range of key groups.
+
+    ``key_serializer`` must be deterministic (keys are grouped by their bytes);
+    key groups are ``range(max_parallelism)``, and the backend owns
+    ``key_group_range`` of them (default: all).
+    """
+
+    #: short backend name ("heap", "rocksdb", "single_key")
+    backend_name: str = "abstract"
+
+    def __init__(
+        self,
+        key_serializer: TypeSerializer[Any],
+        max_parallelism: int = DEFAULT_MAX_PARALLELISM,
+        key_group_range: range | None = None,
+    ) -> None:
+        if not isinstance(key_serializer, TypeSerializer):
+            raise StateBackendError(
+                f"{type(self).__name__}: key_serializer must be a TypeSerializer, "
+                f"got {key_serializer!r}"
+            )
+        if not serializer_is_deterministic(key_serializer):
+            raise StateBackendError(
+                f"{type(self).__name__}: key serializer {key_serializer!r} is not deterministic; "
+                "keys are grouped by their bytes"
+            )
+        self.key_serializer = key_serializer
+        self.max_parallelism = check_max_parallelism(max_parallelism)
+        if key_group_range is None:
+            key_group_range = range(max_parallelism)
+        if (
+            not isinstance(key_group_range, range)
+            or key_group_range.step != 1
+            or len(key_group_range) == 0
+            or key_group_range.start < 0
+            or key_group_range.stop > max_parallelism
+        ):
+            raise KeyGroupError(
+                f"{type(self).__name__}: key_group_range must be a non-empty range(start, stop) "
+                f"inside range(0, {max_parallelism}), got {key_group_range!r}"
+            )
+        self.key_group_range = key_group_range
+        self._full_range = len(key_group_range) == max_parallelism
+        self._key: Any = None
+        self._key_bytes: bytes | None = None
+        self._states: dict[str, StateRegistration] = {}
+        self._temporal_flavours: dict[str, str] = {}
+        self._timer_queues: dict[str, TimerQueue] = {}
+        self._restored_meta: dict[str, StateMetaInfo] = {}
+        self._pending_timers: dict[str, list[StateEntry]] = {}
+        self._closed = False
+
+    # -- current key -------------------------------------------------------------------------
+    @abstractmethod
+    def set_current_key(self, key: Any, key_bytes: bytes | None = None) -> None:
+        """Make ``key`` current; ``key_bytes`` is its serialized form when already known."""
+
+    def get_current_key(self) -> Any:
+        """The current key (``StateError`` when none was set)."""
+        if self._key_bytes is None:
+            raise StateError("no current key: call set_current_key first")
+        return self._key
+
+    def get_current_key_bytes(self) -> bytes:
+        """Serialized current key."""
+        if self._key_bytes is None:
+            raise StateError("no current key: call set_current_key first")
+        return self._key_bytes
+
+    def get_current_key_group(self) -> int:
+        """Key group of the current key."""
+        return assign_key_group(self.get_current_key_bytes(), self.max_parallelism)
+
+    def _check_key_group(self, key_group: int, key: Any) -> None:
+        if key_group not in self.key_group_range:
+            raise KeyGroupError(
+                f"key {key!r} is in key group {key_group}, outside this backend's key groups "
+                f"{self.key_group_range.start}..{self.key_group_range.stop - 1}"
+            )
+
+    def _no_key_error(self, state_name: str) -> StateError:
+        return StateError(
+            f"no current key: call set_current_key before accessing state {state_name!r}"
+        )
+
+    # -- state registry ----------------------------------------------------------------------
+    def get_state(
+        self,
+        descriptor: StateDescriptor,
+        namespace_serializer: TypeSerializer[Any] = VOID_NAMESPACE_SERIALIZER,
+    ) -> Any:
+        """The state for ``descriptor`` (created on first use, then the same object).
+
+        Re-registering a name with another kind, serializer or namespace serializer
+        raises ``StateDescriptorError``.
+        """
+        self._check_open()
+        if not isinstance(descriptor, StateDescriptor):
+            raise StateDescriptorError(f"get_state needs a StateDescriptor, got {descriptor!r}")
+        if not isinstance(namespace_serializer, TypeSerializer):
+            raise StateDescriptorError(
+                f"state {descriptor.name!r}: namespace_serializer must be a TypeSerializer, "
+                f"got {namespace_serializer!r}"
+            )
+        registration = self._states.get(descriptor.name)
+        if registration is not None:
+            old = registration.descriptor
+            if not old.is_compatible_with(descriptor):
+                raise StateDescriptorError(
+                    f"state {descriptor.name!r} is already registered as {old.kind.value} state "
+                    f"with value serializer {old.value_serializer!r} (user key "
+                    f"{old.user_key_serializer!r}); cannot register it as {descriptor.kind.value} "
+                    f"state with value serializer {descriptor.value_serializer!r} (user key "
+                    f"{descriptor.user_key_serializer!r})"
+                )
+            if registration.namespace_serializer != namespace_serializer:
+                raise StateDescriptorError(
+                    f"state {descriptor.name!r} is already registered with namespace serializer "
+                    f"{registration.namespace_serializer!r}, not {namespace_serializer!r}"
+                )
+            return registration.state
+        meta = self._restored_meta.get(descriptor.name)
+        if meta is not None:
+            self._check_restored(meta, descriptor.meta_info(self.key_serializer, namespace_serializer))
+        state = self._create_state(descriptor, namespace_serializer)
+        self._states[descriptor.name] = StateRegistration(descriptor, namespace_serializer, state)
+        return state
+
+    def get_binary_sorted_state(
+        self,
+        descriptor: BinarySortedStateDescriptor,
+        namespace_serializer: TypeSerializer[Any] = VOID_NAMESPACE_SERIALIZER,
+    ) -> InternalBinarySortedState:
+        """The :class:`~.state.BinarySortedState` for ``descriptor``."""
+        if not isinstance(descriptor, BinarySortedStateDescriptor):
+            raise StateDescriptorError(
+                f"get_binary_sorted_state needs a BinarySortedStateDescriptor, got {descriptor!r}"
+            )
+        return self.get_state(descriptor, namespace_serializer)  # type: ignore[no-any-return]
+
+    def _temporal_sorted_state(
+        self, descriptor: StateDescriptor, flavour: str
+    ) -> InternalBinarySortedState:
+        from . import serializers
+
+        long_serializer = getattr(serializers, "LexicographicLongSerializer", None)
+        if long_serializer is None:
+            raise StateBackendError(
+                "temporal state needs serializers.LexicographicLongSerializer, which is missing"
+            )
+        known = self._temporal_flavours.get(descriptor.name)
+        if known is not None and known != flavour:
+            raise StateDescriptorError(
+                f"state {descriptor.name!r} is already registered as temporal {known} state; "
+                f"cannot register it as temporal {flavour} state"
+            )
+        sorted_descriptor = BinarySortedStateDescriptor(
+            descriptor.name,
+            long_serializer.INSTANCE,
+            descriptor.value_serializer,
+            _internal=descriptor.internal,
+        )
+        state = self.get_binary_sorted_state(sorted_descriptor)
+        self._temporal_flavours[descriptor.name] = flavour
+        return state
+
+    def get_temporal_value_state(self, descriptor: ValueStateDescriptor) -> TemporalValueState:
+        """A :class:`~.temporal.TemporalValueState` stored as a sorted state with long keys."""
+        if not isinstance(descriptor, ValueStateDescriptor):
+            raise StateDescriptorError(
+                f"get_temporal_value_state needs a ValueStateDescriptor, got {descriptor!r}"
+            )
+        return TemporalValueState(self._temporal_sorted_state(descriptor, "value"))
+
+    def get_temporal_list_state(self, descriptor: ListStateDescriptor) -> TemporalListState:
+        """A :class:`~.temporal.TemporalListState` stored as a sorted state with long keys."""
+        if not isinstance(descriptor, ListStateDescriptor):
+            raise StateDescriptorError(
+                f"get_temporal_list_state needs a ListStateDescriptor, got {descriptor!r}"
+            )
+        return TemporalListState(self._temporal_sorted_state(descriptor, "list"))
+
+    @abstractmethod
+    def _create_state(
+        self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
+    ) -> InternalKvState:
+        """Create the backend's state object (and load restored entries of that name)."""
+
+    # -- timers -----------------------------------------------------------------------------------
+    def timer_queue(
+        self, name: str, namespace_serializer: TypeSerializer[Any] = VOID_NAMESPACE_SERIALIZER
+    ) -> TimerQueue:
+        """The timer queue called ``name`` (created on first use, then the same object)."""
+        self._check_open()
+        if not isinstance(name, str) or not name or "\x00" in name:
+            raise StateDescriptorError(f"timer queue name must be a non-empty str without NUL, got {name!r}")
+        queue = self._timer_queues.get(name)
+        if queue is not None:
+            if queue.namespace_serializer != namespace_serializer:
+                raise StateDescriptorError(
+                    f"timer queue {name!r} already uses namespace serializer "
+                    f"{queue.namespace_serializer!r}, not {namespace_serializer!r}"
+                )
+            return queue
+        meta = self._restored_meta.get(timer_state_name(name))
+        if meta is not None and not namespace_serializer.is_compatible_with(meta.namespace_serializer):
+            raise IncompatibleStateError(
+                f"timer queue {name!r}: restored timers have namespace serializer "
+                f"{meta.namespace_serializer!r}, incompatible with {namespace_serializer!r}"
+            )
+        queue = TimerQueue(self, name, namespace_serializer)
+        self._timer_queues[name] = queue
+        pending = self._pending_timers.pop(timer_state_name(name), None)
+        if pending:
+            queue.restore_entries(pending)
+        return queue
+
+    def _timer_entries(self) -> list[StateEntry]:
+        """Entries of every timer (live queues and restored, unclaimed ones); unsorted."""
+        entries: list[StateEntry] = []
+        for queue in self._timer_queues.values():
+            entries.extend(queue.snapshot_entries(self.max_parallelism))
+        for pending in self._pending_timers.values():
+            entries.extend(pending)
+        return entries
+
+    # -- meta data ----------------------------------------------------------------------------------
+    def state_meta_infos(self) -> list[StateMetaInfo]:
+        """Meta info of every state and timer queue (registered or restored), sorted by name."""
+        infos: dict[str, StateMetaInfo] = dict(self._restored_meta)
+        for name, registration in self._states.items():
+            infos[name] = registration.descriptor.meta_info(
+                self.key_serializer, registration.namespace_serializer
+            )
+        for name, queue in self._timer_queues.items():
+            infos[timer_state_name(name)] = StateMetaInfo(
+                name=timer_state_name(name),
+                kind=StateKind.TIMER,
+                key_serializer=self.key_serializer.snapshot(),
+                namespace_serializer=queue.namespace_serializer.snapshot(),
+                user_key_serializer=None,
+                value_serializer=None,
+            )
+        return [infos[name] for name in sorted(infos)]
+
+    def _check_restored(self, restored: StateMetaInfo, current: StateMetaInfo) -> None:
+        """Raise ``IncompatibleStateError`` unless ``current`` can read ``restored`` entries."""
+        problems = []
+        if restored.kind is not current.kind:
+            problems.append(f"kind {restored.kind.value} != {current.kind.value}")
+        for field in ("user_key_serializer", "value_serializer", "namespace_serializer"):
+            old, new = getattr(restored, field), getattr(current, field)
+            if old != new:
+                problems.append(f"{field} {old!r} != {new!r}")
+        if problems:
+            raise IncompatibleStateError(
+                f"state {restored.name!r}: restored state is incompatible with the program's "
+                f"descriptor: {'; '.join(problems)}"
+            )
+
+    # -- snapshot / restore -----------------------------------------------------------------------
+    @abstractmethod
+    def snapshot(self, key_groups: Iterable[int] | None = None) -> Iterator[StateEntry]:
+        """Every entry (states and timers) in canonical order, streaming.
+
+        ``key_groups`` limits the snapshot to some owned key groups (default: all).
+        """
+
+    def restore(self, meta_infos: Iterable[StateMetaInfo], entries: Iterable[StateEntry]) -> None:
+        """Load entries written by any backend's :meth:`snapshot` (any order for heap and
+        single-key; RocksDB writes them as they come).
+
+        Meta infos are checked against the backend's key serializer and any state
+        already registered (``IncompatibleStateError``); entries of a state without
+        meta info raise ``SavepointFormatError``; entries outside the owned key
+        groups raise ``KeyGroupError``.
+        """
+        self._check_open()
+        metas: dict[str, StateMetaInfo] = {}
+        for meta in meta_infos:
+            if not self.key_serializer.is_compatible_with(meta.key_serializer):
+                raise IncompatibleStateError(
+                    f"state {meta.name!r}: restored key serializer {meta.key_serializer!r} is "
+                    f"incompatible with the backend's {self.key_serializer!r}"
+                )
+            registration = self._states.get(meta.name)
+            if registration is not None:
+                self._check_restored(
+                    meta,
+                    registration.descriptor.meta_info(
+                        self.key_serializer, registration.namespace_serializer
+                    ),
+                )
+            if meta.name.startswith(TIMER_STATE_PREFIX):
+                queue = self._timer_queues.get(meta.name[len(TIMER_STATE_PREFIX) :])
+                if queue is not None and not queue.namespace_serializer.is_compatible_with(
+                    meta.namespace_serializer
+                ):
+                    raise IncompatibleStateError(
+                        f"timer queue {queue.name!r}: restored namespace serializer "
+                        f"{meta.namespace_serializer!r} is incompatible with "
+                        f"{queue.namespace_serializer!r}"
+                    )
+            metas[meta.name] = meta
+        self._restored_meta.update(metas)
+        self._restore_entries(self._checked_entries(entries))
+
+    def _checked_entries(self, entries: Iterable[StateEntry]) -> Iterator[StateEntry]:
+        """Validate state names and key groups; route timer entries; yield state entries."""
+        known = self._restored_meta
+        key_groups = self.key_group_range
+        max_parallelism = self.max_parallelism
+        for entry in entries:
+            name = entry.state_name
+            if name not in known and name not in self._states:
+                raise SavepointFormatError(
+                    f"entry of state {name!r} has no state meta info in the restored metadata"
+                )
+            if entry.key_group not in key_groups:
+                raise KeyGroupError(
+                    f"entry of state {name!r} is in key group {entry.key_group}, outside this "
+                    f"backend's key groups {key_groups.start}..{key_groups.stop - 1}"
+                )
+            if assign_key_group(entry.key, max_parallelism) != entry.key_group:
+                raise KeyGroupError(
+                    f"entry of state {name!r} says key group {entry.key_group}, but its key "
+                    f"{bytes(entry.key)!r:.60} belongs to key group "
+                    f"{assign_key_group(entry.key, max_parallelism)} under max parallelism "
+                    f"{max_parallelism}; was it written with another max parallelism?"
+                )
+            if name.startswith(TIMER_STATE_PREFIX):
+                queue = self._timer_queues.get(name[len(TIMER_STATE_PREFIX) :])
+                if queue is not None:
+                    queue.restore_entries((entry,))
+                else:
+                    self._pending_timers.setdefault(name, []).append(entry)
+                continue
+            yield entry
+
+    @abstractmethod
+    def _restore_entries(self, entries: Iterable[StateEntry]) -> None:
+        """Load validated (non-timer) state entries."""
+
+    # -- keys ------------------------------------------------------------------------------------
+    @abstractmethod
+    def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
+        """Keys that have a value in state ``state_name`` under ``namespace``."""
+
+    def _namespace_bytes_for(self, state_name: str, namespace: Any) -> bytes:
+        registration = self._states.get(state_name)
+        if registration is not None:
+            return registration.namespace_serializer.serialize(namespace)
+        if namespace is VOID_NAMESPACE:
+            return b""
+        meta = self._restored_meta.get(state_name)
+        if meta is None:
+            raise StateError(f"keys(): unknown state {state_name!r}")
+        raise StateError(
+            f"keys(): state {state_name!r} is restored but not registered yet; register it "
+            "(get_state) before asking for keys under a non-void namespace"
+        )
+
+    # -- key-change listeners ------------------------------------------------------------------
+    def add_key_change_listener(self, listener: Callable[[Any, bytes], None]) -> None:
+        """Call ``listener(new_key, new_key_bytes)`` just before the current key changes.
+
+        Only :class:`~.backends.single_key.SingleKeyStateBackend` calls listeners
+        (it drops the previous key's state and timers right after them, so this is
+        where a BATCH runtime fires the previous key's timers); other backends keep
+        every key's state and never call them.
+        """
+        self._key_change_listeners().append(listener)
+
+    def _key_change_listeners(self) -> list[Callable[[Any, bytes], None]]:
+        listeners: list[Callable[[Any, bytes], None]] | None = getattr(self, "_listeners", None)
+        if listeners is None:
+            listeners = []
+            self._listeners = listeners
+        return listeners
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StateBackendError(f"{type(self).__name__} is closed")
+
+    def close(self) -> None:
+        """Release resources; the backend is unusable afterwards."""
+        self._closed = True
+
+    def __enter__(self) -> KeyedStateBackend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,870 @@
+"""``EmbeddedRocksDBStateBackend``: keyed state in an embedded RocksDB (via ``rocksdict``).
+
+The storage keys ARE the unified entry keys of :mod:`..entries`, so state is
+ordered by (key group, state name, key, namespace, user key) on disk and
+``snapshot()`` is one ordered scan (merged with the in-memory timers). Each
+value is stored serialized; every access (de)serializes, which is what lets
+the state outgrow memory.
+
+* List state: one entry per element (user key = uint64 index); ``add`` appends
+  one entry without reading the list (next index from a small cache, else one
+  bounded reverse seek).
+* Map state: one entry per map entry.
+* Sorted state: one entry per value (user key = lexicographic key + index);
+  lookups and ranges are bounded native iterators, never a scan of the state.
+* Deletes of several entries (clear, range clears) iterate the bounded range and
+  delete through a ``WriteBatch``.
+
+The write-ahead log is disabled (durability comes from snapshots, as in Flink).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import tempfile
+import weakref
+import zlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import rocksdict
+
+from ..backend import (
+    InternalAggregatingState,
+    InternalBinarySortedState,
+    InternalKvState,
+    InternalListState,
+    InternalMapState,
+    InternalReducingState,
+    InternalValueState,
+)
+from ..backend import KeyedStateBackend as _KeyedStateBackend
+from ..descriptors import StateDescriptor
+from ..entries import (
+    StateEntry,
+    StateKind,
+    decode_entry_key,
+    encode_key_group,
+    encode_state_name,
+    prefix_successor,
+)
+from ..errors import KeyGroupError, StateBackendError, StateError
+from ..keygroups import DEFAULT_MAX_PARALLELISM
+from ..namespaces import VOID_NAMESPACE
+from ..serializers import TypeSerializer
+
+__all__ = ["EmbeddedRocksDBStateBackend"]
+
+_crc32 = zlib.crc32
+_U32 = struct.Struct(">I")
+_U64 = struct.Struct(">Q")
+_KG_BYTES = [struct.pack(">H", i) for i in range(1 << 15)]
+_INDEX_CACHE_LIMIT = 65536
+_BATCH_LIMIT = 10000
+
+
+def _index_bytes(index: int) -> bytes:
+    return _U64.pack(index)
+
+
+class _RocksState(InternalKvState):
+    """Common part: the key prefix ``key group | name | key | namespace`` of the current context."""
+
+    kind: StateKind
+
+    def __init__(
+        self,
+        backend: EmbeddedRocksDBStateBackend,
+        descriptor: StateDescriptor,
+        namespace_serializer: TypeSerializer[Any],
+    ) -> None:
+        self._backend = backend
+        self._db = backend._db
+        self.descriptor = descriptor
+        self.namespace_serializer = namespace_serializer
+        self._name = descriptor.name
+        self._name_part = encode_state_name(descriptor.name)
+        self._value_serializer = descriptor.value_serializer
+        self._ns: Any = VOID_NAMESPACE
+        try:
+            ns_bytes = namespace_serializer.serialize(VOID_NAMESPACE)
+            self._ns_part: bytes | None = _U32.pack(len(ns_bytes)) + ns_bytes
+        except Exception:  # a window namespace serializer cannot encode the void namespace
+            self._ns_part = None
+
+    def set_current_namespace(self, namespace: Any) -> None:
+        if namespace is self._ns and self._ns_part is not None:
+            return
+        ns_bytes = self.namespace_serializer.serialize(namespace)
+        self._ns_part = _U32.pack(len(ns_bytes)) + ns_bytes
+        self._ns = namespace
+
+    def get_current_namespace(self) -> Any:
+        return self._ns
+
+    def _context_error(self) -> StateError:
+        if self._backend._key_part is None:
+            return self._backend._no_key_error(self._name)
+        return StateError(
+            f"state {self._name!r}: no namespace set; call set_current_namespace first"
+        )
+
+    def _prefix(self) -> bytes:
+        backend = self._backend
+        try:
+            return backend._kg_part + self._name_part + backend._key_part + self._ns_part  # type: ignore[operator]
+        except TypeError:
+            raise self._context_error() from None
+
+    # -- range helpers -----------------------------------------------------------------------------
+    def _items(self, lower: bytes, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        return self._backend._items(lower, upper)
+
+    def _delete_range(self, lower: bytes, upper: bytes | None) -> None:
+        self._backend._delete_range(lower, upper)
+
+
+class _SingleValueMixin(_RocksState):
+    """Value / reducing / aggregating: one entry whose key is the prefix itself."""
+
+    def _read(self) -> Any:
+        data = self._db.get(self._prefix())
+        return None if data is None else self._value_serializer.deserialize(data)
+
+    def _write(self, value: Any) -> None:
+        if value is None:
+            self._db.delete(self._prefix())
+        else:
+            self._db.put(self._prefix(), self._value_serializer.serialize(value))
+
+    def clear(self) -> None:
+        self._db.delete(self._prefix())
+
+
+class RocksValueState(_SingleValueMixin, InternalValueState):
+    """RocksDB value state."""
+
+    kind = StateKind.VALUE
+
+    def value(self) -> Any:
+        backend = self._backend
+        try:
+            key = backend._kg_part + self._name_part + backend._key_part + self._ns_part  # type: ignore[operator]
+        except TypeError:
+            raise self._context_error() from None
+        data = self._db.get(key)
+        return None if data is None else self._value_serializer.deserialize(data)
+
+    def update(self, value: Any) -> None:
+        backend = self._backend
+        try:
+            key = backend._kg_part + self._name_part + backend._key_part + self._ns_part  # type: ignore[operator]
+        except TypeError:
+            raise self._context_error() from None
+        if value is None:
+            self._db.delete(key)
+        else:
+            self._db.put(key, self._value_serializer.serialize(value))
+
+
+class RocksReducingState(_SingleValueMixin, InternalReducingState):
+    """RocksDB reducing state (read-reduce-write per add)."""
+
+    kind = StateKind.REDUCING
+
+    def get(self) -> Any:
+        return self._read()
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            self.clear()
+            return
+        current = self._read()
+        if current is not None:
+            value = self.descriptor.reduce(current, value)  # type: ignore[attr-defined]
+            if value is None:
+                raise StateError(
+                    f"the reduce function of reducing state {self._name!r} returned None"
+                )
+        self._write(value)
+
+    def get_internal(self) -> Any:
+        return self._read()
+
+    def update_internal(self, value: Any) -> None:
+        self._write(value)
+
+
+class RocksAggregatingState(_SingleValueMixin, InternalAggregatingState):
+    """RocksDB aggregating state (the accumulator is stored)."""
+
+    kind = StateKind.AGGREGATING
+
+    def get(self) -> Any:
+        accumulator = self._read()
+        if accumulator is None:
+            return None
+        return self.descriptor.agg_function.get_result(accumulator)  # type: ignore[attr-defined]
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            self.clear()
+            return
+        function = self.descriptor.agg_function  # type: ignore[attr-defined]
+        accumulator = self._read()
+        if accumulator is None:
+            accumulator = function.create_accumulator()
+        accumulator = function.add(value, accumulator)
+        if accumulator is None:
+            raise StateError(
+                f"AggregateFunction.add of aggregating state {self._name!r} returned None; "
+                "it must return the accumulator"
+            )
+        self._write(accumulator)
+
+    def get_internal(self) -> Any:
+        return self._read()
+
+    def update_internal(self, value: Any) -> None:
+        self._write(value)
+
+
+class RocksListState(_RocksState, InternalListState):
+    """RocksDB list state: one entry per element, appended without reading the list."""
+
+    kind = StateKind.LIST
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        #: prefix -> next free index (a cache; a miss costs one bounded reverse seek)
+        self._next: dict[bytes, int] = {}
+
+    def _next_index(self, prefix: bytes) -> int:
+        index = self._next.get(prefix)
+        if index is None:
+            index = 0
+            for key, _ in self._backend._items_backwards(prefix, prefix_successor(prefix)):
+                index = _U64.unpack_from(key, len(key) - 8)[0] + 1
+                break
+            if len(self._next) >= _INDEX_CACHE_LIMIT:
+                self._next.clear()
+        return index
+
+    def get(self) -> list[Any]:
+        prefix = self._prefix()
+        deserialize = self._value_serializer.deserialize
+        return [deserialize(value) for _, value in self._items(prefix, prefix_successor(prefix))]
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            raise StateError(f"cannot add None to list state {self._name!r}")
+        prefix = self._prefix()
+        index = self._next_index(prefix)
+        self._db.put(prefix + _U64.pack(index), self._value_serializer.serialize(value))
+        self._next[prefix] = index + 1
+
+    def _append_all(self, prefix: bytes, index: int, items: list[Any]) -> None:
+        serialize = self._value_serializer.serialize
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for item in items:
+            batch.put(prefix + _U64.pack(index), serialize(item))
+            index += 1
+        self._backend._write(batch)
+        self._next[prefix] = index
+
+    def add_all(self, values: Iterable[Any] | None) -> None:
+        if values is None:
+            return
+        items = list(values)
+        if any(item is None for item in items):
+            raise StateError(f"cannot add None to list state {self._name!r}")
+        if items:
+            prefix = self._prefix()
+            self._append_all(prefix, self._next_index(prefix), items)
+
+    def update(self, values: Iterable[Any] | None) -> None:
+        items = [] if values is None else list(values)
+        if any(item is None for item in items):
+            raise StateError(f"cannot add None to list state {self._name!r}")
+        prefix = self._prefix()
+        self._delete_range(prefix, prefix_successor(prefix))
+        self._next[prefix] = 0
+        if items:
+            self._append_all(prefix, 0, items)
+
+    def clear(self) -> None:
+        prefix = self._prefix()
+        self._delete_range(prefix, prefix_successor(prefix))
+        self._next[prefix] = 0
+
+    def invalidate_cache(self) -> None:
+        """Forget cached next indices (after a restore wrote entries directly)."""
+        self._next.clear()
+
+
+class RocksMapState(_RocksState, InternalMapState):
+    """RocksDB map state: one entry per map entry (user key = serialized map key)."""
+
+    kind = StateKind.MAP
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._key_serializer = self.descriptor.user_key_serializer
+
+    def get(self, key: Any) -> Any:
+        data = self._db.get(self._prefix() + self._key_serializer.serialize(key))  # type: ignore[union-attr]
+        return None if data is None else self._value_serializer.deserialize(data)
+
+    def put(self, key: Any, value: Any) -> None:
+        self._db.put(
+            self._prefix() + self._key_serializer.serialize(key),  # type: ignore[union-attr]
+            self._value_serializer.serialize(value),
+        )
+
+    def put_all(self, mapping: Any) -> None:
+        pairs = mapping.items() if hasattr(mapping, "items") else mapping
+        prefix = self._prefix()
+        key_serialize = self._key_serializer.serialize  # type: ignore[union-attr]
+        value_serialize = self._value_serializer.serialize
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        count = 0
+        for key, value in pairs:
+            batch.put(prefix + key_serialize(key), value_serialize(value))
+            count += 1
+            if count >= _BATCH_LIMIT:
+                self._backend._write(batch)
+                batch = rocksdict.WriteBatch(raw_mode=True)
+                count = 0
+        if count:
+            self._backend._write(batch)
+
+    def remove(self, key: Any) -> None:
+        self._db.delete(self._prefix() + self._key_serializer.serialize(key))  # type: ignore[union-attr]
+
+    def contains(self, key: Any) -> bool:
+        return self._db.get(self._prefix() + self._key_serializer.serialize(key)) is not None  # type: ignore[union-attr]
+
+    def _scan(self) -> tuple[int, Iterator[tuple[bytes, bytes]]]:
+        prefix = self._prefix()
+        return len(prefix), self._items(prefix, prefix_successor(prefix))
+
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        start, rows = self._scan()
+        key_deserialize = self._key_serializer.deserialize  # type: ignore[union-attr]
+        value_deserialize = self._value_serializer.deserialize
+        return ((key_deserialize(key[start:]), value_deserialize(value)) for key, value in rows)
+
+    def keys(self) -> Iterator[Any]:
+        start, rows = self._scan()
+        key_deserialize = self._key_serializer.deserialize  # type: ignore[union-attr]
+        return (key_deserialize(key[start:]) for key, _ in rows)
+
+    def values(self) -> Iterator[Any]:
+        _, rows = self._scan()
+        value_deserialize = self._value_serializer.deserialize
+        return (value_deserialize(value) for _, value in rows)
+
+    def is_empty(self) -> bool:
+        _, rows = self._scan()
+        return next(rows, None) is None
+
+    def clear(self) -> None:
+        prefix = self._prefix()
+        self._delete_range(prefix, prefix_successor(prefix))
+
+
+class RocksSortedState(_RocksState, InternalBinarySortedState):
+    """RocksDB binary sorted state: lookups and ranges are bounded seeks."""
+
+    kind = StateKind.SORTED
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._key_serializer = self.descriptor.user_key_serializer
+        #: prefix -> {lexicographic key -> next free value index}
+        self._next: dict[bytes, dict[bytes, int]] = {}
+
+    def _lex(self, key: Any) -> bytes:
+        return self._key_serializer.serialize(key)  # type: ignore[union-attr]
+
+    def _group_rows(
+        self, start: int, rows: Iterator[tuple[bytes, bytes]]
+    ) -> Iterator[tuple[Any, list[Any]]]:
+        """Group consecutive rows by their sort key: ``(key, [values])`` in key order."""
+        key_deserialize = self._key_serializer.deserialize  # type: ignore[union-attr]
+        deserialize = self._value_serializer.deserialize
+        current: bytes | None = None
+        values: list[Any] = []
+        for key, value in rows:
+            lex = key[start:-8]
+            if lex != current:
+                if current is not None:
+                    yield key_deserialize(current), values
+                current, values = lex, []
+            values.append(deserialize(value))
+        if current is not None:
+            yield key_deserialize(current), values
+
+    def values_at(self, key: Any) -> list[Any] | None:
+        group = self._prefix() + self._lex(key)
+        deserialize = self._value_serializer.deserialize
+        values = [deserialize(value) for _, value in self._items(group, prefix_successor(group))]
+        return values or None
+
+    def _next_index(self, prefix: bytes, lex: bytes) -> int:
+        by_key = self._next.get(prefix)
+        if by_key is None:
+            if len(self._next) >= _INDEX_CACHE_LIMIT:
+                self._next.clear()
+            by_key = self._next[prefix] = {}
+        index = by_key.get(lex)
+        if index is None:
+            group = prefix + lex
+            index = 0
+            for key, _ in self._backend._items_backwards(group, prefix_successor(group)):
+                index = _U64.unpack_from(key, len(key) - 8)[0] + 1
+                break
+        return index
+
+    def add(self, key: Any, value: Any) -> None:
+        prefix = self._prefix()
+        lex = self._lex(key)
+        index = self._next_index(prefix, lex)
+        self._db.put(prefix + lex + _U64.pack(index), self._value_serializer.serialize(value))
+        self._next[prefix][lex] = index + 1
+
+    def put(self, key: Any, values: Iterable[Any]) -> None:
+        items = list(values)
+        prefix = self._prefix()
+        lex = self._lex(key)
+        group = prefix + lex
+        self._delete_range(group, prefix_successor(group))
+        serialize = self._value_serializer.serialize
+        if items:
+            batch = rocksdict.WriteBatch(raw_mode=True)
+            for index, item in enumerate(items):
+                batch.put(group + _U64.pack(index), serialize(item))
+            self._backend._write(batch)
+        self._next.setdefault(prefix, {})[lex] = len(items)
+
+    def clear_entry_at(self, key: Any) -> None:
+        prefix = self._prefix()
+        lex = self._lex(key)
+        group = prefix + lex
+        self._delete_range(group, prefix_successor(group))
+        self._next.setdefault(prefix, {})[lex] = 0
+
+    def first_entry(self, from_key: Any = None) -> tuple[Any, list[Any]] | None:
+        prefix = self._prefix()
+        lower = prefix if from_key is None else prefix + self._lex(from_key)
+        return next(self._group_rows(len(prefix), self._first_group(prefix, lower)), None)
+
+    def _first_group(self, prefix: bytes, lower: bytes) -> Iterator[tuple[bytes, bytes]]:
+        start = len(prefix)
+        first: bytes | None = None
+        for key, value in self._items(lower, prefix_successor(prefix)):
+            lex = key[start:-8]
+            if first is None:
+                first = lex
+            elif lex != first:
+                return
+            yield key, value
+
+    def last_entry(self, to_key: Any = None) -> tuple[Any, list[Any]] | None:
+        prefix = self._prefix()
+        upper = prefix_successor(prefix if to_key is None else prefix + self._lex(to_key))
+        start = len(prefix)
+        rows: list[tuple[bytes, bytes]] = []
+        last: bytes | None = None
+        for key, value in self._backend._items_backwards(prefix, upper):
+            lex = key[start:-8]
+            if last is None:
+                last = lex
+            elif lex != last:
+                break
+            rows.append((key, value))
+        if last is None:
+            return None
+        rows.reverse()
+        return next(self._group_rows(start, iter(rows)))
+
+    def _range_bounds(
+        self, from_key: Any, to_key: Any, inclusive_to_key: bool, has_from: bool, has_to: bool
+    ) -> tuple[bytes, bytes, bytes | None]:
+        prefix = self._prefix()
+        lower = prefix + self._lex(from_key) if has_from else prefix
+        if has_to:
+            to = prefix + self._lex(to_key)
+            upper = prefix_successor(to) if inclusive_to_key else to
+        else:
+            upper = prefix_successor(prefix)
+        return prefix, lower, upper
+
+    def _read_range(
+        self, from_key: Any, to_key: Any, inclusive_to_key: bool, has_from: bool, has_to: bool
+    ) -> Iterator[tuple[Any, list[Any]]]:
+        prefix, lower, upper = self._range_bounds(
+            from_key, to_key, inclusive_to_key, has_from, has_to
+        )
+        if upper is not None and lower >= upper:
+            return iter(())
+        return self._group_rows(len(prefix), self._items(lower, upper))
+
+    def _clear_range(
+        self, from_key: Any, to_key: Any, inclusive_to_key: bool, has_from: bool, has_to: bool
+    ) -> None:
+        prefix, lower, upper = self._range_bounds(
+            from_key, to_key, inclusive_to_key, has_from, has_to
+        )
+        if upper is not None and lower >= upper:
+            return
+        self._delete_range(lower, upper)
+        self._next.pop(prefix, None)
+
+    def read_range(
+        self, from_key: Any, to_key: Any, inclusive_to_key: bool
+    ) -> Iterator[tuple[Any, list[Any]]]:
+        return self._read_range(from_key, to_key, inclusive_to_key, True, True)
+
+    def read_range_until(self, to_key: Any, inclusive_to_key: bool) -> Iterator[tuple[Any, list[Any]]]:
+        return self._read_range(None, to_key, inclusive_to_key, False, True)
+
+    def read_range_from(self, from_key: Any) -> Iterator[tuple[Any, list[Any]]]:
+        return self._read_range(from_key, None, False, True, False)
+
+    def clear_range(self, from_key: Any, to_key: Any, inclusive_to_key: bool) -> None:
+        self._clear_range(from_key, to_key, inclusive_to_key, True, True)
+
+    def clear_range_until(self, to_key: Any, inclusive_to_key: bool) -> None:
+        self._clear_range(None, to_key, inclusive_to_key, False, True)
+
+    def clear_range_from(self, from_key: Any) -> None:
+        self._clear_range(from_key, None, False, True, False)
+
+    def clear(self) -> None:
+        prefix = self._prefix()
+        self._delete_range(prefix, prefix_successor(prefix))
+        self._next.pop(prefix, None)
+
+    def invalidate_cache(self) -> None:
+        """Forget cached next indices (after a restore wrote entries directly)."""
+        self._next.clear()
+
+
+_ROCKS_STATES: dict[StateKind, type[_RocksState]] = {
+    StateKind.VALUE: RocksValueState,
+    StateKind.LIST: RocksListState,
+    StateKind.MAP: RocksMapState,
+    StateKind.REDUCING: RocksReducingState,
+    StateKind.AGGREGATING: RocksAggregatingState,
+    StateKind.SORTED: RocksSortedState,
+}
+
+
+class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
+    """RocksDB backend: state on local disk, bounded memory (Flink's ``EmbeddedRocksDBStateBackend``).
+
+    ``directory``: parent folder for the database (default: a fresh temp dir); the
+    backend creates its own sub-folder there and deletes it on :meth:`close`.
+    ``block_cache_size`` / ``write_buffer_size`` / ``max_write_buffer_number``
+    bound RocksDB's memory.
+    """
+
+    backend_name = "rocksdb"
+
+    def __init__(
+        self,
+        key_serializer: TypeSerializer[Any],
+        max_parallelism: int = DEFAULT_MAX_PARALLELISM,
+        key_group_range: range | None = None,
+        *,
+        directory: str | os.PathLike[str] | None = None,
+        block_cache_size: int = 64 << 20,
+        write_buffer_size: int = 32 << 20,
+        max_write_buffer_number: int = 2,
+        max_background_jobs: int = 2,
+    ) -> None:
+        super().__init__(key_serializer, max_parallelism, key_group_range)
+        for option, value in (
+            ("block_cache_size", block_cache_size),
+            ("write_buffer_size", write_buffer_size),
+            ("max_write_buffer_number", max_write_buffer_number),
+            ("max_background_jobs", max_background_jobs),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise StateBackendError(
+                    f"EmbeddedRocksDBStateBackend: option {option} must be a positive int, "
+                    f"got {value!r}"
+                )
+        self._key_part: bytes | None = None
+        self._kg_part: bytes | None = None
+        self._kg = -1
+        try:
+            if directory is None:
+                self._path = tempfile.mkdtemp(prefix="pyspark-datastream-rocksdb-")
+            else:
+                os.makedirs(directory, exist_ok=True)
+                self._path = tempfile.mkdtemp(
+                    prefix=f"kg{self.key_group_range.start}-{self.key_group_range.stop - 1}-",
+                    dir=os.fspath(directory),
+                )
+            options = rocksdict.Options(raw_mode=True)
+            options.create_if_missing(True)
+            table = rocksdict.BlockBasedOptions()
+            table.set_block_cache(rocksdict.Cache(block_cache_size))
+            options.set_block_based_table_factory(table)
+            options.set_write_buffer_size(write_buffer_size)
+            options.set_max_write_buffer_number(max_write_buffer_number)
+            options.set_max_background_jobs(max_background_jobs)
+            self._db = rocksdict.Rdict(os.path.join(self._path, "db"), options)
+            write_options = rocksdict.WriteOptions()
+            write_options.disable_wal = True
+            self._db.set_write_options(write_options)
+            self._write_options = write_options
+        except Exception as exc:
+            if hasattr(self, "_path"):
+                shutil.rmtree(self._path, ignore_errors=True)
+            raise StateBackendError(
+                f"EmbeddedRocksDBStateBackend: cannot open RocksDB under {directory!r}: {exc}"
+            ) from exc
+        # closes the database and deletes its folder even if close() is never called
+        self._finalizer = weakref.finalize(self, _close_and_delete, self._db, self._path)
+
+    # -- storage helpers -------------------------------------------------------------------------
+    # The ReadOptions must outlive the native iterator (it holds the bound slices), so
+    # these helpers are generators keeping it referenced while iterating.
+    def _items(self, lower: bytes, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        """Rows with ``lower <= key < upper`` in key order."""
+        read_options = rocksdict.ReadOptions()
+        if upper is not None:
+            read_options.set_iterate_upper_bound(upper)
+        yield from self._db.items(from_key=lower, read_opt=read_options)
+
+    def _items_backwards(self, lower: bytes, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        """Rows with ``lower <= key < upper`` in reverse key order."""
+        read_options = rocksdict.ReadOptions()
+        read_options.set_iterate_lower_bound(lower)
+        if upper is not None:
+            read_options.set_iterate_upper_bound(upper)
+        for key, value in self._db.items(backwards=True, read_opt=read_options):
+            if key < lower:
+                return
+            yield key, value
+
+    def _keys(self, lower: bytes, upper: bytes | None) -> Iterator[bytes]:
+        read_options = rocksdict.ReadOptions()
+        if upper is not None:
+            read_options.set_iterate_upper_bound(upper)
+        yield from self._db.keys(from_key=lower, read_opt=read_options)
+
+    def _write(self, batch: rocksdict.WriteBatch) -> None:
+        self._db.write(batch, self._write_options)
+
+    def _delete_range(self, lower: bytes, upper: bytes | None) -> None:
+        """Delete ``lower <= key < upper`` through bounded iteration + WriteBatch."""
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        count = 0
+        for key in self._keys(lower, upper):
+            batch.delete(key)
+            count += 1
+            if count >= _BATCH_LIMIT:
+                self._write(batch)
+                batch = rocksdict.WriteBatch(raw_mode=True)
+                count = 0
+        if count:
+            self._write(batch)
+
+    # -- current key -------------------------------------------------------------------------------
+    def set_current_key(self, key: Any, key_bytes: bytes | None = None) -> None:
+        if key_bytes is None:
+            key_bytes = self.key_serializer.serialize(key)
+        key_group = _crc32(key_bytes) % self.max_parallelism
+        if not self._full_range and key_group not in self.key_group_range:
+            self._check_key_group(key_group, key)
+        self._key = key
+        self._key_bytes = key_bytes
+        self._kg = key_group
+        self._kg_part = _KG_BYTES[key_group]
+        self._key_part = _U32.pack(len(key_bytes)) + key_bytes
+
+    def get_current_key_group(self) -> int:
+        if self._key_bytes is None:
+            raise StateError("no current key: call set_current_key first")
+        return self._kg
+
+    # -- states ------------------------------------------------------------------------------------
+    def _create_state(
+        self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
+    ) -> InternalKvState:
+        return _ROCKS_STATES[descriptor.kind](self, descriptor, namespace_serializer)
+
+    def _kind_of(self, state_name: str) -> StateKind:
+        registration = self._states.get(state_name)
+        if registration is not None:
+            return registration.descriptor.kind
+        return self._restored_meta[state_name].kind
+
+    # -- snapshot / restore ------------------------------------------------------------------------
+    def _restore_entries(self, entries: Iterable[StateEntry]) -> None:
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        count = 0
+        for entry in entries:
+            batch.put(entry.encoded_key(), entry.value)
+            count += 1
+            if count >= _BATCH_LIMIT:
+                self._write(batch)
+                batch = rocksdict.WriteBatch(raw_mode=True)
+                count = 0
+        if count:
+            self._write(batch)
+        for registration in self._states.values():
+            invalidate = getattr(registration.state, "invalidate_cache", None)
+            if invalidate is not None:
+                invalidate()
+
+    def snapshot(self, key_groups: Iterable[int] | None = None) -> Iterator[StateEntry]:
+        """Ordered scan of the owned key groups merged with the timers; streaming."""
+        self._check_open()
+        if key_groups is None:
+            selected = list(self.key_group_range)
+        else:
+            selected = sorted(set(key_groups))
+            for key_group in selected:
+                if key_group not in self.key_group_range:
+                    raise KeyGroupError(
+                        f"cannot snapshot key group {key_group}: this backend owns "
+                        f"{self.key_group_range.start}..{self.key_group_range.stop - 1}"
+                    )
+        timers: dict[int, list[StateEntry]] = {}
+        for entry in self._timer_entries():
+            timers.setdefault(entry.key_group, []).append(entry)
+        for group in timers.values():
+            group.sort(key=StateEntry.encoded_key)
+        kinds = {name: self._kind_of(name) for name in self._restored_meta}
+        kinds.update({name: reg.descriptor.kind for name, reg in self._states.items()})
+        return self._snapshot(selected, timers, kinds)
+
+    def _snapshot(
+        self,
+        selected: list[int],
+        timers: dict[int, list[StateEntry]],
+        kinds: dict[str, StateKind],
+    ) -> Iterator[StateEntry]:
+        # contiguous key groups are scanned with a single iterator
+        runs: list[tuple[int, int]] = []
+        for key_group in selected:
+            if runs and runs[-1][1] == key_group:
+                runs[-1] = (runs[-1][0], key_group + 1)
+            else:
+                runs.append((key_group, key_group + 1))
+        for start, stop in runs:
+            lower = encode_key_group(start)
+            upper = encode_key_group(stop) if stop < (1 << 15) else None
+            scanned = self._renumbered(self._items(lower, upper), kinds)
+            pending_timers = [t for kg in range(start, stop) for t in timers.get(kg, ())]
+            yield from _merge_sorted(scanned, pending_timers)
+
+    def _renumbered(
+        self, rows: Iterator[tuple[bytes, bytes]], kinds: dict[str, StateKind]
+    ) -> Iterator[tuple[bytes, StateEntry]]:
+        """Decode scanned rows; renumber list / sorted indices 0..n-1 per group."""
+        group: bytes | None = None
+        counter = 0
+        for raw_key, value in rows:
+            decoded = decode_entry_key(raw_key)
+            kind = kinds.get(decoded.state_name)
+            user_key = decoded.user_key
+            if kind is StateKind.LIST or kind is StateKind.SORTED:
+                group_key = raw_key[:-8]
+                if group_key != group:
+                    group, counter = group_key, 0
+                index = _U64.unpack_from(raw_key, len(raw_key) - 8)[0]
+                if index != counter:
+                    user_key = user_key[:-8] + _U64.pack(counter)
+                    raw_key = group_key + _U64.pack(counter)
+                counter += 1
+            yield raw_key, StateEntry(
+                decoded.key_group,
+                decoded.state_name,
+                decoded.key,
+                decoded.namespace,
+                user_key,
+                value,
+            )
+
+    def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
+        """Keys having state ``state_name`` under ``namespace`` (seeks past each key's entries)."""
+        self._check_open()
+        if state_name not in self._states and state_name not in self._restored_meta:
+            raise StateError(f"keys(): unknown state {state_name!r}")
+        ns_bytes = self._namespace_bytes_for(state_name, namespace)
+        return self._keys_of(encode_state_name(state_name), ns_bytes)
+
+    def _keys_of(self, name_part: bytes, ns_bytes: bytes) -> Iterator[Any]:
+        deserialize = self.key_serializer.deserialize
+        ns_part = _U32.pack(len(ns_bytes)) + ns_bytes
+        for key_group in self.key_group_range:
+            state_prefix = _KG_BYTES[key_group] + name_part
+            end = prefix_successor(state_prefix)
+            lower = state_prefix
+            while True:
+                raw = next(self._keys(lower, end), None)
+                if raw is None:
+                    break
+                start = len(state_prefix)
+                (key_len,) = _U32.unpack_from(raw, start)
+                key_end = start + 4 + key_len
+                key_bytes = raw[start + 4 : key_end]
+                key_prefix = raw[:key_end]
+                # does this key have an entry in the wanted namespace?
+                wanted = key_prefix + ns_part
+                hit = next(self._keys(wanted, prefix_successor(wanted)), None)
+                if hit is not None:
+                    yield deserialize(key_bytes)
+                following = prefix_successor(key_prefix)
+                if following is None:
+                    break
+                lower = following
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._closed:
+            return
+        super().close()
+        self._states.clear()
+        self._timer_queues.clear()
+        self._finalizer()
+
+    @property
+    def path(self) -> str:
+        """Folder holding this backend's database."""
+        return self._path
+
+
+def _close_and_delete(db: rocksdict.Rdict, path: str) -> None:
+    """Close a database and delete its folder (also run by the finalizer)."""
+    try:
+        db.close()
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _merge_sorted(
+    scanned: Iterator[tuple[bytes, StateEntry]], timers: list[StateEntry]
+) -> Iterator[StateEntry]:
+    """Merge scanned ``(raw key, entry)`` rows with sorted timer entries by encoded key."""
+    if not timers:
+        for _, entry in scanned:
+            yield entry
+        return
+    timer_keys = [(timer.encoded_key(), timer) for timer in timers]
+    position = 0
+    for raw_key, entry in scanned:
+        while position < len(timer_keys) and timer_keys[position][0] < raw_key:
+            yield timer_keys[position][1]
+            position += 1
+        yield entry
+    for _, timer in timer_keys[position:]:
+        yield timer

@@ -1,0 +1,281 @@
+"""``SingleKeyStateBackend``: the BATCH backend of FLIP-140.
+
+In BATCH execution the input of a keyed operator is sorted by key, so only the
+current key's state is ever needed. This backend keeps exactly that, in one
+plain dict ``(state name, namespace) -> container``; switching to another key
+first calls the key-change listeners (where the runtime fires the previous
+key's timers), then drops the previous key's state and timers by replacing the
+dict. No key groups are tracked per access, which makes it the fastest backend.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ..backend import InternalKvState, KeyedStateBackend, TimerQueue
+from ..descriptors import StateDescriptor
+from ..entries import StateEntry, StateKind, StateMetaInfo
+from ..errors import StateBackendError, StateError
+from ..keygroups import DEFAULT_MAX_PARALLELISM
+from ..namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
+from ..serializers import TypeSerializer
+from ._pystates import (
+    NoKeyTable,
+    PyAggregatingState,
+    PyListState,
+    PyMapState,
+    PyReducingState,
+    PySortedState,
+    PyState,
+    PyValueState,
+)
+
+__all__ = ["SingleKeyStateBackend"]
+
+_crc32 = zlib.crc32
+
+
+class _SingleKeyStorage:
+    """Containers in ``backend._store[(state name, namespace)]``."""
+
+    _backend: SingleKeyStateBackend
+    _name: str
+    _ns: Any
+
+    def _init_storage(self) -> None:
+        self._slot: tuple[str, Any] = (self._name, VOID_NAMESPACE)
+
+    def set_current_namespace(self, namespace: Any) -> None:
+        self._ns = namespace
+        self._slot = (self._name, namespace)
+
+    def _get(self) -> Any:
+        return self._backend._store.get(self._slot)
+
+    def _put(self, container: Any) -> None:
+        self._backend._store[self._slot] = container
+
+    def _remove(self) -> None:
+        self._backend._store.pop(self._slot, None)
+
+    def _iter_containers(self, key_group: int) -> Iterator[tuple[bytes, Any, Any]]:
+        backend = self._backend
+        if backend._key_bytes is None or key_group != backend.get_current_key_group():
+            return
+        name = self._name
+        for (state_name, namespace), container in list(backend._store.items()):
+            if state_name == name:
+                yield backend._key_bytes, namespace, container
+
+    def _place(self, key_group: int, key_bytes: bytes, namespace: Any, container: Any) -> None:
+        backend = self._backend
+        if key_bytes != backend._key_bytes:
+            raise StateBackendError(
+                f"SingleKeyStateBackend holds one key; cannot restore state {self._name!r} of "
+                f"key bytes {key_bytes!r} while the current key bytes are {backend._key_bytes!r}"
+            )
+        backend._store[(self._name, namespace)] = container
+
+    def _keys_in_namespace(self, namespace: Any) -> list[tuple[int, bytes]]:
+        backend = self._backend
+        if backend._key_bytes is not None and (self._name, namespace) in backend._store:
+            return [(backend.get_current_key_group(), backend._key_bytes)]
+        return []
+
+
+class SingleKeyValueState(_SingleKeyStorage, PyValueState):
+    """Value state with the container lookups inlined (the hot path)."""
+
+    def value(self) -> Any:
+        return self._backend._store.get(self._slot)
+
+    def update(self, value: Any) -> None:
+        if value is None:
+            self._backend._store.pop(self._slot, None)
+        else:
+            self._backend._store[self._slot] = value
+
+
+class SingleKeyListState(_SingleKeyStorage, PyListState):
+    """Single-key list state."""
+
+
+class SingleKeyMapState(_SingleKeyStorage, PyMapState):
+    """Single-key map state."""
+
+
+class SingleKeyReducingState(_SingleKeyStorage, PyReducingState):
+    """Single-key reducing state."""
+
+
+class SingleKeyAggregatingState(_SingleKeyStorage, PyAggregatingState):
+    """Single-key aggregating state."""
+
+
+class SingleKeySortedState(_SingleKeyStorage, PySortedState):
+    """Single-key binary sorted state."""
+
+
+_SINGLE_KEY_STATES: dict[StateKind, type[PyState]] = {
+    StateKind.VALUE: SingleKeyValueState,
+    StateKind.LIST: SingleKeyListState,
+    StateKind.MAP: SingleKeyMapState,
+    StateKind.REDUCING: SingleKeyReducingState,
+    StateKind.AGGREGATING: SingleKeyAggregatingState,
+    StateKind.SORTED: SingleKeySortedState,
+}
+
+
+class SingleKeyStateBackend(KeyedStateBackend):
+    """Holds only the current key's state; ``set_current_key`` to another key drops it."""
+
+    backend_name = "single_key"
+
+    def __init__(
+        self,
+        key_serializer: TypeSerializer[Any],
+        max_parallelism: int = DEFAULT_MAX_PARALLELISM,
+        key_group_range: range | None = None,
+    ) -> None:
+        super().__init__(key_serializer, max_parallelism, key_group_range)
+        self._store: dict[tuple[str, Any], Any] = NoKeyTable()
+        self._listeners: list[Callable[[Any, bytes], None]] = []
+        self._pending_states: dict[str, list[StateEntry]] = {}
+        #: True once a key change needs more than swapping the store (listeners, timers,
+        #: restored entries, a partial key-group range); keeps the common path minimal
+        self._slow_switch = not self._full_range
+
+    # -- current key ---------------------------------------------------------------------------
+    def set_current_key(self, key: Any, key_bytes: bytes | None = None) -> None:
+        if key_bytes is None:
+            key_bytes = self.key_serializer.serialize(key)
+        if key_bytes == self._key_bytes:
+            return
+        if self._slow_switch:
+            self._switch_key(key, key_bytes)
+            return
+        self._key = key
+        self._key_bytes = key_bytes
+        self._store = {}
+
+    def _switch_key(self, key: Any, key_bytes: bytes) -> None:
+        if not self._full_range:
+            self._check_key_group(_crc32(key_bytes) % self.max_parallelism, key)
+        if self._key_bytes is not None:
+            for listener in self._listeners:
+                listener(key, key_bytes)
+        for queue in self._timer_queues.values():
+            if queue:
+                queue.clear()
+        if self._pending_states:
+            self._pending_states.clear()
+        if self._pending_timers:
+            self._pending_timers.clear()
+        self._key = key
+        self._key_bytes = key_bytes
+        self._store = {}
+
+    def add_key_change_listener(self, listener: Callable[[Any, bytes], None]) -> None:
+        self._slow_switch = True
+        super().add_key_change_listener(listener)
+
+    def timer_queue(
+        self, name: str, namespace_serializer: TypeSerializer[Any] = VOID_NAMESPACE_SERIALIZER
+    ) -> TimerQueue:
+        self._slow_switch = True
+        return super().timer_queue(name, namespace_serializer)
+
+    def get_current_key_group(self) -> int:
+        if self._key_bytes is None:
+            raise StateError("no current key: call set_current_key first")
+        return _crc32(self._key_bytes) % self.max_parallelism
+
+    def clear_all_for_current_key(self) -> None:
+        """Drop every state (not the timers) of the current key."""
+        if self._key_bytes is not None:
+            self._store = {}
+
+    # -- states ----------------------------------------------------------------------------------
+    def _create_state(
+        self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
+    ) -> InternalKvState:
+        state = _SINGLE_KEY_STATES[descriptor.kind](self, descriptor, namespace_serializer)
+        pending = self._pending_states.pop(descriptor.name, None)
+        if pending:
+            state.load_entries(pending)
+        return state
+
+    # -- snapshot / restore ------------------------------------------------------------------------
+    def restore(self, meta_infos: Iterable[StateMetaInfo], entries: Iterable[StateEntry]) -> None:
+        """Restore the entries of ONE key (it becomes the current key)."""
+        self._check_open()
+        rows = list(entries)
+        keys = {entry.key for entry in rows}
+        if len(keys) > 1:
+            raise StateBackendError(
+                f"SingleKeyStateBackend.restore accepts the entries of one key, got {len(keys)} "
+                f"keys (e.g. {sorted(keys)[:2]!r})"
+            )
+        if keys:
+            (key_bytes,) = keys
+            if key_bytes != self._key_bytes:
+                self._switch_key(self.key_serializer.deserialize(key_bytes), key_bytes)
+        self._slow_switch = True
+        super().restore(meta_infos, rows)
+
+    def _restore_entries(self, entries: Iterable[StateEntry]) -> None:
+        for_registered: dict[str, list[StateEntry]] = {}
+        for entry in entries:
+            name = entry.state_name
+            if name in self._states:
+                for_registered.setdefault(name, []).append(entry)
+            else:
+                self._pending_states.setdefault(name, []).append(entry)
+        for name, state_entries in for_registered.items():
+            state = self._states[name].state
+            assert isinstance(state, PyState)
+            state.load_entries(state_entries)
+
+    def snapshot(self, key_groups: Iterable[int] | None = None) -> Iterator[StateEntry]:
+        """The current key's entries (states and timers) in canonical order."""
+        self._check_open()
+        if self._key_bytes is None:
+            return iter(())
+        key_group = self.get_current_key_group()
+        if key_groups is not None and key_group not in set(key_groups):
+            return iter(())
+        batch: list[StateEntry] = []
+        for registration in self._states.values():
+            batch.extend(registration.state.snapshot_entries(key_group))  # type: ignore[attr-defined]
+        for entries in self._pending_states.values():
+            batch.extend(entries)
+        batch.extend(self._timer_entries())
+        batch.sort(key=StateEntry.encoded_key)
+        return iter(batch)
+
+    def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
+        self._check_open()
+        registration = self._states.get(state_name)
+        if registration is not None:
+            found = registration.state._keys_in_namespace(namespace)  # type: ignore[attr-defined]
+        elif state_name in self._pending_states:
+            ns_bytes = self._namespace_bytes_for(state_name, namespace)
+            found = [
+                (entry.key_group, entry.key)
+                for entry in self._pending_states[state_name]
+                if entry.namespace == ns_bytes
+            ][:1]
+        elif state_name in self._restored_meta:
+            found = []
+        else:
+            raise StateError(f"keys(): unknown state {state_name!r}")
+        return iter([self._key for _ in found])
+
+    def close(self) -> None:
+        self._states.clear()
+        self._pending_states.clear()
+        self._timer_queues.clear()
+        self._store = NoKeyTable()
+        super().close()

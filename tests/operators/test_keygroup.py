@@ -1,0 +1,121 @@
+"""KeyGroupRuntime: one key group, one STREAMING micro-batch at a time, state only as bytes."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyspark_datastream.operators.base import MIN_WATERMARK, OperatorConfig
+from pyspark_datastream.operators.functions import KeyedProcessFunction
+from pyspark_datastream.operators.keygroup import (
+    KeyGroupRuntime,
+    decode_state,
+    encode_state,
+)
+from pyspark_datastream.state_store.descriptors import ValueStateDescriptor
+from pyspark_datastream.state_store.errors import JobExecutionError, SavepointFormatError
+from pyspark_datastream.state_store.serializers import GenericKeySerializer
+from pyspark_datastream.state_store.typeinfo import Types
+
+KS = GenericKeySerializer.INSTANCE
+
+
+def _cfg(**kw):
+    kw.setdefault("operator_name", "kg-op")
+    return OperatorConfig.for_mode("STREAMING", **kw)
+
+
+def _rows(*items):
+    """(key, ts, value) -> runtime rows with serialized keys."""
+    return [(KS.serialize(k), ts, v, 0) for k, ts, v in items]
+
+
+class CountThenFire(KeyedProcessFunction):
+    """Counts per key; a timer at ts+10 emits (key, count, timer ts)."""
+
+    def open(self, runtime_context):
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        self.count.update((self.count.value() or 0) + 1)
+        ctx.timer_service().register_event_time_timer(ctx.timestamp() + 10)
+        yield ("seen", ctx.get_current_key(), value, ctx.timer_service().current_watermark())
+
+    def on_timer(self, timestamp, ctx):
+        yield ("timer", ctx.get_current_key(), self.count.value(), timestamp)
+
+
+def _values(result):
+    return [o.value for o in result.outputs]
+
+
+def test_reduce_keeps_running_value_across_micro_batches_through_bytes_only():
+    rt = KeyGroupRuntime("reduce", lambda a, b: a + b, KS, _cfg())
+    r1 = rt.run(None, _rows(("a", 1, 1), ("b", 2, 10), ("a", 3, 2)))
+    assert _values(r1) == [1, 10, 3]
+    assert isinstance(r1.state, bytes) and r1.elements == 3
+    r2 = rt.run(r1.state, _rows(("a", 4, 5), ("b", 5, 1)))
+    assert _values(r2) == [8, 11]
+    assert [o.timestamp for o in r2.outputs] == [4, 5]
+    assert r2.next_event_timer is None
+
+
+def test_timers_fire_before_the_batch_elements_and_report_next_timer():
+    rt = KeyGroupRuntime("process", CountThenFire(), KS, _cfg())
+    r1 = rt.run(None, _rows(("a", 100, "x"), ("b", 105, "y")))
+    assert _values(r1) == [("seen", "a", "x", MIN_WATERMARK), ("seen", "b", "y", MIN_WATERMARK)]
+    assert r1.next_event_timer == 110
+    # watermark 111: a's timer (110) fires, then the new element is processed
+    r2 = rt.run(r1.state, _rows(("b", 106, "z")), watermark=111)
+    assert _values(r2) == [("timer", "a", 1, 110), ("seen", "b", "z", 111)]
+    assert r2.next_event_timer == 115
+    # no data for the key group: only the due timers fire
+    r3 = rt.run(r2.state, [], watermark=200)
+    assert _values(r3) == [("timer", "b", 2, 115), ("timer", "b", 2, 116)]
+    assert r3.next_event_timer is None
+
+
+def test_late_element_is_processed_and_its_past_timer_fires_on_next_watermark():
+    rt = KeyGroupRuntime("process", CountThenFire(), KS, _cfg())
+    r1 = rt.run(None, _rows(("a", 500, "on-time")), watermark=400)
+    r2 = rt.run(r1.state, _rows(("c", 50, "late")), watermark=450)
+    assert _values(r2) == [("seen", "c", "late", 450)]
+    assert r2.next_event_timer == 60  # in the past: the plugin clamps the timeout to the watermark
+    r3 = rt.run(r2.state, [], watermark=451)
+    assert _values(r3) == [("timer", "c", 1, 60)]
+
+
+def test_end_of_input_fires_every_timer():
+    rt = KeyGroupRuntime("process", CountThenFire(), KS, _cfg())
+    r1 = rt.run(None, _rows(("a", 1, "x"), ("b", 2_000_000, "y")))
+    r2 = rt.run(r1.state, [], watermark=5, end_of_input=True)
+    assert _values(r2) == [("timer", "a", 1, 11), ("timer", "b", 1, 2_000_010)]
+    assert r2.next_event_timer is None
+    assert r2.state is not None and r2.state_entries == 2  # two counts remain, no timers
+
+
+def test_state_bytes_round_trip_and_foreign_bytes_are_refused():
+    rt = KeyGroupRuntime("reduce", lambda a, b: a + b, KS, _cfg())
+    r = rt.run(None, _rows(("k", 1, 7)))
+    metas, entries = decode_state(r.state)
+    assert [m.name for m in metas if not m.name.startswith("_timer")] == ["_reduce"]
+    assert decode_state(encode_state(metas, entries)) == (metas, entries)
+    with pytest.raises(SavepointFormatError, match="key group state"):
+        decode_state(b"not a state")
+    import pickle
+
+    with pytest.raises(SavepointFormatError, match="has format 'other'"):
+        decode_state(pickle.dumps(("other", [], [])))
+
+
+def test_user_error_names_the_operator_and_batch_config_is_refused():
+    def boom(a, b):
+        raise ValueError("bad reduce")
+
+    rt = KeyGroupRuntime("reduce", boom, KS, _cfg(operator_name="my-reduce"))
+    r = rt.run(None, _rows(("k", 1, 1)))
+    with pytest.raises(JobExecutionError, match="my-reduce"):
+        rt.run(r.state, _rows(("k", 2, 2)))
+    with pytest.raises(JobExecutionError, match="BATCH OperatorConfig"):
+        KeyGroupRuntime("reduce", boom, KS, OperatorConfig.for_mode("BATCH"))
+    with pytest.raises(JobExecutionError, match="unknown keyed operator kind 'window'"):
+        KeyGroupRuntime("window", boom, KS, _cfg())

@@ -1,0 +1,89 @@
+"""Plugin unit tests that need no SparkSession: configuration, time, tracing, graph checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyspark_datastream import (
+    Configuration,
+    ConfigurationError,
+    Duration,
+    GraphBuildError,
+    Time,
+    Types,
+    WatermarkStrategy,
+)
+from pyspark_datastream.config import OPTIONS, resolve
+from pyspark_datastream.tracing import Expr, plain_callable, trace
+from pyspark_datastream.operators.functions import as_map_function
+
+
+def test_configuration_typed_accessors_and_alias():
+    c = Configuration()
+    c.set_string("execution.sorted-shuffles.enabled", "false")
+    assert c.get_boolean("execution.sorted-inputs.enabled") is False
+    c.set_integer("pipeline.max-parallelism", 64)
+    assert c.get_integer("pipeline.max-parallelism") == 64
+    assert c.get_string("missing", "d") == "d"
+    with pytest.raises(ConfigurationError, match="execution.runtime-mode must be one of"):
+        c.set_string("execution.runtime-mode", "SOMETIMES")
+    c.set_string("pipeline.max-parallelism", "many")
+    with pytest.raises(ConfigurationError, match="pipeline.max-parallelism must be an integer"):
+        c.get_integer("pipeline.max-parallelism")
+
+
+def test_mode_dependent_defaults_follow_flip_134():
+    c = Configuration()
+    assert resolve(c, "pipeline.processing-time.allow", "BATCH") == "FAIL"
+    assert resolve(c, "pipeline.processing-time.allow", "STREAMING") == "ALLOW"
+    assert resolve(c, "pipeline.processing-time.end-of-input", "BATCH") == "IGNORE"
+    assert resolve(c, "pipeline.processing-time.end-of-input", "STREAMING") == "FIRE_AND_QUIESCE"
+    assert all(o.description for o in OPTIONS.values())
+
+
+def test_duration_and_time():
+    assert Duration.of_seconds(5).to_milliseconds() == 5000
+    assert Time.minutes(2).to_milliseconds() == 120_000
+    with pytest.raises(GraphBuildError, match="max_out_of_orderness must be >= 0"):
+        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(-1))
+    with pytest.raises(GraphBuildError, match="TimestampAssigner or a callable"):
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(42)
+
+
+ROW = Types.ROW_NAMED(["word", "n", "x"], [Types.STRING(), Types.LONG(), Types.DOUBLE()])
+
+
+def test_trace_field_access_constants_and_arithmetic():
+    traced = trace(lambda r: (r[0], 1, r[1] + r[2] * 2), [ROW])
+    assert isinstance(traced, tuple) and len(traced) == 3
+    assert traced[0] == Expr("field", (0, 0, "word"), Types.STRING())
+    assert traced[1].op == "const" and traced[1].args == (1,)
+    assert traced[2].op == "+" and traced[2].type_info == Types.DOUBLE()
+    assert trace(lambda r: r.word, [ROW]).op == "field"
+    assert trace(lambda r: r["n"], [ROW]).args[:2] == (0, 1)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda r: r[0].upper(),          # method call
+    lambda r: r[1] if r[1] else 0,   # bool() of a probe
+    lambda r: r[0] + r[0],           # string concatenation is not modelled
+    lambda r: f"{r[0]}",             # formatting
+    lambda r: r[1] // 2,             # floor division differs from Spark's
+    lambda r: r[9],                  # no such field
+    lambda r: [r[0]],                # list constant
+])
+def test_untraceable_functions_fall_back(fn):
+    assert trace(fn, [ROW]) is None
+
+
+def test_plain_callable_only_for_wrapped_lambdas():
+    f = lambda x: x  # noqa: E731
+    assert plain_callable(as_map_function(f)) is f
+
+    from pyspark_datastream import MapFunction
+
+    class M(MapFunction):
+        def map(self, value):
+            return value
+
+    assert plain_callable(M()) is None
