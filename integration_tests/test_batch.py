@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import pytest
-
 from pyspark_datastream import (
     Duration,
     GraphBuildError,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
+    ListStateDescriptor,
     MapStateDescriptor,
     OutputTag,
     ProcessFunction,
-    ProcessingTimeError,
-    JobExecutionError,
+    TimestampAssigner,
     Types,
     ValueStateDescriptor,
     WatermarkStrategy,
-    ListStateDescriptor,
-    TimestampAssigner,
 )
 
 CLICK = Types.TUPLE([Types.STRING(), Types.STRING(), Types.LONG()])

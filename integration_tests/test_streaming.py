@@ -12,7 +12,6 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from pyspark_datastream import (
     ConfigurationError,
     KeyedProcessFunction,

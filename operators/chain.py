@@ -104,7 +104,9 @@ def _stage_from(spec: Any, position: int) -> ChainStage:
             f"StatelessChain: stage {position} has unknown kind {kind!r}; "
             f"expected one of {', '.join(STAGE_KINDS)}"
         )
-    if kind == "process":
+    if kind == "timestamps" and function is None:
+        pass  # a watermark strategy without a timestamp assigner: records keep their timestamps
+    elif kind == "process":
         if not isinstance(function, ProcessFunction):
             raise GraphBuildError(
                 f"StatelessChain: stage {position} ('process') needs a ProcessFunction, "
@@ -193,6 +195,8 @@ class StatelessChain:
         self._clock = OperatorClock(config)
         runtime_context = RuntimeContext(config, backend)
         for stage in self.stages:
+            if stage.function is None:
+                continue
             try:
                 stage.function.open(runtime_context)
             except DataStreamError:
@@ -212,7 +216,8 @@ class StatelessChain:
             return
         self._opened = False
         for stage in self.stages:
-            stage.function.close()
+            if stage.function is not None:
+                stage.function.close()
 
     def _compile(self, config: OperatorConfig) -> Callable[[Any, Any], None]:
         append = self._buf.append
@@ -224,6 +229,8 @@ class StatelessChain:
 
         nxt: Callable[[Any, Any], None] = sink
         for stage in reversed(self.stages):
+            if stage.function is None:  # identity timestamps stage
+                continue
             nxt = self._compile_stage(stage, nxt, append, op_name)
         return nxt
 

@@ -187,7 +187,7 @@ class DataStream:
                     "keys are grouped and sorted by their bytes, so use a basic type, a "
                     "TUPLE/ROW of basic types, or omit key_type"
                 )
-            serializer = key_type.create_serializer()
+            serializer = key_type.key_serializer()
         else:
             serializer = GenericKeySerializer()
         node = KeyByNode(name=name, inputs=[self._node], output_type=self._node.output_type,

@@ -13,6 +13,9 @@ Differences from PyFlink's ``pyflink.common.Row``, on purpose:
   since 3.0) instead of being sorted by name;
 * no ``RowKind`` (this product has no changelog streams).
 
+Field names that collide with tuple methods (``count``, ``index``) must be read
+with ``row["count"]``; ``row.count`` is the tuple method (as in PySpark).
+
 It is defined in its own module so that ``serializers`` can build Rows
 without importing ``typeinfo``; ``typeinfo`` re-exports it.
 """

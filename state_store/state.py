@@ -143,7 +143,7 @@ class MapState(State, Generic[K, V]):
         return self.contains(key)  # type: ignore[arg-type]
 
 
-class ReducingState(MergingState[T, T]):
+class ReducingState(MergingState[T, T | None]):
     """Values folded into one with a reduce function."""
 
     @abstractmethod
@@ -155,7 +155,7 @@ class ReducingState(MergingState[T, T]):
         """Reduce ``value`` into the state (None clears)."""
 
 
-class AggregatingState(MergingState[IN, OUT]):
+class AggregatingState(MergingState[IN, OUT | None]):
     """Values aggregated through an accumulator (an AggregateFunction)."""
 
     @abstractmethod

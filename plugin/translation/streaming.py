@@ -327,7 +327,7 @@ class StreamingTranslator(BatchTranslator):
                 spark = self.spark
 
                 def write(batch_df: Any, batch_id: int, path: Any = path, mode: Any = mode,
-                          total: list[int] = total) -> None:
+                          total: list[int] = total, spark: Any = spark) -> None:
                     total[0] += write_delta(spark, batch_df, path,
                                             mode if batch_id == 0 else "append")
 

@@ -56,7 +56,7 @@ class _HeapStorage:
 
     def _get(self) -> Any:
         backend = self._backend
-        return self._tables[backend._kg].get((backend._key_bytes, self._ns))  # type: ignore[union-attr]
+        return self._tables[backend._kg].get((backend._key_bytes, self._ns))  # type: ignore[union-attr, arg-type]
 
     def _put(self, container: Any) -> None:
         backend = self._backend
@@ -64,7 +64,7 @@ class _HeapStorage:
 
     def _remove(self) -> None:
         backend = self._backend
-        self._tables[backend._kg].pop((backend._key_bytes, self._ns), None)  # type: ignore[union-attr]
+        self._tables[backend._kg].pop((backend._key_bytes, self._ns), None)  # type: ignore[union-attr, arg-type]
 
     def _iter_containers(self, key_group: int) -> Iterator[tuple[bytes, Any, Any]]:
         table = self._tables[key_group]
@@ -76,7 +76,7 @@ class _HeapStorage:
         self._tables[key_group][(key_bytes, namespace)] = container  # type: ignore[index]
 
     def _keys_in_namespace(self, namespace: Any) -> list[tuple[int, bytes]]:
-        found = []
+        found: list[tuple[int, bytes]] = []
         for key_group, table in enumerate(self._tables[:-1]):
             if table:
                 found.extend(
@@ -90,12 +90,12 @@ class HeapValueState(_HeapStorage, PyValueState):
 
     def value(self) -> Any:
         backend = self._backend
-        return self._tables[backend._kg].get((backend._key_bytes, self._ns))  # type: ignore[union-attr]
+        return self._tables[backend._kg].get((backend._key_bytes, self._ns))  # type: ignore[union-attr, arg-type]
 
     def update(self, value: Any) -> None:
         backend = self._backend
         if value is None:
-            self._tables[backend._kg].pop((backend._key_bytes, self._ns), None)  # type: ignore[union-attr]
+            self._tables[backend._kg].pop((backend._key_bytes, self._ns), None)  # type: ignore[union-attr, arg-type]
         else:
             self._tables[backend._kg][(backend._key_bytes, self._ns)] = value  # type: ignore[index]
 
@@ -229,7 +229,7 @@ class HashMapStateBackend(KeyedStateBackend):
         self._check_open()
         registration = self._states.get(state_name)
         if registration is not None:
-            found = registration.state._keys_in_namespace(namespace)  # type: ignore[attr-defined]
+            found: Any = registration.state._keys_in_namespace(namespace)  # type: ignore[attr-defined]
         elif state_name in self._pending_states:
             ns_bytes = self._namespace_bytes_for(state_name, namespace)
             found = {

@@ -620,7 +620,7 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
             options.set_max_background_jobs(max_background_jobs)
             self._db = rocksdict.Rdict(os.path.join(self._path, "db"), options)
             write_options = rocksdict.WriteOptions()
-            write_options.disable_wal = True
+            write_options.disable_wal = True  # type: ignore[method-assign, assignment]
             self._db.set_write_options(write_options)
             self._write_options = write_options
         except Exception as exc:
@@ -648,7 +648,10 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
         read_options.set_iterate_lower_bound(lower)
         if upper is not None:
             read_options.set_iterate_upper_bound(upper)
-        for key, value in self._db.items(backwards=True, read_opt=read_options):
+        rows: Iterator[tuple[bytes, bytes]] = iter(
+            self._db.items(backwards=True, read_opt=read_options)  # type: ignore[arg-type]
+        )
+        for key, value in rows:
             if key < lower:
                 return
             yield key, value

@@ -259,7 +259,7 @@ class SingleKeyStateBackend(KeyedStateBackend):
         self._check_open()
         registration = self._states.get(state_name)
         if registration is not None:
-            found = registration.state._keys_in_namespace(namespace)  # type: ignore[attr-defined]
+            found: Any = registration.state._keys_in_namespace(namespace)  # type: ignore[attr-defined]
         elif state_name in self._pending_states:
             ns_bytes = self._namespace_bytes_for(state_name, namespace)
             found = [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from pyspark_datastream.operators.base import MIN_WATERMARK, OperatorConfig
 from pyspark_datastream.operators.functions import KeyedProcessFunction
 from pyspark_datastream.operators.keygroup import (

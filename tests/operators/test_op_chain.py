@@ -98,6 +98,12 @@ def test_empty_chain_is_identity_and_batch_keeps_order() -> None:
     assert chain2.process_batch([4]) == [Output(None, "4", None)]
 
 
+def test_timestamps_stage_without_assigner_keeps_timestamps() -> None:
+    chain = opened(StatelessChain([("timestamps", None), ("map", str)]))
+    assert chain.process(5, 42) == [Output(None, "5", 42)]
+    chain.close()
+
+
 def test_flat_map_may_return_none_or_a_generator() -> None:
     def gen(v):
         yield from range(v)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark_datastream.operators import aggregations as agg
 from pyspark_datastream.operators.base import MAX_WATERMARK, OperatorConfig, Output
@@ -94,22 +95,23 @@ def sort_rows(rows):
     return sorted(rows, key=lambda r: (r[0], r[1], r[3]))
 
 
-def run(make_operator, records, path, mode="BATCH", tmp_path=None):
+def run(make_operator, records, path, mode="BATCH"):
     config = OperatorConfig.for_mode(mode, operator_name="op")
-    if path == "sorted-single":
-        backend = SingleKeyStateBackend(SER, 128)
-    elif path == "rocksdb":
-        backend = EmbeddedRocksDBStateBackend(SER, 128, directory=str(tmp_path))
-    else:
-        backend = HashMapStateBackend(SER, 128)
-    rows = rows_of(records)
-    try:
-        if path.startswith("sorted"):
-            out = list(run_sorted_keyed(make_operator(), backend, sort_rows(rows), SER, config))
+    with tempfile.TemporaryDirectory() as directory:
+        if path == "sorted-single":
+            backend = SingleKeyStateBackend(SER, 128)
+        elif path == "rocksdb":
+            backend = EmbeddedRocksDBStateBackend(SER, 128, directory=directory)
         else:
-            out = list(run_hash_keyed(make_operator(), backend, rows, SER, config))
-    finally:
-        backend.close()
+            backend = HashMapStateBackend(SER, 128)
+        rows = rows_of(records)
+        try:
+            if path.startswith("sorted"):
+                out = list(run_sorted_keyed(make_operator(), backend, sort_rows(rows), SER, config))
+            else:
+                out = list(run_hash_keyed(make_operator(), backend, rows, SER, config))
+        finally:
+            backend.close()
     return out
 
 
@@ -128,9 +130,9 @@ records_strategy = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None)
 @given(records=records_strategy)
-def test_sorted_and_hash_paths_agree(records, tmp_path) -> None:
+def test_sorted_and_hash_paths_agree(records) -> None:
     process_records = [(k, ts, v, 0) for k, ts, v, _ in records]
     makers = {
         "process": (lambda: KeyedProcessOperator(Totals()), process_records),
@@ -143,7 +145,7 @@ def test_sorted_and_hash_paths_agree(records, tmp_path) -> None:
         assert canonical(run(make, recs, "sorted-heap")) == expected, name
         assert canonical(run(make, recs, "hash")) == expected, name
     # one run through rocksdb (slower to open): the process function
-    rocks = run(makers["process"][0], process_records, "rocksdb", tmp_path=tmp_path)
+    rocks = run(makers["process"][0], process_records, "rocksdb")
     assert canonical(rocks) == canonical(run(makers["process"][0], process_records, "sorted-single"))
 
 

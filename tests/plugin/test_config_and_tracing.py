@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from pyspark_datastream import (
     Configuration,
     ConfigurationError,
@@ -14,8 +13,8 @@ from pyspark_datastream import (
     WatermarkStrategy,
 )
 from pyspark_datastream.config import OPTIONS, resolve
-from pyspark_datastream.tracing import Expr, plain_callable, trace
 from pyspark_datastream.operators.functions import as_map_function
+from pyspark_datastream.tracing import Expr, plain_callable, trace
 
 
 def test_configuration_typed_accessors_and_alias():

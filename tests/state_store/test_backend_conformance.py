@@ -87,6 +87,83 @@ def value_desc(name: str = "v") -> ValueStateDescriptor:
 
 
 # ---------------------------------------------------------------------------------------------
+# helpers for the snapshot tests: every state kind, random programs
+# ---------------------------------------------------------------------------------------------
+def _register_all(backend: KeyedStateBackend) -> dict[str, Any]:
+    return {
+        "v": backend.get_state(value_desc("v")),
+        "l": backend.get_state(ListStateDescriptor("l", Types.STRING())),
+        "m": backend.get_state(MapStateDescriptor("m", Types.LONG(), Types.STRING())),
+        "r": backend.get_state(ReducingStateDescriptor("r", SumReduce(), Types.LONG())),
+        "a": backend.get_state(
+            AggregatingStateDescriptor("a", AverageAggregate(), Types.PICKLED_BYTE_ARRAY())
+        ),
+        "s": backend.get_binary_sorted_state(
+            BinarySortedStateDescriptor("s", LexicographicStringSerializer.INSTANCE, Types.LONG())
+        ),
+        "w": backend.get_state(ListStateDescriptor("w", Types.LONG()), WINDOWS),
+        "_internal": backend.get_state(
+            ValueStateDescriptor("_internal", Types.STRING(), _internal=True)
+        ),
+        "timers": backend.timer_queue("event", WINDOWS),
+    }
+
+
+OPERATION = st.one_of(
+    st.tuples(st.just("v"), st.integers(-(1 << 63), (1 << 63) - 1)),
+    st.tuples(st.just("l"), st.text(max_size=5)),
+    st.tuples(st.just("m"), st.tuples(st.integers(-5, 5), st.text(max_size=3))),
+    st.tuples(st.just("r"), st.integers(-100, 100)),
+    st.tuples(st.just("a"), st.integers(-100, 100)),
+    st.tuples(st.just("s"), st.tuples(st.sampled_from(["", "a", "b\x00", "zz"]), st.integers(0, 9))),
+    st.tuples(st.just("w"), st.tuples(st.integers(0, 3), st.integers(0, 9))),
+    st.tuples(st.just("_internal"), st.text(max_size=4)),
+    st.tuples(st.just("timers"), st.tuples(st.integers(-3, 3), st.integers(0, 3))),
+    st.tuples(st.just("clear"), st.sampled_from(["v", "l", "m", "s"])),
+)
+PROGRAM = st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d", "e"]), OPERATION), max_size=40)
+
+
+def _apply(backend: KeyedStateBackend, states: dict[str, Any], program: list[Any]) -> None:
+    for key, (kind, argument) in program:
+        backend.set_current_key(key)
+        if kind == "v":
+            states["v"].update(argument)
+        elif kind == "l":
+            states["l"].add(argument)
+        elif kind == "m":
+            states["m"].put(*argument)
+        elif kind in ("r", "a"):
+            states[kind].add(argument)
+        elif kind == "s":
+            states["s"].add(*argument)
+        elif kind == "w":
+            start, value = argument
+            states["w"].set_current_namespace(TimeWindow(start, start + 10))
+            states["w"].add(value)
+        elif kind == "_internal":
+            states["_internal"].update(argument)
+        elif kind == "timers":
+            ts, start = argument
+            states["timers"].add(ts, TimeWindow(start, start + 1))
+        elif kind == "clear":
+            states[argument].clear()
+
+
+def _snapshot_of(name: str, program: list[Any]) -> tuple[list[Any], list[StateEntry]]:
+    backend = make_backend(name)
+    try:
+        _apply(backend, _register_all(backend), program)
+        return backend.state_meta_infos(), list(backend.snapshot())
+    finally:
+        backend.close()
+
+
+def _drain_timers(backend: KeyedStateBackend) -> list[tuple[int, Any, Any]]:
+    return [tuple(t) for t in backend.timer_queue("event", WINDOWS).poll_until(1 << 40)]
+
+
+# ---------------------------------------------------------------------------------------------
 # state kinds
 # ---------------------------------------------------------------------------------------------
 class TestBackendConformance:
@@ -579,143 +656,67 @@ class TestBackendConformance:
         backend.set_current_key("k")
         assert backend.get_state(value_desc("v")).value() == 1
 
-
-# ---------------------------------------------------------------------------------------------
-# byte-identical snapshots across backends
-# ---------------------------------------------------------------------------------------------
-def _register_all(backend: KeyedStateBackend) -> dict[str, Any]:
-    return {
-        "v": backend.get_state(value_desc("v")),
-        "l": backend.get_state(ListStateDescriptor("l", Types.STRING())),
-        "m": backend.get_state(MapStateDescriptor("m", Types.LONG(), Types.STRING())),
-        "r": backend.get_state(ReducingStateDescriptor("r", SumReduce(), Types.LONG())),
-        "a": backend.get_state(
-            AggregatingStateDescriptor("a", AverageAggregate(), Types.PICKLED_BYTE_ARRAY())
-        ),
-        "s": backend.get_binary_sorted_state(
-            BinarySortedStateDescriptor("s", LexicographicStringSerializer.INSTANCE, Types.LONG())
-        ),
-        "w": backend.get_state(ListStateDescriptor("w", Types.LONG()), WINDOWS),
-        "_internal": backend.get_state(
-            ValueStateDescriptor("_internal", Types.STRING(), _internal=True)
-        ),
-        "timers": backend.timer_queue("event", WINDOWS),
-    }
-
-
-OPERATION = st.one_of(
-    st.tuples(st.just("v"), st.integers(-(1 << 63), (1 << 63) - 1)),
-    st.tuples(st.just("l"), st.text(max_size=5)),
-    st.tuples(st.just("m"), st.tuples(st.integers(-5, 5), st.text(max_size=3))),
-    st.tuples(st.just("r"), st.integers(-100, 100)),
-    st.tuples(st.just("a"), st.integers(-100, 100)),
-    st.tuples(st.just("s"), st.tuples(st.sampled_from(["", "a", "b\x00", "zz"]), st.integers(0, 9))),
-    st.tuples(st.just("w"), st.tuples(st.integers(0, 3), st.integers(0, 9))),
-    st.tuples(st.just("_internal"), st.text(max_size=4)),
-    st.tuples(st.just("timers"), st.tuples(st.integers(-3, 3), st.integers(0, 3))),
-    st.tuples(st.just("clear"), st.sampled_from(["v", "l", "m", "s"])),
-)
-PROGRAM = st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d", "e"]), OPERATION), max_size=40)
-
-
-def _apply(backend: KeyedStateBackend, states: dict[str, Any], program: list[Any]) -> None:
-    for key, (kind, argument) in program:
-        backend.set_current_key(key)
-        if kind == "v":
-            states["v"].update(argument)
-        elif kind == "l":
-            states["l"].add(argument)
-        elif kind == "m":
-            states["m"].put(*argument)
-        elif kind in ("r", "a"):
-            states[kind].add(argument)
-        elif kind == "s":
-            states["s"].add(*argument)
-        elif kind == "w":
-            start, value = argument
-            states["w"].set_current_namespace(TimeWindow(start, start + 10))
-            states["w"].add(value)
-        elif kind == "_internal":
-            states["_internal"].update(argument)
-        elif kind == "timers":
-            ts, start = argument
-            states["timers"].add(ts, TimeWindow(start, start + 1))
-        elif kind == "clear":
-            states[argument].clear()
-
-
-def _snapshot_of(name: str, program: list[Any]) -> tuple[list[Any], list[StateEntry]]:
-    backend = make_backend(name)
-    try:
-        _apply(backend, _register_all(backend), program)
-        return backend.state_meta_infos(), list(backend.snapshot())
-    finally:
-        backend.close()
-
-
-def test_same_operations_give_byte_identical_snapshots() -> None:
-    program = [
-        (key, op)
-        for key in ["a", "b", "k3"]
-        for op in [
-            ("v", 5), ("l", "x"), ("l", "y"), ("m", (3, "three")), ("m", (-1, "minus")),
-            ("r", 4), ("r", 5), ("a", 7), ("s", ("b\x00", 1)), ("s", ("", 2)), ("s", ("b\x00", 3)),
-            ("w", (0, 1)), ("w", (2, 2)), ("_internal", "i"), ("timers", (3, 0)), ("timers", (-1, 2)),
-        ]
-    ]
-    heap_meta, heap = _snapshot_of("heap", program)
-    rocks_meta, rocks = _snapshot_of("rocksdb", program)
-    assert heap == rocks
-    assert heap_meta == rocks_meta
-    assert is_canonical(heap)
-    assert {entry.state_name for entry in heap} == {
-        "v", "l", "m", "r", "a", "s", "w", "_internal", "_timer/event"
-    }
-    one_key = [(key, op) for key, op in program if key == "b"]
-    single_meta, single = _snapshot_of("single_key", one_key)
-    assert single == [entry for entry in heap if entry.key == b"b"]
-    assert single_meta == heap_meta
-
-
-def _drain_timers(backend: KeyedStateBackend) -> list[tuple[int, Any, Any]]:
-    return [tuple(t) for t in backend.timer_queue("event", WINDOWS).poll_until(1 << 40)]
-
-
-@pytest.mark.parametrize("source", BACKEND_NAMES)
-@pytest.mark.parametrize("target", BACKEND_NAMES)
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(program=PROGRAM, register_first=st.booleans())
-def test_snapshot_restore_round_trip(
-    source: str, target: str, program: list[Any], register_first: bool
-) -> None:
-    if "single_key" in (source, target):
-        program = [(key, op) for key, op in program if key == "c"]
-    metas, entries = _snapshot_of(source, program)
-    assert is_canonical(entries)
-    _, heap_entries = _snapshot_of("heap", program)
-    assert entries == heap_entries
-    restored = make_backend(target)
-    try:
-        if register_first:
-            _register_all(restored)
-        restored.restore(metas, entries)
-        # restored but unregistered states are snapshotted unchanged
-        assert list(restored.snapshot()) == entries
-        assert restored.state_meta_infos() == metas
-        states = _register_all(restored)
-        assert list(restored.snapshot()) == entries
-        # the restored contents are readable through the states
-        for key in sorted({key for key, _ in program}):
-            restored.set_current_key(key)
-            expected_list = [
-                op[1] for k, op in program if k == key and op[0] == "l"
+    # -----------------------------------------------------------------------------------------
+    # byte-identical snapshots, round trips between any two backends
+    # -----------------------------------------------------------------------------------------
+    def test_same_operations_give_byte_identical_snapshots(self) -> None:
+        program = [
+            (key, op)
+            for key in ["a", "b", "k3"]
+            for op in [
+                ("v", 5), ("l", "x"), ("l", "y"), ("m", (3, "three")), ("m", (-1, "minus")),
+                ("r", 4), ("r", 5), ("a", 7), ("s", ("b\x00", 1)), ("s", ("", 2)), ("s", ("b\x00", 3)),
+                ("w", (0, 1)), ("w", (2, 2)), ("_internal", "i"), ("timers", (3, 0)), ("timers", (-1, 2)),
             ]
-            if not any(k == key and op == ("clear", "l") for k, op in program):
-                assert states["l"].get() == expected_list
-        fired = _drain_timers(restored)
-        assert len(fired) == sum(1 for e in entries if e.state_name == "_timer/event")
-    finally:
-        restored.close()
+        ]
+        heap_meta, heap = _snapshot_of("heap", program)
+        rocks_meta, rocks = _snapshot_of("rocksdb", program)
+        assert heap == rocks
+        assert heap_meta == rocks_meta
+        assert is_canonical(heap)
+        assert {entry.state_name for entry in heap} == {
+            "v", "l", "m", "r", "a", "s", "w", "_internal", "_timer/event"
+        }
+        one_key = [(key, op) for key, op in program if key == "b"]
+        single_meta, single = _snapshot_of("single_key", one_key)
+        assert single == [entry for entry in heap if entry.key == b"b"]
+        assert single_meta == heap_meta
+
+    @pytest.mark.parametrize("source", BACKEND_NAMES)
+    @pytest.mark.parametrize("target", BACKEND_NAMES)
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(program=PROGRAM, register_first=st.booleans())
+    def test_snapshot_restore_round_trip(
+        self, source: str, target: str, program: list[Any], register_first: bool
+    ) -> None:
+        if "single_key" in (source, target):
+            program = [(key, op) for key, op in program if key == "c"]
+        metas, entries = _snapshot_of(source, program)
+        assert is_canonical(entries)
+        _, heap_entries = _snapshot_of("heap", program)
+        assert entries == heap_entries
+        restored = make_backend(target)
+        try:
+            if register_first:
+                _register_all(restored)
+            restored.restore(metas, entries)
+            # restored but unregistered states are snapshotted unchanged
+            assert list(restored.snapshot()) == entries
+            assert restored.state_meta_infos() == metas
+            states = _register_all(restored)
+            assert list(restored.snapshot()) == entries
+            # the restored contents are readable through the states
+            for key in sorted({key for key, _ in program}):
+                restored.set_current_key(key)
+                expected_list = [
+                    op[1] for k, op in program if k == key and op[0] == "l"
+                ]
+                if not any(k == key and op == ("clear", "l") for k, op in program):
+                    assert states["l"].get() == expected_list
+            fired = _drain_timers(restored)
+            assert len(fired) == sum(1 for e in entries if e.state_name == "_timer/event")
+        finally:
+            restored.close()
 
 
 def test_void_namespace_is_default(backend: KeyedStateBackend) -> None:

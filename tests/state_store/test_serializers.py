@@ -427,7 +427,7 @@ def test_lexicographic_round_trip_and_order(
         for w in boundaries:
             _check_order(ser, v, w, key)
 
-    @FAST
+    @settings(max_examples=100, deadline=None)
     @given(values, values)
     def run(a: Any, b: Any) -> None:
         assert _lex_equal(ser, ser.deserialize(ser.serialize(a)), a)
