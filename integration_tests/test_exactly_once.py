@@ -12,7 +12,6 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from pyspark_datastream import JobExecutionError, MapFunction, Types
 
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])

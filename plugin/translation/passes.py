@@ -18,6 +18,7 @@ import pyarrow as pa
 from ..operators.base import OperatorConfig, Output
 from ..operators.chain import KeyExtractor, StatelessChain
 from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decoder
+from .fastpath import FastKeyedOutput, compile_chain
 
 __all__ = ["KeyedSpec", "PassSpec", "run_pass", "output_ddl", "make_backend"]
 
@@ -132,6 +133,11 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     decode = make_decoder(spec.input_enc)
     writer = ColumnWriter(spec.output_enc, spec.extra_fields())
     keyed = spec.keyed is not None
+    if not keyed and spec.co_stage is None and not spec.tags and not spec.sided:
+        fast = compile_chain(spec.chain, spec.name)
+        if fast is not None:
+            yield from _run_fast(spec, fast, decode, writer, batches)
+            return
 
     def records() -> Iterator[tuple[Any, ...]]:
         for b in batches:
@@ -216,6 +222,45 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     finally:
         for close in cleanup:
             close()
+
+
+def _run_fast(spec: PassSpec, chain: Any, decode: Any, writer: ColumnWriter,
+              batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The vectorised path: whole batches through plain-lambda stages (see fastpath.py)."""
+    keyed_out = None
+    if spec.key_out is not None:
+        keyed_out = FastKeyedOutput(spec.key_out[0], spec.key_out[1], spec.max_parallelism,
+                                    spec.combiner, spec.name)
+    append = writer.append
+    for b in batches:
+        if b.num_rows == 0:
+            continue
+        values, ts = chain(decode(b), b.column(TS).to_pylist())
+        if keyed_out is None:
+            for v, t in zip(values, ts):
+                batch = append((t,), v)
+                if batch is not None:
+                    yield batch
+        elif spec.combiner is None:
+            for v, t, kg, kb in keyed_out.rows(values, ts):
+                batch = append((t, kg, kb), v)
+                if batch is not None:
+                    yield batch
+        else:
+            keyed_out.combine(values, ts)
+            if keyed_out.pending() >= _COMBINE_LIMIT:
+                for v, t, kg, kb in keyed_out.drain():
+                    batch = append((t, kg, kb), v)
+                    if batch is not None:
+                        yield batch
+    if keyed_out is not None and spec.combiner is not None:
+        for v, t, kg, kb in keyed_out.drain():
+            batch = append((t, kg, kb), v)
+            if batch is not None:
+                yield batch
+    last = writer.flush()
+    if last is not None:
+        yield last
 
 
 def _flush_combined(combined: dict[bytes, list[Any]], writer: ColumnWriter) -> Iterator[pa.RecordBatch]:

@@ -533,19 +533,22 @@ class StreamingTranslator(BatchTranslator):
             writer = writer.trigger(processingTime=interval)
         start = time.time()
         query = writer.start()
+        failure: Optional[BaseException] = None
         try:
             if kind == "processing-time":
                 self._await_processing_time(query)
             else:
                 query.awaitTermination()
+        except Exception as exc:  # noqa: BLE001 - StreamingQueryException and friends
+            failure = exc
         finally:
             if query.isActive:
                 query.stop()
-        error = query.exception()
         self._log_progress(name, query)
+        error = failure if failure is not None else query.exception()
         if error is not None:
             raise JobExecutionError(f"STREAMING query {name!r} of job {self.job_name!r} failed: "
-                                    f"{_first_line(error)}")
+                                    f"{_summary(error)}") from failure
         log.info("STREAMING query %s finished in %.1f s", name, time.time() - start)
 
     def _await_processing_time(self, query: Any) -> None:
@@ -612,9 +615,13 @@ def _watermark_ms(progress: dict[str, Any]) -> int:
     return int(datetime.fromisoformat(wm.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def _first_line(error: Any) -> str:
+def _summary(error: Any) -> str:
+    """The product's own error line out of a Spark failure (else its first line)."""
     text = str(getattr(error, "desc", None) or error).strip()
-    return text[:4000] if text else repr(error)
+    if not text:
+        return repr(error)
+    ours = [ln.strip() for ln in text.splitlines() if "pyspark_datastream." in ln and "Error: " in ln]
+    return ours[-1] if ours else text.splitlines()[0][:2000]
 
 
 def _local(path: str) -> str:
