@@ -13,6 +13,11 @@ from .config import Configuration, RuntimeExecutionMode
 from .datastream import CloseableIterator, ConnectedStreams, DataStream, DataStreamSink, KeyedStream
 from .environment import JobExecutionResult, StreamExecutionEnvironment
 from .operators.context import RuntimeContext
+from .operators.harness import (
+    KeyedCoProcessFunctionTestHarness,
+    KeyedOperatorTestHarness,
+    KeyedProcessFunctionTestHarness,
+)
 from .operators.functions import (
     AggregateFunction,
     CoFlatMapFunction,
@@ -89,6 +94,31 @@ from .state_store.typeinfo import TypeInformation, Types
 from .time import Duration, Time
 from .watermarks import WatermarkStrategy
 
+# isort: split
+# -- keyed windows and FLIP-380 full-window processing (plugin/windows.py) ---------------
+from .operators.partition import MapPartitionFunction, Order
+from .operators.windows import (
+    CountTrigger,
+    EndOfStreamWindows,
+    EventTimeSessionWindows,
+    EventTimeTrigger,
+    GlobalWindows,
+    MergingWindowAssigner,
+    ProcessingTimeSessionWindows,
+    ProcessingTimeTrigger,
+    ProcessWindowFunction,
+    PurgingTrigger,
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    Trigger,
+    TriggerResult,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+    WindowAssigner,
+)
+from .state_store.namespaces import GlobalWindow
+from .windows import PartitionWindowedStream, WindowedStream
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -98,7 +128,8 @@ __all__ = [
     "DataStreamError", "DataStreamSink", "Duration", "EmbeddedRocksDBStateBackend",
     "FilterFunction", "FlatMapFunction", "Function", "GraphBuildError", "HashMapStateBackend",
     "IncompatibleStateError", "JobExecutionError", "JobExecutionResult", "KeyGroupError",
-    "KeySelector", "KeyedCoProcessFunction", "KeyedProcessFunction", "KeyedStream",
+    "KeySelector", "KeyedCoProcessFunction", "KeyedCoProcessFunctionTestHarness",
+    "KeyedOperatorTestHarness", "KeyedProcessFunctionTestHarness", "KeyedProcessFunction", "KeyedStream",
     "LexicographicBooleanSerializer", "LexicographicByteSerializer",
     "LexicographicBytesSerializer", "LexicographicDoubleSerializer",
     "LexicographicFloatSerializer", "LexicographicIntSerializer", "LexicographicLongSerializer",
@@ -113,4 +144,12 @@ __all__ = [
     "TemporalValue", "TemporalValueState", "Time", "TimeDomain", "TimeWindow", "TimestampAssigner",
     "TypeInformation", "TypeSerializer", "Types", "UnclaimedStateError", "ValueState",
     "ValueStateDescriptor", "WatermarkStrategy",
+]
+__all__ += [
+    "CountTrigger", "EndOfStreamWindows", "EventTimeSessionWindows", "EventTimeTrigger",
+    "GlobalWindow", "GlobalWindows", "MapPartitionFunction", "MergingWindowAssigner", "Order",
+    "PartitionWindowedStream", "ProcessWindowFunction", "ProcessingTimeSessionWindows",
+    "ProcessingTimeTrigger", "PurgingTrigger", "SlidingEventTimeWindows",
+    "SlidingProcessingTimeWindows", "Trigger", "TriggerResult", "TumblingEventTimeWindows",
+    "TumblingProcessingTimeWindows", "WindowAssigner", "WindowedStream",
 ]

@@ -18,6 +18,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("demo", help="run the main demo (BATCH sessionization into a Delta table)",
                    add_help=False)
+    sub.add_parser("savepoint", help="savepoint tools: savepoint inspect PATH [--version N] [--json]",
+                   add_help=False)
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0
@@ -25,8 +27,34 @@ def main(argv: Optional[list[str]] = None) -> int:
         from .demo import main as demo_main
 
         return demo_main(argv[1:])
+    if argv[0] == "savepoint":
+        return _savepoint_command(argv[1:])
     parser.error(f"unknown command {argv[0]!r}")
     return 2
+
+
+def _savepoint_command(argv: list[str]) -> int:
+    """``savepoint inspect PATH``: operators, states, entry counts and bytes, Delta versions."""
+    import json
+
+    from .state_store.errors import SavepointError
+
+    parser = argparse.ArgumentParser(prog="python -m pyspark_datastream savepoint")
+    sub = parser.add_subparsers(dest="action", required=True)
+    inspect = sub.add_parser("inspect", help="describe the savepoint at PATH")
+    inspect.add_argument("path")
+    inspect.add_argument("--version", type=int, default=None, help="Delta version (default: latest)")
+    inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
+    args = parser.parse_args(argv)
+    from .savepoint import format_inspection, inspect_savepoint
+
+    try:
+        info = inspect_savepoint(args.path, args.version)
+    except SavepointError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(info, indent=2, default=str) if args.json else format_inspection(info))
+    return 0
 
 
 if __name__ == "__main__":

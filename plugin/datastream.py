@@ -268,6 +268,14 @@ class DataStream:
         return out
 
     # -- full-window partition processing (FLIP-380) is added in windows.py ---
+    def full_window_partition(self) -> Any:
+        """All records of each partition as one window (FLIP-380; BATCH only).
+
+        On a KeyedStream each key is one partition. Returns a PartitionWindowedStream.
+        """
+        from .windows import PartitionWindowedStream
+
+        return PartitionWindowedStream(self)
 
 
 class DataStreamSink:
@@ -336,6 +344,13 @@ class KeyedStream(DataStream):
 
     def max_by(self, position_to_max_by: Union[int, str] = 0) -> DataStream:
         return self._agg("max_by", position_to_max_by)
+
+    # -- keyed windows (plugin/windows.py) -------------------------------------
+    def window(self, window_assigner: Any) -> Any:
+        """Cut the keyed stream into windows; returns a WindowedStream."""
+        from .windows import WindowedStream
+
+        return WindowedStream(self, window_assigner)
 
 
 class ConnectedStreams:

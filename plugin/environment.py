@@ -179,6 +179,9 @@ class StreamExecutionEnvironment:
 
     def _translator(self, nodes: list[Transformation], job_name: str) -> Any:
         mode = self.runtime_mode_for(nodes)
+        from .windows import check_full_window_mode  # FLIP-380 full-window nodes need BATCH
+
+        check_full_window_mode(nodes, mode)
         if mode == "BATCH":
             from .translation.batch import BatchTranslator
 
@@ -211,6 +214,7 @@ class StreamExecutionEnvironment:
             counts = translator.run_sinks(list(self._sinks), savepoint_path=savepoint_path)
         except JobExecutionError:
             raise
+        self._sinks = []  # as in Flink, execute() consumes the declared sinks
         result = JobExecutionResult(job_name, translator.mode, int((time.time() - start) * 1000),
                                     counts, savepoint_path)
         log.info("job %r finished in %s ms: %s", job_name, result.net_runtime_ms, counts)

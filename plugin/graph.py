@@ -24,6 +24,7 @@ __all__ = [
     "UnionNode",
     "SideOutputNode",
     "SinkNode",
+    "FullPartitionNode",
     "reachable",
     "consumers",
 ]
@@ -119,6 +120,16 @@ class SinkNode(Transformation):
 
     kind: str = "collect"
     options: dict[str, Any] = field(default_factory=dict)
+
+
+# -- full-window partition processing (FLIP-380), see plugin/windows.py -----------------
+@dataclass(eq=False)
+class FullPartitionNode(Transformation):
+    """``full_window_partition().<op>(...)``: ``partition_op`` is an operators.partition.PartitionOp;
+    ``keyed`` when the input is a KeyByNode (one partition per key). BATCH only."""
+
+    partition_op: Any = None
+    keyed: bool = False
 
 
 def reachable(sinks: list[Transformation]) -> list[Transformation]:

@@ -21,6 +21,7 @@ from ..graph import (
     ChainNode,
     CoChainNode,
     CoKeyedNode,
+    FullPartitionNode,
     KeyByNode,
     KeyedNode,
     SideOutputNode,
@@ -203,6 +204,10 @@ class BatchTranslator:
                           co_stage=(node.stage, node.function), sided=True, name=node.name)
         if isinstance(node, UnionNode):
             return self._union(node)
+        if isinstance(node, FullPartitionNode):  # FLIP-380, see translation/partition.py
+            from .partition import translate_full_partition
+
+            return translate_full_partition(self, node)
         if isinstance(node, SideOutputNode):
             parent = self.translate(node.inputs[0])
             assert parent.tagged

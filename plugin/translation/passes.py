@@ -121,6 +121,10 @@ def _make_keyed_operator(ks: KeyedSpec) -> Any:
         return keyed.ReduceOperator(ks.function)
     if ks.kind == "co_process":
         return keyed.KeyedCoProcessOperator(ks.function)
+    if ks.kind == "window":  # keyed windows: function is an operators.windows.WindowSpec
+        from ..operators.windows import WindowOperator
+
+        return WindowOperator(ks.function)
     raise ValueError(f"unknown keyed operator kind {ks.kind!r}")
 
 

@@ -39,7 +39,7 @@ from ..config import resolve
 from ..datastream import CloseableIterator
 from ..graph import CoKeyedNode, KeyByNode, KeyedNode, SinkNode, SourceNode, Transformation
 from ..operators.base import MIN_WATERMARK, OperatorConfig
-from ..operators.keygroup import KeyGroupRuntime
+from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
 from ..state_store.errors import ConfigurationError, GraphBuildError, JobExecutionError
 from .batch import BatchTranslator, Stream
 from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE
@@ -113,6 +113,9 @@ class _GroupSpec:
     event_time: bool
     sided: bool
     tags: frozenset[str]
+    #: ``(kind, options)`` of the state backend; rocksdb keeps version files in ``state_dir``
+    backend: tuple[str, dict[str, Any]] = ("hashmap", {})
+    state_dir: Optional[str] = None
 
 
 def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -125,7 +128,16 @@ def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
             c = dict(spec.config)
             mode = c.pop("mode")
             cfg = OperatorConfig.for_mode(mode, subtask_index=0, operator_name=spec.name, **c)
-            rt = KeyGroupRuntime(spec.kind, spec.function, spec.key_serializer, cfg)
+            store = None
+            kind, options = spec.backend
+            if kind == "rocksdb":
+                assert spec.state_dir is not None
+                store = RocksDBKeyGroupStore(
+                    spec.state_dir, spec.key_serializer, int(c["max_parallelism"]),
+                    local_dir=options.get("local_dir"),
+                    block_cache_size=int(options.get("block_cache_size") or 8 << 20),
+                    write_buffer_size=int(options.get("write_buffer_size") or 4 << 20))
+            rt = KeyGroupRuntime(spec.kind, spec.function, spec.key_serializer, cfg, store=store)
             holder["rt"] = rt
         return rt
 
@@ -151,7 +163,7 @@ def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
             rows = list(zip(keys, stamps, values, sides))
         previous = state.get[0] if state.exists else None
         result = runtime().run(previous, rows, watermark, end_of_input=end,
-                               processing_time=int(time.time() * 1000))
+                               processing_time=int(time.time() * 1000), key_group=int(kg))
         if result.state is None:
             if state.exists:
                 state.remove()
@@ -242,9 +254,9 @@ class StreamingTranslator(BatchTranslator):
             "max_parallelism": self.max_parallelism,
             "job_parameters": cfg.to_dict(),
         }
-        if self.backend[0] not in ("hashmap", "heap"):
+        if self.backend[0] not in ("hashmap", "heap", "rocksdb"):
             raise GraphBuildError(
-                f"STREAMING supports the hashmap state backend only in this version; "
+                f"STREAMING supports the hashmap and rocksdb state backends; "
                 f"state.backend.type is {self.backend[0]!r}"
             )
         self.trigger = parse_trigger(resolve(cfg, "execution.streaming.trigger", "STREAMING"))
@@ -436,7 +448,9 @@ class StreamingTranslator(BatchTranslator):
         df = parent.df.mapInArrow(_seq_pass(spec, self.parallelism), output_ddl(spec) + f", {SEQ} bigint")
         if _has_keyed_ancestor(key_node):
             stage = self._stage_names[consumer.id]
-            df = self._through_files(df, f"{stage}-{key_node.id}-input")
+            # names must be stable across runs of the same job (node ids are not)
+            side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
+            df = self._through_files(df, f"{stage}-{side}-input")
         return df
 
     def _through_files(self, df: DataFrame, name: str) -> DataFrame:
@@ -493,7 +507,7 @@ class StreamingTranslator(BatchTranslator):
 
         stage = self._stage_names[node.id]
         if self.bounded:
-            df = df.unionByName(self._sentinel(f"{stage}-{node.id}-end-of-input", df.schema))
+            df = df.unionByName(self._sentinel(f"{stage}-end-of-input", df.schema))
         ws = self._watermark_strategy(node)
         delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
         has_ts = F.col(TS).isNotNull() if ws is not None else F.col(KG) < 0
@@ -505,8 +519,11 @@ class StreamingTranslator(BatchTranslator):
         df = df.withColumn(_ET, F.lit(None).cast("timestamp").alias(
             _ET, metadata={"spark.watermarkDelayMs": delay}))
         tags = self._tags.get(node.id, frozenset())
+        backend_kind = "rocksdb" if self.backend[0] == "rocksdb" else "hashmap"
         spec = _GroupSpec(node.name, kind, function, key_serializer, dict(self.op_config),
-                          ws is not None, sided, tags)
+                          ws is not None, sided, tags,
+                          (backend_kind, dict(self.backend[1] or {})),
+                          os.path.join(self._root(), "state", stage))
         ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {VALUE} binary"
         out = df.groupBy(KG).applyInPandasWithState(
             _group_function(spec), ddl, _STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout)

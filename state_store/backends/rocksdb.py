@@ -267,7 +267,7 @@ class RocksListState(_RocksState, InternalListState):
 
     def _append_all(self, prefix: bytes, index: int, items: list[Any]) -> None:
         serialize = self._value_serializer.serialize
-        batch = rocksdict.WriteBatch(raw_mode=True)
+        batch = self._backend._new_batch()
         for item in items:
             batch.put(prefix + _U64.pack(index), serialize(item))
             index += 1
@@ -328,14 +328,14 @@ class RocksMapState(_RocksState, InternalMapState):
         prefix = self._prefix()
         key_serialize = self._key_serializer.serialize  # type: ignore[union-attr]
         value_serialize = self._value_serializer.serialize
-        batch = rocksdict.WriteBatch(raw_mode=True)
+        batch = self._backend._new_batch()
         count = 0
         for key, value in pairs:
             batch.put(prefix + key_serialize(key), value_serialize(value))
             count += 1
             if count >= _BATCH_LIMIT:
                 self._backend._write(batch)
-                batch = rocksdict.WriteBatch(raw_mode=True)
+                batch = self._backend._new_batch()
                 count = 0
         if count:
             self._backend._write(batch)
@@ -443,7 +443,7 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         self._delete_range(group, prefix_successor(group))
         serialize = self._value_serializer.serialize
         if items:
-            batch = rocksdict.WriteBatch(raw_mode=True)
+            batch = self._backend._new_batch()
             for index, item in enumerate(items):
                 batch.put(group + _U64.pack(index), serialize(item))
             self._backend._write(batch)
@@ -585,6 +585,8 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
         write_buffer_size: int = 32 << 20,
         max_write_buffer_number: int = 2,
         max_background_jobs: int = 2,
+        track_changes: bool = False,
+        max_tracked_bytes: int = 16 << 20,
     ) -> None:
         super().__init__(key_serializer, max_parallelism, key_group_range)
         for option, value in (
@@ -631,6 +633,11 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
             ) from exc
         # closes the database and deletes its folder even if close() is never called
         self._finalizer = weakref.finalize(self, _close_and_delete, self._db, self._path)
+        #: with ``track_changes``: the proxy remembering every changed raw key
+        self._tracker: _TrackingDB | None = None
+        if track_changes:
+            self._tracker = _TrackingDB(self._db, max_tracked_bytes)
+            self._db = self._tracker  # type: ignore[assignment]
 
     # -- storage helpers -------------------------------------------------------------------------
     # The ReadOptions must outlive the native iterator (it holds the bound slices), so
@@ -665,16 +672,82 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
     def _write(self, batch: rocksdict.WriteBatch) -> None:
         self._db.write(batch, self._write_options)
 
+    def _new_batch(self) -> Any:
+        """A write batch (a recording one when changes are tracked)."""
+        if self._tracker is not None:
+            return _RecordingBatch()
+        return rocksdict.WriteBatch(raw_mode=True)
+
+    # -- change tracking (incremental checkpoints) --------------------------------------------------
+    @property
+    def tracks_changes(self) -> bool:
+        """True when built with ``track_changes=True``."""
+        return self._tracker is not None
+
+    def take_changes(self) -> dict[bytes, bytes | None] | None:
+        """Raw rows changed since the last call (value None = deleted); resets the record.
+
+        None when the changed rows outgrew ``max_tracked_bytes`` (the record was
+        dropped to bound memory: the caller must write a full copy instead).
+        Timers are not included (they live in memory; see :meth:`snapshot`).
+        """
+        if self._tracker is None:
+            raise StateBackendError(
+                "EmbeddedRocksDBStateBackend.take_changes(): the backend was built without "
+                "track_changes=True"
+            )
+        tracker = self._tracker
+        changes, tracker.changes = tracker.changes, {}
+        tracker.size = 0
+        if tracker.overflow:
+            tracker.overflow = False
+            return None
+        return changes
+
+    def apply_changes(self, changes: Iterable[tuple[bytes, bytes | None]]) -> int:
+        """Write raw rows (value None = delete) straight to the database, untracked.
+
+        Used to rebuild a database from change files; returns the number of rows.
+        """
+        self._check_open()
+        real = self._tracker._real if self._tracker is not None else self._db
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        count = total = 0
+        for key, value in changes:
+            if value is None:
+                batch.delete(key)
+            else:
+                batch.put(key, value)
+            count += 1
+            if count >= _BATCH_LIMIT:
+                real.write(batch, self._write_options)
+                batch = rocksdict.WriteBatch(raw_mode=True)
+                total += count
+                count = 0
+        if count:
+            real.write(batch, self._write_options)
+            total += count
+        for registration in self._states.values():
+            invalidate = getattr(registration.state, "invalidate_cache", None)
+            if invalidate is not None:
+                invalidate()
+        return total
+
+    def raw_items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every stored (non-timer) row as raw ``(entry key, value)`` in key order."""
+        self._check_open()
+        return self._items(b"", None)
+
     def _delete_range(self, lower: bytes, upper: bytes | None) -> None:
         """Delete ``lower <= key < upper`` through bounded iteration + WriteBatch."""
-        batch = rocksdict.WriteBatch(raw_mode=True)
+        batch = self._new_batch()
         count = 0
         for key in self._keys(lower, upper):
             batch.delete(key)
             count += 1
             if count >= _BATCH_LIMIT:
                 self._write(batch)
-                batch = rocksdict.WriteBatch(raw_mode=True)
+                batch = self._new_batch()
                 count = 0
         if count:
             self._write(batch)
@@ -711,14 +784,14 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
 
     # -- snapshot / restore ------------------------------------------------------------------------
     def _restore_entries(self, entries: Iterable[StateEntry]) -> None:
-        batch = rocksdict.WriteBatch(raw_mode=True)
+        batch = self._new_batch()
         count = 0
         for entry in entries:
             batch.put(entry.encoded_key(), entry.value)
             count += 1
             if count >= _BATCH_LIMIT:
                 self._write(batch)
-                batch = rocksdict.WriteBatch(raw_mode=True)
+                batch = self._new_batch()
                 count = 0
         if count:
             self._write(batch)
@@ -844,6 +917,72 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
     def path(self) -> str:
         """Folder holding this backend's database."""
         return self._path
+
+
+class _RecordingBatch:
+    """A write batch as a Python list, so the tracking proxy can see what it writes."""
+
+    __slots__ = ("ops",)
+
+    def __init__(self) -> None:
+        self.ops: list[tuple[bytes, bytes | None]] = []
+
+    def put(self, key: bytes, value: bytes) -> None:
+        self.ops.append((key, value))
+
+    def delete(self, key: bytes) -> None:
+        self.ops.append((key, None))
+
+
+class _TrackingDB:
+    """Forwards to the real ``Rdict`` and remembers each changed key (None = deleted)."""
+
+    def __init__(self, db: rocksdict.Rdict, limit: int) -> None:
+        self._real = db
+        self.limit = limit
+        self.size = 0
+        self.overflow = False
+        self.changes: dict[bytes, bytes | None] = {}
+        self.get = db.get
+        self.items = db.items
+        self.keys = db.keys
+
+    def _record(self, key: bytes, value: bytes | None) -> None:
+        self.changes[key] = value
+        self.size += len(key) + (len(value) if value is not None else 0) + 64
+        if self.size > self.limit:  # stop recording; the caller copies everything instead
+            self.overflow = True
+            self.changes = {}
+            self.size = 0
+
+    def put(self, key: bytes, value: bytes) -> None:
+        self._real.put(key, value)
+        if not self.overflow:
+            self._record(key, value)
+
+    def delete(self, key: bytes) -> None:
+        self._real.delete(key)
+        if not self.overflow:
+            self._record(key, None)
+
+    def write(self, batch: Any, options: Any = None) -> None:
+        if isinstance(batch, _RecordingBatch):
+            real = rocksdict.WriteBatch(raw_mode=True)
+            for key, value in batch.ops:
+                if value is None:
+                    real.delete(key)
+                else:
+                    real.put(key, value)
+            self._real.write(real, options)
+            for key, value in batch.ops:
+                if self.overflow:
+                    break
+                self._record(key, value)
+        else:
+            raise StateBackendError("a tracked RocksDB backend only writes recording batches")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
 
 
 def _close_and_delete(db: rocksdict.Rdict, path: str) -> None:

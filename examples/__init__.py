@@ -1,0 +1,3 @@
+"""Runnable example programs (``python -m examples.<name>``); tests reuse their job builders."""
+
+__all__: list[str] = []

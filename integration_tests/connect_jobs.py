@@ -1,0 +1,63 @@
+"""Jobs run over Spark Connect (``SparkSession.builder.remote("local[2]")``).
+
+Databricks serverless and shared clusters run Spark Connect, so the product
+must use only DataFrame APIs. This script runs in its own process (a Connect
+session and a classic one do not mix in one interpreter) and prints one JSON
+line of results for ``test_connect.py`` to check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+def main(workdir: str) -> None:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.remote("local[2]")
+             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    from pyspark_datastream import (
+        KeyedProcessFunction,
+        RuntimeExecutionMode,
+        StreamExecutionEnvironment,
+        Types,
+        ValueStateDescriptor,
+    )
+    from pyspark_datastream.delta_io import read_delta
+
+    class Total(KeyedProcessFunction):
+        def open(self, ctx):
+            self.total = ctx.get_state(ValueStateDescriptor("total", Types.LONG()))
+
+        def process_element(self, value, ctx):
+            self.total.update((self.total.value() or 0) + value[1])
+            ctx.timer_service().register_event_time_timer(0)
+
+        def on_timer(self, ts, ctx):
+            yield (ctx.get_current_key(), self.total.value())
+
+    env = StreamExecutionEnvironment.get_execution_environment(spark=spark)
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    data = [("a", 1), ("b", 2), ("a", 3), ("c", 5)]
+    results: dict[str, object] = {}
+    reduced = env.from_collection(data).key_by(lambda x: x[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+    results["reduce"] = sorted(reduced.execute_and_collect())
+    words = spark.createDataFrame([("w1",), ("w2",), ("w1",)], "word string")
+    summed = (env.from_dataframe(words)
+              .map(lambda r: (r[0], 1), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
+              .key_by(lambda x: x[0]).sum(1))
+    results["sum"] = sorted(summed.execute_and_collect())
+    processed = env.from_collection(data).key_by(lambda x: x[0]).process(
+        Total(), output_type=Types.ROW_NAMED(["k", "total"], [Types.STRING(), Types.LONG()]))
+    results["process_df"] = sorted(tuple(r) for r in processed.to_dataframe().collect())
+    path = os.path.join(workdir, "delta_out")
+    processed.sink_to_delta(path)
+    env.execute("connect-delta")
+    results["delta"] = sorted(tuple(r) for r in read_delta(spark, path).collect())
+    print(json.dumps(results))
+    spark.stop()
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,136 @@
+"""Kill/restart harness for STREAMING exactly-once tests.
+
+``python streaming_harness.py --src DIR --ckpt DIR --out DIR --backend hashmap|rocksdb``
+runs one keyed STREAMING job in its own driver process (own JVM): a running sum per
+key (ValueState) over a Parquet file stream read one file per micro-batch, written
+by Spark's exactly-once Parquet file sink. The test kills it with SIGKILL at random
+moments and restarts it from the same checkpoint; :func:`expected_output` is what an
+uninterrupted run emits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Optional
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
+
+__all__ = ["RunningSum", "write_input", "expected_output", "run_job", "start", "kill"]
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCHEMA = "k string, v long"
+
+
+class RunningSum(KeyedProcessFunction):
+    """Emits (key, running sum, element count) per element."""
+
+    def open(self, runtime_context):
+        self.total = runtime_context.get_state(ValueStateDescriptor("total", Types.LONG()))
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        total = (self.total.value() or 0) + value[1]
+        count = (self.count.value() or 0) + 1
+        self.total.update(total)
+        self.count.update(count)
+        yield (value[0], total, count)
+
+
+def write_input(folder: str, files: list[list[tuple[str, int]]]) -> None:
+    """One Parquet file per list, with strictly increasing mtimes (file order = arrival)."""
+    os.makedirs(folder, exist_ok=True)
+    base = 1_700_000_000
+    for i, rows in enumerate(files):
+        path = os.path.join(folder, f"f{i:03d}.parquet")
+        pq.write_table(pa.table({"k": [r[0] for r in rows],
+                                 "v": pa.array([r[1] for r in rows], pa.int64())}), path)
+        os.utime(path, (base + 10 * i, base + 10 * i))
+
+
+def expected_output(files: list[list[tuple[str, int]]]) -> list[tuple[str, int, int]]:
+    """What an uninterrupted run emits (as a multiset: sort before comparing)."""
+    totals: dict[str, tuple[int, int]] = {}
+    out = []
+    for rows in files:
+        for k, v in rows:
+            t, c = totals.get(k, (0, 0))
+            totals[k] = (t + v, c + 1)
+            out.append((k, t + v, c + 1))
+    return out
+
+
+def run_job(src: str, ckpt: str, out: str, backend: str) -> None:
+    """The job itself (runs in the child process)."""
+    from pyspark.sql import SparkSession
+    from pyspark_datastream import (
+        Configuration,
+        RuntimeExecutionMode,
+        StreamExecutionEnvironment,
+    )
+
+    spark = (SparkSession.builder.master("local[2]").appName("pds-harness")
+             .config("spark.sql.shuffle.partitions", "4")
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    conf = Configuration()
+    conf.set_string("execution.checkpointing.dir", os.path.join(ckpt, "job"))
+    conf.set_string("state.backend.type", backend)
+    env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
+    env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+    env.set_parallelism(2)
+    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    ds = (env.from_dataframe(df).key_by(lambda r: r[0]).process(
+        RunningSum(), output_type=Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])))
+    query = (ds.to_dataframe().writeStream.format("parquet").option("path", out)
+             .option("checkpointLocation", os.path.join(ckpt, "sink"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    spark.stop()
+
+
+def start(src: str, ckpt: str, out: str, backend: str, log: str) -> subprocess.Popen:
+    """Start the job as a child process in its own process group (driver + JVM + workers)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, env.get("PYTHONPATH", "")) if p)
+    env["PYSPARK_PYTHON"] = sys.executable
+    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    with open(log, "ab") as f:
+        return subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "streaming_harness.py"), "--src", src,
+             "--ckpt", ckpt, "--out", out, "--backend", backend],
+            stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def kill(proc: subprocess.Popen, after_s: float) -> Optional[int]:
+    """SIGKILL the child's whole process group after ``after_s`` seconds unless it ended
+    first; its exit code when it ended by itself, else None."""
+    deadline = time.time() + after_s
+    while time.time() < deadline:
+        code = proc.poll()
+        if code is not None:
+            return code
+        time.sleep(0.1)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    return None
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    for name in ("--src", "--ckpt", "--out", "--backend"):
+        parser.add_argument(name, required=True)
+    a = parser.parse_args()
+    run_job(a.src, a.ckpt, a.out, a.backend)

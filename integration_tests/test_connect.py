@@ -1,0 +1,25 @@
+"""Part of the suite over Spark Connect, in a subprocess (see connect_jobs.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.mark.connect
+def test_batch_jobs_over_spark_connect(tmp_path):
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=HERE)
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "connect_jobs.py"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert results["reduce"] == [["a", 4], ["b", 2], ["c", 5]]
+    assert results["sum"] == [["w1", 2], ["w2", 1]]
+    assert results["process_df"] == [["a", 4], ["b", 2], ["c", 5]]
+    assert results["delta"] == [["a", 4], ["b", 2], ["c", 5]]

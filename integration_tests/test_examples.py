@@ -1,0 +1,126 @@
+"""The temporal sort and temporal join examples on real Spark, in BATCH and STREAMING.
+
+Expected outputs are computed here from the input data alone (a stable sort per
+key; the greatest rate time <= order time per order), not by the examples' code.
+Each example runs once per mode (Spark queries cost seconds each on 2 cores).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pytest
+from examples import temporal_join, temporal_sort
+from pyspark_datastream import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
+
+MODES = ("BATCH", "STREAMING")
+
+
+def _env(spark: Any, mode: str, tmp_path: Any) -> Any:
+    """Like conftest's ``env_factory``, usable from module-scoped fixtures."""
+    conf = Configuration()
+    conf.set_string("execution.checkpointing.dir", str(tmp_path / f"ckpt-{mode}"))
+    env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
+    env.set_runtime_mode(RuntimeExecutionMode[mode])
+    env.set_parallelism(2)
+    return env
+
+
+# -- temporal sort ------------------------------------------------------------------------------
+
+def _sort_input() -> list[tuple[str, int, str]]:
+    events = temporal_sort.generate_events(keys=3, events_per_key=10, seed=3)
+    # hand-made key: ties, a timestamp at 0, a large jump, arrival far from time order
+    events += [("tie", 7_000, "t1"), ("tie", 0, "t0"), ("tie", 7_000, "t2"),
+               ("tie", 3_000, "t3"), ("tie", 7_000, "t4"), ("tie", 1 << 40, "t5")]
+    return events
+
+
+def _per_key(records: list[tuple[str, int, str]]) -> dict[str, list[tuple[str, int, str]]]:
+    out: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
+    for record in records:
+        out[record[0]].append(record)
+    return dict(out)
+
+
+@pytest.fixture(scope="module")
+def sorted_outputs(spark: Any, tmp_path_factory: Any) -> dict[str, list[Any]]:
+    events = _sort_input()
+    tmp = tmp_path_factory.mktemp("sort")
+    return {
+        mode: list(temporal_sort.build_job(_env(spark, mode, tmp), events)
+                   .execute_and_collect(f"temporal-sort-{mode.lower()}"))
+        for mode in MODES
+    }
+
+
+def test_temporal_sort_streaming_emits_each_key_in_time_order_ties_in_arrival_order(
+        sorted_outputs: dict[str, list[Any]]) -> None:
+    # sorted() is stable: events with equal times keep their arrival order
+    expected = {key: sorted(events, key=lambda e: e[1])
+                for key, events in _per_key(_sort_input()).items()}
+    assert _per_key(sorted_outputs["STREAMING"]) == expected
+    assert [e[2] for e in expected["tie"]] == ["t0", "t3", "t1", "t2", "t4", "t5"]
+
+
+def test_temporal_sort_batch_equals_streaming(sorted_outputs: dict[str, list[Any]]) -> None:
+    batch, streaming = _per_key(sorted_outputs["BATCH"]), _per_key(sorted_outputs["STREAMING"])
+    assert set(batch) == set(streaming) == {"sensor-000", "sensor-001", "sensor-002", "tie"}
+    for key, records in streaming.items():
+        # BATCH sorts its input by (key, time) with Spark: the order of ties is unspecified
+        assert [r[1] for r in batch[key]] == [r[1] for r in records]
+        assert sorted(batch[key]) == sorted(records)
+
+
+# -- temporal join ------------------------------------------------------------------------------
+
+def _join_input() -> tuple[list[Any], list[Any]]:
+    orders, rates = temporal_join.generate_orders_and_rates(
+        currencies=2, orders_per_currency=12, rates_per_currency=4, seed=9)
+    first_c00 = min(t for c, _, t in rates if c == "C00")
+    orders += [
+        ("at-rate-time", "C00", 3.0, first_c00),    # a rate valid from exactly its time
+        ("before-rates", "C00", 2.0, first_c00 - 1),  # no rate yet: inner join drops it
+        ("no-rates", "XXX", 1.0, 500),               # a currency without any rate
+        ("zero", "C01", 4.0, 0),
+    ]
+    rates += [("C01", 1.25, 0), ("YYY", 9.0, 100)]  # a rate at time 0; a rate without orders
+    return orders, rates
+
+
+def _expected_join(orders: list[Any], rates: list[Any]) -> list[tuple[Any, ...]]:
+    out = []
+    for order_id, currency, amount, order_time in orders:
+        valid = [(t, r) for c, r, t in rates if c == currency and t <= order_time]
+        if valid:
+            rate_time, rate = max(valid)
+            out.append((order_id, currency, amount, order_time, rate, rate_time, amount * rate))
+    return sorted(out)
+
+
+@pytest.fixture(scope="module")
+def joined_outputs(spark: Any, tmp_path_factory: Any) -> dict[str, list[Any]]:
+    orders, rates = _join_input()
+    tmp = tmp_path_factory.mktemp("join")
+    return {
+        mode: sorted(temporal_join.build_job(_env(spark, mode, tmp), orders, rates)
+                     .execute_and_collect(f"temporal-join-{mode.lower()}"))
+        for mode in MODES
+    }
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_temporal_join_uses_the_rate_valid_at_each_order(
+        joined_outputs: dict[str, list[Any]], mode: str) -> None:
+    orders, rates = _join_input()
+    expected = _expected_join(orders, rates)
+    assert joined_outputs[mode] == expected
+    ids = {record[0] for record in expected}
+    assert "at-rate-time" in ids and "zero" in ids
+    assert "before-rates" not in ids and "no-rates" not in ids
+    assert len(expected) >= 20
+
+
+def test_temporal_join_batch_equals_streaming(joined_outputs: dict[str, list[Any]]) -> None:
+    assert joined_outputs["BATCH"] == joined_outputs["STREAMING"]

@@ -1,0 +1,336 @@
+"""Keyed windows and FLIP-380 full-window partition processing on real Spark.
+
+BATCH runs everything. STREAMING windows are skipped while the STREAMING
+translator (``plugin/translation/streaming.py``) refuses keyed operators of
+kind "window"; the FLIP-380 STREAMING error is tested for real.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from pyspark_datastream import (
+    AggregateFunction,
+    CountTrigger,
+    EndOfStreamWindows,
+    EventTimeSessionWindows,
+    GlobalWindows,
+    GraphBuildError,
+    MapPartitionFunction,
+    Order,
+    OutputTag,
+    ProcessWindowFunction,
+    PurgingTrigger,
+    ReduceFunction,
+    Row,
+    SlidingEventTimeWindows,
+    Time,
+    TimestampAssigner,
+    TumblingEventTimeWindows,
+    Types,
+    WatermarkStrategy,
+)
+
+PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
+TRIPLE = Types.ROW_NAMED(["k", "ts", "v"], [Types.STRING(), Types.LONG(), Types.LONG()])
+
+
+class ByTs(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value[1]
+
+
+class SumV(ReduceFunction):
+    def reduce(self, a, b):
+        return (a[0], a[1], a[2] + b[2])
+
+
+class AvgV(AggregateFunction):
+    def create_accumulator(self):
+        return (0, 0)
+
+    def add(self, value, acc):
+        return (acc[0] + value[2], acc[1] + 1)
+
+    def get_result(self, acc):
+        return acc[0] / acc[1]
+
+    def merge(self, a, b):
+        return (a[0] + b[0], a[1] + b[1])
+
+
+class Describe(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        w = context.window()
+        yield (key, w.start, w.end, sorted(e[2] for e in elements))
+
+
+class CountValues(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield (key, sorted(e[2] for e in elements))
+
+
+EVENTS = [("a", 1, 1), ("a", 4, 2), ("a", 12, 3), ("b", 2, 10), ("b", 25, 20), ("a", 26, 4),
+          ("a", 15, 5)]
+
+
+def _keyed(env, events=EVENTS):
+    ds = env.from_collection(events, type_info=TRIPLE)
+    ds = ds.assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ByTs()))
+    return ds.key_by(lambda e: e[0], key_type=Types.STRING())
+
+
+def _collect(ds):
+    return sorted(ds.execute_and_collect(), key=repr)
+
+
+# -- keyed windows, BATCH ----------------------------------------------------------------
+
+
+def test_tumbling_reduce_aggregate_and_process(env_factory):
+    env = env_factory("BATCH")
+    ks = _keyed(env)
+    w = ks.window(TumblingEventTimeWindows.of(Time.milliseconds(10)))
+    reduced = w.reduce(SumV())
+    averaged = ks.window(TumblingEventTimeWindows.of(10)).aggregate(AvgV(),
+                                                                    output_type=Types.DOUBLE())
+    described = ks.window(TumblingEventTimeWindows.of(10)).process(Describe())
+    assert _collect(reduced) == sorted([("a", 1, 3), ("a", 12, 8), ("a", 26, 4), ("b", 2, 10),
+                                        ("b", 25, 20)], key=repr)
+    assert sorted(averaged.execute_and_collect()) == [1.5, 4.0, 4.0, 10.0, 20.0]
+    assert _collect(described) == sorted([("a", 0, 10, [1, 2]), ("a", 10, 20, [3, 5]),
+                                          ("a", 20, 30, [4]), ("b", 0, 10, [10]),
+                                          ("b", 20, 30, [20])], key=repr)
+
+
+def test_sliding_and_sessions_with_bridge(env_factory):
+    env = env_factory("BATCH")
+    ks = _keyed(env)
+    sliding = ks.window(SlidingEventTimeWindows.of(10, 5)).process(Describe())
+    got = _collect(sliding)
+    assert ("a", 0, 10, [1, 2]) in got and ("a", 5, 15, [3]) in got
+    assert ("a", 10, 20, [3, 5]) in got and ("b", -5, 5, [10]) in got
+    assert len(got) == 11
+    # sessions gap 10: a: 1,4,12,15 chain into one session (the out-of-order 15 and the 12
+    # bridge [1,14) and [12,22)); 26 starts... [15,25) touches [26,36)? no -> a second session
+    sessions = ks.window(EventTimeSessionWindows.with_gap(10)).process(Describe())
+    assert _collect(sessions) == sorted([("a", 1, 25, [1, 2, 3, 5]), ("a", 26, 36, [4]),
+                                         ("b", 2, 12, [10]), ("b", 25, 35, [20])], key=repr)
+
+
+def test_global_count_and_end_of_stream(env_factory):
+    env = env_factory("BATCH")
+    ks = _keyed(env)
+    counted = ks.window(GlobalWindows.create()).trigger(
+        PurgingTrigger.of(CountTrigger.of(2))).process(CountValues())
+    # a has 5 elements -> 2 firings (the 5th never fires); b has 2 -> 1 firing
+    got = _collect(counted)
+    assert [g[0] for g in got] == ["a", "a", "b"] and got[-1] == ("b", [10, 20])
+    eos_reduce = ks.window(EndOfStreamWindows.get()).reduce(SumV())
+    eos_agg = ks.window(EndOfStreamWindows.get()).aggregate(AvgV())
+    eos_proc = ks.window(EndOfStreamWindows.get()).process(CountValues())
+    assert [(r[0], r[2]) for r in _collect(eos_reduce)] == [("a", 15), ("b", 30)]
+    assert sorted(eos_agg.execute_and_collect()) == [3.0, 15.0]
+    assert _collect(eos_proc) == [("a", [1, 2, 3, 4, 5]), ("b", [10, 20])]
+
+
+def test_windows_typed_output_to_dataframe_and_late_tag_is_empty_in_batch(env_factory):
+    env = env_factory("BATCH")
+    late = OutputTag("late", TRIPLE)
+    w = _keyed(env).window(TumblingEventTimeWindows.of(10)).side_output_late_data(late)
+    result = w.reduce(SumV(), output_type=TRIPLE)
+    rows = sorted(tuple(r) for r in result.to_dataframe().collect())
+    assert rows[0] == ("a", 1, 3)
+    assert list(result.get_side_output(late).execute_and_collect()) == []
+
+
+def test_streaming_windows(env_factory, tmp_path):
+    env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+    ds = _keyed(env).window(TumblingEventTimeWindows.of(10)).reduce(SumV())
+    try:
+        got = _collect(ds)
+    except GraphBuildError as exc:
+        if "'window' is not supported in STREAMING" in str(exc):
+            pytest.skip("plugin/translation/streaming.py does not run keyed windows yet: "
+                        f"{exc}")
+        raise
+    assert ("a", 1, 3) in got
+
+
+# -- FLIP-380 -------------------------------------------------------------------------------
+
+
+class Summary(MapPartitionFunction):
+    def map_partition(self, values):
+        n = total = 0
+        for v in values:
+            n += 1
+            total += v[2]
+        yield (n, total)
+
+
+class SumReduce(ReduceFunction):
+    def reduce(self, a, b):
+        return ("*", 0, a[2] + b[2])
+
+
+def test_full_window_map_aggregate_reduce_non_keyed_keep_partitions(env_factory):
+    env = env_factory("BATCH")
+    ds = env.from_collection(EVENTS, type_info=TRIPLE)
+    parts = env.spark.sparkContext.defaultParallelism  # slices of the collection source
+    mapped = list(ds.full_window_partition().map_partition(Summary()).execute_and_collect())
+    assert sum(n for n, _ in mapped) == len(EVENTS) and sum(t for _, t in mapped) == 45
+    assert 1 <= len(mapped) <= parts
+    lam = list(ds.full_window_partition().map_partition(
+        lambda it: [sum(1 for _ in it)]).execute_and_collect())
+    assert sum(lam) == len(EVENTS) and len(lam) == len(mapped)
+    agg = list(ds.full_window_partition().aggregate(AvgV()).execute_and_collect())
+    assert len(agg) == len(mapped)
+    red = list(ds.full_window_partition().reduce(SumReduce()).execute_and_collect())
+    assert sum(r[2] for r in red) == 45 and len(red) == len(mapped)
+
+
+def test_full_window_keyed_applies_per_key(env_factory):
+    env = env_factory("BATCH")
+    ks = env.from_collection(EVENTS, type_info=TRIPLE).key_by(lambda e: e[0])
+    mapped = sorted(ks.full_window_partition().map_partition(Summary()).execute_and_collect())
+    assert mapped == [(2, 30), (5, 15)]
+    agg = sorted(ks.full_window_partition().aggregate(AvgV()).execute_and_collect())
+    assert agg == [3.0, 15.0]
+    red = sorted(ks.full_window_partition().reduce(SumV()).execute_and_collect())
+    assert [(r[0], r[2]) for r in red] == [("a", 15), ("b", 30)]
+
+
+def _by_v(e):
+    return e[2]
+
+
+class ByVSelector:
+    def __call__(self, e):
+        return (e[2] % 2, -e[2])  # a tuple key (not traceable): sorted in Python-computed bytes
+
+
+ROWS = [Row(k=k, ts=t, v=v) for k, t, v in EVENTS]
+
+
+@pytest.mark.parametrize("field", [2, "v", _by_v, lambda e: e.v])
+@pytest.mark.parametrize("order", [Order.ASCENDING, Order.DESCENDING])
+def test_sort_partition_every_field_form_and_order(env_factory, field, order):
+    env = env_factory("BATCH")
+    ds = env.from_collection(ROWS, type_info=TRIPLE)
+    sorted_ds = ds.full_window_partition().sort_partition(field, order)
+    # check order inside each partition with a following map_partition
+    runs = list(sorted_ds.full_window_partition().map_partition(
+        lambda it: [[r[2] for r in it]]).execute_and_collect())
+    assert sorted(v for run in runs for v in run) == sorted(e[2] for e in EVENTS)
+    for run in runs:
+        assert run == sorted(run, reverse=order is Order.DESCENDING)
+
+
+def test_sort_partition_native_typed_and_python_keys_on_keyed_stream(env_factory, spark):
+    env = env_factory("BATCH")
+    df = spark.createDataFrame([(k, t, v) for k, t, v in EVENTS], "k string, ts long, v long")
+    typed = env.from_dataframe(df)
+    out = typed.full_window_partition().sort_partition("v", Order.DESCENDING)
+    assert sorted(r[2] for r in out.to_dataframe().collect()) == sorted(e[2] for e in EVENTS)
+    ks = env.from_collection(EVENTS, type_info=TRIPLE).key_by(lambda e: e[0])
+    per_key = ks.full_window_partition().sort_partition(ByVSelector(), Order.ASCENDING)
+    # each Spark partition now holds whole keys, each sorted: read the runs back in order
+    got = per_key.full_window_partition().map_partition(lambda it: [[(r[0], r[2]) for r in it]])
+    runs: dict = {}
+    for part in got.execute_and_collect():
+        for k, v in part:
+            runs.setdefault(k, []).append(v)
+    assert runs == {"a": [4, 2, 5, 3, 1], "b": [20, 10]}
+
+
+def test_full_window_fails_in_streaming(env_factory, tmp_path):
+    env = env_factory("STREAMING")
+    ds = env.from_collection(EVENTS, type_info=TRIPLE)
+    with pytest.raises(GraphBuildError, match="full-window processing .* needs BATCH"):
+        ds.full_window_partition()
+    # mode decided later (AUTOMATIC resolved to STREAMING here): refused at translation
+    env2 = env_factory("BATCH")
+    mapped = env2.from_collection(EVENTS).full_window_partition().map_partition(Summary())
+    env2.set_runtime_mode("STREAMING")
+    with pytest.raises(GraphBuildError, match=r"operator 'Summary'.*needs BATCH"):
+        mapped.execute_and_collect()
+
+
+class PeakRss(MapPartitionFunction):
+    """Streams the partition and reports (count, bytes seen, peak RSS growth in MB)."""
+
+    def map_partition(self, values):
+        import resource
+
+        start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        n = size = 0
+        for v in values:
+            n += 1
+            size += len(v[1])
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        yield (n, size, (peak - start) // 1024)
+
+
+def test_map_partition_streams_a_large_spark_partition(env_factory, spark):
+    from pyspark.sql import functions as F
+
+    env = env_factory("BATCH")
+    n, width = 50_000, 12_000
+    df = spark.range(n).repartition(1).select(
+        F.col("id"), F.repeat(F.lit("x"), width).alias("payload"))
+    got = list(env.from_dataframe(df).full_window_partition().map_partition(PeakRss())
+               .execute_and_collect())
+    assert len(got) == 1
+    count, size, growth_mb = got[0]
+    assert count == n and size == n * width  # 600 MB of payload went through one partition
+    # one Arrow batch (10k rows, ~120 MB) plus its decoded strings may be resident at once
+    assert growth_mb < 300, f"the Python worker grew by {growth_mb} MB"
+
+
+_MEMORY_SCRIPT = textwrap.dedent("""
+    import resource, sys
+    from pyspark_datastream.operators.partition import PartitionOp, run_partition
+    limit = 400 * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    mode = sys.argv[1]
+    def records():
+        for i in range(4000):
+            yield (i, bytes(1_000_000))   # 4 GB in total, 10x the address-space limit
+    if mode == "stream":
+        fn = lambda it: [sum(len(r[1]) for r in it)]
+    else:
+        fn = lambda it: [len(list(it))]
+    try:
+        print(list(run_partition(PartitionOp("map_partition", fn), records(), "mem")))
+    except MemoryError:
+        print("MemoryError")
+""")
+
+
+def test_map_partition_runner_never_materialises_under_rlimit(tmp_path):
+    script = tmp_path / "mem.py"
+    script.write_text(_MEMORY_SCRIPT)
+    env = dict(os.environ)
+    streamed = subprocess.run([sys.executable, str(script), "stream"], capture_output=True,
+                              text=True, timeout=120, env=env)
+    assert streamed.stdout.strip() == "[4000000000]", streamed.stderr[-2000:]
+    # the control: a function that materialises the partition hits the limit
+    hoarded = subprocess.run([sys.executable, str(script), "hoard"], capture_output=True,
+                             text=True, timeout=120, env=env)
+    assert "MemoryError" in hoarded.stdout + hoarded.stderr
+
+
+def test_batch_equals_streaming_windows_hypothesis():
+    """BATCH == STREAMING final window results for in-order input (Hypothesis differential).
+
+    Not written yet: it needs the STREAMING translator to run keyed windows.
+    """
+    pytest.skip("STREAMING keyed windows are not available yet (plugin/translation/streaming.py "
+                "refuses keyed operator 'window'); the BATCH == STREAMING Hypothesis test is "
+                "left to be written once it runs them")

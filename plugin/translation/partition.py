@@ -1,0 +1,179 @@
+"""BATCH translation of FLIP-380 full-window partition processing.
+
+* Non-keyed: a partition is one Spark partition of the input (the upstream
+  parallelism is kept: no shuffle). Keyed: the input is shuffled by key group
+  and sorted by key within partitions, and each key's run of rows is one
+  partition.
+* ``map_partition`` / ``aggregate`` / ``reduce``: one ``mapInArrow`` pass that
+  decodes Arrow batches lazily and streams the records through
+  ``operators.partition`` (the partition is never held in memory).
+* ``sort_partition``: Spark's spilling ``sortWithinPartitions``. When the input
+  is a typed DataFrame and the field is a position, a field name or a traceable
+  key selector, the sort is on the native column expression; otherwise one pass
+  computes an order-preserving binary sort key (``_sk``) per record in Python,
+  Spark sorts by it and the column is dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Iterator, Optional
+
+import pyarrow as pa
+
+from ..graph import FullPartitionNode, KeyByNode
+from ..operators.partition import (
+    Order,
+    run_keyed_partition,
+    run_partition,
+    sort_key_bytes,
+    sort_key_getter,
+)
+from ..tracing import Expr, plain_callable, to_column, trace
+from .encoding import KEY, KG, PICKLED, TS, ColumnWriter, Encoding, make_decoder
+
+if TYPE_CHECKING:
+    from .batch import BatchTranslator, Stream
+
+__all__ = ["SORT_KEY", "translate_full_partition", "partition_batches", "sort_key_batches"]
+
+log = logging.getLogger("pyspark_datastream")
+
+#: Column holding the Python-computed sort key.
+SORT_KEY = "_sk"
+
+
+def translate_full_partition(translator: BatchTranslator, node: FullPartitionNode) -> Stream:
+    """The Stream of a FullPartitionNode in BATCH."""
+    op = node.partition_op
+    if node.keyed:
+        key_node = node.inputs[0]
+        assert isinstance(key_node, KeyByNode)
+        df, enc = translator._keyed_input(key_node, node)
+        df = df.repartition(translator.parallelism, KG)
+        keys = [KG, KEY]
+    else:
+        parent = translator._input_stream(node.inputs[0])
+        enc = parent.enc
+        df = parent.df
+        if parent.pending:
+            enc = translator._preferred_encoding(parent.type_info)
+            df = translator._materialize(parent, enc, name=node.name)
+        keys = []
+    if op.op == "sort_partition":
+        return _sort(translator, node, df, enc, keys)
+    if keys:
+        df = df.sortWithinPartitions(*keys)
+    spec = (op, enc, node.name, bool(keys))
+
+    def fn(batches: Any) -> Any:
+        return partition_batches(spec, batches)
+
+    out = df.mapInArrow(fn, f"{TS} bigint, {PICKLED.spark_fields()[0]}")
+    from .batch import Stream
+
+    return Stream(out, PICKLED, node.output_type, name=node.name)
+
+
+def _native_sort_column(enc: Encoding, field: Any) -> Optional[Any]:
+    """A Spark column for ``field`` over a typed encoding, or None."""
+    from pyspark.sql import functions as F
+
+    if not enc.typed or enc.type_info is None:
+        return None
+    cols = list(enc.columns)
+    if enc.shape == "scalar":
+        return None
+    if isinstance(field, int) and not isinstance(field, bool):
+        return F.col(f"`{cols[field]}`") if 0 <= field < len(cols) else None
+    if isinstance(field, str):
+        return F.col(f"`{field}`") if field in cols else None
+    fn = plain_callable(field) if callable(field) else None
+    if fn is None:
+        return None
+    from ..state_store.typeinfo import Types
+
+    struct_t = Types.ROW_NAMED(cols, list(enc.type_info.get_field_types()))
+    traced = trace(fn, [struct_t])
+    if not isinstance(traced, Expr):
+        return None
+    return to_column(traced, [cols])
+
+
+def _sort(translator: BatchTranslator, node: FullPartitionNode, df: Any, enc: Encoding,
+          keys: list[str]) -> Stream:
+    from .batch import Stream
+
+    op = node.partition_op
+    descending = op.order is Order.DESCENDING
+    column = _native_sort_column(enc, op.field)
+    if column is not None:
+        log.info("BATCH: %s sorts on a native column", node.name)
+        sort_col = column.desc() if descending else column.asc()
+        df = df.sortWithinPartitions(*keys, sort_col)
+    else:
+        from pyspark.sql.types import BinaryType, StructField, StructType
+
+        # a new StructType: df.schema.add() would mutate the DataFrame's cached schema
+        schema = StructType(list(df.schema.fields) + [StructField(SORT_KEY, BinaryType())])
+        spec = (op.field, enc, node.name)
+
+        def fn(batches: Any) -> Any:
+            return sort_key_batches(spec, batches)
+
+        df = df.mapInArrow(fn, schema)
+        from pyspark.sql import functions as F
+
+        sk = F.col(SORT_KEY)
+        df = df.sortWithinPartitions(*keys, sk.desc() if descending else sk.asc()).drop(SORT_KEY)
+    if keys:
+        df = df.drop(*keys)
+    return Stream(df, enc, node.output_type or enc.type_info, name=node.name)
+
+
+def sort_key_batches(spec: tuple[Any, Encoding, str], batches: Iterator[pa.RecordBatch]
+                     ) -> Iterator[pa.RecordBatch]:
+    """Append the ``_sk`` column (order-preserving bytes of each record's sort key)."""
+    field, enc, name = spec
+    get = sort_key_getter(field)
+    decode = make_decoder(enc)
+    for batch in batches:
+        values = decode(batch) if batch.num_rows else []
+        keys = [sort_key_bytes(get(v)) for v in values]
+        yield pa.RecordBatch.from_arrays(
+            list(batch.columns) + [pa.array(keys, pa.binary())],
+            schema=batch.schema.append(pa.field(SORT_KEY, pa.binary())),
+        )
+
+
+def partition_batches(spec: tuple[Any, Encoding, str, bool], batches: Iterator[pa.RecordBatch]
+                      ) -> Iterator[pa.RecordBatch]:
+    """Run map_partition / aggregate / reduce over one Spark partition's Arrow batches.
+
+    Records are decoded one batch at a time and handed on lazily.
+    """
+    op, enc, name, keyed = spec
+    decode = make_decoder(enc)
+    writer = ColumnWriter(PICKLED, [pa.field(TS, pa.int64())])
+
+    if keyed:
+        def rows() -> Iterator[tuple[bytes, Any]]:
+            for batch in batches:
+                if batch.num_rows:
+                    yield from zip(batch.column(KEY).to_pylist(), decode(batch))
+
+        outputs = run_keyed_partition(op, rows(), name)
+    else:
+        def values() -> Iterator[Any]:
+            for batch in batches:
+                if batch.num_rows:
+                    yield from decode(batch)
+
+        outputs = run_partition(op, values(), name)
+    for value in outputs:
+        out = writer.append((None,), value)
+        if out is not None:
+            yield out
+    last = writer.flush()
+    if last is not None:
+        yield last
