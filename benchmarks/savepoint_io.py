@@ -44,7 +44,6 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
-
     from pyspark_datastream.savepoint import SavepointWriter, load_operator_state, write_savepoint
     from pyspark_datastream.state_store.descriptors import ListStateDescriptor, ValueStateDescriptor
     from pyspark_datastream.state_store.typeinfo import Types

@@ -22,7 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
 
-__all__ = ["RunningSum", "write_input", "expected_output", "run_job", "start", "kill"]
+__all__ = ["RunningSum", "write_input", "expected_output", "run_job", "start", "kill",
+           "kill_after_batch"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "k string, v long"
@@ -126,6 +127,20 @@ def kill(proc: subprocess.Popen, after_s: float) -> Optional[int]:
         pass
     proc.wait()
     return None
+
+
+def kill_after_batch(proc: subprocess.Popen, out: str, batch: int, extra_s: float,
+                     timeout_s: float = 240) -> Optional[int]:
+    """SIGKILL the child ``extra_s`` seconds after the sink committed micro-batch ``batch``
+    (a moment inside the run, wherever the next batch is); its exit code if it ended first."""
+    marker = os.path.join(out, "_spark_metadata", str(batch))
+    deadline = time.time() + timeout_s
+    while not os.path.exists(marker) and time.time() < deadline:
+        code = proc.poll()
+        if code is not None:
+            return code
+        time.sleep(0.05)
+    return kill(proc, extra_s)
 
 
 if __name__ == "__main__":

@@ -342,3 +342,36 @@ def test_sink_to_delta_and_print(env_factory, tmp_path, capsys):
     env2.execute()
     assert DeltaTable(path).version() == 1
     assert len(DeltaTable(path).to_pyarrow_table()) == 3
+
+
+def test_native_key_bytes_equal_python_serializers(spark):
+    import zlib
+
+    from pyspark.sql import functions as F
+
+    from pyspark_datastream.state_store.serializers import (
+        GenericKeySerializer,
+        LexicographicLongSerializer,
+        LexicographicStringSerializer,
+    )
+    from pyspark_datastream.tracing import native_key_bytes
+
+    strs = ["", "a", "a\x00b", "\x00", "\x00\x00", "é😀", "x\x00", "L\x07H\x00", "\x10\x00"]
+    longs = [0, 1, -1, 2**63 - 1, -(2**63), 12345678901, -5, 7, 8]
+    df = spark.createDataFrame(list(zip(strs, longs)), "s string, l bigint")
+    g = GenericKeySerializer()
+    rows = df.select(
+        "s", "l",
+        native_key_bytes(F.col("s"), "STRING", g).alias("gs"),
+        native_key_bytes(F.col("l"), "LONG", g).alias("gl"),
+        native_key_bytes(F.col("s"), "STRING", LexicographicStringSerializer.INSTANCE).alias("ls"),
+        native_key_bytes(F.col("l"), "LONG", LexicographicLongSerializer.INSTANCE).alias("ll"),
+        F.pmod(F.crc32(native_key_bytes(F.col("s"), "STRING", g)), F.lit(128)).alias("kg"),
+    ).collect()
+    assert len(rows) == len(strs)
+    for r in rows:
+        assert bytes(r.gs) == g.serialize(r.s)
+        assert bytes(r.gl) == g.serialize(r.l)
+        assert bytes(r.ls) == LexicographicStringSerializer.INSTANCE.serialize(r.s)
+        assert bytes(r.ll) == LexicographicLongSerializer.INSTANCE.serialize(r.l)
+        assert r.kg == zlib.crc32(g.serialize(r.s)) % 128

@@ -8,7 +8,6 @@ import threading
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
 from pyspark_datastream.savepoint import (
     Savepoint,
     SavepointWriter,
@@ -136,7 +135,7 @@ def _read_back(spark, path, uid) -> dict:
     return out
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck),
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck),
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(contents=_contents, writer=st.sampled_from(["heap", "rocksdb", "single_key"]),
        reader=st.sampled_from(["heap", "rocksdb", "single_key"]))
@@ -267,7 +266,6 @@ def test_not_a_savepoint_and_unreadable_metadata(spark, tmp_path):
     # a savepoint-shaped table whose metadata row is garbage
     import pyarrow as pa
     from deltalake import write_deltalake
-
     from pyspark_datastream.savepoint_format import savepoint_arrow_schema
 
     bad = str(tmp_path / "bad")

@@ -189,3 +189,45 @@ def test_batch_equals_streaming_final_reduce_values(spark, env_factory, tmp_path
         last[k] = v
     batch = dict(build(env_factory("BATCH")).execute_and_collect())
     assert last == batch
+
+
+class AllStates(KeyedProcessFunction):
+    """Value, list and map state per key; an event-time timer reports them."""
+
+    def open(self, runtime_context):
+        from pyspark_datastream import ListStateDescriptor, MapStateDescriptor
+
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+        self.values = runtime_context.get_list_state(ListStateDescriptor("values", Types.LONG()))
+        self.by_mod = runtime_context.get_map_state(
+            MapStateDescriptor("by_mod", Types.LONG(), Types.LONG()))
+
+    def process_element(self, value, ctx):
+        self.count.update((self.count.value() or 0) + 1)
+        self.values.add(value[1])
+        self.by_mod.put(value[1] % 3, (self.by_mod.get(value[1] % 3) or 0) + value[1])
+        ctx.timer_service().register_event_time_timer(value[1] + 10)
+        return ()
+
+    def on_timer(self, timestamp, ctx):
+        yield (ctx.get_current_key(), timestamp, self.count.value(),
+               tuple(sorted(self.values.get())), tuple(sorted(self.by_mod.items())))
+
+
+@settings(max_examples=2, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["p", "q", "r"]), st.integers(0, 40)),
+                min_size=1, max_size=10))
+def test_batch_equals_streaming_process_with_value_list_map_state_and_timers(
+        spark, env_factory, tmp_path_factory, rows):
+    ws = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ByV())
+
+    def build(env):
+        return (env.from_collection(rows, PAIR).assign_timestamps_and_watermarks(ws)
+                .key_by(lambda r: r[0]).process(AllStates()))
+
+    tmp = tmp_path_factory.mktemp("diff-process")
+    env = _streaming_env(env_factory, tmp, **{"state.backend.type": "rocksdb"})
+    streaming = sorted(build(env).execute_and_collect("diff-process"))
+    batch = sorted(build(env_factory("BATCH")).execute_and_collect())
+    assert streaming == batch and len(batch) >= 1

@@ -433,9 +433,7 @@ class RocksDBKeyGroupStore:
             pointer = VersionPointer(seq, previous.files + (name,), previous.sizes + (size,))
         copy.pointer = pointer
         copy.timers = timers
-        if os.environ.get("PDS_DEBUG_GC"):
-            with open(os.environ["PDS_DEBUG_GC"], "a") as log:
-                log.write(f"{os.getpid()} commit {folder} prev={previous} new={pointer}\n")
+
         self._collect(folder, previous, pointer)
         return pointer.to_bytes()
 
@@ -533,9 +531,6 @@ class RocksDBKeyGroupStore:
             if name in keep or name.startswith("."):
                 continue
             if _file_seq(name) <= limit:
-                if os.environ.get("PDS_DEBUG_GC"):
-                    with open(os.environ["PDS_DEBUG_GC"], "a") as log:
-                        log.write(f"{os.getpid()} delete {folder} {name} prev={previous} new={current}\n")
                 try:
                     os.remove(os.path.join(folder, name))
                 except FileNotFoundError:

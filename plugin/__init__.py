@@ -13,11 +13,6 @@ from .config import Configuration, RuntimeExecutionMode
 from .datastream import CloseableIterator, ConnectedStreams, DataStream, DataStreamSink, KeyedStream
 from .environment import JobExecutionResult, StreamExecutionEnvironment
 from .operators.context import RuntimeContext
-from .operators.harness import (
-    KeyedCoProcessFunctionTestHarness,
-    KeyedOperatorTestHarness,
-    KeyedProcessFunctionTestHarness,
-)
 from .operators.functions import (
     AggregateFunction,
     CoFlatMapFunction,
@@ -35,6 +30,11 @@ from .operators.functions import (
     ReduceFunction,
     TimeDomain,
     TimestampAssigner,
+)
+from .operators.harness import (
+    KeyedCoProcessFunctionTestHarness,
+    KeyedOperatorTestHarness,
+    KeyedProcessFunctionTestHarness,
 )
 from .state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend, StateBackend
 from .state_store.descriptors import (

@@ -77,6 +77,7 @@ __all__ = [
     "SavepointWriter",
     "inspect_savepoint",
     "format_inspection",
+    "savepoint_arrow_schema_columns",
 ]
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional, Union
 
 from .state_store.typeinfo import TypeInformation, Types
 
-__all__ = ["Untraceable", "Expr", "trace", "plain_callable", "to_column"]
+__all__ = ["Untraceable", "Expr", "trace", "plain_callable", "to_column", "native_key_bytes"]
 
 _NUMERIC = ("LONG", "INT", "SHORT", "BYTE", "DOUBLE", "FLOAT")
 
@@ -176,3 +176,44 @@ def fields_used(expr: Expr) -> set[tuple[int, int]]:
     for e in expr.args:
         out |= fields_used(e)
     return out
+
+
+# Serialized key bytes computed by Spark, byte for byte what the Python serializers produce
+# (checked against them in integration_tests/test_batch.py). Strings: UTF-8 with every 0x00
+# byte escaped as 0x00 0xFF and a 0x00 0x00 terminator; the escape runs on the hex form so
+# only byte-aligned "00" pairs are replaced (\G anchors each match where the last ended).
+_ESCAPE_NUL = r"\G((?:[0-9A-F]{2})*?)00"
+
+
+def native_key_bytes(column: Any, type_name: str, serializer: Any) -> Any:
+    """Spark Column with ``serializer.serialize(value)`` of the field, or None if unsupported."""
+    from pyspark.sql import functions as F
+
+    name = type(serializer).__name__
+    if name == "GenericKeySerializer":
+        if type_name == "STRING":
+            return F.concat(F.unhex(F.lit("09")), _escaped_string(column))
+        if type_name in ("LONG", "INT", "SHORT", "BYTE"):
+            return F.concat(F.unhex(F.lit("05")), _flipped_long(column))
+        return None
+    if name == "LexicographicStringSerializer" and type_name == "STRING":
+        return _escaped_string(column)
+    if name == "LexicographicLongSerializer" and type_name in ("LONG", "INT", "SHORT", "BYTE"):
+        return _flipped_long(column)
+    return None
+
+
+def _escaped_string(column: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    hexed = F.hex(F.encode(column, "UTF-8"))
+    escaped = F.when(F.instr(column, "\u0000") > 0,
+                     F.regexp_replace(hexed, _ESCAPE_NUL, "$100FF")).otherwise(hexed)
+    return F.unhex(F.concat(escaped, F.lit("0000")))
+
+
+def _flipped_long(column: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    flipped = column.cast("bigint").bitwiseXOR(F.lit(-(2**63)).cast("bigint"))
+    return F.unhex(F.lpad(F.hex(flipped), 16, "0"))

@@ -33,8 +33,8 @@ from ..graph import (
 )
 from ..spark_types import is_spark_mappable, python_from_spark
 from ..state_store.errors import GraphBuildError, JobExecutionError
-from ..tracing import Expr, plain_callable, to_column, trace
-from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding, typed_encoding
+from ..tracing import Expr, native_key_bytes, plain_callable, to_column, trace
+from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding, make_decoder, typed_encoding
 from .passes import KeyedSpec, PassSpec, output_ddl, run_pass
 
 if TYPE_CHECKING:
@@ -108,8 +108,15 @@ class BatchTranslator:
 
     def collect(self, node: Transformation) -> CloseableIterator:
         stream = self.translate(node)
-        df, decode = self._collectable(stream, node)
-        return CloseableIterator(decode(row) for row in df.toLocalIterator())
+        df, enc = self._collectable_arrow(stream, node)
+        decode = make_decoder(enc)
+
+        def records() -> Any:
+            # Arrow transfer: one job, columnar; the result is held on the driver.
+            for batch in df.toArrow().to_batches():
+                yield from decode(batch)
+
+        return CloseableIterator(records())
 
     def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
         if savepoint_path is not None:
@@ -272,6 +279,10 @@ class BatchTranslator:
     def _keyed_input(self, key_node: KeyByNode, consumer: Transformation,
                      combiner: Any = None, force_pickled: bool = False) -> tuple[DataFrame, Encoding]:
         parent = self._input_stream(key_node.inputs[0])
+        if self.pushdown and not force_pickled:
+            native = self._native_keyed_input(parent, key_node)
+            if native is not None:
+                return native, parent.enc
         enc = PICKLED if force_pickled else self._preferred_encoding(parent.type_info)
         df = self._materialize(parent, enc, key_out=(key_node.key_selector, key_node.key_serializer),
                                combiner=combiner, name=key_node.name, force=True)
@@ -373,6 +384,28 @@ class BatchTranslator:
         df = parent.df.withColumn(TS, column)
         return Stream(df, parent.enc, parent.type_info, name=node.name)
 
+    def _native_keyed_input(self, parent: Stream, key_node: KeyByNode) -> Optional[DataFrame]:
+        """Key group and key bytes as native columns, for a key selector that reads one
+        string or integer field of a typed stream (no Python pass before the shuffle)."""
+        if parent.pending or not parent.enc.typed or parent.tagged or parent.enc.shape == "scalar":
+            return None
+        key_fn = plain_callable(key_node.key_selector)
+        if key_fn is None:
+            return None
+        key_expr = trace(key_fn, [_struct_type(parent.enc)])
+        if not isinstance(key_expr, Expr) or key_expr.op != "field" or key_expr.type_info is None:
+            return None
+        column = to_column(key_expr, [list(parent.enc.columns)])
+        key_bytes = native_key_bytes(column, key_expr.type_info.type_name, key_node.key_serializer)
+        if key_bytes is None:
+            return None
+        from pyspark.sql import functions as F
+
+        df = parent.df.withColumn(KEY, key_bytes)
+        df = df.withColumn(KG, F.pmod(F.crc32(F.col(KEY)), F.lit(self.max_parallelism)).cast("int"))
+        log.info("BATCH: %s computes key groups natively", key_node.name)
+        return df.select(TS, KG, KEY, *[F.col(f"`{c}`") for c in parent.enc.columns])
+
     def _native_reduce(self, node: KeyedNode, key_node: KeyByNode) -> Optional[Stream]:
         """sum/min/max/min_by/max_by, or a reduce lambda that is a field aggregation,
         over a typed stream keyed by one traceable field: a native groupBy().agg()."""
@@ -429,13 +462,18 @@ class BatchTranslator:
         df = self._materialize(stream, enc, name=node.name)
         return df.select(*[_col(f"`{c}`") for c in enc.columns])
 
-    def _collectable(self, stream: Stream, node: Transformation) -> tuple[DataFrame, Any]:
+    def _collectable_arrow(self, stream: Stream, node: Transformation) -> tuple[DataFrame, Encoding]:
+        """The DataFrame to collect (payload columns only) and its encoding."""
         if stream.enc.typed and not stream.pending:
             enc = stream.enc
-            df = stream.df.select(*[_col(f"`{c}`") for c in enc.columns])
-            convert = python_from_spark(enc.type_info, enc.shape, enc.columns)
-            return df, convert
-        df = self._materialize(stream, PICKLED, name=node.name).select(VALUE)
+            return stream.df.select(*[_col(f"`{c}`") for c in enc.columns]), enc
+        return self._materialize(stream, PICKLED, name=node.name).select(VALUE), PICKLED
+
+    def _collectable(self, stream: Stream, node: Transformation) -> tuple[DataFrame, Any]:
+        """The DataFrame to collect and a converter from its Spark Rows to records."""
+        df, enc = self._collectable_arrow(stream, node)
+        if enc.typed:
+            return df, python_from_spark(enc.type_info, enc.shape, enc.columns)
         import pickle
 
         loads = pickle.loads

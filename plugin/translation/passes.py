@@ -164,8 +164,11 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
         operator = _make_keyed_operator(ks)
         operator.open(backend, config)
         cleanup += [operator.close, backend.close]
-        driver = run_sorted_keyed if ks.sorted_input else run_hash_keyed
-        outputs = driver(operator, backend, records(), ks.key_serializer, config)
+        if _fast_reduce_applies(ks, config):
+            outputs = _sorted_reduce(ks.function, records(), spec.name)
+        else:
+            driver = run_sorted_keyed if ks.sorted_input else run_hash_keyed
+            outputs = driver(operator, backend, records(), ks.key_serializer, config)
     elif spec.co_stage is not None:
         outputs = _run_co_stage(spec.co_stage, records(), config)
     else:
@@ -226,6 +229,41 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     finally:
         for close in cleanup:
             close()
+
+
+def _fast_reduce_applies(ks: KeyedSpec, config: OperatorConfig) -> bool:
+    """BATCH reduce over sorted input, with a function that needs no runtime context."""
+    if ks.kind != "reduce" or not ks.sorted_input or not config.is_batch:
+        return False
+    from ..state_store.functions import Function
+
+    fn = ks.function
+    return getattr(type(fn), "open", Function.open) is Function.open
+
+
+def _sorted_reduce(function: Any, rows: Iterator[tuple[Any, ...]], name: str) -> Iterator[Output]:
+    """FLIP-140 sorted reduce without per-record state access: one fold per run of equal keys,
+    the final value emitted at the end of the key (timestamp MAX_WATERMARK, as ReduceOperator)."""
+    from ..operators.base import MAX_WATERMARK, user_function_error
+
+    reduce = function.reduce
+    current: Any = _NO_KEY
+    acc: Any = None
+    for key, _ts, value, _side in rows:
+        if key != current:
+            if current is not _NO_KEY:
+                yield Output(None, acc, MAX_WATERMARK)
+            current, acc = key, value
+            continue
+        try:
+            acc = reduce(acc, value)
+        except Exception as exc:  # noqa: BLE001
+            raise user_function_error(name, "reduce", value, exc) from exc
+    if current is not _NO_KEY:
+        yield Output(None, acc, MAX_WATERMARK)
+
+
+_NO_KEY = object()
 
 
 def _run_fast(spec: PassSpec, chain: Any, decode: Any, writer: ColumnWriter,

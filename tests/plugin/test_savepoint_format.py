@@ -6,7 +6,6 @@ import json
 
 import pyarrow as pa
 import pytest
-
 from pyspark_datastream.savepoint_format import (
     ENTRY_COLUMNS,
     FORMAT_VERSION,
