@@ -11,8 +11,9 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-from examples import temporal_join, temporal_sort
 from pyspark_datastream import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
+
+from examples import temporal_join, temporal_sort
 
 MODES = ("BATCH", "STREAMING")
 

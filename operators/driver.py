@@ -29,13 +29,19 @@ from .base import KeyedOperator, OperatorConfig, Output
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend
+    from ..state_store.entries import StateEntry, StateMetaInfo
     from ..state_store.serializers import TypeSerializer
 
 __all__ = [
     "KeyedRow",
+    "RESTORE_INPUT",
     "run_sorted_keyed",
     "run_hash_keyed",
 ]
+
+#: ``input_index`` of a restore row ``(key_bytes, None, [StateEntry, ...], RESTORE_INPUT)``:
+#: the key's savepoint entries, given to :func:`run_sorted_keyed` as the FIRST row of the key.
+RESTORE_INPUT = -1
 
 #: ``(key_bytes, timestamp, value, input_index)``
 KeyedRow = tuple[bytes, "int | None", Any, int]
@@ -69,17 +75,26 @@ def run_sorted_keyed(
     rows: Iterable[KeyedRow],
     key_serializer: TypeSerializer,
     config: OperatorConfig,
-    on_key_end: Callable[[KeyedStateBackend], None] | None = None,
+    on_key_end: Callable[[KeyedStateBackend], Iterable[Output] | None] | None = None,
     *,
     open_operator: bool = True,
     close_operator: bool = True,
+    restore_meta: Iterable[StateMetaInfo] | None = None,
 ) -> Iterator[Output]:
     """Run ``operator`` over rows grouped by key; ``end_key()`` after each key.
 
     ``on_key_end(backend)`` is called after a key's ``end_key()`` while the key is
     still current (its state complete, its timers fired), before the next key
-    drops it - the savepoint writer snapshots each key there. After the last key,
+    drops it - the savepoint writer snapshots each key there; outputs it returns (if
+    not None) are yielded after the key's own end-of-key outputs. After the last key,
     ``end_input()`` runs (a no-op for keys already ended in BATCH).
+
+    Savepoint restore: a row ``(key_bytes, None, entries, RESTORE_INPUT)`` that is
+    the first row of its key restores ``entries`` (that key's
+    :class:`~pyspark_datastream.state_store.entries.StateEntry` rows) into the backend
+    with ``restore_meta`` (the savepoint's meta infos of this operator), then calls
+    ``operator.on_restored_key()``; a key with only a restore row still ends
+    normally (its due timers fire).
     """
     if open_operator:
         _open(operator, backend, config)
@@ -87,6 +102,7 @@ def run_sorted_keyed(
     set_current_key = backend.set_current_key
     process = operator.process_element
     end_key = operator.end_key
+    metas = tuple(restore_meta) if restore_meta is not None else None
     current: bytes | None = None
     try:
         for key_bytes, timestamp, value, input_index in rows:
@@ -94,19 +110,26 @@ def run_sorted_keyed(
                 if current is not None:
                     ended = list(end_key())
                     if on_key_end is not None:
-                        on_key_end(backend)
+                        extra = on_key_end(backend)
+                        if extra is not None:
+                            ended.extend(extra)
                     yield from ended
                 if type(key_bytes) is not bytes:
                     key_bytes = bytes(key_bytes)
                 set_current_key(key_of(key_bytes), key_bytes)
                 current = key_bytes
+                if input_index == RESTORE_INPUT:
+                    yield from _restore_key(operator, backend, metas, value)
+                    continue
             outputs = process(value, timestamp, input_index)
             if outputs:
                 yield from outputs
         if current is not None:
             ended = list(end_key())
             if on_key_end is not None:
-                on_key_end(backend)
+                extra = on_key_end(backend)
+                if extra is not None:
+                    ended.extend(extra)
             yield from ended
         yield from operator.end_input()
     except (DataStreamError, GeneratorExit):
@@ -118,6 +141,22 @@ def run_sorted_keyed(
     finally:
         if close_operator:
             operator.close()
+
+
+def _restore_key(
+    operator: KeyedOperator,
+    backend: KeyedStateBackend,
+    metas: tuple[StateMetaInfo, ...] | None,
+    entries: list[StateEntry],
+) -> Iterable[Output]:
+    """Load one key's savepoint entries into the backend (the key is current)."""
+    if metas is None:
+        raise JobExecutionError(
+            "run_sorted_keyed got a restore row but no restore_meta (the savepoint's meta infos)"
+        )
+    backend.restore(metas, entries)
+    hook = getattr(operator, "on_restored_key", None)
+    return hook() if hook is not None else ()
 
 
 def run_hash_keyed(

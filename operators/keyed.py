@@ -105,6 +105,13 @@ class AbstractKeyedOperator(KeyedOperator):
 
     timer_namespace_serializer: TypeSerializer = VOID_NAMESPACE_SERIALIZER
 
+    #: BATCH stop-with-savepoint (set by the driver before running, not pickled): when not
+    #: None, ``end_key``/``end_input`` fire only the event timers <= this watermark (the
+    #: final watermark a STREAMING run would have reached) and never processing timers;
+    #: later timers stay pending so that the key's snapshot holds them. None: default
+    #: BATCH behaviour (watermark MAX).
+    savepoint_watermark: int | None = None
+
     def __init__(self, name: str | None = None) -> None:
         self.name = name
         #: Optional ``listener(timestamp, key, time_domain)`` called before each timer fires.
@@ -165,8 +172,8 @@ class AbstractKeyedOperator(KeyedOperator):
 
     def _check_key_ended(self, new_key: Any, new_key_bytes: bytes) -> None:
         """Single-key backend, BATCH: refuse to drop a key whose timers never fired."""
-        if not self._opened:
-            return
+        if not self._opened or self.savepoint_watermark is not None:
+            return  # stop-with-savepoint: pending timers were snapshotted at end of key
         pending = len(self.event_queue)
         if self._fire_processing_at_end:
             pending += len(self.processing_queue)
@@ -274,6 +281,8 @@ class AbstractKeyedOperator(KeyedOperator):
         """BATCH: the current key is complete; fire its timers with watermark MAX (eager)."""
         if not self.batch:
             return _EMPTY
+        if self.savepoint_watermark is not None:
+            return self._end_key_for_savepoint(self.savepoint_watermark)
         event_queue = self.event_queue
         if not event_queue and not (self._fire_processing_at_end and self.processing_queue):
             return _EMPTY
@@ -299,9 +308,30 @@ class AbstractKeyedOperator(KeyedOperator):
             clock.quiescing = False
 
     def end_input(self) -> Iterable[Output]:
-        """End of input: watermark MAX, fire all remaining timers (lazy: iterate the result)."""
+        """End of input: watermark MAX, fire all remaining timers (lazy: iterate the result).
+
+        BATCH with ``savepoint_watermark``: only event timers <= it fire (stop-with-savepoint
+        without drain); the others stay pending."""
+        if self.batch and self.savepoint_watermark is not None:
+            return self._end_key_for_savepoint(self.savepoint_watermark)
         self.clock.watermark = MAX_WATERMARK
         return self._drain_all()
+
+    def _end_key_for_savepoint(self, watermark: int) -> list[Output]:
+        """Fire event timers <= ``watermark`` (eager); processing timers and later ones stay."""
+        if not self.event_queue:
+            return []
+        clock = self.clock
+        clock.watermark = watermark
+        try:
+            return list(self._fire_event_timers(watermark))
+        finally:
+            clock.watermark = MIN_WATERMARK
+
+    def on_restored_key(self) -> Iterable[Output]:
+        """Hook: the current key's state was just restored from a savepoint (before its
+        records, if any). Default: nothing."""
+        return _EMPTY
 
 
 # -- adapters: plain stage functions used on a keyed stream (they may use keyed state) ------
@@ -583,7 +613,8 @@ class ReduceOperator(AbstractKeyedOperator):
         current = self._value()
         if current is None:
             if self.batch:
-                self._add_timer(MAX_WATERMARK, VOID_NAMESPACE)
+                if self.savepoint_watermark is None:
+                    self._add_timer(MAX_WATERMARK, VOID_NAMESPACE)
                 self._update(value)
                 return _EMPTY
             result = value
@@ -605,3 +636,21 @@ class ReduceOperator(AbstractKeyedOperator):
         if value is None:
             return _EMPTY
         return [_make_output((None, value, timestamp))]
+
+    def end_key(self) -> Iterable[Output]:
+        """BATCH stop-with-savepoint: emit the key's final value without the internal
+        MAX timer (a STREAMING reduce holds no timer, so the savepoint must not either)."""
+        if self.batch and self.savepoint_watermark is not None:
+            value = self._value()
+            out = list(super().end_key())
+            if value is not None:
+                out.insert(0, _make_output((None, value, MAX_WATERMARK)))
+            return out
+        return super().end_key()
+
+    def on_restored_key(self) -> Iterable[Output]:
+        """BATCH restore: a restored running value is emitted at end of key, as a value
+        reduced in this run would be (re-register the internal MAX timer)."""
+        if self.batch and self.savepoint_watermark is None and self._value() is not None:
+            self._add_timer(MAX_WATERMARK, VOID_NAMESPACE)
+        return _EMPTY

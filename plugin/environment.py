@@ -7,6 +7,7 @@ import os
 import pickle
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
@@ -197,7 +198,9 @@ class StreamExecutionEnvironment:
     def _execute_and_collect(self, node: Transformation,
                              job_name: Optional[str]) -> CloseableIterator:
         nodes = reachable([node])
-        translator = self._translator(nodes, job_name or "collect")
+        # Without a name every collect is its own job: STREAMING checkpoints live under the job
+        # name, so two different programs must not share one. Name it to resume across runs.
+        translator = self._translator(nodes, job_name or f"collect-{uuid.uuid4().hex[:12]}")
         return translator.collect(node)
 
     def execute(self, job_name: str = "pyspark-datastream job", savepoint_path: Optional[str] = None

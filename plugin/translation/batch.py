@@ -100,6 +100,12 @@ class BatchTranslator:
             if isinstance(n, SideOutputNode):
                 parent = n.inputs[0]
                 self._tags[parent.id] = self._tags.get(parent.id, frozenset()) | {n.tag_id}
+        # Savepoints (translation/batch_savepoint.py): restore is checked here, before
+        # anything runs; a write is set up by run_sinks(savepoint_path=...).
+        from .batch_savepoint import BatchRestore
+
+        self._savepoint_write: Any = None
+        self._restore: Optional[BatchRestore] = BatchRestore.from_config(self, cfg)
 
     # -- public entry points ------------------------------------------------------
     def to_dataframe(self, node: Transformation) -> DataFrame:
@@ -119,8 +125,20 @@ class BatchTranslator:
         return CloseableIterator(records())
 
     def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
-        if savepoint_path is not None:
-            raise GraphBuildError("savepoints are not available yet in this version")
+        if savepoint_path is None:
+            return self._run_sinks(sinks)
+        from .batch_savepoint import BatchSavepointWrite
+
+        self._savepoint_write = write = BatchSavepointWrite(self, savepoint_path)
+        try:
+            counts = self._run_sinks(sinks)
+            write.write()  # only after every sink succeeded: a failed job adds no version
+            return counts
+        finally:
+            write.close()
+            self._savepoint_write = None
+
+    def _run_sinks(self, sinks: list[SinkNode]) -> dict[str, int]:
         counts: dict[str, int] = {}
         for sink in sinks:
             start = time.time()
@@ -150,7 +168,11 @@ class BatchTranslator:
             return cached
         stream = self._translate(node)
         tags = self._tags.get(node.id)
-        if tags or self._fan_out(node) > 1:
+        if (self._savepoint_write is not None and stream.keyed is not None
+                and isinstance(node, (KeyedNode, CoKeyedNode))):
+            # one run of the keyed pass gives both its records and its savepoint entries
+            stream = self._savepoint_write.run_keyed(stream, node, tags or frozenset())
+        elif tags or self._fan_out(node) > 1:
             stream = self._materialize_shared(stream, node, tags or frozenset())
         self._streams[node.id] = stream
         return stream
@@ -175,15 +197,15 @@ class BatchTranslator:
         if isinstance(node, KeyedNode):
             key_node = node.inputs[0]
             assert isinstance(key_node, KeyByNode)
-            if self.pushdown and node.op == "reduce":
+            if self.pushdown and node.op == "reduce" and not self._savepoint_state(node):
                 native = self._native_reduce(node, key_node)
                 if native is not None:
                     return native
             combiner = node.function if (node.op == "reduce" and self.pre_aggregate) else None
             df, enc = self._keyed_input(key_node, node, combiner=combiner)
-            df = self._shuffle(df, sided=False)
+            df = self._keyed_shuffle(df, node, sided=False)
             spec = KeyedSpec(node.op, node.function, key_node.key_serializer, self.sorted_inputs,
-                             self.backend)
+                             self.backend, **self._savepoint_fields(node))
             return Stream(df, enc, node.output_type, keyed=spec, name=node.name)
         if isinstance(node, CoKeyedNode):
             parts = []
@@ -198,9 +220,9 @@ class BatchTranslator:
                     f"{node.describe()}: both inputs must use the same key type, got "
                     f"{serializers[0]!r} and {serializers[1]!r}"
                 )
-            df = self._shuffle(parts[0].unionByName(parts[1]), sided=True)
+            df = self._keyed_shuffle(parts[0].unionByName(parts[1]), node, sided=True)
             spec = KeyedSpec("co_process", node.function, serializers[0], self.sorted_inputs,
-                             self.backend)
+                             self.backend, **self._savepoint_fields(node))
             return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name)
         if isinstance(node, CoChainNode):
             parts = []
@@ -287,6 +309,33 @@ class BatchTranslator:
         df = self._materialize(parent, enc, key_out=(key_node.key_selector, key_node.key_serializer),
                                combiner=combiner, name=key_node.name, force=True)
         return df, enc
+
+    # -- savepoints (see batch_savepoint.py) ------------------------------------------
+    def _savepoint_state(self, node: Transformation) -> bool:
+        """True when ``node``'s keyed state is written to or restored from a savepoint
+        (then it must run as a real keyed operator: no native/fast reduce)."""
+        if self._savepoint_write is not None:
+            return True
+        return self._restore is not None and self._restore.meta_for(node) is not None
+
+    def _savepoint_fields(self, node: Transformation) -> dict[str, Any]:
+        """Extra KeyedSpec fields for savepoint write / restore (empty otherwise)."""
+        fields: dict[str, Any] = {}
+        if self._savepoint_write is not None:
+            fields.update(self._savepoint_write.keyed_spec_fields())
+        if self._restore is not None:
+            meta = self._restore.meta_for(node)
+            if meta is not None:
+                fields["restore_meta"] = meta
+        return fields
+
+    def _keyed_shuffle(self, df: DataFrame, node: Transformation, sided: bool) -> DataFrame:
+        """``_shuffle``, with the node's savepoint entries unioned in when restoring."""
+        if self._restore is not None:
+            restored = self._restore.union_state(df, node)
+            if restored is not None:
+                return restored
+        return self._shuffle(df, sided)
 
     def _shuffle(self, df: DataFrame, sided: bool) -> DataFrame:
         df = df.repartition(self.parallelism, _col(KG))

@@ -17,12 +17,37 @@ import pyarrow as pa
 
 from ..operators.base import OperatorConfig, Output
 from ..operators.chain import KeyExtractor, StatelessChain
+from ..state_store.errors import GraphBuildError
 from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decoder
 from .fastpath import FastKeyedOutput, compile_chain
 
-__all__ = ["KeyedSpec", "PassSpec", "run_pass", "output_ddl", "make_backend"]
+__all__ = [
+    "KeyedSpec", "PassSpec", "run_pass", "output_ddl", "make_backend",
+    "SP_COLUMNS", "SP_META", "RESTORE_COLUMNS",
+]
 
 _COMBINE_LIMIT = 100_000
+
+#: Extra output columns of a keyed pass that writes a savepoint: one row per state entry
+#: (key group, key, state name, namespace, user key, value); null on ordinary rows.
+SP_COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
+    ("_spkg", pa.int32(), "int"),
+    ("_spk", pa.binary(), "binary"),
+    ("_spsn", pa.string(), "string"),
+    ("_spns", pa.binary(), "binary"),
+    ("_spuk", pa.binary(), "binary"),
+    ("_spv", pa.binary(), "binary"),
+)
+#: ``_spsn`` of the one row per partition carrying the state meta infos (JSON list) in
+#: ``_spv``; state names never contain NUL, so it cannot collide with a state.
+SP_META = "\x00meta"
+#: Extra input columns of a keyed pass that restores a savepoint (null on record rows):
+#: state name, namespace, user key, value of one entry; ``_kg``/``_k`` carry its key.
+RESTORE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("_rsn", "string"), ("_rns", "binary"), ("_ruk", "binary"), ("_rv", "binary"),
+)
+_SP_TAG = "\x00savepoint-entry"
+_STATE_ROW = -2  # input index of one restored entry before grouping per key
 
 
 @dataclass
@@ -34,6 +59,13 @@ class KeyedSpec:
     key_serializer: Any
     sorted_input: bool
     backend: tuple[str, dict[str, Any]] = ("hashmap", {})
+    #: BATCH savepoint write: emit each key's entries (``SP_COLUMNS``) at its end, with
+    #: event timers fired only up to ``savepoint_watermark`` (None: no timestamps, none fire)
+    savepoint_write: bool = False
+    savepoint_watermark: Optional[int] = None
+    #: BATCH restore: the savepoint's meta infos of this operator; the input carries
+    #: ``RESTORE_COLUMNS`` rows sorted before each key's records
+    restore_meta: Optional[tuple[Any, ...]] = None
 
 
 @dataclass
@@ -60,7 +92,13 @@ class PassSpec:
         fields.append(pa.field(TS, pa.int64()))
         if self.key_out is not None:
             fields += [pa.field(KG, pa.int32()), pa.field(KEY, pa.binary())]
+        if self.writes_savepoint:
+            fields += [pa.field(n, t) for n, t, _ in SP_COLUMNS]
         return fields
+
+    @property
+    def writes_savepoint(self) -> bool:
+        return self.keyed is not None and self.keyed.savepoint_write
 
 
 def output_ddl(spec: PassSpec) -> str:
@@ -71,8 +109,35 @@ def output_ddl(spec: PassSpec) -> str:
     parts.append(f"{TS} bigint")
     if spec.key_out is not None:
         parts += [f"{KG} int", f"{KEY} binary"]
+    if spec.writes_savepoint:
+        parts += [f"{n} {d}" for n, _, d in SP_COLUMNS]
     parts += spec.output_enc.spark_fields()
     return ", ".join(parts)
+
+
+class _SavepointWriter(ColumnWriter):
+    """A ColumnWriter whose ordinary rows get null ``SP_COLUMNS`` and which can append
+    savepoint entry rows (null payload)."""
+
+    def __init__(self, enc: Encoding, extra: list[pa.Field]) -> None:
+        super().__init__(enc, extra)
+        self._pad = (None,) * len(SP_COLUMNS)
+        self._lead = (None,) * (len(extra) - len(SP_COLUMNS))
+
+    def append(self, extras: tuple[Any, ...], value: Any) -> Optional[pa.RecordBatch]:
+        return super().append(extras + self._pad, value)
+
+    def append_entry(self, entry: Any) -> Optional[pa.RecordBatch]:
+        extras = self._lead + (entry.key_group, entry.key, entry.state_name, entry.namespace,
+                               entry.user_key, entry.value)
+        for col, x in zip(self.extra_cols, extras):
+            col.append(x)
+        for col in self.payload_cols:
+            col.append(None)
+        self.n += 1
+        if self.n >= self.batch_size:
+            return self.flush()
+        return None
 
 
 def make_backend(kind: str, options: dict[str, Any], key_serializer: Any, max_parallelism: int) -> Any:
@@ -135,8 +200,11 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
 
     config = _operator_config(spec, _subtask_index() if subtask is None else subtask)
     decode = make_decoder(spec.input_enc)
-    writer = ColumnWriter(spec.output_enc, spec.extra_fields())
+    writes_savepoint = spec.writes_savepoint
+    writer = (_SavepointWriter if writes_savepoint else ColumnWriter)(
+        spec.output_enc, spec.extra_fields())
     keyed = spec.keyed is not None
+    restoring = keyed and spec.keyed.restore_meta is not None  # type: ignore[union-attr]
     if not keyed and spec.co_stage is None and not spec.tags and not spec.sided:
         fast = compile_chain(spec.chain, spec.name)
         if fast is not None:
@@ -146,6 +214,9 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     def records() -> Iterator[tuple[Any, ...]]:
         for b in batches:
             if b.num_rows == 0:
+                continue
+            if restoring:
+                yield from _restore_rows(b, decode, spec.sided)
                 continue
             values = decode(b)
             ts = b.column(TS).to_pylist()
@@ -162,10 +233,22 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
         backend_kind = "single_key" if ks.sorted_input else ks.backend[0]
         backend = make_backend(backend_kind, ks.backend[1], ks.key_serializer, spec.max_parallelism)
         operator = _make_keyed_operator(ks)
+        if ks.savepoint_write:
+            from ..operators.base import MIN_WATERMARK
+
+            operator.savepoint_watermark = (MIN_WATERMARK if ks.savepoint_watermark is None
+                                            else ks.savepoint_watermark)
         operator.open(backend, config)
         cleanup += [operator.close, backend.close]
         if _fast_reduce_applies(ks, config):
             outputs = _sorted_reduce(ks.function, records(), spec.name)
+        elif ks.savepoint_write or ks.restore_meta is not None:
+            if not ks.sorted_input:
+                raise GraphBuildError(
+                    f"operator {spec.name!r}: BATCH savepoints need sorted inputs "
+                    "(execution.sorted-inputs.enabled=true)")
+            outputs = _with_savepoint(operator, backend, _group_restore_rows(records()), ks,
+                                      config)
         else:
             driver = run_sorted_keyed if ks.sorted_input else run_hash_keyed
             outputs = driver(operator, backend, records(), ks.key_serializer, config)
@@ -193,7 +276,11 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
         for out in outputs:
             tag = out.tag
             if tag is not None:
-                if tag in tags:
+                if tag is _SP_TAG:
+                    batch = writer.append_entry(out.value)  # type: ignore[attr-defined]
+                    if batch is not None:
+                        yield batch
+                elif tag in tags:
                     batch = writer.append((tag, out.timestamp), out.value)
                     if batch is not None:
                         yield batch
@@ -232,8 +319,11 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
 
 
 def _fast_reduce_applies(ks: KeyedSpec, config: OperatorConfig) -> bool:
-    """BATCH reduce over sorted input, with a function that needs no runtime context."""
+    """BATCH reduce over sorted input, with a function that needs no runtime context
+    (not when state is saved to or restored from a savepoint: it keeps no state)."""
     if ks.kind != "reduce" or not ks.sorted_input or not config.is_batch:
+        return False
+    if ks.savepoint_write or ks.restore_meta is not None:
         return False
     from ..state_store.functions import Function
 
@@ -333,3 +423,83 @@ def _run_co_stage(co_stage: tuple[str, Any], rows: Iterator[tuple[Any, ...]],
             yield from stage.process(value, ts, side)
     finally:
         stage.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Savepoints (BATCH): restore rows in, entry rows out
+# --------------------------------------------------------------------------------------------
+def _restore_rows(b: pa.RecordBatch, decode: Any, sided: bool) -> Iterator[tuple[Any, ...]]:
+    """Rows of a batch that mixes restored entries (``_rsn`` set) and records, in order:
+    records as ``(key, ts, value, side)``, entries as ``(key, None, StateEntry, _STATE_ROW)``."""
+    import pyarrow.compute as pc
+
+    from ..state_store.entries import StateEntry
+
+    names = b.column(RESTORE_COLUMNS[0][0])
+    keys = b.column(KEY).to_pylist()
+    if names.null_count == b.num_rows:  # records only
+        values = decode(b)
+        ts = b.column(TS).to_pylist()
+        sides = b.column(SIDE).to_pylist() if sided else itertools.repeat(0)
+        yield from zip(keys, ts, values, sides)
+        return
+    recs = b.filter(pc.is_null(names))
+    values_it = iter(decode(recs)) if recs.num_rows else iter(())
+    ts_it = iter(recs.column(TS).to_pylist())
+    sides_it = iter(recs.column(SIDE).to_pylist()) if sided else itertools.repeat(0)
+    sns = names.to_pylist()
+    kgs = b.column(KG).to_pylist()
+    nss, uks, vs = (b.column(n).to_pylist() for n, _ in RESTORE_COLUMNS[1:])
+    for i, sn in enumerate(sns):
+        if sn is None:
+            yield keys[i], next(ts_it), next(values_it), next(sides_it)
+        else:
+            key = keys[i]
+            yield key, None, StateEntry(kgs[i], sn, key, nss[i] or b"", uks[i] or b"",
+                                        vs[i] or b""), _STATE_ROW
+
+
+def _group_restore_rows(rows: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    """Fold each key's restored entries (sorted before its records) into ONE restore row
+    ``(key, None, [entries], RESTORE_INPUT)`` for ``run_sorted_keyed``."""
+    from ..operators.driver import RESTORE_INPUT
+
+    pending_key: Any = None
+    pending: list[Any] = []
+    for row in rows:
+        if row[3] == _STATE_ROW:
+            if pending and row[0] != pending_key:
+                yield pending_key, None, pending, RESTORE_INPUT
+                pending = []
+            pending_key = row[0]
+            pending.append(row[2])
+            continue
+        if pending:  # the pending key's records follow, or it exists only in the savepoint
+            yield pending_key, None, pending, RESTORE_INPUT
+            pending = []
+        yield row
+    if pending:
+        yield pending_key, None, pending, RESTORE_INPUT
+
+
+def _with_savepoint(operator: Any, backend: Any, rows: Iterator[tuple[Any, ...]], ks: KeyedSpec,
+                    config: OperatorConfig) -> Iterator[Output]:
+    """``run_sorted_keyed`` with restore rows, and (writing) each key's entries emitted as
+    ``_SP_TAG`` outputs right after its end-of-key outputs, then one meta-info row."""
+    import json
+
+    from ..operators.driver import run_sorted_keyed
+    from ..state_store.entries import StateEntry
+
+    on_key_end = None
+    if ks.savepoint_write:
+        def on_key_end(b: Any) -> list[Output]:
+            return [Output(_SP_TAG, e, None) for e in b.snapshot()]
+
+    yield from run_sorted_keyed(operator, backend, rows, ks.key_serializer, config,
+                                on_key_end=on_key_end, restore_meta=ks.restore_meta,
+                                close_operator=False)
+    if not ks.savepoint_write:
+        return
+    metas = json.dumps([m.to_dict() for m in backend.state_meta_infos()], sort_keys=True)
+    yield Output(_SP_TAG, StateEntry(-1, SP_META, b"", b"", b"", metas.encode("utf-8")), None)

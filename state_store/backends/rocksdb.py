@@ -385,9 +385,28 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         self._key_serializer = self.descriptor.user_key_serializer
         #: prefix -> {lexicographic key -> next free value index}
         self._next: dict[bytes, dict[bytes, int]] = {}
+        #: prefix -> a row key below which this prefix has no live row (set by
+        #: ``clear_range_until``), so seeks start past the deleted rows' tombstones instead of
+        #: walking them (the temporal sort / join pattern deletes from the front)
+        self._floor: dict[bytes, bytes] = {}
 
     def _lex(self, key: Any) -> bytes:
         return self._key_serializer.serialize(key)  # type: ignore[union-attr]
+
+    def _above_floor(self, prefix: bytes, lower: bytes) -> bytes:
+        """``lower`` raised to the prefix's floor (no live row below the floor)."""
+        floor = self._floor.get(prefix)
+        return floor if floor is not None and floor > lower else lower
+
+    def _writing_at(self, prefix: bytes, group: bytes) -> None:
+        """Drop the prefix's floor when a row is written below it."""
+        floor = self._floor.get(prefix)
+        if floor is not None and group < floor:
+            del self._floor[prefix]
+
+    def _group_at(self, start: int, group: bytes) -> tuple[Any, list[Any]]:
+        """The entry of one sort key, read within the group's own bounds."""
+        return next(self._group_rows(start, self._items(group, prefix_successor(group))))
 
     def _group_rows(
         self, start: int, rows: Iterator[tuple[bytes, bytes]]
@@ -431,6 +450,8 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
     def add(self, key: Any, value: Any) -> None:
         prefix = self._prefix()
         lex = self._lex(key)
+        if prefix in self._floor:
+            self._writing_at(prefix, prefix + lex)
         index = self._next_index(prefix, lex)
         self._db.put(prefix + lex + _U64.pack(index), self._value_serializer.serialize(value))
         self._next[prefix][lex] = index + 1
@@ -440,6 +461,7 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         prefix = self._prefix()
         lex = self._lex(key)
         group = prefix + lex
+        self._writing_at(prefix, group)
         self._delete_range(group, prefix_successor(group))
         serialize = self._value_serializer.serialize
         if items:
@@ -459,42 +481,29 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
     def first_entry(self, from_key: Any = None) -> tuple[Any, list[Any]] | None:
         prefix = self._prefix()
         lower = prefix if from_key is None else prefix + self._lex(from_key)
-        return next(self._group_rows(len(prefix), self._first_group(prefix, lower)), None)
-
-    def _first_group(self, prefix: bytes, lower: bytes) -> Iterator[tuple[bytes, bytes]]:
-        start = len(prefix)
-        first: bytes | None = None
-        for key, value in self._items(lower, prefix_successor(prefix)):
-            lex = key[start:-8]
-            if first is None:
-                first = lex
-            elif lex != first:
-                return
-            yield key, value
+        lower = self._above_floor(prefix, lower)
+        # find the first row, then read its group within the group's bounds (reading on
+        # to the group's end could walk over the tombstones of deleted rows)
+        for key, _ in self._items(lower, prefix_successor(prefix)):
+            return self._group_at(len(prefix), key[:-8])
+        return None
 
     def last_entry(self, to_key: Any = None) -> tuple[Any, list[Any]] | None:
         prefix = self._prefix()
         upper = prefix_successor(prefix if to_key is None else prefix + self._lex(to_key))
-        start = len(prefix)
-        rows: list[tuple[bytes, bytes]] = []
-        last: bytes | None = None
-        for key, value in self._backend._items_backwards(prefix, upper):
-            lex = key[start:-8]
-            if last is None:
-                last = lex
-            elif lex != last:
-                break
-            rows.append((key, value))
-        if last is None:
+        lower = self._above_floor(prefix, prefix)
+        if lower >= upper:
             return None
-        rows.reverse()
-        return next(self._group_rows(start, iter(rows)))
+        for key, _ in self._backend._items_backwards(lower, upper):
+            return self._group_at(len(prefix), key[:-8])
+        return None
 
     def _range_bounds(
         self, from_key: Any, to_key: Any, inclusive_to_key: bool, has_from: bool, has_to: bool
     ) -> tuple[bytes, bytes, bytes | None]:
         prefix = self._prefix()
         lower = prefix + self._lex(from_key) if has_from else prefix
+        lower = self._above_floor(prefix, lower)
         if has_to:
             to = prefix + self._lex(to_key)
             upper = prefix_successor(to) if inclusive_to_key else to
@@ -521,7 +530,14 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         if upper is not None and lower >= upper:
             return
         self._delete_range(lower, upper)
-        self._next.pop(prefix, None)
+        by_key = self._next.get(prefix)
+        if by_key:  # forget the cached next indices of the deleted keys only
+            for lex in [lex for lex in by_key if _intersects(prefix + lex, lower, upper)]:
+                del by_key[lex]
+        if not has_from and upper is not None:
+            if len(self._floor) >= _INDEX_CACHE_LIMIT:
+                self._floor.clear()
+            self._floor[prefix] = upper
 
     def read_range(
         self, from_key: Any, to_key: Any, inclusive_to_key: bool
@@ -547,10 +563,20 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         prefix = self._prefix()
         self._delete_range(prefix, prefix_successor(prefix))
         self._next.pop(prefix, None)
+        self._floor.pop(prefix, None)
 
     def invalidate_cache(self) -> None:
-        """Forget cached next indices (after a restore wrote entries directly)."""
+        """Forget cached next indices and floors (after a restore wrote entries directly)."""
         self._next.clear()
+        self._floor.clear()
+
+
+def _intersects(group: bytes, lower: bytes, upper: bytes | None) -> bool:
+    """True when rows starting with ``group`` may lie in ``[lower, upper)``."""
+    if upper is not None and group >= upper:
+        return False
+    end = prefix_successor(group)
+    return end is None or end > lower
 
 
 _ROCKS_STATES: dict[StateKind, type[_RocksState]] = {

@@ -8,12 +8,13 @@ records, and the pruning of rates.
 from __future__ import annotations
 
 import pytest
-from examples.temporal_join import TemporalJoin
-from examples.temporal_sort import TemporalSort
 from pyspark_datastream.operators.harness import (
     KeyedCoProcessFunctionTestHarness,
     KeyedProcessFunctionTestHarness,
 )
+
+from examples.temporal_join import TemporalJoin
+from examples.temporal_sort import TemporalSort
 
 BACKENDS = ["heap", "rocksdb"]
 

@@ -1,0 +1,296 @@
+"""Savepoints in BATCH execution: restore before the keyed passes, write after them.
+
+Used by :class:`~pyspark_datastream.plugin.translation.batch.BatchTranslator`.
+
+* **Restore** (``execution.savepoint.path``): :class:`BatchRestore` reads the
+  savepoint metadata and runs :func:`~pyspark_datastream.savepoint_format.check_restore`
+  against every keyed operator of the program *before anything runs* (each
+  operator is opened once on the driver against a throwaway single-key backend to
+  learn its states). :meth:`BatchRestore.union_state` then adds an operator's
+  savepoint entries (key groups recomputed for the CURRENT max parallelism) to its
+  keyed input as rows with ``RESTORE_COLUMNS`` set, sorted before the key's records
+  (``_kg, _k, <is record>, _ts``), so the pass restores each key at its start.
+* **Write** (``env.execute(name, savepoint_path=p)``): :class:`BatchSavepointWrite`
+  computes the final watermark (max event time minus the out-of-orderness of the
+  watermark strategies, the minimum over strategies; None without timestamps),
+  runs every keyed pass ONCE into a staging Parquet folder (records and the keyed
+  entry rows of ``SP_COLUMNS``), reads it twice (the stream for the consumers, the
+  entries for the savepoint) and finally writes the savepoint with
+  :func:`~pyspark_datastream.savepoint.write_savepoint` after all sinks succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import warnings
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..graph import ChainNode, CoKeyedNode, KeyByNode, KeyedNode, Transformation
+from ..savepoint_format import OperatorMetadata, SavepointMetadata, check_restore
+from ..state_store.entries import StateMetaInfo
+from ..state_store.errors import ConfigurationError, GraphBuildError
+from .encoding import KEY, KG, SIDE, TS
+from .passes import RESTORE_COLUMNS, SP_COLUMNS, SP_META, KeyedSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = [
+    "keyed_nodes",
+    "operator_states",
+    "BatchRestore",
+    "BatchSavepointWrite",
+    "final_watermark",
+]
+
+log = logging.getLogger("pyspark_datastream")
+
+
+def keyed_nodes(nodes: list[Transformation]) -> list[Transformation]:
+    """The keyed-state operators of a job (KeyedNode, CoKeyedNode), in graph order."""
+    return [n for n in nodes if isinstance(n, (KeyedNode, CoKeyedNode))]
+
+
+def _key_serializer(node: Transformation) -> Any:
+    key_node = node.inputs[0]
+    if not isinstance(key_node, KeyByNode):
+        raise GraphBuildError(f"{node.describe()} needs a keyed input")
+    return key_node.key_serializer
+
+
+def _kind(node: Transformation) -> str:
+    return node.op if isinstance(node, KeyedNode) else "co_process"
+
+
+def operator_states(node: Transformation, op_config: dict[str, Any],
+                    max_parallelism: int) -> list[StateMetaInfo]:
+    """Meta infos of the states (and timer queues) ``node``'s operator registers at open.
+
+    The operator is opened on the driver against a throwaway single-key backend.
+    States registered lazily (first used in ``process_element``) are not seen here;
+    the write side also collects them from the executors. A user ``open()`` that
+    fails on the driver gives ``[]`` (logged): the executors will report it.
+    """
+    from ..operators.base import OperatorConfig
+    from ..state_store.backends.single_key import SingleKeyStateBackend
+    from .passes import _make_keyed_operator
+
+    spec = KeyedSpec(_kind(node), getattr(node, "function", None), _key_serializer(node), True)
+    cfg = dict(op_config)
+    mode = cfg.pop("mode")
+    config = OperatorConfig.for_mode(mode, subtask_index=0, operator_name=node.name, **cfg)
+    backend = SingleKeyStateBackend(spec.key_serializer, max_parallelism)
+    try:
+        operator = _make_keyed_operator(spec)
+        try:
+            operator.open(backend, config)
+        except Exception as exc:  # noqa: BLE001 - user open() on the driver
+            log.warning("%s: cannot open the operator on the driver to list its states (%s); "
+                        "only the savepoint's own metadata is checked", node.describe(), exc)
+            return []
+        try:
+            return backend.state_meta_infos()
+        finally:
+            operator.close()
+    finally:
+        backend.close()
+
+
+class BatchRestore:
+    """The savepoint a BATCH job starts from, checked against the program at construction."""
+
+    def __init__(self, translator: Any, path: str, ignore_unclaimed: bool,
+                 version: Optional[int]) -> None:
+        from ..savepoint import read_metadata
+
+        self.translator = translator
+        self.path = path
+        self.version = version
+        self.metadata: SavepointMetadata = read_metadata(path, version)
+        program: dict[str, tuple[Any, list[StateMetaInfo]]] = {}
+        for node in keyed_nodes(translator.nodes):
+            uid = node.effective_uid()
+            program[uid] = (_key_serializer(node),
+                            operator_states(node, translator.op_config,
+                                            translator.max_parallelism))
+        check_restore(self.metadata, program, ignore_unclaimed)
+        if self.metadata.operators.keys() & program.keys() and not translator.sorted_inputs:
+            raise ConfigurationError(
+                f"restoring savepoint {path} in BATCH needs sorted inputs "
+                "(execution.sorted-inputs.enabled=true)")
+        log.info("BATCH: restoring savepoint %s (version %s) into operators %s", path,
+                 version if version is not None else "latest",
+                 sorted(self.metadata.operators.keys() & program.keys()))
+
+    @classmethod
+    def from_config(cls, translator: Any, cfg: Any) -> Optional[BatchRestore]:
+        """``execution.savepoint.*`` of the job's configuration, or None without a path."""
+        path = cfg.get_string("execution.savepoint.path")
+        if not path:
+            return None
+        ignore = str(cfg.get_string("execution.savepoint.ignore-unclaimed-state", "false")
+                     ).strip().lower() in ("true", "1", "yes", "on")
+        raw = cfg.get_string("execution.savepoint.version")
+        version: Optional[int] = None
+        if raw not in (None, ""):
+            try:
+                version = int(str(raw))
+            except ValueError as exc:
+                raise ConfigurationError(
+                    f"execution.savepoint.version must be an integer Delta version, got {raw!r}"
+                ) from exc
+        return cls(translator, path, ignore, version)
+
+    def meta_for(self, node: Transformation) -> Optional[tuple[StateMetaInfo, ...]]:
+        """The savepoint's meta infos of ``node``'s operator, or None if it has no state there."""
+        op = self.metadata.operators.get(node.effective_uid())
+        return None if op is None else op.states
+
+    def union_state(self, df: DataFrame, node: Transformation) -> Optional[DataFrame]:
+        """``df`` (a keyed input: _ts, _kg, _k, payload[, _side]) plus the node's savepoint
+        entries as restore rows, shuffled by key group and sorted so that each key's
+        entries come before its records. None when the node has no savepoint state."""
+        from pyspark.sql import functions as F
+
+        from ..savepoint import load_operator_state
+
+        if self.meta_for(node) is None:
+            return None
+        t = self.translator
+        entries = load_operator_state(t.spark, self.path, node.effective_uid(),
+                                      max_parallelism=t.max_parallelism, version=self.version)
+        sources = ("state_name", "namespace", "user_key", "value")
+        state = entries.select(
+            F.col("key_group").cast("int").alias(KG), F.col("key").alias(KEY),
+            *[F.col(src).cast(ddl).alias(name)
+              for src, (name, ddl) in zip(sources, RESTORE_COLUMNS)])
+        records = df
+        for name, ddl in RESTORE_COLUMNS:
+            records = records.withColumn(name, F.lit(None).cast(ddl))
+        union = records.unionByName(state, allowMissingColumns=True)
+        sided = SIDE in df.columns
+        order = [F.col(KG), F.col(KEY), F.col(RESTORE_COLUMNS[0][0]).isNull(), F.col(TS)]
+        if sided:
+            order.append(F.col(SIDE))
+        order += [F.col(n) for n, _ in RESTORE_COLUMNS[:3]]
+        return union.repartition(t.parallelism, F.col(KG)).sortWithinPartitions(*order)
+
+
+def final_watermark(translator: Any) -> Optional[int]:
+    """Max event time minus the out-of-orderness, the minimum over the job's watermark
+    strategies (a small Spark aggregation per strategy); None without timestamps."""
+    from pyspark.sql import functions as F
+
+    marks = []
+    for node in translator.nodes:
+        if not isinstance(node, ChainNode) or node.stage != "timestamps":
+            continue
+        strategy = node.watermark_strategy
+        if strategy is None or strategy.out_of_orderness_ms is None:
+            continue
+        stream = translator.translate(node)
+        df = stream.df
+        if stream.pending or stream.tagged:
+            df = translator._materialize(stream, translator._preferred_encoding(stream.type_info),
+                                         name=node.name)
+        top = df.agg(F.max(F.col(TS)).alias("m")).collect()[0]["m"]
+        if top is not None:
+            marks.append(int(top) - int(strategy.out_of_orderness_ms))
+    return min(marks) if marks else None
+
+
+class BatchSavepointWrite:
+    """One ``execute(..., savepoint_path=...)``: staging, per-operator entries, final write."""
+
+    def __init__(self, translator: Any, path: str) -> None:
+        self.translator = translator
+        self.path = path
+        if not translator.sorted_inputs:
+            raise ConfigurationError(
+                "writing a savepoint in BATCH needs sorted inputs "
+                "(execution.sorted-inputs.enabled=true)")
+        self.staging = tempfile.mkdtemp(prefix="pyspark-datastream-savepoint-")
+        self.operators: dict[str, tuple[Any, dict[str, StateMetaInfo], bool]] = {}
+        self.entries: list[DataFrame] = []
+        seen: dict[str, Transformation] = {}
+        for node in keyed_nodes(translator.nodes):
+            uid = node.effective_uid()
+            if uid in seen:
+                raise GraphBuildError(
+                    f"{node.describe()} and {seen[uid].describe()} have the same uid {uid!r}; "
+                    "savepoint state is matched by uid, make them unique")
+            seen[uid] = node
+            if node.uid is None:
+                msg = (f"{node.describe()} has no uid: its savepoint state is stored under the "
+                       f"generated uid {uid!r}, which another program will not match; set "
+                       ".uid(...) on it")
+                warnings.warn(msg, UserWarning, stacklevel=4)
+                log.warning(msg)
+        self.watermark = final_watermark(translator)
+        log.info("BATCH savepoint: final watermark %s", self.watermark)
+
+    def run_keyed(self, stream: Any, node: Transformation, tags: frozenset[str]) -> Any:
+        """Run ``node``'s keyed pass once into staging; return its (materialized) stream."""
+        from dataclasses import replace
+
+        from pyspark.sql import functions as F
+
+        from .encoding import PICKLED
+
+        t = self.translator
+        enc = PICKLED if tags else t._preferred_encoding(stream.type_info)
+        df = t._materialize(stream, enc, tags=tags, name=node.name, force=True)
+        folder = f"{self.staging}/op-{node.id}"
+        df.write.mode("error").parquet(folder)
+        staged = t.spark.read.parquet(folder)
+        sp_names = [n for n, _, _ in SP_COLUMNS]
+        kg, key, sn, ns, uk, val = (F.col(n) for n in sp_names)
+        main = staged.filter(sn.isNull()).select(
+            *[F.col(f"`{c}`") for c in staged.columns if c not in sp_names])
+        uid = node.effective_uid()
+        entries = staged.filter(sn.isNotNull() & (sn != F.lit(SP_META))).select(
+            F.lit(uid).alias("operator_uid"), kg.alias("key_group"), key.alias("key"),
+            sn.alias("state_name"), ns.alias("namespace"), uk.alias("user_key"),
+            val.alias("value"))
+        metas = {m.name: m for m in operator_states(node, t.op_config, t.max_parallelism)}
+        for row in staged.filter(sn == F.lit(SP_META)).select(val.alias("v")).distinct().collect():
+            for d in json.loads(bytes(row["v"]).decode("utf-8")):
+                meta = StateMetaInfo.from_dict(d)
+                metas[meta.name] = meta
+        self.operators[uid] = (_key_serializer(node), metas, node.uid is None)
+        self.entries.append(entries)
+        return replace(stream, df=main, enc=enc, keyed=None, chain=(), co_stage=None,
+                       sided=False, tagged=bool(tags), name=node.name)
+
+    def keyed_spec_fields(self) -> dict[str, Any]:
+        """Fields of :class:`KeyedSpec` for a keyed pass of this job."""
+        return {"savepoint_write": True, "savepoint_watermark": self.watermark}
+
+    def write(self) -> int:
+        """Write the savepoint (after every sink succeeded); return its Delta version."""
+        from ..savepoint import write_savepoint
+        from ..savepoint_format import entries_ddl
+
+        t = self.translator
+        ops = {uid: OperatorMetadata(uid, key_ser.snapshot(),
+                                     tuple(metas[n] for n in sorted(metas)), generated)
+               for uid, (key_ser, metas, generated) in self.operators.items()}
+        metadata = SavepointMetadata(max_parallelism=t.max_parallelism, operators=ops,
+                                     final_watermark=self.watermark, mode="BATCH",
+                                     backend="single_key", job_name=t.job_name)
+        union = None
+        for df in self.entries:
+            union = df if union is None else union.unionByName(df)
+        if union is None:
+            union = t.spark.createDataFrame([], entries_ddl())
+        version = write_savepoint(t.spark, self.path, union, metadata)
+        log.info("BATCH savepoint written to %s (version %d, operators %s)", self.path, version,
+                 sorted(ops))
+        return version
+
+    def close(self) -> None:
+        """Remove the staging folder."""
+        shutil.rmtree(self.staging, ignore_errors=True)
