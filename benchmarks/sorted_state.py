@@ -318,7 +318,7 @@ def run(quick: bool = False, repeat: int | None = None, scale: float = 1.0,
         watermark_every: int = 200) -> dict[str, Any]:
     """Both workloads; returns ``{"sort_speedup", "join_speedup", "sort", "join"}``."""
     factor = (0.25 if quick else 1.0) * scale
-    rounds = repeat if repeat is not None else (2 if quick else 3)
+    rounds = repeat if repeat is not None else (5 if quick else 3)
     sort_load = sort_workload(keys=20, events_per_key=max(dup, int(1_000 * factor)), dup=dup,
                               watermark_every=watermark_every)
     join_load = join_workload(currencies=10, orders_per_currency=max(1, int(1_000 * factor)),
@@ -361,7 +361,7 @@ def sweep(repeat: int = 2) -> list[dict[str, Any]]:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Command line: print a table, then the JSON summary as the last line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a quarter of the data, 2 rounds")
+    parser.add_argument("--quick", action="store_true", help="a quarter of the data, best of 5 rounds")
     parser.add_argument("--repeat", type=int, default=None)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the data size")
     parser.add_argument("--dup", type=int, default=8, help="sort: events per timestamp")

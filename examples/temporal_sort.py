@@ -6,7 +6,8 @@ time order) and emitted in timestamp order once the watermark passes them. This
 is the pattern of Flink's ``RowTimeSortOperator``: one event-time timer per
 timestamp; the timer emits ``read_range_until(timestamp, True)`` and drops what it
 emitted with ``clear_range_until(timestamp, True)``. Events at the same timestamp
-keep their arrival order. Events that are already late when they arrive
+keep their arrival order (in BATCH the input reaches the operator sorted by key
+and time by Spark, so the arrival order of ties is unspecified there). Events that are already late when they arrive
 (timestamp <= current watermark) are dropped, as Flink's operator does; their
 number is kept in a ValueState so the drop is visible.
 

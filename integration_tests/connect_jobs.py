@@ -12,6 +12,7 @@ import json
 import os
 import sys
 
+
 def main(workdir: str) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession

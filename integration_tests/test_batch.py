@@ -348,7 +348,6 @@ def test_native_key_bytes_equal_python_serializers(spark):
     import zlib
 
     from pyspark.sql import functions as F
-
     from pyspark_datastream.state_store.serializers import (
         GenericKeySerializer,
         LexicographicLongSerializer,

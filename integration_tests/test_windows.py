@@ -1,8 +1,7 @@
 """Keyed windows and FLIP-380 full-window partition processing on real Spark.
 
-BATCH runs everything. STREAMING windows are skipped while the STREAMING
-translator (``plugin/translation/streaming.py``) refuses keyed operators of
-kind "window"; the FLIP-380 STREAMING error is tested for real.
+Windows run in both modes (a BATCH == STREAMING Hypothesis test compares them);
+the FLIP-380 STREAMING error is tested for real.
 """
 
 from __future__ import annotations
@@ -13,6 +12,8 @@ import sys
 import textwrap
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyspark_datastream import (
     AggregateFunction,
     CountTrigger,
@@ -152,13 +153,7 @@ def test_windows_typed_output_to_dataframe_and_late_tag_is_empty_in_batch(env_fa
 def test_streaming_windows(env_factory, tmp_path):
     env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
     ds = _keyed(env).window(TumblingEventTimeWindows.of(10)).reduce(SumV())
-    try:
-        got = _collect(ds)
-    except GraphBuildError as exc:
-        if "'window' is not supported in STREAMING" in str(exc):
-            pytest.skip("plugin/translation/streaming.py does not run keyed windows yet: "
-                        f"{exc}")
-        raise
+    got = _collect(ds)
     assert ("a", 1, 3) in got
 
 
@@ -326,11 +321,23 @@ def test_map_partition_runner_never_materialises_under_rlimit(tmp_path):
     assert "MemoryError" in hoarded.stdout + hoarded.stderr
 
 
-def test_batch_equals_streaming_windows_hypothesis():
-    """BATCH == STREAMING final window results for in-order input (Hypothesis differential).
+_EVENT_LISTS = st.lists(
+    st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 60), st.integers(0, 9)),
+    min_size=1, max_size=12)
 
-    Not written yet: it needs the STREAMING translator to run keyed windows.
-    """
-    pytest.skip("STREAMING keyed windows are not available yet (plugin/translation/streaming.py "
-                "refuses keyed operator 'window'); the BATCH == STREAMING Hypothesis test is "
-                "left to be written once it runs them")
+
+@settings(max_examples=2, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=_EVENT_LISTS)
+def test_batch_equals_streaming_windows_hypothesis(env_factory, tmp_path_factory, events):
+    """BATCH == STREAMING final window results when no element is late (in-order input)."""
+    events = sorted(events, key=lambda e: e[1])  # in order: nothing is late in STREAMING
+    results = []
+    for mode in ("BATCH", "STREAMING"):
+        ckpt = tmp_path_factory.mktemp("win-ckpt")
+        env = env_factory(mode, {"execution.checkpointing.dir": str(ckpt)})
+        keyed = _keyed(env, events)
+        tumbling = keyed.window(TumblingEventTimeWindows.of(10)).process(Describe())
+        sessions = keyed.window(EventTimeSessionWindows.with_gap(7)).process(Describe())
+        results.append((_collect(tumbling), _collect(sessions)))
+    assert results[0] == results[1]

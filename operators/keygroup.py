@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 #: Operator kinds a key group runtime can run.
-KEYED_KINDS = ("process", "reduce", "co_process")
+KEYED_KINDS = ("process", "reduce", "co_process", "window")
 
 #: Format tag of the state bytes (first element of the pickled tuple).
 _STATE_FORMAT = "pyspark-datastream/keygroup-state/v1"
@@ -75,6 +75,10 @@ def make_keyed_operator(kind: str, function: Any) -> Any:
         return keyed.ReduceOperator(function)
     if kind == "co_process":
         return keyed.KeyedCoProcessOperator(function)
+    if kind == "window":
+        from .windows import WindowOperator
+
+        return WindowOperator(function)
     raise JobExecutionError(f"unknown keyed operator kind {kind!r}; expected one of {KEYED_KINDS}")
 
 

@@ -353,7 +353,7 @@ class StreamingTranslator(BatchTranslator):
     # -- translation overrides --------------------------------------------------------------
     def _translate(self, node: Transformation) -> Stream:
         if isinstance(node, KeyedNode):
-            if node.op not in ("process", "reduce"):
+            if node.op not in ("process", "reduce", "window"):
                 raise GraphBuildError(
                     f"{node.describe()}: keyed operator {node.op!r} is not supported in STREAMING mode")
             key_node = node.inputs[0]

@@ -105,6 +105,11 @@ def test_rocksdb_writes_below_a_cleared_front_stay_visible(rocks_sorted: Any) ->
         state.add(t, t)
     state.clear_range_until(5, True)  # rows 0..5 deleted: later seeks start at 6
     assert state.first_entry() == (6, [6])
+    # cached next indices: kept for the surviving key 8, forgotten for the deleted key 3
+    state.add(8, 80)
+    state.add(3, 30)
+    assert state.values_at(8) == [8, 80] and state.values_at(3) == [30]
+    state.clear_entry_at(3)
     state.add(2, 20)  # below the floor: must be found again
     state.add(2, 21)
     assert state.first_entry() == (2, [20, 21])
