@@ -27,6 +27,7 @@ $(STAMP): setup.cfg pyproject.toml | check-java
 
 lint: setup
 	$(PY) -m ruff check $(SRC) tests integration_tests benchmarks examples notebooks
+	$(PY) -m mypy $(SRC)
 
 test: setup lint
 	$(PY) -m pytest -q tests integration_tests

@@ -135,6 +135,7 @@ class TemporalJoin(KeyedCoProcessFunction):
             self.rates.clear_range_until(timestamp, False)
         return iter(out)
 
+
 def build_job(
     env: StreamExecutionEnvironment,
     orders: Sequence[tuple[str, str, float, int]],

@@ -194,6 +194,10 @@ class OnMergeContext(TriggerContext):
         """Merge the state of the merged windows into the resulting window."""
 
 
+_TriggerContext = TriggerContext
+_OnMergeContext = OnMergeContext
+
+
 class Trigger(Function, ABC):
     """Decides when a window fires / purges (PyFlink's ``Trigger``)."""
 
@@ -202,27 +206,27 @@ class Trigger(Function, ABC):
 
     @abstractmethod
     def on_element(self, element: Any, timestamp: int | None, window: Any,
-                   ctx: TriggerContext) -> TriggerResult:
+                   ctx: _TriggerContext) -> TriggerResult:
         """Called for every element added to ``window``."""
 
     @abstractmethod
-    def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_processing_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         """A processing-time timer of ``window`` fired."""
 
     @abstractmethod
-    def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_event_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         """An event-time timer of ``window`` fired."""
 
     def can_merge(self) -> bool:
         """True when the trigger supports merging windows (sessions)."""
         return False
 
-    def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
+    def on_merge(self, window: Any, ctx: _OnMergeContext) -> None:
         """Windows were merged into ``window``; re-register timers / merge state."""
         raise GraphBuildError(f"trigger {self!r} does not support merging windows")
 
     @abstractmethod
-    def clear(self, window: Any, ctx: TriggerContext) -> None:
+    def clear(self, window: Any, ctx: _TriggerContext) -> None:
         """The window is being purged for good: delete its timers and state."""
 
     def __repr__(self) -> str:
@@ -238,26 +242,26 @@ class EventTimeTrigger(Trigger):
         return EventTimeTrigger()
 
     def on_element(self, element: Any, timestamp: int | None, window: Any,
-                   ctx: TriggerContext) -> TriggerResult:
+                   ctx: _TriggerContext) -> TriggerResult:
         if window.max_timestamp() <= ctx.get_current_watermark():
             return TriggerResult.FIRE  # late but within allowed lateness: fire at once
         ctx.register_event_time_timer(window.max_timestamp())
         return TriggerResult.CONTINUE
 
-    def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_processing_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_event_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         return TriggerResult.FIRE if time == window.max_timestamp() else TriggerResult.CONTINUE
 
     def can_merge(self) -> bool:
         return True
 
-    def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
+    def on_merge(self, window: Any, ctx: _OnMergeContext) -> None:
         if window.max_timestamp() > ctx.get_current_watermark():
             ctx.register_event_time_timer(window.max_timestamp())
 
-    def clear(self, window: Any, ctx: TriggerContext) -> None:
+    def clear(self, window: Any, ctx: _TriggerContext) -> None:
         ctx.delete_event_time_timer(window.max_timestamp())
 
 
@@ -270,23 +274,23 @@ class ProcessingTimeTrigger(Trigger):
         return ProcessingTimeTrigger()
 
     def on_element(self, element: Any, timestamp: int | None, window: Any,
-                   ctx: TriggerContext) -> TriggerResult:
+                   ctx: _TriggerContext) -> TriggerResult:
         ctx.register_processing_time_timer(window.max_timestamp())
         return TriggerResult.CONTINUE
 
-    def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_processing_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         return TriggerResult.FIRE
 
-    def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_event_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         return TriggerResult.CONTINUE
 
     def can_merge(self) -> bool:
         return True
 
-    def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
+    def on_merge(self, window: Any, ctx: _OnMergeContext) -> None:
         ctx.register_processing_time_timer(window.max_timestamp())
 
-    def clear(self, window: Any, ctx: TriggerContext) -> None:
+    def clear(self, window: Any, ctx: _TriggerContext) -> None:
         ctx.delete_processing_time_timer(window.max_timestamp())
 
 
@@ -294,22 +298,22 @@ class NeverTrigger(Trigger):
     """Never fires (the default of ``GlobalWindows``: pair it with e.g. a CountTrigger)."""
 
     def on_element(self, element: Any, timestamp: int | None, window: Any,
-                   ctx: TriggerContext) -> TriggerResult:
+                   ctx: _TriggerContext) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_processing_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_event_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         return TriggerResult.CONTINUE
 
     def can_merge(self) -> bool:
         return True
 
-    def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
+    def on_merge(self, window: Any, ctx: _OnMergeContext) -> None:
         return None
 
-    def clear(self, window: Any, ctx: TriggerContext) -> None:
+    def clear(self, window: Any, ctx: _TriggerContext) -> None:
         return None
 
 
@@ -340,7 +344,7 @@ class CountTrigger(Trigger):
         self.__init__(count)  # type: ignore[misc]
 
     def on_element(self, element: Any, timestamp: int | None, window: Any,
-                   ctx: TriggerContext) -> TriggerResult:
+                   ctx: _TriggerContext) -> TriggerResult:
         state = ctx.get_partitioned_state(self.state_descriptor)
         state.add(1)
         if state.get() >= self.count:
@@ -348,19 +352,19 @@ class CountTrigger(Trigger):
             return TriggerResult.FIRE
         return TriggerResult.CONTINUE
 
-    def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_processing_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_event_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         return TriggerResult.CONTINUE
 
     def can_merge(self) -> bool:
         return True
 
-    def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
+    def on_merge(self, window: Any, ctx: _OnMergeContext) -> None:
         ctx.merge_partitioned_state(self.state_descriptor)
 
-    def clear(self, window: Any, ctx: TriggerContext) -> None:
+    def clear(self, window: Any, ctx: _TriggerContext) -> None:
         ctx.get_partitioned_state(self.state_descriptor).clear()
 
     def __repr__(self) -> str:
@@ -387,22 +391,22 @@ class PurgingTrigger(Trigger):
         return TriggerResult.FIRE_AND_PURGE if result.is_fire() else result
 
     def on_element(self, element: Any, timestamp: int | None, window: Any,
-                   ctx: TriggerContext) -> TriggerResult:
+                   ctx: _TriggerContext) -> TriggerResult:
         return self._purging(self.nested_trigger.on_element(element, timestamp, window, ctx))
 
-    def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_processing_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         return self._purging(self.nested_trigger.on_processing_time(time, window, ctx))
 
-    def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_event_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         return self._purging(self.nested_trigger.on_event_time(time, window, ctx))
 
     def can_merge(self) -> bool:
         return self.nested_trigger.can_merge()
 
-    def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
+    def on_merge(self, window: Any, ctx: _OnMergeContext) -> None:
         self.nested_trigger.on_merge(window, ctx)
 
-    def clear(self, window: Any, ctx: TriggerContext) -> None:
+    def clear(self, window: Any, ctx: _TriggerContext) -> None:
         self.nested_trigger.clear(window, ctx)
 
     def __repr__(self) -> str:
@@ -413,17 +417,17 @@ class _EndOfStreamTrigger(Trigger):
     """Fires the end-of-stream window once, when the watermark reaches MAX (end of input)."""
 
     def on_element(self, element: Any, timestamp: int | None, window: Any,
-                   ctx: TriggerContext) -> TriggerResult:
+                   ctx: _TriggerContext) -> TriggerResult:
         ctx.register_event_time_timer(window.max_timestamp())
         return TriggerResult.CONTINUE
 
-    def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_processing_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+    def on_event_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         return TriggerResult.FIRE if time == window.max_timestamp() else TriggerResult.CONTINUE
 
-    def clear(self, window: Any, ctx: TriggerContext) -> None:
+    def clear(self, window: Any, ctx: _TriggerContext) -> None:
         ctx.delete_event_time_timer(window.max_timestamp())
 
 
@@ -440,6 +444,9 @@ class WindowAssignerContext(ABC):
         """Processing time in ms (raises under ``pipeline.processing-time.allow = FAIL``)."""
 
 
+_WindowAssignerContext = WindowAssignerContext
+
+
 class WindowAssigner(ABC):
     """Assigns each element to zero or more windows (PyFlink's ``WindowAssigner``)."""
 
@@ -447,7 +454,7 @@ class WindowAssigner(ABC):
 
     @abstractmethod
     def assign_windows(self, element: Any, timestamp: int | None,
-                       context: WindowAssignerContext) -> Iterable[Any]:
+                       context: _WindowAssignerContext) -> Iterable[Any]:
         """The windows ``element`` belongs to."""
 
     @abstractmethod
@@ -519,7 +526,7 @@ class TumblingEventTimeWindows(_TimeWindowAssigner):
         )
 
     def assign_windows(self, element: Any, timestamp: int | None,
-                       context: WindowAssignerContext) -> list[TimeWindow]:
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
         ts = _require_timestamp(timestamp, self, element)
         start = TimeWindow.get_window_start_with_offset(ts, self.offset, self.size)
         return [TimeWindow(start, start + self.size)]
@@ -561,7 +568,7 @@ class SlidingEventTimeWindows(_TimeWindowAssigner):
         return SlidingEventTimeWindows(*_check_slide(size, slide, offset, "SlidingEventTimeWindows.of"))
 
     def assign_windows(self, element: Any, timestamp: int | None,
-                       context: WindowAssignerContext) -> list[TimeWindow]:
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
         ts = _require_timestamp(timestamp, self, element)
         return _sliding(ts, self.size, self.slide, self.offset)
 
@@ -584,7 +591,7 @@ class EventTimeSessionWindows(MergingWindowAssigner):
         return EventTimeSessionWindows(_positive(size, "EventTimeSessionWindows.with_gap(size)"))
 
     def assign_windows(self, element: Any, timestamp: int | None,
-                       context: WindowAssignerContext) -> list[TimeWindow]:
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
         ts = _require_timestamp(timestamp, self, element)
         return [TimeWindow(ts, ts + self.gap)]
 
@@ -614,7 +621,7 @@ class TumblingProcessingTimeWindows(_TimeWindowAssigner):
         )
 
     def assign_windows(self, element: Any, timestamp: int | None,
-                       context: WindowAssignerContext) -> list[TimeWindow]:
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
         now = context.get_current_processing_time()
         start = TimeWindow.get_window_start_with_offset(now, self.offset, self.size)
         return [TimeWindow(start, start + self.size)]
@@ -642,7 +649,7 @@ class SlidingProcessingTimeWindows(_TimeWindowAssigner):
         )
 
     def assign_windows(self, element: Any, timestamp: int | None,
-                       context: WindowAssignerContext) -> list[TimeWindow]:
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
         now = context.get_current_processing_time()
         return _sliding(now, self.size, self.slide, self.offset)
 
@@ -667,7 +674,7 @@ class ProcessingTimeSessionWindows(MergingWindowAssigner):
         )
 
     def assign_windows(self, element: Any, timestamp: int | None,
-                       context: WindowAssignerContext) -> list[TimeWindow]:
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
         now = context.get_current_processing_time()
         return [TimeWindow(now, now + self.gap)]
 
@@ -690,7 +697,7 @@ class GlobalWindows(WindowAssigner):
         return GlobalWindows()
 
     def assign_windows(self, element: Any, timestamp: int | None,
-                       context: WindowAssignerContext) -> list[GlobalWindow]:
+                       context: _WindowAssignerContext) -> list[GlobalWindow]:
         return [GlobalWindow.get()]
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
@@ -714,7 +721,7 @@ class EndOfStreamWindows(_TimeWindowAssigner):
         return EndOfStreamWindows()
 
     def assign_windows(self, element: Any, timestamp: int | None,
-                       context: WindowAssignerContext) -> list[TimeWindow]:
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
         return [self.WINDOW]
 
     def get_default_trigger(self, env: Any = None) -> Trigger:

@@ -259,7 +259,7 @@ class DataStream:
         it = self._env._execute_and_collect(self._node, job_execution_name)
         if limit is None:
             return it
-        out = []
+        out: list[Any] = []
         with it:
             for record in it:
                 if len(out) >= limit:
@@ -378,9 +378,9 @@ class ConnectedStreams:
                     f"operator '{name}': a KeyedCoProcessFunction needs keyed inputs; "
                     "call connect(...).key_by(key1, key2) first"
                 )
-            node = CoKeyedNode(name=name, inputs=[self.first._node, self.second._node],
-                               output_type=out_t, function=func)
-            return DataStream(self._env, node)
+            keyed_node = CoKeyedNode(name=name, inputs=[self.first._node, self.second._node],
+                                     output_type=out_t, function=func)
+            return DataStream(self._env, keyed_node)
         if isinstance(func, CoProcessFunction):
             node = CoChainNode(name=name, inputs=[self.first._node, self.second._node],
                                output_type=out_t, stage="co_process", function=func)

@@ -25,6 +25,7 @@ __all__ = [
     "session_has_delta",
     "write_delta",
     "commit_parquet_folder",
+    "add_actions_for_folder",
     "delta_file_uris",
     "read_delta",
     "DeltaCommitConflict",
@@ -93,15 +94,14 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, mode: str = "appe
         raise
 
 
-def commit_parquet_folder(path: str, folder: str, arrow_schema: Any, mode: str = "append",
-                          configuration: Optional[dict[str, str]] = None) -> int:
-    """Commit every ``*.parquet`` file under ``path/folder`` as one Delta version."""
-    import pyarrow.parquet as pq
-    from deltalake import DeltaTable, Schema
-    from deltalake.exceptions import CommitFailedError
-    from deltalake.transaction import AddAction, create_table_with_add_actions
+def add_actions_for_folder(root: str, folder: str) -> tuple[list[Any], int]:
+    """One delta-rs ``AddAction`` per Parquet file under ``root/folder``, and the row count.
 
-    root = _local(path)
+    Only file metadata is read (row counts from Parquet footers), on the driver.
+    """
+    import pyarrow.parquet as pq
+    from deltalake.transaction import AddAction
+
     actions = []
     total = 0
     for dirpath, _dirs, files in os.walk(os.path.join(root, folder)):
@@ -117,6 +117,18 @@ def commit_parquet_folder(path: str, folder: str, arrow_schema: Any, mode: str =
                 modification_time=int(st.st_mtime * 1000), data_change=True,
                 stats=json.dumps({"numRecords": n}),
             ))
+    return actions, total
+
+
+def commit_parquet_folder(path: str, folder: str, arrow_schema: Any, mode: str = "append",
+                          configuration: Optional[dict[str, str]] = None) -> int:
+    """Commit every ``*.parquet`` file under ``path/folder`` as one Delta version."""
+    from deltalake import DeltaTable, Schema
+    from deltalake.exceptions import CommitFailedError
+    from deltalake.transaction import create_table_with_add_actions
+
+    root = _local(path)
+    actions, total = add_actions_for_folder(root, folder)
     schema = Schema.from_arrow(arrow_schema)
     try:
         if DeltaTable.is_deltatable(root):

@@ -227,28 +227,13 @@ def _write_with_delta_rs(spark: SparkSession, path: str, df: DataFrame,
 
 
 def _commit(root: str, folder: str, table: Any) -> int:
-    import json
-
-    import pyarrow.parquet as pq
     from deltalake import CommitProperties, Schema
     from deltalake.exceptions import CommitFailedError, DeltaError
-    from deltalake.transaction import AddAction, create_table_with_add_actions
+    from deltalake.transaction import create_table_with_add_actions
 
-    actions = []
-    rows = 0
-    for dirpath, _dirs, files in os.walk(os.path.join(root, folder)):
-        for name in sorted(files):
-            if not name.endswith(".parquet"):
-                continue
-            full = os.path.join(dirpath, name)
-            num = pq.ParquetFile(full).metadata.num_rows
-            rows += num
-            st = os.stat(full)
-            actions.append(AddAction(
-                path=os.path.relpath(full, root), size=st.st_size, partition_values={},
-                modification_time=int(st.st_mtime * 1000), data_change=True,
-                stats=json.dumps({"numRecords": num}),
-            ))
+    from .delta_io import add_actions_for_folder
+
+    actions, rows = add_actions_for_folder(root, folder)
     schema = Schema.from_arrow(savepoint_arrow_schema())
     props = CommitProperties(custom_metadata={"pyspark_datastream.savepoint": "1",
                                               "rows": str(rows)})
@@ -443,7 +428,8 @@ def _decode_pass(op: OperatorMetadata, maxp: int, descriptors: tuple[StateDescri
     for key_bytes, group in group_by_key(entries()):
         key, values = decode_key_states(op, maxp, key_bytes, group, descriptors, key_ser)
         for i, v in enumerate([key, *values]):
-            cols[i].append(v if v is None or convs[i] is None else convs[i](v))
+            conv = convs[i]
+            cols[i].append(v if v is None or conv is None else conv(v))
         if len(cols[0]) >= 4096:
             yield flush()
     if cols[0]:

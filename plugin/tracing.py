@@ -37,6 +37,7 @@ class Probe:
     """Stands for a record (or a part of one) while a function is traced."""
 
     __slots__ = ("_expr",)
+    _expr: Expr
 
     def __init__(self, expr: Expr) -> None:
         object.__setattr__(self, "_expr", expr)
@@ -66,7 +67,7 @@ class Probe:
         if name.startswith("_"):
             raise AttributeError(name)
         t = self._expr.type_info
-        if t is not None and t.type_name == "ROW" and name in list(t.get_field_names()):  # type: ignore[attr-defined]
+        if t is not None and t.type_name == "ROW" and name in list(t.get_field_names()):  # type: ignore[attr-defined,operator]
             return self[name]
         raise Untraceable(f"attribute {name}")
 
@@ -109,7 +110,8 @@ class Probe:
 
 def _as_expr(value: Any) -> Expr:
     if isinstance(value, Probe):
-        return value._expr
+        expr: Expr = value._expr
+        return expr
     if isinstance(value, bool):
         return Expr("const", (value,), Types.BOOLEAN())
     if isinstance(value, int) and -(2**63) <= value < 2**63:

@@ -225,11 +225,11 @@ class BatchTranslator:
                              self.backend, **self._savepoint_fields(node))
             return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name)
         if isinstance(node, CoChainNode):
-            parts = []
-            for side, parent in enumerate(node.inputs):
-                df = self._materialize(self._input_stream(parent), PICKLED, name=node.name)
-                parts.append(df.select(TS, VALUE, _lit(side).alias(SIDE)))
-            return Stream(parts[0].unionByName(parts[1]), PICKLED, node.output_type,
+            co_parts = []
+            for side, upstream in enumerate(node.inputs):
+                df = self._materialize(self._input_stream(upstream), PICKLED, name=node.name)
+                co_parts.append(df.select(TS, VALUE, _lit(side).alias(SIDE)))
+            return Stream(co_parts[0].unionByName(co_parts[1]), PICKLED, node.output_type,
                           co_stage=(node.stage, node.function), sided=True, name=node.name)
         if isinstance(node, UnionNode):
             return self._union(node)

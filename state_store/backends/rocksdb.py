@@ -492,7 +492,7 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         prefix = self._prefix()
         upper = prefix_successor(prefix if to_key is None else prefix + self._lex(to_key))
         lower = self._above_floor(prefix, prefix)
-        if lower >= upper:
+        if upper is not None and lower >= upper:
             return None
         for key, _ in self._backend._items_backwards(lower, upper):
             return self._group_at(len(prefix), key[:-8])

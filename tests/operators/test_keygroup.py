@@ -116,5 +116,5 @@ def test_user_error_names_the_operator_and_batch_config_is_refused():
         rt.run(r.state, _rows(("k", 2, 2)))
     with pytest.raises(JobExecutionError, match="BATCH OperatorConfig"):
         KeyGroupRuntime("reduce", boom, KS, OperatorConfig.for_mode("BATCH"))
-    with pytest.raises(JobExecutionError, match="unknown keyed operator kind 'window'"):
-        KeyGroupRuntime("window", boom, KS, _cfg())
+    with pytest.raises(JobExecutionError, match="unknown keyed operator kind 'sideways'"):
+        KeyGroupRuntime("sideways", boom, KS, _cfg())
