@@ -43,6 +43,8 @@ demo: setup
 
 bench: setup
 	$(PY) -m benchmarks.state_ops --quick
+	$(PY) -m benchmarks.sorted_state
+	$(PY) -m benchmarks.savepoint_io --quick
 	$(PY) -m benchmarks.wordcount
 
 clean:

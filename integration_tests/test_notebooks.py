@@ -21,7 +21,9 @@ def test_notebooks_are_in_databricks_source_format():
 
 
 def test_every_notebook_runs_locally(tmp_path):
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=HERE, MPLBACKEND="Agg")
+    root = os.path.dirname(HERE)  # notebooks import examples/ from the repository root
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, MPLBACKEND="Agg",
+               PYTHONPATH=os.pathsep.join([HERE, root]))
     proc = subprocess.run(
         [sys.executable, os.path.join(HERE, "run_notebooks.py"), str(tmp_path), *NOTEBOOKS],
         capture_output=True, text=True, timeout=900, env=env, cwd=str(tmp_path))

@@ -22,6 +22,10 @@ Mapping (FACTS.md measured why):
   Parquet file sink (exactly-once) under the checkpoint directory and read back
   with ``readStream``. Those upstream queries run first.
 * Non-keyed stages reuse BATCH's fused ``mapInArrow`` passes unchanged.
+* Savepoints (``streaming_savepoint.py``): a savepoint run omits the end-of-input
+  sentinel (stop-with-savepoint without drain) and exports the GroupState of every
+  keyed operator after its query; a restore unions one state row per key group
+  (``_seq == RESTORE_SEQ``) into the first micro-batch of the stateful query.
 """
 
 from __future__ import annotations
@@ -116,6 +120,8 @@ class _GroupSpec:
     #: ``(kind, options)`` of the state backend; rocksdb keeps version files in ``state_dir``
     backend: tuple[str, dict[str, Any]] = ("hashmap", {})
     state_dir: Optional[str] = None
+    #: the input carries savepoint restore rows (``_seq < 0``)
+    restoring: bool = False
 
 
 def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -148,6 +154,14 @@ def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
         kg = key[0]
         if kg is None or kg < 0:  # the end-of-input sentinel's own group
             return
+        restored: Optional[bytes] = None
+        if spec.restoring and frames:
+            # savepoint restore rows (one per key group, first micro-batch only)
+            marks = [p[SEQ] < 0 for p in frames]
+            for p, m in zip(frames, marks):
+                if m.any():
+                    restored = bytes(p[m][VALUE].iloc[0])
+            frames = [p[~m] for p, m in zip(frames, marks) if (~m).any()]
         wm_s = int(state.getCurrentWatermarkMs())
         end = wm_s >= _END_THRESHOLD
         watermark = wm_s - 1 if (spec.event_time and wm_s > 0 and not end) else MIN_WATERMARK
@@ -162,6 +176,14 @@ def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
             sides = pdf[SIDE].astype(int).tolist() if spec.sided else [0] * len(keys)
             rows = list(zip(keys, stamps, values, sides))
         previous = state.get[0] if state.exists else None
+        if restored is not None and previous is None:
+            if spec.backend[0] == "rocksdb":
+                from ..operators.keygroup import decode_state
+
+                metas, entries = decode_state(restored)
+                previous = runtime().store.import_entries(int(kg), metas, entries)  # type: ignore[union-attr]
+            else:
+                previous = restored
         result = runtime().run(previous, rows, watermark, end_of_input=end,
                                processing_time=int(time.time() * 1000), key_group=int(kg))
         if result.state is None:
@@ -271,6 +293,10 @@ class StreamingTranslator(BatchTranslator):
         self._ran: set[str] = set()
         #: one :func:`progress_row` per micro-batch of every query run so far
         self.progress: list[dict[str, Any]] = []
+        #: savepoint support (streaming_savepoint.py): the write of this run, the
+        #: applyInPandasWithState spec of every keyed node (by node id)
+        self._savepoint_run: Any = None
+        self._group_specs: dict[int, _GroupSpec] = {}
 
     # -- directories -------------------------------------------------------------------
     def _root(self) -> str:
@@ -303,18 +329,37 @@ class StreamingTranslator(BatchTranslator):
         return CloseableIterator(decode(r) for r in rows)
 
     def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
-        if savepoint_path is not None:
-            raise GraphBuildError("savepoints are not available in STREAMING mode in this version")
         if self.checkpoint_dir is None:
             raise ConfigurationError(
                 "STREAMING execute() needs execution.checkpointing.dir (Spark checkpointLocation "
                 "root); execute_and_collect() may run without it"
             )
+        if savepoint_path is None:
+            return self._run_sinks(sinks)
+        from .streaming_savepoint import StreamingSavepointWrite
+
+        if self.trigger[0] == "processing-time":
+            raise ConfigurationError(
+                "a STREAMING savepoint is written at the end of an available-now (or once) run; "
+                f"execution.streaming.trigger is processing-time={self.trigger[1]}")
+        if self._streams:
+            raise GraphBuildError("execute(savepoint_path=...) needs a fresh translator")
+        self._savepoint_run = write = StreamingSavepointWrite(self, savepoint_path)
+        try:
+            counts = self._run_sinks(sinks)
+            write.write()  # only after every query succeeded: a failed job adds no version
+            return counts
+        finally:
+            self._savepoint_run = None
+
+    def _run_sinks(self, sinks: list[SinkNode]) -> dict[str, int]:
         counts: dict[str, int] = {}
         for i, sink in enumerate(sinks):
             source = sink.inputs[0]
             stream = self.translate(source)
             name = f"sink-{sink.uid or i}"
+            if self._savepoint_run is not None:
+                self._savepoint_run.queries[name] = source
             if sink.kind == "print":
                 df, decode = self._collectable(stream, source)
                 prefix = sink.options.get("identifier")
@@ -450,7 +495,10 @@ class StreamingTranslator(BatchTranslator):
             stage = self._stage_names[consumer.id]
             # names must be stable across runs of the same job (node ids are not)
             side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
-            df = self._through_files(df, f"{stage}-{side}-input")
+            name = f"{stage}-{side}-input"
+            if self._savepoint_run is not None:
+                self._savepoint_run.queries[name] = key_node.inputs[0]
+            df = self._through_files(df, name)
         return df
 
     def _through_files(self, df: DataFrame, name: str) -> DataFrame:
@@ -506,7 +554,15 @@ class StreamingTranslator(BatchTranslator):
         from pyspark.sql.streaming.state import GroupStateTimeout
 
         stage = self._stage_names[node.id]
-        if self.bounded:
+        restoring = self._restore is not None and self._restore.meta_for(node) is not None
+        if restoring:
+            from .streaming_savepoint import restore_rows_folder
+
+            folder = os.path.join(self._root(), f"{stage}-restore")
+            restore_rows_folder(self, node, folder, df.schema)
+            df = df.unionByName(self.spark.readStream.schema(df.schema).parquet(folder))
+        if self.bounded and self._savepoint_run is None:
+            # a savepoint run is a stop-with-savepoint WITHOUT drain: no end-of-input flush
             df = df.unionByName(self._sentinel(f"{stage}-end-of-input", df.schema))
         ws = self._watermark_strategy(node)
         delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
@@ -523,7 +579,8 @@ class StreamingTranslator(BatchTranslator):
         spec = _GroupSpec(node.name, kind, function, key_serializer, dict(self.op_config),
                           ws is not None, sided, tags,
                           (backend_kind, dict(self.backend[1] or {})),
-                          os.path.join(self._root(), "state", stage))
+                          os.path.join(self._root(), "state", stage), restoring)
+        self._group_specs[node.id] = spec
         ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {VALUE} binary"
         out = df.groupBy(KG).applyInPandasWithState(
             _group_function(spec), ddl, _STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout)

@@ -1,0 +1,288 @@
+"""Savepoints in STREAMING execution: write after an available-now run, restore at start.
+
+Used by :class:`~pyspark_datastream.plugin.translation.streaming.StreamingTranslator`.
+
+* **Write** (``env.execute(name, savepoint_path=p)``): the run is a
+  stop-with-savepoint WITHOUT drain. A bounded job normally gets an end-of-input
+  sentinel that moves the watermark to +inf (every timer fires); a savepoint run
+  omits it, so only the event-time timers the watermark passed have fired
+  (Spark's final watermark is ``max event time - out-of-orderness``; the operator
+  sees Flink's ``watermark - 1``), later timers stay pending. After every query
+  finished, :class:`StreamingSavepointWrite` reads each keyed operator's
+  per-key-group GroupState from the query checkpoint with Spark's
+  ``format("statestore")`` reader; a ``mapInArrow`` on the executors turns each
+  key group's state (heap: :func:`operators.keygroup.encode_state` bytes;
+  rocksdb: a version pointer, exported with
+  ``RocksDBKeyGroupStore.export_entries``) into unified entry rows, staged as
+  Parquet, then written by :func:`~pyspark_datastream.savepoint.write_savepoint`.
+  Nothing but the (small) state meta infos reaches the driver.
+* **Restore** (``execution.savepoint.path``): checked before any query starts by
+  :class:`~.batch_savepoint.BatchRestore` (built by the translator constructor).
+  :func:`restore_rows_folder` packs the savepoint entries of one operator into
+  ONE row per key group (key groups recomputed for the current max parallelism;
+  the row carries the key group's state as :func:`encode_state` bytes and
+  ``_seq = RESTORE_SEQ``), written once by the executors as Parquet. The stateful
+  query reads that folder as a second file stream unioned into its input: in
+  the first micro-batch every restored key group is called (even one with no new
+  data), loads its state (rocksdb: ``import_entries``) when its GroupState is
+  still empty and sets its timeout to the earliest restored timer, so restored
+  timers fire by the watermark.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import warnings
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+
+from ..graph import CoKeyedNode, KeyedNode, Transformation
+from ..savepoint_format import OperatorMetadata, SavepointMetadata
+from ..state_store.entries import StateMetaInfo
+from ..state_store.errors import GraphBuildError, SavepointFormatError
+from .batch_savepoint import keyed_nodes, operator_states
+from .encoding import KEY, KG, SIDE, TS, VALUE
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = [
+    "RESTORE_SEQ",
+    "StreamingSavepointWrite",
+    "keyed_nodes_in_query",
+    "restore_rows_folder",
+]
+
+log = logging.getLogger("pyspark_datastream")
+
+#: ``_seq`` of a restore row (a key group's savepoint state); input rows have ``_seq >= 0``.
+RESTORE_SEQ = -1
+_META = "\x00meta"
+_ENTRY_DDL = ("operator_uid string, key_group int, key binary, state_name string, "
+              "namespace binary, user_key binary, value binary")
+
+
+def keyed_nodes_in_query(root: Transformation) -> list[Transformation]:
+    """Keyed operators whose ``applyInPandasWithState`` runs in the query built from ``root``.
+
+    Walking up from ``root``, a keyed operator is part of the query; its own input
+    either has no keyed ancestor or is staged through files by another query, so
+    the walk stops there.
+    """
+    found: list[Transformation] = []
+    seen: set[int] = set()
+    todo = [root]
+    while todo:
+        n = todo.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if isinstance(n, (KeyedNode, CoKeyedNode)):
+            found.append(n)
+            continue
+        todo.extend(n.inputs)
+    return found
+
+
+def _spark_watermark_ms(text: Optional[str]) -> int:
+    if not text:
+        return 0
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def _export_pass(uid: str, spec: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """``mapInArrow``: statestore rows ``(kg, s)`` -> entry rows of ``uid`` plus one meta
+    row per key group (``state_name == _META``, value = JSON list of meta infos)."""
+    import pyarrow as pa
+
+    from ..operators.keygroup import RocksDBKeyGroupStore, decode_state
+    from ..savepoint_format import entries_to_batch
+
+    kind, options = spec.backend
+    maxp = int(spec.config["max_parallelism"])
+
+    def fn(batches: Iterator[Any]) -> Iterator[Any]:
+        store = None
+        for batch in batches:
+            kgs = batch.column("kg").to_pylist()
+            states = batch.column("s").to_pylist()
+            for kg, s in zip(kgs, states):
+                if kg is None or kg < 0 or s is None:
+                    continue
+                if kind == "rocksdb":
+                    if store is None:
+                        store = RocksDBKeyGroupStore(
+                            spec.state_dir, spec.key_serializer, maxp,
+                            local_dir=options.get("local_dir"),
+                            block_cache_size=int(options.get("block_cache_size") or 8 << 20),
+                            write_buffer_size=int(options.get("write_buffer_size") or 4 << 20))
+                    metas, entries = store.export_entries(int(kg), bytes(s))
+                else:
+                    metas, entries = decode_state(bytes(s))
+                out = entries_to_batch(uid, entries)
+                if out.num_rows:
+                    yield out
+                meta = json.dumps([m.to_dict() for m in metas]).encode("utf-8")
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([uid]), pa.array([int(kg)], type=pa.int32()),
+                     pa.array([b""], type=pa.binary()), pa.array([_META]),
+                     pa.array([b""], type=pa.binary()), pa.array([b""], type=pa.binary()),
+                     pa.array([meta], type=pa.binary())],
+                    schema=out.schema)
+
+    return fn
+
+
+class StreamingSavepointWrite:
+    """One STREAMING ``execute(..., savepoint_path=...)``: after the queries, export and write."""
+
+    def __init__(self, translator: Any, path: str) -> None:
+        self.translator = translator
+        self.path = path
+        seen: dict[str, Transformation] = {}
+        for node in keyed_nodes(translator.nodes):
+            uid = node.effective_uid()
+            if uid in seen:
+                raise GraphBuildError(
+                    f"{node.describe()} and {seen[uid].describe()} have the same uid {uid!r}; "
+                    "savepoint state is matched by uid, make them unique")
+            seen[uid] = node
+            if node.uid is None:
+                msg = (f"{node.describe()} has no uid: its savepoint state is stored under the "
+                       f"generated uid {uid!r}, which another program will not match; set "
+                       ".uid(...) on it")
+                warnings.warn(msg, UserWarning, stacklevel=4)
+                log.warning(msg)
+        #: query name -> root node of the DataFrame it runs (filled by the translator)
+        self.queries: dict[str, Transformation] = {}
+
+    def _query_of(self, node: Transformation) -> Optional[str]:
+        for name, root in self.queries.items():
+            if any(n.id == node.id for n in keyed_nodes_in_query(root)):
+                return name
+        return None
+
+    def final_watermark(self, names: list[str]) -> Optional[int]:
+        """The operators' (Flink) watermark at the end of the run: Spark's last watermark of
+        their queries minus 1, the minimum over them; None when no watermark advanced."""
+        marks = []
+        for name in names:
+            rows = [r for r in self.translator.progress if r["query"] == name]
+            wm = max((_spark_watermark_ms(r["watermark"]) for r in rows), default=0)
+            if wm > 0:
+                marks.append(wm - 1)
+        return min(marks) if marks else None
+
+    def write(self) -> int:
+        """Export every keyed operator's final state and write the savepoint; its version."""
+        from ..savepoint import write_savepoint
+
+        t = self.translator
+        spark = t.spark
+        staging = tempfile.mkdtemp(prefix="pyspark-datastream-savepoint-")
+        try:
+            ops: dict[str, OperatorMetadata] = {}
+            parts: list[DataFrame] = []
+            names: list[str] = []
+            for node in keyed_nodes(t.nodes):
+                uid = node.effective_uid()
+                key_ser = node.inputs[0].key_serializer  # type: ignore[attr-defined]
+                metas = {m.name: m for m in operator_states(node, t.op_config, t.max_parallelism)}
+                name = self._query_of(node)
+                spec = t._group_specs.get(node.id)
+                if name is not None and spec is not None:
+                    names.append(name)
+                    checkpoint = os.path.join(t._root(), name, "checkpoint")
+                    if os.path.isdir(os.path.join(checkpoint, "state")):
+                        folder = os.path.join(staging, f"op-{len(parts)}")
+                        raw = spark.read.format("statestore").load(checkpoint).selectExpr(
+                            "key._kg AS kg", "value.groupState.s AS s")
+                        raw.mapInArrow(_export_pass(uid, spec), _ENTRY_DDL).write.parquet(folder)
+                        staged = spark.read.parquet(folder)
+                        for row in staged.filter(staged.state_name == _META).select(
+                                "value").distinct().collect():
+                            for d in json.loads(bytes(row["value"]).decode("utf-8")):
+                                meta = StateMetaInfo.from_dict(d)
+                                metas[meta.name] = meta
+                        parts.append(staged.filter(staged.state_name != _META))
+                else:
+                    log.warning("STREAMING savepoint: %s ran in no query; it is saved empty",
+                                node.describe())
+                ops[uid] = OperatorMetadata(uid, key_ser.snapshot(),
+                                            tuple(metas[n] for n in sorted(metas)),
+                                            node.uid is None)
+            kind = t.backend[0] if t.backend[0] == "rocksdb" else "hashmap"
+            metadata = SavepointMetadata(
+                max_parallelism=t.max_parallelism, operators=ops,
+                final_watermark=self.final_watermark(names), mode="STREAMING", backend=kind,
+                job_name=t.job_name)
+            union = None
+            for df in parts:
+                union = df if union is None else union.unionByName(df)
+            if union is None:
+                union = spark.createDataFrame([], _ENTRY_DDL)
+            version = write_savepoint(spark, self.path, union, metadata)
+            log.info("STREAMING savepoint written to %s (version %d, operators %s)", self.path,
+                     version, sorted(ops))
+            return version
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _pack_pass(metas: list[dict[str, Any]], sided: bool
+               ) -> Callable[[Any], Any]:
+    """``applyInPandas`` per key group: its savepoint entries -> one restore row."""
+
+    def fn(pdf: Any) -> Any:
+        import pandas as pd
+
+        from ..operators.keygroup import encode_state
+        from ..state_store.entries import StateEntry
+
+        pdf = pdf.sort_values(["key", "state_name", "namespace", "user_key"], kind="stable")
+        kg = int(pdf["key_group"].iloc[0])
+        entries = [StateEntry(kg, n, bytes(k), bytes(ns or b""), bytes(uk or b""), bytes(v or b""))
+                   for k, n, ns, uk, v in zip(pdf["key"], pdf["state_name"], pdf["namespace"],
+                                              pdf["user_key"], pdf["value"])]
+        data: dict[str, Any] = {
+            TS: pd.array([None], dtype="Int64"),
+            KG: pd.array([kg], dtype="int32"),
+            KEY: pd.Series([None], dtype=object),
+            VALUE: pd.Series([encode_state((StateMetaInfo.from_dict(m) for m in metas), entries)],
+                             dtype=object),
+            "_seq": pd.array([RESTORE_SEQ], dtype="int64"),
+        }
+        if sided:
+            data[SIDE] = pd.array([0], dtype="int32")
+        return pd.DataFrame(data)
+
+    return fn
+
+
+def restore_rows_folder(translator: Any, node: Transformation, folder: str, schema: Any) -> None:
+    """Write (once, atomically) ``node``'s savepoint state as one row per key group with the
+    keyed input's ``schema`` into ``folder``; executors pack and write, nothing is collected."""
+    from ..savepoint import load_operator_state
+
+    if os.path.isdir(folder):
+        return  # written by an earlier run of this job: the file stream already knows it
+    restore = translator._restore
+    op = restore.metadata.operators.get(node.effective_uid())
+    if op is None:
+        raise SavepointFormatError(f"{node.describe()} has no state in savepoint {restore.path}")
+    entries = load_operator_state(translator.spark, restore.path, node.effective_uid(),
+                                  max_parallelism=translator.max_parallelism,
+                                  version=restore.version)
+    sided = SIDE in schema.fieldNames()
+    packed = entries.groupBy("key_group").applyInPandas(
+        _pack_pass([m.to_dict() for m in op.states], sided), schema)
+    tmp = f"{folder}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    packed.write.parquet(tmp)
+    os.replace(tmp, folder)
+    log.info("STREAMING: savepoint state of %s staged for restore in %s", node.describe(), folder)
