@@ -107,7 +107,7 @@ def valid_rate(currency, t):
     return max(candidates)[1] if candidates else None
 
 
-for order_id, currency, amount, order_time, rate, rate_time, converted in joined["BATCH"]:
+for order_id, currency, _amount, order_time, rate, _rate_time, _converted in joined["BATCH"]:
     assert rate == valid_rate(currency, order_time), order_id
 print(f"{len(joined['BATCH'])} orders joined, identical in BATCH and STREAMING; first rows:")
 for row in joined["BATCH"][:3]:
