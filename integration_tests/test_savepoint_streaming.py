@@ -1,0 +1,107 @@
+"""Savepoints in STREAMING: write after an available-now run (no drain), restore at start,
+and the BATCH -> STREAMING handoff (real Spark, delta-rs, heap and rocksdb)."""
+
+from __future__ import annotations
+
+from deltalake import DeltaTable
+from pyspark_datastream import Types, ValueStateDescriptor
+from pyspark_datastream.savepoint import Savepoint, SavepointWriter
+
+from test_savepoint_batch import DATA_A, DATA_B, Count, Sessionize, _stream
+
+ENTRY_COLS = ["operator_uid", "key_group", "key", "state_name", "namespace", "user_key", "value"]
+
+
+def _env(env_factory, tmp_path, mode, name, **config):
+    if mode == "STREAMING":
+        config.setdefault("execution.checkpointing.dir", str(tmp_path / f"ckpt-{name}"))
+    return env_factory(mode, config)
+
+
+def _run(env, stream, out_path, job, savepoint_path=None):
+    stream.sink_to_delta(out_path)
+    env.execute(job, savepoint_path=savepoint_path)
+    return sorted(tuple(r.values()) for r in DeltaTable(out_path).to_pyarrow_table().to_pylist())
+
+
+def _entry_rows(spark, path, uid):
+    """Every entry row of ``uid`` (state and timers), decoded to plain tuples, sorted."""
+    df = Savepoint.load(path, spark).entries(uid).select(*ENTRY_COLS)
+    return sorted(tuple(bytes(v) if isinstance(v, (bytes, bytearray)) else v for v in r)
+                  for r in df.collect())
+
+
+def test_handoff_sessionization_heap(env_factory, spark, tmp_path):
+    """BATCH(A) and STREAMING(A) savepoints are equal row for row (pending timers included);
+    restoring either into STREAMING(B) gives the same results."""
+    sp_batch, sp_stream = str(tmp_path / "sp-batch"), str(tmp_path / "sp-stream")
+    env = _env(env_factory, tmp_path, "BATCH", "a-batch")
+    out_a_batch = _run(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
+                       str(tmp_path / "a-batch"), "sess-a", sp_batch)
+    env = _env(env_factory, tmp_path, "STREAMING", "a-stream")
+    out_a_stream = _run(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
+                        str(tmp_path / "a-stream"), "sess-a", sp_stream)
+    # no drain: bob's and carol's sessions are still open (timers after the final watermark)
+    assert out_a_stream == out_a_batch == [("alice", 2_000), ("alice", 50_000), ("bob", 10_000)]
+    rows = _entry_rows(spark, sp_stream, "sess")
+    assert rows and rows == _entry_rows(spark, sp_batch, "sess")
+    loaded = Savepoint.load(sp_stream, spark)
+    meta = loaded.metadata()
+    assert (meta.mode, meta.backend, meta.job_name) == ("STREAMING", "hashmap", "sess-a")
+    assert meta.final_watermark == 100_000 - 5_000 - 1  # Flink's watermark: Spark's - 1
+    timers = sorted((r["key"], r["timestamp"]) for r in loaded.read_timers("sess").collect())
+    assert timers == [("bob", 125_000), ("bob", 130_000), ("carol", 129_000)]
+    state = loaded.read_keyed_state("sess", ValueStateDescriptor("last", Types.LONG())).collect()
+    assert sorted((r["key"], r["last"]) for r in state) == [("bob", 100_000), ("carol", 99_000)]
+
+    results = []
+    for name, sp in (("b-from-batch", sp_batch), ("b-from-stream", sp_stream)):
+        env = _env(env_factory, tmp_path, "STREAMING", name, **{"execution.savepoint.path": sp})
+        results.append(_run(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
+                            str(tmp_path / name), "sess-b"))
+    assert results[0] == results[1]
+    assert ("carol", 99_000) in results[1]  # key only in the savepoint: its timer fired
+    env = _env(env_factory, tmp_path, "BATCH", "ab")
+    out_ab = _run(env, _stream(env, DATA_A + DATA_B, Sessionize(), uid="sess"),
+                  str(tmp_path / "ab"), "sess-ab")
+    assert sorted(out_a_stream + results[1]) == out_ab
+
+
+def test_handoff_counting_rocksdb(env_factory, spark, tmp_path):
+    """Counting with the rocksdb backend: STREAMING(A) savepoint equals BATCH(A)'s; BATCH(A)
+    -> savepoint -> STREAMING(B) continues the counts."""
+    sp_batch, sp_stream = str(tmp_path / "sp-batch"), str(tmp_path / "sp-stream")
+    env = _env(env_factory, tmp_path, "BATCH", "a-batch")
+    _run(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a-batch"), "c",
+         sp_batch)
+    rocks = {"state.backend.type": "rocksdb"}
+    env = _env(env_factory, tmp_path, "STREAMING", "a-stream", **rocks)
+    out_a = _run(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a-stream"),
+                 "c", sp_stream)
+    assert max(n for k, n in out_a if k == "alice") == 3
+    assert _entry_rows(spark, sp_stream, "count") == _entry_rows(spark, sp_batch, "count")
+    loaded = Savepoint.load(sp_stream, spark)
+    assert loaded.metadata().backend == "rocksdb"
+    state = loaded.read_keyed_state("count", ValueStateDescriptor("count", Types.LONG())).collect()
+    assert sorted((r["key"], r["count"]) for r in state) == [("alice", 3), ("bob", 3),
+                                                             ("carol", 1)]
+
+    env = _env(env_factory, tmp_path, "STREAMING", "b", **rocks,
+               **{"execution.savepoint.path": sp_batch})
+    out_b = _run(env, _stream(env, DATA_B, Count(), uid="count"), str(tmp_path / "b"), "c")
+    final = {}
+    for k, n in out_a + out_b:
+        final[k] = max(n, final.get(k, 0))
+    assert final == {"alice": 4, "bob": 5, "carol": 1, "dave": 1}
+
+
+def test_bootstrap_savepoint_restores_into_streaming(env_factory, spark, tmp_path):
+    df = spark.createDataFrame([("alice", 40), ("zoe", 7)], "user string, n bigint")
+    sp = str(tmp_path / "boot")
+    (SavepointWriter(max_parallelism=128)
+     .with_keyed_state("count", df, "user", {"n": ValueStateDescriptor("count", Types.LONG())})
+     .write(sp))
+    env = _env(env_factory, tmp_path, "STREAMING", "boot", **{"execution.savepoint.path": sp})
+    out = _run(env, _stream(env, [("alice", 1), ("bob", 2), ("zoe", 3)], Count(), uid="count"),
+               str(tmp_path / "out"), "boot")
+    assert out == [("alice", 41), ("bob", 1), ("zoe", 8)]
