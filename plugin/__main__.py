@@ -1,4 +1,4 @@
-"""Command line: ``python -m pyspark_datastream {demo,savepoint inspect PATH}``."""
+"""Command line: ``python -m pyspark_datastream {demo,run FILE,savepoint inspect PATH}``."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                    add_help=False)
     sub.add_parser("savepoint", help="savepoint tools: savepoint inspect PATH [--version N] [--json]",
                    add_help=False)
+    sub.add_parser("run", help="run a notebook (Databricks source .py) or an example file locally",
+                   add_help=False)
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0
@@ -29,8 +31,29 @@ def main(argv: Optional[list[str]] = None) -> int:
         return demo_main(argv[1:])
     if argv[0] == "savepoint":
         return _savepoint_command(argv[1:])
+    if argv[0] == "run":
+        return _run_command(argv[1:])
     parser.error(f"unknown command {argv[0]!r}")
     return 2
+
+
+def _run_command(argv: list[str]) -> int:
+    """``run FILE [ARGS...]``: execute a notebook or example as a script (local Spark)."""
+    import os
+    import runpy
+
+    parser = argparse.ArgumentParser(prog="python -m pyspark_datastream run")
+    parser.add_argument("file", help="a notebooks/*.py notebook or an examples/*.py file")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the file")
+    args = parser.parse_args(argv)
+    if not os.path.isfile(args.file):
+        print(f"error: no such file: {args.file}", file=sys.stderr)
+        return 1
+    # examples import each other from the repository root
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(args.file))))
+    sys.argv = [args.file, *args.args]
+    runpy.run_path(args.file, run_name="__main__")
+    return 0
 
 
 def _savepoint_command(argv: list[str]) -> int:
