@@ -3,10 +3,17 @@ and the BATCH -> STREAMING handoff (real Spark, delta-rs, heap and rocksdb)."""
 
 from __future__ import annotations
 
+import os
+
+import pytest
 from deltalake import DeltaTable
 from pyspark_datastream import Types, ValueStateDescriptor
-from pyspark_datastream.savepoint import Savepoint, SavepointWriter
-
+from pyspark_datastream.savepoint import Savepoint, SavepointWriter, savepoint_versions
+from pyspark_datastream.state_store.errors import (
+    ConfigurationError,
+    IncompatibleStateError,
+    UnclaimedStateError,
+)
 from test_savepoint_batch import DATA_A, DATA_B, Count, Sessionize, _stream
 
 ENTRY_COLS = ["operator_uid", "key_group", "key", "state_name", "namespace", "user_key", "value"]
@@ -105,3 +112,35 @@ def test_bootstrap_savepoint_restores_into_streaming(env_factory, spark, tmp_pat
     out = _run(env, _stream(env, [("alice", 1), ("bob", 2), ("zoe", 3)], Count(), uid="count"),
                str(tmp_path / "out"), "boot")
     assert out == [("alice", 41), ("bob", 1), ("zoe", 8)]
+
+
+def test_restore_and_write_errors_before_any_query(env_factory, spark, tmp_path):
+    df = spark.createDataFrame([("alice", 40)], "user string, n bigint")
+    sp = str(tmp_path / "boot")
+    (SavepointWriter(max_parallelism=128)
+     .with_keyed_state("count", df, "user", {"n": ValueStateDescriptor("count", Types.LONG())})
+     .write(sp))
+    out = str(tmp_path / "out")
+    env = _env(env_factory, tmp_path, "STREAMING", "renamed", **{"execution.savepoint.path": sp})
+    _stream(env, [("alice", 1)], Count(), uid="renamed").sink_to_delta(out)
+    with pytest.raises(UnclaimedStateError, match=r"\['count'\] is not claimed"):
+        env.execute("renamed")
+
+    class CountAsString(Count):
+        def open(self, runtime_context):
+            self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.STRING()))
+
+    env = _env(env_factory, tmp_path, "STREAMING", "incompatible",
+               **{"execution.savepoint.path": sp})
+    _stream(env, [("alice", 1)], CountAsString(), uid="count").sink_to_delta(out)
+    with pytest.raises(IncompatibleStateError,
+                       match=r"operator 'count', state 'count'.*value_serializer"):
+        env.execute("incompatible")
+
+    env = _env(env_factory, tmp_path, "STREAMING", "pt",
+               **{"execution.streaming.trigger": "processing-time=1 second"})
+    _stream(env, [("alice", 1)], Count(), uid="count").sink_to_delta(out)
+    with pytest.raises(ConfigurationError, match="end of an available-now"):
+        env.execute("pt", savepoint_path=sp)
+    assert not os.path.exists(out)  # nothing ran
+    assert [v["version"] for v in savepoint_versions(sp)] == [0]  # no version added

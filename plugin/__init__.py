@@ -12,6 +12,7 @@ from __future__ import annotations
 from .config import Configuration, RuntimeExecutionMode
 from .datastream import CloseableIterator, ConnectedStreams, DataStream, DataStreamSink, KeyedStream
 from .environment import JobExecutionResult, StreamExecutionEnvironment
+from .job_client import JobClient, JobStatus
 from .operators.context import RuntimeContext
 from .operators.functions import (
     AggregateFunction,
@@ -153,3 +154,4 @@ __all__ += [
     "SlidingProcessingTimeWindows", "Trigger", "TriggerResult", "TumblingEventTimeWindows",
     "TumblingProcessingTimeWindows", "WindowAssigner", "WindowedStream",
 ]
+__all__ += ["JobClient", "JobStatus"]

@@ -22,6 +22,8 @@ from .state_store.typeinfo import TypeInformation
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from .job_client import JobClient
+
 __all__ = ["StreamExecutionEnvironment", "JobExecutionResult"]
 
 log = logging.getLogger("pyspark_datastream")
@@ -222,3 +224,15 @@ class StreamExecutionEnvironment:
                                     counts, savepoint_path)
         log.info("job %r finished in %s ms: %s", job_name, result.net_runtime_ms, counts)
         return result
+
+    def execute_async(self, job_name: str = "pyspark-datastream job") -> JobClient:
+        """Start every declared sink as one job and return its :class:`JobClient` at once
+        (STREAMING processing-time jobs keep running and take savepoints through it; see
+        ``job_client.py`` for what other modes do)."""
+        if not self._sinks:
+            raise GraphBuildError(
+                "no sinks declared: add print(), sink_to_delta(...) before execute_async()"
+            )
+        from .job_client import JobClient
+
+        return JobClient.start(self, job_name, list(self._sinks))

@@ -180,8 +180,10 @@ class BatchRestore:
 
 
 def final_watermark(translator: Any) -> Optional[int]:
-    """Max event time minus the out-of-orderness, the minimum over the job's watermark
-    strategies (a small Spark aggregation per strategy); None without timestamps."""
+    """The last watermark a STREAMING run over the same input would emit: max event time minus
+    the out-of-orderness minus 1 (Flink's bounded-out-of-orderness watermark; a timer at ``t``
+    fires once the watermark is ``>= t``), the minimum over the job's watermark strategies (a
+    small Spark aggregation per strategy); None without timestamps."""
     from pyspark.sql import functions as F
 
     marks = []
@@ -198,7 +200,7 @@ def final_watermark(translator: Any) -> Optional[int]:
                                          name=node.name)
         top = df.agg(F.max(F.col(TS)).alias("m")).collect()[0]["m"]
         if top is not None:
-            marks.append(int(top) - int(strategy.out_of_orderness_ms))
+            marks.append(int(top) - int(strategy.out_of_orderness_ms) - 1)
     return min(marks) if marks else None
 
 

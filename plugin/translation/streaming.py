@@ -297,6 +297,11 @@ class StreamingTranslator(BatchTranslator):
         #: applyInPandasWithState spec of every keyed node (by node id)
         self._savepoint_run: Any = None
         self._group_specs: dict[int, _GroupSpec] = {}
+        #: query name -> root node of the DataFrame it runs (every query, for job clients)
+        self._query_roots: dict[str, Transformation] = {}
+        #: when a list, ``_run_query`` only starts each query and appends ``(name, query)``
+        #: (``env.execute_async``, plugin/job_client.py) instead of waiting for it
+        self._async_queries: Optional[list[tuple[str, Any]]] = None
 
     # -- directories -------------------------------------------------------------------
     def _root(self) -> str:
@@ -358,6 +363,7 @@ class StreamingTranslator(BatchTranslator):
             source = sink.inputs[0]
             stream = self.translate(source)
             name = f"sink-{sink.uid or i}"
+            self._query_roots[name] = source
             if self._savepoint_run is not None:
                 self._savepoint_run.queries[name] = source
             if sink.kind == "print":
@@ -496,6 +502,7 @@ class StreamingTranslator(BatchTranslator):
             # names must be stable across runs of the same job (node ids are not)
             side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
             name = f"{stage}-{side}-input"
+            self._query_roots[name] = key_node.inputs[0]
             if self._savepoint_run is not None:
                 self._savepoint_run.queries[name] = key_node.inputs[0]
             df = self._through_files(df, name)
@@ -593,8 +600,8 @@ class StreamingTranslator(BatchTranslator):
                 self._run_query(name, writer)
                 self._ran.add(name)
 
-    def _run_query(self, name: str, writer: Any) -> None:
-        """Start one query (checkpoint ``<root>/<name>/checkpoint``), wait, log its progress."""
+    def _start_query(self, name: str, writer: Any) -> Any:
+        """Start one query (checkpoint ``<root>/<name>/checkpoint``, the configured trigger)."""
         checkpoint = os.path.join(self._root(), name, "checkpoint")
         writer = writer.option("checkpointLocation", checkpoint).queryName(
             f"{self.job_name}:{name}:{time.time_ns()}")
@@ -605,8 +612,16 @@ class StreamingTranslator(BatchTranslator):
             writer = writer.trigger(once=True)
         else:
             writer = writer.trigger(processingTime=interval)
+        return writer.start()
+
+    def _run_query(self, name: str, writer: Any) -> None:
+        """Start one query, wait, log its progress (only start it for ``execute_async``)."""
+        if self._async_queries is not None:
+            self._async_queries.append((name, self._start_query(name, writer)))
+            return
+        kind = self.trigger[0]
         start = time.time()
-        query = writer.start()
+        query = self._start_query(name, writer)
         failure: Optional[BaseException] = None
         try:
             if kind == "processing-time":

@@ -178,8 +178,11 @@ class StreamingSavepointWrite:
                 marks.append(wm - 1)
         return min(marks) if marks else None
 
-    def write(self) -> int:
-        """Export every keyed operator's final state and write the savepoint; its version."""
+    def write(self, batch_ids: Optional[dict[str, int]] = None) -> int:
+        """Export every keyed operator's final state and write the savepoint; its version.
+
+        ``batch_ids`` (job clients, queries maybe still running): read each query's state as
+        of that committed micro-batch; a query not in it has committed none and is empty."""
         from ..savepoint import write_savepoint
 
         t = self.translator
@@ -198,9 +201,13 @@ class StreamingSavepointWrite:
                 if name is not None and spec is not None:
                     names.append(name)
                     checkpoint = os.path.join(t._root(), name, "checkpoint")
-                    if os.path.isdir(os.path.join(checkpoint, "state")):
+                    pinned = batch_ids is None or name in batch_ids
+                    if pinned and os.path.isdir(os.path.join(checkpoint, "state")):
                         folder = os.path.join(staging, f"op-{len(parts)}")
-                        raw = spark.read.format("statestore").load(checkpoint).selectExpr(
+                        reader = spark.read.format("statestore")
+                        if batch_ids is not None:
+                            reader = reader.option("batchId", int(batch_ids[name]))
+                        raw = reader.load(checkpoint).selectExpr(
                             "key._kg AS kg", "value.groupState.s AS s")
                         raw.mapInArrow(_export_pass(uid, spec), _ENTRY_DDL).write.parquet(folder)
                         staged = spark.read.parquet(folder)

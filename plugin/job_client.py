@@ -1,0 +1,358 @@
+"""``JobClient``: a job started by ``env.execute_async(job_name)`` (PyFlink names).
+
+What runs how:
+
+* **STREAMING, unbounded sources, ``processing-time=<interval>`` trigger**: every query of
+  the job (the staged upstream queries of a multi-stage job and the sink queries) is
+  started at once and keeps running; ``execute_async`` returns immediately. This is the
+  mode that takes savepoints while running:
+
+  - ``trigger_savepoint(path)`` pins, per query, the last micro-batch in its commit log
+    and reads each keyed operator's state as of exactly that batch
+    (``format("statestore")`` with ``batchId``), so a micro-batch being committed
+    concurrently is never half read. Only single-stage jobs (one query holding keyed
+    state) may do this: a running multi-stage job has records in flight between its
+    queries, which no per-query snapshot captures.
+  - ``stop_with_savepoint(path, drain=False)`` stops the queries upstream first (each
+    after the micro-batch it is running, waiting a bounded time for it; an interrupted
+    batch is simply not committed), lets every downstream query process what its
+    upstream had written, stops it, then writes the savepoint of the last committed
+    batches. ``drain=True`` (end of input, every timer fires) is refused: a running
+    Spark file stream cannot be given the end-of-input signal.
+
+* **Everything else** (available-now / once triggers, bounded sources): the job runs as
+  ``execute`` runs it (queries in order), on a background thread; the client waits for
+  it. Savepoints of such runs are written by ``env.execute(name, savepoint_path=...)``;
+  the savepoint methods say so.
+* **BATCH**: the job runs to its end inside ``execute_async``; the client is finished.
+  Flink's BATCH cannot savepoint; the savepoint methods say to use
+  ``execute(savepoint_path=...)``.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, Optional
+
+from .graph import SinkNode
+from .state_store.errors import JobExecutionError, SavepointError
+
+if TYPE_CHECKING:
+    from .environment import JobExecutionResult
+
+__all__ = ["JobClient", "JobStatus"]
+
+log = logging.getLogger("pyspark_datastream")
+
+#: how long a stop waits for a running micro-batch to finish before interrupting it
+_STOP_GRACE_S = 30.0
+
+
+class JobStatus(str, enum.Enum):
+    """Flink's job status names (a ``str``: ``status == "RUNNING"`` works)."""
+
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    CANCELED = "CANCELED"
+    FAILED = "FAILED"
+
+
+def _last_committed_batch(checkpoint: str) -> Optional[int]:
+    """The highest batch id in ``<checkpoint>/commits`` (None when none committed yet)."""
+    folder = os.path.join(checkpoint, "commits")
+    try:
+        ids = [int(n) for n in os.listdir(folder) if n.isdigit()]
+    except FileNotFoundError:
+        return None
+    return max(ids) if ids else None
+
+
+class JobClient:
+    """Handle on a job started by :meth:`StreamExecutionEnvironment.execute_async`."""
+
+    def __init__(self, job_name: str, mode: str, translator: Any = None,
+                 queries: Optional[list[tuple[str, Any]]] = None,
+                 result: Optional[JobExecutionResult] = None,
+                 thread: Optional[threading.Thread] = None) -> None:
+        self._job_id = uuid.uuid4().hex
+        self.job_name = job_name
+        self.mode = mode
+        self._translator = translator
+        self._queries: list[tuple[str, Any]] = list(queries or [])
+        self._result = result
+        self._thread = thread
+        self._thread_outcome: dict[str, Any] = {}
+        self._error: Optional[BaseException] = None
+        self._status = JobStatus.FINISHED if result is not None else JobStatus.RUNNING
+        self._start = time.time()
+        self._lock = threading.Lock()
+
+    # -- construction (called by the environment) --------------------------------------------
+    @classmethod
+    def start(cls, env: Any, job_name: str, sinks: list[SinkNode]) -> JobClient:
+        """Start the job of ``sinks`` on ``env`` (see the module doc for what runs how)."""
+        from .graph import reachable
+
+        nodes = reachable(list(sinks))
+        if env.runtime_mode_for(nodes) == "BATCH":
+            result = env.execute(job_name)
+            return cls(job_name, "BATCH", result=result)
+        translator = env._translator(nodes, job_name)
+        if translator.checkpoint_dir is None:
+            translator.run_sinks(sinks)  # raises its ConfigurationError, nothing started
+        if translator.trigger[0] == "processing-time" and not translator.bounded:
+            translator._async_queries = started = []
+            try:
+                translator._run_sinks(list(sinks))
+            except BaseException:
+                for _, q in started:
+                    if q.isActive:
+                        q.stop()
+                raise
+            finally:
+                translator._async_queries = None
+            env._sinks = []
+            log.info("job %r started: queries %s", job_name, [n for n, _ in started])
+            return cls(job_name, "STREAMING", translator, queries=started)
+        client = cls(job_name, "STREAMING", translator)
+        env._sinks = []
+
+        def run() -> None:
+            try:
+                client._thread_outcome["counts"] = translator.run_sinks(list(sinks))
+            except BaseException as exc:  # noqa: BLE001 - reported by the client
+                client._thread_outcome["error"] = exc
+
+        client._thread = threading.Thread(target=run, name=f"job-{job_name}", daemon=True)
+        client._thread.start()
+        return client
+
+    # -- PyFlink API ---------------------------------------------------------------------------
+    def get_job_id(self) -> str:
+        """A random hex id of this run (Spark has no job id for a set of streaming queries)."""
+        return self._job_id
+
+    def get_queries(self) -> dict[str, Any]:
+        """The Spark ``StreamingQuery`` of each query name (processing-time jobs only)."""
+        return dict(self._queries)
+
+    def get_job_status(self) -> JobStatus:
+        """RUNNING, FINISHED, CANCELED or FAILED (a failed query makes the job FAILED)."""
+        with self._lock:
+            self._refresh()
+            return self._status
+
+    def _refresh(self) -> None:
+        if self._status is not JobStatus.RUNNING:
+            return
+        if self._thread is not None:
+            if not self._thread.is_alive():
+                self._finish_thread()
+            return
+        for name, q in self._queries:
+            exc = q.exception()
+            if exc is not None:
+                self._fail(name, exc)
+                return
+        if self._queries and not any(q.isActive for _, q in self._queries):
+            self._finish_queries()
+
+    def _fail(self, name: str, exc: Any) -> None:
+        from .translation.streaming import _summary
+
+        for _, q in self._queries:
+            if q.isActive:
+                q.stop()
+        self._status = JobStatus.FAILED
+        self._error = JobExecutionError(
+            f"STREAMING query {name!r} of job {self.job_name!r} failed: {_summary(exc)}")
+
+    def _finish_thread(self) -> None:
+        from .environment import JobExecutionResult
+
+        error = self._thread_outcome.get("error")
+        if error is not None:
+            self._status = JobStatus.FAILED
+            self._error = error
+            return
+        self._status = JobStatus.FINISHED
+        self._result = JobExecutionResult(self.job_name, self.mode,
+                                          int((time.time() - self._start) * 1000),
+                                          dict(self._thread_outcome.get("counts") or {}))
+
+    def _finish_queries(self, status: JobStatus = JobStatus.FINISHED) -> None:
+        from .environment import JobExecutionResult
+
+        self._log_progress()
+        self._status = status
+        # per-sink row counts are not tracked for queries that ran detached
+        self._result = JobExecutionResult(self.job_name, self.mode,
+                                          int((time.time() - self._start) * 1000), {})
+
+    def _log_progress(self) -> None:
+        t = self._translator
+        for name, q in self._queries:
+            t._log_progress(name, q)
+
+    def wait(self, timeout: Optional[float] = None) -> JobStatus:
+        """Wait until the job ended or ``timeout`` seconds passed; its status then."""
+        deadline = None if timeout is None else time.time() + timeout
+        while self.get_job_status() is JobStatus.RUNNING:
+            left = None if deadline is None else deadline - time.time()
+            if left is not None and left <= 0:
+                break
+            step = 1.0 if left is None else min(1.0, left)
+            if self._thread is not None:
+                self._thread.join(step)
+            elif self._queries:
+                for _, q in self._queries:
+                    if q.isActive:
+                        try:
+                            q.awaitTermination(max(1, int(step)))
+                        except Exception:  # noqa: BLE001 - reported by get_job_status
+                            pass
+                        break
+            else:
+                time.sleep(step)
+        return self.get_job_status()
+
+    def get_job_execution_result(self) -> JobExecutionResult:
+        """Wait for the end of the job; its result, or its failure as JobExecutionError."""
+        self.wait()
+        with self._lock:
+            if self._error is not None:
+                if isinstance(self._error, JobExecutionError):
+                    raise self._error
+                raise JobExecutionError(
+                    f"job {self.job_name!r} failed: {self._error}") from self._error
+            if self._status is JobStatus.CANCELED:
+                raise JobExecutionError(f"job {self.job_name!r} was canceled")
+            assert self._result is not None
+            return self._result
+
+    def cancel(self) -> None:
+        """Stop every query now, without a savepoint (state stays in the checkpoints)."""
+        with self._lock:
+            self._refresh()
+            if self._status is not JobStatus.RUNNING:
+                return
+            if self._thread is not None:
+                raise JobExecutionError(
+                    f"job {self.job_name!r} runs with trigger {self._translator.trigger[0]!r} "
+                    "and finishes on its own; cancel() only stops processing-time jobs")
+            for _, q in self._queries:
+                if q.isActive:
+                    q.stop()
+            self._finish_queries(JobStatus.CANCELED)
+
+    def trigger_savepoint(self, path: str) -> str:
+        """Write a savepoint of every keyed operator's state as of the last committed
+        micro-batch of its query while the job keeps running; returns ``path``."""
+        with self._lock:
+            self._check_savepoint("trigger_savepoint")
+            self._refresh()
+            if self._status is not JobStatus.RUNNING:
+                raise SavepointError(
+                    f"trigger_savepoint({path!r}): job {self.job_name!r} is {self._status.value}, "
+                    "not RUNNING")
+            keyed = [n for n, _ in self._queries if self._holds_state(n)]
+            if len(keyed) > 1:
+                raise SavepointError(
+                    f"trigger_savepoint({path!r}): job {self.job_name!r} runs its keyed "
+                    f"operators in several queries {keyed}; a running multi-stage job has "
+                    "records in flight between them, use stop_with_savepoint")
+            self._write(path)
+            return path
+
+    def stop_with_savepoint(self, path: str, drain: bool = False) -> str:
+        """Stop the queries (upstream first, each after its current micro-batch) and write
+        a savepoint of their last committed state; returns ``path``."""
+        with self._lock:
+            self._check_savepoint("stop_with_savepoint")
+            if drain:
+                raise SavepointError(
+                    f"stop_with_savepoint({path!r}, drain=True) is not supported: a running "
+                    "Spark file stream cannot be signalled end of input; use drain=False, or "
+                    "run the bounded job with env.execute(name, savepoint_path=...)")
+            self._refresh()
+            if self._status is not JobStatus.RUNNING:
+                raise SavepointError(
+                    f"stop_with_savepoint({path!r}): job {self.job_name!r} is "
+                    f"{self._status.value}, not RUNNING")
+            for i, (name, q) in enumerate(self._queries):
+                if i > 0 and q.isActive:
+                    q.processAllAvailable()  # what the stopped upstream queries wrote
+                self._stop_after_batch(q)
+                exc = q.exception()
+                if exc is not None:
+                    self._fail(name, exc)
+                    raise SavepointError(
+                        f"stop_with_savepoint({path!r}): no savepoint written") from self._error
+            self._write(path)
+            self._finish_queries(JobStatus.FINISHED)
+            return path
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _check_savepoint(self, what: str) -> None:
+        if self.mode == "BATCH":
+            raise SavepointError(
+                f"{what}: job {self.job_name!r} ran in BATCH mode, which cannot take a savepoint "
+                "of a job (as in Flink); write one at the end of the input with "
+                "env.execute(name, savepoint_path=...)")
+        if self._thread is not None:
+            raise SavepointError(
+                f"{what}: job {self.job_name!r} runs with trigger "
+                f"{self._translator.trigger[0]!r} or bounded sources and finishes on its own; "
+                "write its savepoint with env.execute(name, savepoint_path=...), or run it "
+                "with execution.streaming.trigger=processing-time=<interval> over unbounded "
+                "sources")
+
+    def _checkpoint(self, name: str) -> str:
+        return os.path.join(self._translator._root(), name, "checkpoint")
+
+    def _holds_state(self, name: str) -> bool:
+        from .translation.streaming_savepoint import keyed_nodes_in_query
+
+        root = self._translator._query_roots.get(name)
+        return root is not None and bool(keyed_nodes_in_query(root))
+
+    @staticmethod
+    def _stop_after_batch(query: Any) -> None:
+        deadline = time.time() + _STOP_GRACE_S
+        while query.isActive and query.status.get("isTriggerActive") and time.time() < deadline:
+            time.sleep(0.1)
+        if query.isActive:
+            query.stop()
+
+    def _write(self, path: str) -> int:
+        from .translation.streaming import _as_dict, progress_row
+        from .translation.streaming_savepoint import StreamingSavepointWrite
+
+        t = self._translator
+        write = StreamingSavepointWrite(t, path)
+        write.queries = dict(t._query_roots)
+        batch_ids: dict[str, int] = {}
+        progress: list[dict[str, Any]] = []
+        for name, q in self._queries:
+            bid = _last_committed_batch(self._checkpoint(name))
+            if bid is None:
+                continue
+            batch_ids[name] = bid
+            for p in q.recentProgress:
+                d = _as_dict(p)
+                if d.get("batchId") is not None and int(d["batchId"]) <= bid:
+                    progress.append(progress_row(name, d))
+        saved = t.progress
+        t.progress = progress  # final_watermark: as of the pinned batches
+        try:
+            version = write.write(batch_ids)
+        finally:
+            t.progress = saved
+        log.info("job %r: savepoint %s (version %d) at batches %s", self.job_name, path,
+                 version, batch_ids)
+        return version
