@@ -12,7 +12,11 @@ import pytest
 from deltalake import DeltaTable
 from pyspark_datastream import JobClient, JobStatus, Types, ValueStateDescriptor
 from pyspark_datastream.savepoint import Savepoint
-from pyspark_datastream.state_store.errors import JobExecutionError, SavepointError
+from pyspark_datastream.state_store.errors import (
+    ConfigurationError,
+    JobExecutionError,
+    SavepointError,
+)
 from test_savepoint_batch import OUT, Count
 
 SCHEMA = "k string, v long"
@@ -112,6 +116,12 @@ def test_cancel_and_batch_refusals(env_factory, spark, tmp_path):
         client.get_job_execution_result()
     with pytest.raises(SavepointError, match="is CANCELED, not RUNNING"):
         client.stop_with_savepoint(str(tmp_path / "sp"))
+
+    env = env_factory("STREAMING", {"execution.streaming.trigger": "processing-time=1 second"})
+    _counting_job(env, spark, src, str(tmp_path / "out-nockpt"))
+    with pytest.raises(ConfigurationError, match="needs execution.checkpointing.dir"):
+        env.execute_async("no-checkpoint-dir")
+    assert not any(q.name.startswith("no-checkpoint-dir") for q in spark.streams.active)
 
     env = env_factory("BATCH")
     (env.from_collection([("a", 1), ("a", 2)], Types.TUPLE([Types.STRING(), Types.LONG()]))

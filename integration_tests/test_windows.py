@@ -341,3 +341,72 @@ def test_batch_equals_streaming_windows_hypothesis(env_factory, tmp_path_factory
         sessions = keyed.window(EventTimeSessionWindows.with_gap(7)).process(Describe())
         results.append((_collect(tumbling), _collect(sessions)))
     assert results[0] == results[1]
+
+
+def _add_events_file(folder, rows, name, mtime):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{name}.parquet")
+    pq.write_table(pa.table({"k": [r[0] for r in rows],
+                             "ts": pa.array([r[1] for r in rows], pa.int64()),
+                             "v": pa.array([r[2] for r in rows], pa.int64())}), path)
+    os.utime(path, (mtime, mtime))  # file order = arrival order
+
+
+@pytest.mark.parametrize("lateness", [0, 20_000])
+def test_streaming_late_elements_side_output_or_late_firing(spark, env_factory, tmp_path, lateness):
+    """One file per micro-batch: the third element is behind the watermark (24_999) for its
+    window [0, 10_000). Without allowed lateness it goes to the late side output; with 20 s of
+    allowed lateness the window fires again with it."""
+    src = str(tmp_path / "in")
+    for i, rows in enumerate([[("a", 1_000, 1)], [("a", 25_000, 2)], [("a", 5_000, 3)]]):
+        _add_events_file(src, rows, f"f{i}", 1_700_000_000 + 10 * i)
+    env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+    df = spark.readStream.schema("k string, ts bigint, v bigint").option(
+        "maxFilesPerTrigger", 1).parquet(src)
+    late = OutputTag("late-events")
+    windowed = (env.from_dataframe(df)
+                .assign_timestamps_and_watermarks(
+                    WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ByTs()))
+                .key_by(lambda e: e[0], key_type=Types.STRING())
+                .window(TumblingEventTimeWindows.of(10_000))
+                .allowed_lateness(lateness)
+                .side_output_late_data(late)
+                .reduce(SumV()))
+    main = [tuple(r) for r in windowed.execute_and_collect(f"late-{lateness}")]
+    side = [tuple(r) for r in windowed.get_side_output(late).execute_and_collect(
+        f"late-side-{lateness}")]
+    if lateness == 0:
+        assert main == [("a", 1_000, 1)]
+        assert side == [("a", 5_000, 3)]
+    else:
+        assert main == [("a", 1_000, 1), ("a", 1_000, 4)]  # late firing with the late element
+        assert side == []
+
+
+def test_window_state_survives_a_savepoint_restore(env_factory, tmp_path):
+    """BATCH(A) -> savepoint -> BATCH(B) equals BATCH(A + B): the window open at the end of A
+    (its contents and its timer) lives in the savepoint."""
+    from deltalake import DeltaTable
+
+    a = [("a", 1_000, 1), ("a", 12_000, 2), ("b", 3_000, 7)]
+    b = [("a", 15_000, 3), ("a", 25_000, 4), ("b", 13_000, 1)]
+
+    def run(events, out, savepoint=None, restore=None):
+        config = {"execution.savepoint.path": restore} if restore else {}
+        env = env_factory("BATCH", config)
+        (_keyed(env, events).window(TumblingEventTimeWindows.of(10_000)).reduce(
+            SumV(), output_type=TRIPLE).uid("windows").sink_to_delta(str(tmp_path / out)))
+        env.execute("windows", savepoint_path=savepoint)
+        return sorted(tuple(r.values()) for r in
+                      DeltaTable(str(tmp_path / out)).to_pyarrow_table().to_pylist())
+
+    sp = str(tmp_path / "sp")
+    first = run(a, "out-a", savepoint=sp)
+    second = run(b, "out-b", restore=sp)
+    together = run(a + b, "out-ab")
+    assert first == [("a", 1_000, 1), ("b", 3_000, 7)]  # [10_000, 20_000) of a is still open
+    assert sorted(first + second) == together
+    assert ("a", 12_000, 5) in second  # 2 from A's saved window contents + 3 from B

@@ -106,7 +106,8 @@ class JobClient:
         if translator.checkpoint_dir is None:
             translator.run_sinks(sinks)  # raises its ConfigurationError, nothing started
         if translator.trigger[0] == "processing-time" and not translator.bounded:
-            translator._async_queries = started = []
+            started: list[tuple[str, Any]] = []
+            translator._async_queries = started
             try:
                 translator._run_sinks(list(sinks))
             except BaseException:
