@@ -208,10 +208,12 @@ def native_key_bytes(column: Any, type_name: str, serializer: Any) -> Any:
 def _escaped_string(column: Any) -> Any:
     from pyspark.sql import functions as F
 
-    hexed = F.hex(F.encode(column, "UTF-8"))
-    escaped = F.when(F.instr(column, "\u0000") > 0,
-                     F.regexp_replace(hexed, _ESCAPE_NUL, "$100FF")).otherwise(hexed)
-    return F.unhex(F.concat(escaped, F.lit("0000")))
+    terminator = F.unhex(F.lit("0000"))
+    escaped = F.unhex(F.regexp_replace(F.hex(F.encode(column, "UTF-8")), _ESCAPE_NUL, "$100FF"))
+    # Strings without NUL (nearly all) skip the hex round trip.
+    return F.concat(
+        F.when(F.instr(column, "\u0000") > 0, escaped).otherwise(F.encode(column, "UTF-8")),
+        terminator)
 
 
 def _flipped_long(column: Any) -> Any:

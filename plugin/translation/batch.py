@@ -201,6 +201,9 @@ class BatchTranslator:
                 native = self._native_reduce(node, key_node)
                 if native is not None:
                     return native
+            field_keyed = self._field_keyed_input(node, key_node)
+            if field_keyed is not None:
+                return field_keyed
             combiner = node.function if (node.op == "reduce" and self.pre_aggregate) else None
             df, enc = self._keyed_input(key_node, node, combiner=combiner)
             df = self._keyed_shuffle(df, node, sided=False)
@@ -338,11 +341,15 @@ class BatchTranslator:
         return self._shuffle(df, sided)
 
     def _shuffle(self, df: DataFrame, sided: bool) -> DataFrame:
+        """Shuffle by key group; sorted execution also sorts by (key, timestamp[, side]).
+
+        Equal keys share a key group, so sorting by key bytes alone makes each key's records
+        contiguous; the key-group column is not needed by the keyed pass and is dropped."""
         df = df.repartition(self.parallelism, _col(KG))
         if self.sorted_inputs:
-            order = [KG, KEY, TS] + ([SIDE] if sided else [])
+            order = [KEY, TS] + ([SIDE] if sided else [])
             df = df.sortWithinPartitions(*order)
-        return df
+        return df.drop(KG)
 
     def _union(self, node: UnionNode) -> Stream:
         streams = [self._input_stream(p) for p in node.inputs]
@@ -432,6 +439,31 @@ class BatchTranslator:
         column = to_column(traced, [list(parent.enc.columns)]).cast("bigint")
         df = parent.df.withColumn(TS, column)
         return Stream(df, parent.enc, parent.type_info, name=node.name)
+
+    def _field_keyed_input(self, node: KeyedNode, key_node: KeyByNode) -> Optional[Stream]:
+        """A keyed operator whose key selector reads one string/integer field of a typed
+        stream: Spark shuffles and sorts by that column itself, and the keyed pass serializes
+        each distinct key once (no key-bytes column). Not used when the operator's state goes to
+        or comes from a savepoint (those rows are keyed by their stored bytes)."""
+        if not (self.pushdown and self.sorted_inputs) or self._savepoint_state(node):
+            return None
+        parent = self._input_stream(key_node.inputs[0])
+        if parent.pending or not parent.enc.typed or parent.tagged or parent.enc.shape == "scalar":
+            return None
+        key_fn = plain_callable(key_node.key_selector)
+        if key_fn is None:
+            return None
+        key_expr = trace(key_fn, [_struct_type(parent.enc)])
+        if not isinstance(key_expr, Expr) or key_expr.op != "field" or key_expr.type_info is None \
+                or key_expr.type_info.type_name not in ("STRING", "LONG", "INT", "SHORT", "BYTE"):
+            return None
+        index = key_expr.args[1]
+        column = _col(f"`{parent.enc.columns[index]}`")
+        df = parent.df.repartition(self.parallelism, column).sortWithinPartitions(column, _col(TS))
+        spec = KeyedSpec(node.op, node.function, key_node.key_serializer, True, self.backend,
+                         key_field=index)
+        log.info("BATCH: %s is keyed by column %s", node.name, parent.enc.columns[index])
+        return Stream(df, parent.enc, node.output_type, keyed=spec, name=node.name)
 
     def _native_keyed_input(self, parent: Stream, key_node: KeyByNode) -> Optional[DataFrame]:
         """Key group and key bytes as native columns, for a key selector that reads one

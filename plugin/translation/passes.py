@@ -66,6 +66,9 @@ class KeyedSpec:
     #: BATCH restore: the savepoint's meta infos of this operator; the input carries
     #: ``RESTORE_COLUMNS`` rows sorted before each key's records
     restore_meta: Optional[tuple[Any, ...]] = None
+    #: the key is this field of the (typed) record: no ``_k`` column, key bytes are
+    #: serialized once per run of equal keys (the input is sorted by that field)
+    key_field: Optional[int] = None
 
 
 @dataclass
@@ -211,6 +214,10 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
             yield from _run_fast(spec, fast, decode, writer, batches)
             return
 
+    key_field = spec.keyed.key_field if spec.keyed is not None else None
+    key_cache: list[Any] = [_NO_KEY, b"",
+                            spec.keyed.key_serializer.serialize if spec.keyed is not None else None]
+
     def records() -> Iterator[tuple[Any, ...]]:
         for b in batches:
             if b.num_rows == 0:
@@ -221,7 +228,9 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
             values = decode(b)
             ts = b.column(TS).to_pylist()
             sides = b.column(SIDE).to_pylist() if spec.sided else itertools.repeat(0)
-            if keyed:
+            if key_field is not None:
+                yield from _keys_from_field(values, ts, sides, key_field, key_cache)
+            elif keyed:
                 yield from zip(b.column(KEY).to_pylist(), ts, values, sides)
             else:
                 yield from zip(values, ts, sides)
@@ -240,7 +249,9 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                                             else ks.savepoint_watermark)
         operator.open(backend, config)
         cleanup += [operator.close, backend.close]
-        if _fast_reduce_applies(ks, config):
+        if _fast_reduce_applies(ks, config) and key_field is not None and not spec.sided:
+            outputs = _sorted_reduce_by_field(ks.function, batches, decode, key_field, spec.name)
+        elif _fast_reduce_applies(ks, config):
             outputs = _sorted_reduce(ks.function, records(), spec.name)
         elif ks.savepoint_write or ks.restore_meta is not None:
             if not ks.sorted_input:
@@ -354,6 +365,52 @@ def _sorted_reduce(function: Any, rows: Iterator[tuple[Any, ...]], name: str) ->
 
 
 _NO_KEY = object()
+
+
+def _sorted_reduce_by_field(function: Any, batches: Iterator[pa.RecordBatch], decode: Any,
+                            index: int, name: str) -> Iterator[Output]:
+    """``_sorted_reduce`` for input sorted by one key field: runs of equal key values are
+    folded straight from the decoded batches (no key bytes are needed: a reduce has no state
+    to address)."""
+    from ..operators.base import MAX_WATERMARK, user_function_error
+
+    reduce = function.reduce
+    current: Any = _NO_KEY
+    acc: Any = None
+    value: Any = None
+    out: list[Output] = []
+    try:
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            for value in decode(b):
+                k = value[index]
+                if k == current and type(k) is type(current):
+                    acc = reduce(acc, value)
+                else:
+                    if current is not _NO_KEY:
+                        out.append(Output(None, acc, MAX_WATERMARK))
+                    current, acc = k, value
+            if out:
+                yield from out
+                out.clear()
+    except Exception as exc:
+        raise user_function_error(name, "reduce", value, exc) from exc
+    if current is not _NO_KEY:
+        yield Output(None, acc, MAX_WATERMARK)
+
+
+def _keys_from_field(values: list[Any], ts: list[Any], sides: Any, index: int,
+                     cache: list[Any]) -> Iterator[tuple[Any, ...]]:
+    """(key bytes, ts, value, side) for records keyed by one field, sorted by it: the key
+    serializer runs once per run of equal keys (``cache`` = [last key, its bytes, serialize])."""
+    last, last_bytes, serialize = cache
+    for v, t, s in zip(values, ts, sides):
+        k = v[index]
+        if k != last or type(k) is not type(last):
+            last, last_bytes = k, serialize(k)
+        yield last_bytes, t, v, s
+    cache[0], cache[1] = last, last_bytes
 
 
 def _run_fast(spec: PassSpec, chain: Any, decode: Any, writer: ColumnWriter,
