@@ -179,6 +179,24 @@ class BatchRestore:
         return union.repartition(t.parallelism, F.col(KG)).sortWithinPartitions(*order)
 
 
+def check_savepoint_uids(nodes: list[Transformation]) -> None:
+    """Savepoint state is matched by uid: refuse duplicates, warn about generated uids."""
+    seen: dict[str, Transformation] = {}
+    for node in keyed_nodes(nodes):
+        uid = node.effective_uid()
+        if uid in seen:
+            raise GraphBuildError(
+                f"{node.describe()} and {seen[uid].describe()} have the same uid {uid!r}; "
+                "savepoint state is matched by uid, make them unique")
+        seen[uid] = node
+        if node.uid is None:
+            msg = (f"{node.describe()} has no uid: its savepoint state is stored under the "
+                   f"generated uid {uid!r}, which another program will not match; set "
+                   ".uid(...) on it")
+            warnings.warn(msg, UserWarning, stacklevel=5)
+            log.warning(msg)
+
+
 def final_watermark(translator: Any) -> Optional[int]:
     """The last watermark a STREAMING run over the same input would emit: max event time minus
     the out-of-orderness minus 1 (Flink's bounded-out-of-orderness watermark; a timer at ``t``
@@ -217,20 +235,7 @@ class BatchSavepointWrite:
         self.staging = tempfile.mkdtemp(prefix="pyspark-datastream-savepoint-")
         self.operators: dict[str, tuple[Any, dict[str, StateMetaInfo], bool]] = {}
         self.entries: list[DataFrame] = []
-        seen: dict[str, Transformation] = {}
-        for node in keyed_nodes(translator.nodes):
-            uid = node.effective_uid()
-            if uid in seen:
-                raise GraphBuildError(
-                    f"{node.describe()} and {seen[uid].describe()} have the same uid {uid!r}; "
-                    "savepoint state is matched by uid, make them unique")
-            seen[uid] = node
-            if node.uid is None:
-                msg = (f"{node.describe()} has no uid: its savepoint state is stored under the "
-                       f"generated uid {uid!r}, which another program will not match; set "
-                       ".uid(...) on it")
-                warnings.warn(msg, UserWarning, stacklevel=4)
-                log.warning(msg)
+        check_savepoint_uids(translator.nodes)
         self.watermark = final_watermark(translator)
         log.info("BATCH savepoint: final watermark %s", self.watermark)
 

@@ -36,14 +36,13 @@ import logging
 import os
 import shutil
 import tempfile
-import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from ..graph import CoKeyedNode, KeyedNode, Transformation
 from ..savepoint_format import OperatorMetadata, SavepointMetadata
 from ..state_store.entries import StateMetaInfo
-from ..state_store.errors import GraphBuildError, SavepointFormatError
-from .batch_savepoint import keyed_nodes, operator_states
+from ..state_store.errors import SavepointFormatError
+from .batch_savepoint import check_savepoint_uids, keyed_nodes, operator_states
 from .encoding import KEY, KG, SIDE, TS, VALUE
 
 if TYPE_CHECKING:
@@ -144,20 +143,7 @@ class StreamingSavepointWrite:
     def __init__(self, translator: Any, path: str) -> None:
         self.translator = translator
         self.path = path
-        seen: dict[str, Transformation] = {}
-        for node in keyed_nodes(translator.nodes):
-            uid = node.effective_uid()
-            if uid in seen:
-                raise GraphBuildError(
-                    f"{node.describe()} and {seen[uid].describe()} have the same uid {uid!r}; "
-                    "savepoint state is matched by uid, make them unique")
-            seen[uid] = node
-            if node.uid is None:
-                msg = (f"{node.describe()} has no uid: its savepoint state is stored under the "
-                       f"generated uid {uid!r}, which another program will not match; set "
-                       ".uid(...) on it")
-                warnings.warn(msg, UserWarning, stacklevel=4)
-                log.warning(msg)
+        check_savepoint_uids(translator.nodes)
         #: query name -> root node of the DataFrame it runs (filled by the translator)
         self.queries: dict[str, Transformation] = {}
 
