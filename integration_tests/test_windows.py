@@ -93,8 +93,9 @@ def _collect(ds):
 # -- keyed windows, BATCH ----------------------------------------------------------------
 
 
-def test_tumbling_reduce_aggregate_and_process(env_factory):
-    env = env_factory("BATCH")
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_tumbling_reduce_aggregate_and_process(env_factory, tmp_path, mode):
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
     ks = _keyed(env)
     w = ks.window(TumblingEventTimeWindows.of(Time.milliseconds(10)))
     reduced = w.reduce(SumV())
@@ -109,8 +110,9 @@ def test_tumbling_reduce_aggregate_and_process(env_factory):
                                           ("b", 20, 30, [20])], key=repr)
 
 
-def test_sliding_and_sessions_with_bridge(env_factory):
-    env = env_factory("BATCH")
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_sliding_and_sessions_with_bridge(env_factory, tmp_path, mode):
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
     ks = _keyed(env)
     sliding = ks.window(SlidingEventTimeWindows.of(10, 5)).process(Describe())
     got = _collect(sliding)
@@ -124,8 +126,9 @@ def test_sliding_and_sessions_with_bridge(env_factory):
                                          ("b", 2, 12, [10]), ("b", 25, 35, [20])], key=repr)
 
 
-def test_global_count_and_end_of_stream(env_factory):
-    env = env_factory("BATCH")
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_global_count_and_end_of_stream(env_factory, tmp_path, mode):
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
     ks = _keyed(env)
     counted = ks.window(GlobalWindows.create()).trigger(
         PurgingTrigger.of(CountTrigger.of(2))).process(CountValues())

@@ -194,7 +194,9 @@ def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
         if not end and result.state is not None:
             due = []
             if result.next_event_timer is not None:
-                due.append(result.next_event_timer)
+                # Timers beyond the end-of-input sentinel (e.g. EndOfStreamWindows' timer at
+                # Long.MAX_VALUE) must still make the group time out when input ends.
+                due.append(min(result.next_event_timer, _END_THRESHOLD))
             if result.next_processing_timer is not None:  # poll on the next watermark
                 due.append(wm_s)
             if due:
