@@ -168,18 +168,6 @@ def to_column(expr: Expr, columns: list[list[str]]) -> Any:
     raise Untraceable(expr.op)
 
 
-def fields_used(expr: Expr) -> set[tuple[int, int]]:
-    """(input, field index) pairs an expression reads."""
-    if expr.op == "field":
-        return {(expr.args[0], expr.args[1])}
-    if expr.op == "const":
-        return set()
-    out: set[tuple[int, int]] = set()
-    for e in expr.args:
-        out |= fields_used(e)
-    return out
-
-
 # Serialized key bytes computed by Spark, byte for byte what the Python serializers produce
 # (checked against them in integration_tests/test_batch.py). Strings: UTF-8 with every 0x00
 # byte escaped as 0x00 0xFF and a 0x00 0x00 terminator; the escape runs on the hex form so
