@@ -337,7 +337,25 @@ class AbstractKeyedOperator(KeyedOperator):
 # -- adapters: plain stage functions used on a keyed stream (they may use keyed state) ------
 
 
-class _KeyedStageAdapter(KeyedProcessFunction):
+class _Delegating:
+    """Adapter lifecycle: open/close go to the wrapped function, which is also what pickles."""
+
+    function: Any
+
+    def open(self, runtime_context: Any) -> None:
+        self.function.open(runtime_context)
+
+    def close(self) -> None:
+        self.function.close()
+
+    def __getstate__(self) -> Any:
+        return self.function
+
+    def __setstate__(self, function: Any) -> None:
+        self.__init__(function)  # type: ignore[misc]
+
+
+class _KeyedStageAdapter(_Delegating, KeyedProcessFunction):
     """Runs a Map/FlatMap/Filter/Process function as a KeyedProcessFunction."""
 
     def __init__(self, function: Any) -> None:
@@ -363,20 +381,8 @@ class _KeyedStageAdapter(KeyedProcessFunction):
     def process_element(self, value: Any, ctx: Any) -> Any:  # pragma: no cover - replaced
         raise NotImplementedError
 
-    def open(self, runtime_context: Any) -> None:
-        self.function.open(runtime_context)
 
-    def close(self) -> None:
-        self.function.close()
-
-    def __getstate__(self) -> Any:
-        return self.function
-
-    def __setstate__(self, function: Any) -> None:
-        self.__init__(function)  # type: ignore[misc]
-
-
-class _KeyedCoAdapter(KeyedCoProcessFunction):
+class _KeyedCoAdapter(_Delegating, KeyedCoProcessFunction):
     """Runs a CoMap/CoFlatMap/CoProcess function as a KeyedCoProcessFunction."""
 
     def __init__(self, function: Any) -> None:
@@ -398,18 +404,6 @@ class _KeyedCoAdapter(KeyedCoProcessFunction):
 
     def process_element2(self, value: Any, ctx: Any) -> Any:  # pragma: no cover - replaced
         raise NotImplementedError
-
-    def open(self, runtime_context: Any) -> None:
-        self.function.open(runtime_context)
-
-    def close(self) -> None:
-        self.function.close()
-
-    def __getstate__(self) -> Any:
-        return self.function
-
-    def __setstate__(self, function: Any) -> None:
-        self.__init__(function)  # type: ignore[misc]
 
 
 class _ProcessOperatorBase(AbstractKeyedOperator):
