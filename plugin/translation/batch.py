@@ -440,6 +440,19 @@ class BatchTranslator:
         df = parent.df.withColumn(TS, column)
         return Stream(df, parent.enc, parent.type_info, name=node.name)
 
+    def _key_field(self, parent: Stream, key_node: KeyByNode) -> Optional[tuple[int, str]]:
+        """(index, type name) of the field a key selector reads, when it is a traceable lambda
+        over a typed stream with nothing pending (the pushdowns below key by that column)."""
+        if parent.pending or not parent.enc.typed or parent.tagged or parent.enc.shape == "scalar":
+            return None
+        key_fn = plain_callable(key_node.key_selector)
+        if key_fn is None:
+            return None
+        key_expr = trace(key_fn, [_struct_type(parent.enc)])
+        if not isinstance(key_expr, Expr) or key_expr.op != "field" or key_expr.type_info is None:
+            return None
+        return key_expr.args[1], key_expr.type_info.type_name
+
     def _field_keyed_input(self, node: KeyedNode, key_node: KeyByNode) -> Optional[Stream]:
         """A keyed operator whose key selector reads one string/integer field of a typed
         stream: Spark shuffles and sorts by that column itself, and the keyed pass serializes
@@ -448,16 +461,10 @@ class BatchTranslator:
         if not (self.pushdown and self.sorted_inputs) or self._savepoint_state(node):
             return None
         parent = self._input_stream(key_node.inputs[0])
-        if parent.pending or not parent.enc.typed or parent.tagged or parent.enc.shape == "scalar":
+        key_field = self._key_field(parent, key_node)
+        if key_field is None or key_field[1] not in ("STRING", "LONG", "INT", "SHORT", "BYTE"):
             return None
-        key_fn = plain_callable(key_node.key_selector)
-        if key_fn is None:
-            return None
-        key_expr = trace(key_fn, [_struct_type(parent.enc)])
-        if not isinstance(key_expr, Expr) or key_expr.op != "field" or key_expr.type_info is None \
-                or key_expr.type_info.type_name not in ("STRING", "LONG", "INT", "SHORT", "BYTE"):
-            return None
-        index = key_expr.args[1]
+        index = key_field[0]
         column = _col(f"`{parent.enc.columns[index]}`")
         df = parent.df.repartition(self.parallelism, column).sortWithinPartitions(column, _col(TS))
         spec = KeyedSpec(node.op, node.function, key_node.key_serializer, True, self.backend,
@@ -468,16 +475,11 @@ class BatchTranslator:
     def _native_keyed_input(self, parent: Stream, key_node: KeyByNode) -> Optional[DataFrame]:
         """Key group and key bytes as native columns, for a key selector that reads one
         string or integer field of a typed stream (no Python pass before the shuffle)."""
-        if parent.pending or not parent.enc.typed or parent.tagged or parent.enc.shape == "scalar":
+        key_field = self._key_field(parent, key_node)
+        if key_field is None:
             return None
-        key_fn = plain_callable(key_node.key_selector)
-        if key_fn is None:
-            return None
-        key_expr = trace(key_fn, [_struct_type(parent.enc)])
-        if not isinstance(key_expr, Expr) or key_expr.op != "field" or key_expr.type_info is None:
-            return None
-        column = to_column(key_expr, [list(parent.enc.columns)])
-        key_bytes = native_key_bytes(column, key_expr.type_info.type_name, key_node.key_serializer)
+        column = _col(f"`{parent.enc.columns[key_field[0]]}`")
+        key_bytes = native_key_bytes(column, key_field[1], key_node.key_serializer)
         if key_bytes is None:
             return None
         from pyspark.sql import functions as F
@@ -493,14 +495,11 @@ class BatchTranslator:
         from pyspark.sql import functions as F
 
         parent = self._input_stream(key_node.inputs[0])
-        if parent.pending or not parent.enc.typed or parent.enc.shape == "scalar":
+        key_field = self._key_field(parent, key_node)
+        if key_field is None:
             return None
-        key_fn = plain_callable(key_node.key_selector)
         in_t = _struct_type(parent.enc)
-        key_expr = trace(key_fn, [in_t]) if key_fn is not None else None
-        if not isinstance(key_expr, Expr) or key_expr.op != "field":
-            return None
-        key_idx = key_expr.args[1]
+        key_idx = key_field[0]
         cols = list(parent.enc.columns)
         types = [t.type_name for t in in_t.get_field_types()]  # type: ignore[attr-defined]
         plan = _field_plan(node.function, in_t, key_idx, types)
