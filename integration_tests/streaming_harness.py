@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
 
-__all__ = ["RunningSum", "write_input", "expected_output", "run_job", "start", "kill",
-           "kill_after_batch"]
+__all__ = ["RunningSum", "write_input", "expected_output", "exactly_once_violations",
+           "run_job", "start", "kill", "kill_after_batch"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "k string, v long"
@@ -65,6 +65,38 @@ def expected_output(files: list[list[tuple[str, int]]]) -> list[tuple[str, int, 
             totals[k] = (t + v, c + 1)
             out.append((k, t + v, c + 1))
     return out
+
+
+def exactly_once_violations(got: list[tuple[str, int, int]],
+                            files: list[list[tuple[str, int]]]) -> list[str]:
+    """What in ``got`` breaks exactly-once for the running sum over ``files`` ([] if none).
+
+    Exactly-once does not fix the order of elements from different files: a restart can
+    legitimately put two files into one micro-batch (Spark's file source logs a file as
+    planned before the offset log records the batch; a driver killed in between re-plans
+    the next batch as the union), and rows of one micro-batch reach a key in shuffle order.
+    So, per key: the counts are exactly 1..n (nothing lost, nothing emitted twice), and
+    each total is the previous one plus one of the key's input values, every value used
+    exactly once (the state seen by each element is exactly the elements before it).
+    """
+    values: dict[str, list[int]] = {}
+    for rows in files:
+        for k, v in rows:
+            values.setdefault(k, []).append(v)
+    per_key: dict[str, list[tuple[int, int]]] = {}
+    for k, total, count in got:
+        per_key.setdefault(k, []).append((count, total))
+    problems = []
+    for k in sorted(set(values) | set(per_key)):
+        rows = sorted(per_key.get(k, []))
+        want = values.get(k, [])
+        if [c for c, _ in rows] != list(range(1, len(want) + 1)):
+            problems.append(f"{k}: counts {[c for c, _ in rows]} for {len(want)} inputs")
+            continue
+        steps = [t - p for (_, t), (_, p) in zip(rows, [(0, 0)] + rows[:-1])]
+        if sorted(steps) != sorted(want):
+            problems.append(f"{k}: increments {steps} are not the inputs {want}")
+    return problems
 
 
 def run_job(src: str, ckpt: str, out: str, backend: str) -> None:
