@@ -3,7 +3,10 @@
 Mapping (FACTS.md measured why):
 
 * Every keyed operator becomes ``groupBy("_kg").applyInPandasWithState(...)``
-  with ``GroupStateTimeout.EventTimeTimeout``: ONE call per key group per
+  with ``GroupStateTimeout.EventTimeTimeout`` (``ProcessingTimeTimeout`` for an
+  operator without event time on an unbounded input under a processing-time
+  trigger, so its processing-time timers fire between data; see
+  ``timecheck.py`` for what is refused): ONE call per key group per
   micro-batch runs all of its keys through ``operators.keygroup.KeyGroupRuntime``;
   the key group's state (heap backend entries, unified layout) lives in
   GroupState, so Spark's commit protocol decides what state is live.
@@ -48,6 +51,7 @@ from ..state_store.errors import ConfigurationError, GraphBuildError, JobExecuti
 from .batch import BatchTranslator, Stream
 from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE
 from .passes import PassSpec, output_ddl, run_pass
+from .timecheck import processing_time_use
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -122,6 +126,8 @@ class _GroupSpec:
     state_dir: Optional[str] = None
     #: the input carries savepoint restore rows (``_seq < 0``)
     restoring: bool = False
+    #: GroupState timeouts run on processing time (ProcessingTimeTimeout), not event time
+    processing_timeout: bool = False
 
 
 def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -184,14 +190,21 @@ def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
                 previous = runtime().store.import_entries(int(kg), metas, entries)  # type: ignore[union-attr]
             else:
                 previous = restored
+        # ProcessingTimeTimeout: Spark times a group out by the batch's processing time, so the
+        # operator's clock is that time (timers <= it fire; the next one sets the timeout)
+        now_ms = (int(state.getCurrentProcessingTimeMs()) if spec.processing_timeout
+                  else int(time.time() * 1000))
         result = runtime().run(previous, rows, watermark, end_of_input=end,
-                               processing_time=int(time.time() * 1000), key_group=int(kg))
+                               processing_time=now_ms, key_group=int(kg))
         if result.state is None:
             if state.exists:
                 state.remove()
         else:
             state.update((result.state,))
-        if not end and result.state is not None:
+        if spec.processing_timeout:
+            if result.state is not None and result.next_processing_timer is not None:
+                state.setTimeoutDuration(max(result.next_processing_timer - now_ms, 1))
+        elif not end and result.state is not None:
             due = []
             if result.next_event_timer is not None:
                 # Timers beyond the end-of-input sentinel (e.g. EndOfStreamWindows' timer at
@@ -508,6 +521,8 @@ class StreamingTranslator(BatchTranslator):
             if self._savepoint_run is not None:
                 self._savepoint_run.queries[name] = key_node.inputs[0]
             df = self._through_files(df, name)
+            if self._savepoint_run is not None:  # streaming_savepoint.py: watermark carrier
+                df = self._savepoint_run.forward_watermark(df, name, key_node, consumer)
         return df
 
     def _through_files(self, df: DataFrame, name: str) -> DataFrame:
@@ -574,6 +589,7 @@ class StreamingTranslator(BatchTranslator):
             # a savepoint run is a stop-with-savepoint WITHOUT drain: no end-of-input flush
             df = df.unionByName(self._sentinel(f"{stage}-end-of-input", df.schema))
         ws = self._watermark_strategy(node)
+        processing_timeout = self._processing_timeout(node, function, ws)
         delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
         has_ts = F.col(TS).isNotNull() if ws is not None else F.col(KG) < 0
         df = (df.withColumn(_ET, F.when(has_ts, F.timestamp_millis(F.col(TS))))
@@ -588,12 +604,45 @@ class StreamingTranslator(BatchTranslator):
         spec = _GroupSpec(node.name, kind, function, key_serializer, dict(self.op_config),
                           ws is not None, sided, tags,
                           (backend_kind, dict(self.backend[1] or {})),
-                          os.path.join(self._root(), "state", stage), restoring)
+                          os.path.join(self._root(), "state", stage), restoring,
+                          processing_timeout)
         self._group_specs[node.id] = spec
         ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {VALUE} binary"
+        timeout = (GroupStateTimeout.ProcessingTimeTimeout if processing_timeout
+                   else GroupStateTimeout.EventTimeTimeout)
         out = df.groupBy(KG).applyInPandasWithState(
-            _group_function(spec), ddl, _STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout)
+            _group_function(spec), ddl, _STATE_SCHEMA, "append", timeout)
         return Stream(out, PICKLED, node.output_type, name=node.name, tagged=bool(tags))
+
+    def _processing_timeout(self, node: Transformation, function: Any, ws: Any) -> bool:
+        """Whether the operator's GroupState timeout runs on processing time.
+
+        Spark gives an ``applyInPandasWithState`` operator one timeout kind, and a key group
+        without new data is only called back through it. Processing time is used when the
+        query has a processing-time trigger, the operator has no event time (no watermark
+        strategy upstream), its input is unbounded (a bounded input ends through the
+        event-time sentinel) and its code registers processing-time timers (Spark then runs
+        a batch every trigger interval): those timers fire between data batches. An
+        operator on event time whose code registers processing-time timers under a
+        processing-time trigger is refused here: those timers could only fire when data
+        arrives, which is not Flink's semantics.
+        """
+        if self.trigger[0] != "processing-time" or self.bounded:
+            return False
+        use = processing_time_use(function)
+        if ws is None:
+            # only then: ProcessingTimeTimeout makes Spark run a batch every trigger interval
+            return use is not None
+        if use is not None:
+            raise GraphBuildError(
+                f"{node.describe()}: {use}, but the operator runs on event time (a watermark "
+                f"strategy is assigned upstream). Spark's applyInPandasWithState gives one "
+                f"operator one timeout kind (EventTimeTimeout here), so its processing-time "
+                f"timers could not fire while no data arrives under the trigger "
+                f"{self.trigger[1]!r}. Use one kind of timer per operator: event-time timers "
+                f"with the watermark, or no watermark strategy and processing-time timers."
+            )
+        return False
 
     # -- running queries -------------------------------------------------------------------
     def _run_prerequisites(self) -> None:
@@ -601,6 +650,8 @@ class StreamingTranslator(BatchTranslator):
             if name not in self._ran:
                 self._run_query(name, writer)
                 self._ran.add(name)
+                if self._savepoint_run is not None:  # streaming_savepoint.py: carrier row
+                    self._savepoint_run.after_query(name)
 
     def _start_query(self, name: str, writer: Any) -> Any:
         """Start one query (checkpoint ``<root>/<name>/checkpoint``, the configured trigger)."""
