@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import pyarrow as pa
 
@@ -154,6 +154,36 @@ class ColumnWriter:
         if self.n >= self.batch_size:
             return self.flush()
         return None
+
+    def extend(self, extras: list[list[Any]], values: list[Any]) -> Iterator[pa.RecordBatch]:
+        """``append`` for many records at once (``extras`` column-wise): plain tuples of a
+        typed tuple/row encoding become columns at C speed; anything else goes one by one."""
+        width = len(self._names)
+        pickled = not self.enc.typed
+        if not pickled and (self.enc.shape == "scalar" or not all(
+                type(v) is tuple and len(v) == width for v in values)):
+            for i, value in enumerate(values):
+                batch = self.append(tuple(col[i] for col in extras), value)
+                if batch is not None:
+                    yield batch
+            return
+        i = 0
+        while i < len(values):
+            j = min(len(values), i + self.batch_size - self.n)
+            for col, xs in zip(self.extra_cols, extras):
+                col.extend(xs[i:j])
+            if pickled:
+                dumps = pickle.dumps
+                self.payload_cols[0].extend([dumps(v, _PICKLE) for v in values[i:j]])
+            else:
+                for col, conv, xs in zip(self.payload_cols, self.convs, zip(*values[i:j])):
+                    col.extend(xs if conv is None else [None if v is None else conv(v) for v in xs])
+            self.n += j - i
+            i = j
+            if self.n >= self.batch_size:
+                batch = self.flush()
+                if batch is not None:
+                    yield batch
 
     def flush(self) -> Optional[pa.RecordBatch]:
         if self.n == 0:

@@ -27,6 +27,7 @@ __all__ = [
 ]
 
 _COMBINE_LIMIT = 100_000
+_BULK = 4096  # records per ColumnWriter.extend
 
 #: Extra output columns of a keyed pass that writes a savepoint: one row per state entry
 #: (key group, key, state name, namespace, user key, value); null on ordinary rows.
@@ -250,7 +251,8 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
         operator.open(backend, config)
         cleanup += [operator.close, backend.close]
         if _fast_reduce_applies(ks, config) and key_field is not None and not spec.sided:
-            outputs = _sorted_reduce_by_field(ks.function, batches, decode, key_field, spec.name)
+            outputs = _sorted_reduce_by_field(ks.function, batches, decode, key_field, spec.name,
+                                              _key_column(spec.input_enc, key_field))
         elif _fast_reduce_applies(ks, config):
             outputs = _sorted_reduce(ks.function, records(), spec.name)
         elif ks.savepoint_write or ks.restore_meta is not None:
@@ -284,6 +286,15 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     has_tags = bool(tags)
 
     try:
+        if extractor is None and not has_tags and not writes_savepoint:
+            # the common tail: records (side outputs nobody reads are dropped) in bulk
+            while True:
+                chunk = list(itertools.islice(outputs, _BULK))
+                if not chunk:
+                    break
+                kept = [o for o in chunk if o.tag is None]
+                yield from writer.extend([[o.timestamp for o in kept]], [o.value for o in kept])
+            outputs = iter(())
         for out in outputs:
             tag = out.tag
             if tag is not None:
@@ -367,37 +378,96 @@ def _sorted_reduce(function: Any, rows: Iterator[tuple[Any, ...]], name: str) ->
 _NO_KEY = object()
 
 
+def _key_column(enc: Encoding, index: int) -> Optional[str]:
+    """The Arrow column holding key field ``index`` of a typed tuple/row encoding."""
+    if not enc.typed or enc.shape == "scalar" or index >= len(enc.columns):
+        return None
+    return enc.columns[index]
+
+
+def _run_starts(column: pa.Array) -> Optional[list[int]]:
+    """Start offsets of the runs of equal values in a sorted key column (C speed), or None
+    when the column has nulls or floats (Python's ``==`` decides those: None == None, and
+    the per-record loop keeps that exact behaviour)."""
+    import pyarrow.compute as pc
+
+    if column.null_count or pa.types.is_floating(column.type):
+        return None
+    n = len(column)
+    if n < 2:
+        return [0]
+    changed = pc.not_equal(column.slice(1), column.slice(0, n - 1))
+    return [0] + [i + 1 for i in pc.indices_nonzero(changed).to_pylist()]
+
+
 def _sorted_reduce_by_field(function: Any, batches: Iterator[pa.RecordBatch], decode: Any,
-                            index: int, name: str) -> Iterator[Output]:
+                            index: int, name: str, column: Optional[str] = None
+                            ) -> Iterator[Output]:
     """``_sorted_reduce`` for input sorted by one key field: runs of equal key values are
     folded straight from the decoded batches (no key bytes are needed: a reduce has no state
-    to address)."""
+    to address). With the key's Arrow ``column``, run boundaries are found vectorised and
+    each run is one ``functools.reduce`` over the user's function (still one Python call per
+    element, in arrival order)."""
+    from functools import reduce as fold
+
     from ..operators.base import MAX_WATERMARK, user_function_error
 
     reduce = function.reduce
     current: Any = _NO_KEY
     acc: Any = None
-    value: Any = None
     out: list[Output] = []
-    try:
-        for b in batches:
-            if b.num_rows == 0:
-                continue
-            for value in decode(b):
+    for b in batches:
+        n = b.num_rows
+        if n == 0:
+            continue
+        values = decode(b)
+        starts = _run_starts(b.column(column)) if column is not None else None
+        if starts is None:  # per record
+            for value in values:
                 k = value[index]
                 if k == current and type(k) is type(current):
-                    acc = reduce(acc, value)
+                    try:
+                        acc = reduce(acc, value)
+                    except Exception as exc:
+                        raise user_function_error(name, "reduce", value, exc) from exc
                 else:
                     if current is not _NO_KEY:
                         out.append(Output(None, acc, MAX_WATERMARK))
                     current, acc = k, value
-            if out:
-                yield from out
-                out.clear()
-    except Exception as exc:
-        raise user_function_error(name, "reduce", value, exc) from exc
+        else:
+            ends = starts[1:] + [n]
+            for s, e in zip(starts, ends):
+                k = values[s][index]
+                if k == current and type(k) is type(current):  # the run goes on from before
+                    acc = _fold_run(reduce, fold, acc, values, s, e, name)
+                    continue
+                if current is not _NO_KEY:
+                    out.append(Output(None, acc, MAX_WATERMARK))
+                current = k
+                acc = _fold_run(reduce, fold, values[s], values, s + 1, e, name)
+        if out:
+            yield from out
+            out.clear()
     if current is not _NO_KEY:
         yield Output(None, acc, MAX_WATERMARK)
+
+
+def _fold_run(reduce: Any, fold: Any, acc: Any, values: list[Any], start: int, end: int,
+              name: str) -> Any:
+    """``acc`` reduced with ``values[start:end]`` in order; a failure names the element."""
+    if start >= end:
+        return acc
+    try:
+        return fold(reduce, values[start:end] if end - start > 1 else (values[start],), acc)
+    except Exception as first:  # replay the run one element at a time to name the element
+        from ..operators.base import user_function_error
+
+        for value in values[start:end]:
+            try:
+                acc = reduce(acc, value)
+            except Exception as exc:
+                raise user_function_error(name, "reduce", value, exc) from exc
+        raise user_function_error(name, "reduce", values[end - 1], first) from first
 
 
 def _keys_from_field(values: list[Any], ts: list[Any], sides: Any, index: int,
