@@ -55,7 +55,9 @@ def main(workdir: str) -> None:
     results["process_df"] = sorted(tuple(r) for r in processed.to_dataframe().collect())
     path = os.path.join(workdir, "delta_out")
     processed.sink_to_delta(path)
-    env.execute("connect-delta")
+    result = env.execute("connect-delta")
+    # stage counts come from DataFrame.observe: they must work over Connect too
+    results["progress"] = [[r["kind"], r["rows_in"], r["rows_out"]] for r in result.get_progress()]
     results["delta"] = sorted(tuple(r) for r in read_delta(spark, path).collect())
     print(json.dumps(results))
     spark.stop()

@@ -23,3 +23,5 @@ def test_batch_jobs_over_spark_connect(tmp_path):
     assert results["sum"] == [["w1", 2], ["w2", 1]]
     assert results["process_df"] == [["a", 4], ["b", 2], ["c", 5]]
     assert results["delta"] == [["a", 4], ["b", 2], ["c", 5]]
+    assert results["progress"] == [["source", None, 4], ["pass", 4, 4], ["keyed", 4, 3],
+                                   ["sink", 3, None]]

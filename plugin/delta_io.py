@@ -10,6 +10,7 @@ removed and were never referenced by the log).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import time
@@ -32,6 +33,8 @@ __all__ = [
 ]
 
 WRITER_CONF = "pyspark_datastream.delta.writer"  # auto | spark | delta-rs
+
+log = logging.getLogger("pyspark_datastream")
 
 
 class DeltaCommitConflict(DataStreamError):
@@ -63,8 +66,11 @@ def _local(path: str) -> str:
 def write_delta(spark: SparkSession, df: DataFrame, path: str, mode: str = "append",
                 configuration: Optional[dict[str, str]] = None) -> int:
     """Write ``df`` as a new version of the Delta table at ``path``; return rows written."""
+    from .progress import Heartbeat
+
     if session_has_delta(spark):
-        df.write.format("delta").mode(mode).save(path)
+        with Heartbeat(f"writing Delta table {path} with Spark's Delta writer"):
+            df.write.format("delta").mode(mode).save(path)
         hist = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()
         metrics = hist[0]["operationMetrics"] if hist else {}
         return int((metrics or {}).get("numOutputRows", 0))
@@ -77,7 +83,8 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, mode: str = "appe
         previous = None
     try:
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-        df.write.mode("error").parquet(target)
+        with Heartbeat(f"writing Delta table {path} (executors writing data files)"):
+            df.write.mode("error").parquet(target)
     except Exception as exc:
         shutil.rmtree(target, ignore_errors=True)
         raise JobExecutionError(f"writing Delta data files under {path} failed: {exc}") from exc
@@ -128,16 +135,23 @@ def commit_parquet_folder(path: str, folder: str, arrow_schema: Any, mode: str =
     from deltalake.transaction import create_table_with_add_actions
 
     root = _local(path)
+    start = time.monotonic()
     actions, total = add_actions_for_folder(root, folder)
     schema = Schema.from_arrow(arrow_schema)
     try:
         if DeltaTable.is_deltatable(root):
-            DeltaTable(root).create_write_transaction(actions, mode=mode, schema=schema)
+            table = DeltaTable(root)
+            table.create_write_transaction(actions, mode=mode, schema=schema)
+            version = int(table.version()) + 1
         else:
             create_table_with_add_actions(root, schema, actions, mode="error",
                                           configuration=configuration)
+            version = 0
     except CommitFailedError as exc:
         raise DeltaCommitConflict(f"concurrent commit to the Delta table at {path}: {exc}") from exc
+    log.info("Delta table %s: committed version %d (%s rows in %d files, %s bytes, mode %s) "
+             "in %.2f s", path, version, f"{total:,}", len(actions),
+             f"{sum(a.size for a in actions):,}", mode, time.monotonic() - start)
     return total
 
 

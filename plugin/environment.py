@@ -31,19 +31,31 @@ log = logging.getLogger("pyspark_datastream")
 
 @dataclass
 class JobExecutionResult:
-    """What ``execute`` returns: job name, mode, net runtime and per-sink row counts."""
+    """What ``execute`` returns: job name, mode, net runtime, per-sink row counts and the
+    progress rows (BATCH: one per stage; STREAMING: one per micro-batch of each query)."""
 
     job_name: str
     mode: str
     net_runtime_ms: int
     sink_counts: dict[str, int] = field(default_factory=dict)
     savepoint_path: Optional[str] = None
+    progress: list[dict[str, Any]] = field(default_factory=list)
 
     def get_job_execution_result(self) -> JobExecutionResult:
         return self
 
     def get_net_runtime(self) -> int:
         return self.net_runtime_ms
+
+    def get_progress(self) -> list[dict[str, Any]]:
+        """The job's progress rows: flat dicts, e.g. for ``pandas.DataFrame(rows)``.
+
+        BATCH: one row per stage (``stage``, ``stages``, ``kind``, ``name``, ``detail``,
+        ``rows_in``, ``rows_out``, ``side_rows_out``, ``entries_in``, ``entries_out``,
+        ``key_groups_in_approx``, ``action``, ``duration_ms``; see ``progress.py``).
+        STREAMING: one row per micro-batch (``query``, ``batch``, ``rows_in``, ``rows_out``,
+        ``watermark``, key-group state counts, ``duration_ms``)."""
+        return list(self.progress)
 
 
 def default_local_session() -> SparkSession:
@@ -81,6 +93,7 @@ class StreamExecutionEnvironment:
         self._state_backend: tuple[str, dict[str, Any]] = backend_spec(
             self._config.get_string("state.backend.type", "hashmap") or "hashmap"
         )
+        self._last_progress: list[dict[str, Any]] = []
 
     @staticmethod
     def get_execution_environment(configuration: Optional[Configuration] = None,
@@ -203,7 +216,16 @@ class StreamExecutionEnvironment:
         # Without a name every collect is its own job: STREAMING checkpoints live under the job
         # name, so two different programs must not share one. Name it to resume across runs.
         translator = self._translator(nodes, job_name or f"collect-{uuid.uuid4().hex[:12]}")
-        return translator.collect(node)
+        it = translator.collect(node)
+        # the translator's list: BATCH fills it once the results are collected
+        self._last_progress = getattr(translator, "progress", [])
+        return it
+
+    def get_last_progress(self) -> list[dict[str, Any]]:
+        """Progress rows of the last ``execute`` / ``execute_and_collect`` on this environment
+        (as :meth:`JobExecutionResult.get_progress`; for ``execute_and_collect`` filled once
+        its results were fetched)."""
+        return list(self._last_progress)
 
     def execute(self, job_name: str = "pyspark-datastream job", savepoint_path: Optional[str] = None
                 ) -> JobExecutionResult:
@@ -219,9 +241,11 @@ class StreamExecutionEnvironment:
             counts = translator.run_sinks(list(self._sinks), savepoint_path=savepoint_path)
         except JobExecutionError:
             raise
+        finally:
+            self._last_progress = getattr(translator, "progress", [])
         self._sinks = []  # as in Flink, execute() consumes the declared sinks
         result = JobExecutionResult(job_name, translator.mode, int((time.time() - start) * 1000),
-                                    counts, savepoint_path)
+                                    counts, savepoint_path, list(self._last_progress))
         log.info("job %r finished in %s ms: %s", job_name, result.net_runtime_ms, counts)
         return result
 

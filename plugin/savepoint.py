@@ -31,6 +31,7 @@ backs ``python -m pyspark_datastream savepoint inspect PATH``.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import pyarrow as pa
 
+from .progress import Heartbeat
 from .savepoint_format import (
     ENTRY_COLUMNS,
     METADATA_KIND,
@@ -79,6 +81,8 @@ __all__ = [
     "format_inspection",
     "savepoint_arrow_schema_columns",
 ]
+
+log = logging.getLogger("pyspark_datastream")
 
 
 def _local(path: str) -> str:
@@ -188,15 +192,20 @@ def _write_with_spark_delta(spark: SparkSession, path: str, df: DataFrame,
                             metadata: SavepointMetadata) -> int:
     """Spark ``format("delta")`` writer (sessions with Delta); untested on this machine."""
     meta = spark.createDataFrame([metadata_row(metadata)], schema=df.schema)
+    start = time.monotonic()
     try:
-        meta.unionByName(df).write.format("delta").mode("overwrite").save(path)
+        with Heartbeat(f"writing savepoint {path} with Spark's Delta writer"):
+            meta.unionByName(df).write.format("delta").mode("overwrite").save(path)
     except Exception as exc:  # noqa: BLE001 - map Delta's concurrency exceptions
         if "Concurrent" in type(exc).__name__ or "Concurrent" in str(exc)[:500]:
             raise SavepointConflictError(
                 f"savepoint at {path}: another writer committed concurrently: {exc}") from exc
         raise
     hist = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()
-    return int(hist[0]["version"]) if hist else 0
+    version = int(hist[0]["version"]) if hist else 0
+    log.info("savepoint %s: Delta version %d written by Spark's Delta writer in %.1f s", path,
+             version, time.monotonic() - start)
+    return version
 
 
 def _write_with_delta_rs(spark: SparkSession, path: str, df: DataFrame,
@@ -207,12 +216,22 @@ def _write_with_delta_rs(spark: SparkSession, path: str, df: DataFrame,
     table = _check_target(root)  # snapshot BEFORE writing: later commits by others conflict
     folder = f"savepoint-{int(time.time() * 1000)}-{uuid.uuid4().hex[:12]}"
     target = os.path.join(root, folder)
+    start = time.monotonic()
+    log.info("savepoint %s: executors encoding and writing the entries of operators %s",
+             path, sorted(metadata.operators))
     try:
-        df.write.mode("error").parquet(target)
+        with Heartbeat(f"writing savepoint {path} (executors writing entries)"):
+            df.write.mode("error").parquet(target)
+        written = time.monotonic()
         schema = savepoint_arrow_schema()
         meta = pa.Table.from_pylist([metadata_row(metadata)], schema=schema)
         pq.write_table(meta, os.path.join(target, "part-metadata.parquet"))
-        return _commit(root, folder, table)
+        with Heartbeat(f"committing savepoint {path}"):
+            version = _commit(root, folder, table)
+        done = time.monotonic()
+        log.info("savepoint %s: committed Delta version %d (executors %.1f s, commit %.1f s, "
+                 "total %.1f s)", path, version, written - start, done - written, done - start)
+        return version
     except SavepointError:
         shutil.rmtree(target, ignore_errors=True)
         raise
@@ -234,6 +253,9 @@ def _commit(root: str, folder: str, table: Any) -> int:
     from .delta_io import add_actions_for_folder
 
     actions, rows = add_actions_for_folder(root, folder)
+    # rows include the one metadata row (its own file)
+    log.info("savepoint %s: %s entries written in %d files, %s bytes; committing", root,
+             f"{max(rows - 1, 0):,}", len(actions), f"{sum(a.size for a in actions):,}")
     schema = Schema.from_arrow(savepoint_arrow_schema())
     props = CommitProperties(custom_metadata={"pyspark_datastream.savepoint": "1",
                                               "rows": str(rows)})
@@ -469,9 +491,14 @@ class Savepoint:
     def load(cls, path: str, spark: Optional[SparkSession] = None,
              version: Optional[int] = None) -> Savepoint:
         """Open the savepoint at ``path`` (latest version unless ``version``); reads metadata only."""
+        start = time.monotonic()
         metadata = read_metadata(path, version)
         if version is None:
             version = int(_open_table(path, None).version())
+        log.info("savepoint %s version %d: metadata read in %.2f s (%d operators %s, max "
+                 "parallelism %d, written by %s job %r)", path, version, time.monotonic() - start,
+                 len(metadata.operators), sorted(metadata.operators), metadata.max_parallelism,
+                 metadata.mode, metadata.job_name)
         return cls(path, metadata, spark, version)
 
     @property
@@ -535,6 +562,8 @@ class Savepoint:
         df = df.repartition(parts, "key").sortWithinPartitions("key", "state_name", "namespace",
                                                                 "user_key")
         descs = tuple(descriptors)
+        log.info("savepoint %s: reading keyed state %s of operator %r (lazy: executors decode "
+                 "it when the DataFrame runs)", self.path, [d.name for d in descriptors], uid)
 
         def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             return _decode_pass(op, maxp, descs, types, schema, batches)
@@ -680,6 +709,8 @@ class SavepointWriter:
             entries = df.select(key_column, *states).mapInArrow(fn, entries_ddl())
             union = entries if union is None else union.unionByName(entries)
         assert spark is not None and union is not None
+        log.info("bootstrap savepoint %s: operators %s (max parallelism %d)", path,
+                 [u for u, *_ in self._ops], maxp)
         return write_savepoint(spark, path, union, metadata)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -31,11 +32,12 @@ from ..graph import (
     UnionNode,
     consumers,
 )
+from ..progress import BatchProgress, Stage
 from ..spark_types import is_spark_mappable, python_from_spark
 from ..state_store.errors import GraphBuildError, JobExecutionError
 from ..tracing import Expr, native_key_bytes, plain_callable, to_column, trace
 from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding, make_decoder, typed_encoding
-from .passes import KeyedSpec, PassSpec, output_ddl, run_pass
+from .passes import RESTORE_COLUMNS, SP_COLUMNS, SP_META, KeyedSpec, PassSpec, output_ddl, run_pass
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -60,6 +62,7 @@ class Stream:
     chain: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
     name: str = ""
     tagged: bool = False  # df carries a _tag column (side outputs present)
+    stage: Optional[int] = None  # progress stage of the pending work (None: none / not tracked)
 
     @property
     def pending(self) -> bool:
@@ -106,6 +109,10 @@ class BatchTranslator:
 
         self._savepoint_write: Any = None
         self._restore: Optional[BatchRestore] = BatchRestore.from_config(self, cfg)
+        # Progress (plugin/progress.py): set up by run_sinks / collect; to_dataframe observes
+        # nothing. ``progress`` is the list of stage rows, filled when the job finishes.
+        self._progress: Optional[BatchProgress] = None
+        self.progress: list[dict[str, Any]] = []
 
     # -- public entry points ------------------------------------------------------
     def to_dataframe(self, node: Transformation) -> DataFrame:
@@ -113,53 +120,176 @@ class BatchTranslator:
         return self._typed_df(stream, node)
 
     def collect(self, node: Transformation) -> CloseableIterator:
-        stream = self.translate(node)
-        df, enc = self._collectable_arrow(stream, node)
-        decode = make_decoder(enc)
+        progress = self._start_progress()
+        df, decode = self._collect_plan(node)
+        stage = progress.add_stage("collect", "collect", [node.name], "Arrow to the driver")
+        progress.planned()
 
         def records() -> Any:
-            # Arrow transfer: one job, columnar; the result is held on the driver.
-            for batch in df.toArrow().to_batches():
+            # Arrow transfer: one job, columnar; the result is held on the driver, so the
+            # stage counts are known (and logged) before the first record is returned.
+            ok = False
+            try:
+                with progress.action(f"collect of {node.name!r}"):
+                    table = df.toArrow()
+                    progress.complete(stage, rows_in=table.num_rows)
+                ok = True
+            finally:
+                progress.finish(ok)
+            for batch in table.to_batches():
                 yield from decode(batch)
 
         return CloseableIterator(records())
 
-    def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
-        if savepoint_path is None:
-            return self._run_sinks(sinks)
-        from .batch_savepoint import BatchSavepointWrite
+    def _collect_plan(self, node: Transformation) -> tuple[DataFrame, Any]:
+        """The DataFrame to collect for ``node`` and the decoder of its Arrow batches."""
+        stream = self.translate(node)
+        df, enc = self._collectable_arrow(stream, node)
+        return df, make_decoder(enc)
 
-        self._savepoint_write = write = BatchSavepointWrite(self, savepoint_path)
+    def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
+        progress = self._start_progress()
+        ok = False
         try:
-            counts = self._run_sinks(sinks)
-            write.write()  # only after every sink succeeded: a failed job adds no version
+            if savepoint_path is None:
+                counts = self._run_sinks(sinks)
+            else:
+                from .batch_savepoint import BatchSavepointWrite
+
+                self._savepoint_write = write = BatchSavepointWrite(self, savepoint_path)
+                try:
+                    counts = self._run_sinks(sinks, write)
+                finally:
+                    write.close()
+                    self._savepoint_write = None
+            ok = True
             return counts
         finally:
-            write.close()
-            self._savepoint_write = None
+            progress.finish(ok)
 
-    def _run_sinks(self, sinks: list[SinkNode]) -> dict[str, int]:
-        counts: dict[str, int] = {}
+    def _run_sinks(self, sinks: list[SinkNode], savepoint: Any = None) -> dict[str, int]:
+        """Plan every sink (so the stage totals are known), then run one action per sink and
+        finally write the savepoint (only after every sink succeeded: a failed job adds no
+        savepoint version)."""
+        progress = self._progress
+        assert progress is not None
+        plans: list[tuple[SinkNode, Any, Any, Stage]] = []
         for sink in sinks:
-            start = time.time()
             source = sink.inputs[0]
             if sink.kind == "print":
-                n = 0
-                prefix = sink.options.get("identifier")
-                with self.collect(source) as it:
-                    for record in it:
-                        print(f"{prefix}> {record}" if prefix else str(record))
-                        n += 1
+                df, decode = self._collect_plan(source)
+                stage = progress.add_stage("sink", "print sink", [sink.name], "stdout")
             elif sink.kind == "delta":
-                from ..delta_io import write_delta
-
-                df = self.to_dataframe(source)
-                n = write_delta(self.spark, df, sink.options["path"], sink.options["mode"])
+                df, decode = self.to_dataframe(source), None
+                stage = progress.add_stage(
+                    "sink", "Delta sink", [sink.name],
+                    f"Delta table {sink.options['path']}, mode {sink.options['mode']}")
             else:  # pragma: no cover - graph only creates the kinds above
                 raise GraphBuildError(f"unknown sink kind {sink.kind!r}")
+            plans.append((sink, df, decode, stage))
+        sp_stage = None
+        if savepoint is not None:
+            sp_stage = progress.add_stage("savepoint", "savepoint", [],
+                                          f"Delta table {savepoint.path}")
+        progress.planned()
+        counts: dict[str, int] = {}
+        for sink, df, decode, stage in plans:
+            with progress.action(f"sink {sink.name!r}"):
+                if sink.kind == "print":
+                    n = 0
+                    prefix = sink.options.get("identifier")
+                    for batch in df.toArrow().to_batches():
+                        for record in decode(batch):
+                            print(f"{prefix}> {record}" if prefix else str(record))
+                            n += 1
+                else:
+                    from ..delta_io import write_delta
+
+                    n = write_delta(self.spark, df, sink.options["path"], sink.options["mode"])
+                progress.complete(stage, rows_in=n)
             counts[sink.name] = n
-            log.info("BATCH sink %s wrote %d records in %.1f s", sink.name, n, time.time() - start)
+        if savepoint is not None:
+            with progress.action(f"savepoint write to {savepoint.path}"):
+                version = savepoint.write()
+                progress.complete(sp_stage, entries_out=savepoint.entry_count(),
+                                  detail=f"Delta table {savepoint.path}, version {version}")
         return counts
+
+    # -- progress (plugin/progress.py) --------------------------------------------------
+    def _start_progress(self) -> BatchProgress:
+        self._progress = BatchProgress(self.job_name)
+        self.progress = self._progress.rows
+        return self._progress
+
+    def _action(self, label: str) -> AbstractContextManager[Any]:
+        """Time a Spark action run during translation (savepoint staging, watermark)."""
+        return self._progress.action(label) if self._progress is not None else nullcontext()
+
+    def _new_stage(self, kind: str, label: str, names: list[str], detail: str = ""
+                   ) -> Optional[int]:
+        if self._progress is None:
+            return None
+        return self._progress.add_stage(kind, label, names, detail).index
+
+    def _observe(self, df: DataFrame, stage: Optional[int], group: str,
+                 metrics: dict[str, Any]) -> DataFrame:
+        if self._progress is None or stage is None:
+            return df
+        return self._progress.observe(df, self._progress.stage(stage), group, metrics)
+
+    def _observe_pass(self, df_in: DataFrame, stream: Stream, spec: PassSpec,
+                      name: str) -> tuple[DataFrame, Any]:
+        """The pass's input observed (rows in; restored entries apart) and a function that
+        observes its output (main rows; side-output rows and savepoint entries apart)."""
+        if self._progress is None:
+            return df_in, lambda df: df
+        from pyspark.sql import functions as F
+
+        stage = stream.stage
+        if stage is None:
+            what = "pass"
+            if spec.key_out is not None:
+                what = "key_by with pre-aggregation" if spec.combiner is not None else "key_by"
+            elif spec.tags:
+                what = "side outputs"
+            stage = self._new_stage("pass", what, [name or stream.name])
+        elif spec.key_out is not None:
+            st = self._progress.stage(stage)
+            assert st is not None
+            st.label += "+key_by"
+            if name and name not in st.names:
+                st.names.append(name)
+        one = F.lit(1)
+        keyed = spec.keyed
+        if keyed is not None and keyed.restore_meta is not None:
+            restored = F.col(RESTORE_COLUMNS[0][0]).isNotNull()
+            metrics_in = {"rows_in": F.count(F.when(~restored, one)),
+                          "entries_in": F.count(F.when(restored, one))}
+            if KG in df_in.columns:
+                metrics_in["key_groups_in_approx"] = F.approx_count_distinct(
+                    F.when(restored, F.col(KG)))
+        else:
+            metrics_in = {"rows_in": F.count(one)}
+        df_in = self._observe(df_in, stage, "in", metrics_in)
+        main = None
+        side = None
+        metrics_out: dict[str, Any] = {}
+        if spec.writes_savepoint:
+            sn = F.col(SP_COLUMNS[2][0])
+            main = sn.isNull()
+            metrics_out["entries_out"] = F.count(F.when(sn.isNotNull() & (sn != F.lit(SP_META)),
+                                                        one))
+        if spec.tags:
+            tagged = F.col(TAG).isNotNull()
+            side = tagged if main is None else (tagged & main)
+            main = ~tagged if main is None else (~tagged & main)
+            metrics_out["side_rows_out"] = F.count(F.when(side, one))
+        metrics_out["rows_out"] = F.count(one) if main is None else F.count(F.when(main, one))
+
+        def observe_out(df: DataFrame) -> DataFrame:
+            return self._observe(df, stage, "out", metrics_out)
+
+        return df_in, observe_out
 
     # -- translation ----------------------------------------------------------------
     def translate(self, node: Transformation) -> Stream:
@@ -189,8 +319,13 @@ class BatchTranslator:
             if native is not None:
                 return native
             stage = (node.stage, node.function)
+            progress_stage = parent.stage if parent.pending else None
+            if progress_stage is None:
+                progress_stage = self._new_stage("pass", "pass", [node.name])
+            elif self._progress is not None:
+                self._progress.stages[progress_stage - 1].names.append(node.name)
             return replace(parent, chain=parent.chain + (stage,), type_info=node.output_type,
-                           name=node.name)
+                           name=node.name, stage=progress_stage)
         if isinstance(node, KeyByNode):
             # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
             return self._input_stream(node.inputs[0])
@@ -209,7 +344,8 @@ class BatchTranslator:
             df = self._keyed_shuffle(df, node, sided=False)
             spec = KeyedSpec(node.op, node.function, key_node.key_serializer, self.sorted_inputs,
                              self.backend, **self._savepoint_fields(node))
-            return Stream(df, enc, node.output_type, keyed=spec, name=node.name)
+            keyed_stage = self._keyed_stage(node, node.op, sided=False)
+            return Stream(df, enc, node.output_type, keyed=spec, name=node.name, stage=keyed_stage)
         if isinstance(node, CoKeyedNode):
             parts = []
             for side, key_node in enumerate(node.inputs):
@@ -226,14 +362,17 @@ class BatchTranslator:
             df = self._keyed_shuffle(parts[0].unionByName(parts[1]), node, sided=True)
             spec = KeyedSpec("co_process", node.function, serializers[0], self.sorted_inputs,
                              self.backend, **self._savepoint_fields(node))
-            return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name)
+            keyed_stage = self._keyed_stage(node, "co_process", sided=True)
+            return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name,
+                          stage=keyed_stage)
         if isinstance(node, CoChainNode):
             co_parts = []
             for side, upstream in enumerate(node.inputs):
                 df = self._materialize(self._input_stream(upstream), PICKLED, name=node.name)
                 co_parts.append(df.select(TS, VALUE, _lit(side).alias(SIDE)))
             return Stream(co_parts[0].unionByName(co_parts[1]), PICKLED, node.output_type,
-                          co_stage=(node.stage, node.function), sided=True, name=node.name)
+                          co_stage=(node.stage, node.function), sided=True, name=node.name,
+                          stage=self._new_stage("pass", f"connected {node.stage}", [node.name]))
         if isinstance(node, UnionNode):
             return self._union(node)
         if isinstance(node, FullPartitionNode):  # FLIP-380, see translation/partition.py
@@ -276,25 +415,36 @@ class BatchTranslator:
 
             rows = [(None, pickle.dumps(v, pickle.HIGHEST_PROTOCOL)) for v in node.payload]
             df = spark.createDataFrame(rows, schema=f"{TS} bigint, {VALUE} binary")
+            df = self._observe_source(df, node, f"collection of {len(rows):,} elements")
             return Stream(df, PICKLED, node.output_type, name=node.name)
         if node.kind == "dataframe":
             df = node.payload
+            what = "DataFrame"
             if df.isStreaming:
                 df = self._trigger_once(df, node)
+                what = "streaming DataFrame read once (available-now)"
             cols = tuple(df.columns)
             enc = typed_encoding(node.output_type, shape="tuple", columns=cols)
             df = df.select(_lit(None).cast("bigint").alias(TS), *[_col(f"`{c}`") for c in cols])
+            df = self._observe_source(df, node, what)
             return Stream(df, enc, node.output_type, name=node.name)
         raise GraphBuildError(f"{node.describe()}: unknown source kind {node.kind!r}")
+
+    def _observe_source(self, df: DataFrame, node: SourceNode, what: str) -> DataFrame:
+        if self._progress is None:
+            return df
+        stage = self._new_stage("source", "source", [node.name], what)
+        return self._observe(df, stage, "out", {"rows_out": _count_all()})
 
     def _trigger_once(self, df: DataFrame, node: SourceNode) -> DataFrame:
         """A streaming DataFrame in BATCH: one availableNow run into staging Parquet."""
         staging = tempfile.mkdtemp(prefix="pyspark-datastream-trigger-once-")
         start = time.time()
-        query = (df.writeStream.format("parquet").option("path", f"{staging}/data")
-                 .option("checkpointLocation", f"{staging}/checkpoint")
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
+        with self._action(f"trigger-once read of {node.name!r}"):
+            query = (df.writeStream.format("parquet").option("path", f"{staging}/data")
+                     .option("checkpointLocation", f"{staging}/checkpoint")
+                     .trigger(availableNow=True).start())
+            query.awaitTermination()
         if query.exception() is not None:
             raise JobExecutionError(f"{node.describe()}: trigger-once read failed: {query.exception()}")
         log.info("BATCH: streaming source %s read as one trigger-once batch in %.1f s",
@@ -331,6 +481,24 @@ class BatchTranslator:
             if meta is not None:
                 fields["restore_meta"] = meta
         return fields
+
+    def _keyed_stage(self, node: Transformation, op: str, sided: bool) -> Optional[int]:
+        """The progress stage of a keyed operator, naming its shuffle and sort."""
+        if self._progress is None:
+            return None
+        if self.sorted_inputs:
+            order = "key, timestamp" + (", input side" if sided else "")
+            detail = (f"shuffle into {self.parallelism} partitions by key group, "
+                      f"sorted by {order}")
+            label = f"sort+keyed {op}"
+        else:
+            detail = f"shuffle into {self.parallelism} partitions by key group, unsorted"
+            label = f"keyed {op} (hash-based)"
+        if self._restore is not None and self._restore.meta_for(node) is not None:
+            detail += f", state restored from savepoint {self._restore.path}"
+        if self._savepoint_write is not None:
+            detail += ", state saved to the savepoint"
+        return self._new_stage("keyed", label, [node.name], detail)
 
     def _keyed_shuffle(self, df: DataFrame, node: Transformation, sided: bool) -> DataFrame:
         """``_shuffle``, with the node's savepoint entries unioned in when restoring."""
@@ -390,7 +558,8 @@ class BatchTranslator:
         def fn(batches: Any) -> Any:
             return run_pass(spec, batches)
 
-        return stream.df.mapInArrow(fn, ddl)
+        df_in, observe_out = self._observe_pass(stream.df, stream, spec, name)
+        return observe_out(df_in.mapInArrow(fn, ddl))
 
     # -- native pushdown -------------------------------------------------------------
     def _native_map(self, node: ChainNode, parent: Stream) -> Optional[Stream]:
@@ -470,7 +639,12 @@ class BatchTranslator:
         spec = KeyedSpec(node.op, node.function, key_node.key_serializer, True, self.backend,
                          key_field=index)
         log.info("BATCH: %s is keyed by column %s", node.name, parent.enc.columns[index])
-        return Stream(df, parent.enc, node.output_type, keyed=spec, name=node.name)
+        name = parent.enc.columns[index]
+        stage = self._new_stage(
+            "keyed", f"sort+keyed {node.op}", [node.name],
+            f"shuffle into {self.parallelism} partitions by column {name}, sorted by {name}, "
+            "timestamp")
+        return Stream(df, parent.enc, node.output_type, keyed=spec, name=node.name, stage=stage)
 
     def _native_keyed_input(self, parent: Stream, key_node: KeyByNode) -> Optional[DataFrame]:
         """Key group and key bytes as native columns, for a key selector that reads one
@@ -506,6 +680,10 @@ class BatchTranslator:
         if plan is None:
             return None
         kcol = cols[key_idx]
+        stage = self._new_stage("aggregate", "native aggregation", [node.name],
+                                f"Spark groupBy({kcol}).agg, partial aggregation before the shuffle")
+        parent = replace(parent, df=self._observe(parent.df, stage, "in",
+                                                  {"rows_in": F.count(F.lit(1))}))
         aggs = [F.max(TS).alias(TS)]
         kind = plan[0]
         if kind == "fields":
@@ -530,6 +708,7 @@ class BatchTranslator:
             df = parent.df.groupBy(f"`{kcol}`").agg(F.max(TS).alias(TS), fn(rec, order).alias("_r"))
             df = df.select(TS, *[F.col(f"_r.`{c}`").alias(c) for c in cols])
         df = df.select(TS, *[F.col(f"`{c}`") for c in cols])
+        df = self._observe(df, stage, "out", {"rows_out": F.count(F.lit(1))})
         log.info("BATCH: %s runs as a native Spark aggregation", node.name)
         return Stream(df, parent.enc, node.output_type, name=node.name)
 
@@ -568,6 +747,12 @@ def _col(name: str) -> Any:
     from pyspark.sql import functions as F
 
     return F.col(name)
+
+
+def _count_all() -> Any:
+    from pyspark.sql import functions as F
+
+    return F.count(F.lit(1))
 
 
 def _lit(value: Any) -> Any:

@@ -25,7 +25,9 @@ import json
 import logging
 import shutil
 import tempfile
+import time
 import warnings
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..graph import ChainNode, CoKeyedNode, KeyByNode, KeyedNode, Transformation
@@ -109,7 +111,14 @@ class BatchRestore:
         self.translator = translator
         self.path = path
         self.version = version
+        start = time.monotonic()
         self.metadata: SavepointMetadata = read_metadata(path, version)
+        meta = self.metadata
+        log.info("BATCH restore: savepoint %s (version %s) metadata read in %.2f s: %d operators, "
+                 "max parallelism %d, written by %s job %r", path,
+                 version if version is not None else "latest", time.monotonic() - start,
+                 len(meta.operators), meta.max_parallelism, meta.mode, meta.job_name)
+        start = time.monotonic()
         program: dict[str, tuple[Any, list[StateMetaInfo]]] = {}
         for node in keyed_nodes(translator.nodes):
             uid = node.effective_uid()
@@ -121,8 +130,9 @@ class BatchRestore:
             raise ConfigurationError(
                 f"restoring savepoint {path} in BATCH needs sorted inputs "
                 "(execution.sorted-inputs.enabled=true)")
-        log.info("BATCH: restoring savepoint %s (version %s) into operators %s", path,
-                 version if version is not None else "latest",
+        log.info("BATCH restore: compatibility checked in %.2f s; restoring savepoint %s "
+                 "(version %s) into operators %s; their entries are counted as the job runs",
+                 time.monotonic() - start, path, version if version is not None else "latest",
                  sorted(self.metadata.operators.keys() & program.keys()))
 
     @classmethod
@@ -216,7 +226,9 @@ def final_watermark(translator: Any) -> Optional[int]:
         if stream.pending or stream.tagged:
             df = translator._materialize(stream, translator._preferred_encoding(stream.type_info),
                                          name=node.name)
-        top = df.agg(F.max(F.col(TS)).alias("m")).collect()[0]["m"]
+        action = getattr(translator, "_action", None)
+        with action(f"savepoint final watermark of {node.name!r}") if action else nullcontext():
+            top = df.agg(F.max(F.col(TS)).alias("m")).collect()[0]["m"]
         if top is not None:
             marks.append(int(top) - int(strategy.out_of_orderness_ms) - 1)
     return min(marks) if marks else None
@@ -235,6 +247,8 @@ class BatchSavepointWrite:
         self.staging = tempfile.mkdtemp(prefix="pyspark-datastream-savepoint-")
         self.operators: dict[str, tuple[Any, dict[str, StateMetaInfo], bool]] = {}
         self.entries: list[DataFrame] = []
+        #: operator uid -> progress stage of its keyed pass (entries counted there)
+        self.stages: dict[str, Optional[int]] = {}
         check_savepoint_uids(translator.nodes)
         self.watermark = final_watermark(translator)
         log.info("BATCH savepoint: final watermark %s", self.watermark)
@@ -251,7 +265,8 @@ class BatchSavepointWrite:
         enc = PICKLED if tags else t._preferred_encoding(stream.type_info)
         df = t._materialize(stream, enc, tags=tags, name=node.name, force=True)
         folder = f"{self.staging}/op-{node.id}"
-        df.write.mode("error").parquet(folder)
+        with t._action(f"savepoint staging of {node.name!r}"):
+            df.write.mode("error").parquet(folder)
         staged = t.spark.read.parquet(folder)
         sp_names = [n for n, _, _ in SP_COLUMNS]
         kg, key, sn, ns, uk, val = (F.col(n) for n in sp_names)
@@ -269,8 +284,24 @@ class BatchSavepointWrite:
                 metas[meta.name] = meta
         self.operators[uid] = (_key_serializer(node), metas, node.uid is None)
         self.entries.append(entries)
+        self.stages[uid] = stream.stage
         return replace(stream, df=main, enc=enc, keyed=None, chain=(), co_stage=None,
-                       sided=False, tagged=bool(tags), name=node.name)
+                       sided=False, tagged=bool(tags), name=node.name, stage=None)
+
+    def entry_count(self) -> Optional[int]:
+        """State entries the keyed passes produced for the savepoint (counted while they ran
+        into staging), or None when a count is unknown."""
+        progress = self.translator._progress
+        if progress is None:
+            return None
+        total = 0
+        for index in self.stages.values():
+            stage = progress.stage(index)
+            n = None if stage is None else stage.counts.get("entries_out")
+            if n is None:
+                return None
+            total += n
+        return total
 
     def keyed_spec_fields(self) -> dict[str, Any]:
         """Fields of :class:`KeyedSpec` for a keyed pass of this job."""
@@ -293,9 +324,13 @@ class BatchSavepointWrite:
             union = df if union is None else union.unionByName(df)
         if union is None:
             union = t.spark.createDataFrame([], entries_ddl())
+        start = time.monotonic()
+        n = self.entry_count()
+        log.info("BATCH savepoint: writing %s state entries of operators %s to %s",
+                 "?" if n is None else f"{n:,}", sorted(ops), self.path)
         version = write_savepoint(t.spark, self.path, union, metadata)
-        log.info("BATCH savepoint written to %s (version %d, operators %s)", self.path, version,
-                 sorted(ops))
+        log.info("BATCH savepoint written to %s (version %d, operators %s) in %.1f s", self.path,
+                 version, sorted(ops), time.monotonic() - start)
         return version
 
     def close(self) -> None:

@@ -176,8 +176,8 @@ class ColumnWriter:
                 dumps = pickle.dumps
                 self.payload_cols[0].extend([dumps(v, _PICKLE) for v in values[i:j]])
             else:
-                for col, conv, xs in zip(self.payload_cols, self.convs, zip(*values[i:j])):
-                    col.extend(xs if conv is None else [None if v is None else conv(v) for v in xs])
+                for col, conv, field in zip(self.payload_cols, self.convs, zip(*values[i:j])):
+                    col.extend(field if conv is None else [None if v is None else conv(v) for v in field])
             self.n += j - i
             i = j
             if self.n >= self.batch_size:
