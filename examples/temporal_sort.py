@@ -80,10 +80,13 @@ class TemporalSort(KeyedProcessFunction):
         timers.register_event_time_timer(timestamp)
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Any]:
-        due = list(self.buffer.read_range_until(timestamp, True))
-        self.buffer.clear_range_until(timestamp, True)
-        for _, events in due:
-            yield from events
+        buffer = self.buffer
+        events: list[Any] = []
+        for _, values in buffer.read_range_until(timestamp, True):
+            events.extend(values)
+        # right after reading the same range: the backend drops the rows it just read
+        buffer.clear_range_until(timestamp, True)
+        return iter(events)
 
 
 def build_job(

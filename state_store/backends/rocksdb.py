@@ -12,6 +12,10 @@ the state outgrow memory.
 * Map state: one entry per map entry.
 * Sorted state: one entry per value (user key = lexicographic key + index);
   lookups and ranges are bounded native iterators, never a scan of the state.
+  Its adds (and the deletes of rows a range clear left below a *floor*) are
+  staged in a ``WriteBatch`` written before any read that could see them, and
+  before every whole-database read (snapshot, change capture, ``keys``,
+  :meth:`EmbeddedRocksDBStateBackend.flush`); see :class:`RocksSortedState`.
 * Deletes of several entries (clear, range clears) iterate the bounded range and
   delete through a ``WriteBatch``.
 
@@ -27,6 +31,7 @@ import tempfile
 import weakref
 import zlib
 from collections.abc import Iterable, Iterator
+from itertools import chain, islice
 from typing import Any
 
 import rocksdict
@@ -63,6 +68,14 @@ _U64 = struct.Struct(">Q")
 _KG_BYTES = [struct.pack(">H", i) for i in range(1 << 15)]
 _INDEX_CACHE_LIMIT = 65536
 _BATCH_LIMIT = 10000
+#: a sorted-state range read of fewer rows is read at once (and its row keys remembered
+#: for a following clear of that range); a larger one is streamed
+_EAGER_ROWS = 4096
+#: most memoized lexicographic sort keys per sorted state
+_LEX_MEMO_LIMIT = 4096
+#: a prefix's next-index cache is purged of stale keys (below its floor) beyond this size
+_STALE_LIMIT = 64
+_ZERO_INDEX = bytes(8)
 
 
 def _index_bytes(index: int) -> bytes:
@@ -376,44 +389,235 @@ class RocksMapState(_RocksState, InternalMapState):
 
 
 class RocksSortedState(_RocksState, InternalBinarySortedState):
-    """RocksDB binary sorted state: lookups and ranges are bounded seeks."""
+    """RocksDB binary sorted state: one row per value, lookups and ranges are bounded seeks.
+
+    Rows are ``prefix | lexicographic key | uint64 index``. Every native call
+    through rocksdict costs microseconds, so the hot paths count them:
+
+    * ``add`` reads nothing: the key's next index comes from a cache; a key missing
+      there is new when the prefix was found empty (one seek when the prefix is first
+      written), else one point ``get`` of index 0 tells, else one reverse seek. The
+      row is *staged* in a write batch that is written before the next read of this
+      state (or of the whole backend: snapshot, change capture, ``keys``), so a run
+      of adds costs one native write instead of one per add. ``put`` of a key whose
+      rows the cache knows is staged the same way (no scan).
+    * range reads are one bounded iterator starting at the prefix's *floor* (below
+      which a ``clear_range_until`` left nothing alive), so they never walk the
+      tombstones of a deleted front.
+    * a range of fewer than ``_EAGER_ROWS`` rows is read at once (larger ones are
+      streamed), and a range clear right after such a read of the same range (the
+      temporal sort / join pattern: read what is due, then drop it) deletes the
+      rows that read saw without a second scan; any write to the state in between
+      discards that knowledge. When the clear raises the floor (``clear_range_until``)
+      those deletes are only staged: no read can see rows below a floor, so they are
+      written with the next batch that has to be written anyway. Other clears scan
+      the bounded range. (``Rdict.delete_range`` is not used: each range tombstone
+      in the memtable makes every later iterator creation slower.)
+
+    Invariants the caches rely on: values of a key are only removed all together
+    and a key's indices start at 0, so a key with rows has the row of index 0; the
+    next-index cache is exact for keys at or above the prefix's floor and stale
+    below it (purged when the floor is dropped or the cache grows); every key with
+    a staged row has a cache entry and staged deletes lie below floors, so a cache
+    miss may read the database directly; a floor only rises while deletes below
+    it are staged (dropping or forgetting one writes the staged batch first).
+    """
 
     kind = StateKind.SORTED
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self._key_serializer = self.descriptor.user_key_serializer
+        key_serializer = self.descriptor.user_key_serializer
+        self._key_serializer = key_serializer
+        self._lex_of = key_serializer.serialize  # type: ignore[union-attr]
+        #: int sort key -> its lexicographic bytes (sort keys repeat: many values share a
+        #: timestamp); ints only, where equal keys always have equal bytes
+        self._lex_memo: dict[int, bytes] = {}
+        self._serialize = self._value_serializer.serialize
+        self._deserialize = self._value_serializer.deserialize
         #: prefix -> {lexicographic key -> next free value index}
         self._next: dict[bytes, dict[bytes, int]] = {}
+        #: prefixes whose ``_next`` entry knows every key with rows (at or above the floor):
+        #: a key missing there is new, index 0, no probe (found empty on the first ``add``)
+        self._complete: set[bytes] = set()
         #: prefix -> a row key below which this prefix has no live row (set by
         #: ``clear_range_until``), so seeks start past the deleted rows' tombstones instead of
         #: walking them (the temporal sort / join pattern deletes from the front)
         self._floor: dict[bytes, bytes] = {}
+        #: staged writes (a write batch: puts of ``add``, deletes below a floor), their number,
+        #: and whether a read could see them (puts): then reads write the batch first
+        self._staged: Any = None
+        self._staged_count = 0
+        self._staged_visible = False
+        #: ``(lower, upper, rows)`` of the last range read, if it was read at once and no
+        #: write followed it (a clear of exactly that range deletes these rows without a scan)
+        self._seen: tuple[bytes, bytes | None, list[tuple[bytes, bytes]]] | None = None
 
+    # -- helpers -----------------------------------------------------------------------------------
     def _lex(self, key: Any) -> bytes:
-        return self._key_serializer.serialize(key)  # type: ignore[union-attr]
+        """The lexicographic bytes of a sort key (memoized for ints)."""
+        if type(key) is int:
+            lex = self._lex_memo.get(key)
+            if lex is None:
+                lex = self._memo_lex(key)
+            return lex
+        return self._lex_of(key)
 
-    def _above_floor(self, prefix: bytes, lower: bytes) -> bytes:
-        """``lower`` raised to the prefix's floor (no live row below the floor)."""
-        floor = self._floor.get(prefix)
-        return floor if floor is not None and floor > lower else lower
+    def _memo_lex(self, key: int) -> bytes:
+        lex = self._lex_of(key)
+        memo = self._lex_memo
+        if len(memo) >= _LEX_MEMO_LIMIT:
+            memo.clear()
+        memo[key] = lex
+        return lex
+
+    def _current_prefix(self) -> bytes:
+        backend = self._backend
+        try:
+            return backend._kg_part + self._name_part + backend._key_part + self._ns_part  # type: ignore[operator]
+        except TypeError:
+            raise self._context_error() from None
+
+    def flush_staged(self) -> None:
+        """Write the staged batch (before reads that could see it, and before whole-DB reads)."""
+        staged = self._staged
+        if staged is not None:
+            self._staged = None
+            self._staged_count = 0
+            self._staged_visible = False
+            self._backend._write(staged)
+
+    def _stage_deletes(self, rows: list[tuple[bytes, bytes]]) -> None:
+        """Stage deletes of ``(key, value)`` rows below a floor (no read sees them)."""
+        staged = self._staged
+        if staged is None:
+            staged = self._staged = self._backend._new_batch()
+        delete = staged.delete
+        for row, _ in rows:
+            delete(row)
+        self._staged_count += len(rows)
+        if self._staged_count >= _BATCH_LIMIT:
+            self.flush_staged()
+
+    def _changing(self) -> None:
+        """Before a write other than ``add``: staged rows out, the last read forgotten."""
+        if self._staged is not None:
+            self.flush_staged()
+        self._seen = None
+
+    def _index_cache(self, prefix: bytes) -> dict[bytes, int]:
+        by_key = self._next.get(prefix)
+        if by_key is None:
+            if len(self._next) >= _INDEX_CACHE_LIMIT:
+                self.flush_staged()  # staged rows need their cache entries until written
+                self._next.clear()
+                self._complete.clear()
+            by_key = self._next[prefix] = {}
+        return by_key
+
+    def _first_index_cache(self, prefix: bytes) -> dict[bytes, int]:
+        """A new cache entry for a write: complete when the prefix has no row (one seek).
+
+        Staged puts all have cache entries (none is for this prefix) and staged deletes
+        lie below the floor, so the database is read directly.
+        """
+        by_key = self._index_cache(prefix)
+        read_options = rocksdict.ReadOptions()
+        upper = _successor(prefix)
+        if upper is not None:
+            read_options.set_iterate_upper_bound(upper)
+        rows = self._db.keys(from_key=self._floor.get(prefix, prefix), read_opt=read_options)
+        if next(iter(rows), None) is None:
+            self._complete.add(prefix)
+        return by_key
+
+    def _drop_floor(self, prefix: bytes) -> None:
+        """Forget the prefix's floor and the stale cache entries below it."""
+        self.flush_staged()  # staged deletes below the floor must land before writes there
+        floor = self._floor.pop(prefix)
+        by_key = self._next.get(prefix)
+        if by_key:
+            start = len(prefix)
+            cut = floor[start:] if floor.startswith(prefix) else None
+            for lex in [lex for lex in by_key if cut is None or lex < cut]:
+                del by_key[lex]
+
+    def _set_floor(self, prefix: bytes, floor: bytes) -> None:
+        if len(self._floor) >= _INDEX_CACHE_LIMIT:
+            # the stale cache entries below the floors must go with them
+            self.flush_staged()
+            self._floor.clear()
+            self._next.clear()
+            self._complete.clear()
+        self._floor[prefix] = floor
+        by_key = self._next.get(prefix)
+        if by_key is not None and len(by_key) > _STALE_LIMIT and floor.startswith(prefix):
+            cut = floor[len(prefix):]
+            for lex in [lex for lex in by_key if lex < cut]:
+                del by_key[lex]
 
     def _writing_at(self, prefix: bytes, group: bytes) -> None:
         """Drop the prefix's floor when a row is written below it."""
         floor = self._floor.get(prefix)
         if floor is not None and group < floor:
-            del self._floor[prefix]
+            self._drop_floor(prefix)
+
+    def _rows(self, lower: bytes, upper: bytes | None) -> Any:
+        """Native iterator over ``lower <= row key < upper`` plus the options it needs alive."""
+        if self._staged_visible:
+            self.flush_staged()
+        read_options = rocksdict.ReadOptions()
+        if upper is not None:
+            read_options.set_iterate_upper_bound(upper)
+        return self._db.items(from_key=lower, read_opt=read_options), read_options
 
     def _group_at(self, start: int, group: bytes) -> tuple[Any, list[Any]]:
         """The entry of one sort key, read within the group's own bounds."""
-        return next(self._group_rows(start, self._items(group, prefix_successor(group))))
+        return next(self._groups(start, group, _successor(group), False))
 
-    def _group_rows(
-        self, start: int, rows: Iterator[tuple[bytes, bytes]]
+    def _groups(
+        self, start: int, lower: bytes, upper: bytes | None, remember: bool
     ) -> Iterator[tuple[Any, list[Any]]]:
-        """Group consecutive rows by their sort key: ``(key, [values])`` in key order."""
+        """``(key, [values])`` of the rows in ``[lower, upper)``, in key order.
+
+        A range of fewer than ``_EAGER_ROWS`` rows (the usual case) is read at once
+        and, with ``remember``, its row keys are kept in ``_seen`` for a following
+        clear; a larger one is grouped as its rows come.
+        """
+        rows, options = self._rows(lower, upper)
+        head = list(islice(rows, _EAGER_ROWS))
+        if len(head) < _EAGER_ROWS:
+            if remember:
+                self._seen = (lower, upper, head)
+            return iter(self._grouped(start, head))
+        return self._streamed(start, chain(head, rows), options)
+
+    def _grouped(self, start: int, rows: list[tuple[bytes, bytes]]) -> list[tuple[Any, list[Any]]]:
+        """Rows (in key order) grouped by sort key, values deserialized."""
+        if not rows:
+            return []
         key_deserialize = self._key_serializer.deserialize  # type: ignore[union-attr]
-        deserialize = self._value_serializer.deserialize
+        deserialize = self._deserialize
+        first = rows[0][0][start:-8]
+        if rows[-1][0][start:-8] == first:  # rows are in key order: all of one key
+            return [(key_deserialize(first), [deserialize(value) for _, value in rows])]
+        groups: list[tuple[bytes, list[Any]]] = []
+        current: bytes | None = None
+        values: list[Any] = []
+        for key, value in rows:
+            lex = key[start:-8]
+            if lex != current:
+                current, values = lex, []
+                groups.append((lex, values))
+            values.append(deserialize(value))
+        return [(key_deserialize(lex), values) for lex, values in groups]
+
+    def _streamed(
+        self, start: int, rows: Iterator[tuple[bytes, bytes]], options: Any
+    ) -> Iterator[tuple[Any, list[Any]]]:
+        """Groups of a large range as its rows come (``options`` kept alive meanwhile)."""
+        key_deserialize = self._key_serializer.deserialize  # type: ignore[union-attr]
+        deserialize = self._deserialize
         current: bytes | None = None
         values: list[Any] = []
         for key, value in rows:
@@ -425,75 +629,131 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
             values.append(deserialize(value))
         if current is not None:
             yield key_deserialize(current), values
+        del options
 
+    def _probe_next(self, group: bytes) -> int:
+        """Next free index of a key missing from the cache: 0 when it has no index-0 row.
+
+        No staged row can belong to it (staged rows keep their cache entries), so the
+        database is read directly.
+        """
+        if self._db.get(group + _ZERO_INDEX) is None:
+            return 0
+        for key, _ in self._backend._items_backwards(group, _successor(group)):
+            return _U64.unpack_from(key, len(key) - 8)[0] + 1
+        return 0  # pragma: no cover - the index-0 row exists, so the reverse seek finds a row
+
+    # -- BinarySortedState -------------------------------------------------------------------------
     def values_at(self, key: Any) -> list[Any] | None:
-        group = self._prefix() + self._lex(key)
-        deserialize = self._value_serializer.deserialize
-        values = [deserialize(value) for _, value in self._items(group, prefix_successor(group))]
+        prefix = self._current_prefix()
+        group = prefix + self._lex(key)
+        floor = self._floor.get(prefix)
+        if floor is not None and group < floor:
+            return None  # nothing lives below the floor
+        deserialize = self._deserialize
+        rows, _options = self._rows(group, _successor(group))
+        values = [deserialize(value) for _, value in rows]
         return values or None
 
-    def _next_index(self, prefix: bytes, lex: bytes) -> int:
+    def add(self, key: Any, value: Any) -> None:
+        backend = self._backend
+        try:
+            prefix = backend._kg_part + self._name_part + backend._key_part + self._ns_part  # type: ignore[operator]
+        except TypeError:
+            raise self._context_error() from None
+        if type(key) is int:  # _lex inlined
+            lex = self._lex_memo.get(key)
+            if lex is None:
+                lex = self._memo_lex(key)
+        else:
+            lex = self._lex_of(key)
+        group = prefix + lex
+        floor = self._floor.get(prefix)
+        if floor is not None and group < floor:
+            self._drop_floor(prefix)
         by_key = self._next.get(prefix)
         if by_key is None:
-            if len(self._next) >= _INDEX_CACHE_LIMIT:
-                self._next.clear()
-            by_key = self._next[prefix] = {}
+            by_key = self._first_index_cache(prefix)
         index = by_key.get(lex)
         if index is None:
-            group = prefix + lex
-            index = 0
-            for key, _ in self._backend._items_backwards(group, prefix_successor(group)):
-                index = _U64.unpack_from(key, len(key) - 8)[0] + 1
-                break
-        return index
-
-    def add(self, key: Any, value: Any) -> None:
-        prefix = self._prefix()
-        lex = self._lex(key)
-        if prefix in self._floor:
-            self._writing_at(prefix, prefix + lex)
-        index = self._next_index(prefix, lex)
-        self._db.put(prefix + lex + _U64.pack(index), self._value_serializer.serialize(value))
-        self._next[prefix][lex] = index + 1
+            index = 0 if prefix in self._complete else self._probe_next(group)
+        data = self._serialize(value)
+        staged = self._staged
+        if staged is None:
+            staged = self._staged = backend._new_batch()
+        staged.put(group + _U64.pack(index), data)
+        by_key[lex] = index + 1
+        self._seen = None
+        self._staged_visible = True
+        self._staged_count += 1
+        if self._staged_count >= _BATCH_LIMIT:
+            self.flush_staged()
 
     def put(self, key: Any, values: Iterable[Any]) -> None:
         items = list(values)
-        prefix = self._prefix()
+        prefix = self._current_prefix()
         lex = self._lex(key)
         group = prefix + lex
+        serialize = self._serialize
+        rows = [serialize(item) for item in items]  # all or nothing: serialize first
+        self._seen = None
         self._writing_at(prefix, group)
-        self._delete_range(group, prefix_successor(group))
-        serialize = self._value_serializer.serialize
-        if items:
-            batch = self._backend._new_batch()
-            for index, item in enumerate(items):
-                batch.put(group + _U64.pack(index), serialize(item))
-            self._backend._write(batch)
-        self._next.setdefault(prefix, {})[lex] = len(items)
+        by_key = self._next.get(prefix)
+        if by_key is None:
+            by_key = self._first_index_cache(prefix)
+        count = by_key.get(lex)
+        if count is None and prefix in self._complete:
+            count = 0
+        if count is None:
+            # an unknown number of rows (none staged: staged rows have cache entries)
+            self._delete_range(group, _successor(group))
+            count = 0
+        if rows or count:
+            # rows 0..count-1 exist: overwrite the first ones, delete the others, staged
+            staged = self._staged
+            if staged is None:
+                staged = self._staged = self._backend._new_batch()
+            for index in range(len(rows), count):
+                staged.delete(group + _U64.pack(index))
+            for index, data in enumerate(rows):
+                staged.put(group + _U64.pack(index), data)
+            self._staged_visible = True
+            self._staged_count += max(len(rows), count)
+            if self._staged_count >= _BATCH_LIMIT:
+                self.flush_staged()
+        by_key[lex] = len(rows)
 
     def clear_entry_at(self, key: Any) -> None:
-        prefix = self._prefix()
+        prefix = self._current_prefix()
         lex = self._lex(key)
         group = prefix + lex
-        self._delete_range(group, prefix_successor(group))
-        self._next.setdefault(prefix, {})[lex] = 0
+        self._changing()
+        self._delete_range(group, _successor(group))
+        by_key = self._next.get(prefix)
+        if by_key is not None:
+            by_key.pop(lex, None)
 
     def first_entry(self, from_key: Any = None) -> tuple[Any, list[Any]] | None:
-        prefix = self._prefix()
+        prefix = self._current_prefix()
         lower = prefix if from_key is None else prefix + self._lex(from_key)
-        lower = self._above_floor(prefix, lower)
+        floor = self._floor.get(prefix)
+        if floor is not None and floor > lower:
+            lower = floor
         # find the first row, then read its group within the group's bounds (reading on
         # to the group's end could walk over the tombstones of deleted rows)
-        for key, _ in self._items(lower, prefix_successor(prefix)):
+        rows, _options = self._rows(lower, _successor(prefix))
+        for key, _ in rows:
             return self._group_at(len(prefix), key[:-8])
         return None
 
     def last_entry(self, to_key: Any = None) -> tuple[Any, list[Any]] | None:
-        prefix = self._prefix()
-        upper = prefix_successor(prefix if to_key is None else prefix + self._lex(to_key))
-        lower = self._above_floor(prefix, prefix)
+        prefix = self._current_prefix()
+        upper = _successor(prefix if to_key is None else prefix + self._lex(to_key))
+        lower = self._floor.get(prefix, prefix)
         if upper is not None and lower >= upper:
             return None
+        if self._staged_visible:
+            self.flush_staged()
         for key, _ in self._backend._items_backwards(lower, upper):
             return self._group_at(len(prefix), key[:-8])
         return None
@@ -501,14 +761,16 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
     def _range_bounds(
         self, from_key: Any, to_key: Any, inclusive_to_key: bool, has_from: bool, has_to: bool
     ) -> tuple[bytes, bytes, bytes | None]:
-        prefix = self._prefix()
+        prefix = self._current_prefix()
         lower = prefix + self._lex(from_key) if has_from else prefix
-        lower = self._above_floor(prefix, lower)
+        floor = self._floor.get(prefix)
+        if floor is not None and floor > lower:
+            lower = floor
         if has_to:
             to = prefix + self._lex(to_key)
-            upper = prefix_successor(to) if inclusive_to_key else to
+            upper = _successor(to) if inclusive_to_key else to
         else:
-            upper = prefix_successor(prefix)
+            upper = _successor(prefix)
         return prefix, lower, upper
 
     def _read_range(
@@ -519,7 +781,7 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         )
         if upper is not None and lower >= upper:
             return iter(())
-        return self._group_rows(len(prefix), self._items(lower, upper))
+        return self._groups(len(prefix), lower, upper, True)
 
     def _clear_range(
         self, from_key: Any, to_key: Any, inclusive_to_key: bool, has_from: bool, has_to: bool
@@ -529,15 +791,33 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         )
         if upper is not None and lower >= upper:
             return
-        self._delete_range(lower, upper)
-        by_key = self._next.get(prefix)
-        if by_key:  # forget the cached next indices of the deleted keys only
-            for lex in [lex for lex in by_key if _intersects(prefix + lex, lower, upper)]:
-                del by_key[lex]
-        if not has_from and upper is not None:
-            if len(self._floor) >= _INDEX_CACHE_LIMIT:
-                self._floor.clear()
-            self._floor[prefix] = upper
+        self._clear_rows(prefix, lower, upper, not has_from and upper is not None)
+
+    def _clear_rows(
+        self, prefix: bytes, lower: bytes, upper: bytes | None, raises_floor: bool
+    ) -> None:
+        """Delete the rows in ``[lower, upper)``; ``raises_floor``: nothing is left below."""
+        seen = self._seen
+        if seen is not None and seen[1] == upper and seen[0] == lower:
+            # exactly the rows the last read of this very range saw (no write since); below
+            # the new floor no read sees them, so their deletes can wait in the batch
+            self._seen = None
+            if seen[2]:
+                self._stage_deletes(seen[2])
+                if not raises_floor:  # still visible to reads: write them now
+                    self.flush_staged()
+        else:
+            self._changing()
+            self._delete_range(lower, upper)
+        if raises_floor and upper is not None:
+            # nothing is left below ``upper``: it is the new floor, and the cache entries
+            # below it are stale from now on
+            self._set_floor(prefix, upper)
+        else:
+            by_key = self._next.get(prefix)
+            if by_key:  # forget the cached next indices of the deleted keys only
+                for lex in [lex for lex in by_key if _intersects(prefix + lex, lower, upper)]:
+                    del by_key[lex]
 
     def read_range(
         self, from_key: Any, to_key: Any, inclusive_to_key: bool
@@ -545,7 +825,29 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         return self._read_range(from_key, to_key, inclusive_to_key, True, True)
 
     def read_range_until(self, to_key: Any, inclusive_to_key: bool) -> Iterator[tuple[Any, list[Any]]]:
-        return self._read_range(None, to_key, inclusive_to_key, False, True)
+        # the hot path of the temporal sort / join: _range_bounds and _groups inlined
+        backend = self._backend
+        try:
+            prefix = backend._kg_part + self._name_part + backend._key_part + self._ns_part  # type: ignore[operator]
+        except TypeError:
+            raise self._context_error() from None
+        to = prefix + self._lex(to_key)
+        upper = _successor(to) if inclusive_to_key else to
+        lower = self._floor.get(prefix, prefix)  # a floor is always above its prefix
+        if upper is None:
+            return self._groups(len(prefix), lower, upper, True)
+        if lower >= upper:
+            return iter(())
+        if self._staged_visible:
+            self.flush_staged()
+        options = rocksdict.ReadOptions()
+        options.set_iterate_upper_bound(upper)
+        rows: Iterator[tuple[bytes, bytes]] = self._db.items(from_key=lower, read_opt=options)  # type: ignore[assignment]
+        head = list(islice(rows, _EAGER_ROWS))
+        if len(head) == _EAGER_ROWS:
+            return self._streamed(len(prefix), chain(head, rows), options)
+        self._seen = (lower, upper, head)
+        return iter(self._grouped(len(prefix), head))
 
     def read_range_from(self, from_key: Any) -> Iterator[tuple[Any, list[Any]]]:
         return self._read_range(from_key, None, False, True, False)
@@ -554,21 +856,72 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         self._clear_range(from_key, to_key, inclusive_to_key, True, True)
 
     def clear_range_until(self, to_key: Any, inclusive_to_key: bool) -> None:
-        self._clear_range(None, to_key, inclusive_to_key, False, True)
+        backend = self._backend
+        try:
+            prefix = backend._kg_part + self._name_part + backend._key_part + self._ns_part  # type: ignore[operator]
+        except TypeError:
+            raise self._context_error() from None
+        to = prefix + self._lex(to_key)
+        upper = _successor(to) if inclusive_to_key else to
+        lower = self._floor.get(prefix, prefix)
+        if upper is None:
+            self._clear_rows(prefix, lower, upper, False)
+            return
+        if lower >= upper:
+            return
+        seen = self._seen
+        if seen is not None and seen[1] == upper and seen[0] == lower and len(self._floor) < _INDEX_CACHE_LIMIT:
+            # the hot path of the temporal sort / join (read what is due, then drop it):
+            # _clear_rows + _set_floor for a remembered read, inlined
+            self._seen = None
+            rows = seen[2]
+            if rows:
+                staged = self._staged
+                if staged is None:
+                    staged = self._staged = backend._new_batch()
+                delete = staged.delete
+                for row, _ in rows:
+                    delete(row)
+                self._staged_count += len(rows)
+                if self._staged_count >= _BATCH_LIMIT:
+                    self.flush_staged()
+            self._floor[prefix] = upper
+            by_key = self._next.get(prefix)
+            if by_key is not None and len(by_key) > _STALE_LIMIT:
+                self._set_floor(prefix, upper)  # purges the stale cache entries
+            return
+        self._clear_rows(prefix, lower, upper, True)
 
     def clear_range_from(self, from_key: Any) -> None:
         self._clear_range(from_key, None, False, True, False)
 
     def clear(self) -> None:
-        prefix = self._prefix()
-        self._delete_range(prefix, prefix_successor(prefix))
+        prefix = self._current_prefix()
+        self._changing()
+        self._delete_range(prefix, _successor(prefix))
         self._next.pop(prefix, None)
+        self._complete.discard(prefix)
         self._floor.pop(prefix, None)
 
     def invalidate_cache(self) -> None:
-        """Forget cached next indices and floors (after a restore wrote entries directly)."""
+        """Forget cached next indices, floors and seen rows (after a restore wrote entries)."""
+        self._changing()
         self._next.clear()
+        self._complete.clear()
         self._floor.clear()
+
+
+#: ``_NEXT_BYTE[b]`` is the single byte ``b + 1``
+_NEXT_BYTE = [bytes((i + 1,)) for i in range(255)]
+
+
+def _successor(key: bytes) -> bytes | None:
+    """``prefix_successor`` with a fast path for the usual last byte below 0xFF."""
+    if key:
+        last = key[-1]
+        if last != 255:
+            return key[:-1] + _NEXT_BYTE[last]
+    return prefix_successor(key)
 
 
 def _intersects(group: bytes, lower: bytes, upper: bytes | None) -> bool:
@@ -704,6 +1057,24 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
             return _RecordingBatch()
         return rocksdict.WriteBatch(raw_mode=True)
 
+    def _flush_staged(self) -> None:
+        """Write the rows states staged (sorted-state adds) before reading the database whole."""
+        for registration in self._states.values():
+            flush = getattr(registration.state, "flush_staged", None)
+            if flush is not None:
+                flush()
+
+    def flush(self) -> None:
+        """Write the writes states hold back in batches now.
+
+        Sorted states stage their adds (and the deletes of rows below a floor) in a
+        write batch written before any read that could see them; snapshots, change
+        capture and ``keys`` flush by themselves. Call this to have the work done
+        now, e.g. at the end of a timed run.
+        """
+        self._check_open()
+        self._flush_staged()
+
     # -- change tracking (incremental checkpoints) --------------------------------------------------
     @property
     def tracks_changes(self) -> bool:
@@ -722,6 +1093,7 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
                 "EmbeddedRocksDBStateBackend.take_changes(): the backend was built without "
                 "track_changes=True"
             )
+        self._flush_staged()
         tracker = self._tracker
         changes, tracker.changes = tracker.changes, {}
         tracker.size = 0
@@ -736,6 +1108,7 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
         Used to rebuild a database from change files; returns the number of rows.
         """
         self._check_open()
+        self._flush_staged()
         real = self._tracker._real if self._tracker is not None else self._db
         batch = rocksdict.WriteBatch(raw_mode=True)
         count = total = 0
@@ -762,6 +1135,7 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
     def raw_items(self) -> Iterator[tuple[bytes, bytes]]:
         """Every stored (non-timer) row as raw ``(entry key, value)`` in key order."""
         self._check_open()
+        self._flush_staged()
         return self._items(b"", None)
 
     def _delete_range(self, lower: bytes, upper: bytes | None) -> None:
@@ -810,6 +1184,7 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
 
     # -- snapshot / restore ------------------------------------------------------------------------
     def _restore_entries(self, entries: Iterable[StateEntry]) -> None:
+        self._flush_staged()
         batch = self._new_batch()
         count = 0
         for entry in entries:
@@ -829,6 +1204,7 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
     def snapshot(self, key_groups: Iterable[int] | None = None) -> Iterator[StateEntry]:
         """Ordered scan of the owned key groups merged with the timers; streaming."""
         self._check_open()
+        self._flush_staged()
         if key_groups is None:
             selected = list(self.key_group_range)
         else:
@@ -901,6 +1277,7 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
         self._check_open()
         if state_name not in self._states and state_name not in self._restored_meta:
             raise StateError(f"keys(): unknown state {state_name!r}")
+        self._flush_staged()
         ns_bytes = self._namespace_bytes_for(state_name, namespace)
         return self._keys_of(encode_state_name(state_name), ns_bytes)
 
