@@ -15,6 +15,12 @@ module is what that call runs, so it can be tested without Spark:
 
 The state bytes are only ever produced here and read here: a retried or
 restarted micro-batch gets the bytes of the last committed batch from Spark.
+
+A plain rolling ``reduce`` on the heap backend (no user ``open``/``close``, state
+holding only its ``_reduce`` values) takes a lean path with the same results and
+the same state bytes: a dict ``key bytes -> value`` instead of a backend, values
+unpickled only for the keys this batch touches, untouched entries re-encoded
+as they came (see :meth:`KeyGroupRuntime._run_lean_reduce`).
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ import pickle
 import struct
 import tempfile
 import uuid
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..state_store.entries import StateEntry, StateMetaInfo
@@ -37,7 +45,9 @@ from ..state_store.errors import (
     SerializationError,
     StateBackendError,
 )
-from .base import MAX_WATERMARK, MIN_WATERMARK, OperatorConfig, Output
+from ..state_store.namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
+from ..state_store.serializers import PickleSerializer
+from .base import MAX_WATERMARK, MIN_WATERMARK, OperatorConfig, Output, user_function_error
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend
@@ -45,6 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 __all__ = [
     "KEYED_KINDS",
+    "KeyGroupColumns",
     "KeyGroupResult",
     "KeyGroupRuntime",
     "make_keyed_operator",
@@ -61,8 +72,42 @@ KEYED_KINDS = ("process", "reduce", "co_process", "window")
 #: Format tag of the state bytes (first element of the pickled tuple).
 _STATE_FORMAT = "pyspark-datastream/keygroup-state/v1"
 
+#: Namespace bytes of keyed state without a namespace; value serializer of the reduce state.
+_VOID_NS = VOID_NAMESPACE_SERIALIZER.serialize(VOID_NAMESPACE)
+_PICKLE_SERIALIZER = PickleSerializer.INSTANCE
+
 #: ``(key_bytes, timestamp, value, input_index)`` - one input element.
 KeyGroupRow = tuple[bytes, Optional[int], Any, int]
+
+
+class KeyGroupColumns:
+    """The rows of one call as parallel lists (what a columnar reader has anyway).
+
+    Iterating gives :data:`KeyGroupRow` tuples, so it is a valid ``rows`` argument of
+    :meth:`KeyGroupRuntime.run` everywhere; the lean reduce path reads the lists
+    directly. ``input_indexes`` None means every element comes from input 0.
+    """
+
+    __slots__ = ("keys", "timestamps", "values", "input_indexes")
+
+    def __init__(self, keys: list[bytes], timestamps: list[Optional[int]], values: list[Any],
+                 input_indexes: Optional[list[int]] = None) -> None:
+        if not len(keys) == len(timestamps) == len(values) or (
+                input_indexes is not None and len(input_indexes) != len(keys)):
+            raise JobExecutionError(
+                f"KeyGroupColumns: columns of different lengths ({len(keys)} keys, "
+                f"{len(timestamps)} timestamps, {len(values)} values)")
+        self.keys = keys
+        self.timestamps = timestamps
+        self.values = values
+        self.input_indexes = input_indexes
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self) -> Iterator[KeyGroupRow]:
+        sides: Iterable[int] = self.input_indexes if self.input_indexes is not None else repeat(0)
+        return zip(self.keys, self.timestamps, self.values, sides)
 
 
 def make_keyed_operator(kind: str, function: Any) -> Any:
@@ -89,8 +134,8 @@ def encode_state(meta_infos: Iterable[StateMetaInfo], entries: Iterable[StateEnt
     return pickle.dumps((_STATE_FORMAT, metas, rows), pickle.HIGHEST_PROTOCOL)
 
 
-def decode_state(data: bytes) -> tuple[list[StateMetaInfo], list[StateEntry]]:
-    """Inverse of :func:`encode_state`; ``SavepointFormatError`` on foreign bytes."""
+def _load_state(data: bytes) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
+    """The raw ``(meta dicts, entry tuples)`` of :func:`encode_state` bytes."""
     try:
         tag, metas, rows = pickle.loads(data)
     except Exception as exc:
@@ -99,6 +144,12 @@ def decode_state(data: bytes) -> tuple[list[StateMetaInfo], list[StateEntry]]:
         raise SavepointFormatError(
             f"key group state has format {tag!r}, expected {_STATE_FORMAT!r}"
         )
+    return metas, rows
+
+
+def decode_state(data: bytes) -> tuple[list[StateMetaInfo], list[StateEntry]]:
+    """Inverse of :func:`encode_state`; ``SavepointFormatError`` on foreign bytes."""
+    metas, rows = _load_state(data)
     return [StateMetaInfo.from_dict(m) for m in metas], [StateEntry(*r) for r in rows]
 
 
@@ -150,11 +201,16 @@ class KeyGroupRuntime:
         self.function = function
         self.key_serializer = key_serializer
         self.config = config
+        lean = kind == "reduce" and backend_factory is None and store is None
         if backend_factory is None:
             backend_factory = self._heap_backend
         self.backend_factory = backend_factory
         #: RocksDB: the state bytes are a :class:`VersionPointer`, the data lives in files
         self.store = store
+        #: the reduce function when the lean reduce path applies (see ``_run_lean_reduce``)
+        self._lean_reduce = _plain_reduce_function(function) if lean else None
+        #: meta infos (as dicts) a heap ReduceOperator snapshots; computed on first use
+        self._reduce_metas: Optional[list[dict[str, Any]]] = None
 
     def _heap_backend(self) -> KeyedStateBackend:
         from ..state_store.backends.heap import HashMapStateBackend
@@ -178,6 +234,10 @@ class KeyGroupRuntime:
         With a RocksDB ``store``, ``state`` is a version pointer and ``key_group``
         is required; the result's ``state`` is the new pointer.
         """
+        if self._lean_reduce is not None:
+            lean = self._run_lean_reduce(state, rows)
+            if lean is not None:
+                return lean
         name = self.config.operator_name
         store = self.store
         if store is not None and key_group is None:
@@ -234,28 +294,162 @@ class KeyGroupRuntime:
     def _process(self, operator: Any, backend: Any, rows: Iterable[KeyGroupRow],
                  result: KeyGroupResult) -> list[Output]:
         out: list[Output] = []
+        extend = out.extend
         deserialize = self.key_serializer.deserialize
         set_current_key = backend.set_current_key
         process = operator.process_element
         current: Optional[bytes] = None
+        #: key bytes -> key: rows arrive in arrival order, so keys interleave; each distinct
+        #: key is deserialized once per call
+        keys: dict[bytes, Any] = {}
         n = 0
         for key_bytes, timestamp, value, input_index in rows:
             if key_bytes != current:
                 if type(key_bytes) is not bytes:
                     key_bytes = bytes(key_bytes)
-                try:
-                    key = deserialize(key_bytes)
-                except Exception as exc:
-                    raise SerializationError(
-                        f"operator {self.config.operator_name!r}: cannot deserialize key bytes "
-                        f"{key_bytes!r:.80} with {self.key_serializer!r}: {exc}"
-                    ) from exc
+                key = keys.get(key_bytes, _NO_KEY)
+                if key is _NO_KEY:
+                    try:
+                        key = deserialize(key_bytes)
+                    except Exception as exc:
+                        raise SerializationError(
+                            f"operator {self.config.operator_name!r}: cannot deserialize key "
+                            f"bytes {key_bytes!r:.80} with {self.key_serializer!r}: {exc}"
+                        ) from exc
+                    keys[key_bytes] = key
                 set_current_key(key, key_bytes)
                 current = key_bytes
-            out.extend(process(value, timestamp, input_index))
+            extend(process(value, timestamp, input_index))
             n += 1
         result.elements = n
         return out
+
+    # -- lean reduce -----------------------------------------------------------------------
+    def _expected_reduce_metas(self) -> list[dict[str, Any]]:
+        """The meta infos a heap-backed ReduceOperator snapshots (taken from a real one)."""
+        if self._reduce_metas is None:
+            backend = self._heap_backend()
+            operator = make_keyed_operator("reduce", self.function)
+            try:
+                operator.open(backend, self.config)
+                operator.close()
+                self._reduce_metas = [m.to_dict() for m in backend.state_meta_infos()]
+            finally:
+                backend.close()
+        return self._reduce_metas
+
+    def _run_lean_reduce(self, state: Optional[bytes],
+                         rows: Iterable[KeyGroupRow]) -> Optional[KeyGroupResult]:
+        """``run`` for a plain rolling reduce on the heap backend, without a backend.
+
+        Same outputs (every intermediate result, with its element's timestamp, in
+        arrival order) and the same state (unified entries of the ``_reduce`` value
+        state, canonical order, the same meta infos) as the operator path. A STREAMING
+        reduce holds no timers, so watermarks, processing time and end of input emit
+        nothing. Returns None - before consuming ``rows`` - when ``state`` holds
+        anything else (e.g. restored from a savepoint written by another operator
+        layout): the operator path then handles this call.
+        """
+        from .keyed import REDUCE_STATE_NAME
+
+        metas = self._expected_reduce_metas()
+        restored: dict[bytes, tuple[Any, ...]] = {}
+        if state is not None:
+            state_metas, entries = _load_state(state)
+            if state_metas != metas:
+                return None
+            for entry in entries:
+                if entry[1] != REDUCE_STATE_NAME or entry[3] != _VOID_NS or entry[4] != b"":
+                    return None
+                restored[entry[2]] = entry
+        name = self.config.operator_name
+        reduce_function = self._lean_reduce
+        assert reduce_function is not None
+        reduce = reduce_function.reduce
+        if isinstance(rows, KeyGroupColumns):
+            keys, stamps, elements = rows.keys, rows.timestamps, rows.values
+        else:
+            keys, stamps, elements = [], [], []
+            for key_bytes, timestamp, value, _ in rows:
+                keys.append(key_bytes)
+                stamps.append(timestamp)
+                elements.append(value)
+        if set(map(type, keys)) - {bytes}:  # e.g. bytearray from some pandas conversions
+            keys = [k if type(k) is bytes else bytes(k) for k in keys]
+        result = KeyGroupResult()
+        results: list[Any] = []
+        append = results.append
+        try:
+            # running values of the keys this batch touches; a restored one is unpickled
+            # here, the others keep their stored bytes
+            deserialize = _PICKLE_SERIALIZER.deserialize
+            values = {k: deserialize(restored[k][5]) for k in set(keys).intersection(restored)}
+            get = values.get
+            for key_bytes, value in zip(keys, elements):
+                current = get(key_bytes)
+                if current is None:
+                    reduced = value
+                else:
+                    try:
+                        reduced = reduce(current, value)
+                    except DataStreamError:
+                        raise
+                    except Exception as exc:
+                        raise user_function_error(name, "reduce", value, exc) from exc
+                values[key_bytes] = reduced
+                append(reduced)
+            # Output(None, result, timestamp) per element, built at C speed
+            result.outputs = list(map(_new_tuple, repeat(Output),
+                                      zip(repeat(None), results, stamps)))
+            entries_out = [e for k, e in restored.items() if k not in values]
+            serialize = _PICKLE_SERIALIZER.serialize
+            max_parallelism = self.config.max_parallelism
+            for key_bytes, value in values.items():
+                if value is None:  # a None result clears the key's state
+                    continue
+                old = restored.get(key_bytes)
+                key_group = old[0] if old is not None else _crc32(key_bytes) % max_parallelism
+                entries_out.append((key_group, REDUCE_STATE_NAME, key_bytes, _VOID_NS, b"",
+                                    serialize(value)))
+        except DataStreamError:
+            raise
+        except Exception as exc:
+            raise JobExecutionError(
+                f"operator {name!r}: key group micro-batch failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        # canonical order = encoded entry key order; with one state name and the void
+        # namespace that is (key group, key length, key bytes)
+        entries_out.sort(key=_value_entry_order)
+        result.elements = len(results)
+        result.state_entries = len(entries_out)
+        if entries_out:
+            result.state = pickle.dumps((_STATE_FORMAT, metas, entries_out), pickle.HIGHEST_PROTOCOL)
+        return result
+
+
+_NO_KEY = object()
+_crc32 = zlib.crc32
+_new_tuple = tuple.__new__
+
+
+def _value_entry_order(entry: tuple[Any, ...]) -> tuple[int, int, bytes]:
+    return entry[0], len(entry[2]), entry[2]
+
+
+def _plain_reduce_function(function: Any) -> Any:
+    """``function`` as a ReduceFunction when it needs no runtime context (no ``open`` /
+    ``close`` of its own, so it cannot hold keyed state); else None."""
+    from ..state_store.functions import Function
+    from .functions import as_reduce_function
+
+    try:
+        reduce_function = as_reduce_function(function, "reduce_function")
+    except DataStreamError:
+        return None  # the operator path reports it
+    kind = type(reduce_function)
+    if kind.open is not Function.open or kind.close is not Function.close:
+        return None
+    return reduce_function
 
 
 # --------------------------------------------------------------------------------------------

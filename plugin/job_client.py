@@ -17,8 +17,13 @@ What runs how:
     after the micro-batch it is running, waiting a bounded time for it; an interrupted
     batch is simply not committed), lets every downstream query process what its
     upstream had written, stops it, then writes the savepoint of the last committed
-    batches. ``drain=True`` (end of input, every timer fires) is refused: a running
-    Spark file stream cannot be given the end-of-input signal.
+    batches. Every stage's state is then as of the same input (what the first query
+    committed), with the records the earlier stages emitted processed by the later
+    ones. Should a stop interrupt an upstream batch after its output was staged but
+    before it was committed, no such cut exists: stop_with_savepoint raises
+    SavepointError (job stopped, no savepoint). ``drain=True`` (end of input, every
+    timer fires) is refused: a running Spark file stream cannot be given the
+    end-of-input signal.
 
 * **Everything else** (available-now / once triggers, bounded sources): the job runs as
   ``execute`` runs it (queries in order), on a background thread; the client waits for
@@ -69,6 +74,16 @@ def _last_committed_batch(checkpoint: str) -> Optional[int]:
         ids = [int(n) for n in os.listdir(folder) if n.isdigit()]
     except FileNotFoundError:
         return None
+    return max(ids) if ids else None
+
+
+def _last_sink_batch(data: str) -> Optional[int]:
+    """The highest batch id in the file sink log ``<data>/_spark_metadata`` (None if none)."""
+    try:
+        names = os.listdir(os.path.join(data, "_spark_metadata"))
+    except FileNotFoundError:
+        return None
+    ids = [int(n.split(".")[0]) for n in names if n.split(".")[0].isdigit()]
     return max(ids) if ids else None
 
 
@@ -294,6 +309,9 @@ class JobClient:
                     self._fail(name, exc)
                     raise SavepointError(
                         f"stop_with_savepoint({path!r}): no savepoint written") from self._error
+                ahead = self._staged_ahead(name)
+                if ahead is not None:
+                    self._abort_torn_cut(path, name, *ahead)
             self._write(path)
             self._finish_queries(JobStatus.FINISHED)
             return path
@@ -321,6 +339,35 @@ class JobClient:
 
         root = self._translator._query_roots.get(name)
         return root is not None and bool(keyed_nodes_in_query(root))
+
+    def _staged_ahead(self, name: str) -> Optional[tuple[int, Optional[int]]]:
+        """``(staged, committed)`` batch ids when query ``name`` stages its output for a
+        downstream query (a file sink under ``<root>/<name>/data``) and its sink log holds
+        a batch its commit log does not (a stop interrupted that batch between the two
+        writes); None when its staged output and its committed state agree."""
+        data = os.path.join(self._translator._root(), name, "data")
+        if not os.path.isdir(data):
+            return None
+        staged = _last_sink_batch(data)
+        committed = _last_committed_batch(self._checkpoint(name))
+        if staged is not None and (committed is None or staged > committed):
+            return staged, committed
+        return None
+
+    def _abort_torn_cut(self, path: str, name: str, staged: int,
+                        committed: Optional[int]) -> None:
+        """Stop everything and raise: the stages no longer share one point of the input."""
+        for _, q in self._queries:
+            if q.isActive:
+                q.stop()
+        self._status = JobStatus.FAILED
+        self._error = SavepointError(
+            f"stop_with_savepoint({path!r}): query {name!r} was stopped inside micro-batch "
+            f"{staged}: its output for the next stage is staged but its state is committed "
+            f"only up to batch {committed}, so the stages have no consistent cut; no "
+            "savepoint was written. The job is stopped; restarting it from its checkpoint "
+            "directory re-runs that batch (exactly once), then stop it again")
+        raise self._error
 
     @staticmethod
     def _stop_after_batch(query: Any) -> None:

@@ -171,21 +171,78 @@ def write_savepoint(
     n = int(num_files or int(spark.conf.get("spark.sql.shuffle.partitions", "4") or 4))
     n = max(1, min(n, maxp))
     df = entries_df.select(
-        _kind_column(metadata).alias("kind"),
         F.col("operator_uid").cast("string"), F.col("key_group").cast("int"),
         F.col("key").cast("binary"), F.col("state_name").cast("string"),
         F.coalesce(F.col("namespace").cast("binary"), F.lit(b"")).alias("namespace"),
         F.coalesce(F.col("user_key").cast("binary"), F.lit(b"")).alias("user_key"),
         F.coalesce(F.col("value").cast("binary"), F.lit(b"")).alias("value"),
     )
-    df = df.repartition(n, F.floor(F.col("key_group") * F.lit(n) / F.lit(maxp))) \
-        .sortWithinPartitions("operator_uid", "key_group", "key", "state_name", "namespace",
-                              "user_key")
+    # file i <- key-group range i, sorted; ``kind`` is added after the sort (narrower rows
+    # to shuffle and sort, the sort spills later)
+    df = df.repartition(n, _range_partition(n, maxp)).sortWithinPartitions(_write_order())
+    df = df.select(_kind_column(metadata).alias("kind"), *[c for c in df.columns])
     from .delta_io import session_has_delta
 
     if session_has_delta(spark):
         return _write_with_spark_delta(spark, path, df, metadata)
     return _write_with_delta_rs(spark, path, df, metadata)
+
+
+def _spark_hash_int(value: int) -> int:
+    """Spark's ``hash()`` of an INT (Murmur3 x86_32 ``hashInt``, seed 42), signed."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+    k1 = rotl(((value & 0xFFFFFFFF) * 0xCC9E2D51) & 0xFFFFFFFF, 15)
+    k1 = (k1 * 0x1B873593) & 0xFFFFFFFF
+    h1 = rotl(42 ^ k1, 13)
+    h1 = (h1 * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & 0xFFFFFFFF
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & 0xFFFFFFFF
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
+def _range_partition(n: int, maxp: int) -> Any:
+    """Partitioning column for ``repartition(n, col)`` that sends key-group range
+    ``r = key_group * n // maxp`` to partition ``r`` exactly.
+
+    ``repartition(n, expr)`` places a row in ``pmod(hash(expr), n)``; hashing the range
+    number itself scatters ranges (several in one partition, others empty: skewed,
+    non-contiguous files). So each range maps to an int whose hash lands in partition
+    ``r`` (found here, on the driver, with Spark's own hash function).
+    """
+    from pyspark.sql import functions as F
+
+    slots: dict[int, int] = {}
+    candidate = 0
+    while len(slots) < n:
+        slots.setdefault(_spark_hash_int(candidate) % n, candidate)
+        candidate += 1
+    ranges = F.floor(F.col("key_group") * F.lit(n) / F.lit(maxp)).cast("int")
+    return F.element_at(F.array(*[F.lit(slots[r]) for r in range(n)]), ranges + F.lit(1))
+
+
+def _write_order() -> Any:
+    """The one sort column of a savepoint write: ``key_group << 48 | 48 bits of
+    xxhash64(operator_uid, key)`` (non-negative: key groups are < 2**15).
+
+    Rows come out in key-group order with the entries of one (operator, key) together
+    (two keys of one key group sharing the 48-bit hash, about 1e-7 per key group at 8k
+    keys, are ordered by arrival). A single long sort column lets Spark use its radix
+    sort, which is stable: a key's entries keep the canonical order (state name,
+    namespace, user key) in which the writers here produce them, provided they reach
+    the write from one input task (true unless a staged input file is split mid-key;
+    no reader depends on the order inside a key).
+    Sorting by the six entry columns instead made the write ~30% slower (10M entries).
+    """
+    from pyspark.sql import functions as F
+
+    mixed = F.xxhash64(F.col("operator_uid"), F.col("key")).bitwiseAND(F.lit((1 << 48) - 1))
+    return F.shiftleft(F.col("key_group").cast("long"), 48).bitwiseOR(mixed)
 
 
 def _write_with_spark_delta(spark: SparkSession, path: str, df: DataFrame,

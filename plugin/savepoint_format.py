@@ -19,9 +19,12 @@ Columns (:data:`SAVEPOINT_COLUMNS`)::
 
 Entry rows are byte-for-byte the :class:`~pyspark_datastream.state_store.entries.StateEntry`
 rows that every backend's ``snapshot()`` produces, so the same program state gives
-the same rows whatever backend or mode wrote it. Each data file holds a
-contiguous range of key groups, sorted by ``(operator_uid, key_group, key,
-state_name, namespace, user_key)``.
+the same rows whatever backend or mode wrote it. Data file ``i`` of a version holds
+key-group range ``i`` (``key_group * files // max_parallelism == i``) in key-group
+order; inside a key group the entries of one (operator, key) are contiguous (keys
+ordered by a 48-bit hash of operator uid and key, see ``savepoint._write_order``), each
+key's entries in the canonical order (state name, namespace, user key) the writers
+produce them in.
 
 **Atomicity.** The metadata travels as one row of the same table, committed in
 the same Delta transaction as the entries: a version either has both or does

@@ -49,7 +49,16 @@ from ..operators.base import MIN_WATERMARK, OperatorConfig
 from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
 from ..state_store.errors import ConfigurationError, GraphBuildError, JobExecutionError
 from .batch import BatchTranslator, Stream
-from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE
+from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
+from .group_frames import (
+    BLOB,
+    gc_paused,
+    group_rows,
+    output_blobs,
+    typed_input_encoding,
+    typed_output_encoding,
+    unpack_blobs,
+)
 from .passes import PassSpec, output_ddl, run_pass
 from .timecheck import processing_time_use
 
@@ -128,6 +137,10 @@ class _GroupSpec:
     restoring: bool = False
     #: GroupState timeouts run on processing time (ProcessingTimeTimeout), not event time
     processing_timeout: bool = False
+    #: records arrive as these typed columns instead of pickled ``_v`` (group_frames.py)
+    input_enc: Optional[Encoding] = None
+    #: records leave as these typed columns instead of pickled ``_v``
+    output_enc: Optional[Encoding] = None
 
 
 def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -154,8 +167,12 @@ def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
         return rt
 
     def fn(key: tuple[Any, ...], pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
-        import pandas as pd
+        with gc_paused():
+            frame = run(key, pdfs, state)
+        if frame is not None:
+            yield frame
 
+    def run(key: tuple[Any, ...], pdfs: Iterator[Any], state: Any) -> Any:
         frames = [p for p in pdfs if len(p)]
         kg = key[0]
         if kg is None or kg < 0:  # the end-of-input sentinel's own group
@@ -171,16 +188,7 @@ def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
         wm_s = int(state.getCurrentWatermarkMs())
         end = wm_s >= _END_THRESHOLD
         watermark = wm_s - 1 if (spec.event_time and wm_s > 0 and not end) else MIN_WATERMARK
-        rows: list[tuple[Any, ...]] = []
-        if frames:
-            pdf = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-            pdf = pdf.sort_values(SEQ, kind="stable")
-            loads = pickle.loads
-            keys = pdf[KEY].tolist()
-            stamps = [None if t is None or t != t else int(t) for t in pdf[TS].tolist()]
-            values = [loads(v) for v in pdf[VALUE].tolist()]
-            sides = pdf[SIDE].astype(int).tolist() if spec.sided else [0] * len(keys)
-            rows = list(zip(keys, stamps, values, sides))
+        rows = group_rows(frames, spec.input_enc, spec.sided) if frames else ()
         previous = state.get[0] if state.exists else None
         if restored is not None and previous is None:
             if spec.backend[0] == "rocksdb":
@@ -214,22 +222,7 @@ def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
                 due.append(wm_s)
             if due:
                 state.setTimeoutTimestamp(max(min(due), wm_s, 1))
-        tags, ts_out, vals = [], [], []
-        dumps = pickle.dumps
-        for out in result.outputs:
-            if out.tag is not None and out.tag not in spec.tags:
-                continue
-            tags.append(out.tag)
-            ts_out.append(out.timestamp)
-            vals.append(dumps(out.value, pickle.HIGHEST_PROTOCOL))
-        if not vals:
-            return
-        data: dict[str, Any] = {}
-        if spec.tags:
-            data[TAG] = pd.Series(tags, dtype=object)
-        data[TS] = pd.array(ts_out, dtype="Int64")
-        data[VALUE] = pd.Series(vals, dtype=object)
-        yield pd.DataFrame(data)
+        return output_blobs(result.outputs, spec.tags, spec.output_enc, spec.name)
 
     return fn
 
@@ -269,6 +262,19 @@ def _seq_pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], Ite
                                              names=list(b.schema.names) + [SEQ])
 
     return fn
+
+
+def _append_seq(batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` function: the batches plus ``_seq`` (as :func:`_seq_pass` numbers)."""
+    import numpy as np
+    import pyarrow as pa
+
+    base = _partition_id() << 40
+    n = 0
+    for b in batches:
+        seq = pa.array(np.arange(base + n, base + n + b.num_rows, dtype=np.int64))
+        n += b.num_rows
+        yield pa.RecordBatch.from_arrays(list(b.columns) + [seq], names=list(b.schema.names) + [SEQ])
 
 
 class StreamingTranslator(BatchTranslator):
@@ -314,6 +320,8 @@ class StreamingTranslator(BatchTranslator):
         self._group_specs: dict[int, _GroupSpec] = {}
         #: query name -> root node of the DataFrame it runs (every query, for job clients)
         self._query_roots: dict[str, Transformation] = {}
+        #: keyed node id -> typed encoding of its native keyed input (``_native_keyed_input_df``)
+        self._typed_inputs: dict[int, Encoding] = {}
         #: when a list, ``_run_query`` only starts each query and appends ``(name, query)``
         #: (``env.execute_async``, plugin/job_client.py) instead of waiting for it
         self._async_queries: Optional[list[tuple[str, Any]]] = None
@@ -372,7 +380,7 @@ class StreamingTranslator(BatchTranslator):
         finally:
             self._savepoint_run = None
 
-    def _run_sinks(self, sinks: list[SinkNode]) -> dict[str, int]:
+    def _run_sinks(self, sinks: list[SinkNode], savepoint: Any = None) -> dict[str, int]:
         counts: dict[str, int] = {}
         for i, sink in enumerate(sinks):
             source = sink.inputs[0]
@@ -504,14 +512,17 @@ class StreamingTranslator(BatchTranslator):
         """``_ts, _kg, _k, _v, _seq`` for ``consumer``; staged through files when upstream
         already holds a stateful operator (one per query)."""
         parent = self._input_stream(key_node.inputs[0])
-        spec = PassSpec(
-            name=key_node.name, input_enc=parent.enc, output_enc=PICKLED,
-            config=dict(self.op_config), sided=parent.sided, co_stage=parent.co_stage,
-            keyed=parent.keyed, chain=list(parent.chain),
-            key_out=(key_node.key_selector, key_node.key_serializer),
-            max_parallelism=self.max_parallelism,
-        )
-        df = parent.df.mapInArrow(_seq_pass(spec, self.parallelism), output_ddl(spec) + f", {SEQ} bigint")
+        df = self._native_keyed_input_df(parent, key_node, consumer)
+        if df is None:
+            spec = PassSpec(
+                name=key_node.name, input_enc=parent.enc, output_enc=PICKLED,
+                config=dict(self.op_config), sided=parent.sided, co_stage=parent.co_stage,
+                keyed=parent.keyed, chain=list(parent.chain),
+                key_out=(key_node.key_selector, key_node.key_serializer),
+                max_parallelism=self.max_parallelism,
+            )
+            df = parent.df.mapInArrow(_seq_pass(spec, self.parallelism),
+                                      output_ddl(spec) + f", {SEQ} bigint")
         if _has_keyed_ancestor(key_node):
             stage = self._stage_names[consumer.id]
             # names must be stable across runs of the same job (node ids are not)
@@ -523,6 +534,54 @@ class StreamingTranslator(BatchTranslator):
             df = self._through_files(df, name)
             if self._savepoint_run is not None:  # streaming_savepoint.py: watermark carrier
                 df = self._savepoint_run.forward_watermark(df, name, key_node, consumer)
+        return df
+
+    def _native_keyed_input_df(self, parent: Stream, key_node: KeyByNode,
+                               consumer: Transformation) -> Optional[DataFrame]:
+        """``_ts, _kg, _k, <typed columns>, _seq`` computed by Spark (no per-record Python):
+        for a one-input keyed operator whose key selector reads one string/integer field of
+        a typed stream whose columns pandas keeps exact (group_frames.py). ``_seq`` numbers
+        the records in arrival order inside the micro-batch partition, as the Python pass
+        does. Not used when restoring from a savepoint (its rows carry state bytes in
+        ``_v``). Records the encoding in ``self._typed_inputs``."""
+        if not self.pushdown or not isinstance(consumer, KeyedNode):
+            return None
+        if self._restore is not None and self._restore.meta_for(consumer) is not None:
+            return None
+        key_field = self._key_field(parent, key_node)
+        if key_field is None:
+            return None
+        enc = typed_input_encoding(parent.enc, parent.df.schema)
+        if enc is None:
+            return None
+        from pyspark.sql import functions as F
+
+        from ..tracing import native_key_bytes
+
+        name = parent.enc.columns[key_field[0]]
+        column = F.col(f"`{name}`")
+        key_bytes = native_key_bytes(column, key_field[1], key_node.key_serializer)
+        if key_bytes is None:
+            return None
+        if parent.df.schema[name].nullable:
+            try:  # a null key is a key too (the Python pass serializes None)
+                null_key = key_node.key_serializer.serialize(None)
+            except Exception:  # noqa: BLE001 - the Python pass reports it per record
+                return None
+            key_bytes = F.coalesce(key_bytes, F.lit(bytearray(null_key)))
+        # Spark refuses monotonically_increasing_id() on streams: a pass that only appends
+        # the numbers (no per-record Python), before the key columns exist (fewer bytes)
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        df = parent.df.select(TS, *[F.col(f"`{c}`") for c in enc.columns])
+        schema = StructType([*df.schema.fields, StructField(SEQ, LongType(), nullable=False)])
+        df = df.mapInArrow(_append_seq, schema)
+        df = df.withColumn(KEY, key_bytes)
+        df = df.withColumn(KG, F.pmod(F.crc32(F.col(KEY)), F.lit(self.max_parallelism)).cast("int"))
+        df = df.select(TS, KG, KEY, *[F.col(f"`{c}`") for c in enc.columns], SEQ)
+        self._typed_inputs[consumer.id] = enc
+        log.info("STREAMING: %s computes key groups natively; records stay typed columns",
+                 key_node.name)
         return df
 
     def _through_files(self, df: DataFrame, name: str) -> DataFrame:
@@ -566,8 +625,12 @@ class StreamingTranslator(BatchTranslator):
                     cols[f.name] = pa.array([0], type=pa.int64())
                 elif f.name == SIDE:
                     cols[f.name] = pa.array([0], type=pa.int32())
-                else:
+                elif f.name in (KEY, VALUE, TAG):
                     cols[f.name] = pa.array([None], type=pa.binary())
+                else:  # typed record columns (native keyed input)
+                    from pyspark.sql.pandas.types import to_arrow_type
+
+                    cols[f.name] = pa.nulls(1, type=to_arrow_type(f.dataType, timezone="UTC"))
             table = pa.table(cols)
             _write_atomically(folder, lambda tmp: pq.write_table(table, os.path.join(tmp, "eoi.parquet")))
         return self.spark.readStream.schema(schema).parquet(folder)
@@ -601,18 +664,25 @@ class StreamingTranslator(BatchTranslator):
             _ET, metadata={"spark.watermarkDelayMs": delay}))
         tags = self._tags.get(node.id, frozenset())
         backend_kind = "rocksdb" if self.backend[0] == "rocksdb" else "hashmap"
+        # group_frames.py: typed columns in (native keyed input) and out, where pandas keeps
+        # them exact; pickled ``_v`` otherwise
+        out_enc = None if tags else typed_output_encoding(node.output_type)
         spec = _GroupSpec(node.name, kind, function, key_serializer, dict(self.op_config),
                           ws is not None, sided, tags,
                           (backend_kind, dict(self.backend[1] or {})),
                           os.path.join(self._root(), "state", stage), restoring,
-                          processing_timeout)
+                          processing_timeout, self._typed_inputs.get(node.id), out_enc)
         self._group_specs[node.id] = spec
-        ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {VALUE} binary"
+        payload = ", ".join(out_enc.spark_fields()) if out_enc is not None else f"{VALUE} binary"
+        ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {payload}"
         timeout = (GroupStateTimeout.ProcessingTimeTimeout if processing_timeout
                    else GroupStateTimeout.EventTimeTimeout)
+        # the function returns its rows as Arrow IPC blobs; a zero-copy pass unpacks them
         out = df.groupBy(KG).applyInPandasWithState(
-            _group_function(spec), ddl, _STATE_SCHEMA, "append", timeout)
-        return Stream(out, PICKLED, node.output_type, name=node.name, tagged=bool(tags))
+            _group_function(spec), f"{BLOB} binary", _STATE_SCHEMA, "append", timeout)
+        out = out.mapInArrow(unpack_blobs, ddl)
+        return Stream(out, out_enc or PICKLED, node.output_type, name=node.name,
+                      tagged=bool(tags))
 
     def _processing_timeout(self, node: Transformation, function: Any, ws: Any) -> bool:
         """Whether the operator's GroupState timeout runs on processing time.

@@ -16,6 +16,19 @@ Used by :class:`~pyspark_datastream.plugin.translation.streaming.StreamingTransl
   ``RocksDBKeyGroupStore.export_entries``) into unified entry rows, staged as
   Parquet, then written by :func:`~pyspark_datastream.savepoint.write_savepoint`.
   Nothing but the (small) state meta infos reaches the driver.
+* **Multi-stage jobs** (one query per keyed stage, joined by staging tables): the
+  queries run one after the other, each to the end of what its upstream wrote, so
+  every stage's state is as of the whole input and the timers an upstream stage
+  fired have reached the downstream stage. Flink forwards the watermark through
+  operators; a downstream query here derives its own from the event times it
+  reads, which lag its upstream's when the upstream emits with older timestamps
+  (e.g. on timers). So a savepoint run feeds each downstream stage whose watermark
+  is forwarded (no watermark strategy between the stages) one *watermark carrier*
+  row (key group -1, ignored by the operator) with event time = the upstream
+  query's final Spark watermark + the downstream's out-of-orderness, written after
+  the upstream query finished (:meth:`StreamingSavepointWrite.forward_watermark`,
+  :meth:`StreamingSavepointWrite.after_query`): every stage ends at the job's final
+  watermark, as in BATCH's savepoint.
 * **Restore** (``execution.savepoint.path``): checked before any query starts by
   :class:`~.batch_savepoint.BatchRestore` (built by the translator constructor).
   :func:`restore_rows_folder` packs the savepoint entries of one operator into
@@ -36,9 +49,11 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from ..graph import CoKeyedNode, KeyedNode, Transformation
+from ..progress import Heartbeat, fmt_count, observe, observed_metrics
 from ..savepoint_format import OperatorMetadata, SavepointMetadata
 from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import SavepointFormatError
@@ -84,6 +99,42 @@ def keyed_nodes_in_query(root: Transformation) -> list[Transformation]:
             continue
         todo.extend(n.inputs)
     return found
+
+
+def _watermark_forwarded(key_node: Transformation) -> bool:
+    """True when the nearest watermark source above ``key_node`` is a keyed stage (whose
+    watermark Flink forwards), not a watermark strategy (which generates a new one)."""
+    seen: set[int] = set()
+    todo = list(key_node.inputs)
+    while todo:
+        n = todo.pop(0)
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        ws = getattr(n, "watermark_strategy", None)
+        if ws is not None and ws.kind != "none":
+            return False
+        if isinstance(n, (KeyedNode, CoKeyedNode)):
+            return True
+        todo.extend(n.inputs)
+    return False
+
+
+def _write_carrier(folder: str, schema: Any, event_time: int) -> None:
+    """One Parquet file with one row of ``schema``: key group -1 at ``event_time``."""
+    import uuid
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow = to_arrow_schema(schema)
+    values = {TS: event_time, KG: -1, "_seq": 0, SIDE: 0}
+    table = pa.table({f.name: pa.array([values.get(f.name)], type=f.type) for f in arrow})
+    name = f"carrier-{uuid.uuid4().hex[:12]}.parquet"
+    tmp = os.path.join(folder, f".{name}.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, os.path.join(folder, name))
 
 
 def _spark_watermark_ms(text: Optional[str]) -> int:
@@ -146,6 +197,38 @@ class StreamingSavepointWrite:
         check_savepoint_uids(translator.nodes)
         #: query name -> root node of the DataFrame it runs (filled by the translator)
         self.queries: dict[str, Transformation] = {}
+        #: staging query name -> (carrier folder, staged schema, downstream delay ms)
+        self._carriers: dict[str, tuple[str, Any, int]] = {}
+
+    def forward_watermark(self, df: DataFrame, name: str, key_node: Transformation,
+                          consumer: Transformation) -> DataFrame:
+        """``df`` (the staged input ``name`` of ``consumer``) plus a file stream of the
+        watermark carrier row :meth:`after_query` writes once query ``name`` finished; ``df``
+        unchanged when ``consumer`` has no event time or a watermark strategy between the
+        stages generates its watermark (Flink does not forward one through it)."""
+        t = self.translator
+        strategy = t._watermark_strategy(consumer)
+        if strategy is None or not _watermark_forwarded(key_node):
+            return df
+        folder = os.path.join(t._root(), f"{name}-watermark")
+        os.makedirs(folder, exist_ok=True)
+        self._carriers[name] = (folder, df.schema, int(strategy.out_of_orderness_ms or 0))
+        return df.unionByName(t.spark.readStream.schema(df.schema).parquet(folder))
+
+    def after_query(self, name: str) -> None:
+        """Query ``name`` finished: when it stages a forwarded watermark, write the carrier
+        row (event time = its final Spark watermark + the consumer's out-of-orderness)."""
+        carrier = self._carriers.get(name)
+        if carrier is None:
+            return
+        folder, schema, delay = carrier
+        rows = [r for r in self.translator.progress if r["query"] == name]
+        mark = max((_spark_watermark_ms(r["watermark"]) for r in rows), default=0)
+        if mark <= 0:
+            return  # no watermark advanced upstream: nothing to forward
+        _write_carrier(folder, schema, mark + delay)
+        log.info("STREAMING savepoint: watermark %d of query %s forwarded to its consumer",
+                 mark, name)
 
     def _query_of(self, node: Transformation) -> Optional[str]:
         for name, root in self.queries.items():
@@ -169,11 +252,15 @@ class StreamingSavepointWrite:
 
         ``batch_ids`` (job clients, queries maybe still running): read each query's state as
         of that committed micro-batch; a query not in it has committed none and is empty."""
+        from pyspark.sql import functions as F
+
         from ..savepoint import write_savepoint
 
         t = self.translator
         spark = t.spark
         staging = tempfile.mkdtemp(prefix="pyspark-datastream-savepoint-")
+        start = time.monotonic()
+        total_entries: Optional[int] = 0
         try:
             ops: dict[str, OperatorMetadata] = {}
             parts: list[DataFrame] = []
@@ -195,7 +282,23 @@ class StreamingSavepointWrite:
                             reader = reader.option("batchId", int(batch_ids[name]))
                         raw = reader.load(checkpoint).selectExpr(
                             "key._kg AS kg", "value.groupState.s AS s")
-                        raw.mapInArrow(_export_pass(uid, spec), _ENTRY_DDL).write.parquet(folder)
+                        exported = raw.mapInArrow(_export_pass(uid, spec), _ENTRY_DDL)
+                        is_meta = F.col("state_name") == F.lit(_META)
+                        exported, obs = observe(exported, f"savepoint export {uid}", {
+                            "entries": F.count(F.when(~is_meta, F.lit(1))),
+                            "key_groups": F.count(F.when(is_meta, F.lit(1)))})
+                        op_start = time.monotonic()
+                        with Heartbeat(f"exporting the state of operator {uid!r} for the "
+                                       f"savepoint {self.path}"):
+                            exported.write.parquet(folder)
+                        got = observed_metrics(obs) or {}
+                        n = got.get("entries")
+                        total_entries = None if n is None or total_entries is None \
+                            else total_entries + int(n)
+                        log.info("STREAMING savepoint: operator %r: %s state entries of %s key "
+                                 "groups exported by the executors in %.1f s", uid,
+                                 fmt_count(n), fmt_count(got.get("key_groups")),
+                                 time.monotonic() - op_start)
                         staged = spark.read.parquet(folder)
                         for row in staged.filter(staged.state_name == _META).select(
                                 "value").distinct().collect():
@@ -219,9 +322,11 @@ class StreamingSavepointWrite:
                 union = df if union is None else union.unionByName(df)
             if union is None:
                 union = spark.createDataFrame([], _ENTRY_DDL)
+            log.info("STREAMING savepoint: writing %s state entries of operators %s to %s",
+                     fmt_count(total_entries), sorted(ops), self.path)
             version = write_savepoint(spark, self.path, union, metadata)
-            log.info("STREAMING savepoint written to %s (version %d, operators %s)", self.path,
-                     version, sorted(ops))
+            log.info("STREAMING savepoint written to %s (version %d, operators %s) in %.1f s",
+                     self.path, version, sorted(ops), time.monotonic() - start)
             return version
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -260,6 +365,8 @@ def _pack_pass(metas: list[dict[str, Any]], sided: bool
 def restore_rows_folder(translator: Any, node: Transformation, folder: str, schema: Any) -> None:
     """Write (once, atomically) ``node``'s savepoint state as one row per key group with the
     keyed input's ``schema`` into ``folder``; executors pack and write, nothing is collected."""
+    from pyspark.sql import functions as F
+
     from ..savepoint import load_operator_state
 
     if os.path.isdir(folder):
@@ -272,10 +379,19 @@ def restore_rows_folder(translator: Any, node: Transformation, folder: str, sche
                                   max_parallelism=translator.max_parallelism,
                                   version=restore.version)
     sided = SIDE in schema.fieldNames()
+    entries, obs_in = observe(entries, f"restore entries {node.effective_uid()}",
+                              {"entries": F.count(F.lit(1))})
     packed = entries.groupBy("key_group").applyInPandas(
         _pack_pass([m.to_dict() for m in op.states], sided), schema)
+    packed, obs_out = observe(packed, f"restore key groups {node.effective_uid()}",
+                              {"key_groups": F.count(F.lit(1))})
     tmp = f"{folder}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    packed.write.parquet(tmp)
+    start = time.monotonic()
+    with Heartbeat(f"loading the savepoint state of {node.describe()} from {restore.path}"):
+        packed.write.parquet(tmp)
     os.replace(tmp, folder)
-    log.info("STREAMING: savepoint state of %s staged for restore in %s", node.describe(), folder)
+    log.info("STREAMING restore: %s state entries in %s key groups of %s loaded from savepoint "
+             "%s in %.1f s, staged in %s", fmt_count((observed_metrics(obs_in) or {}).get("entries")),
+             fmt_count((observed_metrics(obs_out) or {}).get("key_groups")), node.describe(),
+             restore.path, time.monotonic() - start, folder)

@@ -1,0 +1,314 @@
+"""Savepoints of multi-stage STREAMING jobs (one checkpointed query per keyed stage, joined by
+staging tables): every stage's state at one point of the input, equal to BATCH's savepoint
+(the handoff property); restore into STREAMING and BATCH continues as one uninterrupted run;
+``stop_with_savepoint`` of a running multi-stage job (real Spark, delta-rs)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+from pyspark_datastream import (
+    Duration,
+    JobStatus,
+    KeyedProcessFunction,
+    MapStateDescriptor,
+    TimestampAssigner,
+    Types,
+    ValueStateDescriptor,
+    WatermarkStrategy,
+)
+from pyspark_datastream.savepoint import Savepoint
+from pyspark_datastream.state_store.errors import SavepointError
+
+OOO = 5_000
+GAP = 30_000
+EVENT = Types.TUPLE([Types.STRING(), Types.STRING(), Types.LONG()])  # user, region, ts
+PER_USER = Types.TUPLE([Types.STRING(), Types.STRING(), Types.LONG(), Types.LONG()])
+OUT = Types.TUPLE([Types.STRING(), Types.LONG()])  # region, total
+ENTRY_COLS = ["operator_uid", "key_group", "key", "state_name", "namespace", "user_key", "value"]
+
+# A: north's activity ends early (its deadline 62_000 <= the final watermark 94_999 fires in
+# A); south's and east's deadlines (130_000, 129_000) stay pending; east gets no data in B.
+DATA_A = [("ann", "north", 1_000), ("bo", "north", 2_000), ("ann", "north", 32_000),
+          ("cy", "south", 40_000), ("cy", "south", 100_000), ("dee", "east", 99_000),
+          ("bo", "north", 20_000), ("eve", "south", 95_000)]
+DATA_B = [("ann", "north", 150_000), ("cy", "south", 110_000), ("fay", "west", 200_000)]
+FINAL_WM_A = 100_000 - OOO - 1
+
+
+class Ts(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value[2]
+
+
+def _per_user(a, b):
+    """Stage 1 (keyed by user): running (user, region, latest event time, count)."""
+    return (a[0], a[1], max(a[2], b[2]), a[3] + b[3])
+
+
+class RegionTotals(KeyedProcessFunction):
+    """Stage 2 (keyed by region): the latest count per user (MapState) and ONE event-time
+    timer at the region's latest activity + GAP (moved on each record); when it fires the
+    region's total is emitted. Order-insensitive, so BATCH (one final value per user from
+    the reduce) and STREAMING (every running value) hold the same state."""
+
+    def open(self, runtime_context):
+        self.counts = runtime_context.get_map_state(
+            MapStateDescriptor("counts", Types.STRING(), Types.LONG()))
+        self.deadline = runtime_context.get_state(ValueStateDescriptor("deadline", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        user, _, ts, n = value
+        old = self.counts.get(user)
+        if old is None or n > old:
+            self.counts.put(user, n)
+        due = self.deadline.value()
+        new = ts + GAP if due is None else max(due, ts + GAP)
+        if new != due:
+            if due is not None:
+                ctx.timer_service().delete_event_time_timer(due)
+            ctx.timer_service().register_event_time_timer(new)
+            self.deadline.update(new)
+        return iter(())
+
+    def on_timer(self, timestamp, ctx):
+        if self.deadline.value() == timestamp:
+            self.deadline.clear()
+            yield (ctx.get_current_key(), sum(self.counts.values()))
+
+
+def _job(env, data, out):
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+        Duration.of_millis(OOO)).with_timestamp_assigner(Ts())
+    (env.from_collection(data, EVENT).assign_timestamps_and_watermarks(strategy)
+     .map(lambda e: (e[0], e[1], e[2], 1), output_type=PER_USER)
+     .key_by(lambda r: r[0], key_type=Types.STRING()).reduce(_per_user).uid("per-user")
+     .key_by(lambda r: r[1], key_type=Types.STRING())
+     .process(RegionTotals(), output_type=OUT).uid("per-region")
+     .sink_to_delta(out))
+
+
+def _env(env_factory, tmp_path, mode, name, **config):
+    if mode == "STREAMING":
+        config.setdefault("execution.checkpointing.dir", str(tmp_path / f"ckpt-{name}"))
+    return env_factory(mode, config)
+
+
+def _run(env, data, out, job, savepoint_path=None):
+    _job(env, data, out)
+    env.execute(job, savepoint_path=savepoint_path)
+    return sorted(tuple(r.values()) for r in DeltaTable(out).to_pyarrow_table().to_pylist())
+
+
+def _final(rows):
+    """Last total per region (totals only grow)."""
+    final: dict[str, int] = {}
+    for region, total in rows:
+        final[region] = max(total, final.get(region, 0))
+    return final
+
+
+def _entry_rows(loaded, uid):
+    df = loaded.entries(uid).select(*ENTRY_COLS)
+    return sorted(tuple(bytes(v) if isinstance(v, (bytes, bytearray)) else v for v in r)
+                  for r in df.collect())
+
+
+def _decoded(loaded):
+    """Both stages' state and timers, decoded to plain Python values."""
+    # the reduce's running value is the internal, pickled ValueState "_reduce"
+    users = [pickle.loads(bytes(r["value"])) for r in
+             loaded.entries("per-user").filter("state_name = '_reduce'").collect()]
+    regions = loaded.read_keyed_state(
+        "per-region", MapStateDescriptor("counts", Types.STRING(), Types.LONG()),
+        ValueStateDescriptor("deadline", Types.LONG())).collect()
+    return (sorted((u[0], u) for u in users),
+            sorted((r["key"], sorted(dict(r["counts"] or {}).items()), r["deadline"])
+                   for r in regions),
+            sorted((r["key"], r["timestamp"]) for r in loaded.read_timers("per-user").collect()),
+            sorted((r["key"], r["timestamp"]) for r in loaded.read_timers("per-region").collect()))
+
+
+def test_multistage_handoff_and_restore_into_both_modes(env_factory, spark, tmp_path):
+    sp_stream, sp_batch = str(tmp_path / "sp-stream"), str(tmp_path / "sp-batch")
+    env = _env(env_factory, tmp_path, "STREAMING", "a")
+    out_a = _run(env, DATA_A, str(tmp_path / "a"), "multi-a", sp_stream)
+    assert out_a == [("north", 4)]  # only north's deadline passed the final watermark
+    env = _env(env_factory, tmp_path, "BATCH", "a-batch")
+    assert _run(env, DATA_A, str(tmp_path / "a-batch"), "multi-a", sp_batch) == out_a
+
+    stream, batch = Savepoint.load(sp_stream, spark), Savepoint.load(sp_batch, spark)
+    assert stream.operators() == batch.operators() == ["per-region", "per-user"]
+    assert stream.metadata().final_watermark == batch.metadata().final_watermark == FINAL_WM_A
+    users, regions, user_timers, region_timers = _decoded(stream)
+    assert users == [("ann", ("ann", "north", 32_000, 2)), ("bo", ("bo", "north", 20_000, 2)),
+                     ("cy", ("cy", "south", 100_000, 2)), ("dee", ("dee", "east", 99_000, 1)),
+                     ("eve", ("eve", "south", 95_000, 1))]
+    # every record of A reached stage 2; north's timer fired, the later two are pending
+    assert regions == [("east", [("dee", 1)], 129_000),
+                       ("north", [("ann", 2), ("bo", 2)], None),
+                       ("south", [("cy", 2), ("eve", 1)], 130_000)]
+    assert user_timers == [] and region_timers == [("east", 129_000), ("south", 130_000)]
+    assert _decoded(batch) == (users, regions, user_timers, region_timers)
+    for uid in ("per-user", "per-region"):  # the handoff property, row for row
+        assert _entry_rows(stream, uid) == _entry_rows(batch, uid)
+
+    # one uninterrupted run over A + B (every timer fires at the end of the input)
+    env = _env(env_factory, tmp_path, "BATCH", "ab")
+    expected = _final(_run(env, DATA_A + DATA_B, str(tmp_path / "ab"), "multi-ab"))
+    assert expected == {"north": 5, "south": 4, "east": 1, "west": 1}
+    for mode in ("STREAMING", "BATCH"):
+        env = _env(env_factory, tmp_path, mode, f"b-{mode}",
+                   **{"execution.savepoint.path": sp_stream})
+        out_b = _run(env, DATA_B, str(tmp_path / f"b-{mode}"), "multi-b")
+        assert ("east", 1) in out_b, mode  # restored timer of a region without new data
+        assert _final(out_a + out_b) == expected, mode
+
+
+class UserIdle(KeyedProcessFunction):
+    """Stage 1 (keyed by user): emits (user, region, idle time, count) only when the user
+    has been idle for IDLE ms (an event-time timer), with the timer's timestamp. Its output
+    event times lag its input's, so stage 2 only reaches stage 1's watermark when the
+    watermark is forwarded (Flink forwards it through every operator)."""
+
+    def open(self, runtime_context):
+        self.seen = runtime_context.get_state(ValueStateDescriptor("seen", PER_USER))
+
+    def process_element(self, value, ctx):
+        old = self.seen.value()
+        due = value[2] + IDLE if old is None else max(old[2], value[2] + IDLE)
+        if old is not None and old[2] != due:
+            ctx.timer_service().delete_event_time_timer(old[2])
+        if old is None or old[2] != due:
+            ctx.timer_service().register_event_time_timer(due)
+        self.seen.update((value[0], value[1], due, (old[3] if old else 0) + 1))
+        return iter(())
+
+    def on_timer(self, timestamp, ctx):
+        seen = self.seen.value()
+        if seen is not None and seen[2] == timestamp:
+            self.seen.clear()
+            yield (seen[0], seen[1], timestamp, seen[3])
+
+
+IDLE = 10_000
+
+
+def _idle_job(env, data, out):
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+        Duration.of_millis(OOO)).with_timestamp_assigner(Ts())
+    (env.from_collection(data, EVENT).assign_timestamps_and_watermarks(strategy)
+     .key_by(lambda r: r[0], key_type=Types.STRING())
+     .process(UserIdle(), output_type=PER_USER).uid("idle")
+     .key_by(lambda r: r[1], key_type=Types.STRING())
+     .process(RegionTotals(), output_type=OUT).uid("per-region")
+     .sink_to_delta(out))
+
+
+def test_multistage_watermark_reaches_the_later_stage(env_factory, spark, tmp_path):
+    """Stage 1 emits only on timers (event times far behind its input's): stage 2 still
+    ends the savepoint run at the job's final watermark, as BATCH (and Flink) do, so the
+    region timer at 72_000 <= 94_999 fires in both modes."""
+    saved, outputs = {}, {}
+    for mode in ("STREAMING", "BATCH"):
+        env = _env(env_factory, tmp_path, mode, f"idle-{mode}")
+        sp, out = str(tmp_path / f"sp-{mode}"), str(tmp_path / f"out-{mode}")
+        _idle_job(env, DATA_A, out)
+        env.execute("idle-a", savepoint_path=sp)
+        saved[mode] = Savepoint.load(sp, spark)
+        outputs[mode] = sorted(tuple(r.values())
+                               for r in DeltaTable(out).to_pyarrow_table().to_pylist())
+        assert saved[mode].metadata().final_watermark == FINAL_WM_A, mode
+    assert outputs["STREAMING"] == outputs["BATCH"] == [("north", 4)]
+    stream = saved["STREAMING"]
+    assert sorted((r["key"], r["timestamp"]) for r in stream.read_timers("idle").collect()) == [
+        ("cy", 110_000), ("dee", 109_000), ("eve", 105_000)]
+    assert stream.read_timers("per-region").count() == 0
+    for uid in ("idle", "per-region"):
+        assert _entry_rows(stream, uid) == _entry_rows(saved["BATCH"], uid), uid
+
+
+_mtime = [1_700_000_000]
+
+
+def _add_file(folder, rows, name):
+    """One Parquet file of (user, region, ts) rows, written atomically; mtimes increase."""
+    os.makedirs(folder, exist_ok=True)
+    users, regions, stamps = zip(*rows)
+    table = pa.table({"user": list(users), "region": list(regions),
+                      "ts": pa.array(stamps, pa.int64())})
+    tmp = os.path.join(folder, f".{name}.tmp")
+    pq.write_table(table, tmp)
+    _mtime[0] += 10
+    os.utime(tmp, (_mtime[0], _mtime[0]))
+    os.replace(tmp, os.path.join(folder, f"{name}.parquet"))
+
+
+def test_running_multistage_stop_with_savepoint_then_restore(env_factory, spark, tmp_path):
+    """execute_async over a file source: trigger_savepoint is refused (records in flight
+    between the stage queries); stop_with_savepoint stops stage 1's query, lets stage 2
+    process what stage 1 staged and saves both stages at that one cut; a restore
+    continues from it."""
+    src, out = str(tmp_path / "in"), str(tmp_path / "out")
+    _add_file(src, [("ann", "north", 1_000), ("bo", "north", 2_000), ("cy", "south", 3_000)],
+              "f1")
+    env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt"),
+                                    "execution.streaming.trigger": "processing-time=1 second"})
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+        Duration.of_millis(OOO)).with_timestamp_assigner(Ts())
+    df = spark.readStream.schema("user string, region string, ts long").parquet(src)
+    (env.from_dataframe(df).assign_timestamps_and_watermarks(strategy)
+     .map(lambda e: (e[0], e[1], e[2], 1), output_type=PER_USER)
+     .key_by(lambda r: r[0], key_type=Types.STRING()).reduce(_per_user).uid("per-user")
+     .key_by(lambda r: r[1], key_type=Types.STRING())
+     .process(RegionTotals(), output_type=OUT).uid("per-region")
+     .sink_to_delta(out))
+    client = env.execute_async("running-multi")
+    sp, refused = str(tmp_path / "sp"), str(tmp_path / "refused")
+    try:
+        queries = client.get_queries()
+        assert list(queries) == ["per-region-0-input", "sink-0"]
+        for q in queries.values():
+            q.processAllAvailable()
+        with pytest.raises(SavepointError, match=r"several queries \['per-region-0-input', "
+                                                 r"'sink-0'\].*in flight.*stop_with_savepoint"):
+            client.trigger_savepoint(refused)
+        assert not os.path.exists(refused)
+        _add_file(src, [("ann", "north", 4_000), ("cy", "south", 5_000),
+                        ("dee", "east", 6_000)], "f2")
+        queries["per-region-0-input"].processAllAvailable()  # stage 2 has not read it yet
+        assert client.stop_with_savepoint(sp) == sp
+    finally:
+        if client.get_job_status() is JobStatus.RUNNING:
+            client.cancel()
+    assert client.get_job_status() is JobStatus.FINISHED
+    # the torn-cut check (a stop inside a batch: staged output ahead of the commit log) sees
+    # the real logs agree; with the last commit removed it reports the gap
+    stage1 = "per-region-0-input"
+    assert client._staged_ahead(stage1) is None
+    commits = os.path.join(str(tmp_path / "ckpt"), "running-multi", stage1, "checkpoint",
+                           "commits")
+    last = max(int(n) for n in os.listdir(commits) if n.isdigit())
+    os.remove(os.path.join(commits, str(last)))
+    assert client._staged_ahead(stage1) == (last, last - 1 if last else None)
+    loaded = Savepoint.load(sp, spark)
+    users, regions, user_timers, region_timers = _decoded(loaded)
+    # both stages hold all six records (stage 2 consumed what was in flight); no deadline
+    # passed the watermark (6_000 - OOO - 1), so every region's timer is pending
+    assert users == [("ann", ("ann", "north", 4_000, 2)), ("bo", ("bo", "north", 2_000, 1)),
+                     ("cy", ("cy", "south", 5_000, 2)), ("dee", ("dee", "east", 6_000, 1))]
+    assert regions == [("east", [("dee", 1)], 36_000), ("north", [("ann", 2), ("bo", 1)], 34_000),
+                       ("south", [("cy", 2)], 35_000)]
+    assert user_timers == [] and region_timers == [("east", 36_000), ("north", 34_000),
+                                                    ("south", 35_000)]
+    # nothing fired before the stop
+    assert not os.path.exists(out) or DeltaTable(out).to_pyarrow_table().num_rows == 0
+
+    env = _env(env_factory, tmp_path, "BATCH", "after-stop", **{"execution.savepoint.path": sp})
+    assert _run(env, DATA_B, str(tmp_path / "after"), "multi-after") == [
+        ("east", 1), ("north", 4), ("south", 3), ("west", 1)]
