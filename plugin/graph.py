@@ -8,6 +8,8 @@ operator. Translators (``translation/``) turn the graph into Spark plans.
 from __future__ import annotations
 
 import itertools
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -27,6 +29,7 @@ __all__ = [
     "FullPartitionNode",
     "reachable",
     "consumers",
+    "upstream",
 ]
 
 _ids = itertools.count(1)
@@ -148,6 +151,23 @@ def reachable(sinks: list[Transformation]) -> list[Transformation]:
     for s in sinks:
         visit(s)
     return order
+
+
+def upstream(node: Transformation, stop: Optional[Callable[[Transformation], bool]] = None,
+             include_self: bool = False) -> Iterator[Transformation]:
+    """Nodes above ``node``, nearest first, each once (``node`` itself first with
+    ``include_self``). A node for which ``stop`` is true is yielded but not walked past
+    (e.g. a keyed operator: what lies above it belongs to another stage)."""
+    todo = deque([node] if include_self else node.inputs)
+    seen: set[int] = set()
+    while todo:
+        n = todo.popleft()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        yield n
+        if stop is None or not stop(n):
+            todo.extend(n.inputs)
 
 
 def consumers(nodes: list[Transformation]) -> dict[int, list[Transformation]]:

@@ -5,24 +5,29 @@ thousands of rows), so per-row pandas work dominates it unless avoided:
 
 * in: :func:`group_rows` reads each input column once (``tolist()``) and orders
   the rows by ``_seq`` without concatenating frames. Records come pickled
-  (``_v``) or, from a native keyed input, as typed columns - only where the
-  Arrow -> pandas conversion Spark does is exact (:func:`typed_input_encoding`).
+  (``_v``) with their key bytes (``_k``) or, from a native keyed input, as typed
+  columns whose key field is serialized here - only types the Arrow -> pandas
+  conversion Spark does keeps exact, nullable numbers with a null-flag column
+  (:class:`TypedInput`).
 * out: :func:`output_blobs` writes the call's outputs as Arrow record batches
   (``[_tag,] _ts, payload``, the Arrow passes' layout and types) and hands them
   to Spark as Arrow IPC streams in a single ``_b`` binary column (one row per
-  :data:`BLOB_ROWS` records); :func:`unpack_blobs`, a ``mapInArrow`` function
-  right after the stateful operator, turns them back into rows. PySpark's own
-  pandas output path pads its per-batch state column to the data length and
-  concatenates it row by row; a handful of blob rows per call avoids that and
-  keeps every Arrow type exact (no pandas round trip).
+  :data:`BLOB_ROWS` records or :data:`BLOB_BYTES` bytes); :func:`unpack_blobs`,
+  a ``mapInArrow`` function right after the stateful operator, turns them back
+  into rows. PySpark's own pandas output path pads its per-batch state column to
+  the data length and concatenates it row by row (a quarter of the worker's time
+  on 4M rows); a handful of blob rows per call avoids that and keeps every Arrow
+  type exact (no pandas round trip).
 """
 
 from __future__ import annotations
 
 import gc
 import pickle
+import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
 from typing import Any, Optional
@@ -31,15 +36,16 @@ import pyarrow as pa
 
 from ..operators.keygroup import KeyGroupColumns
 from ..spark_types import is_spark_mappable, python_from_arrow, python_to_arrow
-from ..state_store.errors import JobExecutionError
+from ..state_store.errors import JobExecutionError, SerializationError
 from ..state_store.row import Row
 from .encoding import KEY, SIDE, TAG, TS, VALUE, Encoding, _fields_of, typed_encoding
 
 __all__ = [
     "BLOB",
     "BLOB_ROWS",
-    "pandas_exact",
-    "typed_input_encoding",
+    "BLOB_BYTES",
+    "TypedInput",
+    "typed_input",
     "typed_output_encoding",
     "output_schema",
     "group_rows",
@@ -50,41 +56,63 @@ __all__ = [
 
 #: Name of the stateful operator's only output column (Arrow IPC streams).
 BLOB = "_b"
-#: At most this many records per blob (bounds one Spark row's size).
+#: At most this many records, and about this many bytes, per blob (one Spark row).
 BLOB_ROWS = 1 << 16
+BLOB_BYTES = 16 << 20
 SEQ = "_seq"
+#: Second ordering column of a file stream's native keyed input (``streaming._file_row_seq``)
+SEQ_ROW = "_seq_row"
 
 _ALWAYS_EXACT = ("STRING", "BOOLEAN")
-_EXACT_WITHOUT_NULLS = ("LONG", "INT", "SHORT", "BYTE", "DOUBLE", "FLOAT")
+_NUMERIC = ("LONG", "INT", "SHORT", "BYTE", "DOUBLE", "FLOAT")
 _PICKLE = pickle.HIGHEST_PROTOCOL
 _TAG_OF, _VALUE_OF, _TS_OF = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
-def pandas_exact(type_name: str, nullable: bool) -> bool:
-    """True when a Spark column of this basic type comes back from pandas unchanged
-    (nullable integers become float64 with NaN, nullable floats merge NaN and null)."""
-    if type_name in _ALWAYS_EXACT:
-        return True
-    return type_name in _EXACT_WITHOUT_NULLS and not nullable
+@dataclass(frozen=True)
+class TypedInput:
+    """How a keyed function reads typed records (and their key) from its input frames.
+
+    ``null_flags`` are the payload positions of nullable numeric columns: pandas turns
+    such a column with nulls into float64 (NaN and null merge, integers above 2**53
+    lose precision), so Spark sends it with nulls replaced by 0 plus a boolean column
+    :meth:`flag` that marks them.
+    """
+
+    enc: Encoding
+    key_index: int
+    null_flags: tuple[int, ...] = ()
+
+    @staticmethod
+    def flag(index: int) -> str:
+        """Name of the null-flag column of payload position ``index``."""
+        return f"_n{index}"
 
 
-def typed_input_encoding(enc: Encoding, schema: Any) -> Optional[Encoding]:
-    """``enc`` when the keyed function may read its typed columns of Spark ``schema``
-    (a StructType) from pandas; None when the records must travel pickled."""
+def typed_input(enc: Encoding, schema: Any, key_index: int) -> Optional[TypedInput]:
+    """How to read ``enc``'s typed columns of Spark ``schema`` (a StructType) from pandas
+    exactly; None when the records must travel pickled (types pandas changes)."""
     if not enc.typed or enc.shape not in ("tuple", "row") or enc.type_info is None:
         return None
     nullable = {f.name: f.nullable for f in schema.fields}
-    for column, t in zip(enc.columns, enc.type_info.get_field_types()):
+    flags = []
+    for i, (column, t) in enumerate(zip(enc.columns, enc.type_info.get_field_types())):
         if column not in nullable or python_from_arrow(t) is not None:
             return None
-        if not pandas_exact(t.type_name, nullable[column]):
+        if t.type_name in _NUMERIC:
+            if nullable[column]:
+                flags.append(i)
+        elif t.type_name not in _ALWAYS_EXACT:
             return None
-    return enc
+    return TypedInput(enc, key_index, tuple(flags))
 
 
 def typed_output_encoding(type_info: Any) -> Optional[Encoding]:
-    """The typed encoding of a keyed operator's declared ``output_type`` (None: pickled)."""
-    if type_info is None or not is_spark_mappable(type_info):
+    """The typed encoding of a keyed operator's declared ``output_type`` when it is a TUPLE
+    Spark can hold (records come back as tuples, as returned); None: pickled records
+    (ROW types stay pickled: a function may return plain tuples for them, and those must
+    not come back as Rows)."""
+    if type_info is None or type_info.type_name != "TUPLE" or not is_spark_mappable(type_info):
         return None
     return typed_encoding(type_info)
 
@@ -109,36 +137,86 @@ def _timestamps(pdf: Any) -> list[Any]:
     return [None if t is None or t != t else int(t) for t in column.tolist()]
 
 
-def _values(pdf: Any, enc: Optional[Encoding]) -> list[Any]:
-    if enc is None:
-        loads = pickle.loads
-        return [loads(v) for v in pdf[VALUE].tolist()]
-    columns = [pdf[c].tolist() for c in enc.columns]
+def _typed_columns_in(pdf: Any, typed: TypedInput) -> list[list[Any]]:
+    """The payload columns as Python lists (flagged nulls restored)."""
+    columns = [pdf[c].tolist() for c in typed.enc.columns]
+    for i in typed.null_flags:
+        flags = pdf[TypedInput.flag(i)].tolist()
+        if any(flags):
+            columns[i] = [None if null else v for v, null in zip(columns[i], flags)]
+    return columns
+
+
+def _records(columns: list[list[Any]], enc: Encoding) -> list[Any]:
     if enc.shape == "row":
         names = enc.columns
         return [Row(**dict(zip(names, vals))) for vals in zip(*columns)]
     return list(zip(*columns))
 
 
-def group_rows(frames: list[Any], enc: Optional[Encoding], sided: bool) -> KeyGroupColumns:
+def _key_bytes(keys: list[Any], serializer: Any, cache: dict[Any, bytes],
+               key_group: Optional[tuple[int, int]]) -> list[bytes]:
+    """Key bytes of typed keys: each distinct key serialized once per call (and, with
+    ``key_group = (group, max parallelism)``, checked against Spark's ``_kg``)."""
+    out: list[bytes] = []
+    append = out.append
+    get = cache.get
+    for key in keys:
+        kb = get(key)
+        if kb is None:
+            try:
+                kb = cache[key] = serializer.serialize(key)
+            except Exception as exc:
+                raise SerializationError(
+                    f"cannot serialize key {key!r:.80} with {serializer!r}: {exc}") from exc
+            if key_group is not None and zlib.crc32(kb) % key_group[1] != key_group[0]:
+                raise JobExecutionError(
+                    f"key {key!r:.80}: Spark placed it in key group {key_group[0]} but its "
+                    f"bytes from {serializer!r} belong to key group "
+                    f"{zlib.crc32(kb) % key_group[1]} (native key bytes disagree)")
+        append(kb)
+    return out
+
+
+def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
+               key_serializer: Any = None,
+               key_group: Optional[tuple[int, int]] = None) -> KeyGroupColumns:
     """``(key bytes, timestamp, record, input side)`` rows of one key group's frames, in
-    ``_seq`` order (arrival order inside each upstream partition)."""
+    ``_seq`` order (arrival order inside each upstream split).
+
+    Without ``typed`` the frames carry ``_k`` and pickled ``_v``. With it they carry
+    typed columns and no ``_k``: the key is a field of the record, serialized with
+    ``key_serializer`` and checked against ``key_group`` (``(group, max parallelism)``)."""
     import numpy as np
 
     keys: list[Any] = []
     stamps: list[Any] = []
     values: list[Any] = []
     sides: list[Any] = []
+    cache: dict[Any, bytes] = {}
+    loads = pickle.loads
     for pdf in frames:
-        keys.extend(pdf[KEY].tolist())
+        if typed is None:
+            keys.extend(pdf[KEY].tolist())
+            values.extend([loads(v) for v in pdf[VALUE].tolist()])
+        else:
+            columns = _typed_columns_in(pdf, typed)
+            keys.extend(_key_bytes(columns[typed.key_index], key_serializer, cache, key_group))
+            values.extend(_records(columns, typed.enc))
         stamps.extend(_timestamps(pdf))
-        values.extend(_values(pdf, enc))
         if sided:
             sides.extend(pdf[SIDE].astype(int).tolist())
     seq = frames[0][SEQ].to_numpy() if len(frames) == 1 else \
         np.concatenate([p[SEQ].to_numpy() for p in frames])
-    if len(seq) > 1 and not bool((seq[1:] >= seq[:-1]).all()):
+    order: Optional[list[int]] = None
+    if SEQ_ROW in frames[0].columns:  # (file time, file and row) order
+        rows_seq = np.concatenate([p[SEQ_ROW].to_numpy() for p in frames])
+        ascending = (seq[1:] > seq[:-1]) | ((seq[1:] == seq[:-1]) & (rows_seq[1:] >= rows_seq[:-1]))
+        if not bool(ascending.all()):
+            order = np.lexsort((rows_seq, seq)).tolist()
+    elif len(seq) > 1 and not bool((seq[1:] >= seq[:-1]).all()):
         order = np.argsort(seq, kind="stable").tolist()
+    if order is not None:
         keys = [keys[i] for i in order]
         stamps = [stamps[i] for i in order]
         values = [values[i] for i in order]
@@ -205,11 +283,13 @@ def output_blobs(outputs: list[Any], tags: frozenset[str], enc: Optional[Encodin
     arrays.append(pa.array(list(map(_TS_OF, kept)), type=pa.int64()))
     arrays.extend(_payload_arrays(list(map(_VALUE_OF, kept)), enc, name))
     batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+    rows = batch.num_rows
+    step = max(1, min(BLOB_ROWS, rows * BLOB_BYTES // max(batch.nbytes, 1)))
     blobs = []
-    for start in range(0, batch.num_rows, BLOB_ROWS):
+    for start in range(0, rows, step):
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, schema) as writer:
-            writer.write_batch(batch.slice(start, BLOB_ROWS))
+            writer.write_batch(batch.slice(start, step))
         blobs.append(sink.getvalue().to_pybytes())
     return pd.DataFrame({BLOB: pd.Series(blobs, dtype=object)})
 

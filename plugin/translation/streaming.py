@@ -44,7 +44,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from ..config import resolve
 from ..datastream import CloseableIterator
-from ..graph import CoKeyedNode, KeyByNode, KeyedNode, SinkNode, SourceNode, Transformation
+from ..graph import (
+    CoKeyedNode,
+    KeyByNode,
+    KeyedNode,
+    SinkNode,
+    SourceNode,
+    Transformation,
+    upstream,
+)
 from ..operators.base import MIN_WATERMARK, OperatorConfig
 from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
 from ..state_store.errors import ConfigurationError, GraphBuildError, JobExecutionError
@@ -52,10 +60,12 @@ from .batch import BatchTranslator, Stream
 from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
 from .group_frames import (
     BLOB,
+    SEQ_ROW,
+    TypedInput,
     gc_paused,
     group_rows,
     output_blobs,
-    typed_input_encoding,
+    typed_input,
     typed_output_encoding,
     unpack_blobs,
 )
@@ -137,8 +147,8 @@ class _GroupSpec:
     restoring: bool = False
     #: GroupState timeouts run on processing time (ProcessingTimeTimeout), not event time
     processing_timeout: bool = False
-    #: records arrive as these typed columns instead of pickled ``_v`` (group_frames.py)
-    input_enc: Optional[Encoding] = None
+    #: records (and keys) arrive as typed columns instead of ``_k``/``_v`` (group_frames.py)
+    typed_input: Optional[TypedInput] = None
     #: records leave as these typed columns instead of pickled ``_v``
     output_enc: Optional[Encoding] = None
 
@@ -188,7 +198,8 @@ def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
         wm_s = int(state.getCurrentWatermarkMs())
         end = wm_s >= _END_THRESHOLD
         watermark = wm_s - 1 if (spec.event_time and wm_s > 0 and not end) else MIN_WATERMARK
-        rows = group_rows(frames, spec.input_enc, spec.sided) if frames else ()
+        rows = (group_rows(frames, spec.typed_input, spec.sided, spec.key_serializer,
+                           (int(kg), int(spec.config["max_parallelism"]))) if frames else ())
         previous = state.get[0] if state.exists else None
         if restored is not None and previous is None:
             if spec.backend[0] == "rocksdb":
@@ -264,6 +275,33 @@ def _seq_pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], Ite
     return fn
 
 
+#: ``_seq_row`` of a file stream: 21 bits of the file's hash, 42 bits of the row index
+_FILE_HASH_BITS, _ROW_INDEX_BITS = 21, 42
+
+
+def _file_row_seq(df: DataFrame) -> Optional[tuple[Any, Any]]:
+    """``(_seq, _seq_row)`` as Spark columns for a stream read from files, else None.
+
+    ``_seq`` is the file's modification time (ms) and ``_seq_row`` is
+    ``hash(file path) << 42 | row index in the file``: inside one micro-batch, files are
+    taken in modification-time order (the order Spark's file source picks new files in;
+    ties by a hash of the path), and each file's rows keep their order. The numbers are
+    the same whenever the micro-batch runs again. Sources without file metadata
+    (``_metadata.row_index``) get None.
+    """
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    try:
+        df.select(F.col("_metadata.row_index"), F.col("_metadata.file_path"),
+                  F.col("_metadata.file_modification_time"))
+    except AnalysisException:
+        return None
+    mtime = F.unix_millis(F.col("_metadata.file_modification_time"))
+    file_hash = F.pmod(F.xxhash64(F.col("_metadata.file_path")), F.lit(1 << _FILE_HASH_BITS))
+    return mtime, F.shiftleft(file_hash, _ROW_INDEX_BITS) + F.col("_metadata.row_index")
+
+
 def _append_seq(batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInArrow`` function: the batches plus ``_seq`` (as :func:`_seq_pass` numbers)."""
     import numpy as np
@@ -320,8 +358,8 @@ class StreamingTranslator(BatchTranslator):
         self._group_specs: dict[int, _GroupSpec] = {}
         #: query name -> root node of the DataFrame it runs (every query, for job clients)
         self._query_roots: dict[str, Transformation] = {}
-        #: keyed node id -> typed encoding of its native keyed input (``_native_keyed_input_df``)
-        self._typed_inputs: dict[int, Encoding] = {}
+        #: keyed node id -> how its function reads its native keyed input
+        self._typed_inputs: dict[int, TypedInput] = {}
         #: when a list, ``_run_query`` only starts each query and appends ``(name, query)``
         #: (``env.execute_async``, plugin/job_client.py) instead of waiting for it
         self._async_queries: Optional[list[tuple[str, Any]]] = None
@@ -538,12 +576,15 @@ class StreamingTranslator(BatchTranslator):
 
     def _native_keyed_input_df(self, parent: Stream, key_node: KeyByNode,
                                consumer: Transformation) -> Optional[DataFrame]:
-        """``_ts, _kg, _k, <typed columns>, _seq`` computed by Spark (no per-record Python):
-        for a one-input keyed operator whose key selector reads one string/integer field of
-        a typed stream whose columns pandas keeps exact (group_frames.py). ``_seq`` numbers
-        the records in arrival order inside the micro-batch partition, as the Python pass
-        does. Not used when restoring from a savepoint (its rows carry state bytes in
-        ``_v``). Records the encoding in ``self._typed_inputs``."""
+        """``_ts, _kg, <typed columns>[, _n<i>], _seq`` computed by Spark (no per-record
+        Python), for a one-input keyed operator whose key selector reads one string/integer
+        field of a typed stream of basic types (group_frames.TypedInput: nullable numbers
+        travel with a null flag). The key bytes only feed ``_kg``; the keyed function
+        serializes each distinct key itself (a column less through shuffle, sort and
+        Arrow). ``_seq`` orders each upstream split's records as they arrive: the row's
+        position in its file for a Parquet file stream (:func:`_file_row_seq`), else a
+        numbering pass like the Python one. Not used when restoring from a savepoint (its
+        rows carry state bytes in ``_v``). Records the plan in ``self._typed_inputs``."""
         if not self.pushdown or not isinstance(consumer, KeyedNode):
             return None
         if self._restore is not None and self._restore.meta_for(consumer) is not None:
@@ -551,16 +592,16 @@ class StreamingTranslator(BatchTranslator):
         key_field = self._key_field(parent, key_node)
         if key_field is None:
             return None
-        enc = typed_input_encoding(parent.enc, parent.df.schema)
-        if enc is None:
+        typed = typed_input(parent.enc, parent.df.schema, key_field[0])
+        if typed is None:
             return None
         from pyspark.sql import functions as F
 
         from ..tracing import native_key_bytes
 
-        name = parent.enc.columns[key_field[0]]
-        column = F.col(f"`{name}`")
-        key_bytes = native_key_bytes(column, key_field[1], key_node.key_serializer)
+        columns = typed.enc.columns
+        name = columns[key_field[0]]
+        key_bytes = native_key_bytes(F.col(f"`{name}`"), key_field[1], key_node.key_serializer)
         if key_bytes is None:
             return None
         if parent.df.schema[name].nullable:
@@ -569,17 +610,28 @@ class StreamingTranslator(BatchTranslator):
             except Exception:  # noqa: BLE001 - the Python pass reports it per record
                 return None
             key_bytes = F.coalesce(key_bytes, F.lit(bytearray(null_key)))
-        # Spark refuses monotonically_increasing_id() on streams: a pass that only appends
-        # the numbers (no per-record Python), before the key columns exist (fewer bytes)
-        from pyspark.sql.types import LongType, StructField, StructType
+        payload = [F.col(f"`{c}`") for c in columns]
+        seq = _file_row_seq(parent.df)
+        if seq is not None:
+            df = parent.df.select(TS, *payload, seq[0].alias(SEQ), seq[1].alias(SEQ_ROW))
+        else:
+            # Spark refuses monotonically_increasing_id() on streams: a pass that only
+            # appends the numbers (no per-record Python), before the key columns exist
+            from pyspark.sql.types import LongType, StructField, StructType
 
-        df = parent.df.select(TS, *[F.col(f"`{c}`") for c in enc.columns])
-        schema = StructType([*df.schema.fields, StructField(SEQ, LongType(), nullable=False)])
-        df = df.mapInArrow(_append_seq, schema)
-        df = df.withColumn(KEY, key_bytes)
-        df = df.withColumn(KG, F.pmod(F.crc32(F.col(KEY)), F.lit(self.max_parallelism)).cast("int"))
-        df = df.select(TS, KG, KEY, *[F.col(f"`{c}`") for c in enc.columns], SEQ)
-        self._typed_inputs[consumer.id] = enc
+            df = parent.df.select(TS, *payload)
+            schema = StructType([*df.schema.fields, StructField(SEQ, LongType(), nullable=False)])
+            df = df.mapInArrow(_append_seq, schema)
+        df = df.withColumn(KG, F.pmod(F.crc32(key_bytes), F.lit(self.max_parallelism)).cast("int"))
+        types = {f.name: f.dataType for f in df.schema.fields}
+        out = [F.col(TS), F.col(KG)]
+        for i, (c, column) in enumerate(zip(columns, payload)):
+            nulls_flagged = i in typed.null_flags
+            out.append(F.coalesce(column, F.lit(0).cast(types[c])).alias(c) if nulls_flagged
+                       else column)
+        out.extend(payload[i].isNull().alias(TypedInput.flag(i)) for i in typed.null_flags)
+        df = df.select(*out, F.col(SEQ), *([F.col(SEQ_ROW)] if seq is not None else []))
+        self._typed_inputs[consumer.id] = typed
         log.info("STREAMING: %s computes key groups natively; records stay typed columns",
                  key_node.name)
         return df
@@ -595,17 +647,10 @@ class StreamingTranslator(BatchTranslator):
 
     def _watermark_strategy(self, node: Transformation) -> Any:
         """The nearest upstream WatermarkStrategy (Flink forwards watermarks through operators)."""
-        seen: set[int] = set()
-        todo = list(node.inputs)
-        while todo:
-            n = todo.pop(0)
-            if n.id in seen:
-                continue
-            seen.add(n.id)
+        for n in upstream(node):
             ws = getattr(n, "watermark_strategy", None)
             if ws is not None and ws.kind != "none":
                 return ws
-            todo.extend(n.inputs)
         return None
 
     def _sentinel(self, name: str, schema: Any) -> DataFrame:
@@ -621,7 +666,7 @@ class StreamingTranslator(BatchTranslator):
                     cols[f.name] = pa.array([END_OF_INPUT_MS], type=pa.int64())
                 elif f.name == KG:
                     cols[f.name] = pa.array([-1], type=pa.int32())
-                elif f.name in (SEQ,):
+                elif f.name in (SEQ, SEQ_ROW):
                     cols[f.name] = pa.array([0], type=pa.int64())
                 elif f.name == SIDE:
                     cols[f.name] = pa.array([0], type=pa.int32())
@@ -789,17 +834,7 @@ class StreamingTranslator(BatchTranslator):
 
 
 def _has_keyed_ancestor(node: Transformation) -> bool:
-    todo = list(node.inputs)
-    seen: set[int] = set()
-    while todo:
-        n = todo.pop()
-        if n.id in seen:
-            continue
-        seen.add(n.id)
-        if isinstance(n, (KeyedNode, CoKeyedNode)):
-            return True
-        todo.extend(n.inputs)
-    return False
+    return any(isinstance(n, (KeyedNode, CoKeyedNode)) for n in upstream(node))
 
 
 def _write_atomically(folder: str, write: Callable[[str], None]) -> None:

@@ -52,7 +52,7 @@ import tempfile
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
-from ..graph import CoKeyedNode, KeyedNode, Transformation
+from ..graph import CoKeyedNode, KeyedNode, Transformation, upstream
 from ..progress import Heartbeat, fmt_count, observe, observed_metrics
 from ..savepoint_format import OperatorMetadata, SavepointMetadata
 from ..state_store.entries import StateMetaInfo
@@ -86,37 +86,22 @@ def keyed_nodes_in_query(root: Transformation) -> list[Transformation]:
     either has no keyed ancestor or is staged through files by another query, so
     the walk stops there.
     """
-    found: list[Transformation] = []
-    seen: set[int] = set()
-    todo = [root]
-    while todo:
-        n = todo.pop()
-        if n.id in seen:
-            continue
-        seen.add(n.id)
-        if isinstance(n, (KeyedNode, CoKeyedNode)):
-            found.append(n)
-            continue
-        todo.extend(n.inputs)
-    return found
+    return [n for n in upstream(root, _is_keyed, include_self=True) if _is_keyed(n)]
+
+
+def _is_keyed(node: Transformation) -> bool:
+    return isinstance(node, (KeyedNode, CoKeyedNode))
 
 
 def _watermark_forwarded(key_node: Transformation) -> bool:
     """True when the nearest watermark source above ``key_node`` is a keyed stage (whose
     watermark Flink forwards), not a watermark strategy (which generates a new one)."""
-    seen: set[int] = set()
-    todo = list(key_node.inputs)
-    while todo:
-        n = todo.pop(0)
-        if n.id in seen:
-            continue
-        seen.add(n.id)
+    for n in upstream(key_node, _is_keyed):
         ws = getattr(n, "watermark_strategy", None)
         if ws is not None and ws.kind != "none":
             return False
-        if isinstance(n, (KeyedNode, CoKeyedNode)):
+        if _is_keyed(n):
             return True
-        todo.extend(n.inputs)
     return False
 
 

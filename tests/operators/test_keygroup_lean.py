@@ -1,0 +1,151 @@
+"""The lean reduce path of KeyGroupRuntime gives what the operator path gives, byte for byte
+where it matters (outputs, decoded state), and steps aside whenever it cannot."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import replace
+
+import pytest
+from pyspark_datastream.operators.base import OperatorConfig, Output
+from pyspark_datastream.operators.functions import ReduceFunction
+from pyspark_datastream.operators.keygroup import (
+    KeyGroupColumns,
+    KeyGroupRuntime,
+    decode_state,
+    encode_state,
+)
+from pyspark_datastream.state_store.backends.heap import HashMapStateBackend
+from pyspark_datastream.state_store.entries import StateEntry, is_canonical
+from pyspark_datastream.state_store.errors import JobExecutionError, SerializationError
+from pyspark_datastream.state_store.serializers import GenericKeySerializer
+
+KS = GenericKeySerializer.INSTANCE
+MAXP = 128
+
+
+def _cfg(name: str = "lean-op") -> OperatorConfig:
+    return OperatorConfig.for_mode("STREAMING", operator_name=name, max_parallelism=MAXP)
+
+
+def _pair(function, name: str = "lean-op"):
+    """(lean runtime, operator-path runtime) over the same function."""
+    lean = KeyGroupRuntime("reduce", function, KS, _cfg(name))
+    full = KeyGroupRuntime("reduce", function, KS, _cfg(name),
+                           backend_factory=lambda: HashMapStateBackend(KS, MAXP))
+    assert lean._lean_reduce is not None and full._lean_reduce is None
+    return lean, full
+
+
+def _rows(items):
+    return [(KS.serialize(k), ts, v, 0) for k, ts, v in items]
+
+
+def _add(a, b):
+    return (a[0], a[1] + b[1])
+
+
+BATCH1 = [("a", 1, ("a", 1)), ("b", None, ("b", 1)), ("a", 3, ("a", 5)), ("c", 4, ("c", 2))]
+BATCH2 = [("b", 5, ("b", 10)), ("d", 6, ("d", 1)), ("a", 7, ("a", 1)), ("b", 8, ("b", 1))]
+
+
+def test_same_outputs_and_state_entries_as_the_operator_path_across_batches():
+    lean, full = _pair(_add)
+    r_lean = lean.run(None, _rows(BATCH1))
+    r_full = full.run(None, _rows(BATCH1))
+    assert r_lean.outputs == r_full.outputs
+    assert r_lean.outputs[2] == Output(None, ("a", 6), 3)
+    assert decode_state(r_lean.state) == decode_state(r_full.state)
+    # each path reads the other's bytes: the format is one
+    r2_lean = lean.run(r_full.state, _rows(BATCH2))
+    r2_full = full.run(r_lean.state, _rows(BATCH2))
+    assert r2_lean.outputs == r2_full.outputs
+    assert [o.value for o in r2_lean.outputs] == [("b", 11), ("d", 1), ("a", 7), ("b", 12)]
+    metas, entries = decode_state(r2_lean.state)
+    assert decode_state(r2_full.state) == (metas, entries)
+    assert is_canonical(entries) and r2_lean.state_entries == 4 and r2_lean.elements == 4
+    assert {KS.deserialize(e.key): pickle.loads(e.value) for e in entries} == {
+        "a": ("a", 7), "b": ("b", 12), "c": ("c", 2), "d": ("d", 1)}
+
+
+def test_untouched_keys_keep_their_stored_bytes():
+    lean, _ = _pair(_add)
+    first = lean.run(None, _rows(BATCH1))
+    second = lean.run(first.state, _rows([("d", 9, ("d", 3))]))
+    before = {e.key: e for e in decode_state(first.state)[1]}
+    after = {e.key: e for e in decode_state(second.state)[1]}
+    for key in (KS.serialize("a"), KS.serialize("b"), KS.serialize("c")):
+        assert after[key] == before[key]
+    assert pickle.loads(after[KS.serialize("d")].value) == ("d", 3)
+
+
+def test_none_result_clears_the_key_and_an_empty_group_has_no_state():
+    def drop(a, b):
+        return None
+
+    lean, full = _pair(drop)
+    batch = [("k", 1, 10), ("k", 2, 20), ("k", 3, 30)]
+    r_lean, r_full = lean.run(None, _rows(batch)), full.run(None, _rows(batch))
+    assert r_lean.outputs == r_full.outputs == [
+        Output(None, 10, 1), Output(None, None, 2), Output(None, 30, 3)]
+    assert decode_state(r_lean.state) == decode_state(r_full.state)
+    r_lean = lean.run(r_lean.state, _rows([("k", 4, 1)]))
+    assert r_lean.outputs == [Output(None, None, 4)]
+    assert r_lean.state is None and r_lean.state_entries == 0
+
+
+def test_columns_and_rows_give_the_same_result_and_bad_columns_are_refused():
+    lean, _ = _pair(_add)
+    rows = _rows(BATCH1)
+    columns = KeyGroupColumns([bytearray(r[0]) for r in rows], [r[1] for r in rows],
+                              [r[2] for r in rows])
+    assert list(columns)[0] == (bytearray(rows[0][0]), 1, ("a", 1), 0)
+    assert lean.run(None, columns).outputs == lean.run(None, rows).outputs
+    with pytest.raises(JobExecutionError, match="columns of different lengths"):
+        KeyGroupColumns([b"x"], [], [1])
+
+
+def test_user_error_names_operator_and_record():
+    def boom(a, b):
+        raise ValueError("no sum today")
+
+    lean, _ = _pair(boom, name="summer")
+    first = lean.run(None, _rows([("k", 1, 1)]))
+    with pytest.raises(JobExecutionError, match=r"'summer': reduce failed on 2: ValueError: no sum"):
+        lean.run(first.state, _rows([("k", 2, 2)]))
+
+
+def test_foreign_state_falls_back_to_the_operator_path():
+    """A state holding more than ``_reduce`` values (here an extra state) is not the lean
+    path's to handle: the operator path restores and keeps it."""
+    lean, full = _pair(_add)
+    base = full.run(None, _rows(BATCH1))
+    metas, entries = decode_state(base.state)
+    reduce_meta = next(m for m in metas if m.name == "_reduce")
+    extra = StateEntry(entries[0].key_group, "zz_other", entries[0].key, b"", b"",
+                       pickle.dumps("x"))
+    mixed = encode_state([*metas, replace(reduce_meta, name="zz_other")], [*entries, extra])
+    got = lean.run(mixed, _rows([("a", 9, ("a", 1))]))
+    assert [o.value for o in got.outputs] == [("a", 7)]
+    assert any(e.state_name == "zz_other" for e in decode_state(got.state)[1])
+
+
+def test_rich_function_and_other_kinds_take_the_operator_path():
+    class Rich(ReduceFunction):
+        def open(self, runtime_context):
+            self.opened = True
+
+        def reduce(self, a, b):
+            return a + b
+
+    assert KeyGroupRuntime("reduce", Rich(), KS, _cfg())._lean_reduce is None
+    assert KeyGroupRuntime("process", _add, KS, _cfg())._lean_reduce is None
+
+
+def test_unreadable_restored_value_is_a_serialization_error():
+    lean, full = _pair(_add)
+    state = full.run(None, _rows([("k", 1, ("k", 1))])).state
+    metas, entries = decode_state(state)
+    broken = encode_state(metas, [entries[0]._replace(value=b"not a pickle")])
+    with pytest.raises(SerializationError, match="unpickling failed"):
+        lean.run(broken, _rows([("k", 2, ("k", 1))]))

@@ -1,0 +1,181 @@
+"""group_frames: key-group frames in (column lists, _seq order, typed records) and Arrow
+blobs out (the Arrow passes' types and rules), without Spark."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark_datastream.operators.base import Output
+from pyspark_datastream.state_store.errors import JobExecutionError
+from pyspark_datastream.state_store.row import Row
+from pyspark_datastream.state_store.serializers import GenericKeySerializer
+from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.translation.encoding import PICKLED, typed_encoding
+from pyspark_datastream.translation.group_frames import (
+    BLOB,
+    SEQ_ROW,
+    TypedInput,
+    gc_paused,
+    group_rows,
+    output_blobs,
+    output_schema,
+    typed_input,
+    typed_output_encoding,
+    unpack_blobs,
+)
+
+PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
+
+
+KS = GenericKeySerializer.INSTANCE
+
+
+def _frame(values, seqs, ts=None, pickled=False, sides=None, flags=None):
+    """A key-group frame as Spark hands it over: typed (f0, f1[, _n1]) or ``_k``/``_v``."""
+    n = len(values)
+    data = {"_ts": np.array([np.nan if t is None else t for t in (ts or [None] * n)], dtype=float),
+            "_kg": np.zeros(n, dtype=np.int32)}
+    if pickled:
+        data["_k"] = [KS.serialize(v[0]) for v in values]
+        data["_v"] = [pickle.dumps(v) for v in values]
+    else:
+        data["f0"] = [v[0] for v in values]
+        data["f1"] = np.array([0 if v[1] is None else v[1] for v in values], dtype=np.int64)
+        if flags:
+            data["_n1"] = np.array([v[1] is None for v in values])
+    data["_seq"] = np.array(seqs, dtype=np.int64)
+    if sides is not None:
+        data["_side"] = np.array(sides, dtype=np.int32)
+    return pd.DataFrame(data)
+
+
+def _unpack(frame):
+    batch = pa.RecordBatch.from_arrays([pa.array(frame[BLOB].tolist(), pa.binary())], names=[BLOB])
+    return pa.Table.from_batches(list(unpack_blobs(iter([batch]))))
+
+
+TYPED = TypedInput(typed_encoding(PAIR), key_index=0)
+
+
+def test_rows_follow_seq_across_frames_and_keep_arrival_order_on_ties():
+    f1 = _frame([("a", 1), ("b", 2)], [5, 1], ts=[10, None])
+    f2 = _frame([("c", 3), ("d", 4)], [3, 1])
+    cols = group_rows([f1, f2], TYPED, False, KS)
+    assert list(cols) == [(KS.serialize("b"), None, ("b", 2), 0),
+                          (KS.serialize("d"), None, ("d", 4), 0),
+                          (KS.serialize("c"), None, ("c", 3), 0),
+                          (KS.serialize("a"), 10, ("a", 1), 0)]
+    assert all(type(t) is int for t in cols.timestamps if t is not None)
+    assert all(type(v[1]) is int for v in cols.values)
+
+
+def test_file_stream_rows_follow_file_time_then_file_and_row():
+    # f_late's file is newer (larger _seq) but reaches the call first; rows of one file keep
+    # their row order (_seq_row), files with equal times are told apart by _seq_row too
+    late = _frame([("a", 30), ("a", 31)], [200, 200])
+    late[SEQ_ROW] = np.array([(7 << 42) | 0, (7 << 42) | 1], dtype=np.int64)
+    early = _frame([("a", 10), ("a", 11), ("a", 20)], [100, 100, 100])
+    early[SEQ_ROW] = np.array([(9 << 42) | 0, (9 << 42) | 1, (2 << 42) | 5], dtype=np.int64)
+    cols = group_rows([late, early], TYPED, False, KS)
+    assert [v[1] for v in cols.values] == [20, 10, 11, 30, 31]
+    in_order = group_rows([early.iloc[[2, 0, 1]], late], TYPED, False, KS)
+    assert [v[1] for v in in_order.values] == [20, 10, 11, 30, 31]
+
+
+def test_flagged_nulls_come_back_as_none_and_null_keys_are_keys():
+    typed = TypedInput(typed_encoding(PAIR), key_index=0, null_flags=(1,))
+    f = _frame([("a", None), (None, 2**60 + 1)], [0, 1], flags=True)
+    cols = group_rows([f], typed, False, KS)
+    assert cols.values == [("a", None), (None, 2**60 + 1)]  # exact beyond 2**53
+    assert cols.keys == [KS.serialize("a"), KS.serialize(None)]
+
+
+def test_key_bytes_that_disagree_with_sparks_key_group_fail_loudly():
+    import zlib
+
+    kg = zlib.crc32(KS.serialize("a")) % 128
+    group_rows([_frame([("a", 1)], [0])], TYPED, False, KS, (kg, 128))
+    with pytest.raises(JobExecutionError, match=r"key 'a': Spark placed it in key group"):
+        group_rows([_frame([("a", 1)], [0])], TYPED, False, KS, ((kg + 1) % 128, 128))
+
+
+def test_pickled_values_rows_shape_and_input_sides():
+    f = _frame([("k", {"x": 1}), ("k", [2])], [0, 1], pickled=True, sides=[1, 0])
+    assert list(group_rows([f], None, True)) == [
+        (KS.serialize("k"), None, ("k", {"x": 1}), 1), (KS.serialize("k"), None, ("k", [2]), 0)]
+    row_enc = typed_encoding(Types.ROW_NAMED(["f0", "f1"], [Types.STRING(), Types.LONG()]))
+    (value,) = group_rows([_frame([("w", 7)], [0])], TypedInput(row_enc, 0), False, KS).values
+    assert isinstance(value, Row) and value.f0 == "w" and value.f1 == 7
+
+
+def test_typed_input_plan_flags_nullable_numbers_and_refuses_other_types():
+    enc = typed_encoding(PAIR)
+    exact = StructType([StructField("f0", StringType(), True), StructField("f1", LongType(), False)])
+    nullable_long = StructType([StructField("f0", StringType()), StructField("f1", LongType(), True)])
+    assert typed_input(enc, exact, 0) == TypedInput(enc, 0, ())
+    assert typed_input(enc, nullable_long, 0) == TypedInput(enc, 0, (1,))
+    assert typed_input(PICKLED, exact, 0) is None
+    stamped = typed_encoding(Types.TUPLE([Types.STRING(), Types.SQL_TIMESTAMP()]))
+    assert typed_input(stamped, exact, 0) is None
+
+
+def test_typed_output_blobs_round_trip_with_arrow_types_and_timestamps():
+    enc = typed_output_encoding(Types.TUPLE([Types.STRING(), Types.DOUBLE()]))
+    outs = [Output(None, ("a", 1.5), 7), Output(None, ("b", math.nan), None),
+            Output(None, Row(f1=2.0, f0="c"), 9), Output(None, None, 1)]
+    table = _unpack(output_blobs(outs, frozenset(), enc))
+    assert table.schema == output_schema(enc, False)
+    assert table.column("_ts").to_pylist() == [7, None, 9, 1]
+    assert table.column("f0").to_pylist() == ["a", "b", "c", None]
+    f1 = table.column("f1").to_pylist()
+    assert f1[0] == 1.5 and math.isnan(f1[1]) and f1[2] == 2.0 and f1[3] is None  # NaN stays NaN
+
+
+def test_pickled_blobs_drop_unread_side_outputs_and_keep_read_ones():
+    outs = [Output(None, {"v": 1}, 1), Output("late", "x", 2), Output("other", "y", 3)]
+    plain = _unpack(output_blobs(outs, frozenset(), None))
+    assert [pickle.loads(v) for v in plain.column("_v").to_pylist()] == [{"v": 1}]
+    tagged = _unpack(output_blobs(outs, frozenset({"late"}), None))
+    assert tagged.column("_tag").to_pylist() == [None, "late"]
+    assert output_blobs([Output("other", 1, 1)], frozenset(), None) is None
+
+
+def test_many_outputs_are_split_into_bounded_blobs(monkeypatch):
+    import pyspark_datastream.translation.group_frames as gf
+
+    monkeypatch.setattr(gf, "BLOB_ROWS", 3)
+    enc = typed_output_encoding(PAIR)
+    frame = output_blobs([Output(None, ("w", i), i) for i in range(7)], frozenset(), enc)
+    assert len(frame) == 3
+    assert _unpack(frame).column("f1").to_pylist() == list(range(7))
+    monkeypatch.setattr(gf, "BLOB_ROWS", 1 << 16)
+    monkeypatch.setattr(gf, "BLOB_BYTES", 1000)  # big records: fewer per blob
+    frame = output_blobs([Output(None, ("x" * 300, i), i) for i in range(10)], frozenset(), enc)
+    assert len(frame) >= 3 and all(len(b) < 4000 for b in frame[BLOB])
+    assert _unpack(frame).column("f1").to_pylist() == list(range(10))
+
+
+def test_output_not_matching_the_declared_type_names_operator_and_type():
+    enc = typed_output_encoding(PAIR)
+    with pytest.raises(JobExecutionError, match=r"'my-reduce': an output record does not match"):
+        output_blobs([Output(None, ("a", "not a number"), 1)], frozenset(), enc, "my-reduce")
+    with pytest.raises(JobExecutionError, match="has 3 fields"):
+        output_blobs([Output(None, ("a", 1, 2), 1)], frozenset(), enc, "my-reduce")
+    assert typed_output_encoding(None) is None
+    assert typed_output_encoding(Types.ROW_NAMED(["a"], [Types.LONG()])) is None
+    assert typed_output_encoding(Types.LONG()) is None
+
+
+def test_gc_is_paused_inside_and_restored():
+    import gc
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
