@@ -290,8 +290,17 @@ class TimerQueue:
     # -- public API ----------------------------------------------------------------------------
     def add(self, timestamp: int, namespace: Any = VOID_NAMESPACE) -> None:
         """Register a timer for the current key (idempotent per (timestamp, key, namespace))."""
-        key, key_bytes = self._current()
-        self._insert((int(timestamp), key_bytes, self._ns_bytes(namespace)), key, namespace)
+        backend = self._backend
+        key_bytes = backend._key_bytes
+        if key_bytes is None:
+            _, key_bytes = self._current()  # raises the no-current-key error
+        if self._last_ns_valid and namespace is self._last_ns:  # _ns_bytes inlined (hot path)
+            ns_bytes = self._last_ns_bytes
+        else:
+            ns_bytes = self._ns_bytes(namespace)
+        item = (timestamp if type(timestamp) is int else int(timestamp), key_bytes, ns_bytes)
+        if item not in self._live:
+            self._insert(item, backend._key, namespace)
 
     def delete(self, timestamp: int, namespace: Any = VOID_NAMESPACE) -> None:
         """Remove a timer of the current key (no-op when absent)."""

@@ -66,6 +66,8 @@ _crc32 = zlib.crc32
 _U32 = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
 _KG_BYTES = [struct.pack(">H", i) for i in range(1 << 15)]
+#: keys remembered by ``set_current_key`` before the memo starts over
+_KEY_MEMO_LIMIT = 1 << 14
 _INDEX_CACHE_LIMIT = 65536
 _BATCH_LIMIT = 10000
 #: a sorted-state range read of fewer rows is read at once (and its row keys remembered
@@ -982,6 +984,9 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
         self._key_part: bytes | None = None
         self._kg_part: bytes | None = None
         self._kg = -1
+        #: key bytes -> (key group, its prefix bytes, length-prefixed key bytes) of keys
+        #: already checked (operators switch among the same keys again and again)
+        self._key_memo: dict[bytes, tuple[int, bytes, bytes]] = {}
         try:
             if directory is None:
                 self._path = tempfile.mkdtemp(prefix="pyspark-datastream-rocksdb-")
@@ -1156,14 +1161,18 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
     def set_current_key(self, key: Any, key_bytes: bytes | None = None) -> None:
         if key_bytes is None:
             key_bytes = self.key_serializer.serialize(key)
-        key_group = _crc32(key_bytes) % self.max_parallelism
-        if not self._full_range and key_group not in self.key_group_range:
-            self._check_key_group(key_group, key)
+        memo = self._key_memo.get(key_bytes)
+        if memo is None:
+            key_group = _crc32(key_bytes) % self.max_parallelism
+            if not self._full_range and key_group not in self.key_group_range:
+                self._check_key_group(key_group, key)
+            if len(self._key_memo) >= _KEY_MEMO_LIMIT:
+                self._key_memo.clear()
+            memo = self._key_memo[key_bytes] = (
+                key_group, _KG_BYTES[key_group], _U32.pack(len(key_bytes)) + key_bytes)
         self._key = key
         self._key_bytes = key_bytes
-        self._kg = key_group
-        self._kg_part = _KG_BYTES[key_group]
-        self._key_part = _U32.pack(len(key_bytes)) + key_bytes
+        self._kg, self._kg_part, self._key_part = memo
 
     def get_current_key_group(self) -> int:
         if self._key_bytes is None:
