@@ -28,6 +28,8 @@ def main(workdir: str) -> None:
     )
     from pyspark_datastream.delta_io import read_delta
 
+    # defined here, not imported from the tests: the Connect server's Python workers cannot
+    # import the test modules, and a class local to this function travels by value
     class Total(KeyedProcessFunction):
         def open(self, ctx):
             self.total = ctx.get_state(ValueStateDescriptor("total", Types.LONG()))

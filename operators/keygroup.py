@@ -80,6 +80,12 @@ _PICKLE_SERIALIZER = PickleSerializer.INSTANCE
 KeyGroupRow = tuple[bytes, Optional[int], Any, int]
 
 
+def _batch_failure(name: str, exc: Exception) -> JobExecutionError:
+    """The error of a key group's micro-batch that failed on a foreign exception."""
+    return JobExecutionError(
+        f"operator {name!r}: key group micro-batch failed: {type(exc).__name__}: {exc}")
+
+
 class KeyGroupColumns:
     """The rows of one call as parallel lists (what a columnar reader has anyway).
 
@@ -280,9 +286,7 @@ class KeyGroupRuntime:
         except DataStreamError:
             raise
         except Exception as exc:
-            raise JobExecutionError(
-                f"operator {name!r}: key group micro-batch failed: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise _batch_failure(name, exc) from exc
         finally:
             if store is None:
                 if backend is not None:
@@ -414,9 +418,7 @@ class KeyGroupRuntime:
         except DataStreamError:
             raise
         except Exception as exc:
-            raise JobExecutionError(
-                f"operator {name!r}: key group micro-batch failed: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise _batch_failure(name, exc) from exc
         # canonical order = encoded entry key order; with one state name and the void
         # namespace that is (key group, key length, key bytes)
         entries_out.sort(key=_value_entry_order)
