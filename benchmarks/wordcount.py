@@ -5,8 +5,10 @@ STREAMING reduce (the same files as a file stream, available-now).
 input as Parquet once (reused across runs), then in one process and one
 SparkSession times: native ``groupBy().count()``, the project's BATCH
 ``key_by().reduce(lambda)`` with a Python reduce function, and BATCH ``sum(1)``.
-Results are checked against pandas. The last line is JSON with ratios measured
-in this run.
+Results are checked against pandas. Each variant, the baseline included, runs
+once untimed (JVM code compilation, Python worker start-up) and then ``--repeat``
+times; the median counts, and ``runs`` in the JSON lists every timed run. The
+last line is JSON with ratios measured in this run.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import time
 
 import numpy as np
@@ -92,11 +95,21 @@ def streaming_reduce(spark: object, path: str, schema: object, expected: pd.Seri
         shutil.rmtree(work, ignore_errors=True)
 
 
+def timed_streaming(spark: object, path: str, schema: object, expected: pd.Series,
+                    repeat: int) -> tuple[float, list[float]]:
+    """:func:`streaming_reduce`'s median over ``repeat`` runs after one untimed warm-up
+    (each run is a new query with its own checkpoint, so each reads every file)."""
+    streaming_reduce(spark, path, schema, expected)
+    times = [streaming_reduce(spark, path, schema, expected) for _ in range(repeat)]
+    return statistics.median(times), times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=4_000_000)
     parser.add_argument("--keys", type=int, default=400_000)
     parser.add_argument("--data", default=".bench-data")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per variant (median)")
     args = parser.parse_args()
 
     from pyspark_datastream import (
@@ -116,13 +129,13 @@ def main() -> None:
     words = spark.read.parquet(path)
     words.count()  # warm up file listing and the JVM
 
-    # The baseline brings its result to the driver the way execute_and_collect does (Arrow),
+    # Every variant is run once untimed (the JVM compiles its code paths, Python workers
+    # start and import the library), then timed --repeat times; the median counts. The
+    # baseline brings its result to the driver the way execute_and_collect does (Arrow),
     # so the ratios compare the computation, not two ways of collecting.
-    words.groupBy("word").count().toArrow()  # warm-up run (JIT, file cache)
-    t = time.time()
-    native = words.groupBy("word").count().toArrow().to_pylist()
-    native_s = time.time() - t
-    check([(r["word"], r["count"]) for r in native], expected, "native")
+    def native() -> list:
+        rows = words.groupBy("word").count().toArrow().to_pylist()
+        return [(r["word"], r["count"]) for r in rows]
 
     def job(pushdown: bool = True) -> object:
         conf = Configuration()
@@ -139,21 +152,29 @@ def main() -> None:
         def reduce(self, a: tuple, b: tuple) -> tuple:
             return (a[0], a[1] + b[1])
 
-    t = time.time()
-    out = job().key_by(lambda x: x[0]).reduce(PythonReduce())
-    with out.execute_and_collect() as it:
-        reduce_rows = list(it)
-    reduce_s = time.time() - t
-    check(reduce_rows, expected, "reduce")
+    def reduce() -> list:
+        with job().key_by(lambda x: x[0]).reduce(PythonReduce()).execute_and_collect() as it:
+            return list(it)
 
-    t = time.time()
-    out = job().key_by(lambda x: x[0]).sum(1)
-    with out.execute_and_collect() as it:
-        sum_rows = list(it)
-    sum_s = time.time() - t
-    check(sum_rows, expected, "sum")
+    def sum_() -> list:
+        with job().key_by(lambda x: x[0]).sum(1).execute_and_collect() as it:
+            return list(it)
 
-    streaming_s = streaming_reduce(spark, path, words.schema, expected)
+    def timed(run: object, what: str) -> tuple[float, list[float]]:
+        """Median seconds of ``args.repeat`` checked runs after one untimed warm-up."""
+        check(run(), expected, what)  # type: ignore[operator]
+        times = []
+        for _ in range(args.repeat):
+            t = time.time()
+            rows = run()  # type: ignore[operator]
+            times.append(time.time() - t)
+            check(rows, expected, what)
+        return statistics.median(times), times
+
+    native_s, native_runs = timed(native, "native")
+    reduce_s, reduce_runs = timed(reduce, "reduce")
+    sum_s, sum_runs = timed(sum_, "sum")
+    streaming_s, streaming_runs = timed_streaming(spark, path, words.schema, expected, args.repeat)
 
     result = {
         "native_s": round(native_s, 3), "reduce_s": round(reduce_s, 3), "sum_s": round(sum_s, 3),
@@ -161,6 +182,11 @@ def main() -> None:
         "streaming_s": round(streaming_s, 3),
         "streaming_ratio": round(streaming_s / native_s, 3),
         "batch_speedup": round(streaming_s / reduce_s, 3),
+        # other work on the machine skews every ratio: report the 1/5/15-minute load with them
+        "load": [round(x, 2) for x in os.getloadavg()],
+        "runs": {name: [round(t, 2) for t in runs] for name, runs in (
+            ("native", native_runs), ("reduce", reduce_runs), ("sum", sum_runs),
+            ("streaming", streaming_runs))},
     }
     print(f"records={args.records} keys={args.keys}: native {native_s:.2f}s, "
           f"reduce {reduce_s:.2f}s, sum {sum_s:.2f}s, streaming {streaming_s:.2f}s")
