@@ -1,7 +1,8 @@
 """Savepoints of multi-stage STREAMING jobs (one checkpointed query per keyed stage, joined by
 staging tables): every stage's state at one point of the input, equal to BATCH's savepoint
 (the handoff property); restore into STREAMING and BATCH continues as one uninterrupted run;
-``stop_with_savepoint`` of a running multi-stage job (real Spark, delta-rs)."""
+``stop_with_savepoint`` of a running multi-stage job; the rocksdb backend; a keyed stage
+feeding two keyed stages (run once, its output staged for both) (real Spark, delta-rs)."""
 
 from __future__ import annotations
 
@@ -308,3 +309,94 @@ def test_running_multistage_stop_with_savepoint_then_restore(env_factory, spark,
                                                     ("south", 35_000)]
     # nothing fired before the stop
     assert not os.path.exists(out) or DeltaTable(out).to_pyarrow_table().num_rows == 0
+
+
+def test_multistage_handoff_and_restore_rocksdb(env_factory, spark, tmp_path):
+    """The multi-stage job on the rocksdb backend: its STREAMING savepoint (available-now,
+    then savepoint) decodes to BATCH's heap savepoint row for row, every stage; restored
+    into STREAMING (rocksdb) over B it continues as one uninterrupted run over A + B."""
+    rocks = {"state.backend.type": "rocksdb"}
+    sp_stream, sp_batch = str(tmp_path / "sp-stream"), str(tmp_path / "sp-batch")
+    env = _env(env_factory, tmp_path, "STREAMING", "a", **rocks)
+    out_a = _run(env, DATA_A, str(tmp_path / "a"), "multi-a", sp_stream)
+    assert out_a == [("north", 4)]
+    env = _env(env_factory, tmp_path, "BATCH", "a-batch")
+    assert _run(env, DATA_A, str(tmp_path / "a-batch"), "multi-a", sp_batch) == out_a
+
+    stream, batch = Savepoint.load(sp_stream, spark), Savepoint.load(sp_batch, spark)
+    assert stream.metadata().backend == "rocksdb" and stream.metadata().mode == "STREAMING"
+    assert stream.operators() == batch.operators() == ["per-region", "per-user"]
+    assert stream.metadata().final_watermark == FINAL_WM_A
+    users, regions, user_timers, region_timers = _decoded(stream)
+    assert [u for u, _ in users] == ["ann", "bo", "cy", "dee", "eve"]
+    assert regions == [("east", [("dee", 1)], 129_000),
+                       ("north", [("ann", 2), ("bo", 2)], None),
+                       ("south", [("cy", 2), ("eve", 1)], 130_000)]
+    assert region_timers == [("east", 129_000), ("south", 130_000)]
+    assert _decoded(batch) == (users, regions, user_timers, region_timers)
+    for uid in ("per-user", "per-region"):  # the handoff property, row for row
+        assert _entry_rows(stream, uid) == _entry_rows(batch, uid)
+
+    env = _env(env_factory, tmp_path, "STREAMING", "b", **rocks,
+               **{"execution.savepoint.path": sp_stream})
+    out_b = _run(env, DATA_B, str(tmp_path / "b"), "multi-b")
+    assert ("east", 1) in out_b  # restored rocksdb timer of a region without new data
+    # the uninterrupted BATCH run over A + B (test_multistage_handoff_and_restore_into_both_modes)
+    assert _final(out_a + out_b) == {"north": 5, "south": 4, "east": 1, "west": 1}
+
+
+def _fan_out_job(env, data, out_region, out_letter):
+    """Stage A (per-user reduce) feeds two keyed consumers: B by region, C by the user's
+    first letter (the same order-insensitive totals function)."""
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+        Duration.of_millis(OOO)).with_timestamp_assigner(Ts())
+    per_user = (env.from_collection(data, EVENT).assign_timestamps_and_watermarks(strategy)
+                .map(lambda e: (e[0], e[1], e[2], 1), output_type=PER_USER)
+                .key_by(lambda r: r[0], key_type=Types.STRING()).reduce(_per_user)
+                .uid("per-user"))
+    (per_user.key_by(lambda r: r[1], key_type=Types.STRING())
+     .process(RegionTotals(), output_type=OUT).uid("per-region").sink_to_delta(out_region))
+    (per_user.key_by(lambda r: r[0][0], key_type=Types.STRING())
+     .process(RegionTotals(), output_type=OUT).uid("per-letter").sink_to_delta(out_letter))
+
+
+def _fan_out_run(env, tmp_path, name, sp):
+    outs = [str(tmp_path / f"{name}-region"), str(tmp_path / f"{name}-letter")]
+    _fan_out_job(env, DATA_A, *outs)
+    env.execute(f"fan-{name}", savepoint_path=sp)
+    return [sorted(tuple(r.values()) for r in DeltaTable(o).to_pyarrow_table().to_pylist())
+            for o in outs]
+
+
+def test_multistage_stage_feeding_two_consumers(env_factory, spark, tmp_path):
+    """A keyed stage read by two keyed stages: STREAMING (available-now + savepoint) gives
+    both sinks the outputs BATCH gives, and a savepoint whose three operators decode to
+    BATCH's row for row (stage A's state exported once, from the one query that runs it)."""
+    sp_stream, sp_batch = str(tmp_path / "sp-stream"), str(tmp_path / "sp-batch")
+    env = _env(env_factory, tmp_path, "STREAMING", "s")
+    outs = _fan_out_run(env, tmp_path, "s", sp_stream)
+    # region: only north's deadline passed 94_999; letter: a (62_000) and b (50_000) did
+    assert outs == [[("north", 4)], [("a", 2), ("b", 2)]]
+    # stage A runs (and holds state) in one query only, which stages its output for B and C
+    root = str(tmp_path / "ckpt-s" / "fan-s")
+    assert sorted(q for q in os.listdir(root)
+                  if os.path.isdir(os.path.join(root, q, "checkpoint", "state"))) == [
+        "per-user-output", "sink-0", "sink-1"]
+    env = _env(env_factory, tmp_path, "BATCH", "b")
+    assert _fan_out_run(env, tmp_path, "b", sp_batch) == outs
+
+    stream, batch = Savepoint.load(sp_stream, spark), Savepoint.load(sp_batch, spark)
+    assert stream.operators() == batch.operators() == ["per-letter", "per-region", "per-user"]
+    assert stream.metadata().final_watermark == batch.metadata().final_watermark == FINAL_WM_A
+    assert _decoded(stream) == _decoded(batch)
+    letters = sorted((r["key"], sorted(dict(r["counts"] or {}).items()), r["deadline"])
+                     for r in stream.read_keyed_state(
+                         "per-letter", MapStateDescriptor("counts", Types.STRING(), Types.LONG()),
+                         ValueStateDescriptor("deadline", Types.LONG())).collect())
+    assert letters == [("a", [("ann", 2)], None), ("b", [("bo", 2)], None),
+                       ("c", [("cy", 2)], 130_000), ("d", [("dee", 1)], 129_000),
+                       ("e", [("eve", 1)], 125_000)]
+    assert sorted((r["key"], r["timestamp"]) for r in stream.read_timers("per-letter").collect()) \
+        == [("c", 130_000), ("d", 129_000), ("e", 125_000)]
+    for uid in ("per-user", "per-region", "per-letter"):
+        assert _entry_rows(stream, uid) == _entry_rows(batch, uid), uid

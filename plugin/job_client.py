@@ -338,7 +338,8 @@ class JobClient:
         from .translation.streaming_savepoint import keyed_nodes_in_query
 
         root = self._translator._query_roots.get(name)
-        return root is not None and bool(keyed_nodes_in_query(root))
+        return root is not None and bool(
+            keyed_nodes_in_query(root, self._translator._staged_outputs, name))
 
     def _staged_ahead(self, name: str) -> Optional[tuple[int, Optional[int]]]:
         """``(staged, committed)`` batch ids when query ``name`` stages its output for a

@@ -23,7 +23,9 @@ Mapping (FACTS.md measured why):
 * Two ``applyInPandasWithState`` cannot share a query: the input of every keyed
   operator with a keyed ancestor is written by its own checkpointed query to a
   Parquet file sink (exactly-once) under the checkpoint directory and read back
-  with ``readStream``. Those upstream queries run first.
+  with ``readStream``. Those upstream queries run first. A keyed operator read by
+  several consumers runs once: its own query (``<stage>-output``) stages its output
+  for all of them.
 * Non-keyed stages reuse BATCH's fused ``mapInArrow`` passes unchanged.
 * Savepoints (``streaming_savepoint.py``): a savepoint run omits the end-of-input
   sentinel (stop-with-savepoint without drain) and exports the GroupState of every
@@ -360,6 +362,8 @@ class StreamingTranslator(BatchTranslator):
         self._query_roots: dict[str, Transformation] = {}
         #: keyed node id -> how its function reads its native keyed input
         self._typed_inputs: dict[int, TypedInput] = {}
+        #: keyed node id -> the query staging its output for several consumers
+        self._staged_outputs: dict[int, str] = {}
         #: when a list, ``_run_query`` only starts each query and appends ``(name, query)``
         #: (``env.execute_async``, plugin/job_client.py) instead of waiting for it
         self._async_queries: Optional[list[tuple[str, Any]]] = None
@@ -510,7 +514,26 @@ class StreamingTranslator(BatchTranslator):
                             tags: frozenset[str]) -> Stream:
         if stream.tagged and not stream.pending:
             return stream  # a keyed operator already wrote its side outputs as _tag
-        return super()._materialize_shared(stream, node, tags)
+        shared = super()._materialize_shared(stream, node, tags)
+        if tags or not isinstance(node, (KeyedNode, CoKeyedNode)):
+            return shared
+        # A keyed stage read by several consumers runs in ONE query that stages its output
+        # (else every consumer's query would run it again, with its own copy of the state)
+        name = f"{self._stage_names[node.id]}-output"
+        self._query_roots[name] = node
+        if self._savepoint_run is not None:
+            self._savepoint_run.queries[name] = node
+        self._staged_outputs[node.id] = name
+        return Stream(self._through_files(shared.df, name), shared.enc, shared.type_info,
+                      name=shared.name)
+
+    def _staged_above(self, key_node: KeyByNode) -> Optional[str]:
+        """The query staging the output of the one keyed stage above ``key_node`` when that
+        stage's output is shared (:meth:`_materialize_shared`), else None."""
+        keyed = [n for n in upstream(key_node, _is_keyed_node) if _is_keyed_node(n)]
+        if len(keyed) == 1 and keyed[0].id in self._staged_outputs:
+            return self._staged_outputs[keyed[0].id]
+        return None
 
     def _source(self, node: SourceNode) -> Stream:
         from .encoding import typed_encoding
@@ -561,7 +584,13 @@ class StreamingTranslator(BatchTranslator):
             )
             df = parent.df.mapInArrow(_seq_pass(spec, self.parallelism),
                                       output_ddl(spec) + f", {SEQ} bigint")
-        if _has_keyed_ancestor(key_node):
+        staged = self._staged_above(key_node)
+        if staged is not None:  # a shared upstream stage: its query already staged it
+            if self._savepoint_run is not None:  # streaming_savepoint.py: watermark carrier
+                carrier = f"{staged}-watermark-{self._stage_names[consumer.id]}"
+                df = self._savepoint_run.forward_watermark(df, staged, key_node, consumer,
+                                                           carrier)
+        elif _has_keyed_ancestor(key_node):
             stage = self._stage_names[consumer.id]
             # names must be stable across runs of the same job (node ids are not)
             side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
@@ -831,6 +860,10 @@ class StreamingTranslator(BatchTranslator):
                 "(updated %s), state %s bytes, %s ms", name, row["batch"], row["rows_in"],
                 row["rows_out"], row["watermark"], row["key_groups_with_state"],
                 row["key_groups_updated"], row["state_bytes"], row["duration_ms"])
+
+
+def _is_keyed_node(node: Transformation) -> bool:
+    return isinstance(node, (KeyedNode, CoKeyedNode))
 
 
 def _has_keyed_ancestor(node: Transformation) -> bool:

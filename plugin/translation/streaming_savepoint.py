@@ -79,14 +79,20 @@ _ENTRY_DDL = ("operator_uid string, key_group int, key binary, state_name string
               "namespace binary, user_key binary, value binary")
 
 
-def keyed_nodes_in_query(root: Transformation) -> list[Transformation]:
-    """Keyed operators whose ``applyInPandasWithState`` runs in the query built from ``root``.
+def keyed_nodes_in_query(root: Transformation, staged: Optional[dict[int, str]] = None,
+                         query: Optional[str] = None) -> list[Transformation]:
+    """Keyed operators whose ``applyInPandasWithState`` runs in query ``query``, built
+    from ``root``.
 
     Walking up from ``root``, a keyed operator is part of the query; its own input
     either has no keyed ancestor or is staged through files by another query, so
-    the walk stops there.
+    the walk stops there. ``staged`` maps a keyed operator whose output several
+    consumers read to the one query that runs it and stages that output: it belongs
+    to that query only.
     """
-    return [n for n in upstream(root, _is_keyed, include_self=True) if _is_keyed(n)]
+    staged = staged or {}
+    return [n for n in upstream(root, _is_keyed, include_self=True)
+            if _is_keyed(n) and staged.get(n.id, query) == query]
 
 
 def _is_keyed(node: Transformation) -> bool:
@@ -182,42 +188,47 @@ class StreamingSavepointWrite:
         check_savepoint_uids(translator.nodes)
         #: query name -> root node of the DataFrame it runs (filled by the translator)
         self.queries: dict[str, Transformation] = {}
-        #: staging query name -> (carrier folder, staged schema, downstream delay ms)
-        self._carriers: dict[str, tuple[str, Any, int]] = {}
+        #: staging query name -> [(carrier folder, staged schema, downstream delay ms)]
+        self._carriers: dict[str, list[tuple[str, Any, int]]] = {}
 
     def forward_watermark(self, df: DataFrame, name: str, key_node: Transformation,
-                          consumer: Transformation) -> DataFrame:
+                          consumer: Transformation, carrier: Optional[str] = None
+                          ) -> DataFrame:
         """``df`` (the staged input ``name`` of ``consumer``) plus a file stream of the
         watermark carrier row :meth:`after_query` writes once query ``name`` finished; ``df``
         unchanged when ``consumer`` has no event time or a watermark strategy between the
-        stages generates its watermark (Flink does not forward one through it)."""
+        stages generates its watermark (Flink does not forward one through it). ``carrier``
+        names the carrier folder (default ``<name>-watermark``; one per consumer when the
+        staged output of ``name`` has several)."""
         t = self.translator
         strategy = t._watermark_strategy(consumer)
         if strategy is None or not _watermark_forwarded(key_node):
             return df
-        folder = os.path.join(t._root(), f"{name}-watermark")
+        folder = os.path.join(t._root(), carrier or f"{name}-watermark")
         os.makedirs(folder, exist_ok=True)
-        self._carriers[name] = (folder, df.schema, int(strategy.out_of_orderness_ms or 0))
+        self._carriers.setdefault(name, []).append(
+            (folder, df.schema, int(strategy.out_of_orderness_ms or 0)))
         return df.unionByName(t.spark.readStream.schema(df.schema).parquet(folder))
 
     def after_query(self, name: str) -> None:
         """Query ``name`` finished: when it stages a forwarded watermark, write the carrier
         row (event time = its final Spark watermark + the consumer's out-of-orderness)."""
-        carrier = self._carriers.get(name)
-        if carrier is None:
+        carriers = self._carriers.get(name)
+        if not carriers:
             return
-        folder, schema, delay = carrier
         rows = [r for r in self.translator.progress if r["query"] == name]
         mark = max((_spark_watermark_ms(r["watermark"]) for r in rows), default=0)
         if mark <= 0:
             return  # no watermark advanced upstream: nothing to forward
-        _write_carrier(folder, schema, mark + delay)
-        log.info("STREAMING savepoint: watermark %d of query %s forwarded to its consumer",
-                 mark, name)
+        for folder, schema, delay in carriers:
+            _write_carrier(folder, schema, mark + delay)
+        log.info("STREAMING savepoint: watermark %d of query %s forwarded to %d consumer(s)",
+                 mark, name, len(carriers))
 
     def _query_of(self, node: Transformation) -> Optional[str]:
         for name, root in self.queries.items():
-            if any(n.id == node.id for n in keyed_nodes_in_query(root)):
+            staged = self.translator._staged_outputs
+            if any(n.id == node.id for n in keyed_nodes_in_query(root, staged, name)):
                 return name
         return None
 

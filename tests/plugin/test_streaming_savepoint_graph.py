@@ -10,7 +10,10 @@ from pyspark_datastream import (
     Types,
     WatermarkStrategy,
 )
-from pyspark_datastream.translation.streaming_savepoint import _watermark_forwarded
+from pyspark_datastream.translation.streaming_savepoint import (
+    _watermark_forwarded,
+    keyed_nodes_in_query,
+)
 
 T = Types.TUPLE([Types.STRING(), Types.LONG()])
 
@@ -38,3 +41,20 @@ def test_watermark_forwarded_only_through_a_keyed_stage():
         regenerated.key_by(lambda r: r[0], key_type=Types.STRING())._key_node)
     # the first stage reads the source's watermark directly
     assert not _watermark_forwarded(first._key_node)
+
+
+def test_a_shared_keyed_stage_belongs_to_its_staging_query_only():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    source = env.from_collection([("a", 1)], T)
+    shared = source.key_by(lambda r: r[0], key_type=Types.STRING()).reduce(lambda a, b: a)
+    second = shared.key_by(lambda r: r[1], key_type=Types.LONG()).reduce(lambda a, b: b)
+    a, b = shared._node, second._node
+    # each keyed stage runs in its own query: the walk stops at the first keyed operator
+    assert [n.id for n in keyed_nodes_in_query(b)] == [b.id]
+    assert [n.id for n in keyed_nodes_in_query(a)] == [a.id]
+    staged = {a.id: "a-output"}
+    # staged for several consumers: a consumer's query holds only its own stage, a query
+    # rooted at the shared stage (a sink reading it) holds none, the staging query holds it
+    assert [n.id for n in keyed_nodes_in_query(b, staged, "sink-0")] == [b.id]
+    assert keyed_nodes_in_query(a, staged, "sink-1") == []
+    assert [n.id for n in keyed_nodes_in_query(a, staged, "a-output")] == [a.id]
