@@ -827,15 +827,9 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         return self._read_range(from_key, to_key, inclusive_to_key, True, True)
 
     def read_range_until(self, to_key: Any, inclusive_to_key: bool) -> Iterator[tuple[Any, list[Any]]]:
-        # the hot path of the temporal sort / join: _range_bounds and _groups inlined
-        backend = self._backend
-        try:
-            prefix = backend._kg_part + self._name_part + backend._key_part + self._ns_part  # type: ignore[operator]
-        except TypeError:
-            raise self._context_error() from None
-        to = prefix + self._lex(to_key)
-        upper = _successor(to) if inclusive_to_key else to
-        lower = self._floor.get(prefix, prefix)  # a floor is always above its prefix
+        # the hot path of the temporal sort / join: _groups inlined, the read remembered
+        # for the clear_range_until that usually follows
+        prefix, lower, upper = self._range_bounds(None, to_key, inclusive_to_key, False, True)
         if upper is None:
             return self._groups(len(prefix), lower, upper, True)
         if lower >= upper:
@@ -858,14 +852,7 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         self._clear_range(from_key, to_key, inclusive_to_key, True, True)
 
     def clear_range_until(self, to_key: Any, inclusive_to_key: bool) -> None:
-        backend = self._backend
-        try:
-            prefix = backend._kg_part + self._name_part + backend._key_part + self._ns_part  # type: ignore[operator]
-        except TypeError:
-            raise self._context_error() from None
-        to = prefix + self._lex(to_key)
-        upper = _successor(to) if inclusive_to_key else to
-        lower = self._floor.get(prefix, prefix)
+        prefix, lower, upper = self._range_bounds(None, to_key, inclusive_to_key, False, True)
         if upper is None:
             self._clear_rows(prefix, lower, upper, False)
             return
@@ -880,7 +867,7 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
             if rows:
                 staged = self._staged
                 if staged is None:
-                    staged = self._staged = backend._new_batch()
+                    staged = self._staged = self._backend._new_batch()
                 delete = staged.delete
                 for row, _ in rows:
                     delete(row)
