@@ -347,10 +347,13 @@ def test_multistage_handoff_and_restore_rocksdb(env_factory, spark, tmp_path):
 
 def _fan_out_job(env, data, out_region, out_letter):
     """Stage A (per-user reduce) feeds two keyed consumers: B by region, C by the user's
-    first letter (the same order-insensitive totals function)."""
+    first letter (the same order-insensitive totals function). ``data``: a list of events,
+    or a (streaming) DataFrame of them."""
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(
         Duration.of_millis(OOO)).with_timestamp_assigner(Ts())
-    per_user = (env.from_collection(data, EVENT).assign_timestamps_and_watermarks(strategy)
+    source = env.from_collection(data, EVENT) if isinstance(data, list) \
+        else env.from_dataframe(data)
+    per_user = (source.assign_timestamps_and_watermarks(strategy)
                 .map(lambda e: (e[0], e[1], e[2], 1), output_type=PER_USER)
                 .key_by(lambda r: r[0], key_type=Types.STRING()).reduce(_per_user)
                 .uid("per-user"))
@@ -398,5 +401,97 @@ def test_multistage_stage_feeding_two_consumers(env_factory, spark, tmp_path):
                        ("e", [("eve", 1)], 125_000)]
     assert sorted((r["key"], r["timestamp"]) for r in stream.read_timers("per-letter").collect()) \
         == [("c", 130_000), ("d", 129_000), ("e", 125_000)]
+    for uid in ("per-user", "per-region", "per-letter"):
+        assert _entry_rows(stream, uid) == _entry_rows(batch, uid), uid
+
+
+def _fan_out_outputs(outs):
+    return [sorted(tuple(r.values()) for r in DeltaTable(o).to_pyarrow_table().to_pylist())
+            if os.path.exists(o) else [] for o in outs]
+
+
+def test_fan_out_restore_continues_as_one_run(env_factory, spark, tmp_path):
+    """The fan-out job's STREAMING savepoint after A, restored into a STREAMING run over B:
+    both consumers' final totals equal one uninterrupted BATCH run over A + B (the shared
+    stage A's state restored into its one staging query, B's and C's into theirs)."""
+    sp = str(tmp_path / "sp-a")
+    env = _env(env_factory, tmp_path, "STREAMING", "a")
+    out_a = _fan_out_run(env, tmp_path, "a", sp)
+    assert out_a == [[("north", 4)], [("a", 2), ("b", 2)]]
+
+    env = _env(env_factory, tmp_path, "BATCH", "ab")
+    outs_ab = [str(tmp_path / "ab-region"), str(tmp_path / "ab-letter")]
+    _fan_out_job(env, DATA_A + DATA_B, *outs_ab)
+    env.execute("fan-ab")
+    expected = [_final(rows) for rows in _fan_out_outputs(outs_ab)]
+    assert expected == [{"north": 5, "south": 4, "east": 1, "west": 1},
+                        {"a": 3, "b": 2, "c": 3, "d": 1, "e": 1, "f": 1}]
+
+    env = _env(env_factory, tmp_path, "STREAMING", "b", **{"execution.savepoint.path": sp})
+    outs_b = [str(tmp_path / "b-region"), str(tmp_path / "b-letter")]
+    _fan_out_job(env, DATA_B, *outs_b)
+    env.execute("fan-b")
+    out_b = _fan_out_outputs(outs_b)
+    # restored timers of keys without new data fire: east (region), d and e (letter)
+    assert ("east", 1) in out_b[0] and ("d", 1) in out_b[1] and ("e", 1) in out_b[1]
+    # stage A's restored state: ann's count continues from 2 (letter a: 3, not 1)
+    assert [_final(a + b) for a, b in zip(out_a, out_b)] == expected
+
+
+def test_fan_out_stop_with_savepoint(env_factory, spark, tmp_path):
+    """execute_async of the fan-out job over a file source (processing-time trigger):
+    trigger_savepoint is refused (three keyed queries); stop_with_savepoint stops stage
+    A's staging query first, lets both consumers' queries process what it staged, and
+    saves all three operators at that one cut, row for row BATCH's savepoint of the same
+    six records."""
+    src = str(tmp_path / "in")
+    first = [("ann", "north", 1_000), ("bo", "north", 2_000), ("cy", "south", 3_000)]
+    second = [("ann", "north", 4_000), ("cy", "south", 5_000), ("dee", "east", 6_000)]
+    _add_file(src, first, "f1")
+    env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt"),
+                                    "execution.streaming.trigger": "processing-time=1 second"})
+    df = spark.readStream.schema("user string, region string, ts long").parquet(src)
+    outs = [str(tmp_path / "s-region"), str(tmp_path / "s-letter")]
+    _fan_out_job(env, df, *outs)
+    client = env.execute_async("running-fan")
+    sp = str(tmp_path / "sp")
+    try:
+        queries = client.get_queries()
+        assert list(queries) == ["per-user-output", "sink-0", "sink-1"]
+        for q in queries.values():
+            q.processAllAvailable()
+        refused = str(tmp_path / "refused")
+        with pytest.raises(SavepointError, match=r"several queries \['per-user-output', "
+                                                 r"'sink-0', 'sink-1'\].*stop_with_savepoint"):
+            client.trigger_savepoint(refused)
+        assert not os.path.exists(refused)
+        _add_file(src, second, "f2")
+        queries["per-user-output"].processAllAvailable()  # the consumers may not have read it
+        assert client.stop_with_savepoint(sp) == sp
+    finally:
+        if client.get_job_status() is JobStatus.RUNNING:
+            client.cancel()
+    assert client.get_job_status() is JobStatus.FINISHED
+    assert client._staged_ahead("per-user-output") is None
+    # nothing fired before the stop (watermark 6_000 - OOO - 1)
+    assert _fan_out_outputs(outs) == [[], []]
+
+    sp_batch = str(tmp_path / "sp-batch")
+    env = _env(env_factory, tmp_path, "BATCH", "b")
+    _fan_out_job(env, first + second, str(tmp_path / "b-region"), str(tmp_path / "b-letter"))
+    env.execute("fan-batch", savepoint_path=sp_batch)
+    stream, batch = Savepoint.load(sp, spark), Savepoint.load(sp_batch, spark)
+    assert stream.operators() == batch.operators() == ["per-letter", "per-region", "per-user"]
+    users, regions, user_timers, region_timers = _decoded(stream)
+    # every stage holds all six records (the consumers read what stage A had staged)
+    assert users == [("ann", ("ann", "north", 4_000, 2)), ("bo", ("bo", "north", 2_000, 1)),
+                     ("cy", ("cy", "south", 5_000, 2)), ("dee", ("dee", "east", 6_000, 1))]
+    assert regions == [("east", [("dee", 1)], 36_000), ("north", [("ann", 2), ("bo", 1)], 34_000),
+                       ("south", [("cy", 2)], 35_000)]
+    assert user_timers == [] and region_timers == [("east", 36_000), ("north", 34_000),
+                                                    ("south", 35_000)]
+    assert sorted((r["key"], r["timestamp"]) for r in stream.read_timers("per-letter").collect()) \
+        == [("a", 34_000), ("b", 32_000), ("c", 35_000), ("d", 36_000)]
+    assert _decoded(batch) == (users, regions, user_timers, region_timers)
     for uid in ("per-user", "per-region", "per-letter"):
         assert _entry_rows(stream, uid) == _entry_rows(batch, uid), uid
