@@ -61,6 +61,22 @@ def main(workdir: str) -> None:
     # stage counts come from DataFrame.observe: they must work over Connect too
     results["progress"] = [[r["kind"], r["rows_in"], r["rows_out"]] for r in result.get_progress()]
     results["delta"] = sorted(tuple(r) for r in read_delta(spark, path).collect())
+    # STREAMING over Connect: a running reduce over a file stream, every intermediate value
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark_datastream import Configuration
+
+    src = os.path.join(workdir, "stream_in")
+    os.makedirs(src)
+    pq.write_table(pa.table({"k": ["a", "b", "a"], "v": pa.array([1, 2, 3], pa.int64())}),
+                   os.path.join(src, "f1.parquet"))
+    conf = Configuration()
+    conf.set_string("execution.checkpointing.dir", os.path.join(workdir, "stream_ckpt"))
+    senv = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
+    senv.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+    running = (senv.from_dataframe(spark.readStream.schema("k string, v long").parquet(src))
+               .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1])))
+    results["streaming"] = sorted(running.execute_and_collect("connect-stream"))
     print(json.dumps(results))
     spark.stop()
 

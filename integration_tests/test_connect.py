@@ -13,7 +13,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.mark.connect
-def test_batch_jobs_over_spark_connect(tmp_path):
+def test_batch_and_streaming_jobs_over_spark_connect(tmp_path):
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=HERE)
     proc = subprocess.run([sys.executable, os.path.join(HERE, "connect_jobs.py"), str(tmp_path)],
                           capture_output=True, text=True, timeout=600, env=env)
@@ -23,5 +23,7 @@ def test_batch_jobs_over_spark_connect(tmp_path):
     assert results["sum"] == [["w1", 2], ["w2", 1]]
     assert results["process_df"] == [["a", 4], ["b", 2], ["c", 5]]
     assert results["delta"] == [["a", 4], ["b", 2], ["c", 5]]
+    # STREAMING: applyInPandasWithState and a memory-sink collect over Connect
+    assert results["streaming"] == [["a", 1], ["a", 4], ["b", 2]]
     assert results["progress"] == [["source", None, 4], ["pass", 4, 4], ["keyed", 4, 3],
                                    ["sink", 3, None]]

@@ -41,6 +41,7 @@ import os
 import pickle
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
@@ -295,8 +296,11 @@ def _file_row_seq(df: DataFrame) -> Optional[tuple[Any, Any]]:
     from pyspark.sql import functions as F
 
     try:
-        df.select(F.col("_metadata.row_index"), F.col("_metadata.file_path"),
-                  F.col("_metadata.file_modification_time"))
+        # reading the schema forces the analysis (Spark Connect analyses lazily)
+        probe = df.select(F.col("_metadata.row_index"), F.col("_metadata.file_path"),
+                          F.col("_metadata.file_modification_time"))
+        if len(probe.schema.fields) != 3:
+            return None
     except AnalysisException:
         return None
     mtime = F.unix_millis(F.col("_metadata.file_modification_time"))
@@ -391,6 +395,17 @@ class StreamingTranslator(BatchTranslator):
         df, decode = self._collectable(stream, node)
         self._run_prerequisites()
         rows: list[Any] = []
+        if _is_connect(self.spark):
+            # Spark Connect runs a foreachBatch function in a server-side process, where
+            # this list does not live: collect through a memory sink instead (it keeps the
+            # micro-batches in the order they were appended)
+            table = f"pds_collect_{uuid.uuid4().hex[:12]}"
+            self._run_query("collect", df.writeStream.format("memory"), table)
+            try:
+                rows = self.spark.sql(f"SELECT * FROM {table}").collect()
+            finally:
+                self.spark.catalog.dropTempView(table)
+            return CloseableIterator(decode(r) for r in rows)
 
         def each(batch_df: Any, batch_id: int) -> None:
             rows.extend(batch_df.collect())
@@ -734,8 +749,10 @@ class StreamingTranslator(BatchTranslator):
         # Keep a watermark-tagged column (Spark requires one for EventTimeTimeout) but make it
         # null: Spark's late-row filter then drops nothing, as Flink's process functions see
         # late elements.
-        df = df.withColumn(_ET, F.lit(None).cast("timestamp").alias(
-            _ET, metadata={"spark.watermarkDelayMs": delay}))
+        # (a select, not withColumn: over Spark Connect withColumn drops the alias metadata)
+        df = df.select(*[F.col(f"`{c}`") for c in df.columns if c != _ET],
+                       F.lit(None).cast("timestamp").alias(
+                           _ET, metadata={"spark.watermarkDelayMs": delay}))
         tags = self._tags.get(node.id, frozenset())
         backend_kind = "rocksdb" if self.backend[0] == "rocksdb" else "hashmap"
         # group_frames.py: typed columns in (native keyed input) and out, where pandas keeps
@@ -797,11 +814,12 @@ class StreamingTranslator(BatchTranslator):
                 if self._savepoint_run is not None:  # streaming_savepoint.py: carrier row
                     self._savepoint_run.after_query(name)
 
-    def _start_query(self, name: str, writer: Any) -> Any:
-        """Start one query (checkpoint ``<root>/<name>/checkpoint``, the configured trigger)."""
+    def _start_query(self, name: str, writer: Any, query_name: Optional[str] = None) -> Any:
+        """Start one query (checkpoint ``<root>/<name>/checkpoint``, the configured trigger;
+        ``query_name`` names a memory sink's table)."""
         checkpoint = os.path.join(self._root(), name, "checkpoint")
         writer = writer.option("checkpointLocation", checkpoint).queryName(
-            f"{self.job_name}:{name}:{time.time_ns()}")
+            query_name or f"{self.job_name}:{name}:{time.time_ns()}")
         kind, interval = self.trigger
         if kind == "available-now":
             writer = writer.trigger(availableNow=True)
@@ -811,14 +829,14 @@ class StreamingTranslator(BatchTranslator):
             writer = writer.trigger(processingTime=interval)
         return writer.start()
 
-    def _run_query(self, name: str, writer: Any) -> None:
+    def _run_query(self, name: str, writer: Any, query_name: Optional[str] = None) -> None:
         """Start one query, wait, log its progress (only start it for ``execute_async``)."""
         if self._async_queries is not None:
-            self._async_queries.append((name, self._start_query(name, writer)))
+            self._async_queries.append((name, self._start_query(name, writer, query_name)))
             return
         kind = self.trigger[0]
         start = time.time()
-        query = self._start_query(name, writer)
+        query = self._start_query(name, writer, query_name)
         failure: Optional[BaseException] = None
         try:
             if kind == "processing-time":
@@ -860,6 +878,11 @@ class StreamingTranslator(BatchTranslator):
                 "(updated %s), state %s bytes, %s ms", name, row["batch"], row["rows_in"],
                 row["rows_out"], row["watermark"], row["key_groups_with_state"],
                 row["key_groups_updated"], row["state_bytes"], row["duration_ms"])
+
+
+def _is_connect(spark: Any) -> bool:
+    """True for a Spark Connect session (Databricks serverless and shared clusters)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def _is_keyed_node(node: Transformation) -> bool:
