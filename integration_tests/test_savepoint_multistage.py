@@ -250,6 +250,17 @@ def _add_file(folder, rows, name):
     os.replace(tmp, os.path.join(folder, f"{name}.parquet"))
 
 
+#: ``_decoded`` of a savepoint taken by stop_with_savepoint after the six records of the
+#: running-job tests: (user state, region state, user timers, region timers)
+_SIX_RECORDS_STOPPED = (
+    [("ann", ("ann", "north", 4_000, 2)), ("bo", ("bo", "north", 2_000, 1)),
+     ("cy", ("cy", "south", 5_000, 2)), ("dee", ("dee", "east", 6_000, 1))],
+    [("east", [("dee", 1)], 36_000), ("north", [("ann", 2), ("bo", 1)], 34_000),
+     ("south", [("cy", 2)], 35_000)],
+    [],
+    [("east", 36_000), ("north", 34_000), ("south", 35_000)],
+)
+
 def test_running_multistage_stop_with_savepoint_then_restore(env_factory, spark, tmp_path):
     """execute_async over a file source: trigger_savepoint is refused (records in flight
     between the stage queries); stop_with_savepoint stops stage 1's query, lets stage 2
@@ -298,15 +309,9 @@ def test_running_multistage_stop_with_savepoint_then_restore(env_factory, spark,
     os.remove(os.path.join(commits, str(last)))
     assert client._staged_ahead(stage1) == (last, last - 1 if last else None)
     loaded = Savepoint.load(sp, spark)
-    users, regions, user_timers, region_timers = _decoded(loaded)
     # both stages hold all six records (stage 2 consumed what was in flight); no deadline
     # passed the watermark (6_000 - OOO - 1), so every region's timer is pending
-    assert users == [("ann", ("ann", "north", 4_000, 2)), ("bo", ("bo", "north", 2_000, 1)),
-                     ("cy", ("cy", "south", 5_000, 2)), ("dee", ("dee", "east", 6_000, 1))]
-    assert regions == [("east", [("dee", 1)], 36_000), ("north", [("ann", 2), ("bo", 1)], 34_000),
-                       ("south", [("cy", 2)], 35_000)]
-    assert user_timers == [] and region_timers == [("east", 36_000), ("north", 34_000),
-                                                    ("south", 35_000)]
+    assert _decoded(loaded) == _SIX_RECORDS_STOPPED
     # nothing fired before the stop
     assert not os.path.exists(out) or DeltaTable(out).to_pyarrow_table().num_rows == 0
 
@@ -482,16 +487,10 @@ def test_fan_out_stop_with_savepoint(env_factory, spark, tmp_path):
     env.execute("fan-batch", savepoint_path=sp_batch)
     stream, batch = Savepoint.load(sp, spark), Savepoint.load(sp_batch, spark)
     assert stream.operators() == batch.operators() == ["per-letter", "per-region", "per-user"]
-    users, regions, user_timers, region_timers = _decoded(stream)
     # every stage holds all six records (the consumers read what stage A had staged)
-    assert users == [("ann", ("ann", "north", 4_000, 2)), ("bo", ("bo", "north", 2_000, 1)),
-                     ("cy", ("cy", "south", 5_000, 2)), ("dee", ("dee", "east", 6_000, 1))]
-    assert regions == [("east", [("dee", 1)], 36_000), ("north", [("ann", 2), ("bo", 1)], 34_000),
-                       ("south", [("cy", 2)], 35_000)]
-    assert user_timers == [] and region_timers == [("east", 36_000), ("north", 34_000),
-                                                    ("south", 35_000)]
+    assert _decoded(stream) == _SIX_RECORDS_STOPPED
     assert sorted((r["key"], r["timestamp"]) for r in stream.read_timers("per-letter").collect()) \
         == [("a", 34_000), ("b", 32_000), ("c", 35_000), ("d", 36_000)]
-    assert _decoded(batch) == (users, regions, user_timers, region_timers)
+    assert _decoded(batch) == _SIX_RECORDS_STOPPED
     for uid in ("per-user", "per-region", "per-letter"):
         assert _entry_rows(stream, uid) == _entry_rows(batch, uid), uid
