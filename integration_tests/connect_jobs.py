@@ -77,6 +77,12 @@ def main(workdir: str) -> None:
     running = (senv.from_dataframe(spark.readStream.schema("k string, v long").parquet(src))
                .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1])))
     results["streaming"] = sorted(running.execute_and_collect("connect-stream"))
+    # a STREAMING Delta sink: its foreachBatch function runs in the Connect server's process
+    stream_delta = os.path.join(workdir, "stream_delta")
+    running.sink_to_delta(stream_delta)
+    done = senv.execute("connect-stream-delta")
+    results["streaming_delta"] = sorted(tuple(r) for r in read_delta(spark, stream_delta).collect())
+    results["streaming_counts"] = done.sink_counts
     print(json.dumps(results))
     spark.stop()
 

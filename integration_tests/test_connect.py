@@ -25,5 +25,8 @@ def test_batch_and_streaming_jobs_over_spark_connect(tmp_path):
     assert results["delta"] == [["a", 4], ["b", 2], ["c", 5]]
     # STREAMING: applyInPandasWithState and a memory-sink collect over Connect
     assert results["streaming"] == [["a", 1], ["a", 4], ["b", 2]]
+    assert results["streaming_delta"] == [["a", 1], ["a", 4], ["b", 2]]
+    # the sink's counter lives in the server's process: no count rather than a wrong one
+    assert results["streaming_counts"] == {}
     assert results["progress"] == [["source", None, 4], ["pass", 4, 4], ["keyed", 4, 3],
                                    ["sink", 3, None]]

@@ -439,6 +439,9 @@ class StreamingTranslator(BatchTranslator):
 
     def _run_sinks(self, sinks: list[SinkNode], savepoint: Any = None) -> dict[str, int]:
         counts: dict[str, int] = {}
+        # Spark Connect runs foreachBatch functions in a server-side process: the rows are
+        # printed / written there, but their counters never reach this one (no count)
+        connect = _is_connect(self.spark)
         for i, sink in enumerate(sinks):
             source = sink.inputs[0]
             stream = self.translate(source)
@@ -460,7 +463,8 @@ class StreamingTranslator(BatchTranslator):
 
                 self._run_prerequisites()
                 self._run_query(name, df.writeStream.foreachBatch(show))
-                counts[sink.name] = total[0]
+                if not connect:  # the counter lives where foreachBatch ran (see below)
+                    counts[sink.name] = total[0]
             elif sink.kind == "delta":
                 from ..delta_io import write_delta
 
@@ -476,7 +480,8 @@ class StreamingTranslator(BatchTranslator):
 
                 self._run_prerequisites()
                 self._run_query(name, df.writeStream.foreachBatch(write))
-                counts[sink.name] = total[0]
+                if not connect:  # the counter lives where foreachBatch ran (see below)
+                    counts[sink.name] = total[0]
             else:
                 raise GraphBuildError(f"sink kind {sink.kind!r} is not supported in STREAMING mode")
         return counts
