@@ -30,6 +30,7 @@ __all__ = [
     "reachable",
     "consumers",
     "upstream",
+    "is_keyed",
 ]
 
 _ids = itertools.count(1)
@@ -151,6 +152,11 @@ def reachable(sinks: list[Transformation]) -> list[Transformation]:
     for s in sinks:
         visit(s)
     return order
+
+
+def is_keyed(node: Transformation) -> bool:
+    """True for a keyed-state operator (one keyed input or two connected keyed inputs)."""
+    return isinstance(node, (KeyedNode, CoKeyedNode))
 
 
 def upstream(node: Transformation, stop: Optional[Callable[[Transformation], bool]] = None,

@@ -31,6 +31,7 @@ from ..graph import (
     Transformation,
     UnionNode,
     consumers,
+    is_keyed,
 )
 from ..progress import BatchProgress, Stage
 from ..spark_types import is_spark_mappable, python_from_spark
@@ -299,7 +300,7 @@ class BatchTranslator:
         stream = self._translate(node)
         tags = self._tags.get(node.id)
         if (self._savepoint_write is not None and stream.keyed is not None
-                and isinstance(node, (KeyedNode, CoKeyedNode))):
+                and is_keyed(node)):
             # one run of the keyed pass gives both its records and its savepoint entries
             stream = self._savepoint_write.run_keyed(stream, node, tags or frozenset())
         elif tags or self._fan_out(node) > 1:

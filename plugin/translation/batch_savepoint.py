@@ -30,7 +30,7 @@ import warnings
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..graph import ChainNode, CoKeyedNode, KeyByNode, KeyedNode, Transformation
+from ..graph import ChainNode, KeyByNode, KeyedNode, Transformation, is_keyed
 from ..savepoint_format import OperatorMetadata, SavepointMetadata, check_restore
 from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import ConfigurationError, GraphBuildError
@@ -53,7 +53,7 @@ log = logging.getLogger("pyspark_datastream")
 
 def keyed_nodes(nodes: list[Transformation]) -> list[Transformation]:
     """The keyed-state operators of a job (KeyedNode, CoKeyedNode), in graph order."""
-    return [n for n in nodes if isinstance(n, (KeyedNode, CoKeyedNode))]
+    return [n for n in nodes if is_keyed(n)]
 
 
 def _key_serializer(node: Transformation) -> Any:

@@ -22,11 +22,8 @@ thousands of rows), so per-row pandas work dominates it unless avoided:
 
 from __future__ import annotations
 
-import gc
 import pickle
-import zlib
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
@@ -37,6 +34,7 @@ import pyarrow as pa
 from ..operators.keygroup import KeyGroupColumns
 from ..spark_types import is_spark_mappable, python_from_arrow, python_to_arrow
 from ..state_store.errors import JobExecutionError, SerializationError
+from ..state_store.keygroups import assign_key_group
 from ..state_store.row import Row
 from .encoding import KEY, SIDE, TAG, TS, VALUE, Encoding, _fields_of, typed_encoding
 
@@ -51,7 +49,6 @@ __all__ = [
     "group_rows",
     "output_blobs",
     "unpack_blobs",
-    "gc_paused",
 ]
 
 #: Name of the stateful operator's only output column (Arrow IPC streams).
@@ -169,11 +166,13 @@ def _key_bytes(keys: list[Any], serializer: Any, cache: dict[Any, bytes],
             except Exception as exc:
                 raise SerializationError(
                     f"cannot serialize key {key!r:.80} with {serializer!r}: {exc}") from exc
-            if key_group is not None and zlib.crc32(kb) % key_group[1] != key_group[0]:
-                raise JobExecutionError(
-                    f"key {key!r:.80}: Spark placed it in key group {key_group[0]} but its "
-                    f"bytes from {serializer!r} belong to key group "
-                    f"{zlib.crc32(kb) % key_group[1]} (native key bytes disagree)")
+            if key_group is not None:
+                own = assign_key_group(kb, key_group[1])
+                if own != key_group[0]:
+                    raise JobExecutionError(
+                        f"key {key!r:.80}: Spark placed it in key group {key_group[0]} but "
+                        f"its bytes from {serializer!r} belong to key group {own} (native "
+                        "key bytes disagree)")
         append(kb)
     return out
 
@@ -304,19 +303,3 @@ def unpack_blobs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                 continue
             with pa.ipc.open_stream(blob.as_buffer()) as reader:
                 yield from reader
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside the block (restored after).
-
-    A call allocates tens of thousands of short-lived, acyclic objects; the
-    collector's passes over the worker's heap cost more than the work itself.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

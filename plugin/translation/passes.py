@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
@@ -23,7 +24,7 @@ from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decod
 from .fastpath import FastKeyedOutput, compile_chain
 
 __all__ = [
-    "KeyedSpec", "PassSpec", "run_pass", "output_ddl", "make_backend",
+    "KeyedSpec", "PassSpec", "run_pass", "output_ddl", "make_backend", "gc_paused",
     "SP_COLUMNS", "SP_META", "RESTORE_COLUMNS",
 ]
 
@@ -198,6 +199,22 @@ def _make_keyed_operator(ks: KeyedSpec) -> Any:
     raise ValueError(f"unknown keyed operator kind {ks.kind!r}")
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block (restored after).
+
+    A call allocates tens of thousands of short-lived, acyclic objects; the
+    collector's passes over the worker's heap cost more than the work itself.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 #: During a pass the cyclic collector runs once per this many input batches (see run_pass)
 _GC_EVERY_BATCHES = 64
 
@@ -219,13 +236,8 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     the records' own work. A full collection every :data:`_GC_EVERY_BATCHES` input
     batches still frees any cycles the user's functions leave behind.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         yield from _run_pass(spec, _collecting_every(batches, _GC_EVERY_BATCHES), subtask)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],

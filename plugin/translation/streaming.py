@@ -54,6 +54,7 @@ from ..graph import (
     SinkNode,
     SourceNode,
     Transformation,
+    is_keyed,
     upstream,
 )
 from ..operators.base import MIN_WATERMARK, OperatorConfig
@@ -65,14 +66,13 @@ from .group_frames import (
     BLOB,
     SEQ_ROW,
     TypedInput,
-    gc_paused,
     group_rows,
     output_blobs,
     typed_input,
     typed_output_encoding,
     unpack_blobs,
 )
-from .passes import PassSpec, output_ddl, run_pass
+from .passes import PassSpec, gc_paused, output_ddl, run_pass
 from .timecheck import processing_time_use
 
 if TYPE_CHECKING:
@@ -263,17 +263,9 @@ def _pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], Iterato
 
 def _seq_pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """``run_pass`` plus a ``_seq`` column: arrival order inside the micro-batch partition."""
-    import pyarrow as pa
 
     def fn(batches: Iterator[Any]) -> Iterator[Any]:
-        partition = _partition_id()
-        base = partition << 40
-        n = 0
-        for b in run_pass(spec, batches, subtask=partition % parallelism):
-            seq = pa.array(range(base + n, base + n + b.num_rows), type=pa.int64())
-            n += b.num_rows
-            yield pa.RecordBatch.from_arrays(list(b.columns) + [seq],
-                                             names=list(b.schema.names) + [SEQ])
+        return _append_seq(run_pass(spec, batches, subtask=_partition_id() % parallelism))
 
     return fn
 
@@ -309,7 +301,8 @@ def _file_row_seq(df: DataFrame) -> Optional[tuple[Any, Any]]:
 
 
 def _append_seq(batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` function: the batches plus ``_seq`` (as :func:`_seq_pass` numbers)."""
+    """``mapInArrow`` function: the batches plus ``_seq``, their arrival order inside the
+    micro-batch partition (``partition << 40 | position``)."""
     import numpy as np
     import pyarrow as pa
 
@@ -350,7 +343,7 @@ class StreamingTranslator(BatchTranslator):
         configured = resolve(cfg, "execution.checkpointing.dir", "STREAMING")
         self.checkpoint_dir: Optional[str] = str(configured) if configured else None
         self.bounded = all(n.bounded for n in nodes if isinstance(n, SourceNode))
-        keyed = [n for n in nodes if isinstance(n, (KeyedNode, CoKeyedNode))]
+        keyed = [n for n in nodes if is_keyed(n)]
         self._stage_names = {n.id: (n.uid or f"stage{i}") for i, n in enumerate(keyed)}
         self._source_ordinals = {n.id: i for i, n in enumerate(
             n for n in nodes if isinstance(n, SourceNode))}
@@ -463,7 +456,7 @@ class StreamingTranslator(BatchTranslator):
 
                 self._run_prerequisites()
                 self._run_query(name, df.writeStream.foreachBatch(show))
-                if not connect:  # the counter lives where foreachBatch ran (see below)
+                if not connect:  # the counter lives where foreachBatch ran (see above)
                     counts[sink.name] = total[0]
             elif sink.kind == "delta":
                 from ..delta_io import write_delta
@@ -480,7 +473,7 @@ class StreamingTranslator(BatchTranslator):
 
                 self._run_prerequisites()
                 self._run_query(name, df.writeStream.foreachBatch(write))
-                if not connect:  # the counter lives where foreachBatch ran (see below)
+                if not connect:  # the counter lives where foreachBatch ran (see above)
                     counts[sink.name] = total[0]
             else:
                 raise GraphBuildError(f"sink kind {sink.kind!r} is not supported in STREAMING mode")
@@ -535,7 +528,7 @@ class StreamingTranslator(BatchTranslator):
         if stream.tagged and not stream.pending:
             return stream  # a keyed operator already wrote its side outputs as _tag
         shared = super()._materialize_shared(stream, node, tags)
-        if tags or not isinstance(node, (KeyedNode, CoKeyedNode)):
+        if tags or not is_keyed(node):
             return shared
         # A keyed stage read by several consumers runs in ONE query that stages its output
         # (else every consumer's query would run it again, with its own copy of the state)
@@ -550,7 +543,7 @@ class StreamingTranslator(BatchTranslator):
     def _staged_above(self, key_node: KeyByNode) -> Optional[str]:
         """The query staging the output of the one keyed stage above ``key_node`` when that
         stage's output is shared (:meth:`_materialize_shared`), else None."""
-        keyed = [n for n in upstream(key_node, _is_keyed_node) if _is_keyed_node(n)]
+        keyed = [n for n in upstream(key_node, is_keyed) if is_keyed(n)]
         if len(keyed) == 1 and keyed[0].id in self._staged_outputs:
             return self._staged_outputs[keyed[0].id]
         return None
@@ -890,12 +883,8 @@ def _is_connect(spark: Any) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def _is_keyed_node(node: Transformation) -> bool:
-    return isinstance(node, (KeyedNode, CoKeyedNode))
-
-
 def _has_keyed_ancestor(node: Transformation) -> bool:
-    return any(isinstance(n, (KeyedNode, CoKeyedNode)) for n in upstream(node))
+    return any(is_keyed(n) for n in upstream(node))
 
 
 def _write_atomically(folder: str, write: Callable[[str], None]) -> None:

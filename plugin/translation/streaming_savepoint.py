@@ -52,7 +52,7 @@ import tempfile
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
-from ..graph import CoKeyedNode, KeyedNode, Transformation, upstream
+from ..graph import Transformation, is_keyed, upstream
 from ..progress import Heartbeat, fmt_count, observe, observed_metrics
 from ..savepoint_format import OperatorMetadata, SavepointMetadata
 from ..state_store.entries import StateMetaInfo
@@ -91,22 +91,18 @@ def keyed_nodes_in_query(root: Transformation, staged: Optional[dict[int, str]] 
     to that query only.
     """
     staged = staged or {}
-    return [n for n in upstream(root, _is_keyed, include_self=True)
-            if _is_keyed(n) and staged.get(n.id, query) == query]
-
-
-def _is_keyed(node: Transformation) -> bool:
-    return isinstance(node, (KeyedNode, CoKeyedNode))
+    return [n for n in upstream(root, is_keyed, include_self=True)
+            if is_keyed(n) and staged.get(n.id, query) == query]
 
 
 def _watermark_forwarded(key_node: Transformation) -> bool:
     """True when the nearest watermark source above ``key_node`` is a keyed stage (whose
     watermark Flink forwards), not a watermark strategy (which generates a new one)."""
-    for n in upstream(key_node, _is_keyed):
+    for n in upstream(key_node, is_keyed):
         ws = getattr(n, "watermark_strategy", None)
         if ws is not None and ws.kind != "none":
             return False
-        if _is_keyed(n):
+        if is_keyed(n):
             return True
     return False
 

@@ -21,7 +21,6 @@ from pyspark_datastream.translation.group_frames import (
     BLOB,
     SEQ_ROW,
     TypedInput,
-    gc_paused,
     group_rows,
     output_blobs,
     output_schema,
@@ -29,6 +28,7 @@ from pyspark_datastream.translation.group_frames import (
     typed_output_encoding,
     unpack_blobs,
 )
+from pyspark_datastream.translation.passes import gc_paused
 
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 
