@@ -30,7 +30,6 @@ import pickle
 import struct
 import tempfile
 import uuid
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ from ..state_store.errors import (
     SerializationError,
     StateBackendError,
 )
+from ..state_store.keygroups import assign_key_group
 from ..state_store.namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from ..state_store.serializers import PickleSerializer
 from .base import MAX_WATERMARK, MIN_WATERMARK, OperatorConfig, Output, user_function_error
@@ -135,8 +135,11 @@ def make_keyed_operator(kind: str, function: Any) -> Any:
 
 def encode_state(meta_infos: Iterable[StateMetaInfo], entries: Iterable[StateEntry]) -> bytes:
     """Bytes of a key group's state: meta infos (as dicts) and entries (unified layout)."""
-    metas = [m.to_dict() for m in meta_infos]
-    rows = [tuple(e) for e in entries]
+    return _dump_state([m.to_dict() for m in meta_infos], [tuple(e) for e in entries])
+
+
+def _dump_state(metas: list[dict[str, Any]], rows: list[tuple[Any, ...]]) -> bytes:
+    """Inverse of :func:`_load_state`: the bytes of raw meta dicts and entry tuples."""
     return pickle.dumps((_STATE_FORMAT, metas, rows), pickle.HIGHEST_PROTOCOL)
 
 
@@ -412,7 +415,8 @@ class KeyGroupRuntime:
                 if value is None:  # a None result clears the key's state
                     continue
                 old = restored.get(key_bytes)
-                key_group = old[0] if old is not None else _crc32(key_bytes) % max_parallelism
+                key_group = (old[0] if old is not None
+                             else assign_key_group(key_bytes, max_parallelism))
                 entries_out.append((key_group, REDUCE_STATE_NAME, key_bytes, _VOID_NS, b"",
                                     serialize(value)))
         except DataStreamError:
@@ -425,12 +429,11 @@ class KeyGroupRuntime:
         result.elements = len(results)
         result.state_entries = len(entries_out)
         if entries_out:
-            result.state = pickle.dumps((_STATE_FORMAT, metas, entries_out), pickle.HIGHEST_PROTOCOL)
+            result.state = _dump_state(metas, entries_out)
         return result
 
 
 _NO_KEY = object()
-_crc32 = zlib.crc32
 _new_tuple = tuple.__new__
 
 

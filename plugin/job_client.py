@@ -67,24 +67,25 @@ class JobStatus(str, enum.Enum):
     FAILED = "FAILED"
 
 
-def _last_committed_batch(checkpoint: str) -> Optional[int]:
-    """The highest batch id in ``<checkpoint>/commits`` (None when none committed yet)."""
-    folder = os.path.join(checkpoint, "commits")
+def _last_batch_id(folder: str) -> Optional[int]:
+    """The highest batch id among the log files in ``folder`` (``N`` or ``N.compact``);
+    None when there are none."""
     try:
-        ids = [int(n) for n in os.listdir(folder) if n.isdigit()]
+        heads = [n.split(".")[0] for n in os.listdir(folder)]
     except FileNotFoundError:
         return None
+    ids = [int(h) for h in heads if h.isdigit()]
     return max(ids) if ids else None
+
+
+def _last_committed_batch(checkpoint: str) -> Optional[int]:
+    """The highest batch id in ``<checkpoint>/commits`` (None when none committed yet)."""
+    return _last_batch_id(os.path.join(checkpoint, "commits"))
 
 
 def _last_sink_batch(data: str) -> Optional[int]:
     """The highest batch id in the file sink log ``<data>/_spark_metadata`` (None if none)."""
-    try:
-        names = os.listdir(os.path.join(data, "_spark_metadata"))
-    except FileNotFoundError:
-        return None
-    ids = [int(n.split(".")[0]) for n in names if n.split(".")[0].isdigit()]
-    return max(ids) if ids else None
+    return _last_batch_id(os.path.join(data, "_spark_metadata"))
 
 
 class JobClient:
