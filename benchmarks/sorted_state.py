@@ -8,10 +8,13 @@ the runtime's keyed operators (``KeyedProcessOperator`` /
   :class:`examples.temporal_join.TemporalJoin`): ``BinarySortedState`` keyed by
   event time, ``add`` appends without reading, timers read and clear ranges, the
   join finds its rate with ``last_entry(order_time)``. On RocksDB an ``add`` is
-  staged in a write batch (written before the next read of the state), a timer's
-  range read is one bounded iterator starting past the already cleared front, and
-  the ``clear_range_until`` that follows deletes exactly the rows that read
-  returned (no second scan; the deletes wait in the batch, below the new floor).
+  kept pending in memory (written in one batch when a read needs it in the
+  database or ``_BATCH_LIMIT`` rows wait); a timer's ``read_range_until`` of a key
+  whose every sort key the state's cache knows is served from that cache (pending
+  rows from memory, written ones with one multi-get; no iterator), and the
+  ``clear_range_until`` that follows drops the pending rows it read unwritten and
+  stages deletes for the others (no second scan). Other reads are bounded
+  iterators starting past the already cleared front.
 * **map**: the pattern FLIP-220 replaces, written as well as that pattern allows
   (modelled on Flink's ``RowTimeSortOperator`` and ``TemporalRowTimeJoinOperator``):
   ``MapState<long, list>`` with a read-modify-write of the whole list on every
@@ -33,15 +36,16 @@ written inside the timed region (``backend.flush()``).
 
 What drives the speedups (reported, not tuned away; ``--sweep`` prints them):
 the sort gains with the number of events per timestamp (``--dup``). Per value
-the sorted variant pays one serialization, one deserialization and one memtable
-put and delete, while the map variant decodes and re-encodes the whole list of
+the sorted variant pays one serialization and one deserialization (plus, for a
+row already written when it is cleared, a memtable put and delete), while the map variant decodes and re-encodes the whole list of
 its timestamp on every add (a cost growing with the list); per timestamp the
-sorted variant pays one RocksDB iterator where the map variant pays one point
-``get``. So with one event per timestamp both cost about the same (~1.1x), at the
-default 8 the sort runs ~2.15x faster (1.85-2.5x between runs on a shared 2-core
-machine), at 12 ~2.7x, at 16 ~3.8x. About a third of the sorted variant's time is
-the runtime both variants share (operator dispatch, one timer registration per
-event, timer firing, outputs), which bounds the ratio. The join gains with the number of rate entries alive per
+sorted variant pays one cache lookup where the map variant pays one point
+``get``. So with one event per timestamp both cost about the same (~1.0x), at
+the default 8 events per timestamp ~2.6x (2.3-3.1x between runs on a shared
+2-core machine; more at 16 and 32, see ``--sweep``). Rows added and cleared within
+one out-of-orderness bound never reach RocksDB in the sorted variant, which is the
+point of staging them; the map variant rewrites its list in RocksDB on every add.
+The join gains with the number of rate entries alive per
 key (rates per time unit x out-of-orderness), which the map variant scans on
 every timer, and loses when few rates are alive (the scan is then cheaper than
 the sorted state's seeks). The defaults (8 events per timestamp; 4 orders per

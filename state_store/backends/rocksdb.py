@@ -76,7 +76,7 @@ _EAGER_ROWS = 4096
 #: most memoized lexicographic sort keys per sorted state
 _LEX_MEMO_LIMIT = 4096
 #: a prefix's next-index cache is purged of stale keys (below its floor) beyond this size
-_STALE_LIMIT = 64
+_STALE_LIMIT = 16
 _ZERO_INDEX = bytes(8)
 
 
@@ -399,10 +399,16 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
     * ``add`` reads nothing: the key's next index comes from a cache; a key missing
       there is new when the prefix was found empty (one seek when the prefix is first
       written), else one point ``get`` of index 0 tells, else one reverse seek. The
-      row is *staged* in a write batch that is written before the next read of this
-      state (or of the whole backend: snapshot, change capture, ``keys``), so a run
-      of adds costs one native write instead of one per add. ``put`` of a key whose
-      rows the cache knows is staged the same way (no scan).
+      row is *pending* (kept in memory) until a read needs the database to hold it
+      or ``_BATCH_LIMIT`` rows wait; then the pending rows go to RocksDB in one
+      write batch, so a run of adds costs one native write instead of one per add.
+      ``put`` of a key whose rows the cache knows is staged in that batch (no scan).
+    * a range read up to a key (``read_range_until``, the temporal sort / join timer)
+      of a prefix whose cache knows every key is served from that cache: the row keys
+      are known, pending rows are read from memory and the others with one native
+      multi-get (no iterator, no write). A row that was added and then cleared while
+      still pending never reaches RocksDB at all: neither its put nor its delete is
+      written (the sort pattern: events live for one out-of-orderness bound).
     * range reads are one bounded iterator starting at the prefix's *floor* (below
       which a ``clear_range_until`` left nothing alive), so they never walk the
       tombstones of a deleted front.
@@ -416,7 +422,9 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
       the bounded range. (``Rdict.delete_range`` is not used: each range tombstone
       in the memtable makes every later iterator creation slower.)
 
-    Invariants the caches rely on: values of a key are only removed all together
+    Invariants the caches rely on: pending rows come from ``add`` only, at an index
+    no live database row has (so dropping one needs no delete; ``put`` and deletes
+    take the rows they touch out of it); values of a key are only removed all together
     and a key's indices start at 0, so a key with rows has the row of index 0; the
     next-index cache is exact for keys at or above the prefix's floor and stale
     below it (purged when the floor is dropped or the cache grows); every key with
@@ -435,6 +443,9 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         #: int sort key -> its lexicographic bytes (sort keys repeat: many values share a
         #: timestamp); ints only, where equal keys always have equal bytes
         self._lex_memo: dict[int, bytes] = {}
+        #: key part -> prefix under namespace part ``_memo_ns``
+        self._prefix_memo: dict[bytes, bytes] = {}
+        self._memo_ns: bytes | None = None
         self._serialize = self._value_serializer.serialize
         self._deserialize = self._value_serializer.deserialize
         #: prefix -> {lexicographic key -> next free value index}
@@ -450,7 +461,12 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         #: and whether a read could see them (puts): then reads write the batch first
         self._staged: Any = None
         self._staged_count = 0
+        #: a read could see an unwritten write (a pending row or a staged ``put``)
         self._staged_visible = False
+        #: the staged batch holds a visible write (a ``put``'s rows or deletes)
+        self._batch_visible = False
+        #: rows added and not yet written: row key -> value bytes
+        self._pending: dict[bytes, bytes] = {}
         #: ``(lower, upper, rows)`` of the last range read, if it was read at once and no
         #: write followed it (a clear of exactly that range deletes these rows without a scan)
         self._seen: tuple[bytes, bytes | None, list[tuple[bytes, bytes]]] | None = None
@@ -474,36 +490,65 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         return lex
 
     def _current_prefix(self) -> bytes:
+        prefix = self._prefix_memo.get(self._backend._key_part)  # type: ignore[arg-type]
+        if prefix is None or self._ns_part is not self._memo_ns:
+            prefix = self._memo_prefix()
+        return prefix
+
+    def _memo_prefix(self) -> bytes:
+        """The current key's and namespace's prefix, memoized per key (the same prefix
+        object each time: dict lookups by it reuse its hash)."""
         backend = self._backend
+        ns_part = self._ns_part
         try:
-            return backend._kg_part + self._name_part + backend._key_part + self._ns_part  # type: ignore[operator]
+            prefix = backend._kg_part + self._name_part + backend._key_part + ns_part  # type: ignore[operator]
         except TypeError:
             raise self._context_error() from None
+        memo = self._prefix_memo
+        if ns_part is not self._memo_ns or len(memo) >= _KEY_MEMO_LIMIT:
+            memo.clear()
+            self._memo_ns = ns_part
+        memo[backend._key_part] = prefix  # type: ignore[index]
+        return prefix
 
     def flush_staged(self) -> None:
-        """Write the staged batch (before reads that could see it, and before whole-DB reads)."""
+        """Write the staged batch and the pending rows (before reads that could see them,
+        and before whole-DB reads)."""
         staged = self._staged
+        pending = self._pending
+        if pending:
+            if staged is None:
+                staged = self._backend._new_batch()
+            put = staged.put
+            for row, data in pending.items():  # after the staged deletes: the puts win
+                put(row, data)
+            self._pending = {}
+        self._staged = None
+        self._staged_count = 0
+        self._staged_visible = False
+        self._batch_visible = False
         if staged is not None:
-            self._staged = None
-            self._staged_count = 0
-            self._staged_visible = False
             self._backend._write(staged)
 
-    def _stage_deletes(self, rows: list[tuple[bytes, bytes]]) -> None:
-        """Stage deletes of ``(key, value)`` rows below a floor (no read sees them)."""
+    def _stage_deletes(self, rows: list[tuple[bytes, Any]]) -> None:
+        """Delete ``(key, value)`` rows below a floor (no read sees them): pending ones are
+        dropped, the others' deletes are staged."""
+        pop = self._pending.pop
         staged = self._staged
-        if staged is None:
-            staged = self._staged = self._backend._new_batch()
-        delete = staged.delete
+        count = 0
         for row, _ in rows:
-            delete(row)
-        self._staged_count += len(rows)
+            if pop(row, None) is None:
+                if staged is None:
+                    staged = self._staged = self._backend._new_batch()
+                staged.delete(row)
+                count += 1
+        self._staged_count += count
         if self._staged_count >= _BATCH_LIMIT:
             self.flush_staged()
 
     def _changing(self) -> None:
         """Before a write other than ``add``: staged rows out, the last read forgotten."""
-        if self._staged is not None:
+        if self._staged is not None or self._pending:
             self.flush_staged()
         self._seen = None
 
@@ -658,11 +703,9 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         return values or None
 
     def add(self, key: Any, value: Any) -> None:
-        backend = self._backend
-        try:
-            prefix = backend._kg_part + self._name_part + backend._key_part + self._ns_part  # type: ignore[operator]
-        except TypeError:
-            raise self._context_error() from None
+        prefix = self._prefix_memo.get(self._backend._key_part)  # type: ignore[arg-type]
+        if prefix is None or self._ns_part is not self._memo_ns:  # _current_prefix inlined
+            prefix = self._memo_prefix()
         if type(key) is int:  # _lex inlined
             lex = self._lex_memo.get(key)
             if lex is None:
@@ -679,16 +722,12 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
         index = by_key.get(lex)
         if index is None:
             index = 0 if prefix in self._complete else self._probe_next(group)
-        data = self._serialize(value)
-        staged = self._staged
-        if staged is None:
-            staged = self._staged = backend._new_batch()
-        staged.put(group + _U64.pack(index), data)
+        pending = self._pending
+        pending[group + _U64.pack(index)] = self._serialize(value)
         by_key[lex] = index + 1
         self._seen = None
         self._staged_visible = True
-        self._staged_count += 1
-        if self._staged_count >= _BATCH_LIMIT:
+        if len(pending) >= _BATCH_LIMIT:
             self.flush_staged()
 
     def put(self, key: Any, values: Iterable[Any]) -> None:
@@ -712,14 +751,21 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
             count = 0
         if rows or count:
             # rows 0..count-1 exist: overwrite the first ones, delete the others, staged
+            # (and none of them pending any more: a pending row would be written after)
             staged = self._staged
             if staged is None:
                 staged = self._staged = self._backend._new_batch()
+            pop = self._pending.pop
             for index in range(len(rows), count):
-                staged.delete(group + _U64.pack(index))
+                row = group + _U64.pack(index)
+                pop(row, None)
+                staged.delete(row)
             for index, data in enumerate(rows):
-                staged.put(group + _U64.pack(index), data)
+                row = group + _U64.pack(index)
+                pop(row, None)
+                staged.put(row, data)
             self._staged_visible = True
+            self._batch_visible = True
             self._staged_count += max(len(rows), count)
             if self._staged_count >= _BATCH_LIMIT:
                 self.flush_staged()
@@ -834,6 +880,10 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
             return self._groups(len(prefix), lower, upper, True)
         if lower >= upper:
             return iter(())
+        if prefix in self._complete:
+            served = self._read_known(prefix, lower, upper)
+            if served is not None:
+                return served
         if self._staged_visible:
             self.flush_staged()
         options = rocksdict.ReadOptions()
@@ -844,6 +894,51 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
             return self._streamed(len(prefix), chain(head, rows), options)
         self._seen = (lower, upper, head)
         return iter(self._grouped(len(prefix), head))
+
+    def _read_known(
+        self, prefix: bytes, lower: bytes, upper: bytes
+    ) -> Iterator[tuple[Any, list[Any]]] | None:
+        """``[lower, upper)`` of a prefix whose cache knows every key, from the cache: pending
+        rows from memory, the others with one multi-get; remembered for a following clear.
+
+        None when the bounds leave the prefix or the range is too large to read at once
+        (the caller then reads with an iterator).
+        """
+        by_key = self._next.get(prefix)
+        start = len(prefix)
+        if by_key is None or not lower.startswith(prefix) or not upper.startswith(prefix):
+            return None
+        if self._batch_visible:
+            self.flush_staged()  # a staged put's rows must be readable from the database
+        low, high = lower[start:], upper[start:]
+        hits = [lex for lex, count in by_key.items() if count and low <= lex < high]
+        if not hits:
+            self._seen = (lower, upper, [])
+            return iter(())
+        if len(hits) > 1:
+            hits.sort()
+        pending = self._pending
+        pack = _U64.pack
+        rows: list[tuple[bytes, Any]] = []
+        missing: list[int] = []
+        for lex in hits:
+            group = prefix + lex
+            for index in range(by_key[lex]):
+                row = group + pack(index)
+                data = pending.get(row)
+                if data is None:
+                    missing.append(len(rows))
+                rows.append((row, data))
+        if len(rows) >= _EAGER_ROWS:
+            return None
+        if missing:
+            found: list[bytes | None] = self._db.get([rows[i][0] for i in missing])  # type: ignore[assignment]
+            for i, data in zip(missing, found):
+                if data is None:  # pragma: no cover - the cache is exact above the floor
+                    return None
+                rows[i] = (rows[i][0], data)
+        self._seen = (lower, upper, rows)
+        return iter(self._grouped(start, rows))
 
     def read_range_from(self, from_key: Any) -> Iterator[tuple[Any, list[Any]]]:
         return self._read_range(from_key, None, False, True, False)
@@ -865,15 +960,23 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
             self._seen = None
             rows = seen[2]
             if rows:
+                # pending rows are dropped unwritten; the others' deletes are staged
+                pending = self._pending
+                pop = pending.pop
                 staged = self._staged
-                if staged is None:
-                    staged = self._staged = self._backend._new_batch()
-                delete = staged.delete
+                count = 0
                 for row, _ in rows:
-                    delete(row)
-                self._staged_count += len(rows)
-                if self._staged_count >= _BATCH_LIMIT:
-                    self.flush_staged()
+                    if pop(row, None) is None:
+                        if staged is None:
+                            staged = self._staged = self._backend._new_batch()
+                        staged.delete(row)
+                        count += 1
+                if not pending and not self._batch_visible:
+                    self._staged_visible = False
+                if count:
+                    self._staged_count += count
+                    if self._staged_count >= _BATCH_LIMIT:
+                        self.flush_staged()
             self._floor[prefix] = upper
             by_key = self._next.get(prefix)
             if by_key is not None and len(by_key) > _STALE_LIMIT:

@@ -255,18 +255,72 @@ def test_adds_are_staged_until_a_read_or_a_flush(rocks_sorted: Any) -> None:
     backend, state = rocks_sorted
     for t in (3, 1, 3):
         state.add(t, t * 10)
-    assert _rows_of(backend) == 0  # staged, not written yet
+    assert _rows_of(backend) == 0  # pending, not written yet
+    # the prefix's cache knows every key: the read is served from memory, nothing written
     assert list(state.read_range_until(3, True)) == [(1, [10]), (3, [30, 30])]
+    assert _rows_of(backend) == 0
+    # an iterator read writes the pending rows first
+    assert state.values_at(3) == [30, 30]
     assert _rows_of(backend) == 3
     state.add(7, 70)
     backend.flush()
     assert _rows_of(backend) == 4
 
 
+def test_rows_added_and_cleared_while_pending_are_never_written() -> None:
+    backend = _rocks(track=True)
+    try:
+        state = backend.get_binary_sorted_state(
+            BinarySortedStateDescriptor("s", LexicographicLongSerializer.INSTANCE, Types.LONG())
+        )
+        backend.set_current_key("k")
+        for t in (1, 2, 2, 3):
+            state.add(t, t * 10)
+        assert list(state.read_range_until(2, True)) == [(1, [10]), (2, [20, 20])]
+        state.clear_range_until(2, True)
+        backend.flush()
+        # only the row still alive was written; the three cleared ones left no put, no delete
+        assert _rows_of(backend) == 1
+        changes = backend.take_changes()
+        assert changes is not None and list(changes.values()) == [
+            Types.LONG().create_serializer().serialize(30)
+        ]
+        assert list(state.read_range_until(9, True)) == [(3, [30])]
+    finally:
+        backend.close()
+
+
+def test_a_known_range_mixes_written_and_pending_rows(rocks_sorted: Any) -> None:
+    backend, state = rocks_sorted
+    state.add(1, 10)
+    state.add(2, 20)
+    backend.flush()  # 1 and 2 written
+    state.add(2, 21)  # pending, under a key that has a written row
+    state.add(3, 30)
+    assert _rows_of(backend) == 2
+    assert list(state.read_range_until(2, True)) == [(1, [10]), (2, [20, 21])]
+    state.clear_range_until(2, True)  # two staged deletes, one pending row dropped
+    assert state.first_entry() == (3, [30])
+    backend.flush()
+    assert _rows_of(backend) == 1
+
+
+def test_a_put_replaces_pending_rows(rocks_sorted: Any) -> None:
+    backend, state = rocks_sorted
+    for value in (1, 2, 3):
+        state.add(5, value)
+    state.put(5, [9])  # rows 1 and 2 were pending: they must not come back at the flush
+    assert list(state.read_range_until(5, True)) == [(5, [9])]
+    backend.flush()
+    assert state.values_at(5) == [9]
+    assert _rows_of(backend) == 1
+
+
 def test_deletes_below_the_floor_wait_and_stay_invisible(rocks_sorted: Any) -> None:
     backend, state = rocks_sorted
     for t in range(6):
         state.add(t, t)
+    backend.flush()  # written (rows still pending would be dropped unwritten instead)
     assert [k for k, _ in state.read_range_until(2, True)] == [0, 1, 2]
     state.clear_range_until(2, True)
     assert _rows_of(backend) == 6  # the three deletes are staged
