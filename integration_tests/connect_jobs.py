@@ -61,10 +61,28 @@ def main(workdir: str) -> None:
     # stage counts come from DataFrame.observe: they must work over Connect too
     results["progress"] = [[r["kind"], r["rows_in"], r["rows_out"]] for r in result.get_progress()]
     results["delta"] = sorted(tuple(r) for r in read_delta(spark, path).collect())
+    # a bootstrap savepoint over Connect (its source rows ordered by key group by Spark),
+    # read back with the State Processor API and restored by a BATCH job
+    from pyspark_datastream import Configuration
+    from pyspark_datastream.savepoint import Savepoint, SavepointWriter
+
+    boot = os.path.join(workdir, "bootstrap_sp")
+    seed = spark.createDataFrame([("a", 100), ("z", 7)], "k string, total bigint")
+    total = ValueStateDescriptor("total", Types.LONG())
+    SavepointWriter(128).with_keyed_state("totals", seed, "k", {"total": total}).write(boot)
+    results["bootstrap_read"] = sorted(
+        tuple(r) for r in Savepoint.load(boot, spark).read_keyed_state("totals", total).collect())
+    rconf = Configuration()
+    rconf.set_string("execution.savepoint.path", boot)
+    renv = StreamExecutionEnvironment.get_execution_environment(rconf, spark=spark)
+    renv.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    restored = (renv.from_collection(data).key_by(lambda x: x[0], key_type=Types.STRING())
+                .process(Total(), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
+                .uid("totals"))
+    results["bootstrap_restored"] = sorted(restored.execute_and_collect())
     # STREAMING over Connect: a running reduce over a file stream, every intermediate value
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from pyspark_datastream import Configuration
 
     src = os.path.join(workdir, "stream_in")
     os.makedirs(src)

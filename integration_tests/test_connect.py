@@ -23,6 +23,9 @@ def test_batch_and_streaming_jobs_over_spark_connect(tmp_path):
     assert results["sum"] == [["w1", 2], ["w2", 1]]
     assert results["process_df"] == [["a", 4], ["b", 2], ["c", 5]]
     assert results["delta"] == [["a", 4], ["b", 2], ["c", 5]]
+    # a bootstrap savepoint written, read and restored over Connect
+    assert results["bootstrap_read"] == [["a", 100], ["z", 7]]
+    assert results["bootstrap_restored"] == [["a", 104], ["b", 2], ["c", 5]]
     # STREAMING: applyInPandasWithState and a memory-sink collect over Connect
     assert results["streaming"] == [["a", 1], ["a", 4], ["b", 2]]
     assert results["streaming_delta"] == [["a", 1], ["a", 4], ["b", 2]]

@@ -149,6 +149,7 @@ def write_savepoint(
     entries_df: DataFrame,
     metadata: SavepointMetadata,
     num_files: Optional[int] = None,
+    presorted: bool = False,
 ) -> int:
     """Write a savepoint as a new Delta version at ``path``; return that version.
 
@@ -159,6 +160,12 @@ def write_savepoint(
     write fails and leaves no version). Executors write the data; the driver
     commits. ``SavepointConflictError`` when another writer committed since this
     write started.
+
+    The entries are shuffled into ``num_files`` key-group ranges and sorted into
+    the write order (:func:`_write_order`), unless ``presorted``: then every
+    partition of ``entries_df`` already holds one key-group range of one operator
+    in that order (as :class:`SavepointWriter`'s pass produces them, having ordered
+    its source rows before encoding) and is written as it is, one file each.
     """
     from pyspark.sql import functions as F
 
@@ -168,8 +175,7 @@ def write_savepoint(
             f"write_savepoint: entries DataFrame lacks columns {missing} (needs {list(ENTRY_COLUMNS)})"
         )
     maxp = check_max_parallelism(metadata.max_parallelism)
-    n = int(num_files or int(spark.conf.get("spark.sql.shuffle.partitions", "4") or 4))
-    n = max(1, min(n, maxp))
+    n = _file_count(spark, maxp, num_files)
     df = entries_df.select(
         F.col("operator_uid").cast("string"), F.col("key_group").cast("int"),
         F.col("key").cast("binary"), F.col("state_name").cast("string"),
@@ -179,13 +185,21 @@ def write_savepoint(
     )
     # file i <- key-group range i, sorted; ``kind`` is added after the sort (narrower rows
     # to shuffle and sort, the sort spills later)
-    df = df.repartition(n, _range_partition(n, maxp)).sortWithinPartitions(_write_order())
+    if not presorted:
+        df = df.repartition(n, _range_partition(n, maxp)).sortWithinPartitions(_write_order())
     df = df.select(_kind_column(metadata).alias("kind"), *[c for c in df.columns])
     from .delta_io import session_has_delta
 
     if session_has_delta(spark):
         return _write_with_spark_delta(spark, path, df, metadata)
     return _write_with_delta_rs(spark, path, df, metadata)
+
+
+def _file_count(spark: SparkSession, maxp: int, num_files: Optional[int] = None) -> int:
+    """Key-group ranges (= data files) of a write: ``num_files``, else the session's
+    shuffle partitions, at most the max parallelism."""
+    n = int(num_files or int(spark.conf.get("spark.sql.shuffle.partitions", "4") or 4))
+    return max(1, min(n, maxp))
 
 
 def _spark_hash_int(value: int) -> int:
@@ -206,7 +220,11 @@ def _spark_hash_int(value: int) -> int:
     return h1 - (1 << 32) if h1 >= 1 << 31 else h1
 
 
-def _range_partition(n: int, maxp: int) -> Any:
+#: the key-group column a bootstrap adds to its source rows to order them (then drops)
+_SOURCE_KEY_GROUP = "__savepoint_key_group"
+
+
+def _range_partition(n: int, maxp: int, key_group_column: str = "key_group") -> Any:
     """Partitioning column for ``repartition(n, col)`` that sends key-group range
     ``r = key_group * n // maxp`` to partition ``r`` exactly.
 
@@ -222,8 +240,17 @@ def _range_partition(n: int, maxp: int) -> Any:
     while len(slots) < n:
         slots.setdefault(_spark_hash_int(candidate) % n, candidate)
         candidate += 1
-    ranges = F.floor(F.col("key_group") * F.lit(n) / F.lit(maxp)).cast("int")
+    ranges = F.floor(F.col(key_group_column) * F.lit(n) / F.lit(maxp)).cast("int")
     return F.element_at(F.array(*[F.lit(slots[r]) for r in range(n)]), ranges + F.lit(1))
+
+
+def _write_order_of(key_group: Any, operator_uid: Any, key: Any) -> Any:
+    """:func:`_write_order` over any three columns (the bootstrap orders its source rows
+    by it before encoding them, from the key bytes Spark computes)."""
+    from pyspark.sql import functions as F
+
+    mixed = F.xxhash64(operator_uid, key).bitwiseAND(F.lit((1 << 48) - 1))
+    return F.shiftleft(key_group.cast("long"), 48).bitwiseOR(mixed)
 
 
 def _write_order() -> Any:
@@ -241,8 +268,7 @@ def _write_order() -> Any:
     """
     from pyspark.sql import functions as F
 
-    mixed = F.xxhash64(F.col("operator_uid"), F.col("key")).bitwiseAND(F.lit((1 << 48) - 1))
-    return F.shiftleft(F.col("key_group").cast("long"), 48).bitwiseOR(mixed)
+    return _write_order_of(F.col("key_group"), F.col("operator_uid"), F.col("key"))
 
 
 def _write_with_spark_delta(spark: SparkSession, path: str, df: DataFrame,
@@ -746,16 +772,35 @@ class SavepointWriter:
 
     def write(self, path: str, job_name: str = "bootstrap") -> int:
         """Encode every operator's rows on the executors and write the savepoint; return the version."""
-        from .savepoint_format import entries_ddl
-
         if not self._ops:
             raise StateDescriptorError("SavepointWriter.write: no operator added (with_keyed_state)")
         metadata = self.metadata(job_name)
+        spark = self._ops[0][1].sparkSession
+        entries, presorted = self._entries(metadata)
+        log.info("bootstrap savepoint %s: operators %s (max parallelism %d)%s", path,
+                 [u for u, *_ in self._ops], self.max_parallelism,
+                 ", source rows ordered by key group before encoding" if presorted else "")
+        return write_savepoint(spark, path, entries, metadata, presorted=presorted)
+
+    def _entries(self, metadata: SavepointMetadata) -> tuple[DataFrame, bool]:
+        """Every operator's entries (never collected) and whether they come presorted.
+
+        When Spark can compute an operator's key bytes (string and integer keys, see
+        :func:`~pyspark_datastream.tracing.native_key_bytes`), its *source rows* (one per
+        key) are shuffled into the key-group ranges and put in the write order before
+        the Python pass encodes them: each output partition is then one range of one
+        operator in write order, and the ten-times-larger entry rows need no shuffle or
+        sort of their own. Otherwise the write shuffles and sorts the entries.
+        """
+        from pyspark.sql import functions as F
+
+        from .savepoint_format import entries_ddl
+        from .tracing import native_key_bytes
+
         maxp = self.max_parallelism
-        union = None
-        spark = None
-        for uid, df, key_column, states, _kt in self._ops:
-            spark = df.sparkSession
+        union: Optional[DataFrame] = None
+        presorted = True
+        for uid, df, key_column, states, key_type in self._ops:
             key_ser = serializer_from_snapshot(metadata.operators[uid].key_serializer)
             cols = list(states.items())
 
@@ -763,12 +808,23 @@ class SavepointWriter:
                    key_column: str = key_column, cols: list[Any] = cols) -> Iterator[pa.RecordBatch]:
                 return _bootstrap_pass(uid, key_ser, maxp, key_column, cols, batches)
 
-            entries = df.select(key_column, *states).mapInArrow(fn, entries_ddl())
+            source = df.select(key_column, *states)
+            key_bytes = native_key_bytes(F.col(f"`{key_column}`"),
+                                         getattr(key_type, "type_name", ""), key_ser)
+            if key_bytes is None:
+                presorted = False
+            else:
+                n = _file_count(df.sparkSession, maxp)
+                key_group = F.pmod(F.crc32(key_bytes), F.lit(maxp)).cast("int")
+                source = (source.withColumn(_SOURCE_KEY_GROUP, key_group)
+                          .repartition(n, _range_partition(n, maxp, _SOURCE_KEY_GROUP))
+                          .sortWithinPartitions(_write_order_of(F.col(_SOURCE_KEY_GROUP),
+                                                                F.lit(uid), key_bytes))
+                          .select(key_column, *states))
+            entries = source.mapInArrow(fn, entries_ddl())
             union = entries if union is None else union.unionByName(entries)
-        assert spark is not None and union is not None
-        log.info("bootstrap savepoint %s: operators %s (max parallelism %d)", path,
-                 [u for u, *_ in self._ops], maxp)
-        return write_savepoint(spark, path, union, metadata)
+        assert union is not None
+        return union, presorted
 
 
 # --------------------------------------------------------------------------------------------

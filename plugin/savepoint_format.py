@@ -19,9 +19,10 @@ Columns (:data:`SAVEPOINT_COLUMNS`)::
 
 Entry rows are byte-for-byte the :class:`~pyspark_datastream.state_store.entries.StateEntry`
 rows that every backend's ``snapshot()`` produces, so the same program state gives
-the same rows whatever backend or mode wrote it. Data file ``i`` of a version holds
-key-group range ``i`` (``key_group * files // max_parallelism == i``) in key-group
-order; inside a key group the entries of one (operator, key) are contiguous (keys
+the same rows whatever backend or mode wrote it. Each data file of a version holds
+one key-group range (range ``i`` is ``key_group * ranges // max_parallelism == i``) in
+key-group order: one file per range, or, for a bootstrap that ordered each operator's
+source rows before encoding them, one file per range and operator; inside a key group the entries of one (operator, key) are contiguous (keys
 ordered by a 48-bit hash of operator uid and key, see ``savepoint._write_order``), each
 key's entries in the canonical order (state name, namespace, user key) the writers
 produce them in.
