@@ -28,7 +28,7 @@ watermarks (bounded out-of-orderness, advanced every ``--watermark-every``
 events), do the same late-record check, register the same timers, and must
 produce the same outputs (checked on every run). The key bytes are
 pre-serialized, as the runtime does. Each implementation is timed ``--repeat``
-times, alternating, on a fresh RocksDB; the best time counts. Times are the
+(default 5) times, alternating, on a fresh RocksDB; the best time counts. Times are the
 process's CPU time (``time.process_time``, RocksDB's background threads
 included), not wall time: on a shared machine wall time mostly measures the
 other tenants. Writes a backend still holds back in a batch at the end are
@@ -41,8 +41,8 @@ row already written when it is cleared, a memtable put and delete), while the ma
 its timestamp on every add (a cost growing with the list); per timestamp the
 sorted variant pays one cache lookup where the map variant pays one point
 ``get``. So with one event per timestamp both cost about the same (~1.0x), at
-the default 8 events per timestamp ~2.6x (2.3-3.1x between runs on a shared
-2-core machine; more at 16 and 32, see ``--sweep``). Rows added and cleared within
+the default 8 events per timestamp ~2.7x (2.6-2.9x over 6 runs, best of 5 each, on
+a quiet 2-core machine; more at 16 and 32, see ``--sweep``). Rows added and cleared within
 one out-of-orderness bound never reach RocksDB in the sorted variant, which is the
 point of staging them; the map variant rewrites its list in RocksDB on every add.
 The join gains with the number of rate entries alive per
@@ -337,7 +337,7 @@ def run(quick: bool = False, repeat: int | None = None, scale: float = 1.0,
         watermark_every: int = 200) -> dict[str, Any]:
     """Both workloads; returns ``{"sort_speedup", "join_speedup", "sort", "join"}``."""
     factor = (0.25 if quick else 1.0) * scale
-    rounds = repeat if repeat is not None else (5 if quick else 3)
+    rounds = repeat if repeat is not None else 5
     sort_load = sort_workload(keys=20, events_per_key=max(dup, int(1_000 * factor)), dup=dup,
                               watermark_every=watermark_every)
     join_load = join_workload(currencies=10, orders_per_currency=max(1, int(1_000 * factor)),
@@ -380,8 +380,8 @@ def sweep(repeat: int = 2) -> list[dict[str, Any]]:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Command line: print a table, then the JSON summary as the last line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a quarter of the data, best of 5 rounds")
-    parser.add_argument("--repeat", type=int, default=None)
+    parser.add_argument("--quick", action="store_true", help="a quarter of the data")
+    parser.add_argument("--repeat", type=int, default=None, help="rounds, best counts (default 5)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the data size")
     parser.add_argument("--dup", type=int, default=8, help="sort: events per timestamp")
     parser.add_argument("--orders-per-ts", type=int, default=4, help="join: orders per timestamp")
