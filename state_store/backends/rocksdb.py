@@ -532,8 +532,9 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
 
     def _stage_deletes(self, rows: list[tuple[bytes, Any]]) -> None:
         """Delete ``(key, value)`` rows below a floor (no read sees them): pending ones are
-        dropped, the others' deletes are staged."""
-        pop = self._pending.pop
+        dropped unwritten, the others' deletes are staged."""
+        pending = self._pending
+        pop = pending.pop
         staged = self._staged
         count = 0
         for row, _ in rows:
@@ -542,9 +543,12 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
                     staged = self._staged = self._backend._new_batch()
                 staged.delete(row)
                 count += 1
-        self._staged_count += count
-        if self._staged_count >= _BATCH_LIMIT:
-            self.flush_staged()
+        if not pending and not self._batch_visible:
+            self._staged_visible = False  # nothing a read could see is left unwritten
+        if count:
+            self._staged_count += count
+            if self._staged_count >= _BATCH_LIMIT:
+                self.flush_staged()
 
     def _changing(self) -> None:
         """Before a write other than ``add``: staged rows out, the last read forgotten."""
@@ -958,25 +962,8 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
             # the hot path of the temporal sort / join (read what is due, then drop it):
             # _clear_rows + _set_floor for a remembered read, inlined
             self._seen = None
-            rows = seen[2]
-            if rows:
-                # pending rows are dropped unwritten; the others' deletes are staged
-                pending = self._pending
-                pop = pending.pop
-                staged = self._staged
-                count = 0
-                for row, _ in rows:
-                    if pop(row, None) is None:
-                        if staged is None:
-                            staged = self._staged = self._backend._new_batch()
-                        staged.delete(row)
-                        count += 1
-                if not pending and not self._batch_visible:
-                    self._staged_visible = False
-                if count:
-                    self._staged_count += count
-                    if self._staged_count >= _BATCH_LIMIT:
-                        self.flush_staged()
+            if seen[2]:
+                self._stage_deletes(seen[2])
             self._floor[prefix] = upper
             by_key = self._next.get(prefix)
             if by_key is not None and len(by_key) > _STALE_LIMIT:
