@@ -45,6 +45,7 @@ from .progress import Heartbeat
 from .savepoint_format import (
     ENTRY_COLUMNS,
     METADATA_KIND,
+    SAVEPOINT_COLUMNS,
     OperatorMetadata,
     SavepointMetadata,
     decode_key_states,
@@ -165,7 +166,9 @@ def write_savepoint(
     the write order (:func:`_write_order`), unless ``presorted``: then every
     partition of ``entries_df`` already holds one key-group range of one operator
     in that order (as :class:`SavepointWriter`'s pass produces them, having ordered
-    its source rows before encoding) and is written as it is, one file each.
+    its source rows before encoding) and is written as it is, one file each. Such
+    rows may carry their ``kind`` already (that pass sets it from the metadata and
+    refuses undeclared states itself); then no column is added either.
     """
     from pyspark.sql import functions as F
 
@@ -175,6 +178,12 @@ def write_savepoint(
             f"write_savepoint: entries DataFrame lacks columns {missing} (needs {list(ENTRY_COLUMNS)})"
         )
     maxp = check_max_parallelism(metadata.max_parallelism)
+    from .delta_io import session_has_delta
+
+    write = _write_with_spark_delta if session_has_delta(spark) else _write_with_delta_rs
+    if presorted and "kind" in entries_df.columns:
+        # whole savepoint rows from SavepointWriter's pass: written as they are
+        return write(spark, path, entries_df.select(*[n for n, _ in SAVEPOINT_COLUMNS]), metadata)
     n = _file_count(spark, maxp, num_files)
     df = entries_df.select(
         F.col("operator_uid").cast("string"), F.col("key_group").cast("int"),
@@ -188,11 +197,7 @@ def write_savepoint(
     if not presorted:
         df = df.repartition(n, _range_partition(n, maxp)).sortWithinPartitions(_write_order())
     df = df.select(_kind_column(metadata).alias("kind"), *[c for c in df.columns])
-    from .delta_io import session_has_delta
-
-    if session_has_delta(spark):
-        return _write_with_spark_delta(spark, path, df, metadata)
-    return _write_with_delta_rs(spark, path, df, metadata)
+    return write(spark, path, df, metadata)
 
 
 def _file_count(spark: SparkSession, maxp: int, num_files: Optional[int] = None) -> int:
@@ -677,8 +682,10 @@ class Savepoint:
 # --------------------------------------------------------------------------------------------
 def _bootstrap_pass(uid: str, key_serializer: Any, maxp: int, key_column: str,
                     columns: list[tuple[str, StateDescriptor]],
-                    batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor side of ``SavepointWriter``: each row's states through a single-key backend."""
+                    batches: Iterator[pa.RecordBatch],
+                    kinds: Optional[dict[str, str]] = None) -> Iterator[pa.RecordBatch]:
+    """Executor side of ``SavepointWriter``: each row's states through a single-key backend
+    (with ``kinds``, whole savepoint rows: see ``entries_to_batch``)."""
     from .state_store.backends.single_key import SingleKeyStateBackend
 
     backend = SingleKeyStateBackend(key_serializer, maxp)
@@ -694,7 +701,7 @@ def _bootstrap_pass(uid: str, key_serializer: Any, maxp: int, key_column: str,
                 for (_c, d), col in zip(columns, values):
                     _put_state(backend, d, col[i])
                 out.extend(backend.snapshot())
-            yield entries_to_batch(uid, out)
+            yield entries_to_batch(uid, out, kinds)
     finally:
         backend.close()
 
@@ -785,43 +792,50 @@ class SavepointWriter:
     def _entries(self, metadata: SavepointMetadata) -> tuple[DataFrame, bool]:
         """Every operator's entries (never collected) and whether they come presorted.
 
-        When Spark can compute an operator's key bytes (string and integer keys, see
-        :func:`~pyspark_datastream.tracing.native_key_bytes`), its *source rows* (one per
-        key) are shuffled into the key-group ranges and put in the write order before
-        the Python pass encodes them: each output partition is then one range of one
-        operator in write order, and the ten-times-larger entry rows need no shuffle or
-        sort of their own. Otherwise the write shuffles and sorts the entries.
+        When Spark can compute every operator's key bytes (string and integer keys, see
+        :func:`~pyspark_datastream.tracing.native_key_bytes`), each operator's *source rows*
+        (one per key) are shuffled into the key-group ranges and put in the write order
+        before the Python pass encodes them: each output partition is then one range of
+        one operator in write order, as whole savepoint rows (``kind`` included), and the
+        ten-times-larger entry rows need no shuffle, sort or projection of their own.
+        Otherwise the pass emits ``ENTRY_COLUMNS`` and the write shuffles and sorts them.
         """
         from pyspark.sql import functions as F
 
-        from .savepoint_format import entries_ddl
+        from .savepoint_format import entries_ddl, savepoint_ddl
         from .tracing import native_key_bytes
 
         maxp = self.max_parallelism
+        key_bytes = {}
+        for uid, _df, key_column, _states, key_type in self._ops:
+            key_ser = serializer_from_snapshot(metadata.operators[uid].key_serializer)
+            key_bytes[uid] = native_key_bytes(F.col(f"`{key_column}`"),
+                                              getattr(key_type, "type_name", ""), key_ser)
+        presorted = all(b is not None for b in key_bytes.values())
+        all_kinds = metadata.kind_of()
         union: Optional[DataFrame] = None
-        presorted = True
-        for uid, df, key_column, states, key_type in self._ops:
+        for uid, df, key_column, states, _kt in self._ops:
             key_ser = serializer_from_snapshot(metadata.operators[uid].key_serializer)
             cols = list(states.items())
+            # presorted rows carry their kind, so the write adds no column (no projection)
+            kinds = {name: kind for (u, name), kind in all_kinds.items() if u == uid} \
+                if presorted else None
 
             def fn(batches: Iterator[pa.RecordBatch], uid: str = uid, key_ser: Any = key_ser,
-                   key_column: str = key_column, cols: list[Any] = cols) -> Iterator[pa.RecordBatch]:
-                return _bootstrap_pass(uid, key_ser, maxp, key_column, cols, batches)
+                   key_column: str = key_column, cols: list[Any] = cols,
+                   kinds: Optional[dict[str, str]] = kinds) -> Iterator[pa.RecordBatch]:
+                return _bootstrap_pass(uid, key_ser, maxp, key_column, cols, batches, kinds)
 
             source = df.select(key_column, *states)
-            key_bytes = native_key_bytes(F.col(f"`{key_column}`"),
-                                         getattr(key_type, "type_name", ""), key_ser)
-            if key_bytes is None:
-                presorted = False
-            else:
+            if presorted:
                 n = _file_count(df.sparkSession, maxp)
-                key_group = F.pmod(F.crc32(key_bytes), F.lit(maxp)).cast("int")
+                key_group = F.pmod(F.crc32(key_bytes[uid]), F.lit(maxp)).cast("int")
                 source = (source.withColumn(_SOURCE_KEY_GROUP, key_group)
                           .repartition(n, _range_partition(n, maxp, _SOURCE_KEY_GROUP))
                           .sortWithinPartitions(_write_order_of(F.col(_SOURCE_KEY_GROUP),
-                                                                F.lit(uid), key_bytes))
+                                                                F.lit(uid), key_bytes[uid]))
                           .select(key_column, *states))
-            entries = source.mapInArrow(fn, entries_ddl())
+            entries = source.mapInArrow(fn, savepoint_ddl() if presorted else entries_ddl())
             union = entries if union is None else union.unionByName(entries)
         assert union is not None
         return union, presorted

@@ -317,8 +317,12 @@ def check_restore(
 # --------------------------------------------------------------------------------------------
 # Arrow <-> entries
 # --------------------------------------------------------------------------------------------
-def entries_to_batch(uid: str, entries: Iterable[StateEntry]) -> pa.RecordBatch:
-    """Entries of operator ``uid`` as an Arrow batch with :data:`ENTRY_COLUMNS`."""
+def entries_to_batch(
+    uid: str, entries: Iterable[StateEntry], kinds: Optional[Mapping[str, str]] = None
+) -> pa.RecordBatch:
+    """Entries of operator ``uid`` as an Arrow batch with :data:`ENTRY_COLUMNS`; with
+    ``kinds`` (state name -> kind) the whole savepoint row, ``kind`` first (a state
+    missing there is a :class:`SavepointFormatError`)."""
     cols: list[list[Any]] = [[] for _ in ENTRY_COLUMNS]
     for e in entries:
         cols[0].append(uid)
@@ -329,9 +333,18 @@ def entries_to_batch(uid: str, entries: Iterable[StateEntry]) -> pa.RecordBatch:
         cols[5].append(e.user_key)
         cols[6].append(e.value)
     types = dict(SAVEPOINT_COLUMNS)
+    names = list(ENTRY_COLUMNS)
+    if kinds is not None:
+        try:
+            cols.insert(0, [kinds[name] for name in cols[3]])
+        except KeyError as exc:
+            raise SavepointFormatError(
+                f"savepoint entry of state {exc.args[0]!r} of operator {uid!r} has no state "
+                f"meta info in the savepoint metadata") from None
+        names.insert(0, "kind")
     return pa.RecordBatch.from_arrays(
-        [pa.array(c, type=types[n]) for c, n in zip(cols, ENTRY_COLUMNS)],
-        schema=pa.schema([pa.field(n, types[n]) for n in ENTRY_COLUMNS]),
+        [pa.array(c, type=types[n]) for c, n in zip(cols, names)],
+        schema=pa.schema([pa.field(n, types[n]) for n in names]),
     )
 
 

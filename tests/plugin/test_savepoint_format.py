@@ -129,6 +129,20 @@ def test_arrow_round_trip_and_rekey() -> None:
     assert [e._replace(key_group=0) for e in rekeyed] == [e._replace(key_group=0) for e in entries]
 
 
+def test_arrow_batch_with_kinds_is_a_whole_savepoint_row() -> None:
+    backend = _backend_with_state()
+    entries = list(backend.snapshot())
+    kinds = {name: kind for (_uid, name), kind in _metadata(backend).kind_of().items()}
+    batch = entries_to_batch("op", entries, kinds)
+    assert batch.schema == savepoint_arrow_schema()
+    assert batch.column("kind").to_pylist() == [kinds[e.state_name] for e in entries]
+    assert list(entries_from_batch(batch)) == entries
+    del kinds[entries[0].state_name]
+    with pytest.raises(SavepointFormatError,
+                       match=rf"state '{entries[0].state_name}' of operator 'op' has no state meta"):
+        entries_to_batch("op", entries, kinds)
+
+
 def test_decode_key_states_equals_program_state_under_other_max_parallelism() -> None:
     backend = _backend_with_state()
     meta = _metadata(backend).operator("op")
