@@ -238,7 +238,17 @@ def test_rocksdb_sorted_fast_paths_match_heap(
 
 @pytest.fixture
 def rocks_sorted() -> Any:
-    backend = _rocks()
+    yield from _backend_and_state(track=False)
+
+
+@pytest.fixture
+def tracked_sorted() -> Any:
+    """A change-tracking backend and its sorted state, current key set."""
+    yield from _backend_and_state(track=True)
+
+
+def _backend_and_state(track: bool) -> Any:
+    backend = _rocks(track=track)
     state = backend.get_binary_sorted_state(
         BinarySortedStateDescriptor("s", LexicographicLongSerializer.INSTANCE, Types.LONG())
     )
@@ -267,27 +277,20 @@ def test_adds_are_staged_until_a_read_or_a_flush(rocks_sorted: Any) -> None:
     assert _rows_of(backend) == 4
 
 
-def test_rows_added_and_cleared_while_pending_are_never_written() -> None:
-    backend = _rocks(track=True)
-    try:
-        state = backend.get_binary_sorted_state(
-            BinarySortedStateDescriptor("s", LexicographicLongSerializer.INSTANCE, Types.LONG())
-        )
-        backend.set_current_key("k")
-        for t in (1, 2, 2, 3):
-            state.add(t, t * 10)
-        assert list(state.read_range_until(2, True)) == [(1, [10]), (2, [20, 20])]
-        state.clear_range_until(2, True)
-        backend.flush()
-        # only the row still alive was written; the three cleared ones left no put, no delete
-        assert _rows_of(backend) == 1
-        changes = backend.take_changes()
-        assert changes is not None and list(changes.values()) == [
-            Types.LONG().create_serializer().serialize(30)
-        ]
-        assert list(state.read_range_until(9, True)) == [(3, [30])]
-    finally:
-        backend.close()
+def test_rows_added_and_cleared_while_pending_are_never_written(tracked_sorted: Any) -> None:
+    backend, state = tracked_sorted
+    for t in (1, 2, 2, 3):
+        state.add(t, t * 10)
+    assert list(state.read_range_until(2, True)) == [(1, [10]), (2, [20, 20])]
+    state.clear_range_until(2, True)
+    backend.flush()
+    # only the row still alive was written; the three cleared ones left no put, no delete
+    assert _rows_of(backend) == 1
+    changes = backend.take_changes()
+    assert changes is not None and list(changes.values()) == [
+        Types.LONG().create_serializer().serialize(30)
+    ]
+    assert list(state.read_range_until(9, True)) == [(3, [30])]
 
 
 def test_a_known_range_mixes_written_and_pending_rows(rocks_sorted: Any) -> None:
@@ -337,28 +340,21 @@ def test_deletes_below_the_floor_wait_and_stay_invisible(rocks_sorted: Any) -> N
     assert list(state.read_range_until(9, True)) == [(1, [11]), (3, [3]), (4, [4]), (5, [5])]
 
 
-def test_snapshot_and_change_capture_include_staged_writes() -> None:
-    backend = _rocks(track=True)
-    try:
-        state = backend.get_binary_sorted_state(
-            BinarySortedStateDescriptor("s", LexicographicLongSerializer.INSTANCE, Types.LONG())
-        )
-        backend.set_current_key("k")
-        state.add(1, 10)
-        state.add(2, 20)
-        assert len(list(backend.snapshot())) == 2
-        list(state.read_range_until(1, True))
-        state.clear_range_until(1, True)  # its delete is staged
-        changes = backend.take_changes()  # writes the staged delete first
-        assert changes is not None
-        assert sorted(changes.values(), key=lambda v: v or b"") == [
-            None, Types.LONG().create_serializer().serialize(20)
-        ]
-        assert [entry.user_key[:8] for entry in backend.snapshot()] == [
-            LexicographicLongSerializer.INSTANCE.serialize(2)
-        ]
-    finally:
-        backend.close()
+def test_snapshot_and_change_capture_include_staged_writes(tracked_sorted: Any) -> None:
+    backend, state = tracked_sorted
+    state.add(1, 10)
+    state.add(2, 20)
+    assert len(list(backend.snapshot())) == 2
+    list(state.read_range_until(1, True))
+    state.clear_range_until(1, True)  # its delete is staged
+    changes = backend.take_changes()  # writes the staged delete first
+    assert changes is not None
+    assert sorted(changes.values(), key=lambda v: v or b"") == [
+        None, Types.LONG().create_serializer().serialize(20)
+    ]
+    assert [entry.user_key[:8] for entry in backend.snapshot()] == [
+        LexicographicLongSerializer.INSTANCE.serialize(2)
+    ]
 
 
 def test_a_clear_after_a_read_of_another_range_scans(rocks_sorted: Any) -> None:
