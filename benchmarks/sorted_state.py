@@ -41,7 +41,7 @@ row already written when it is cleared, a memtable put and delete), while the ma
 its timestamp on every add (a cost growing with the list); per timestamp the
 sorted variant pays one cache lookup where the map variant pays one point
 ``get``. So with one event per timestamp both cost about the same (~1.0x), at
-the default 8 events per timestamp ~2.7x (2.6-2.9x over 6 runs, best of 5 each, on
+the default 8 events per timestamp ~2.7x (2.5-3.1x over 10 runs, best of 5 each, on
 a quiet 2-core machine; more at 16 and 32, see ``--sweep``). Rows added and cleared within
 one out-of-orderness bound never reach RocksDB in the sorted variant, which is the
 point of staging them; the map variant rewrites its list in RocksDB on every add.
