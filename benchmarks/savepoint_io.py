@@ -6,11 +6,12 @@ encoding pass), persists them, then times:
 
 * write:   ``write_savepoint`` of the entries as ``SavepointWriter`` produces them
            (Parquet + metadata + Delta commit) vs ``df.write.parquet`` of the same
-           rows, each after one untimed run, best of 3 alternating rounds. For string and integer keys the
-           bootstrap orders its *source* rows (one per key) into key-group ranges
-           before encoding, so the entries come out range-partitioned and in write
-           order and need no shuffle or sort of their own; that ordering is part of
-           the encoding pass, which neither timing includes. So two more figures:
+           rows, each after one untimed run, best of 3 alternating rounds. For
+           string and integer keys the bootstrap orders its *source* rows (one per
+           key) into key-group ranges before encoding, so the entries come out
+           range-partitioned and in write order and need no shuffle or sort of their
+           own; that ordering is part of the encoding pass, which neither timing
+           includes. So two more figures:
 * write_ratio_unordered: the same write of entries in arbitrary order (a producer
            that does not order them), which shuffles them into key-group ranges and
            sorts them (the write's own cost of the savepoint layout);
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         def encode(batches):  # type: ignore[no-untyped-def]
             return _bootstrap_pass("op", key_ser, 128, "k", cols, batches)
 
-        kinds = {name: kind for (_uid, name), kind in metadata.kind_of().items()}
+        kinds = metadata.operators["op"].kind_of()
 
         def encode_rows(batches):  # type: ignore[no-untyped-def]  # whole rows, kind included
             return _bootstrap_pass("op", key_ser, 128, "k", cols, batches, kinds)

@@ -806,20 +806,18 @@ class SavepointWriter:
         from .tracing import native_key_bytes
 
         maxp = self.max_parallelism
-        key_bytes = {}
-        for uid, _df, key_column, _states, key_type in self._ops:
-            key_ser = serializer_from_snapshot(metadata.operators[uid].key_serializer)
-            key_bytes[uid] = native_key_bytes(F.col(f"`{key_column}`"),
-                                              getattr(key_type, "type_name", ""), key_ser)
+        key_sers = {uid: serializer_from_snapshot(op.key_serializer)
+                    for uid, op in metadata.operators.items()}
+        key_bytes = {uid: native_key_bytes(F.col(f"`{key_column}`"),
+                                           getattr(key_type, "type_name", ""), key_sers[uid])
+                     for uid, _df, key_column, _states, key_type in self._ops}
         presorted = all(b is not None for b in key_bytes.values())
-        all_kinds = metadata.kind_of()
         union: Optional[DataFrame] = None
         for uid, df, key_column, states, _kt in self._ops:
-            key_ser = serializer_from_snapshot(metadata.operators[uid].key_serializer)
+            key_ser = key_sers[uid]
             cols = list(states.items())
             # presorted rows carry their kind, so the write adds no column (no projection)
-            kinds = {name: kind for (u, name), kind in all_kinds.items() if u == uid} \
-                if presorted else None
+            kinds = metadata.operators[uid].kind_of() if presorted else None
 
             def fn(batches: Iterator[pa.RecordBatch], uid: str = uid, key_ser: Any = key_ser,
                    key_column: str = key_column, cols: list[Any] = cols,

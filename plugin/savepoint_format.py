@@ -22,10 +22,10 @@ rows that every backend's ``snapshot()`` produces, so the same program state giv
 the same rows whatever backend or mode wrote it. Each data file of a version holds
 one key-group range (range ``i`` is ``key_group * ranges // max_parallelism == i``) in
 key-group order: one file per range, or, for a bootstrap that ordered each operator's
-source rows before encoding them, one file per range and operator; inside a key group the entries of one (operator, key) are contiguous (keys
-ordered by a 48-bit hash of operator uid and key, see ``savepoint._write_order``), each
-key's entries in the canonical order (state name, namespace, user key) the writers
-produce them in.
+source rows before encoding them, one file per range and operator. Inside a key group
+the entries of one (operator, key) are contiguous (keys ordered by a 48-bit hash of
+operator uid and key, see ``savepoint._write_order``), each key's entries in the
+canonical order (state name, namespace, user key) the writers produce them in.
 
 **Atomicity.** The metadata travels as one row of the same table, committed in
 the same Delta transaction as the entries: a version either has both or does
@@ -137,6 +137,10 @@ class OperatorMetadata:
     states: tuple[StateMetaInfo, ...]
     generated_uid: bool = False
 
+    def kind_of(self) -> dict[str, str]:
+        """``state name -> kind`` of every state of this operator."""
+        return {m.name: m.kind.value for m in self.states}
+
     def state(self, name: str) -> StateMetaInfo:
         """Meta info of state ``name``; ``SavepointFormatError`` naming the known ones if absent."""
         for meta in self.states:
@@ -245,7 +249,8 @@ class SavepointMetadata:
 
     def kind_of(self) -> dict[tuple[str, str], str]:
         """``(uid, state name) -> kind`` of every state."""
-        return {(u, m.name): m.kind.value for u, op in self.operators.items() for m in op.states}
+        return {(u, name): kind for u, op in self.operators.items()
+                for name, kind in op.kind_of().items()}
 
 
 def metadata_row(metadata: SavepointMetadata) -> dict[str, Any]:

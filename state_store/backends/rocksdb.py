@@ -498,17 +498,13 @@ class RocksSortedState(_RocksState, InternalBinarySortedState):
     def _memo_prefix(self) -> bytes:
         """The current key's and namespace's prefix, memoized per key (the same prefix
         object each time: dict lookups by it reuse its hash)."""
-        backend = self._backend
         ns_part = self._ns_part
-        try:
-            prefix = backend._kg_part + self._name_part + backend._key_part + ns_part  # type: ignore[operator]
-        except TypeError:
-            raise self._context_error() from None
+        prefix = self._prefix()
         memo = self._prefix_memo
         if ns_part is not self._memo_ns or len(memo) >= _KEY_MEMO_LIMIT:
             memo.clear()
             self._memo_ns = ns_part
-        memo[backend._key_part] = prefix  # type: ignore[index]
+        memo[self._backend._key_part] = prefix  # type: ignore[index]
         return prefix
 
     def flush_staged(self) -> None:

@@ -132,7 +132,7 @@ def test_arrow_round_trip_and_rekey() -> None:
 def test_arrow_batch_with_kinds_is_a_whole_savepoint_row() -> None:
     backend = _backend_with_state()
     entries = list(backend.snapshot())
-    kinds = {name: kind for (_uid, name), kind in _metadata(backend).kind_of().items()}
+    kinds = _metadata(backend).operator("op").kind_of()
     batch = entries_to_batch("op", entries, kinds)
     assert batch.schema == savepoint_arrow_schema()
     assert batch.column("kind").to_pylist() == [kinds[e.state_name] for e in entries]
