@@ -35,7 +35,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..state_store.descriptors import (
     AggregatingStateDescriptor,
@@ -58,6 +58,14 @@ from ..state_store.serializers import LongSerializer, PickleSerializer
 from .base import Output, user_function_error
 from .functions import OutputTag, as_reduce_function
 from .keyed import AbstractKeyedOperator, _collect
+
+#: PyFlink declares its window classes Generic over these (user subclasses subscript them)
+T = TypeVar("T")
+W = TypeVar("W")
+W2 = TypeVar("W2")
+IN = TypeVar("IN")
+OUT = TypeVar("OUT")
+KEY = TypeVar("KEY")
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.serializers import TypeSerializer
@@ -198,7 +206,7 @@ _TriggerContext = TriggerContext
 _OnMergeContext = OnMergeContext
 
 
-class Trigger(Function, ABC):
+class Trigger(Function, ABC, Generic[T, W]):
     """Decides when a window fires / purges (PyFlink's ``Trigger``)."""
 
     TriggerContext = TriggerContext
@@ -447,7 +455,7 @@ class WindowAssignerContext(ABC):
 _WindowAssignerContext = WindowAssignerContext
 
 
-class WindowAssigner(ABC):
+class WindowAssigner(ABC, Generic[T, W]):
     """Assigns each element to zero or more windows (PyFlink's ``WindowAssigner``)."""
 
     WindowAssignerContext = WindowAssignerContext
@@ -484,7 +492,7 @@ class WindowAssigner(ABC):
         return hash((type(self).__name__, tuple(sorted(vars(self).items()))))
 
 
-class MergingWindowAssigner(WindowAssigner):
+class MergingWindowAssigner(WindowAssigner[T, W]):
     """An assigner whose windows merge when they overlap (sessions)."""
 
     def is_merging(self) -> bool:
@@ -505,12 +513,12 @@ def _require_timestamp(timestamp: int | None, assigner: WindowAssigner, element:
     return timestamp
 
 
-class _TimeWindowAssigner(WindowAssigner):
+class _TimeWindowAssigner(WindowAssigner[T, TimeWindow]):
     def get_window_serializer(self) -> TypeSerializer:
         return _TIME_WINDOW_SERIALIZER
 
 
-class TumblingEventTimeWindows(_TimeWindowAssigner):
+class TumblingEventTimeWindows(_TimeWindowAssigner[T]):
     """Fixed-size, non-overlapping event-time windows aligned to the epoch (+ offset)."""
 
     def __init__(self, size: int, offset: int = 0) -> None:
@@ -554,7 +562,7 @@ def _check_slide(size: Any, slide: Any, offset: Any, what: str) -> tuple[int, in
     return size_ms, slide_ms, _offset(offset, slide_ms, what)
 
 
-class SlidingEventTimeWindows(_TimeWindowAssigner):
+class SlidingEventTimeWindows(_TimeWindowAssigner[T]):
     """Overlapping event-time windows of ``size`` starting every ``slide``."""
 
     def __init__(self, size: int, slide: int, offset: int = 0) -> None:
@@ -579,7 +587,7 @@ class SlidingEventTimeWindows(_TimeWindowAssigner):
         return True
 
 
-class EventTimeSessionWindows(MergingWindowAssigner):
+class EventTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
     """Event-time sessions: windows ``[ts, ts + gap)`` merged while they overlap."""
 
     def __init__(self, gap: int) -> None:
@@ -605,7 +613,7 @@ class EventTimeSessionWindows(MergingWindowAssigner):
         return True
 
 
-class TumblingProcessingTimeWindows(_TimeWindowAssigner):
+class TumblingProcessingTimeWindows(_TimeWindowAssigner[T]):
     """Fixed-size windows over the operator's processing time."""
 
     def __init__(self, size: int, offset: int = 0) -> None:
@@ -633,7 +641,7 @@ class TumblingProcessingTimeWindows(_TimeWindowAssigner):
         return False
 
 
-class SlidingProcessingTimeWindows(_TimeWindowAssigner):
+class SlidingProcessingTimeWindows(_TimeWindowAssigner[T]):
     """Overlapping windows over processing time."""
 
     def __init__(self, size: int, slide: int, offset: int = 0) -> None:
@@ -660,7 +668,7 @@ class SlidingProcessingTimeWindows(_TimeWindowAssigner):
         return False
 
 
-class ProcessingTimeSessionWindows(MergingWindowAssigner):
+class ProcessingTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
     """Sessions over processing time."""
 
     def __init__(self, gap: int) -> None:
@@ -688,7 +696,7 @@ class ProcessingTimeSessionWindows(MergingWindowAssigner):
         return False
 
 
-class GlobalWindows(WindowAssigner):
+class GlobalWindows(WindowAssigner[T, GlobalWindow]):
     """One window per key that never ends; its default trigger never fires."""
 
     @staticmethod
@@ -710,7 +718,7 @@ class GlobalWindows(WindowAssigner):
         return False
 
 
-class EndOfStreamWindows(_TimeWindowAssigner):
+class EndOfStreamWindows(_TimeWindowAssigner[T]):
     """One window per key spanning all time, fired once at the end of input (Flink 1.20)."""
 
     WINDOW = TimeWindow(MIN_LONG, MAX_LONG)
@@ -736,10 +744,10 @@ class EndOfStreamWindows(_TimeWindowAssigner):
 # =========================================================================================
 
 
-class ProcessWindowFunction(Function, ABC):
+class ProcessWindowFunction(Function, ABC, Generic[IN, OUT, KEY, W]):
     """Processes all elements of a fired window (PyFlink's ``ProcessWindowFunction``)."""
 
-    class Context(ABC):
+    class Context(ABC, Generic[W2]):
         """Context of ``process`` / ``clear``: the window, clocks, state, side outputs."""
 
         @abstractmethod
