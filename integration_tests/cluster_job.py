@@ -1,0 +1,204 @@
+"""The STREAMING job of ``test_cluster.py``, run as its own driver process against a
+standalone cluster (a process has one SparkContext; the pytest process has a local one).
+
+``python cluster_job.py --master spark://... --staging DIR --src DIR --ckpt DIR --out DIR
+--marker DIR --pause KEY,TS``
+
+Before round ``r`` the driver moves the Parquet files of ``DIR_staging/r/`` into the source
+folder (mtimes strictly increasing), then runs one available-now execution of the same named
+job over the same checkpoint. The program: event time from ``ts``; a running reduce of
+``(k, v, 1)`` per key into ``out/totals`` and a sessionizing KeyedProcessFunction (value
+state, event-time timers) into ``out/sessions``, both on the rocksdb backend. When the
+sessionizer meets the record ``--pause`` for the first time it writes ``marker/paused.json``
+(its pid and ancestors) and sleeps, so a micro-batch is in flight while the test kills the
+worker running it; the retry of that record elsewhere writes ``marker/resumed-<pid>.json``.
+One JSON line per event goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+GAP = 10_000  # session gap (ms)
+OOO = 1_000  # bounded out-of-orderness (ms)
+SCHEMA = "k string, ts long, v long"
+JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+PAUSE_LIMIT_S = 100  # the victim sleeps at most this long (the test kills it long before)
+
+
+def say(**event: object) -> None:
+    print(json.dumps(event), flush=True)
+
+
+def _ancestors() -> list[int]:
+    import psutil
+
+    return [p.pid for p in psutil.Process().parents()]
+
+
+def _write_json(path: str, data: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)
+
+
+def build_sessionize(pause: tuple[str, int], marker: str):
+    from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
+
+    class Sessionize(KeyedProcessFunction):
+        """Emits (key, start, end, count, sum of v) when a key's session closes: a record more
+        than GAP after the last one, or the watermark passing last + GAP."""
+
+        def open(self, runtime_context):
+            get = runtime_context.get_state
+            self.start = get(ValueStateDescriptor("start", Types.LONG()))
+            self.last = get(ValueStateDescriptor("last", Types.LONG()))
+            self.count = get(ValueStateDescriptor("count", Types.LONG()))
+            self.total = get(ValueStateDescriptor("total", Types.LONG()))
+
+        def _close(self, key):
+            out = (key, self.start.value(), self.last.value(), self.count.value(),
+                   self.total.value())
+            for s in (self.start, self.last, self.count, self.total):
+                s.clear()
+            return out
+
+        def process_element(self, value, ctx):
+            key, ts, v = value
+            if (key, ts) == pause:
+                self._pause()
+            last = self.last.value()
+            if last is not None and ts - last > GAP:
+                yield self._close(key)
+            if self.start.value() is None:
+                self.start.update(ts)
+            self.last.update(ts)
+            self.count.update((self.count.value() or 0) + 1)
+            self.total.update((self.total.value() or 0) + v)
+            ctx.timer_service().register_event_time_timer(ts + GAP)
+
+        def on_timer(self, timestamp, ctx):
+            last = self.last.value()
+            if last is not None and last + GAP == timestamp:
+                yield self._close(ctx.get_current_key())
+
+        @staticmethod
+        def _pause():
+            first = os.path.join(marker, "paused.json")
+            info = {"pid": os.getpid(), "ancestors": _ancestors(), "at": time.time()}
+            if os.path.exists(first):  # the retry, after the kill
+                _write_json(os.path.join(marker, f"resumed-{os.getpid()}.json"), info)
+                return
+            _write_json(first, info)
+            deadline = time.monotonic() + PAUSE_LIMIT_S
+            while time.monotonic() < deadline:  # until SIGKILL ends this process
+                time.sleep(0.1)
+
+    return Sessionize()
+
+
+def run(args: argparse.Namespace) -> None:
+    from pyspark.sql import SparkSession
+    from pyspark_datastream import (
+        Configuration,
+        Duration,
+        RuntimeExecutionMode,
+        StreamExecutionEnvironment,
+        TimestampAssigner,
+        Types,
+        WatermarkStrategy,
+    )
+
+    t0 = time.monotonic()
+    spark = (SparkSession.builder.master(args.master).appName("pds-cluster-test")
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.driver.memory", "1g")
+             .config("spark.executor.memory", "1g")
+             .config("spark.executor.cores", "1")
+             .config("spark.cores.max", "2")
+             .config("spark.pyspark.python", sys.executable)
+             # short jobs on 2 busy cores: C1 only, serial GC (less JIT/GC CPU per JVM)
+             .config("spark.driver.extraJavaOptions", JVM_OPTS)
+             .config("spark.executor.extraJavaOptions", JVM_OPTS)
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.default.parallelism", "2")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+             .config("spark.sql.streaming.stateStore.providerClass",
+                     "org.apache.spark.sql.execution.streaming.state."
+                     "HDFSBackedStateStoreProvider")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("WARN")
+    sc = spark.sparkContext
+
+    def executors() -> int:  # block managers minus the driver's
+        return sc._jsc.sc().getExecutorMemoryStatus().size() - 1
+
+    deadline = time.monotonic() + 90
+    while executors() < 2:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {executors()} executors registered in 90 s")
+        time.sleep(0.2)
+    say(event="executors", n=executors(), seconds=round(time.monotonic() - t0, 1))
+
+    class ByTs(TimestampAssigner):
+        def extract_timestamp(self, value, record_timestamp):
+            return value[1]
+
+    pause_key, pause_ts = args.pause.split(",")
+    sessionize = build_sessionize((pause_key, int(pause_ts)), args.marker)
+    mtime = 1_700_000_000
+    rounds = sorted(os.listdir(args.staging), key=int)
+    os.makedirs(args.src, exist_ok=True)
+    for r in rounds:
+        for name in sorted(os.listdir(os.path.join(args.staging, r))):
+            mtime += 10
+            path = os.path.join(args.staging, r, name)
+            os.utime(path, (mtime, mtime))
+            os.replace(path, os.path.join(args.src, name))
+        t = time.monotonic()
+        conf = Configuration()
+        conf.set_string("execution.checkpointing.dir", args.ckpt)
+        conf.set_string("state.backend.type", "rocksdb")
+        env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
+        env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+        env.set_parallelism(2)
+        ws = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(OOO))
+              .with_timestamp_assigner(ByTs()))
+        events = (env.from_dataframe(spark.readStream.schema(SCHEMA).parquet(args.src))
+                  .assign_timestamps_and_watermarks(ws))
+        # sessions first: its query (sink-0) is the one paused and killed in round 1, so the
+        # totals query of that round runs on the surviving executor only
+        (events.key_by(lambda e: e[0], key_type=Types.STRING())
+         .process(sessionize, output_type=Types.TUPLE(
+             [Types.STRING(), Types.LONG(), Types.LONG(), Types.LONG(), Types.LONG()]))
+         .uid("sessions")
+         .sink_to_delta(os.path.join(args.out, "sessions")))
+        triple = Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])
+        (events.map(lambda e: (e[0], e[2], 1), output_type=triple)
+         .key_by(lambda e: e[0], key_type=Types.STRING())
+         .reduce(lambda a, b: (a[0], a[1] + b[1], a[2] + b[2])).uid("totals")
+         .sink_to_delta(os.path.join(args.out, "totals")))
+        env.execute("cluster-sessions")
+        say(event="round", round=int(r), executors=executors(),
+            seconds=round(time.monotonic() - t, 1))
+    spark.stop()
+    say(event="done", seconds=round(time.monotonic() - t0, 1))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    for name in ("master", "staging", "src", "ckpt", "out", "marker", "pause"):
+        p.add_argument(f"--{name}", required=True)
+    run(p.parse_args())
+
+
+if __name__ == "__main__":
+    main()
