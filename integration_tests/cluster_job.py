@@ -12,7 +12,7 @@ state, event-time timers) into ``out/sessions``, both on the rocksdb backend. Wh
 sessionizer meets the record ``--pause`` for the first time it writes ``marker/paused.json``
 (its pid and ancestors) and sleeps, so a micro-batch is in flight while the test kills the
 worker running it; the retry of that record elsewhere writes ``marker/resumed-<pid>.json``.
-One JSON line per event goes to stdout.
+One line per event goes to stdout: ``PDS-EVENT {json}``.
 """
 
 from __future__ import annotations
@@ -30,8 +30,11 @@ JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 PAUSE_LIMIT_S = 100  # the victim sleeps at most this long (the test kills it long before)
 
 
+EVENT = "PDS-EVENT "
+
+
 def say(**event: object) -> None:
-    print(json.dumps(event), flush=True)
+    print(EVENT + json.dumps(event), flush=True)
 
 
 def _ancestors() -> list[int]:
@@ -127,6 +130,7 @@ def run(args: argparse.Namespace) -> None:
              .config("spark.driver.extraJavaOptions", JVM_OPTS)
              .config("spark.executor.extraJavaOptions", JVM_OPTS)
              .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.default.parallelism", "2")
              .config("spark.sql.session.timeZone", "UTC")

@@ -110,6 +110,9 @@ class StandaloneCluster:
     # -- lifecycle -------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
+        # never attach to (or configure) the calling process's own Spark gateway
+        for k in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "PYSPARK_SUBMIT_ARGS"):
+            env.pop(k, None)
         tmp = os.path.join(self.workdir, "tmp")
         os.makedirs(tmp, exist_ok=True)
         env.update({
@@ -227,18 +230,23 @@ class StandaloneCluster:
                 return i
         return None
 
-    def kill_worker(self, i: int) -> list[psutil.Process]:
+    def kill_worker(self, i: int) -> dict[int, str]:
         """SIGKILL worker ``i``: its JVM, its executor JVMs and their Python workers.
-        Returns the processes killed (all verified dead)."""
+        Returns ``{pid: command line}`` of the processes killed (all verified dead)."""
         w = self.workers[i]
         tree = [psutil.Process(w.pid), *_descendants(w.pid)]
+        cmdlines = {}
         for p in tree:
             self.seen.setdefault(p.pid, p)
+            try:
+                cmdlines[p.pid] = " ".join(p.cmdline())
+            except psutil.Error:
+                cmdlines[p.pid] = "?"
         alive = kill_tree(tree, [w.pid])
         w.wait(10)
         if alive:
             raise RuntimeError(f"still alive after SIGKILL: {alive}")
-        return tree
+        return cmdlines
 
     def snapshot(self) -> None:
         """Remember every current descendant of every started or adopted process."""

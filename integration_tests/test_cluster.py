@@ -23,7 +23,7 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cluster_job import GAP, OOO
+from cluster_job import EVENT, GAP, OOO, PAUSE_LIMIT_S
 from spark_cluster import StandaloneCluster, is_running, java_available
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -96,6 +96,11 @@ def _wait_for(path: str, proc: subprocess.Popen, timeout: float, log: str) -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"{path} did not appear within {timeout} s:\n{_tail(log)}")
         time.sleep(0.1)
+
+
+def _events(log: str) -> list[dict]:
+    with open(log, errors="replace") as f:
+        return [json.loads(line.split(EVENT, 1)[1]) for line in f if EVENT in line]
 
 
 def _tail(path: str, n: int = 6000) -> str:
@@ -172,7 +177,7 @@ def test_streaming_job_survives_a_worker_sigkill_mid_batch(cluster, tmp_path):
     # the driver boots while the workers register; it waits for its two executors
     cluster.start(timeout=90, wait_for_workers=False)
     env = cluster.env()
-    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    marks = {"master up": time.monotonic() - started}
     with open(driver_log, "wb") as log:
         driver = subprocess.Popen(
             [sys.executable, os.path.join(HERE, "cluster_job.py"),
@@ -184,6 +189,7 @@ def test_streaming_job_survives_a_worker_sigkill_mid_batch(cluster, tmp_path):
             cwd=str(tmp_path), start_new_session=True)
     cluster.adopt(driver)  # killed with the cluster at teardown, whatever happens
     cluster.wait_for_workers(2, timeout=90)
+    marks["workers up"] = time.monotonic() - started
 
     # a task of round 1's sessionizing micro-batch is now inside process_element, on the
     # record ``pause``: the micro-batch is in flight on one executor
@@ -194,16 +200,22 @@ def test_streaming_job_survives_a_worker_sigkill_mid_batch(cluster, tmp_path):
     assert victim is not None, f"the paused Python worker {paused} runs under no worker"
     assert cluster.alive_workers() == 2
     assert not list(marker.glob("resumed-*.json"))
+    marks["paused"] = time.monotonic() - started
+    # still sleeping inside process_element, and round 1 not reported finished
+    assert time.time() - paused["at"] < PAUSE_LIMIT_S - 30
+    assert [e["round"] for e in _events(driver_log) if e["event"] == "round"] == [0]
     killed = cluster.kill_worker(victim)  # worker JVM, executor JVM, Python daemon + workers
-    assert paused["pid"] in {p.pid for p in killed} and not _alive(paused["pid"])
+    assert paused["pid"] in killed and not _alive(paused["pid"])
+    assert any("CoarseGrainedExecutorBackend" in c for c in killed.values()), killed
     assert driver.poll() is None  # the kill happened before the job ended
 
     try:
         rc = driver.wait(timeout=240)
     except subprocess.TimeoutExpired:
         pytest.fail(f"the job did not finish after the kill:\n{_tail(driver_log)}")
+    marks["job done"] = time.monotonic() - started
     assert rc == 0, f"driver failed ({rc}):\n{_tail(driver_log)}\n{cluster.logs()}"
-    events = [json.loads(line) for line in open(driver_log) if line.startswith("{")]
+    events = _events(driver_log)
     by_kind = [(e["event"], e.get("round"), e.get("executors")) for e in events]
     # both executors ran round 0; round 1 (finished after the kill) and round 2 had one left
     assert by_kind == [("executors", None, None), ("round", 0, 2), ("round", 1, 1),
@@ -225,4 +237,4 @@ def test_streaming_job_survives_a_worker_sigkill_mid_batch(cluster, tmp_path):
     assert sorted(set(sessions)) == expected_sessions
     dups = {r: n for r, n in Counter(totals + sessions).items() if n > 1}
     assert not dups, f"rows written more than once after the worker kill: {dups}"
-    print(f"cluster test: {time.monotonic() - started:.1f} s; driver events {events}")
+    print(f"cluster test: {({k: round(v, 1) for k, v in marks.items()})}; driver: {events}")
