@@ -119,7 +119,8 @@ def test_cancel_and_batch_refusals(env_factory, spark, tmp_path):
 
     env = env_factory("STREAMING", {"execution.streaming.trigger": "processing-time=1 second"})
     _counting_job(env, spark, src, str(tmp_path / "out-nockpt"))
-    with pytest.raises(ConfigurationError, match="needs execution.checkpointing.dir"):
+    with pytest.raises(ConfigurationError, match="no checkpoint root is configured: set "
+                       "execution.checkpointing.dir"):
         env.execute_async("no-checkpoint-dir")
     assert not any(q.name.startswith("no-checkpoint-dir") for q in spark.streams.active)
 

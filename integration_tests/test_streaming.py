@@ -165,10 +165,12 @@ def test_multi_stage_job_runs_as_chained_checkpointed_queries(spark, env_factory
     assert len(staged) == 1  # the second keyed stage read its input from a staging table
 
 
-def test_execute_with_a_sink_needs_a_checkpoint_dir(env_factory):
+def test_execute_with_a_durable_sink_needs_a_checkpoint_dir(env_factory, tmp_path):
+    # print()-only jobs run on a temporary checkpoint (test_job_lifecycle.py); a Delta sink's
+    # progress must outlive the run
     env = env_factory("STREAMING")
     env.from_collection([("a", 1)], PAIR).key_by(lambda r: r[0]).reduce(
-        lambda x, y: x).print()
+        lambda x, y: x).sink_to_delta(str(tmp_path / "out"))
     with pytest.raises(ConfigurationError, match="execution.checkpointing.dir"):
         env.execute("no-ckpt")
 

@@ -48,6 +48,8 @@ from .state_store.descriptors import (
     ValueStateDescriptor,
 )
 from .state_store.errors import (
+    CheckpointMismatchError,
+    CheckpointRootError,
     ConfigurationError,
     DataStreamError,
     GraphBuildError,
@@ -155,3 +157,4 @@ __all__ += [
     "TumblingProcessingTimeWindows", "WindowAssigner", "WindowedStream",
 ]
 __all__ += ["JobClient", "JobStatus"]
+__all__ += ["CheckpointMismatchError", "CheckpointRootError"]

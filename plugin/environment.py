@@ -7,7 +7,6 @@ import os
 import pickle
 import sys
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
@@ -206,16 +205,28 @@ class StreamExecutionEnvironment:
 
         return streaming.StreamingTranslator(self, nodes, job_name)
 
+    def _job_name(self, nodes: list[Transformation], job_name: Optional[str]) -> str:
+        """``job_name``, else one derived from the graph (translation/job_identity.py): a
+        STREAMING job's checkpoints live under its name, so different programs get
+        different names and the same program resumes its own checkpoint."""
+        if job_name:
+            return job_name
+        from .translation.job_identity import default_job_name
+
+        return default_job_name(nodes, self.get_max_parallelism(), self._state_backend[0])
+
     def _to_dataframe(self, node: Transformation) -> DataFrame:
         nodes = reachable([node])
-        return self._translator(nodes, "to_dataframe").to_dataframe(node)
+        return self._translator(nodes, self._job_name(nodes, None)).to_dataframe(node)
 
     def _execute_and_collect(self, node: Transformation,
                              job_name: Optional[str]) -> CloseableIterator:
         nodes = reachable([node])
-        # Without a name every collect is its own job: STREAMING checkpoints live under the job
-        # name, so two different programs must not share one. Name it to resume across runs.
-        translator = self._translator(nodes, job_name or f"collect-{uuid.uuid4().hex[:12]}")
+        translator = self._translator(nodes, self._job_name(nodes, job_name))
+        if job_name is None and translator.mode == "STREAMING":
+            # an unnamed collect is a one-off job on a temporary checkpoint; a named one
+            # resumes under the checkpoint root (temporary without one)
+            translator.collect_ephemeral = "always"
         it = translator.collect(node)
         # the translator's list: BATCH fills it once the results are collected
         self._last_progress = getattr(translator, "progress", [])
@@ -227,14 +238,16 @@ class StreamExecutionEnvironment:
         its results were fetched)."""
         return list(self._last_progress)
 
-    def execute(self, job_name: str = "pyspark-datastream job", savepoint_path: Optional[str] = None
+    def execute(self, job_name: Optional[str] = None, savepoint_path: Optional[str] = None
                 ) -> JobExecutionResult:
-        """Run every declared sink (print, Delta, ...) as one job."""
+        """Run every declared sink (print, Delta, ...) as one job (default name: derived
+        from the job graph, see ``translation/job_identity.py``)."""
         if not self._sinks:
             raise GraphBuildError(
                 "no sinks declared: add print(), sink_to_delta(...) or use execute_and_collect()"
             )
         nodes = reachable(list(self._sinks))
+        job_name = self._job_name(nodes, job_name)
         translator = self._translator(nodes, job_name)
         start = time.time()
         try:
@@ -243,13 +256,15 @@ class StreamExecutionEnvironment:
             raise
         finally:
             self._last_progress = getattr(translator, "progress", [])
+            if translator.mode == "STREAMING":
+                translator.release()  # a temporary checkpoint ends with the job
         self._sinks = []  # as in Flink, execute() consumes the declared sinks
         result = JobExecutionResult(job_name, translator.mode, int((time.time() - start) * 1000),
                                     counts, savepoint_path, list(self._last_progress))
         log.info("job %r finished in %s ms: %s", job_name, result.net_runtime_ms, counts)
         return result
 
-    def execute_async(self, job_name: str = "pyspark-datastream job") -> JobClient:
+    def execute_async(self, job_name: Optional[str] = None) -> JobClient:
         """Start every declared sink as one job and return its :class:`JobClient` at once
         (STREAMING processing-time jobs keep running and take savepoints through it; see
         ``job_client.py`` for what other modes do)."""
@@ -259,4 +274,5 @@ class StreamExecutionEnvironment:
             )
         from .job_client import JobClient
 
-        return JobClient.start(self, job_name, list(self._sinks))
+        name = self._job_name(reachable(list(self._sinks)), job_name)
+        return JobClient.start(self, name, list(self._sinks))

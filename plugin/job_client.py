@@ -119,8 +119,7 @@ class JobClient:
             result = env.execute(job_name)
             return cls(job_name, "BATCH", result=result)
         translator = env._translator(nodes, job_name)
-        if translator.checkpoint_dir is None:
-            translator.run_sinks(sinks)  # raises its ConfigurationError, nothing started
+        translator.plan_sinks(sinks)  # CheckpointRootError / CheckpointMismatchError: nothing started
         if translator.trigger[0] == "processing-time" and not translator.bounded:
             started: list[tuple[str, Any]] = []
             translator._async_queries = started
@@ -130,6 +129,7 @@ class JobClient:
                 for _, q in started:
                     if q.isActive:
                         q.stop()
+                translator.release()
                 raise
             finally:
                 translator._async_queries = None
@@ -144,6 +144,8 @@ class JobClient:
                 client._thread_outcome["counts"] = translator.run_sinks(list(sinks))
             except BaseException as exc:  # noqa: BLE001 - reported by the client
                 client._thread_outcome["error"] = exc
+            finally:
+                translator.release()  # a temporary checkpoint ends with the job
 
         client._thread = threading.Thread(target=run, name=f"job-{job_name}", daemon=True)
         client._thread.start()
@@ -188,6 +190,7 @@ class JobClient:
         self._status = JobStatus.FAILED
         self._error = JobExecutionError(
             f"STREAMING query {name!r} of job {self.job_name!r} failed: {_summary(exc)}")
+        self._translator.release()  # a temporary checkpoint ends with the job
 
     def _finish_thread(self) -> None:
         from .environment import JobExecutionResult
@@ -206,6 +209,7 @@ class JobClient:
         from .environment import JobExecutionResult
 
         self._log_progress()
+        self._translator.release()  # a temporary checkpoint ends with the job
         self._status = status
         # per-sink row counts are not tracked for queries that ran detached
         self._result = JobExecutionResult(self.job_name, self.mode,
@@ -369,6 +373,7 @@ class JobClient:
             f"only up to batch {committed}, so the stages have no consistent cut; no "
             "savepoint was written. The job is stopped; restarting it from its checkpoint "
             "directory re-runs that batch (exactly once), then stop it again")
+        self._translator.release()  # a temporary checkpoint ends with the job
         raise self._error
 
     @staticmethod

@@ -15,6 +15,8 @@ __all__ = [
     "KeyGroupError",
     "GraphBuildError",
     "ConfigurationError",
+    "CheckpointRootError",
+    "CheckpointMismatchError",
     "JobExecutionError",
     "ProcessingTimeError",
     "SavepointError",
@@ -56,6 +58,16 @@ class GraphBuildError(DataStreamError, ValueError):
 
 class ConfigurationError(DataStreamError, ValueError):
     """A configuration key has an invalid value."""
+
+
+class CheckpointRootError(ConfigurationError):
+    """A STREAMING job would keep durable state but no checkpoint root is configured
+    (``execution.checkpointing.dir`` or Spark's ``spark.sql.streaming.checkpointLocation``)."""
+
+
+class CheckpointMismatchError(GraphBuildError):
+    """A STREAMING job's graph differs from the graph that wrote the checkpoint it would
+    resume (another job under the same name and checkpoint root)."""
 
 
 class JobExecutionError(DataStreamError, RuntimeError):

@@ -39,7 +39,6 @@ import json
 import logging
 import os
 import pickle
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -72,6 +71,7 @@ from .group_frames import (
     typed_output_encoding,
     unpack_blobs,
 )
+from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
 from .passes import PassSpec, gc_paused, output_ddl, run_pass
 from .timecheck import processing_time_use
 
@@ -340,8 +340,12 @@ class StreamingTranslator(BatchTranslator):
                 f"state.backend.type is {self.backend[0]!r}"
             )
         self.trigger = parse_trigger(resolve(cfg, "execution.streaming.trigger", "STREAMING"))
-        configured = resolve(cfg, "execution.checkpointing.dir", "STREAMING")
-        self.checkpoint_dir: Optional[str] = str(configured) if configured else None
+        root, where = configured_root(cfg, self.spark)  # job_identity.py: the job folder
+        self.job = JobCheckpoint(job_name, root, where,
+                                 describe_graph(nodes, self.max_parallelism, self.backend[0]))
+        #: how an execute_and_collect() keeps its checkpoint (the environment sets "always"
+        #: for an unnamed one: a one-off job)
+        self.collect_ephemeral = "if-no-root"
         self.bounded = all(n.bounded for n in nodes if isinstance(n, SourceNode))
         keyed = [n for n in nodes if is_keyed(n)]
         self._stage_names = {n.id: (n.uid or f"stage{i}") for i, n in enumerate(keyed)}
@@ -367,23 +371,39 @@ class StreamingTranslator(BatchTranslator):
 
     # -- directories -------------------------------------------------------------------
     def _root(self) -> str:
-        """Checkpoint root of this job (a temporary one when none is configured)."""
-        if self.checkpoint_dir is None:
-            self.checkpoint_dir = tempfile.mkdtemp(prefix="pyspark-datastream-ckpt-")
-            log.info("STREAMING: no execution.checkpointing.dir; using %s", self.checkpoint_dir)
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.job_name)
-        path = os.path.join(_local(self.checkpoint_dir), safe or "job")
-        os.makedirs(path, exist_ok=True)
-        return path
+        """This job's folder (job_identity.py: ``<root>/<job name>``, or a temporary one for
+        a job that may run on one); raises CheckpointRootError when it needs a root."""
+        return self.job.folder()
+
+    def plan_sinks(self, sinks: list[SinkNode]) -> None:
+        """Before anything runs: a job writing only print() sinks may run on a temporary
+        checkpoint; durable sinks need a root (CheckpointRootError)."""
+        printing = all(s.kind == "print" for s in sinks)
+        self.job.plan("if-no-root" if printing else "never",
+                      "the checkpoints of its sinks' queries")
+        self.job.require()
+
+    def release(self) -> None:
+        """The job has ended: remove its temporary checkpoint, if it ran on one."""
+        self.job.release()
 
     # -- public entry points -------------------------------------------------------------
     def to_dataframe(self, node: Transformation) -> DataFrame:
         """A streaming DataFrame of ``node``'s records (upstream keyed stages run first)."""
+        # the caller's query checkpoint will point into what the job keeps outside it
+        self.job.plan("never", TO_DATAFRAME_KEEPS)
         df = super().to_dataframe(node)
         self._run_prerequisites()
         return df
 
     def collect(self, node: Transformation) -> CloseableIterator:
+        self.job.plan(self.collect_ephemeral, "its collect query's checkpoint")
+        try:
+            return self._collect(node)
+        finally:
+            self.release()
+
+    def _collect(self, node: Transformation) -> CloseableIterator:
         stream = self.translate(node)
         df, decode = self._collectable(stream, node)
         self._run_prerequisites()
@@ -407,11 +427,7 @@ class StreamingTranslator(BatchTranslator):
         return CloseableIterator(decode(r) for r in rows)
 
     def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
-        if self.checkpoint_dir is None:
-            raise ConfigurationError(
-                "STREAMING execute() needs execution.checkpointing.dir (Spark checkpointLocation "
-                "root); execute_and_collect() may run without it"
-            )
+        self.plan_sinks(sinks)
         if savepoint_path is None:
             return self._run_sinks(sinks)
         from .streaming_savepoint import StreamingSavepointWrite
@@ -552,7 +568,10 @@ class StreamingTranslator(BatchTranslator):
         from .encoding import typed_encoding
 
         spark = self.spark
-        folder = os.path.join(self._root(), "sources", str(self._source_ordinals.get(node.id, 0)))
+        if node.kind == "collection" or not getattr(node.payload, "isStreaming", True):
+            # a bounded source is staged once, in the job folder (a streaming one is not)
+            folder = os.path.join(self._root(), "sources",
+                                  str(self._source_ordinals.get(node.id, 0)))
         if node.kind == "collection":
             ddl = f"{TS} bigint, {VALUE} binary"
             if not os.path.isdir(folder):
@@ -759,7 +778,8 @@ class StreamingTranslator(BatchTranslator):
         spec = _GroupSpec(node.name, kind, function, key_serializer, dict(self.op_config),
                           ws is not None, sided, tags,
                           (backend_kind, dict(self.backend[1] or {})),
-                          os.path.join(self._root(), "state", stage), restoring,
+                          (os.path.join(self._root(), "state", stage)
+                           if backend_kind == "rocksdb" else None), restoring,
                           processing_timeout, self._typed_inputs.get(node.id), out_enc)
         self._group_specs[node.id] = spec
         payload = ", ".join(out_enc.spark_fields()) if out_enc is not None else f"{VALUE} binary"
@@ -919,10 +939,6 @@ def _summary(error: Any) -> str:
         return repr(error)
     ours = [ln.strip() for ln in text.splitlines() if "pyspark_datastream." in ln and "Error: " in ln]
     return ours[-1] if ours else text.splitlines()[0][:2000]
-
-
-def _local(path: str) -> str:
-    return path[len("file://"):] if path.startswith("file://") else path
 
 
 def _col(name: str) -> Any:

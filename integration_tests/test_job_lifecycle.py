@@ -1,0 +1,196 @@
+"""Job lifecycle of STREAMING jobs (issue #13, items 2-4): checkpoint roots, job identity
+(default names from the graph, the ``_job.json`` manifest), temporary checkpoints of
+print()/collect jobs. Real Spark, real RocksDB; expected values computed here from the
+input, independently of the product."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections import Counter
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark_datastream import CheckpointMismatchError, CheckpointRootError, Types
+
+PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
+SCHEMA = "k string, v long"
+_mtime = [1_650_000_000]
+
+
+def _add_file(folder: str, keys: list[str], name: str) -> None:
+    """One Parquet file of (k, 1) rows, written atomically; mtimes strictly increase."""
+    os.makedirs(folder, exist_ok=True)
+    table = pa.table({"k": keys, "v": pa.array([1] * len(keys), pa.int64())})
+    tmp = os.path.join(folder, f".{name}.tmp")
+    pq.write_table(table, tmp)
+    _mtime[0] += 10
+    os.utime(tmp, (_mtime[0], _mtime[0]))
+    os.replace(tmp, os.path.join(folder, f"{name}.parquet"))
+
+
+def _running_counts(before: list[str], new: list[str]) -> set[tuple[str, int]]:
+    """The (key, running count) rows a running count emits for ``new`` on top of ``before``."""
+    seen = Counter(before)
+    out = set()
+    for k in new:
+        seen[k] += 1
+        out.add((k, seen[k]))
+    return out
+
+
+def _counted(env, spark, src):
+    df = spark.readStream.schema(SCHEMA).parquet(src)
+    return (env.from_dataframe(df).map(lambda r: (r[0], 1), output_type=PAIR)
+            .key_by(lambda r: r[0]).sum(1))
+
+
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    """``tempfile``'s folder for this test only: temporary checkpoints land (and must be
+    removed) here."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_to_dataframe_with_the_users_write_stream_resumes_its_state_across_runs(
+        spark, env_factory, tmp_path, backend):
+    """Issue #13 (2): two available-now runs of the user's own writeStream over one
+    checkpoint; the second continues the first's state exactly."""
+    src, out, ck = str(tmp_path / "in"), str(tmp_path / "out"), str(tmp_path / "user-ck")
+    root = str(tmp_path / "root")
+    batches = [["a", "b", "a", "c"], ["a", "c", "d", "a", "b"]]
+
+    def run():  # a fresh program each time, as a scheduled notebook would be
+        env = env_factory("STREAMING", {"execution.checkpointing.dir": root,
+                                        "state.backend.type": backend})
+        query = (_counted(env, spark, src).to_dataframe().writeStream.format("parquet")
+                 .option("path", out).option("checkpointLocation", ck)
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        assert query.exception() is None
+        return {(r[0], r[1]) for r in spark.read.parquet(out).collect()}
+
+    _add_file(src, batches[0], "f1")
+    first = run()
+    assert first == _running_counts([], batches[0])
+    _add_file(src, batches[1], "f2")
+    second = run() - first
+    assert second == _running_counts(batches[0], batches[1])
+    if backend == "rocksdb":  # the key-group files live under the configured root
+        (job,) = os.listdir(root)
+        assert os.path.isdir(os.path.join(root, job, "state"))
+
+
+def test_to_dataframe_needs_a_root_only_when_state_lives_outside_the_users_query(
+        spark, env_factory, tmp_path):
+    src = str(tmp_path / "in")
+    _add_file(src, ["a"], "f1")
+    # hashmap, one keyed stage over a streaming source: everything is in the user's checkpoint
+    _counted(env_factory("STREAMING"), spark, src).to_dataframe()
+    with pytest.raises(CheckpointRootError, match="execution.checkpointing.dir"):
+        _counted(env_factory("STREAMING", {"state.backend.type": "rocksdb"}), spark,
+                 src).to_dataframe()
+    # Spark's session-wide default checkpoint root is the fallback
+    spark_root = str(tmp_path / "spark-root")
+    spark.conf.set("spark.sql.streaming.checkpointLocation", spark_root)
+    try:
+        _counted(env_factory("STREAMING", {"state.backend.type": "rocksdb"}), spark,
+                 src).to_dataframe()
+    finally:
+        spark.conf.unset("spark.sql.streaming.checkpointLocation")
+    (job,) = os.listdir(spark_root)
+    with open(os.path.join(spark_root, job, "_job.json")) as f:
+        assert json.load(f)["job_name"] == job
+
+
+def _three_jobs(env):
+    """Issue #13 (3): three different jobs, default names, one program."""
+    env.from_collection([("a", 1), ("b", 2), ("a", 3)], PAIR).key_by(
+        lambda r: r[0]).sum(1).print("one")
+    env.execute()
+    env.from_collection([5, 6], Types.LONG()).map(lambda x: x * 10, output_type=Types.LONG()
+                                                   ).print("two")
+    env.execute()
+    left = env.from_collection([7], Types.LONG())
+    left.union(env.from_collection([8, 9], Types.LONG())).print("three")
+    env.execute()
+
+
+def test_several_executes_in_one_program_are_separate_jobs(env_factory, tmp_path, capsys):
+    root = tmp_path / "root"
+    _three_jobs(env_factory("STREAMING", {"execution.checkpointing.dir": str(root)}))
+    lines = Counter(capsys.readouterr().out.splitlines())
+    expected = Counter(["one> ('a', 1)", "one> ('b', 2)", "one> ('a', 4)",
+                        "two> 50", "two> 60", "three> 7", "three> 8", "three> 9"])
+    assert {k: v for k, v in lines.items() if "> " in k} == expected
+    names = os.listdir(root)  # one job folder each, named after its graph
+    assert len(names) == 3 and all(re.search(r"-[0-9a-f]{10}$", n) for n in names)
+    for name in names:
+        with open(root / name / "_job.json") as f:
+            assert json.load(f)["job_name"] == name
+
+
+def test_a_named_job_resumes_and_refuses_another_graph_under_its_name(
+        spark, env_factory, tmp_path, capsys):
+    src, root = str(tmp_path / "in"), str(tmp_path / "root")
+    conf = {"execution.checkpointing.dir": root}
+    _add_file(src, ["a", "b", "a"], "f1")
+    env = env_factory("STREAMING", conf)
+    _counted(env, spark, src).print()
+    env.execute("counts")
+    first = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("(")]
+    assert sorted(first) == sorted(str(r) for r in _running_counts([], ["a", "b", "a"]))
+    _add_file(src, ["b", "c"], "f2")
+    env = env_factory("STREAMING", conf)
+    _counted(env, spark, src).print()
+    env.execute("counts")  # the same program again: only the new file, on top of its state
+    second = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("(")]
+    assert sorted(second) == sorted(str(r) for r in _running_counts(["a", "b", "a"], ["b", "c"]))
+
+    before = sorted(os.walk(root))
+    env = env_factory("STREAMING", conf)
+    other = env.from_collection([("x", 1)], PAIR).union(
+        env.from_dataframe(spark.readStream.schema(SCHEMA).parquet(src)))
+    other.key_by(lambda r: r[0]).sum(1).uid("total").print()
+    with pytest.raises(CheckpointMismatchError) as err:
+        env.execute("counts")
+    text = str(err.value)
+    assert "'counts'" in text and os.path.join(root, "counts") in text
+    assert "sources added: source 1" in text and "operators added: Union, total" in text
+    assert "operators removed: Map, Sum(1)" in text
+    assert sorted(os.walk(root)) == before  # nothing created, nothing ran
+
+
+def test_print_and_collect_jobs_run_on_a_temporary_checkpoint_removed_afterwards(
+        env_factory, tmp_path, private_tmp, capsys):
+    # issue #13 (4): no configuration at all
+    env = env_factory("STREAMING")
+    env.from_collection([("a", 1), ("a", 2)], PAIR).key_by(lambda r: r[0]).sum(1).print()
+    result = env.execute()
+    assert [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("(")] == [
+        "('a', 1)", "('a', 3)"]
+    assert re.fullmatch(r"sum_1-print-[0-9a-f]{10}", result.job_name)  # derived from the graph
+    assert os.listdir(private_tmp) == []
+    env.from_collection([4, 5], Types.LONG()).print()
+    client = env.execute_async()
+    assert client.wait(120) == "FINISHED"
+    assert sorted(ln for ln in capsys.readouterr().out.splitlines() if ln) == ["4", "5"]
+    assert os.listdir(private_tmp) == []
+    # durable sinks keep requiring a root, before anything is created
+    env.from_collection([("a", 1)], PAIR).sink_to_delta(str(tmp_path / "table"))
+    with pytest.raises(CheckpointRootError, match="spark.sql.streaming.checkpointLocation"):
+        env.execute()
+    assert not (tmp_path / "table").exists() and os.listdir(private_tmp) == []
+    # an unnamed collect is a one-off job even under a configured root
+    root = tmp_path / "root"
+    collected = env_factory("STREAMING", {"execution.checkpointing.dir": str(root)}
+                            ).from_collection([3, 1, 2], Types.LONG()).execute_and_collect()
+    assert sorted(collected) == [1, 2, 3]
+    assert not root.exists() and os.listdir(private_tmp) == []

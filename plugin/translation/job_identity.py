@@ -1,0 +1,315 @@
+"""Job identity and checkpoint roots of STREAMING jobs.
+
+The rules (README, *Configuration reference* and *Limitations*):
+
+* **Root**: ``execution.checkpointing.dir``, else Spark's session-wide
+  ``spark.sql.streaming.checkpointLocation``, else none.
+* **Job folder** ``<root>/<job name>``: every query checkpoint, staging table, staged
+  bounded source, RocksDB key-group file and savepoint restore folder of the job, plus
+  the manifest ``_job.json`` (job name, graph fingerprint, graph description) written
+  when the folder is first created.
+* **Job name**: the name given to ``execute``/``execute_async``/``execute_and_collect``;
+  by default (and always for ``to_dataframe()``) :func:`default_job_name`, a readable
+  slug of the graph's operators plus a short hash of its :func:`describe_graph`.
+  Running the same job (name + root) again resumes it.
+* **Mismatch**: a job folder whose manifest holds another fingerprint raises
+  :class:`CheckpointMismatchError` naming the job, the folder and what differs, before
+  any folder is created or any query starts.
+* **Ephemeral**: a job whose sinks are only ``print()``, or a named
+  ``execute_and_collect()``, runs on a temporary root (removed when the job ends) when no
+  root is configured; an unnamed ``execute_and_collect()`` always does (a one-off job).
+  Anything else without a root raises :class:`CheckpointRootError` saying what to set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+import types
+from typing import Any, Optional
+
+from ..config import resolve
+from ..graph import KeyByNode, SinkNode, SourceNode, Transformation
+from ..state_store.errors import CheckpointMismatchError, CheckpointRootError
+
+__all__ = [
+    "MANIFEST",
+    "TO_DATAFRAME_KEEPS",
+    "JobCheckpoint",
+    "configured_root",
+    "default_job_name",
+    "describe_graph",
+    "fingerprint",
+    "graph_diff",
+]
+
+log = logging.getLogger("pyspark_datastream")
+
+#: the job folder's manifest
+MANIFEST = "_job.json"
+#: how a job may use a temporary root: never, only without a configured root, always
+EPHEMERAL_MODES = ("never", "if-no-root", "always")
+#: what a STREAMING ``to_dataframe()`` may keep outside the caller's query
+TO_DATAFRAME_KEEPS = (
+    "state outside the query of the DataFrame that to_dataframe() returns (staged bounded "
+    "sources, RocksDB key-group files, upstream keyed stages or savepoint restore rows) "
+    "that the query's checkpoint will point to")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _clean(text: str) -> str:
+    """``repr`` text without object addresses (stable across processes)."""
+    return _ADDRESS.sub("", text)
+
+
+def _qualified(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
+
+
+def _function_name(function: Any) -> Optional[str]:
+    """The class of a user function, plus the plain function it wraps (a lambda's module
+    and ``<lambda>``), never its address."""
+    if function is None:
+        return None
+    if isinstance(function, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        return _qualified(function)
+    name = _qualified(type(function))
+    wrapped = [v for v in getattr(function, "__dict__", {}).values()
+               if isinstance(v, (types.FunctionType, types.MethodType))]
+    return f"{name}({_qualified(wrapped[0])})" if wrapped else name
+
+
+def _source_schema(node: SourceNode) -> str:
+    if node.kind == "dataframe":
+        try:
+            return str(node.payload.schema.simpleString())
+        except Exception:  # noqa: BLE001 - an unanalysable DataFrame fails later, clearly
+            return "?"
+    return _clean(repr(node.output_type))
+
+
+def describe_graph(nodes: list[Transformation], max_parallelism: int,
+                   backend: str) -> dict[str, Any]:
+    """The structure of a job graph (not its data): per source its kind, boundedness and
+    schema; per operator its kind, name, uid, function class, key and output types and
+    inputs; per sink its kind, name and uid; the max parallelism and state backend (both
+    fix the layout of the checkpointed state). Entries are labelled by uid, else by name
+    (``#2`` for the second of that name), so a diff names them."""
+    labels: dict[int, str] = {}
+    seen: dict[str, int] = {}
+    sources: dict[str, Any] = {}
+    operators: dict[str, Any] = {}
+    sinks: dict[str, Any] = {}
+    for n in nodes:
+        if isinstance(n, SourceNode):
+            base = f"source {sum(1 for v in labels.values() if v.startswith('source '))}"
+        else:
+            base = n.uid or n.name
+        seen[base] = seen.get(base, 0) + 1
+        label = base if seen[base] == 1 else f"{base} #{seen[base]}"
+        labels[n.id] = label
+        entry: dict[str, Any] = {"inputs": [labels.get(p.id, "?") for p in n.inputs]}
+        if isinstance(n, SourceNode):
+            entry.update(kind=n.kind, bounded=bool(n.bounded), schema=_source_schema(n))
+            sources[label] = entry
+            continue
+        if isinstance(n, SinkNode):
+            entry.update(kind=n.kind, name=n.name)
+            sinks[label] = entry
+            continue
+        entry.update(node=type(n).__name__, name=n.name, uid=n.uid,
+                     output_type=_clean(repr(n.output_type)) if n.output_type is not None else None)
+        for attr in ("stage", "op", "tag_id", "keyed"):
+            if hasattr(n, attr):
+                entry[attr] = getattr(n, attr)
+        for attr in ("function", "partition_op", "key_selector"):
+            if getattr(n, attr, None) is not None:
+                entry[attr] = _function_name(getattr(n, attr))
+        if isinstance(n, KeyByNode):
+            entry["key_serializer"] = _clean(repr(n.key_serializer))
+        ws = getattr(n, "watermark_strategy", None)
+        if ws is not None:
+            entry["watermark"] = str(getattr(ws, "kind", "?"))
+        operators[label] = entry
+    return {"sources": sources, "operators": operators, "sinks": sinks,
+            "max_parallelism": int(max_parallelism),
+            "backend": "rocksdb" if backend == "rocksdb" else "hashmap"}
+
+
+def fingerprint(description: dict[str, Any]) -> str:
+    """A short, stable hash of :func:`describe_graph`'s description."""
+    text = json.dumps(description, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
+
+
+def default_job_name(nodes: list[Transformation], max_parallelism: int, backend: str) -> str:
+    """``<operator names>-<fingerprint>``, e.g. ``map-sum_1-print-3fa2b1c4d5``."""
+    words: list[str] = []
+    for n in nodes:
+        if isinstance(n, (SourceNode, KeyByNode)):
+            continue
+        word = re.sub(r"[^a-z0-9]+", "_", (n.uid or n.name).lower()).strip("_")
+        if word and word not in words:
+            words.append(word)
+    slug = "-".join(words)[:40].rstrip("-_") or "job"
+    return f"{slug}-{fingerprint(describe_graph(nodes, max_parallelism, backend))}"
+
+
+def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs between two descriptions, one phrase per difference."""
+    out: list[str] = []
+    for section in ("sources", "operators", "sinks"):
+        before, after = old.get(section) or {}, new.get(section) or {}
+        added = [k for k in after if k not in before]
+        removed = [k for k in before if k not in after]
+        if added:
+            out.append(f"{section} added: {', '.join(added)}")
+        if removed:
+            out.append(f"{section} removed: {', '.join(removed)}")
+        for k in after:
+            if k in before and before[k] != after[k]:
+                fields = sorted(set(before[k]) | set(after[k]))
+                what = "; ".join(f"{f} {before[k].get(f)!r} -> {after[k].get(f)!r}"
+                                 for f in fields if before[k].get(f) != after[k].get(f))
+                out.append(f"{section[:-1]} {k!r} changed: {what}")
+    for key in ("max_parallelism", "backend"):
+        if old.get(key) != new.get(key):
+            out.append(f"{key} {old.get(key)!r} -> {new.get(key)!r}")
+    return out
+
+
+def configured_root(config: Any, spark: Any) -> tuple[Optional[str], str]:
+    """``(root, where it came from)``: ``execution.checkpointing.dir``, else Spark's
+    ``spark.sql.streaming.checkpointLocation``, else ``(None, "")``."""
+    value = resolve(config, "execution.checkpointing.dir", "STREAMING")
+    if value:
+        return str(value), "execution.checkpointing.dir"
+    try:
+        spark_value = spark.conf.get("spark.sql.streaming.checkpointLocation", None)
+    except Exception:  # noqa: BLE001 - restricted sessions may refuse conf reads
+        spark_value = None
+    if spark_value:
+        return str(spark_value), "spark.sql.streaming.checkpointLocation"
+    return None, ""
+
+
+def _local(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "job"
+
+
+class JobCheckpoint:
+    """The job folder of one STREAMING job: resolved, checked and created once."""
+
+    def __init__(self, job_name: str, root: Optional[str], root_source: str,
+                 description: dict[str, Any]) -> None:
+        self.job_name = job_name
+        self.root = root
+        self.root_source = root_source
+        self.description = description
+        self.fingerprint = fingerprint(description)
+        #: see :data:`EPHEMERAL_MODES`; set by :meth:`plan`
+        self.ephemeral = "never"
+        #: what the job keeps durably, for the error when there is no root
+        self.purpose = "its checkpoints"
+        self._folder: Optional[str] = None
+        self._temp: Optional[str] = None
+
+    @property
+    def is_temporary(self) -> bool:
+        return self.ephemeral == "always" or (self.ephemeral == "if-no-root" and self.root is None)
+
+    def durable_folder(self) -> Optional[str]:
+        """``<root>/<job name>`` of a durable job (None for a temporary one)."""
+        if self.is_temporary or self.root is None:
+            return None
+        return os.path.join(_local(self.root), _safe(self.job_name))
+
+    def plan(self, ephemeral: str, purpose: str) -> None:
+        """Fix how the job may keep its checkpoints (one of :data:`EPHEMERAL_MODES`) and
+        what it keeps (for :meth:`require`'s message); check the manifest of a durable job
+        folder. Nothing is created."""
+        assert ephemeral in EPHEMERAL_MODES
+        self.ephemeral, self.purpose = ephemeral, purpose
+        folder = self.durable_folder()
+        if folder is not None:
+            self._check(folder)
+
+    def require(self) -> None:
+        """Raise :class:`CheckpointRootError` unless the job has somewhere to keep state."""
+        if self.root is None and not self.is_temporary:
+            raise CheckpointRootError(
+                f"STREAMING job {self.job_name!r} keeps {self.purpose}, which must outlive "
+                "this run, but no checkpoint root is configured: set execution.checkpointing.dir "
+                "(a durable folder, e.g. on cloud storage) or Spark's "
+                "spark.sql.streaming.checkpointLocation. Only jobs whose sinks are print() or "
+                "execute_and_collect() run on a temporary checkpoint.")
+
+    def _check(self, folder: str) -> None:
+        path = os.path.join(folder, MANIFEST)
+        try:
+            with open(path, encoding="utf-8") as f:
+                manifest = json.load(f)
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            raise CheckpointMismatchError(
+                f"STREAMING job {self.job_name!r}: the manifest {path} of its checkpoint is "
+                f"unreadable ({exc}); remove the folder {folder} to start the job afresh"
+            ) from exc
+        if manifest.get("fingerprint") == self.fingerprint:
+            return
+        diff = graph_diff(manifest.get("graph") or {}, self.description) or ["the graph"]
+        raise CheckpointMismatchError(
+            f"STREAMING job {self.job_name!r} would resume the checkpoint {folder}, written by "
+            f"job {manifest.get('job_name')!r} with another graph (fingerprint "
+            f"{manifest.get('fingerprint')} there, {self.fingerprint} now): "
+            f"{'; '.join(diff)}. Give this job another name (or leave the name out: the "
+            "default is derived from the graph), remove that folder to start afresh, or carry "
+            "the state over with a savepoint (execute(name, savepoint_path=...), then "
+            "execution.savepoint.path in the new job)")
+
+    def folder(self) -> str:
+        """The job folder, created (with its manifest) on first use."""
+        if self._folder is not None:
+            return self._folder
+        self.require()
+        durable = self.durable_folder()
+        if durable is None:
+            self._temp = tempfile.mkdtemp(prefix="pyspark-datastream-ckpt-")
+            folder = os.path.join(self._temp, _safe(self.job_name))
+            log.info("STREAMING job %r: temporary checkpoint %s (removed when the job ends)",
+                     self.job_name, folder)
+        else:
+            self._check(durable)
+            folder = durable
+            log.info("STREAMING job %r: checkpoint %s (root from %s)", self.job_name, folder,
+                     self.root_source)
+        os.makedirs(folder, exist_ok=True)
+        manifest = os.path.join(folder, MANIFEST)
+        if not os.path.exists(manifest):
+            tmp = f"{manifest}.tmp-{os.getpid()}"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump({"job_name": self.job_name, "fingerprint": self.fingerprint,
+                           "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           "graph": self.description}, f, indent=1, sort_keys=True)
+            os.replace(tmp, manifest)
+        self._folder = folder
+        return folder
+
+    def release(self) -> None:
+        """Remove a temporary root (the job has ended); a durable folder stays."""
+        temp, self._temp = self._temp, None
+        if temp is not None:
+            self._folder = None
+            shutil.rmtree(temp, ignore_errors=True)
+            log.info("STREAMING job %r: temporary checkpoint removed", self.job_name)
