@@ -89,9 +89,12 @@ __all__ = [
     "TumblingEventTimeWindows",
     "SlidingEventTimeWindows",
     "EventTimeSessionWindows",
+    "DynamicEventTimeSessionWindows",
+    "SessionWindowTimeGapExtractor",
     "TumblingProcessingTimeWindows",
     "SlidingProcessingTimeWindows",
     "ProcessingTimeSessionWindows",
+    "DynamicProcessingTimeSessionWindows",
     "GlobalWindows",
     "EndOfStreamWindows",
     "ProcessWindowFunction",
@@ -451,6 +454,11 @@ class WindowAssignerContext(ABC):
     def get_current_processing_time(self) -> int:
         """Processing time in ms (raises under ``pipeline.processing-time.allow = FAIL``)."""
 
+    @abstractmethod
+    def get_runtime_context(self) -> Any:
+        """The operator's runtime context: keyed state of the current key (count windows
+        keep their element counter there)."""
+
 
 _WindowAssignerContext = WindowAssignerContext
 
@@ -587,11 +595,43 @@ class SlidingEventTimeWindows(_TimeWindowAssigner[T]):
         return True
 
 
+class SessionWindowTimeGapExtractor(ABC, Generic[T]):
+    """Gives each element its own session gap (``with_dynamic_gap``), in ms."""
+
+    @abstractmethod
+    def extract(self, element: T) -> int:
+        """The session gap of ``element`` in milliseconds (> 0)."""
+
+
+def _dynamic_gap(assigner: Any, element: Any) -> int:
+    gap = assigner.extractor.extract(element)
+    if isinstance(gap, bool) or not isinstance(gap, int) or gap <= 0:
+        raise JobExecutionError(
+            f"{type(assigner).__name__}: {type(assigner.extractor).__name__}.extract() returned "
+            f"{gap!r:.40} for record {element!r:.60}; a dynamic session gap must be an int > 0 (ms)"
+        )
+    return gap
+
+
+def _gap_extractor(extractor: Any, what: str) -> SessionWindowTimeGapExtractor:
+    if isinstance(extractor, SessionWindowTimeGapExtractor):
+        return extractor
+    raise GraphBuildError(
+        f"{what}.with_dynamic_gap() needs a SessionWindowTimeGapExtractor, got "
+        f"{type(extractor).__name__} {extractor!r:.60}"
+    )
+
+
 class EventTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
     """Event-time sessions: windows ``[ts, ts + gap)`` merged while they overlap."""
 
     def __init__(self, gap: int) -> None:
         self.gap = gap
+
+    @staticmethod
+    def with_dynamic_gap(extractor: SessionWindowTimeGapExtractor) -> DynamicEventTimeSessionWindows:
+        """Sessions whose gap each element gives (``extractor.extract(element)`` ms)."""
+        return DynamicEventTimeSessionWindows(_gap_extractor(extractor, "EventTimeSessionWindows"))
 
     @staticmethod
     def with_gap(size: Any) -> EventTimeSessionWindows:
@@ -668,11 +708,30 @@ class SlidingProcessingTimeWindows(_TimeWindowAssigner[T]):
         return False
 
 
+class DynamicEventTimeSessionWindows(EventTimeSessionWindows[T]):
+    """Event-time sessions with a gap per element: windows ``[ts, ts + extract(element))``."""
+
+    def __init__(self, extractor: SessionWindowTimeGapExtractor) -> None:
+        self.extractor = extractor
+
+    def assign_windows(self, element: Any, timestamp: int | None,
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
+        ts = _require_timestamp(timestamp, self, element)
+        return [TimeWindow(ts, ts + _dynamic_gap(self, element))]
+
+
 class ProcessingTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
     """Sessions over processing time."""
 
     def __init__(self, gap: int) -> None:
         self.gap = gap
+
+    @staticmethod
+    def with_dynamic_gap(
+            extractor: SessionWindowTimeGapExtractor) -> DynamicProcessingTimeSessionWindows:
+        """Processing-time sessions whose gap each element gives."""
+        return DynamicProcessingTimeSessionWindows(
+            _gap_extractor(extractor, "ProcessingTimeSessionWindows"))
 
     @staticmethod
     def with_gap(size: Any) -> ProcessingTimeSessionWindows:
@@ -694,6 +753,18 @@ class ProcessingTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
 
     def is_event_time(self) -> bool:
         return False
+
+
+class DynamicProcessingTimeSessionWindows(ProcessingTimeSessionWindows[T]):
+    """Processing-time sessions with a gap per element."""
+
+    def __init__(self, extractor: SessionWindowTimeGapExtractor) -> None:
+        self.extractor = extractor
+
+    def assign_windows(self, element: Any, timestamp: int | None,
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
+        now = context.get_current_processing_time()
+        return [TimeWindow(now, now + _dynamic_gap(self, element))]
 
 
 class GlobalWindows(WindowAssigner[T, GlobalWindow]):
@@ -1010,6 +1081,9 @@ class _AssignerContext(WindowAssignerContext):
 
     def get_current_processing_time(self) -> int:
         return self.op.clock.current_processing_time()
+
+    def get_runtime_context(self) -> Any:
+        return self.op.runtime_context
 
 
 def _cleanup_time(window: Any, lateness: int, event_time: bool) -> int:

@@ -99,9 +99,17 @@ from .watermarks import WatermarkStrategy
 
 # isort: split
 # -- keyed windows and FLIP-380 full-window processing (plugin/windows.py) ---------------
+from .operators.count_windows import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 from .operators.partition import MapPartitionFunction, Order
+from .operators.window_functions import (
+    AllWindowFunction,
+    ProcessAllWindowFunction,
+    WindowFunction,
+)
 from .operators.windows import (
     CountTrigger,
+    DynamicEventTimeSessionWindows,
+    DynamicProcessingTimeSessionWindows,
     EndOfStreamWindows,
     EventTimeSessionWindows,
     EventTimeTrigger,
@@ -111,6 +119,7 @@ from .operators.windows import (
     ProcessingTimeTrigger,
     ProcessWindowFunction,
     PurgingTrigger,
+    SessionWindowTimeGapExtractor,
     SlidingEventTimeWindows,
     SlidingProcessingTimeWindows,
     Trigger,
@@ -119,8 +128,8 @@ from .operators.windows import (
     TumblingProcessingTimeWindows,
     WindowAssigner,
 )
-from .state_store.namespaces import GlobalWindow
-from .windows import PartitionWindowedStream, WindowedStream
+from .state_store.namespaces import CountWindow, GlobalWindow
+from .windows import AllWindowedStream, PartitionWindowedStream, WindowedStream
 
 __version__ = "0.1.0"
 
@@ -155,6 +164,12 @@ __all__ += [
     "ProcessingTimeTrigger", "PurgingTrigger", "SlidingEventTimeWindows",
     "SlidingProcessingTimeWindows", "Trigger", "TriggerResult", "TumblingEventTimeWindows",
     "TumblingProcessingTimeWindows", "WindowAssigner", "WindowedStream",
+]
+__all__ += [
+    "AllWindowFunction", "AllWindowedStream", "CountSlidingWindowAssigner",
+    "CountTumblingWindowAssigner", "CountWindow", "DynamicEventTimeSessionWindows",
+    "DynamicProcessingTimeSessionWindows", "ProcessAllWindowFunction",
+    "SessionWindowTimeGapExtractor", "WindowFunction",
 ]
 __all__ += ["JobClient", "JobStatus"]
 __all__ += ["CheckpointMismatchError", "CheckpointRootError"]

@@ -21,6 +21,7 @@ from .graph import (
     check_uid,
 )
 from .operators import aggregations as _aggs
+from .operators.count_windows import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 from .operators.functions import (
     CoFlatMapFunction,
     CoMapFunction,
@@ -55,6 +56,15 @@ def _check_type(output_type: Any, where: str) -> Optional[TypeInformation]:
         f"output_type of {where} must be a TypeInformation such as Types.TUPLE([...]), "
         f"got {output_type!r}"
     )
+
+
+def _count_assigner(size: int, slide: int) -> Any:
+    """PyFlink's ``count_window(size, slide)`` assigner: tumbling when ``slide`` is 0."""
+    if isinstance(slide, bool) or not isinstance(slide, int) or slide < 0:
+        raise GraphBuildError(f"count_window(size, slide): slide must be an int >= 0, got {slide!r}")
+    if slide == 0:
+        return CountTumblingWindowAssigner.of(size)
+    return CountSlidingWindowAssigner.of(size, slide)
 
 
 def _fn_name(fn: Any, default: str) -> str:
@@ -267,6 +277,17 @@ class DataStream:
                 out.append(record)
         return out
 
+    # -- non-keyed windows (plugin/windows.py) ---------------------------------
+    def window_all(self, window_assigner: Any) -> Any:
+        """Cut the whole stream into windows (one task, as in Flink); an AllWindowedStream."""
+        from .windows import AllWindowedStream
+
+        return AllWindowedStream(self, window_assigner)
+
+    def count_window_all(self, size: int, slide: int = 0) -> Any:
+        """``window_all`` over windows of ``size`` elements (every ``slide`` when > 0)."""
+        return self.window_all(_count_assigner(size, slide))
+
     # -- full-window partition processing (FLIP-380) is added in windows.py ---
     def full_window_partition(self) -> Any:
         """All records of each partition as one window (FLIP-380; BATCH only).
@@ -351,6 +372,11 @@ class KeyedStream(DataStream):
         from .windows import WindowedStream
 
         return WindowedStream(self, window_assigner)
+
+    def count_window(self, size: int, slide: int = 0) -> Any:
+        """Windows of ``size`` elements per key, every ``slide`` elements when ``slide`` > 0
+        (a window fires once it holds ``size`` elements)."""
+        return self.window(_count_assigner(size, slide))
 
 
 class ConnectedStreams:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from .graph import FullPartitionNode, KeyByNode, KeyedNode
 from .operators.functions import OutputTag
 from .operators.partition import MapPartitionFunction, Order, PartitionOp
+from .operators.window_functions import as_process_window_function
 from .operators.windows import (
     ProcessWindowFunction,
     Trigger,
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "WindowedStream",
+    "AllWindowedStream",
     "PartitionWindowedStream",
     "full_window_streaming_error",
     "check_full_window_mode",
@@ -49,8 +51,11 @@ def _name(fn: Any, default: str) -> str:
     return _fn_name(fn, default)
 
 
-class WindowedStream:
-    """A keyed stream cut into windows (PyFlink's ``WindowedStream``)."""
+class _Windowed:
+    """What keyed and non-keyed windowed streams share: trigger, lateness, functions."""
+
+    #: False for ``window_all``: functions take no key (AllWindowFunction, ...)
+    _keyed = True
 
     def __init__(self, keyed_stream: KeyedStream, window_assigner: WindowAssigner) -> None:
         if not isinstance(window_assigner, WindowAssigner):
@@ -70,7 +75,7 @@ class WindowedStream:
     def get_input_type(self) -> Any:
         return self._keyed_stream.get_type()
 
-    def trigger(self, trigger: Trigger) -> WindowedStream:
+    def trigger(self, trigger: Trigger) -> Any:
         """Replace the assigner's default trigger."""
         if not isinstance(trigger, Trigger):
             raise GraphBuildError(f"trigger() needs a Trigger, got {trigger!r:.80}")
@@ -81,7 +86,7 @@ class WindowedStream:
         self._trigger = trigger
         return self
 
-    def allowed_lateness(self, time_ms: Any) -> WindowedStream:
+    def allowed_lateness(self, time_ms: Any) -> Any:
         """Keep windows ``time_ms`` (int ms, Time or Duration) past their end for late data."""
         from .operators.windows import to_window_millis
 
@@ -96,7 +101,7 @@ class WindowedStream:
         self._allowed_lateness = millis
         return self
 
-    def side_output_late_data(self, output_tag: OutputTag) -> WindowedStream:
+    def side_output_late_data(self, output_tag: OutputTag) -> Any:
         """Send dropped late elements to ``output_tag`` (read it with ``get_side_output``)."""
         if not isinstance(output_tag, OutputTag):
             raise GraphBuildError(f"side_output_late_data() needs an OutputTag, got {output_tag!r}")
@@ -115,31 +120,66 @@ class WindowedStream:
                          function=spec)
         return DataStream(self._keyed_stream._env, node)
 
-    def reduce(self, reduce_function: Any, window_function: Optional[ProcessWindowFunction] = None,
+    def _window_function(self, function: Any, what: str) -> Optional[ProcessWindowFunction]:
+        if function is None:
+            return None
+        return as_process_window_function(function, what, keyed=self._keyed)
+
+    def reduce(self, reduce_function: Any, window_function: Any = None,
                output_type: Optional[TypeInformation] = None) -> DataStream:
         """Incrementally reduce each window (ReducingState); optional window_function after."""
         in_type = self._keyed_stream.get_type()
         out_t = _check_type(output_type, "reduce") if output_type is not None else (
             in_type if window_function is None else None)
         return self._build("reduce", reduce_function, _name(reduce_function, "WindowReduce"),
-                           out_t, window_function)
+                           out_t, self._window_function(window_function, "reduce(window_function)"))
 
-    def aggregate(self, aggregate_function: AggregateFunction,
-                  window_function: Optional[ProcessWindowFunction] = None,
+    def aggregate(self, aggregate_function: AggregateFunction, window_function: Any = None,
                   accumulator_type: Optional[TypeInformation] = None,
                   output_type: Optional[TypeInformation] = None) -> DataStream:
         """Incrementally aggregate each window (AggregatingState); optional window_function."""
         acc_t = _check_type(accumulator_type, "aggregate accumulator_type")
         return self._build("aggregate", aggregate_function,
                            _name(aggregate_function, "WindowAggregate"),
-                           _check_type(output_type, "aggregate"), window_function, acc_t)
+                           _check_type(output_type, "aggregate"),
+                           self._window_function(window_function, "aggregate(window_function)"),
+                           acc_t)
 
-    def process(self, process_window_function: ProcessWindowFunction,
+    def apply(self, window_function: Any,
+              output_type: Optional[TypeInformation] = None) -> DataStream:
+        """Run a (All)WindowFunction over all elements of each fired window (ListState)."""
+        what = "apply()" if self._keyed else "window_all(...).apply()"
+        function = self._window_function(window_function, what)
+        return self._build("process", function, _name(window_function, "WindowApply"),
+                           _check_type(output_type, "apply"))
+
+    def process(self, process_window_function: Any,
                 output_type: Optional[TypeInformation] = None) -> DataStream:
-        """Run a ProcessWindowFunction over all elements of each fired window (ListState)."""
-        return self._build("process", process_window_function,
-                           _name(process_window_function, "WindowProcess"),
+        """Run a Process(All)WindowFunction over all elements of each fired window (ListState)."""
+        what = "process()" if self._keyed else "window_all(...).process()"
+        function = self._window_function(process_window_function, what)
+        return self._build("process", function, _name(process_window_function, "WindowProcess"),
                            _check_type(output_type, "process"))
+
+
+class WindowedStream(_Windowed):
+    """A keyed stream cut into windows (PyFlink's ``WindowedStream``)."""
+
+
+def _all_key(value: Any) -> int:
+    """``window_all``'s key selector: every record has the one key 0."""
+    return 0
+
+
+class AllWindowedStream(_Windowed):
+    """A non-keyed stream cut into windows (PyFlink's ``AllWindowedStream``,
+    ``ds.window_all(assigner)``): all records share one key, so the windows run in one
+    task (one Spark partition; in STREAMING, one key group), as in Flink."""
+
+    _keyed = False
+
+    def __init__(self, data_stream: DataStream, window_assigner: WindowAssigner) -> None:
+        super().__init__(data_stream.key_by(_all_key), window_assigner)
 
 
 # -- FLIP-380 -----------------------------------------------------------------------------
