@@ -520,8 +520,12 @@ class BatchTranslator:
             df = df.sortWithinPartitions(*order)
         return df.drop(KG)
 
+    def _union_inputs(self, node: UnionNode) -> list[Stream]:
+        """The streams a union merges (STREAMING may stage some through files first)."""
+        return [self._input_stream(p) for p in node.inputs]
+
     def _union(self, node: UnionNode) -> Stream:
-        streams = [self._input_stream(p) for p in node.inputs]
+        streams = self._union_inputs(node)
         encs = {s.enc for s in streams}
         enc = encs.pop() if len(encs) == 1 and all(not s.pending for s in streams) else None
         if enc is None:

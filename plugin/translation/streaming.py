@@ -53,6 +53,7 @@ from ..graph import (
     SinkNode,
     SourceNode,
     Transformation,
+    UnionNode,
     is_keyed,
     upstream,
 )
@@ -555,6 +556,26 @@ class StreamingTranslator(BatchTranslator):
         self._staged_outputs[node.id] = name
         return Stream(self._through_files(shared.df, name), shared.enc, shared.type_info,
                       name=shared.name)
+
+    def _union_inputs(self, node: UnionNode) -> list[Stream]:
+        """Spark refuses two ``applyInPandasWithState`` in one query: when several inputs of
+        a union run keyed stages, each of them runs as its own query staged through files."""
+        streams = super()._union_inputs(node)
+        stateful = [i for i, p in enumerate(node.inputs)
+                    if any(is_keyed(n) for n in upstream(p, is_keyed, include_self=True))]
+        if len(stateful) < 2:
+            return streams
+        ordinal = [n.id for n in self.nodes if isinstance(n, UnionNode)].index(node.id)
+        for i in stateful:
+            # names must be stable across runs of the same job (node ids are not)
+            name = f"{node.uid or f'union{ordinal}'}-{i}-input"
+            self._query_roots[name] = node.inputs[i]
+            if self._savepoint_run is not None:
+                self._savepoint_run.queries[name] = node.inputs[i]
+            s = streams[i]
+            df = self._materialize(s, s.enc, name=node.name)
+            streams[i] = Stream(self._through_files(df, name), s.enc, s.type_info, name=s.name)
+        return streams
 
     def _staged_above(self, key_node: KeyByNode) -> Optional[str]:
         """The query staging the output of the one keyed stage above ``key_node`` when that
