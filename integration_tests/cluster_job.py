@@ -4,7 +4,7 @@ standalone cluster (a process has one SparkContext; the pytest process has a loc
 ``python cluster_job.py --master spark://... --staging DIR --src DIR --ckpt DIR --out DIR
 --marker DIR --pause KEY,TS``
 
-Before round ``r`` the driver moves the Parquet files of ``DIR_staging/r/`` into the source
+Before round ``r`` the driver moves the Parquet files of ``<staging>/<r>/`` into the source
 folder (mtimes strictly increasing), then runs one available-now execution of the same named
 job over the same checkpoint. The program: event time from ``ts``; a running reduce of
 ``(k, v, 1)`` per key into ``out/totals`` and a sessionizing KeyedProcessFunction (value

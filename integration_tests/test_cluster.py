@@ -1,12 +1,17 @@
 """A real cluster: a Spark standalone master and two workers started from the installed
 pyspark package (loopback, ephemeral ports) run a STREAMING rocksdb job over a Parquet file
-stream in three available-now rounds; one worker (its JVM, its executor JVM and their
-Python workers) is SIGKILLed while a micro-batch of the second round is in flight on it.
-The job must finish on the surviving worker and its Delta outputs must equal what an
+stream in two available-now runs over one checkpoint; one worker (its JVM, its executor JVM
+and their Python workers) is SIGKILLed while a micro-batch of the second run is in flight on
+it. The job must finish on the surviving worker and its Delta outputs must equal what an
 uninterrupted run emits, computed here by a plain-Python model of the program.
 
-The driver runs in its own process (``cluster_job.py``): this pytest process already has a
-local SparkContext, and a process has one.
+What runs on the survivor alone after the kill: the retried task of the interrupted
+sessionizing micro-batch (its state reloaded from the checkpoint), that query's timer
+batch, and the whole running-reduce query of the second run (the dead executor's key
+groups included). A third run would repeat this at ~15 s more on 2 busy cores.
+
+The driver runs in its own process (``cluster_job.py``): this pytest process may already
+have a local SparkContext (the suite's session), and a process has one.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from spark_cluster import StandaloneCluster, is_running, java_available
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROUND_MS = 100_000  # event time covered by one round
-ROUNDS = 3
+ROUNDS = 2  # available-now runs; the worker dies during the second
 KEYS = [f"u{i:02d}" for i in range(12)]
 CLOCK_KEY = "zz"  # one late-in-time record: the final watermark closes every other session
 
@@ -217,9 +222,9 @@ def test_streaming_job_survives_a_worker_sigkill_mid_batch(cluster, tmp_path):
     assert rc == 0, f"driver failed ({rc}):\n{_tail(driver_log)}\n{cluster.logs()}"
     events = _events(driver_log)
     by_kind = [(e["event"], e.get("round"), e.get("executors")) for e in events]
-    # both executors ran round 0; round 1 (finished after the kill) and round 2 had one left
-    assert by_kind == [("executors", None, None), ("round", 0, 2), ("round", 1, 1),
-                       ("round", 2, 1), ("done", None, None)], by_kind
+    # both executors ran round 0; round 1 (the killed one) finished on the survivor alone
+    assert by_kind == [("executors", None, None), ("round", 0, 2),
+                       *[("round", r, 1) for r in range(1, ROUNDS)], ("done", None, None)], by_kind
     # the record being processed when the worker died was processed again, by a Python
     # worker under the surviving worker's JVM
     resumed = [json.loads(p.read_text()) for p in marker.glob("resumed-*.json")]
