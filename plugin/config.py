@@ -8,9 +8,10 @@ Mode-dependent defaults (FLIP-134) are resolved by :func:`resolve`.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 from .state_store.errors import ConfigurationError
 
@@ -19,7 +20,9 @@ __all__ = [
     "ConfigOption",
     "OPTIONS",
     "RuntimeExecutionMode",
+    "parse_trigger",
     "resolve",
+    "validate",
 ]
 
 
@@ -31,9 +34,60 @@ class RuntimeExecutionMode(enum.Enum):
     AUTOMATIC = "AUTOMATIC"
 
 
+#: units of a Spark interval (``processing-time=<interval>``), singular or plural
+_INTERVAL_UNITS = ("microsecond", "millisecond", "second", "minute", "hour", "day", "week")
+_UNIT = "|".join(_INTERVAL_UNITS)
+_INTERVAL = re.compile(rf"^(?:interval\s+)?(?:\d+(?:\.\d+)?\s*(?:{_UNIT})s?\s*)+$", re.IGNORECASE)
+
+
+def parse_trigger(value: Any) -> tuple[str, Optional[str]]:
+    """``execution.streaming.trigger`` -> (kind, interval): available-now | once |
+    processing-time=<interval> (a Spark interval such as ``2 seconds`` or ``1 minute 30
+    seconds``)."""
+    text = str(value or "available-now").strip()
+    low = text.lower()
+    if low in ("available-now", "availablenow"):
+        return "available-now", None
+    if low == "once":
+        return "once", None
+    if low.startswith("processing-time="):
+        interval = text.split("=", 1)[1].strip()
+        if _INTERVAL.match(interval):
+            return "processing-time", interval
+    raise ConfigurationError(
+        f"execution.streaming.trigger must be available-now, once or processing-time=<interval> "
+        f"with an interval of <number> <unit> ({', '.join(_INTERVAL_UNITS)}, e.g. "
+        f"processing-time=10 seconds); got {value!r}"
+    )
+
+
+def _integer(key: str, raw: str, low: int, high: Optional[int] = None) -> None:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = None
+    if value is None or value < low or (high is not None and value > high):
+        bounds = f"{low}..{high}" if high is not None else f">= {low}"
+        raise ConfigurationError(f"{key} must be an integer {bounds}, got {raw!r}")
+
+
+def _boolean(key: str, raw: str) -> None:
+    if raw.strip().lower() not in _TRUE | _FALSE:
+        raise ConfigurationError(f"{key} must be true or false, got {raw!r}")
+
+
+def _path(key: str, raw: str) -> None:
+    if not raw.strip():
+        raise ConfigurationError(f"{key} must be a path, got {raw!r}")
+
+
+def _trigger(key: str, raw: str) -> None:
+    parse_trigger(raw)
+
+
 @dataclass(frozen=True)
 class ConfigOption:
-    """One configuration key with its default(s) and meaning."""
+    """One configuration key with its default(s), meaning and value check."""
 
     key: str
     default: Any
@@ -41,6 +95,8 @@ class ConfigOption:
     batch_default: Any = None
     streaming_default: Any = None
     choices: tuple[str, ...] | None = None
+    #: ``check(key, raw)`` raises ConfigurationError for a value the option cannot take
+    check: Optional[Callable[[str, str], None]] = None
 
     def default_for(self, mode: str | None) -> Any:
         if mode == "BATCH" and self.batch_default is not None:
@@ -60,9 +116,11 @@ OPTIONS: dict[str, ConfigOption] = {
         ),
         ConfigOption("parallelism.default", None,
                      "Number of Spark partitions per operator; default: the session's "
-                     "spark.sql.shuffle.partitions."),
+                     "spark.sql.shuffle.partitions.",
+                     check=lambda k, v: _integer(k, v, 1)),
         ConfigOption("pipeline.max-parallelism", 128,
-                     "Number of key groups (1..32768); state is partitioned by key group."),
+                     "Number of key groups (1..32768); state is partitioned by key group.",
+                     check=lambda k, v: _integer(k, v, 1, 32768)),
         ConfigOption("state.backend.type", "hashmap",
                      "Keyed state backend for hash-based execution and STREAMING: "
                      "hashmap or rocksdb. Sorted BATCH execution always uses the single-key backend.",
@@ -70,14 +128,15 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("execution.sorted-inputs.enabled", "true",
                      "BATCH: sort keyed inputs and use the single-key backend (FLIP-140). "
                      "false = hash-based execution with state.backend.type. "
-                     "Alias: execution.sorted-shuffles.enabled."),
+                     "Alias: execution.sorted-shuffles.enabled.", check=_boolean),
         ConfigOption("execution.batch.pre-aggregation.enabled", "true",
                      "BATCH: combine reduce/sum/min/max inputs per partition before the shuffle "
                      "(requires associative and commutative reduce functions, as Flink's "
-                     "combinable reduce does). Set false for order-sensitive reduce functions."),
+                     "combinable reduce does). Set false for order-sensitive reduce functions.",
+                     check=_boolean),
         ConfigOption("execution.batch.native-pushdown.enabled", "true",
                      "BATCH: run traceable lambdas and built-in sum/min/max as native Spark "
-                     "expressions; results are identical."),
+                     "expressions; results are identical.", check=_boolean),
         ConfigOption("pipeline.processing-time.allow", None,
                      "ALLOW, IGNORE or FAIL use of processing time.",
                      batch_default="FAIL", streaming_default="ALLOW",
@@ -88,15 +147,19 @@ OPTIONS: dict[str, ConfigOption] = {
                      choices=("FIRE_AND_QUIESCE", "IGNORE")),
         ConfigOption("execution.checkpointing.dir", None,
                      "STREAMING: Spark checkpointLocation root (required when execute() "
-                     "writes to a sink)."),
+                     "writes to a sink).", check=_path),
         ConfigOption("execution.streaming.trigger", "available-now",
-                     "STREAMING trigger: available-now, once or processing-time=<duration>."),
+                     "STREAMING trigger: available-now, once or processing-time=<duration>.",
+                     check=_trigger),
         ConfigOption("execution.savepoint.path", None,
-                     "Restore keyed state from this savepoint (a Delta table) at start."),
+                     "Restore keyed state from this savepoint (a Delta table) at start.",
+                     check=_path),
         ConfigOption("execution.savepoint.ignore-unclaimed-state", "false",
-                     "Allow savepoint state that no operator of the program claims."),
+                     "Allow savepoint state that no operator of the program claims.",
+                     check=_boolean),
         ConfigOption("execution.savepoint.version", None,
-                     "Delta version of the savepoint to restore (default: latest)."),
+                     "Delta version of the savepoint to restore (default: latest).",
+                     check=lambda k, v: _integer(k, v, 0)),
     ]
 }
 
@@ -196,6 +259,23 @@ class Configuration:
 
     def __repr__(self) -> str:
         return f"Configuration({self._data!r})"
+
+
+def validate(config: Configuration) -> None:
+    """Check every configured option's value (ranges, booleans, the trigger, paths): a job
+    is refused with the key, the allowed values and the value before anything runs or any
+    directory is created. Keys the product does not know are left alone (as Flink does)."""
+    for key, raw in config.to_dict().items():
+        option = OPTIONS.get(key)
+        if option is None:
+            continue
+        if option.choices is not None:
+            norm = raw.strip()
+            if (norm.upper() if option.choices[0].isupper() else norm.lower()) not in option.choices:
+                raise ConfigurationError(
+                    f"{key} must be one of {', '.join(option.choices)}, got {raw!r}")
+        if option.check is not None:
+            option.check(key, raw)
 
 
 def resolve(config: Configuration, key: str, mode: str | None) -> Any:

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
-from .config import Configuration, RuntimeExecutionMode, resolve
+from .config import Configuration, RuntimeExecutionMode, resolve, validate
 from .datastream import CloseableIterator, DataStream
 from .graph import SinkNode, SourceNode, Transformation, reachable
 from .state_backends import StateBackend, backend_spec
@@ -136,7 +136,8 @@ class StreamExecutionEnvironment:
         return self
 
     def get_max_parallelism(self) -> int:
-        return check_max_parallelism(self._config.get_integer("pipeline.max-parallelism", 128) or 128)
+        configured = self._config.get_integer("pipeline.max-parallelism")
+        return check_max_parallelism(128 if configured is None else configured)
 
     def set_state_backend(self, state_backend: Union[StateBackend, str]) -> StreamExecutionEnvironment:
         self._state_backend = backend_spec(state_backend)
@@ -193,6 +194,7 @@ class StreamExecutionEnvironment:
         return mode
 
     def _translator(self, nodes: list[Transformation], job_name: str) -> Any:
+        validate(self._config)  # every option's value, before anything runs or is created
         mode = self.runtime_mode_for(nodes)
         from .windows import check_full_window_mode  # FLIP-380 full-window nodes need BATCH
 
@@ -211,6 +213,7 @@ class StreamExecutionEnvironment:
         different names and the same program resumes its own checkpoint."""
         if job_name:
             return job_name
+        validate(self._config)  # the default name reads options: check them first
         from .translation.job_identity import default_job_name
 
         return default_job_name(nodes, self.get_max_parallelism(), self._state_backend[0])

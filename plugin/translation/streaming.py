@@ -44,7 +44,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
-from ..config import resolve
+from ..config import parse_trigger, resolve
 from ..datastream import CloseableIterator
 from ..graph import (
     CoKeyedNode,
@@ -92,25 +92,6 @@ _END_THRESHOLD = 100_000_000_000_000
 SEQ = "_seq"
 _ET = "_et"
 _STATE_SCHEMA = "s binary"
-
-
-def parse_trigger(value: Any) -> tuple[str, Optional[str]]:
-    """``execution.streaming.trigger`` -> (kind, interval): available-now | once |
-    processing-time=<interval> (an interval Spark understands, e.g. ``2 seconds``)."""
-    text = str(value or "available-now").strip()
-    low = text.lower()
-    if low in ("available-now", "availablenow"):
-        return "available-now", None
-    if low == "once":
-        return "once", None
-    if low.startswith("processing-time="):
-        interval = text.split("=", 1)[1].strip()
-        if interval:
-            return "processing-time", interval
-    raise ConfigurationError(
-        f"execution.streaming.trigger must be available-now, once or processing-time=<interval>; "
-        f"got {value!r}"
-    )
 
 
 def progress_row(query_name: str, progress: dict[str, Any]) -> dict[str, Any]:
