@@ -4,8 +4,8 @@ Each workload is implemented twice and run on the RocksDB keyed backend through
 the runtime's keyed operators (``KeyedProcessOperator`` /
 ``KeyedCoProcessOperator``), no Spark, in one process:
 
-* **sorted**: the examples themselves (:class:`examples.temporal_sort.TemporalSort`,
-  :class:`examples.temporal_join.TemporalJoin`): ``BinarySortedState`` keyed by
+* **sorted**: the examples' functions (:class:`pyspark_datastream.temporal_functions.TemporalSort`,
+  :class:`~pyspark_datastream.temporal_functions.TemporalJoin`): ``BinarySortedState`` keyed by
   event time, ``add`` appends without reading, timers read and clear ranges, the
   join finds its rate with ``last_entry(order_time)``. On RocksDB an ``add`` is
   kept pending in memory (written in one batch when a read needs it in the
@@ -80,11 +80,14 @@ from pyspark_datastream.operators.keyed import (
 from pyspark_datastream.state_store.backends.rocksdb import EmbeddedRocksDBStateBackend
 from pyspark_datastream.state_store.descriptors import MapStateDescriptor
 from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.temporal_functions import TemporalJoin, TemporalSort
 
-from examples.temporal_join import ORDER_TYPE, TemporalJoin
-from examples.temporal_sort import EVENT_TYPE, TemporalSort
+from examples.temporal_join import ORDER_TYPE, RATE_TYPE, convert
+from examples.temporal_sort import EVENT_TYPE
 
 __all__ = [
+    "sorted_sort",
+    "sorted_join",
     "SortWithMapState",
     "JoinWithMapState",
     "Workload",
@@ -98,6 +101,16 @@ __all__ = [
 
 #: (key, key bytes, value, timestamp, input index)
 Record = tuple[str, bytes, Any, int, int]
+
+
+def sorted_sort() -> TemporalSort:
+    """The BinarySortedState temporal sort, as the example runs it."""
+    return TemporalSort(EVENT_TYPE)
+
+
+def sorted_join() -> TemporalJoin:
+    """The BinarySortedState temporal join, as the example runs it."""
+    return TemporalJoin(ORDER_TYPE, RATE_TYPE, convert)
 
 
 # -- the MapState<long, list> variants ---------------------------------------------------------
@@ -136,14 +149,14 @@ class SortWithMapState(KeyedProcessFunction):
 
 
 class JoinWithMapState(KeyedCoProcessFunction):
-    """Temporal join on ``MapState<long, list>`` orders and ``MapState<long, double>`` rates."""
+    """Temporal join on ``MapState<long, list>`` orders and ``MapState<long, rate>`` rates."""
 
     def open(self, runtime_context: Any) -> None:
         self.orders = runtime_context.get_map_state(
             MapStateDescriptor("orders", Types.LONG(), Types.LIST(ORDER_TYPE))
         )
         self.rates = runtime_context.get_map_state(
-            MapStateDescriptor("rates", Types.LONG(), Types.DOUBLE())
+            MapStateDescriptor("rates", Types.LONG(), RATE_TYPE)
         )
 
     def process_element1(self, value: Any, ctx: Any) -> None:
@@ -161,7 +174,7 @@ class JoinWithMapState(KeyedCoProcessFunction):
 
     def process_element2(self, value: Any, ctx: Any) -> None:
         timestamp = ctx.timestamp()
-        self.rates.put(timestamp, value[1])
+        self.rates.put(timestamp, value)
         ctx.timer_service().register_event_time_timer(timestamp)
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Any]:
@@ -187,10 +200,7 @@ class JoinWithMapState(KeyedCoProcessFunction):
         if orders is None or best_time is None:
             return iter(())
         rate = self.rates.get(best_time)
-        return iter([
-            (order_id, currency, amount, timestamp, rate, best_time, amount * rate)
-            for order_id, currency, amount, _ in orders
-        ])
+        return iter([convert(order, rate) for order in orders])
 
 
 # -- workloads ---------------------------------------------------------------------------------
@@ -343,8 +353,8 @@ def run(quick: bool = False, repeat: int | None = None, scale: float = 1.0,
     join_load = join_workload(currencies=10, orders_per_currency=max(1, int(1_000 * factor)),
                               orders_per_ts=orders_per_ts, rate_every_ms=rate_every_ms,
                               watermark_every=watermark_every)
-    sort_result = compare(TemporalSort, SortWithMapState, sort_load, rounds)
-    join_result = compare(TemporalJoin, JoinWithMapState, join_load, rounds)
+    sort_result = compare(sorted_sort, SortWithMapState, sort_load, rounds)
+    join_result = compare(sorted_join, JoinWithMapState, join_load, rounds)
     sort_result["workload"] = sort_load.describe
     join_result["workload"] = join_load.describe
     return {
@@ -365,12 +375,12 @@ def sweep(repeat: int = 2) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for dup in SWEEP_SORT:
         load = sort_workload(keys=10, events_per_key=640, dup=dup)
-        result = compare(TemporalSort, SortWithMapState, load, repeat)
+        result = compare(sorted_sort, SortWithMapState, load, repeat)
         rows.append({"workload": f"sort, {dup} events/timestamp", **result})
     for orders_per_ts, rate_every_ms in SWEEP_JOIN:
         load = join_workload(currencies=5, orders_per_currency=400, orders_per_ts=orders_per_ts,
                              rate_every_ms=rate_every_ms)
-        result = compare(TemporalJoin, JoinWithMapState, load, repeat)
+        result = compare(sorted_join, JoinWithMapState, load, repeat)
         alive = load.bound_ms // rate_every_ms
         rows.append({"workload": f"join, {orders_per_ts} orders/timestamp, a rate every "
                                  f"{rate_every_ms} ms (~{alive} rates alive per key)", **result})

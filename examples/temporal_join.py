@@ -3,26 +3,13 @@
 Orders are joined to the currency rate that was valid at the order's event time
 (``FOR SYSTEM_TIME AS OF order_time`` in SQL terms): the rate with the greatest
 timestamp ``<=`` the order's. Rates arrive as a second stream; both are keyed by
-currency and processed by one ``KeyedCoProcessFunction``:
-
-* an order waits in a sorted state keyed by its event time, with an event-time
-  timer at that time, until the watermark passes it (later rates might still
-  arrive for it before that);
-* a rate is stored in a sorted state keyed by its event time (one value per
-  timestamp: the latest update wins), with a timer too, so old rates are pruned
-  even when no order comes;
-* a timer at ``t`` joins the orders due (``read_range_until(t, True)``) with
-  the rate valid at their time (``rates.last_entry(order_time)``; one lookup at
-  ``t`` serves every due order not older than that rate) and drops them
-  (``clear_range_until(t, True)``);
-* when a rate becomes valid (the timer at a rate's own time), every older rate
-  is pruned (``clear_range_until(t, False)``): no order that can still come
-  (time ``> watermark >= t``) needs them.
-
-It is an inner join: an order with no rate at or before its time produces
-nothing. Orders that arrive already late (time <= watermark) are dropped, since
-the rates they need may have been pruned. Output records are
-``(order_id, currency, amount, order_time, rate, rate_time, amount * rate)``.
+currency and processed by
+:class:`pyspark_datastream.temporal_functions.TemporalJoin` (orders wait in a
+sorted state until the watermark passes them, then look up
+``last_entry(order_time)`` among the rates; rates no order can still need are
+pruned). It is an inner join: an order with no rate at or before its time
+produces nothing; orders that arrive already late are dropped. Output records
+are ``(order_id, currency, amount, order_time, rate, rate_time, amount * rate)``.
 
 Run it: ``python -m examples.temporal_join [--mode BATCH|STREAMING]``. Tests
 call :func:`build_job` with their own environment.
@@ -33,22 +20,20 @@ from __future__ import annotations
 import argparse
 import random
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark_datastream import (
-    BinarySortedStateDescriptor,
     Configuration,
     DataStream,
     Duration,
-    KeyedCoProcessFunction,
-    LexicographicLongSerializer,
     RuntimeExecutionMode,
     StreamExecutionEnvironment,
     TimestampAssigner,
     Types,
     WatermarkStrategy,
 )
+from pyspark_datastream.temporal_functions import TemporalJoin
 
 __all__ = [
     "ORDER_TYPE",
@@ -56,7 +41,7 @@ __all__ = [
     "JOINED_TYPE",
     "OrderTime",
     "RateTime",
-    "TemporalJoin",
+    "convert",
     "build_job",
     "generate_orders_and_rates",
     "main",
@@ -87,53 +72,10 @@ class RateTime(TimestampAssigner):
         return int(value[2])
 
 
-class TemporalJoin(KeyedCoProcessFunction):
-    """Joins each order (input 1) with the rate (input 2) valid at the order's time."""
-
-    def open(self, runtime_context: Any) -> None:
-        lex_long = LexicographicLongSerializer.INSTANCE
-        self.orders = runtime_context.get_binary_sorted_state(
-            BinarySortedStateDescriptor("orders", lex_long, ORDER_TYPE)
-        )
-        self.rates = runtime_context.get_binary_sorted_state(
-            BinarySortedStateDescriptor("rates", lex_long, Types.DOUBLE())
-        )
-
-    def process_element1(self, value: Any, ctx: Any) -> None:
-        timestamp = ctx.timestamp()
-        timers = ctx.timer_service()
-        if timestamp <= timers.current_watermark():
-            return  # late: the rate valid then may already be pruned
-        self.orders.add(timestamp, value)
-        timers.register_event_time_timer(timestamp)
-
-    def process_element2(self, value: Any, ctx: Any) -> None:
-        timestamp = ctx.timestamp()
-        self.rates.put(timestamp, [value[1]])
-        ctx.timer_service().register_event_time_timer(timestamp)
-
-    def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Any]:
-        # the rate valid at the timer's time is also the one valid for every due order
-        # at or after it; only an order older than that rate needs its own lookup
-        valid = self.rates.last_entry(timestamp)
-        out = []
-        due = list(self.orders.read_range_until(timestamp, True))
-        for order_time, orders in due:
-            if valid is None:
-                break  # no rate at or before any due order
-            entry = valid if valid[0] <= order_time else self.rates.last_entry(order_time)
-            if entry is None:
-                continue
-            rate_time, rate = entry[0], entry[1][-1]
-            for order_id, currency, amount, _ in orders:
-                out.append((order_id, currency, amount, order_time, rate, rate_time, amount * rate))
-        if due:
-            self.orders.clear_range_until(timestamp, True)
-        if valid is not None and valid[0] == timestamp:
-            # a rate became valid: no order still to come (time > watermark >= timestamp)
-            # can need an older one
-            self.rates.clear_range_until(timestamp, False)
-        return iter(out)
+def convert(order: tuple[str, str, float, int], rate: tuple[str, float, int]) -> tuple[Any, ...]:
+    """The joined record of an order and the rate valid at its time."""
+    order_id, currency, amount, order_time = order
+    return (order_id, currency, amount, order_time, rate[1], rate[2], amount * rate[1])
 
 
 def build_job(
@@ -153,7 +95,7 @@ def build_job(
     return (
         order_stream.connect(rate_stream)
         .key_by(lambda order: order[1], lambda rate: rate[0], key_type=Types.STRING())
-        .process(TemporalJoin(), output_type=JOINED_TYPE)
+        .process(TemporalJoin(ORDER_TYPE, RATE_TYPE, convert), output_type=JOINED_TYPE)
         .name("TemporalJoin")
     )
 

@@ -1,15 +1,10 @@
 """Event-time sort with BinarySortedState (FLIP-220's temporal sort example).
 
-Per key, events are buffered in a :class:`~pyspark_datastream.BinarySortedState`
-keyed by their event time (``LexicographicLongSerializer``, so byte order is
-time order) and emitted in timestamp order once the watermark passes them. This
-is the pattern of Flink's ``RowTimeSortOperator``: one event-time timer per
-timestamp; the timer emits ``read_range_until(timestamp, True)`` and drops what it
-emitted with ``clear_range_until(timestamp, True)``. Events at the same timestamp
-keep their arrival order (in BATCH the input reaches the operator sorted by key
-and time by Spark, so the arrival order of ties is unspecified there). Events that are already late when they arrive
-(timestamp <= current watermark) are dropped, as Flink's operator does; their
-number is kept in a ValueState so the drop is visible.
+Generated out-of-order sensor events are put back in event-time order per key by
+:class:`pyspark_datastream.temporal_functions.TemporalSort` (Flink's
+``RowTimeSortOperator`` pattern: a sorted state keyed by event time, one timer per
+timestamp, emitted once the watermark passes it; ties keep their arrival order,
+already-late events are dropped and counted).
 
 Run it: ``python -m examples.temporal_sort [--mode BATCH|STREAMING] [--keys N]
 [--events N]``. Tests call :func:`build_job` with their own environment.
@@ -20,28 +15,24 @@ from __future__ import annotations
 import argparse
 import random
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark_datastream import (
-    BinarySortedStateDescriptor,
     Configuration,
     DataStream,
     Duration,
-    KeyedProcessFunction,
-    LexicographicLongSerializer,
     RuntimeExecutionMode,
     StreamExecutionEnvironment,
     TimestampAssigner,
     Types,
-    ValueStateDescriptor,
     WatermarkStrategy,
 )
+from pyspark_datastream.temporal_functions import TemporalSort
 
 __all__ = [
     "EVENT_TYPE",
     "EventTime",
-    "TemporalSort",
     "build_job",
     "generate_events",
     "main",
@@ -58,37 +49,6 @@ class EventTime(TimestampAssigner):
         return int(value[1])
 
 
-class TemporalSort(KeyedProcessFunction):
-    """Emits each key's events in event-time order once the watermark passes them."""
-
-    def open(self, runtime_context: Any) -> None:
-        self.buffer = runtime_context.get_binary_sorted_state(
-            BinarySortedStateDescriptor("buffer", LexicographicLongSerializer.INSTANCE, EVENT_TYPE)
-        )
-        self.dropped_late = runtime_context.get_state(
-            ValueStateDescriptor("dropped_late", Types.LONG())
-        )
-
-    def process_element(self, value: Any, ctx: Any) -> None:
-        timestamp = ctx.timestamp()
-        timers = ctx.timer_service()
-        if timestamp <= timers.current_watermark():
-            self.dropped_late.update((self.dropped_late.value() or 0) + 1)
-            return
-        # appends under the timestamp without reading what is already there
-        self.buffer.add(timestamp, value)
-        timers.register_event_time_timer(timestamp)
-
-    def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Any]:
-        buffer = self.buffer
-        events: list[Any] = []
-        for _, values in buffer.read_range_until(timestamp, True):
-            events.extend(values)
-        # right after reading the same range: the backend drops the rows it just read
-        buffer.clear_range_until(timestamp, True)
-        return iter(events)
-
-
 def build_job(
     env: StreamExecutionEnvironment,
     events: Sequence[tuple[str, int, str]],
@@ -102,7 +62,7 @@ def build_job(
         env.from_collection(list(events), EVENT_TYPE)
         .assign_timestamps_and_watermarks(strategy)
         .key_by(lambda event: event[0], key_type=Types.STRING())
-        .process(TemporalSort(), output_type=EVENT_TYPE)
+        .process(TemporalSort(EVENT_TYPE), output_type=EVENT_TYPE)
         .name("TemporalSort")
     )
 

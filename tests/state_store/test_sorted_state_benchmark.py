@@ -17,8 +17,6 @@ from pyspark_datastream.state_store.serializers import LexicographicLongSerializ
 from pyspark_datastream.state_store.typeinfo import Types
 
 from benchmarks import sorted_state
-from examples.temporal_join import TemporalJoin
-from examples.temporal_sort import TemporalSort
 
 
 def _expected_sort(workload: sorted_state.Workload) -> dict[str, list[Any]]:
@@ -38,7 +36,7 @@ def _by_key(outputs: list[Any]) -> dict[str, list[Any]]:
 @pytest.mark.parametrize("dup", [1, 3])
 def test_sort_implementations_agree_and_sort_each_key(dup: int) -> None:
     workload = sorted_state.sort_workload(keys=3, events_per_key=40, dup=dup, watermark_every=7)
-    sorted_out, _ = sorted_state.run_once(TemporalSort(), workload)
+    sorted_out, _ = sorted_state.run_once(sorted_state.sorted_sort(), workload)
     map_out, _ = sorted_state.run_once(sorted_state.SortWithMapState(), workload)
     assert sorted_out == map_out
     assert _by_key(sorted_out) == _expected_sort(workload)
@@ -49,7 +47,7 @@ def test_sort_implementations_agree_and_sort_each_key(dup: int) -> None:
 def test_join_implementations_agree_and_pick_the_valid_rate() -> None:
     workload = sorted_state.join_workload(currencies=2, orders_per_currency=30, orders_per_ts=2,
                                           rate_every_ms=150, watermark_every=5)
-    sorted_out, _ = sorted_state.run_once(TemporalJoin(), workload)
+    sorted_out, _ = sorted_state.run_once(sorted_state.sorted_join(), workload)
     map_out, _ = sorted_state.run_once(sorted_state.JoinWithMapState(), workload)
     assert sorted_out == map_out
     rates = [(value[0], value[2], value[1]) for *_, value, _, side in
@@ -74,7 +72,7 @@ def test_compare_rejects_implementations_that_disagree() -> None:
 
     with pytest.raises(AssertionError, match=r"sort: the BinarySortedState and MapState implementations produced "
                        r"different outputs \(20 vs 11 records\)"):
-        sorted_state.compare(TemporalSort, Broken, workload, repeat=1)
+        sorted_state.compare(sorted_state.sorted_sort, Broken, workload, repeat=1)
 
 
 def test_main_prints_the_json_summary_last(capsys: pytest.CaptureFixture[str]) -> None:

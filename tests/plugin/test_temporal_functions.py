@@ -1,4 +1,4 @@
-"""The temporal sort and temporal join examples' functions on the operator harness (no Spark).
+"""pyspark_datastream.temporal_functions (the examples' sort and join) on the operator harness.
 
 Watermarks are pushed explicitly here, which the Spark tests (bounded input, one
 watermark at the end) cannot do: emission when the watermark passes, late
@@ -12,16 +12,18 @@ from pyspark_datastream.operators.harness import (
     KeyedCoProcessFunctionTestHarness,
     KeyedProcessFunctionTestHarness,
 )
+from pyspark_datastream.temporal_functions import TemporalJoin, TemporalSort
 
-from examples.temporal_join import TemporalJoin
-from examples.temporal_sort import TemporalSort
+from examples.temporal_join import ORDER_TYPE, RATE_TYPE, convert
+from examples.temporal_sort import EVENT_TYPE
 
 BACKENDS = ["heap", "rocksdb"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sort_emits_in_time_order_when_the_watermark_passes(backend: str) -> None:
-    with KeyedProcessFunctionTestHarness(TemporalSort(), lambda e: e[0], backend=backend) as h:
+    sort = TemporalSort(EVENT_TYPE)
+    with KeyedProcessFunctionTestHarness(sort, lambda e: e[0], backend=backend) as h:
         for ts, payload in [(30, "c"), (10, "a"), (20, "b"), (10, "a2"), (40, "d")]:
             h.process_element(("k", ts, payload), ts)
         h.process_element(("other", 15, "x"), 15)
@@ -44,8 +46,8 @@ def test_sort_emits_in_time_order_when_the_watermark_passes(backend: str) -> Non
 
 def test_sort_in_batch_mode_on_the_single_key_backend() -> None:
     events = [("a", 5, "a5"), ("a", 1, "a1"), ("a", 5, "a5b"), ("b", 2, "b2"), ("b", 0, "b0")]
-    with KeyedProcessFunctionTestHarness(TemporalSort(), lambda e: e[0], backend="single_key",
-                                         mode="BATCH") as h:
+    with KeyedProcessFunctionTestHarness(TemporalSort(EVENT_TYPE), lambda e: e[0],
+                                         backend="single_key", mode="BATCH") as h:
         for event in events:
             h.process_element(event, event[1])
         h.end_input()
@@ -55,7 +57,8 @@ def test_sort_in_batch_mode_on_the_single_key_backend() -> None:
 
 def _join_harness(backend: str) -> KeyedCoProcessFunctionTestHarness:
     return KeyedCoProcessFunctionTestHarness(
-        TemporalJoin(), lambda order: order[1], lambda rate: rate[0], backend=backend
+        TemporalJoin(ORDER_TYPE, RATE_TYPE, convert), lambda order: order[1], lambda rate: rate[0],
+        backend=backend,
     )
 
 
@@ -76,12 +79,12 @@ def test_join_uses_the_rate_valid_at_the_order_time_and_prunes_old_rates(backend
             ("o20", "EUR", 10.0, 20, 3.0, 20, 30.0),
         ]
         # the rate valid at 25 (t=20) and later ones remain; t=10 is pruned
-        assert [t for t, _ in h.get_state("EUR", "rates")] == [20, 30]
-        assert [t for t, _ in h.get_state("EUR", "orders")] == [40]
+        assert [t for t, _ in h.get_state("EUR", "right")] == [20, 30]
+        assert [t for t, _ in h.get_state("EUR", "left")] == [40]
         h.clear_output()
         h.process_element1(("late", "EUR", 1.0, 22), 22)  # behind the watermark: dropped
         h.process_element2(("EUR", 5.0, 35), 35)
         h.end_input()
         assert h.get_output() == [("o40", "EUR", 10.0, 40, 5.0, 35, 50.0)]
-        assert [t for t, _ in h.get_state("EUR", "rates")] == [35]
-        assert h.get_state("EUR", "orders") == []
+        assert [t for t, _ in h.get_state("EUR", "right")] == [35]
+        assert h.get_state("EUR", "left") == []
