@@ -57,8 +57,12 @@ BLOB = "_b"
 BLOB_ROWS = 1 << 16
 BLOB_BYTES = 16 << 20
 SEQ = "_seq"
-#: Second ordering column of a file stream's native keyed input (``streaming._file_row_seq``)
+#: Second ordering column of a file stream's native keyed input (``streaming._file_row_seq``):
+#: ``hash(file path) << ROW_INDEX_BITS | row index``
 SEQ_ROW = "_seq_row"
+ROW_INDEX_BITS = 42
+#: ``_seq`` of a Python keyed input pass: ``read partition << SPLIT_SHIFT | position``
+SPLIT_SHIFT = 40
 
 _ALWAYS_EXACT = ("STRING", "BOOLEAN")
 _NUMERIC = ("LONG", "INT", "SHORT", "BYTE", "DOUBLE", "FLOAT")
@@ -180,8 +184,9 @@ def _key_bytes(keys: list[Any], serializer: Any, cache: dict[Any, bytes],
 def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
                key_serializer: Any = None,
                key_group: Optional[tuple[int, int]] = None) -> KeyGroupColumns:
-    """``(key bytes, timestamp, record, input side)`` rows of one key group's frames, in
-    ``_seq`` order (arrival order inside each upstream split).
+    """``(key bytes, timestamp, record, input side)`` rows of one key group's frames in
+    processing order: arrival order inside each upstream split (``_seq``), the splits of
+    one key merged by event time (:func:`_merge_splits_by_event_time`).
 
     Without ``typed`` the frames carry ``_k`` and pickled ``_v``. With it they carry
     typed columns and no ``_k``: the key is a field of the record, serialized with
@@ -207,21 +212,64 @@ def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
             sides.extend(pdf[SIDE].astype(int).tolist())
     seq = frames[0][SEQ].to_numpy() if len(frames) == 1 else \
         np.concatenate([p[SEQ].to_numpy() for p in frames])
-    order: Optional[list[int]] = None
+    order: Optional[Any] = None
+    rows_seq: Optional[Any] = None
     if SEQ_ROW in frames[0].columns:  # (file time, file and row) order
         rows_seq = np.concatenate([p[SEQ_ROW].to_numpy() for p in frames])
         ascending = (seq[1:] > seq[:-1]) | ((seq[1:] == seq[:-1]) & (rows_seq[1:] >= rows_seq[:-1]))
         if not bool(ascending.all()):
-            order = np.lexsort((rows_seq, seq)).tolist()
+            order = np.lexsort((rows_seq, seq))
     elif len(seq) > 1 and not bool((seq[1:] >= seq[:-1]).all()):
-        order = np.argsort(seq, kind="stable").tolist()
+        order = np.argsort(seq, kind="stable")
+    if len(seq) > 1 and not any(bool(p[TS].isna().any()) for p in frames):
+        # splits: a file of a file stream (its time and file hash), else a read partition
+        split = [seq, rows_seq >> ROW_INDEX_BITS] if rows_seq is not None \
+            else [seq >> SPLIT_SHIFT]
+        if sided:
+            split.append(np.asarray(sides))
+        order = _merge_splits_by_event_time(order, keys, np.asarray(stamps, dtype=np.int64),
+                                            split)
     if order is not None:
+        order = order.tolist()
         keys = [keys[i] for i in order]
         stamps = [stamps[i] for i in order]
         values = [values[i] for i in order]
         if sided:
             sides = [sides[i] for i in order]
     return KeyGroupColumns(keys, stamps, values, sides if sided else None)
+
+
+def _merge_splits_by_event_time(order: Optional[Any], keys: list[Any], stamps: Any,
+                                split: list[Any]) -> Optional[Any]:
+    """The arrival ``order`` (None: as given) with each key's records of different upstream
+    splits merged by event time; None when nothing moves.
+
+    Flink keeps the order of each split and leaves the interleaving of splits open; a
+    micro-batch here reads splits (files, read partitions) in an order that has nothing to
+    do with event time (Spark reads larger files first), so without a merge a key whose
+    records span two files could see its later records first, and an order-sensitive
+    function (a sessionizer comparing each record with the previous one) then disagrees
+    with BATCH, which sorts by time. Each record's sort key is the running maximum event
+    time of its key within its split (non-decreasing along the split, so each split keeps
+    its order; ties keep arrival order): splits whose records are in time order per key
+    come out merged into time order per key, as BATCH sees them.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if all(bool((s == s[0]).all()) for s in split):
+        return order  # one split: arrival order is the only order
+    n = len(keys)
+    base = np.arange(n) if order is None else np.asarray(order)
+    columns: dict[str, Any] = {"k": pd.Series(keys, dtype=object).take(base).to_numpy()}
+    for i, s in enumerate(split):
+        columns[f"s{i}"] = s[base]
+    columns["t"] = stamps[base]
+    frame = pd.DataFrame(columns)
+    running = frame.groupby([c for c in columns if c != "t"], sort=False)["t"].cummax().to_numpy()
+    if bool((running[1:] >= running[:-1]).all()):
+        return order
+    return base[np.argsort(running, kind="stable")]
 
 
 # -- out -----------------------------------------------------------------------------------

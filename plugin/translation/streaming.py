@@ -64,7 +64,9 @@ from .batch import BatchTranslator, Stream
 from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
 from .group_frames import (
     BLOB,
+    ROW_INDEX_BITS,
     SEQ_ROW,
+    SPLIT_SHIFT,
     TypedInput,
     group_rows,
     output_blobs,
@@ -253,7 +255,7 @@ def _seq_pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], Ite
 
 
 #: ``_seq_row`` of a file stream: 21 bits of the file's hash, 42 bits of the row index
-_FILE_HASH_BITS, _ROW_INDEX_BITS = 21, 42
+_FILE_HASH_BITS, _ROW_INDEX_BITS = 21, ROW_INDEX_BITS
 
 
 def _file_row_seq(df: DataFrame) -> Optional[tuple[Any, Any]]:
@@ -284,11 +286,11 @@ def _file_row_seq(df: DataFrame) -> Optional[tuple[Any, Any]]:
 
 def _append_seq(batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInArrow`` function: the batches plus ``_seq``, their arrival order inside the
-    micro-batch partition (``partition << 40 | position``)."""
+    micro-batch partition (``partition << SPLIT_SHIFT | position``)."""
     import numpy as np
     import pyarrow as pa
 
-    base = _partition_id() << 40
+    base = _partition_id() << SPLIT_SHIFT
     n = 0
     for b in batches:
         seq = pa.array(np.arange(base + n, base + n + b.num_rows, dtype=np.int64))
