@@ -217,7 +217,7 @@ class StandaloneCluster:
                 last = self.state()
                 if ready(last):
                     return
-            except OSError as exc:  # master web UI not up yet
+            except (OSError, ValueError) as exc:  # web UI not up yet, or an empty answer
                 last = exc
             time.sleep(0.3)
         raise TimeoutError(f"timed out after {timeout} s waiting for {what} (last: {last!r})\n"
