@@ -16,14 +16,14 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Optional
+from typing import Any, Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
 
 __all__ = ["RunningSum", "write_input", "expected_output", "exactly_once_violations",
-           "run_job", "start", "kill", "kill_after_batch"]
+           "running_sum_stream", "run_job", "start", "kill", "kill_after_batch"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "k string, v long"
@@ -99,8 +99,17 @@ def exactly_once_violations(got: list[tuple[str, int, int]],
     return problems
 
 
-def run_job(src: str, ckpt: str, out: str, backend: str) -> None:
-    """The job itself (runs in the child process)."""
+def running_sum_stream(env: Any, spark: Any, src: str) -> Any:
+    """The job's graph: the running sum per key over the file stream, one file per batch
+    (built here so a restart in another process fingerprints the same graph)."""
+    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    return env.from_dataframe(df).key_by(lambda r: r[0]).process(
+        RunningSum(), output_type=Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()]))
+
+
+def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet") -> None:
+    """The job itself (runs in the child process); ``sink="delta"``: into the Delta table
+    ``out`` through ``sink_to_delta`` (the job's checkpoint root is ``ckpt/job``)."""
     from pyspark.sql import SparkSession
     from pyspark_datastream import (
         Configuration,
@@ -121,9 +130,12 @@ def run_job(src: str, ckpt: str, out: str, backend: str) -> None:
     env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
     env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
     env.set_parallelism(2)
-    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
-    ds = (env.from_dataframe(df).key_by(lambda r: r[0]).process(
-        RunningSum(), output_type=Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])))
+    ds = running_sum_stream(env, spark, src)
+    if sink == "delta":
+        ds.sink_to_delta(out)
+        env.execute("delta-sink")
+        spark.stop()
+        return
     query = (ds.to_dataframe().writeStream.format("parquet").option("path", out)
              .option("checkpointLocation", os.path.join(ckpt, "sink"))
              .trigger(availableNow=True).start())
@@ -131,16 +143,17 @@ def run_job(src: str, ckpt: str, out: str, backend: str) -> None:
     spark.stop()
 
 
-def start(src: str, ckpt: str, out: str, backend: str, log: str) -> subprocess.Popen:
+def start(src: str, ckpt: str, out: str, backend: str, log: str, sink: str = "parquet",
+          extra_env: Optional[dict[str, str]] = None) -> subprocess.Popen:
     """Start the job as a child process in its own process group (driver + JVM + workers)."""
-    env = dict(os.environ)
+    env = dict(os.environ, **(extra_env or {}))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, env.get("PYTHONPATH", "")) if p)
     env["PYSPARK_PYTHON"] = sys.executable
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     with open(log, "ab") as f:
         return subprocess.Popen(
             [sys.executable, os.path.join(HERE, "streaming_harness.py"), "--src", src,
-             "--ckpt", ckpt, "--out", out, "--backend", backend],
+             "--ckpt", ckpt, "--out", out, "--backend", backend, "--sink", sink],
             stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
 
@@ -179,5 +192,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     for name in ("--src", "--ckpt", "--out", "--backend"):
         parser.add_argument(name, required=True)
+    parser.add_argument("--sink", default="parquet", choices=["parquet", "delta"])
     a = parser.parse_args()
-    run_job(a.src, a.ckpt, a.out, a.backend)
+    import streaming_harness  # the job's functions under their module name, not __main__'s
+
+    streaming_harness.run_job(a.src, a.ckpt, a.out, a.backend, a.sink)

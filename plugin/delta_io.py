@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 __all__ = [
     "session_has_delta",
     "write_delta",
+    "write_parquet_files",
+    "new_folder_name",
+    "local_path",
     "commit_parquet_folder",
     "add_actions_for_folder",
     "delta_file_uris",
@@ -59,7 +62,8 @@ def session_has_delta(spark: SparkSession) -> bool:
         return False
 
 
-def _local(path: str) -> str:
+def local_path(path: str) -> str:
+    """``path`` without a ``file://`` scheme."""
     return path[len("file://"):] if path.startswith("file://") else path
 
 
@@ -74,23 +78,9 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, mode: str = "appe
         hist = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()
         metrics = hist[0]["operationMetrics"] if hist else {}
         return int((metrics or {}).get("numOutputRows", 0))
-    folder = f"part-{int(time.time() * 1000)}-{uuid.uuid4().hex[:12]}"
-    target = os.path.join(_local(path), folder)
-    previous = None
-    try:
-        previous = spark.conf.get("spark.sql.parquet.outputTimestampType")
-    except Exception:  # noqa: BLE001
-        previous = None
-    try:
-        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-        with Heartbeat(f"writing Delta table {path} (executors writing data files)"):
-            df.write.mode("error").parquet(target)
-    except Exception as exc:
-        shutil.rmtree(target, ignore_errors=True)
-        raise JobExecutionError(f"writing Delta data files under {path} failed: {exc}") from exc
-    finally:
-        if previous is not None:
-            spark.conf.set("spark.sql.parquet.outputTimestampType", previous)
+    folder = new_folder_name()
+    target = os.path.join(local_path(path), folder)
+    write_parquet_files(spark, df, target)
     from pyspark.sql.pandas.types import to_arrow_schema
 
     schema = to_arrow_schema(df.schema)
@@ -99,6 +89,33 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, mode: str = "appe
     except Exception:
         shutil.rmtree(target, ignore_errors=True)
         raise
+
+
+def new_folder_name(tag: str = "") -> str:
+    """A fresh folder name for data files inside a table directory."""
+    return f"part-{int(time.time() * 1000)}{tag}-{uuid.uuid4().hex[:12]}"
+
+
+def write_parquet_files(spark: SparkSession, df: DataFrame, target: str) -> None:
+    """Executors write ``df`` as Parquet files into the new folder ``target`` (timestamps as
+    microseconds, which Delta readers accept); a failed write leaves no folder."""
+    from .progress import Heartbeat
+
+    previous = None
+    try:
+        previous = spark.conf.get("spark.sql.parquet.outputTimestampType")
+    except Exception:  # noqa: BLE001
+        previous = None
+    try:
+        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        with Heartbeat(f"writing Delta data files into {target} (executors)"):
+            df.write.mode("error").parquet(target)
+    except Exception as exc:
+        shutil.rmtree(target, ignore_errors=True)
+        raise JobExecutionError(f"writing Delta data files into {target} failed: {exc}") from exc
+    finally:
+        if previous is not None:
+            spark.conf.set("spark.sql.parquet.outputTimestampType", previous)
 
 
 def add_actions_for_folder(root: str, folder: str) -> tuple[list[Any], int]:
@@ -134,7 +151,7 @@ def commit_parquet_folder(path: str, folder: str, arrow_schema: Any, mode: str =
     from deltalake.exceptions import CommitFailedError
     from deltalake.transaction import create_table_with_add_actions
 
-    root = _local(path)
+    root = local_path(path)
     start = time.monotonic()
     actions, total = add_actions_for_folder(root, folder)
     schema = Schema.from_arrow(arrow_schema)
@@ -159,7 +176,7 @@ def delta_file_uris(path: str, version: Optional[int] = None) -> list[str]:
     """Data files of the Delta table at ``path`` (latest version unless ``version``)."""
     from deltalake import DeltaTable
 
-    return DeltaTable(_local(path), version=version).file_uris()
+    return DeltaTable(local_path(path), version=version).file_uris()
 
 
 def read_delta(spark: SparkSession, path: str, version: Optional[int] = None) -> DataFrame:
@@ -171,7 +188,7 @@ def read_delta(spark: SparkSession, path: str, version: Optional[int] = None) ->
         return reader.load(path)
     from deltalake import DeltaTable
 
-    table = DeltaTable(_local(path), version=version)
+    table = DeltaTable(local_path(path), version=version)
     uris = table.file_uris()
     if not uris:
         from pyspark.sql.pandas.types import from_arrow_schema

@@ -459,18 +459,13 @@ class StreamingTranslator(BatchTranslator):
                 if not connect:  # the counter lives where foreachBatch ran (see above)
                     counts[sink.name] = total[0]
             elif sink.kind == "delta":
-                from ..delta_io import write_delta
+                from ..delta_sink import micro_batch_writer
 
                 df = self._typed_df(stream, source)
-                path, mode = sink.options["path"], sink.options["mode"]
                 total = [0]
-                spark = self.spark
-
-                def write(batch_df: Any, batch_id: int, path: Any = path, mode: Any = mode,
-                          total: list[int] = total, spark: Any = spark) -> None:
-                    total[0] += write_delta(spark, batch_df, path,
-                                            mode if batch_id == 0 else "append")
-
+                # exactly-once: each micro-batch is one idempotent Delta commit (delta_sink.py)
+                write = micro_batch_writer(self.spark, sink.options["path"], sink.options["mode"],
+                                           os.path.join(self._root(), name, "checkpoint"), total)
                 self._run_prerequisites()
                 self._run_query(name, df.writeStream.foreachBatch(write))
                 if not connect:  # the counter lives where foreachBatch ran (see above)

@@ -1,0 +1,226 @@
+"""Exactly-once STREAMING Delta sink: each micro-batch is committed idempotently.
+
+Spark runs a ``foreachBatch`` function at least once per micro-batch: a batch whose
+function ran but whose entry in the query's commit log was never written (the driver
+died in between, or a second job ran the same checkpoint) runs again, with the same
+batch id and the same rows. The sink makes the second run a no-op:
+
+* **Application id**: the sink query's id, which Spark keeps in its checkpoint
+  (``<checkpoint>/metadata``): stable across restarts of the query, different for every
+  sink query and for every new checkpoint (a fresh checkpoint restarts batch ids at 0
+  under a new id). :func:`query_app_id` reads it from the micro-batch thread's
+  ``sql.streaming.queryId``, else from the checkpoint's metadata file, else (neither
+  readable) derives it from the checkpoint location.
+* **Spark's Delta** (``session_has_delta``): the ``txnAppId``/``txnVersion`` write options;
+  Delta skips a batch whose version it has recorded for that id (without running its
+  DataFrame, so the sink then drains it, as below).
+* **delta-rs**: :func:`commit_batch`. If the table's ``transaction_version(app_id)`` is
+  already ``>= batch_id`` the batch is skipped (its DataFrame still runs, into Spark's
+  ``noop`` sink: :func:`drain`). Otherwise the executors write the data
+  files into a fresh folder and the driver commits their add actions together with the
+  application transaction ``(app_id, batch_id)`` in one Delta commit, with no automatic
+  rebase (``max_commit_retries=0``). A commit that loses to a concurrent one reloads the
+  table: if the winner recorded this batch, this run's files are removed and the batch
+  counts as done; otherwise it commits again (a few attempts).
+
+A run killed after writing data files and before its commit leaves those files
+unreferenced by the Delta log (readers never see them; ``VACUUM`` removes them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from .delta_io import (
+    DeltaCommitConflict,
+    add_actions_for_folder,
+    local_path,
+    new_folder_name,
+    session_has_delta,
+    write_parquet_files,
+)
+from .faults import kill_point
+from .state_store.errors import DataStreamError, JobExecutionError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["APP_ID_PREFIX", "query_app_id", "commit_batch", "write_batch", "drain",
+           "micro_batch_writer"]
+
+APP_ID_PREFIX = "pyspark-datastream:"
+#: commits attempted for one batch before a conflict is raised
+COMMIT_ATTEMPTS = 8
+
+log = logging.getLogger("pyspark_datastream")
+
+
+def query_app_id(spark: Any, checkpoint: str) -> str:
+    """The Delta application id of the streaming query whose checkpoint is ``checkpoint``
+    (called from inside its ``foreachBatch`` function)."""
+    query_id = None
+    if os.environ.get("PYSPARK_PIN_THREAD", "true").lower() != "false":
+        # pinned threads: this call runs in the micro-batch's own JVM thread
+        try:
+            query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId")
+        except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+            query_id = None
+    if not query_id:
+        try:
+            with open(os.path.join(local_path(checkpoint), "metadata"), encoding="utf-8") as f:
+                query_id = json.load(f).get("id")
+        except (OSError, ValueError, AttributeError):
+            query_id = None
+    if query_id:
+        return f"{APP_ID_PREFIX}{query_id}"
+    digest = hashlib.sha256(checkpoint.rstrip("/").encode("utf-8")).hexdigest()[:32]
+    return f"{APP_ID_PREFIX}checkpoint-{digest}"
+
+
+def _committed(root: str, app_id: str) -> int:
+    """The last batch id the table recorded for ``app_id`` (-1: none, or no table)."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(root):
+        return -1
+    version = DeltaTable(root).transaction_version(app_id)
+    return -1 if version is None else int(version)
+
+
+def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[str], None],
+                 arrow_schema: Any, mode: str = "append",
+                 skipped: Optional[Callable[[], None]] = None) -> int:
+    """Write and commit one micro-batch exactly once (delta-rs); return the rows it added
+    (0 when the table already holds this batch).
+
+    ``write_files(folder)`` writes the batch's Parquet files into the new folder ``folder``
+    inside the table directory (Spark's executors, or anything writing Parquet);
+    ``skipped()`` runs instead when the table already held the batch before anything was
+    written.
+    """
+    from deltalake import CommitProperties, DeltaTable, Schema, Transaction
+    from deltalake.exceptions import CommitFailedError, DeltaError
+    from deltalake.transaction import create_table_with_add_actions
+
+    root = local_path(path)
+    done = _committed(root, app_id)
+    if done >= batch_id:
+        log.info("Delta table %s: micro-batch %d of %s is already committed (up to %d); "
+                 "skipped", path, batch_id, app_id, done)
+        if skipped is not None:
+            skipped()
+        return 0
+    kill_point("delta.before-write")
+    folder = new_folder_name(f"-b{batch_id}")
+    target = os.path.join(root, folder)
+    try:
+        write_files(target)
+    except DataStreamError:
+        shutil.rmtree(target, ignore_errors=True)
+        raise
+    except Exception as exc:
+        shutil.rmtree(target, ignore_errors=True)
+        raise JobExecutionError(f"writing micro-batch {batch_id} into {path} failed: {exc}") from exc
+    kill_point("delta.after-write")
+    start = time.monotonic()
+    actions, total = add_actions_for_folder(root, folder)
+    schema = Schema.from_arrow(arrow_schema)
+    props = CommitProperties(max_commit_retries=0,
+                             app_transactions=[Transaction(app_id, batch_id)])
+    failure: Exception = DeltaCommitConflict("no attempt")
+    for attempt in range(COMMIT_ATTEMPTS):
+        if attempt:
+            time.sleep(0.05 * attempt)
+            done = _committed(root, app_id)
+            if done >= batch_id:  # a concurrent run of this batch won
+                shutil.rmtree(target, ignore_errors=True)
+                log.info("Delta table %s: micro-batch %d of %s was committed by a concurrent "
+                         "run; this run's files removed", path, batch_id, app_id)
+                return 0
+        try:
+            if DeltaTable.is_deltatable(root):
+                table = DeltaTable(root)
+                recorded = table.transaction_version(app_id)
+                if recorded is not None and recorded >= batch_id:
+                    continue  # recognised as done at the top of the next attempt
+                table.create_write_transaction(actions, mode=mode, schema=schema,
+                                               commit_properties=props)
+            else:
+                create_table_with_add_actions(root, schema, actions, mode="error",
+                                              commit_properties=props)
+        except CommitFailedError as exc:  # another commit took the version
+            failure = exc
+            continue
+        except DeltaError as exc:
+            if not DeltaTable.is_deltatable(root):
+                shutil.rmtree(target, ignore_errors=True)
+                raise JobExecutionError(f"committing micro-batch {batch_id} to {path} failed: "
+                                        f"{exc}") from exc
+            failure = exc  # another run created the table first
+            continue
+        kill_point("delta.after-commit")
+        log.info("Delta table %s: micro-batch %d of %s committed (%s rows in %d files) in "
+                 "%.2f s", path, batch_id, app_id, f"{total:,}", len(actions),
+                 time.monotonic() - start)
+        return total
+    if _committed(root, app_id) >= batch_id:
+        shutil.rmtree(target, ignore_errors=True)
+        return 0
+    shutil.rmtree(target, ignore_errors=True)
+    raise DeltaCommitConflict(f"micro-batch {batch_id} of {app_id} could not be committed to "
+                              f"{path} after {COMMIT_ATTEMPTS} attempts: {failure}") from failure
+
+
+def _spark_delta_version(spark: SparkSession, path: str) -> int:
+    try:
+        rows = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()
+    except Exception:  # noqa: BLE001 - no table yet
+        return -1
+    return int(rows[0]["version"]) if rows else -1
+
+
+def write_batch(spark: SparkSession, df: DataFrame, path: str, app_id: str, batch_id: int,
+                mode: str = "append") -> int:
+    """Write micro-batch ``batch_id`` of ``df`` to the Delta table at ``path`` exactly once;
+    return the rows added (0 when the table already holds this batch)."""
+    if session_has_delta(spark):
+        before = _spark_delta_version(spark, path)
+        (df.write.format("delta").mode(mode).option("txnAppId", app_id)
+         .option("txnVersion", batch_id).save(path))
+        kill_point("delta.after-commit")
+        rows = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()
+        if not rows or int(rows[0]["version"]) == before:
+            drain(df)  # Delta skipped a batch it had recorded for this application id
+            return 0
+        return int((rows[0]["operationMetrics"] or {}).get("numOutputRows", 0))
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return commit_batch(path, app_id, batch_id,
+                        lambda folder: write_parquet_files(spark, df, folder),
+                        to_arrow_schema(df.schema), mode, skipped=lambda: drain(df))
+
+
+def drain(df: DataFrame) -> None:
+    """Run ``df`` to the end and drop its rows: a skipped micro-batch of a stateful query
+    must still run every partition, or Spark refuses to commit the batch's state
+    (STATE_STORE_COMMIT_VALIDATION_FAILED, Spark 4.2)."""
+    df.write.format("noop").mode("overwrite").save()
+
+
+def micro_batch_writer(spark: Any, path: str, mode: str, checkpoint: str,
+                       total: list[int]) -> Callable[[Any, int], None]:
+    """The ``foreachBatch`` function of a STREAMING ``sink_to_delta``: batch 0 uses ``mode``,
+    later batches append; rows added accumulate in ``total[0]``."""
+
+    def write(batch_df: Any, batch_id: int) -> None:
+        app_id = query_app_id(spark, checkpoint)
+        total[0] += write_batch(spark, batch_df, path, app_id, batch_id,
+                                mode if batch_id == 0 else "append")
+
+    return write
