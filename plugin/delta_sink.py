@@ -137,44 +137,54 @@ def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[s
     for attempt in range(COMMIT_ATTEMPTS):
         if attempt:
             time.sleep(0.05 * attempt)
-            done = _committed(root, app_id)
-            if done >= batch_id:  # a concurrent run of this batch won
-                shutil.rmtree(target, ignore_errors=True)
-                log.info("Delta table %s: micro-batch %d of %s was committed by a concurrent "
-                         "run; this run's files removed", path, batch_id, app_id)
-                return 0
+            if _committed(root, app_id) >= batch_id:  # a concurrent run of this batch won
+                return _lost(root, folder, total, path, batch_id, app_id)
+        creating = not DeltaTable.is_deltatable(root)
         try:
-            if DeltaTable.is_deltatable(root):
+            if creating:
+                create_table_with_add_actions(root, schema, actions, mode="error",
+                                              commit_properties=props)
+            else:
                 table = DeltaTable(root)
                 recorded = table.transaction_version(app_id)
                 if recorded is not None and recorded >= batch_id:
                     continue  # recognised as done at the top of the next attempt
                 table.create_write_transaction(actions, mode=mode, schema=schema,
                                                commit_properties=props)
-            else:
-                create_table_with_add_actions(root, schema, actions, mode="error",
-                                              commit_properties=props)
         except CommitFailedError as exc:  # another commit took the version
             failure = exc
             continue
         except DeltaError as exc:
-            if not DeltaTable.is_deltatable(root):
-                shutil.rmtree(target, ignore_errors=True)
-                raise JobExecutionError(f"committing micro-batch {batch_id} to {path} failed: "
-                                        f"{exc}") from exc
-            failure = exc  # another run created the table first
-            continue
+            if creating and DeltaTable.is_deltatable(root):
+                failure = exc  # another run created the table first
+                continue
+            shutil.rmtree(target, ignore_errors=True)
+            raise JobExecutionError(f"committing micro-batch {batch_id} to {path} failed: "
+                                    f"{exc}") from exc
         kill_point("delta.after-commit")
         log.info("Delta table %s: micro-batch %d of %s committed (%s rows in %d files) in "
                  "%.2f s", path, batch_id, app_id, f"{total:,}", len(actions),
                  time.monotonic() - start)
         return total
     if _committed(root, app_id) >= batch_id:
-        shutil.rmtree(target, ignore_errors=True)
-        return 0
+        return _lost(root, folder, total, path, batch_id, app_id)
     shutil.rmtree(target, ignore_errors=True)
     raise DeltaCommitConflict(f"micro-batch {batch_id} of {app_id} could not be committed to "
                               f"{path} after {COMMIT_ATTEMPTS} attempts: {failure}") from failure
+
+
+def _lost(root: str, folder: str, total: int, path: str, batch_id: int, app_id: str) -> int:
+    """The table holds the batch after a failed commit: another run's commit (remove this
+    run's files, 0 rows) or, when the log references them, this run's own (its rows)."""
+    from deltalake import DeltaTable
+
+    marker = f"/{folder}/"
+    if any(marker in uri for uri in DeltaTable(root).file_uris()):
+        return total  # the commit went through although it reported a failure
+    shutil.rmtree(os.path.join(root, folder), ignore_errors=True)
+    log.info("Delta table %s: micro-batch %d of %s was committed by a concurrent run; this "
+             "run's files removed", path, batch_id, app_id)
+    return 0
 
 
 def _spark_delta_version(spark: SparkSession, path: str) -> int:
