@@ -11,12 +11,18 @@
 from __future__ import annotations
 
 import reprlib
+import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..state_store.errors import ConfigurationError, DataStreamError, JobExecutionError
+from ..state_store.errors import (
+    ConfigurationError,
+    DataStreamError,
+    JobExecutionError,
+    UserFunctionError,
+)
 from ..state_store.keygroups import DEFAULT_MAX_PARALLELISM, check_max_parallelism
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -191,9 +197,49 @@ _short_repr.maxlist = 8
 _short_repr.maxdict = 8
 
 
-def user_function_error(operator_name: str, what: str, record: Any, exc: BaseException) -> JobExecutionError:
-    """A JobExecutionError naming the operator, the failing call and the record."""
-    return JobExecutionError(
+#: modules whose frames are the product's (or Spark's), not the user's
+_OWN_MODULES = ("pyspark_datastream", "pyspark", "py4j")
+
+
+def _is_own(frame: Any) -> bool:
+    name = str(frame.f_globals.get("__name__") or "")
+    return name.split(".", 1)[0] in _OWN_MODULES
+
+
+def user_traceback(exc: BaseException) -> str:
+    """The frames of ``exc`` that run user code, printed as Python prints a traceback (file,
+    line, code), ending with the exception line; "" when no frame is the user's. A cause or
+    context the user's code chained is printed before it, as Python does."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    chain: list[tuple[BaseException, str]] = []
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        link = ("The above exception was the direct cause of the following exception:"
+                if current.__cause__ is not None else
+                "During handling of the above exception, another exception occurred:"
+                if current.__context__ is not None and not current.__suppress_context__ else "")
+        chain.append((current, link))
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+    for error, link in reversed(chain):
+        frames = [(f, line) for f, line in traceback.walk_tb(error.__traceback__) if not _is_own(f)]
+        if not frames:
+            continue
+        if link and parts:  # the chained exception printed above leads to this one
+            parts.append(f"\n{link}\n\n")
+        stack = traceback.StackSummary.extract(frames)
+        lines = "".join(traceback.format_exception_only(type(error), error))
+        parts.append("Traceback (most recent call last):\n" + "".join(stack.format()) + lines)
+    return "".join(parts).rstrip("\n")
+
+
+def user_function_error(operator_name: str, what: str, record: Any,
+                        exc: BaseException) -> JobExecutionError:
+    """A UserFunctionError naming the operator, the failing call and the record (first line),
+    followed by the user function's own traceback frames."""
+    frames = user_traceback(exc)
+    return UserFunctionError(
         f"operator {operator_name!r}: {what} failed on {_short_repr.repr(record)}: "
-        f"{type(exc).__name__}: {exc}"
+        f"{type(exc).__name__}: {exc}" + (f"\n{frames}" if frames else "")
     )

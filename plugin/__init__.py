@@ -66,6 +66,7 @@ from .state_store.errors import (
     StateDescriptorError,
     StateError,
     UnclaimedStateError,
+    UserFunctionError,
 )
 from .state_store.namespaces import TimeWindow
 from .state_store.row import Row
@@ -172,4 +173,4 @@ __all__ += [
     "SessionWindowTimeGapExtractor", "WindowFunction",
 ]
 __all__ += ["JobClient", "JobStatus"]
-__all__ += ["CheckpointMismatchError", "CheckpointRootError"]
+__all__ += ["CheckpointMismatchError", "CheckpointRootError", "UserFunctionError"]

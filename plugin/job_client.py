@@ -182,14 +182,13 @@ class JobClient:
             self._finish_queries()
 
     def _fail(self, name: str, exc: Any) -> None:
-        from .translation.streaming import _summary
+        from .translation.failures import job_failure
 
         for _, q in self._queries:
             if q.isActive:
                 q.stop()
         self._status = JobStatus.FAILED
-        self._error = JobExecutionError(
-            f"STREAMING query {name!r} of job {self.job_name!r} failed: {_summary(exc)}")
+        self._error = job_failure(exc, f"STREAMING query {name!r} of job {self.job_name!r}")
         self._translator.release()  # a temporary checkpoint ends with the job
 
     def _finish_thread(self) -> None:

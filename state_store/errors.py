@@ -18,6 +18,7 @@ __all__ = [
     "CheckpointRootError",
     "CheckpointMismatchError",
     "JobExecutionError",
+    "UserFunctionError",
     "ProcessingTimeError",
     "SavepointError",
     "SavepointNotFoundError",
@@ -72,6 +73,11 @@ class CheckpointMismatchError(GraphBuildError):
 
 class JobExecutionError(DataStreamError, RuntimeError):
     """A job failed while running on Spark."""
+
+
+class UserFunctionError(JobExecutionError):
+    """A user function raised: the message names the operator, the call and the record,
+    then the user function's own traceback frames."""
 
 
 class ProcessingTimeError(DataStreamError, RuntimeError):

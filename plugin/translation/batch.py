@@ -38,6 +38,7 @@ from ..spark_types import is_spark_mappable, python_from_spark
 from ..state_store.errors import GraphBuildError, JobExecutionError
 from ..tracing import Expr, native_key_bytes, plain_callable, to_column, trace
 from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding, make_decoder, typed_encoding
+from .failures import surfacing
 from .passes import RESTORE_COLUMNS, SP_COLUMNS, SP_META, KeyedSpec, PassSpec, output_ddl, run_pass
 
 if TYPE_CHECKING:
@@ -132,7 +133,8 @@ class BatchTranslator:
             ok = False
             try:
                 with progress.action(f"collect of {node.name!r}"):
-                    table = df.toArrow()
+                    with surfacing(f"BATCH job {self.job_name!r}, collect of {node.name!r}"):
+                        table = df.toArrow()
                     progress.complete(stage, rows_in=table.num_rows)
                 ok = True
             finally:
@@ -195,7 +197,8 @@ class BatchTranslator:
         progress.planned()
         counts: dict[str, int] = {}
         for sink, df, decode, stage in plans:
-            with progress.action(f"sink {sink.name!r}"):
+            with progress.action(f"sink {sink.name!r}"), \
+                    surfacing(f"BATCH job {self.job_name!r}, sink {sink.name!r}"):
                 if sink.kind == "print":
                     n = 0
                     prefix = sink.options.get("identifier")
@@ -210,7 +213,8 @@ class BatchTranslator:
                 progress.complete(stage, rows_in=n)
             counts[sink.name] = n
         if savepoint is not None:
-            with progress.action(f"savepoint write to {savepoint.path}"):
+            with progress.action(f"savepoint write to {savepoint.path}"), \
+                    surfacing(f"BATCH job {self.job_name!r}, savepoint write to {savepoint.path}"):
                 version = savepoint.write()
                 progress.complete(sp_stage, entries_out=savepoint.entry_count(),
                                   detail=f"Delta table {savepoint.path}, version {version}")

@@ -30,13 +30,15 @@ def _named(kind: str, fn: Callable[..., Any], name: str, body: Stage) -> Stage:
             return body(values, ts)
         except DataStreamError:
             raise
-        except Exception:  # noqa: BLE001 - replay to find and name the failing record
-            for v, t in zip(values, ts):
-                try:
-                    fn(v, t) if kind == "timestamps" else fn(v)
-                except Exception as exc:  # noqa: BLE001
-                    raise user_function_error(name, kind, v, exc) from exc
-            raise
+        except Exception as exc:  # noqa: BLE001 - replay to find and name the failing record
+            failure = exc
+        # replayed outside the handler, so the record's own error carries no batch context
+        for v, t in zip(values, ts):
+            try:
+                fn(v, t) if kind == "timestamps" else fn(v)
+            except Exception as exc:  # noqa: BLE001
+                raise user_function_error(name, kind, v, exc) from exc
+        raise failure
 
     return run
 

@@ -59,9 +59,10 @@ from ..graph import (
 )
 from ..operators.base import MIN_WATERMARK, OperatorConfig
 from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
-from ..state_store.errors import ConfigurationError, GraphBuildError, JobExecutionError
+from ..state_store.errors import ConfigurationError, GraphBuildError
 from .batch import BatchTranslator, Stream
 from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
+from .failures import job_failure
 from .group_frames import (
     BLOB,
     ROW_INDEX_BITS,
@@ -868,8 +869,8 @@ class StreamingTranslator(BatchTranslator):
         self._log_progress(name, query)
         error = failure if failure is not None else query.exception()
         if error is not None:
-            raise JobExecutionError(f"STREAMING query {name!r} of job {self.job_name!r} failed: "
-                                    f"{_summary(error)}") from failure
+            raise job_failure(error, f"STREAMING query {name!r} of job {self.job_name!r}") \
+                from error
         log.info("STREAMING query %s finished in %.1f s", name, time.time() - start)
 
     def _await_processing_time(self, query: Any) -> None:
@@ -929,15 +930,6 @@ def _watermark_ms(progress: dict[str, Any]) -> int:
     from datetime import datetime
 
     return int(datetime.fromisoformat(wm.replace("Z", "+00:00")).timestamp() * 1000)
-
-
-def _summary(error: Any) -> str:
-    """The product's own error line out of a Spark failure (else its first line)."""
-    text = str(getattr(error, "desc", None) or error).strip()
-    if not text:
-        return repr(error)
-    ours = [ln.strip() for ln in text.splitlines() if "pyspark_datastream." in ln and "Error: " in ln]
-    return ours[-1] if ours else text.splitlines()[0][:2000]
 
 
 def _col(name: str) -> Any:

@@ -1,0 +1,67 @@
+"""A user function that raises surfaces at the driver as the product's typed error, in both
+modes and through every sink: first line = operator, call, record and the user's exception;
+then the user's own frames (file, line, code) as Python prints them; Spark's failure is
+``__cause__``, not the message's first lines."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark_datastream import KeyedProcessFunction, Types, UserFunctionError
+
+THIS = __file__
+
+
+def _line(marker: str) -> int:
+    with open(THIS, encoding="utf-8") as f:
+        return next(i for i, text in enumerate(f, 1) if marker in text and "_line(" not in text)
+
+
+def parse(record: dict) -> int:
+    return int(record["amount"])  # RAISES-KEYERROR
+
+
+class Ratio(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        yield 100 // (value - 3)  # RAISES-ZERO
+
+
+def _check(error: BaseException, first: str, marker: str, code: str) -> None:
+    assert isinstance(error, UserFunctionError), type(error)
+    text = str(error)
+    assert text.splitlines()[0] == first
+    assert f'File "{THIS}", line {_line(marker)}' in text, text
+    assert code in text
+    assert "Traceback (most recent call last):" in text
+    assert "pyspark_datastream" not in text.split("\n", 1)[1].split("(while running")[0], \
+        "only the user's frames are shown"
+    assert error.__cause__ is not None and not isinstance(error.__cause__, UserFunctionError)
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_user_map_and_process_errors_show_the_users_frames(env_factory, tmp_path, mode):
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+    mapped = env.from_collection([1, 2, 3]).map(
+        lambda v: parse({"n": v} if v == 2 else {"amount": v}))
+    with pytest.raises(UserFunctionError) as info:
+        list(mapped.execute_and_collect())
+    _check(info.value, "operator 'Map': map failed on 2: KeyError: 'amount'", "RAISES-KEYERROR",
+           'return int(record["amount"])')
+    assert "KeyError: 'amount'" in str(info.value)
+
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt2")})
+    ratios = env.from_collection([1, 2, 3, 4]).key_by(lambda v: v % 2).process(Ratio())
+    with pytest.raises(UserFunctionError) as info:
+        list(ratios.execute_and_collect())
+    _check(info.value, "operator 'Ratio': process_element failed on 3: ZeroDivisionError: "
+           "integer division or modulo by zero", "RAISES-ZERO", "yield 100 // (value - 3)")
+
+
+def test_user_error_through_a_batch_delta_sink(env_factory, tmp_path):
+    env = env_factory("BATCH")
+    env.from_collection([1, 2, 3, 4]).key_by(lambda v: v % 2).process(
+        Ratio(), output_type=Types.LONG()).sink_to_delta(str(tmp_path / "out"))
+    with pytest.raises(UserFunctionError) as info:
+        env.execute("ratios")
+    _check(info.value, "operator 'Ratio': process_element failed on 3: ZeroDivisionError: "
+           "integer division or modulo by zero", "RAISES-ZERO", "yield 100 // (value - 3)")
+    assert "BATCH job 'ratios', sink" in str(info.value)

@@ -1,0 +1,87 @@
+"""Failures of Spark actions, surfaced as the product's own typed errors.
+
+A user function that raises on an executor becomes a :class:`UserFunctionError` there
+(operator, call, record, then the user's own traceback frames); Spark hands it to the
+driver buried in a ``PythonException`` / ``StreamingQueryException`` / Py4J error, after a
+worker traceback and before JVM frames. :func:`job_failure` digs the product's error back
+out and raises it as the same class, its text as the executor wrote it (the first line
+names the operator and the record), with the job context on a last line and Spark's
+exception as ``__cause__``. Anything else becomes a :class:`JobExecutionError` whose first
+line is Spark's own first line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Optional
+
+from ..state_store import errors
+from ..state_store.errors import DataStreamError, JobExecutionError
+
+__all__ = ["embedded_error", "job_failure", "surfacing"]
+
+_MARK = re.compile(r"(?:pyspark_datastream\.)?state_store\.errors\.(\w+): ")
+#: where the worker's Python text ends: JVM frames and Spark's trailers
+_END = re.compile(r"^\s*(?:at [\w$.<>]+\(|\.\.\. \d+ more|Caused by: |Driver stacktrace:|"
+                  r"JVM stacktrace:|\tat |=== Streaming Query ===)")
+#: error classes Spark appends to the last line of the worker's text
+_SQLSTATE = re.compile(r"(?:\s*SQLSTATE: \w+)+\s*$")
+
+
+def _texts(exc: BaseException) -> Iterator[str]:
+    """The texts of ``exc`` and its causes (Spark keeps the worker's text in ``desc``)."""
+    seen: set[int] = set()
+    current: Optional[BaseException] = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield str(getattr(current, "desc", None) or current)
+        current = current.__cause__ or current.__context__
+
+
+def embedded_error(exc: BaseException) -> Optional[DataStreamError]:
+    """The product's error an executor raised, rebuilt from the text of ``exc`` (or of its
+    causes); None when there is none."""
+    for text in _texts(exc):
+        found = list(_MARK.finditer(text))
+        if not found:
+            continue
+        mark = found[-1]
+        cls = getattr(errors, mark.group(1), None)
+        if not (isinstance(cls, type) and issubclass(cls, DataStreamError)):
+            cls = JobExecutionError
+        lines = []
+        for line in text[mark.end():].splitlines():
+            if _END.match(line):
+                break
+            lines.append(_SQLSTATE.sub("", line))
+        message = "\n".join(lines).rstrip()
+        if message:
+            return cls(message)
+    return None
+
+
+def job_failure(exc: BaseException, context: str) -> DataStreamError:
+    """The error to raise for ``exc``, a failure of ``context`` (e.g. ``"collect of 'x'"``):
+    the executor's typed error when ``exc`` carries one, else a JobExecutionError."""
+    found = embedded_error(exc)
+    if found is not None:
+        found.args = (f"{found}\n(while running {context})",)
+        return found
+    if isinstance(exc, DataStreamError):
+        return exc
+    first = (str(getattr(exc, "desc", None) or exc).strip().splitlines() or [repr(exc)])[0]
+    return JobExecutionError(f"{context} failed: {first[:2000]}")
+
+
+@contextmanager
+def surfacing(context: str) -> Iterator[None]:
+    """Run a Spark action; its failure is raised as :func:`job_failure` ``from`` it."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - every failure is surfaced as a typed error
+        failure = job_failure(exc, context)
+        if failure is exc:
+            raise
+        raise failure from exc
