@@ -6,7 +6,7 @@ then the user's own frames (file, line, code) as Python prints them; Spark's fai
 from __future__ import annotations
 
 import pytest
-from pyspark_datastream import KeyedProcessFunction, Types, UserFunctionError
+from pyspark_datastream import KeyedProcessFunction, OutputTypeError, Types, UserFunctionError
 
 THIS = __file__
 
@@ -65,3 +65,24 @@ def test_user_error_through_a_batch_delta_sink(env_factory, tmp_path):
     _check(info.value, "operator 'Ratio': process_element failed on 3: ZeroDivisionError: "
            "integer division or modulo by zero", "RAISES-ZERO", "yield 100 // (value - 3)")
     assert "BATCH job 'ratios', sink" in str(info.value)
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_a_value_that_does_not_fit_its_declared_type_is_refused_in_every_sink(
+        env_factory, tmp_path, mode):
+    """Was: 1.75 for Types.LONG() written as 1 by the sinks and returned as 1.75 by BATCH
+    collect; now the same OutputTypeError everywhere, and the Delta table gets no version."""
+    def build(env):
+        return env.from_collection([1, 2, 3]).map(lambda v: v * 1.75 if v == 1 else v,
+                                                  output_type=Types.LONG())
+
+    message = (r"operator 'Map': an output record does not match the declared output_type "
+               r"Types.LONG\(\): field 'value' is declared Types.LONG\(\) but holds 1.75 \(float\)")
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+    with pytest.raises(OutputTypeError, match=message):
+        list(build(env).execute_and_collect())
+    table = tmp_path / "out"
+    build(env).sink_to_delta(str(table))
+    with pytest.raises(OutputTypeError, match=message):
+        env.execute("typed")
+    assert not (table / "_delta_log").exists() or not any((table / "_delta_log").glob("*.json"))

@@ -56,6 +56,7 @@ from .state_store.errors import (
     IncompatibleStateError,
     JobExecutionError,
     KeyGroupError,
+    OutputTypeError,
     ProcessingTimeError,
     SavepointConflictError,
     SavepointError,
@@ -173,4 +174,5 @@ __all__ += [
     "SessionWindowTimeGapExtractor", "WindowFunction",
 ]
 __all__ += ["JobClient", "JobStatus"]
-__all__ += ["CheckpointMismatchError", "CheckpointRootError", "UserFunctionError"]
+__all__ += ["CheckpointMismatchError", "CheckpointRootError", "OutputTypeError",
+            "UserFunctionError"]

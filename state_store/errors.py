@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "DataStreamError",
     "SerializationError",
+    "OutputTypeError",
     "StateError",
     "StateDescriptorError",
     "StateBackendError",
@@ -73,6 +74,12 @@ class CheckpointMismatchError(GraphBuildError):
 
 class JobExecutionError(DataStreamError, RuntimeError):
     """A job failed while running on Spark."""
+
+
+class OutputTypeError(JobExecutionError, SerializationError):
+    """A record does not fit the ``output_type`` its operator declared (a value of another
+    type, a wrong number of fields, an integer out of range): raised where the record's
+    column is built, naming the operator, the field, the value and the declared type."""
 
 
 class UserFunctionError(JobExecutionError):

@@ -37,7 +37,19 @@ from ..progress import BatchProgress, Stage
 from ..spark_types import is_spark_mappable, python_from_spark
 from ..state_store.errors import GraphBuildError, JobExecutionError
 from ..tracing import Expr, native_key_bytes, plain_callable, to_column, trace
-from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding, make_decoder, typed_encoding
+from .encoding import (
+    KEY,
+    KG,
+    PICKLED,
+    SIDE,
+    TAG,
+    TS,
+    VALUE,
+    Encoding,
+    make_decoder,
+    output_check,
+    typed_encoding,
+)
 from .failures import surfacing
 from .passes import RESTORE_COLUMNS, SP_COLUMNS, SP_META, KeyedSpec, PassSpec, output_ddl, run_pass
 
@@ -148,7 +160,10 @@ class BatchTranslator:
         """The DataFrame to collect for ``node`` and the decoder of its Arrow batches."""
         stream = self.translate(node)
         df, enc = self._collectable_arrow(stream, node)
-        return df, make_decoder(enc)
+        decode, check = make_decoder(enc), output_check(node.output_type, enc, node.name)
+        if check is None:
+            return df, decode
+        return df, lambda batch: check(decode(batch))
 
     def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
         progress = self._start_progress()
@@ -738,14 +753,17 @@ class BatchTranslator:
         return self._materialize(stream, PICKLED, name=node.name).select(VALUE), PICKLED
 
     def _collectable(self, stream: Stream, node: Transformation) -> tuple[DataFrame, Any]:
-        """The DataFrame to collect and a converter from its Spark Rows to records."""
+        """The DataFrame to collect and a converter from a list of its Spark Rows to the
+        records (checked against the node's output_type when they travel pickled)."""
         df, enc = self._collectable_arrow(stream, node)
         if enc.typed:
-            return df, python_from_spark(enc.type_info, enc.shape, enc.columns)
+            conv = python_from_spark(enc.type_info, enc.shape, enc.columns)
+            return df, lambda rows: [conv(row) for row in rows]
         import pickle
 
         loads = pickle.loads
-        return df, lambda row: loads(row[0])
+        check = output_check(node.output_type, enc, node.name) or (lambda records: records)
+        return df, lambda rows: check([loads(row[0]) for row in rows])
 
 
 def _bool(value: Any) -> bool:

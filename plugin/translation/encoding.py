@@ -18,14 +18,17 @@ import pyarrow as pa
 from ..spark_types import (
     arrow_type,
     column_names,
+    is_spark_mappable,
     python_from_arrow,
     python_to_arrow,
     spark_ddl_type,
 )
+from ..state_store.errors import OutputTypeError
 from ..state_store.row import Row
 from ..state_store.typeinfo import TypeInformation
 
-__all__ = ["Encoding", "PICKLED", "typed_encoding", "make_decoder", "ColumnWriter"]
+__all__ = ["Encoding", "PICKLED", "typed_encoding", "make_decoder", "ColumnWriter",
+           "checked_array", "fields_of", "output_check", "record_arrays"]
 
 TS, VALUE, TAG, KG, KEY, SIDE = "_ts", "_v", "_tag", "_kg", "_k", "_side"
 _PICKLE = pickle.HIGHEST_PROTOCOL
@@ -116,8 +119,10 @@ def make_decoder(enc: Encoding) -> Callable[[pa.RecordBatch], list[Any]]:
 class ColumnWriter:
     """Accumulates output records column-wise and emits Arrow batches."""
 
-    def __init__(self, enc: Encoding, extra: list[pa.Field], batch_size: int = 8192) -> None:
+    def __init__(self, enc: Encoding, extra: list[pa.Field], batch_size: int = 8192,
+                 name: str = "") -> None:
         self.enc = enc
+        self.name = name  # the operator whose records these are (for OutputTypeError)
         self.extra = extra
         payload = enc.arrow_fields()
         self.schema = pa.schema(extra + payload)
@@ -147,7 +152,7 @@ class ColumnWriter:
                 for col in self.payload_cols:
                     col.append(None)
             else:
-                values = _fields_of(value, self._names)
+                values = fields_of(value, self._names, self.name)
                 for col, conv, v in zip(self.payload_cols, self.convs, values):
                     col.append(v if conv is None or v is None else conv(v))
         self.n += 1
@@ -188,8 +193,13 @@ class ColumnWriter:
     def flush(self) -> Optional[pa.RecordBatch]:
         if self.n == 0:
             return None
-        arrays = [pa.array(c, type=f.type) for c, f in zip(self.extra_cols + self.payload_cols,
-                                                            self.schema)]
+        arrays = [pa.array(c, type=f.type) for c, f in zip(self.extra_cols, self.schema)]
+        if self.enc.typed:
+            payload = list(self.schema)[len(self.extra):]
+            arrays += [checked_array(c, f.type, self.name, self.enc, i)
+                       for i, (c, f) in enumerate(zip(self.payload_cols, payload))]
+        else:
+            arrays += [pa.array(self.payload_cols[0], type=pa.binary())]
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         self.extra_cols = [[] for _ in self.extra]
         self.payload_cols = [[] for _ in self.payload_cols]
@@ -197,19 +207,154 @@ class ColumnWriter:
         return batch
 
 
-def _fields_of(value: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
+def _declared(enc: Encoding, index: int) -> tuple[str, Any]:
+    """``(field name, declared type)`` of payload column ``index``."""
+    assert enc.type_info is not None
+    if enc.shape == "scalar":
+        return enc.columns[0], enc.type_info
+    return enc.columns[index], enc.type_info.get_field_types()[index]
+
+
+def _fits(value: Any, arrow_t: pa.DataType) -> bool:
+    """Whether one Python value may go into a column of ``arrow_t`` (int widens to float)."""
+    if value is None:
+        return True
+    kind = type(value)
+    if pa.types.is_boolean(arrow_t):
+        return kind is bool
+    if pa.types.is_integer(arrow_t):
+        return isinstance(value, int) and kind is not bool
+    if pa.types.is_floating(arrow_t):
+        return isinstance(value, (int, float)) and kind is not bool
+    if pa.types.is_string(arrow_t):
+        return isinstance(value, str)
+    if pa.types.is_binary(arrow_t):
+        return isinstance(value, (bytes, bytearray, memoryview))
+    return True
+
+
+def _strict(arrow_t: pa.DataType) -> bool:
+    return (pa.types.is_boolean(arrow_t) or pa.types.is_integer(arrow_t)
+            or pa.types.is_floating(arrow_t) or pa.types.is_string(arrow_t)
+            or pa.types.is_binary(arrow_t))
+
+
+def _widens(inferred: pa.DataType, arrow_t: pa.DataType) -> bool:
+    """Casts that keep every value: int -> float/double and int -> a narrower int (range
+    checked by the safe cast), double -> FLOAT (Python floats are doubles)."""
+    if pa.types.is_integer(inferred):
+        return pa.types.is_integer(arrow_t) or pa.types.is_floating(arrow_t)
+    return pa.types.is_floating(inferred) and pa.types.is_floating(arrow_t)
+
+
+def checked_array(values: list[Any], arrow_t: pa.DataType, operator: str, enc: Encoding,
+                  index: int) -> pa.Array:
+    """Payload column ``index`` of ``enc`` as an Arrow array of ``arrow_t``, refusing any
+    value the declared type cannot hold as it is (``pa.array(..., type=int64)`` would
+    truncate 1.75 to 1): basic columns are built from the inferred type and only cast where
+    nothing is lost; others are built by Arrow directly. Raises :class:`OutputTypeError`."""
+    try:
+        if not _strict(arrow_t):
+            return pa.array(values, type=arrow_t)
+        inferred = pa.array(values)
+        if inferred.type == arrow_t:
+            return inferred
+        if pa.types.is_null(inferred.type) or _widens(inferred.type, arrow_t):
+            return inferred.cast(arrow_t, safe=True)
+        failure: Optional[BaseException] = None
+    except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+        failure = exc
+    field, declared = _declared(enc, index)
+    bad = next((v for v in values if not _fits(v, arrow_t)), None)
+    if bad is None and failure is not None:  # every value has a fitting type: out of range
+        bad = next((v for v in values if v is not None and _out_of_range(v, arrow_t)), None)
+    what = (f"{bad!r:.60} ({type(bad).__name__})" if bad is not None
+            else f"a value ({type(failure).__name__}: {failure})")
+    raise OutputTypeError(
+        f"operator {operator!r}: an output record does not match the declared output_type "
+        f"{enc.type_info!r}: field {field!r} is declared {declared!r} but holds {what} (no "
+        f"value is converted silently)") from failure
+
+
+def _out_of_range(value: Any, arrow_t: pa.DataType) -> bool:
+    try:
+        pa.array([value]).cast(arrow_t, safe=True)
+        return False
+    except (pa.ArrowException, OverflowError):
+        return True
+
+
+def record_arrays(values: list[Any], enc: Encoding, operator: str) -> list[pa.Array]:
+    """Whole records as the Arrow payload arrays of the typed ``enc``, checked as
+    :class:`ColumnWriter` checks them (used by the STREAMING group output and to check
+    records collected to the driver)."""
+    try:
+        return _record_arrays(values, enc, operator)
+    except OutputTypeError:
+        raise
+    except (ValueError, TypeError, OverflowError, pa.ArrowException) as exc:
+        raise OutputTypeError(
+            f"operator {operator!r}: an output record does not match the declared output_type "
+            f"{enc.type_info!r}: {type(exc).__name__}: {exc}") from exc
+
+
+def _record_arrays(values: list[Any], enc: Encoding, operator: str) -> list[pa.Array]:
+    to_arrow = python_to_arrow
+    assert enc.type_info is not None
+    fields = enc.arrow_fields()
+    if enc.shape == "scalar":
+        conv = to_arrow(enc.type_info)
+        column = values if conv is None else [None if v is None else conv(v) for v in values]
+        return [checked_array(column, fields[0].type, operator, enc, 0)]
+    width = len(enc.columns)
+    convs = [to_arrow(t) for t in enc.type_info.get_field_types()]
+    if values and set(map(type, values)) == {tuple} and set(map(len, values)) == {width}:
+        columns: list[list[Any]] = [list(c) for c in zip(*values)]
+    else:
+        columns = [[] for _ in range(width)]
+        appends = [c.append for c in columns]
+        for value in values:
+            parts = (None,) * width if value is None else fields_of(value, enc.columns, operator)
+            for append, x in zip(appends, parts):
+                append(x)
+    return [checked_array(c if conv is None else [None if x is None else conv(x) for x in c],
+                          f.type, operator, enc, i)
+            for i, (c, conv, f) in enumerate(zip(columns, convs, fields))]
+
+
+def output_check(output_type: Optional[TypeInformation], enc: Encoding, operator: str
+                 ) -> Optional[Callable[[list[Any]], list[Any]]]:
+    """For records that reach the driver pickled (collect, print) although their operator
+    declares an output_type Spark can hold: a check of a list of them by the rules typed
+    columns are built with, so every sink raises the same OutputTypeError; None when there
+    is nothing to check."""
+    if enc.typed or output_type is None or not is_spark_mappable(output_type):
+        return None
+    typed = typed_encoding(output_type)
+
+    def check(records: list[Any]) -> list[Any]:
+        for i in range(0, len(records), 8192):
+            record_arrays(records[i:i + 8192], typed, operator)
+        return records
+
+    return check
+
+
+def fields_of(value: Any, names: tuple[str, ...], operator: str = "") -> tuple[Any, ...]:
+    """The field values of a record for the typed columns ``names``."""
+    where = f"operator {operator!r}: " if operator else ""
     if isinstance(value, Row) and value._fields is not None and set(value._fields) >= set(names):
         return tuple(value[n] for n in names)
     if isinstance(value, (tuple, list)):
         if len(value) != len(names):
-            raise ValueError(
-                f"record {value!r} has {len(value)} fields but the declared output_type has "
-                f"{len(names)} ({', '.join(names)})"
+            raise OutputTypeError(
+                f"{where}record {value!r:.80} has {len(value)} fields but the declared "
+                f"output_type has {len(names)} ({', '.join(names)})"
             )
         return tuple(value)
     if isinstance(value, dict):
         return tuple(value.get(n) for n in names)
-    raise ValueError(
-        f"record {value!r} of type {type(value).__name__} does not match the declared "
-        f"output_type with fields ({', '.join(names)})"
+    raise OutputTypeError(
+        f"{where}record {value!r:.80} of type {type(value).__name__} does not match the "
+        f"declared output_type with fields ({', '.join(names)})"
     )

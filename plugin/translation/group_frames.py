@@ -23,20 +23,19 @@ thousands of rows), so per-row pandas work dominates it unless avoided:
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import repeat
 from operator import itemgetter
 from typing import Any, Optional
 
 import pyarrow as pa
 
 from ..operators.keygroup import KeyGroupColumns
-from ..spark_types import is_spark_mappable, python_from_arrow, python_to_arrow
+from ..spark_types import is_spark_mappable, python_from_arrow
 from ..state_store.errors import JobExecutionError, SerializationError
 from ..state_store.keygroups import assign_key_group
 from ..state_store.row import Row
-from .encoding import KEY, SIDE, TAG, TS, VALUE, Encoding, _fields_of, typed_encoding
+from .encoding import KEY, SIDE, TAG, TS, VALUE, Encoding, record_arrays, typed_encoding
 
 __all__ = [
     "BLOB",
@@ -274,37 +273,11 @@ def _merge_splits_by_event_time(order: Optional[Any], keys: list[Any], stamps: A
 
 # -- out -----------------------------------------------------------------------------------
 def _payload_arrays(values: list[Any], enc: Optional[Encoding], name: str) -> list[pa.Array]:
-    """The records as Arrow arrays, by the Arrow passes' rules (``ColumnWriter``)."""
+    """The records as Arrow arrays, checked by the Arrow passes' rules (``ColumnWriter``)."""
     if enc is None:
         dumps = pickle.dumps
         return [pa.array([dumps(v, _PICKLE) for v in values], type=pa.binary())]
-    assert enc.type_info is not None
-    fields = enc.arrow_fields()
-    try:
-        if enc.shape == "scalar":
-            conv = python_to_arrow(enc.type_info)
-            column = values if conv is None else [None if v is None else conv(v) for v in values]
-            return [pa.array(column, type=fields[0].type)]
-        width = len(enc.columns)
-        convs = [python_to_arrow(t) for t in enc.type_info.get_field_types()]
-        if values and set(map(type, values)) == {tuple} and set(map(len, values)) == {width}:
-            columns: list[Any] = [list(c) for c in zip(*values)]
-        else:
-            columns = [[] for _ in range(width)]
-            appends = [c.append for c in columns]
-            names = enc.columns
-            for value in values:
-                parts: Iterable[Any] = repeat(None, width) if value is None else _fields_of(value, names)
-                for append, x in zip(appends, parts):
-                    append(x)
-        return [pa.array(c if conv is None else [None if x is None else conv(x) for x in c],
-                         type=f.type)
-                for c, conv, f in zip(columns, convs, fields)]
-    except (ValueError, TypeError, OverflowError, pa.ArrowException) as exc:
-        raise JobExecutionError(
-            f"operator {name!r}: an output record does not match the declared output_type "
-            f"{enc.type_info!r}: {type(exc).__name__}: {exc}"
-        ) from exc
+    return record_arrays(values, enc, name)
 
 
 def output_blobs(outputs: list[Any], tags: frozenset[str], enc: Optional[Encoding],

@@ -125,8 +125,8 @@ class _SavepointWriter(ColumnWriter):
     """A ColumnWriter whose ordinary rows get null ``SP_COLUMNS`` and which can append
     savepoint entry rows (null payload)."""
 
-    def __init__(self, enc: Encoding, extra: list[pa.Field]) -> None:
-        super().__init__(enc, extra)
+    def __init__(self, enc: Encoding, extra: list[pa.Field], name: str = "") -> None:
+        super().__init__(enc, extra, name=name)
         self._pad = (None,) * len(SP_COLUMNS)
         self._lead = (None,) * (len(extra) - len(SP_COLUMNS))
 
@@ -248,7 +248,7 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     decode = make_decoder(spec.input_enc)
     writes_savepoint = spec.writes_savepoint
     writer = (_SavepointWriter if writes_savepoint else ColumnWriter)(
-        spec.output_enc, spec.extra_fields())
+        spec.output_enc, spec.extra_fields(), name=spec.name)
     keyed = spec.keyed is not None
     restoring = keyed and spec.keyed.restore_meta is not None  # type: ignore[union-attr]
     if not keyed and spec.co_stage is None and not spec.tags and not spec.sided:

@@ -403,13 +403,13 @@ class StreamingTranslator(BatchTranslator):
                 rows = self.spark.sql(f"SELECT * FROM {table}").collect()
             finally:
                 self.spark.catalog.dropTempView(table)
-            return CloseableIterator(decode(r) for r in rows)
+            return CloseableIterator(iter(decode(rows)))
 
         def each(batch_df: Any, batch_id: int) -> None:
             rows.extend(batch_df.collect())
 
         self._run_query("collect", df.writeStream.foreachBatch(each))
-        return CloseableIterator(decode(r) for r in rows)
+        return CloseableIterator(iter(decode(rows)))
 
     def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
         self.plan_sinks(sinks)
@@ -450,8 +450,7 @@ class StreamingTranslator(BatchTranslator):
 
                 def show(batch_df: Any, batch_id: int, decode: Any = decode,
                          prefix: Any = prefix, total: list[int] = total) -> None:
-                    for row in batch_df.collect():
-                        record = decode(row)
+                    for record in decode(batch_df.collect()):
                         print(f"{prefix}> {record}" if prefix else str(record))
                         total[0] += 1
 
