@@ -37,6 +37,7 @@ from pyspark_datastream.state_store.entries import StateEntry
 from pyspark_datastream.state_store.errors import (
     JobExecutionError,
     SavepointConflictError,
+    SavepointError,
     SavepointFormatError,
     SavepointNotFoundError,
 )
@@ -343,6 +344,29 @@ def test_concurrent_writers_one_wins(spark, tmp_path):
     losses = [r for r in results if isinstance(r, SavepointConflictError)]
     assert wins == [1] and len(losses) == 1
     assert "another writer committed a savepoint concurrently" in str(losses[0])
+
+
+def test_a_new_path_holding_only_another_writers_uncommitted_data_is_written(spark, tmp_path):
+    """A writer that lost a race (or died) before committing leaves its data folder (and
+    perhaps an empty Delta log): the next writer writes beside it instead of refusing the
+    path as 'not a Delta table' (a real race then ends in the commit's conflict)."""
+    from deltalake import DeltaTable
+
+    entries, metas = _snapshot("heap", {"k": {"count": 1, "events": [], "attrs": {}, "byts": {}}},
+                               128, "")
+    path = tmp_path / "sp"
+    leftover = path / "savepoint-1-abcdef012345"
+    leftover.mkdir(parents=True)
+    (leftover / "part-00000.parquet").write_bytes(b"not committed")
+    (path / "_delta_log").mkdir()
+    assert _write(spark, str(path), "op", entries, metas, 128) == 0
+    assert DeltaTable(str(path)).version() == 0
+    assert all("abcdef012345" not in u for u in DeltaTable(str(path)).file_uris())
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(SavepointError, match=r"not a Delta table \(it holds \['notes.txt'\]\)"):
+        _write(spark, str(other), "op", entries, metas, 128)
 
 
 def test_entry_columns_are_the_unified_layout():

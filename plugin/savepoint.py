@@ -131,12 +131,25 @@ def _check_target(root: str) -> Any:
                 f"{expected}); refusing to overwrite it"
             )
         return table
-    if os.path.isdir(root) and os.listdir(root):
-        raise SavepointError(
-            f"{root} exists, is not empty and is not a Delta table; refusing to write a "
-            "savepoint there"
-        )
+    if os.path.isdir(root):
+        foreign = [n for n in os.listdir(root) if not _is_savepoint_part(root, n)]
+        if foreign:
+            raise SavepointError(
+                f"{root} exists, is not empty and is not a Delta table (it holds "
+                f"{sorted(foreign)[:5]}); refusing to write a savepoint there"
+            )
+        # only other writers' uncommitted data folders (a concurrent or a failed write):
+        # write beside them; the commit decides (SavepointConflictError for the loser)
     return None
+
+
+def _is_savepoint_part(root: str, name: str) -> bool:
+    """A savepoint writer's data folder, or a Delta log with no readable commit yet."""
+    if name.startswith("savepoint-") and os.path.isdir(os.path.join(root, name)):
+        return True
+    log_dir = os.path.join(root, name)
+    return name == "_delta_log" and os.path.isdir(log_dir) and not any(
+        n.endswith(".json") for n in os.listdir(log_dir))
 
 
 def savepoint_arrow_schema_columns() -> list[tuple[str, Any]]:
@@ -374,13 +387,29 @@ def _open_table(path: str, version: Optional[int]) -> Any:
     from deltalake import DeltaTable
 
     root = _local(path)
-    if not _is_delta(root):
+    log_dir = os.path.join(root, "_delta_log")
+    commits = sorted(n for n in os.listdir(log_dir) if n.endswith(".json")) \
+        if os.path.isdir(log_dir) else []
+    if not commits and not _is_delta(root):
         raise SavepointNotFoundError(f"{path} is not a savepoint: no Delta table there")
     try:
         table = DeltaTable(root, version=version)
-    except Exception as exc:  # noqa: BLE001 - foreign error (e.g. missing version)
-        raise SavepointNotFoundError(
-            f"{path}: cannot open savepoint version {version!r}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - foreign error: a missing version or a bad log
+        if version is not None:
+            try:
+                latest = DeltaTable(root).version()
+            except Exception:  # noqa: BLE001 - the log itself is unreadable: below
+                latest = None
+            if latest is not None:
+                raise SavepointNotFoundError(
+                    f"{path}: the savepoint has no version {version} (latest is {latest})"
+                ) from exc
+        raise SavepointFormatError(
+            f"{path}: the savepoint's Delta log is damaged ({log_dir} holds commits "
+            f"{commits[:3]}{'...' if len(commits) > 3 else ''}; reading it failed with "
+            f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}); restore the log "
+            "from a copy or write "
+            "the savepoint again") from exc
     names = [f.name for f in table.schema().fields]
     if "kind" not in names or "value" not in names or "operator_uid" not in names:
         raise SavepointNotFoundError(
