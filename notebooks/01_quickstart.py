@@ -21,7 +21,6 @@ except NameError:
 
     spark = default_local_session()
 
-SMALL = os.environ.get("NOTEBOOK_SMALL") == "1"
 WORKDIR = os.environ.get("NOTEBOOK_WORKDIR") or tempfile.mkdtemp(prefix="quickstart-")
 os.makedirs(WORKDIR, exist_ok=True)
 
@@ -31,13 +30,15 @@ os.makedirs(WORKDIR, exist_ok=True)
 # MAGIC ## The program
 # MAGIC Clicks are `(user, page, event_time_ms)`. `Activity` counts clicks per user in `ValueState`
 # MAGIC and registers an event-time timer 10 s after each click; when it fires without a newer click,
-# MAGIC it emits the user's total.
+# MAGIC it emits the user's total. Each user's clicks reach the job in order, but the users' devices
+# MAGIC lag by up to 4 s, so the stream as a whole is out of event-time order (the watermark allows 5 s).
 
 # COMMAND ----------
 
 import random
 
 from pyspark_datastream import (
+    Duration,
     KeyedProcessFunction,
     RuntimeExecutionMode,
     StreamExecutionEnvironment,
@@ -47,13 +48,15 @@ from pyspark_datastream import (
 )
 
 rng = random.Random(3)
-users = [f"u{i}" for i in range(5 if SMALL else 20)]
+users = [f"u{i}" for i in range(20)]
 clicks = []
 for u in users:
     t = 0
-    for _ in range(rng.randint(3, 8) if SMALL else rng.randint(10, 40)):
+    for _ in range(rng.randint(10, 40)):
         t += rng.choice([1_000, 2_000, 15_000])
         clicks.append((u, rng.choice(["home", "cart"]), t))
+device_lag = {u: rng.uniform(0, 4_000) for u in users}
+clicks.sort(key=lambda c: c[2] + device_lag[c[0]])  # arrival order
 
 
 class Activity(KeyedProcessFunction):
@@ -74,7 +77,8 @@ class Activity(KeyedProcessFunction):
 def build(env):
     ds = env.from_collection(clicks, type_info=Types.TUPLE([Types.STRING(), Types.STRING(), Types.LONG()]))
     ds = ds.assign_timestamps_and_watermarks(
-        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda c, _: c[2]))
+        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5))
+        .with_timestamp_assigner(lambda c, _: c[2]))
     counts = ds.map(lambda c: (c[0], 1)).key_by(lambda c: c[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
     idle = ds.key_by(lambda c: c[0]).process(Activity())
     return counts, idle

@@ -9,7 +9,10 @@
 # MAGIC 3. A STREAMING job (`availableNow`) **restores** it and continues over the new clicks.
 # MAGIC    Sessions that were open at the end of the history close correctly.
 # MAGIC
-# MAGIC The result equals one BATCH run over history + new data.
+# MAGIC The result equals one BATCH run over history + new data. The clicks arrive out of
+# MAGIC event-time order (each user's device lags by up to 4 s; the watermark allows 5 s) and land
+# MAGIC in Parquet files, each a stretch of the log in arrival order, growing with the traffic:
+# MAGIC each user's clicks span the files, which Spark reads largest (latest) first.
 
 # COMMAND ----------
 
@@ -23,7 +26,6 @@ except NameError:
 
     spark = default_local_session()
 
-SMALL = os.environ.get("NOTEBOOK_SMALL") == "1"
 WORKDIR = os.environ.get("NOTEBOOK_WORKDIR") or tempfile.mkdtemp(prefix="handoff-")
 os.makedirs(WORKDIR, exist_ok=True)
 
@@ -44,21 +46,41 @@ from pyspark_datastream import (
 from pyspark_datastream.delta_io import read_delta
 
 GAP = 30_000
+USERS, FILES = 50, 2
 rng = random.Random(21)
 clicks = []
-for u in range(6 if SMALL else 50):
+for u in range(USERS):
     t = rng.randrange(0, 20_000)
-    for _ in range(rng.randint(4, 10) if SMALL else rng.randint(20, 60)):
+    for _ in range(rng.randint(20, 60)):
         t += rng.choice([3_000, 8_000, 45_000, 90_000])
         clicks.append((f"user-{u:02d}", t))
+lag = random.Random(22)
+device_lag = {f"user-{u:02d}": lag.uniform(0, 4_000) for u in range(USERS)}
+clicks.sort(key=lambda c: c[1] + device_lag[c[0]])  # arrival order: not event-time order
 cut = sorted(t for _, t in clicks)[len(clicks) * 2 // 3]
 history = [c for c in clicks if c[1] <= cut]
 new_data = [c for c in clicks if c[1] > cut]
-spark.createDataFrame(history, "user string, ts bigint").write.mode("overwrite").parquet(
-    os.path.join(WORKDIR, "history"))
-spark.createDataFrame(new_data, "user string, ts bigint").write.mode("overwrite").parquet(
-    os.path.join(WORKDIR, "new"))
-print(f"{len(history)} historical clicks up to t={cut}, {len(new_data)} new clicks after")
+
+
+def write_log(rows, path):
+    """The clicks in arrival order as FILES successive Parquet files that grow with the traffic
+    (file f holds a share f + 1): a user's clicks span the files, and Spark reads the largest,
+    latest file first."""
+    shares, start = FILES * (FILES + 1) // 2, 0
+    for f in range(FILES):
+        end = len(rows) if f == FILES - 1 else start + len(rows) * (f + 1) // shares
+        spark.createDataFrame(rows[start:end], "user string, ts bigint").coalesce(1).write.mode(
+            "overwrite" if f == 0 else "append").parquet(path)
+        start = end
+
+
+write_log(history, os.path.join(WORKDIR, "history"))
+write_log(new_data, os.path.join(WORKDIR, "new"))
+last_before_cut = {u: t for u, t in sorted(history, key=lambda c: c[1])}
+straddling = {u for u, t in new_data if u in last_before_cut and t - last_before_cut[u] <= GAP}
+print(f"{len(history)} historical clicks up to t={cut}, {len(new_data)} new clicks after, "
+      f"{FILES} files each; {len(straddling)} users have a session straddling the cut")
+assert straddling, "some sessions continue across the cut"
 
 
 class Sessionize(KeyedProcessFunction):
@@ -149,8 +171,7 @@ senv.execute("sessionize-stream")
 continued = read_delta(spark, os.path.join(WORKDIR, "sessions_stream"))
 
 # The same program over all data in one BATCH run, for comparison.
-spark.createDataFrame(clicks, "user string, ts bigint").write.mode("overwrite").parquet(
-    os.path.join(WORKDIR, "all"))
+write_log(clicks, os.path.join(WORKDIR, "all"))
 benv = StreamExecutionEnvironment.get_execution_environment(spark=spark)
 benv.set_runtime_mode(RuntimeExecutionMode.BATCH)
 everything = sorted(job(benv, spark.read.parquet(os.path.join(WORKDIR, "all"))).execute_and_collect())

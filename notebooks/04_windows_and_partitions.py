@@ -5,6 +5,7 @@
 # MAGIC Keyed event-time windows with PyFlink's assigners (tumbling, sliding, session) and
 # MAGIC functions (reduce, aggregate, process), then FLIP-380's `full_window_partition()` on a
 # MAGIC non-keyed stream: `map_partition`, `sort_partition`, `aggregate`, `reduce` — BATCH only.
+# MAGIC The readings arrive out of event-time order (up to 4 s late) in several Parquet files.
 
 # COMMAND ----------
 
@@ -18,7 +19,6 @@ except NameError:
 
     spark = default_local_session()
 
-SMALL = os.environ.get("NOTEBOOK_SMALL") == "1"
 WORKDIR = os.environ.get("NOTEBOOK_WORKDIR") or tempfile.mkdtemp(prefix="windows-")
 os.makedirs(WORKDIR, exist_ok=True)
 
@@ -28,6 +28,7 @@ import random
 
 from pyspark_datastream import (
     AggregateFunction,
+    Duration,
     EventTimeSessionWindows,
     Order,
     ProcessWindowFunction,
@@ -45,15 +46,24 @@ sensors = ["s1", "s2", "s3"]
 readings = []
 for s in sensors:
     t = 0
-    for _ in range(40 if SMALL else 400):
+    for _ in range(400):
         t += rng.choice([1_000, 3_000, 20_000])
         readings.append((s, t, round(rng.uniform(10, 30), 1)))
+readings.sort(key=lambda r: r[1] + rng.uniform(0, 4_000))  # arrival order
+FILES = 4
+for f in range(FILES):  # the log, rolled into files in arrival order
+    spark.createDataFrame(readings[f * len(readings) // FILES:(f + 1) * len(readings) // FILES],
+                          "sensor string, ts bigint, celsius double").coalesce(1).write.mode(
+        "overwrite" if f == 0 else "append").parquet(os.path.join(WORKDIR, "readings"))
 
 env = StreamExecutionEnvironment.get_execution_environment(spark=spark)
 env.set_runtime_mode(RuntimeExecutionMode.BATCH)
-ds = env.from_collection(readings, type_info=Types.TUPLE([Types.STRING(), Types.LONG(), Types.DOUBLE()]))
+env.set_parallelism(2)
+ds = env.from_dataframe(spark.read.parquet(os.path.join(WORKDIR, "readings")),
+                        type_info=Types.TUPLE([Types.STRING(), Types.LONG(), Types.DOUBLE()]))
 ds = ds.assign_timestamps_and_watermarks(
-    WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda r, _: r[1]))
+    WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5))
+    .with_timestamp_assigner(lambda r, _: r[1]))
 by_sensor = ds.key_by(lambda r: r[0])
 
 # COMMAND ----------
@@ -150,11 +160,10 @@ print(f"chart written to {png}")
 
 # COMMAND ----------
 
-values = env.from_collection(readings)
-per_partition = list(values.full_window_partition()
+per_partition = list(ds.full_window_partition()
                      .map_partition(lambda it: [sum(1 for _ in it)]).execute_and_collect())
 assert sum(per_partition) == len(readings)
-coldest_first = list(values.full_window_partition().sort_partition(2, Order.ASCENDING)
+coldest_first = list(ds.full_window_partition().sort_partition(2, Order.ASCENDING)
                      .execute_and_collect())
 print("records per partition:", per_partition)
 print("first records of a partition sorted by temperature:", coldest_first[:3])
