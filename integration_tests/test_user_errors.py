@@ -6,7 +6,14 @@ then the user's own frames (file, line, code) as Python prints them; Spark's fai
 from __future__ import annotations
 
 import pytest
-from pyspark_datastream import KeyedProcessFunction, OutputTypeError, Types, UserFunctionError
+from pyspark_datastream import (
+    GraphBuildError,
+    KeyedProcessFunction,
+    OutputTypeError,
+    SerializationError,
+    Types,
+    UserFunctionError,
+)
 
 THIS = __file__
 
@@ -65,6 +72,9 @@ def test_user_error_through_a_batch_delta_sink(env_factory, tmp_path):
     _check(info.value, "operator 'Ratio': process_element failed on 3: ZeroDivisionError: "
            "integer division or modulo by zero", "RAISES-ZERO", "yield 100 // (value - 3)")
     assert "BATCH job 'ratios', sink" in str(info.value)
+    # as in Flink, the failed job consumed its sinks: a second execute() has none to run
+    with pytest.raises(GraphBuildError, match="no sinks declared"):
+        env.execute("again")
 
 
 @pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
@@ -86,3 +96,25 @@ def test_a_value_that_does_not_fit_its_declared_type_is_refused_in_every_sink(
     with pytest.raises(OutputTypeError, match=message):
         env.execute("typed")
     assert not (table / "_delta_log").exists() or not any((table / "_delta_log").glob("*.json"))
+
+
+class LastAsText(KeyedProcessFunction):
+    def open(self, runtime_context):
+        from pyspark_datastream import ValueStateDescriptor
+
+        self.last = runtime_context.get_state(ValueStateDescriptor("last", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        self.last.update(str(value[1]))  # a str in a LONG state
+        yield value[1]
+
+
+def test_a_heap_state_value_that_cannot_be_snapshotted_names_operator_and_state(
+        env_factory, tmp_path):
+    """The heap backend keeps Python objects and serializes them at the end of each
+    micro-batch: the failure there names the operator and the state too."""
+    env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+    ds = env.from_collection([("k", 1)]).key_by(lambda r: r[0]).process(LastAsText())
+    with pytest.raises(SerializationError, match=r"^operator 'LastAsText', state 'last': "
+                                                 r"LongSerializer cannot serialize '1'"):
+        list(ds.execute_and_collect())

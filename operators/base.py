@@ -21,6 +21,8 @@ from ..state_store.errors import (
     ConfigurationError,
     DataStreamError,
     JobExecutionError,
+    OutputTypeError,
+    SerializationError,
     UserFunctionError,
 )
 from ..state_store.keygroups import DEFAULT_MAX_PARALLELISM, check_max_parallelism
@@ -232,6 +234,32 @@ def user_traceback(exc: BaseException) -> str:
         lines = "".join(traceback.format_exception_only(type(error), error))
         parts.append("Traceback (most recent call last):\n" + "".join(stack.format()) + lines)
     return "".join(parts).rstrip("\n")
+
+
+def _failing_state(exc: BaseException) -> str | None:
+    """The name of the innermost state whose method was running when ``exc`` was raised
+    (a state object carries its ``descriptor``); None when no state was."""
+    name = None
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        descriptor = getattr(frame.f_locals.get("self"), "descriptor", None)
+        state_name = getattr(descriptor, "name", None)
+        if isinstance(state_name, str):
+            name = state_name
+    return name
+
+
+def named_serialization_error(exc: SerializationError, operator_name: str, what: str = "",
+                              record: Any = None) -> SerializationError | None:
+    """``exc`` (a value some state or output could not serialize) again, its message led
+    by the operator, the state (found in the traceback) and, when given, the call and the
+    record; None when ``exc`` already names its operator (raise it as it is)."""
+    if isinstance(exc, OutputTypeError) or str(exc).startswith("operator "):
+        return None
+    state = _failing_state(exc)
+    where = f"operator {operator_name!r}" + (f", state {state!r}" if state else "")
+    if what:
+        where += f": {what} failed on {_short_repr.repr(record)}"
+    return type(exc)(f"{where}: {exc}")
 
 
 def user_function_error(operator_name: str, what: str, record: Any,

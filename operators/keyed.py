@@ -27,7 +27,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..state_store.descriptors import ValueStateDescriptor
-from ..state_store.errors import DataStreamError, GraphBuildError, JobExecutionError, StateError
+from ..state_store.errors import (
+    DataStreamError,
+    GraphBuildError,
+    JobExecutionError,
+    SerializationError,
+    StateError,
+)
 from ..state_store.namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from ..state_store.serializers import PickleSerializer
 from .base import (
@@ -37,6 +43,7 @@ from .base import (
     KeyedOperator,
     OperatorConfig,
     Output,
+    named_serialization_error,
     user_function_error,
 )
 from .context import KeyedContextImpl, OnTimerContextImpl, RuntimeContext
@@ -441,6 +448,12 @@ class _ProcessOperatorBase(AbstractKeyedOperator):
             result = self._on_timer(timestamp, ctx)
             if result is not None:
                 _collect(result, out, timestamp)
+        except SerializationError as exc:
+            named = named_serialization_error(
+                exc, self.operator_name, f"on_timer ({domain.name})", timestamp)
+            if named is None:
+                raise
+            raise named from exc
         except DataStreamError:
             raise
         except Exception as exc:
@@ -493,6 +506,11 @@ class KeyedProcessOperator(_ProcessOperatorBase):
                         append(Output(item[0].tag_id, item[1], timestamp))
                     else:
                         append(_make_output((None, item, timestamp)))
+        except SerializationError as exc:
+            named = named_serialization_error(exc, self.operator_name, "process_element", value)
+            if named is None:
+                raise
+            raise named from exc
         except DataStreamError:
             raise
         except Exception as exc:
@@ -544,6 +562,12 @@ class KeyedCoProcessOperator(_ProcessOperatorBase):
             result = process(value, ctx)
             if result is not None:
                 _collect(result, out, timestamp)
+        except SerializationError as exc:
+            named = named_serialization_error(
+                exc, self.operator_name, f"process_element{input_index + 1}", value)
+            if named is None:
+                raise
+            raise named from exc
         except DataStreamError:
             raise
         except Exception as exc:

@@ -47,7 +47,14 @@ from ..state_store.errors import (
 from ..state_store.keygroups import assign_key_group
 from ..state_store.namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from ..state_store.serializers import PickleSerializer
-from .base import MAX_WATERMARK, MIN_WATERMARK, OperatorConfig, Output, user_function_error
+from .base import (
+    MAX_WATERMARK,
+    MIN_WATERMARK,
+    OperatorConfig,
+    Output,
+    named_serialization_error,
+    user_function_error,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend
@@ -286,6 +293,11 @@ class KeyGroupRuntime:
                 entries_out = list(backend.snapshot())
                 result.state_entries = len(entries_out)
                 result.state = encode_state(metas_out, entries_out) if entries_out else None
+        except SerializationError as exc:  # a state (or its snapshot) could not hold a value
+            named = named_serialization_error(exc, name)
+            if named is None:
+                raise
+            raise named from exc
         except DataStreamError:
             raise
         except Exception as exc:
@@ -419,6 +431,11 @@ class KeyGroupRuntime:
                              else assign_key_group(key_bytes, max_parallelism))
                 entries_out.append((key_group, REDUCE_STATE_NAME, key_bytes, _VOID_NS, b"",
                                     serialize(value)))
+        except SerializationError as exc:  # a state (or its snapshot) could not hold a value
+            named = named_serialization_error(exc, name)
+            if named is None:
+                raise
+            raise named from exc
         except DataStreamError:
             raise
         except Exception as exc:

@@ -14,7 +14,7 @@ from .config import Configuration, RuntimeExecutionMode, resolve, validate
 from .datastream import CloseableIterator, DataStream
 from .graph import SinkNode, SourceNode, Transformation, reachable
 from .state_backends import StateBackend, backend_spec
-from .state_store.errors import ConfigurationError, GraphBuildError, JobExecutionError
+from .state_store.errors import ConfigurationError, GraphBuildError
 from .state_store.keygroups import check_max_parallelism
 from .state_store.typeinfo import TypeInformation
 
@@ -249,19 +249,20 @@ class StreamExecutionEnvironment:
             raise GraphBuildError(
                 "no sinks declared: add print(), sink_to_delta(...) or use execute_and_collect()"
             )
-        nodes = reachable(list(self._sinks))
+        sinks = list(self._sinks)
+        nodes = reachable(list(sinks))
         job_name = self._job_name(nodes, job_name)
         translator = self._translator(nodes, job_name)
+        # as in Flink, a job whose graph was built consumes the declared sinks, whether it
+        # then succeeds or fails (a later execute() must not run them again)
+        self._sinks = []
         start = time.time()
         try:
-            counts = translator.run_sinks(list(self._sinks), savepoint_path=savepoint_path)
-        except JobExecutionError:
-            raise
+            counts = translator.run_sinks(sinks, savepoint_path=savepoint_path)
         finally:
             self._last_progress = getattr(translator, "progress", [])
             if translator.mode == "STREAMING":
                 translator.release()  # a temporary checkpoint ends with the job
-        self._sinks = []  # as in Flink, execute() consumes the declared sinks
         result = JobExecutionResult(job_name, translator.mode, int((time.time() - start) * 1000),
                                     counts, savepoint_path, list(self._last_progress))
         log.info("job %r finished in %s ms: %s", job_name, result.net_runtime_ms, counts)
