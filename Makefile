@@ -30,7 +30,7 @@ lint: setup
 	$(PY) -m mypy $(SRC)
 
 test: setup lint
-	$(PY) -m pytest -q tests integration_tests
+	$(PY) -m pytest -q --durations=25 tests integration_tests
 
 unit: setup
 	$(PY) -m pytest -q tests
