@@ -402,8 +402,8 @@ def _open_table(path: str, version: Optional[int]) -> Any:
                 latest = None
             if latest is not None:
                 raise SavepointNotFoundError(
-                    f"{path}: the savepoint has no version {version} (latest is {latest})"
-                ) from exc
+                    f"{path}: cannot open savepoint version {version}: the savepoint has no "
+                    f"version {version} (latest is {latest})") from exc
         raise SavepointFormatError(
             f"{path}: the savepoint's Delta log is damaged ({log_dir} holds commits "
             f"{commits[:3]}{'...' if len(commits) > 3 else ''}; reading it failed with "
