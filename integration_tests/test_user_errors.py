@@ -11,6 +11,7 @@ from pyspark_datastream import (
     KeyedProcessFunction,
     OutputTypeError,
     SerializationError,
+    SourceSchemaError,
     Types,
     UserFunctionError,
 )
@@ -118,3 +119,33 @@ def test_a_heap_state_value_that_cannot_be_snapshotted_names_operator_and_state(
     with pytest.raises(SerializationError, match=r"^operator 'LastAsText', state 'last': "
                                                  r"LongSerializer cannot serialize '1'"):
         list(ds.execute_and_collect())
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_a_source_column_whose_type_changed_names_column_types_and_file(
+        spark, env_factory, tmp_path, mode):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "clicks"
+    src.mkdir()
+    pq.write_table(pa.table({"user": ["a", "b"], "ts": pa.array([1, 2], pa.int64())}),
+                   str(src / "p1.parquet"))
+    pq.write_table(pa.table({"user": ["a"], "ts": ["3"]}), str(src / "p2.parquet"))  # ts: str
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+    reader = spark.read if mode == "BATCH" else spark.readStream
+    clicks = env.from_dataframe(reader.schema("user string, ts long").parquet(str(src)))
+    counts = clicks.key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+    with pytest.raises(SourceSchemaError, match=r"source column 'ts' changed type: the program "
+                                                r"reads it as bigint .*p2.parquet holds BINARY"):
+        list(counts.execute_and_collect())
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_a_key_selector_returning_an_unhashable_key_is_a_serialization_error(
+        env_factory, tmp_path, mode):
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+    keyed = env.from_collection([1, 2]).key_by(lambda v: {"id": v})
+    with pytest.raises(SerializationError) as info:
+        list(keyed.reduce(lambda a, b: a + b).execute_and_collect())
+    assert "{'id': 1}" in str(info.value) or "{'id': 2}" in str(info.value), str(info.value)

@@ -63,6 +63,7 @@ from .state_store.errors import (
     SavepointFormatError,
     SavepointNotFoundError,
     SerializationError,
+    SourceSchemaError,
     StateBackendError,
     StateDescriptorError,
     StateError,
@@ -175,4 +176,4 @@ __all__ += [
 ]
 __all__ += ["JobClient", "JobStatus"]
 __all__ += ["CheckpointMismatchError", "CheckpointRootError", "OutputTypeError",
-            "UserFunctionError"]
+            "SourceSchemaError", "UserFunctionError"]

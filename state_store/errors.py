@@ -20,6 +20,7 @@ __all__ = [
     "CheckpointMismatchError",
     "JobExecutionError",
     "UserFunctionError",
+    "SourceSchemaError",
     "ProcessingTimeError",
     "SavepointError",
     "SavepointNotFoundError",
@@ -80,6 +81,11 @@ class OutputTypeError(JobExecutionError, SerializationError):
     """A record does not fit the ``output_type`` its operator declared (a value of another
     type, a wrong number of fields, an integer out of range): raised where the record's
     column is built, naming the operator, the field, the value and the declared type."""
+
+
+class SourceSchemaError(JobExecutionError):
+    """A source's data no longer has the schema the program reads it with (a column's type
+    changed in a newer file): names the column, both types and the file."""
 
 
 class UserFunctionError(JobExecutionError):

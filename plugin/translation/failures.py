@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from typing import Optional
 
 from ..state_store import errors
-from ..state_store.errors import DataStreamError, JobExecutionError
+from ..state_store.errors import DataStreamError, JobExecutionError, SourceSchemaError
 
-__all__ = ["embedded_error", "job_failure", "surfacing"]
+__all__ = ["embedded_error", "job_failure", "schema_change", "surfacing"]
 
 _MARK = re.compile(r"(?:pyspark_datastream\.)?state_store\.errors\.(\w+): ")
 #: where the worker's Python text ends: JVM frames and Spark's trailers
@@ -62,6 +62,35 @@ def embedded_error(exc: BaseException) -> Optional[DataStreamError]:
     return None
 
 
+#: Spark's messages for a Parquet file whose column type differs from the read schema
+_SCHEMA_CHANGES = (
+    re.compile(r"reading file (?P<file>\S+?)\.? Data type mismatches when reading Parquet "
+               r"column \[?(?P<column>[^\]\s.]+)\]?\. Expected Spark type (?P<old>\S+?),? "
+               r"actual Parquet type (?P<new>\S+?)\."),
+    re.compile(r"Parquet column cannot be converted in file (?P<file>\S+?)\. Column: "
+               r"\[(?P<column>[^\]]+)\], Expected: (?P<old>\S+?), Found: (?P<new>\S+?)\b"),
+)
+_PARQUET_TYPES = {"BINARY": "BINARY (a string or bytes)", "INT64": "INT64 (bigint)",
+                  "INT32": "INT32 (int)", "DOUBLE": "DOUBLE (double)", "FLOAT": "FLOAT (float)",
+                  "BOOLEAN": "BOOLEAN (boolean)"}
+
+
+def schema_change(exc: BaseException, context: str) -> Optional[SourceSchemaError]:
+    """A SourceSchemaError when ``exc`` is Spark's failure to read a source file whose
+    column type differs from the schema the program reads the source with, else None."""
+    for text in _texts(exc):
+        for pattern in _SCHEMA_CHANGES:
+            found = pattern.search(text)
+            if found is not None:
+                new = _PARQUET_TYPES.get(found["new"], found["new"])
+                return SourceSchemaError(
+                    f"source column {found['column']!r} changed type: the program reads it as "
+                    f"{found['old']} (the source's schema), but {found['file']} holds "
+                    f"{new}. Convert or move that file, or read the column with its new type "
+                    f"and convert it in the program (while running {context})")
+    return None
+
+
 def job_failure(exc: BaseException, context: str) -> DataStreamError:
     """The error to raise for ``exc``, a failure of ``context`` (e.g. ``"collect of 'x'"``):
     the executor's typed error when ``exc`` carries one, else a JobExecutionError."""
@@ -71,6 +100,9 @@ def job_failure(exc: BaseException, context: str) -> DataStreamError:
         return found
     if isinstance(exc, DataStreamError):
         return exc
+    changed = schema_change(exc, context)
+    if changed is not None:
+        return changed
     first = (str(getattr(exc, "desc", None) or exc).strip().splitlines() or [repr(exc)])[0]
     return JobExecutionError(f"{context} failed: {first[:2000]}")
 
