@@ -149,3 +149,20 @@ def test_a_key_selector_returning_an_unhashable_key_is_a_serialization_error(
     with pytest.raises(SerializationError) as info:
         list(keyed.reduce(lambda a, b: a + b).execute_and_collect())
     assert "{'id': 1}" in str(info.value) or "{'id': 2}" in str(info.value), str(info.value)
+
+
+def test_the_delta_writer_spark_conf_is_checked_when_the_job_is_built(spark, env_factory,
+                                                                      tmp_path):
+    from pyspark_datastream import ConfigurationError
+
+    spark.conf.set("pyspark_datastream.delta.writer", "deltars")
+    try:
+        env = env_factory("BATCH")
+        env.from_collection([1], type_info=Types.LONG()).sink_to_delta(str(tmp_path / "out"))
+        with pytest.raises(ConfigurationError, match=r"pyspark_datastream.delta.writer \(Spark "
+                                                     r"conf\) must be one of auto, spark, "
+                                                     r"delta-rs, got 'deltars'"):
+            env.execute("bad-writer")
+        assert not (tmp_path / "out").exists()
+    finally:
+        spark.conf.unset("pyspark_datastream.delta.writer")

@@ -17,12 +17,14 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Optional
 
-from .state_store.errors import DataStreamError, JobExecutionError
+from .state_store.errors import ConfigurationError, DataStreamError, JobExecutionError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "WRITER_CHOICES",
+    "delta_writer",
     "session_has_delta",
     "write_delta",
     "write_parquet_files",
@@ -44,12 +46,27 @@ class DeltaCommitConflict(DataStreamError):
     """Another writer committed the same table version first."""
 
 
+#: the values ``pyspark_datastream.delta.writer`` takes
+WRITER_CHOICES = ("auto", "spark", "delta-rs")
+
+
+def delta_writer(spark: SparkSession) -> str:
+    """The session's ``pyspark_datastream.delta.writer`` (auto, spark or delta-rs); any other
+    value is a ConfigurationError, not a silent auto."""
+    try:
+        raw = spark.conf.get(WRITER_CONF, "auto")
+    except Exception:  # noqa: BLE001 - restricted sessions may refuse conf reads
+        return "auto"
+    choice = (raw or "auto").strip().lower()
+    if choice not in WRITER_CHOICES:
+        raise ConfigurationError(
+            f"{WRITER_CONF} (Spark conf) must be one of {', '.join(WRITER_CHOICES)}, got {raw!r}")
+    return choice
+
+
 def session_has_delta(spark: SparkSession) -> bool:
     """True when ``format("delta")`` works in this session (e.g. on Databricks)."""
-    try:
-        choice = (spark.conf.get(WRITER_CONF, "auto") or "auto").lower()
-    except Exception:  # noqa: BLE001
-        choice = "auto"
+    choice = delta_writer(spark)
     if choice in ("spark", "delta-rs"):
         return choice == "spark"
     try:

@@ -195,6 +195,11 @@ class StreamExecutionEnvironment:
 
     def _translator(self, nodes: list[Transformation], job_name: str) -> Any:
         validate(self._config)  # every option's value, before anything runs or is created
+        if any(isinstance(n, SinkNode) and n.kind == "delta" for n in nodes) \
+                or self._config.get_string("execution.savepoint.path"):
+            from .delta_io import delta_writer
+
+            delta_writer(self.spark)  # the Spark conf choosing the Delta writer, checked too
         mode = self.runtime_mode_for(nodes)
         from .windows import check_full_window_mode  # FLIP-380 full-window nodes need BATCH
 

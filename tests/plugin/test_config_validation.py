@@ -64,3 +64,4 @@ def test_good_values_pass_and_spark_intervals_parse():
                                                                   "500 milliseconds")
     assert parse_trigger(None) == ("available-now", None)
     assert parse_trigger("ONCE") == ("once", None)
+
