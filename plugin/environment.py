@@ -16,6 +16,7 @@ from .graph import SinkNode, SourceNode, Transformation, reachable
 from .state_backends import StateBackend, backend_spec
 from .state_store.errors import ConfigurationError, GraphBuildError
 from .state_store.keygroups import check_max_parallelism
+from .state_store.row import Row
 from .state_store.typeinfo import TypeInformation
 
 if TYPE_CHECKING:
@@ -78,6 +79,23 @@ def default_local_session() -> SparkSession:
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .getOrCreate()
     )
+
+
+def _as_row(element: Any, index: int, type_info: TypeInformation) -> Row:
+    """An element of a ``Types.ROW``/``ROW_NAMED`` collection as a named Row (as PyFlink
+    gives them: ``value.info`` and ``value[1]`` both work)."""
+    names = list(type_info.get_field_names())  # type: ignore[attr-defined]
+    if isinstance(element, Row) and element.get_field_names() == names:
+        return element
+    if isinstance(element, dict):
+        values = [element.get(n) for n in names]
+    elif isinstance(element, (tuple, list)) and len(element) == len(names):
+        values = list(element)
+    else:
+        raise GraphBuildError(
+            f"from_collection element {index} {element!r:.80} does not fit {type_info!r}: "
+            f"a Row, tuple or list of {len(names)} values, or a dict, is needed")
+    return Row.from_fields(names, values)
 
 
 class StreamExecutionEnvironment:
@@ -160,6 +178,8 @@ class StreamExecutionEnvironment:
         data = list(collection)
         if type_info is not None and not isinstance(type_info, TypeInformation):
             raise GraphBuildError(f"from_collection type_info must be a TypeInformation, got {type_info!r}")
+        if type_info is not None and type_info.type_name == "ROW":
+            data = [_as_row(e, i, type_info) for i, e in enumerate(data)]
         try:
             pickle.dumps(data[:1])
         except Exception as exc:  # noqa: BLE001
