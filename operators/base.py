@@ -15,7 +15,7 @@ import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from ..state_store.errors import (
     ConfigurationError,
@@ -248,18 +248,18 @@ def _failing_state(exc: BaseException) -> str | None:
     return name
 
 
-def named_serialization_error(exc: SerializationError, operator_name: str, what: str = "",
-                              record: Any = None) -> SerializationError | None:
-    """``exc`` (a value some state or output could not serialize) again, its message led
-    by the operator, the state (found in the traceback) and, when given, the call and the
-    record; None when ``exc`` already names its operator (raise it as it is)."""
+def raise_named_serialization_error(exc: SerializationError, operator_name: str,
+                                    what: str = "", record: Any = None) -> NoReturn:
+    """Raise ``exc`` (a value some state or output could not serialize) again, its message
+    led by the operator, the state (found in the traceback) and, when given, the call and
+    the record; as it is when it already names its operator. Call it in the handler."""
     if isinstance(exc, OutputTypeError) or str(exc).startswith("operator "):
-        return None
+        raise exc
     state = _failing_state(exc)
     where = f"operator {operator_name!r}" + (f", state {state!r}" if state else "")
     if what:
         where += f": {what} failed on {_short_repr.repr(record)}"
-    return type(exc)(f"{where}: {exc}")
+    raise type(exc)(f"{where}: {exc}") from exc
 
 
 def user_function_error(operator_name: str, what: str, record: Any,

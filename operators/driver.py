@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..state_store.errors import DataStreamError, JobExecutionError, SerializationError
-from .base import KeyedOperator, OperatorConfig, Output, named_serialization_error
+from .base import KeyedOperator, OperatorConfig, Output, raise_named_serialization_error
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend
@@ -133,10 +133,7 @@ def run_sorted_keyed(
             yield from ended
         yield from operator.end_input()
     except SerializationError as exc:  # a state (or snapshot) could not hold a value
-        named = named_serialization_error(exc, config.operator_name)
-        if named is None:
-            raise
-        raise named from exc
+        raise_named_serialization_error(exc, config.operator_name)
     except (DataStreamError, GeneratorExit):
         raise
     except Exception as exc:
@@ -208,10 +205,7 @@ def run_hash_keyed(
         if end_of_input:
             yield from operator.end_input()
     except SerializationError as exc:  # a state (or snapshot) could not hold a value
-        named = named_serialization_error(exc, config.operator_name)
-        if named is None:
-            raise
-        raise named from exc
+        raise_named_serialization_error(exc, config.operator_name)
     except (DataStreamError, GeneratorExit):
         raise
     except Exception as exc:

@@ -43,7 +43,7 @@ from .base import (
     KeyedOperator,
     OperatorConfig,
     Output,
-    named_serialization_error,
+    raise_named_serialization_error,
     user_function_error,
 )
 from .context import KeyedContextImpl, OnTimerContextImpl, RuntimeContext
@@ -449,11 +449,8 @@ class _ProcessOperatorBase(AbstractKeyedOperator):
             if result is not None:
                 _collect(result, out, timestamp)
         except SerializationError as exc:
-            named = named_serialization_error(
+            raise_named_serialization_error(
                 exc, self.operator_name, f"on_timer ({domain.name})", timestamp)
-            if named is None:
-                raise
-            raise named from exc
         except DataStreamError:
             raise
         except Exception as exc:
@@ -507,10 +504,7 @@ class KeyedProcessOperator(_ProcessOperatorBase):
                     else:
                         append(_make_output((None, item, timestamp)))
         except SerializationError as exc:
-            named = named_serialization_error(exc, self.operator_name, "process_element", value)
-            if named is None:
-                raise
-            raise named from exc
+            raise_named_serialization_error(exc, self.operator_name, "process_element", value)
         except DataStreamError:
             raise
         except Exception as exc:
@@ -563,11 +557,8 @@ class KeyedCoProcessOperator(_ProcessOperatorBase):
             if result is not None:
                 _collect(result, out, timestamp)
         except SerializationError as exc:
-            named = named_serialization_error(
+            raise_named_serialization_error(
                 exc, self.operator_name, f"process_element{input_index + 1}", value)
-            if named is None:
-                raise
-            raise named from exc
         except DataStreamError:
             raise
         except Exception as exc:

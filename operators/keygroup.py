@@ -52,7 +52,7 @@ from .base import (
     MIN_WATERMARK,
     OperatorConfig,
     Output,
-    named_serialization_error,
+    raise_named_serialization_error,
     user_function_error,
 )
 
@@ -294,10 +294,7 @@ class KeyGroupRuntime:
                 result.state_entries = len(entries_out)
                 result.state = encode_state(metas_out, entries_out) if entries_out else None
         except SerializationError as exc:  # a state (or its snapshot) could not hold a value
-            named = named_serialization_error(exc, name)
-            if named is None:
-                raise
-            raise named from exc
+            raise_named_serialization_error(exc, name)
         except DataStreamError:
             raise
         except Exception as exc:
@@ -432,10 +429,7 @@ class KeyGroupRuntime:
                 entries_out.append((key_group, REDUCE_STATE_NAME, key_bytes, _VOID_NS, b"",
                                     serialize(value)))
         except SerializationError as exc:  # a state (or its snapshot) could not hold a value
-            named = named_serialization_error(exc, name)
-            if named is None:
-                raise
-            raise named from exc
+            raise_named_serialization_error(exc, name)
         except DataStreamError:
             raise
         except Exception as exc:

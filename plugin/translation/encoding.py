@@ -299,15 +299,14 @@ def record_arrays(values: list[Any], enc: Encoding, operator: str) -> list[pa.Ar
 
 
 def _record_arrays(values: list[Any], enc: Encoding, operator: str) -> list[pa.Array]:
-    to_arrow = python_to_arrow
     assert enc.type_info is not None
     fields = enc.arrow_fields()
     if enc.shape == "scalar":
-        conv = to_arrow(enc.type_info)
+        conv = python_to_arrow(enc.type_info)
         column = values if conv is None else [None if v is None else conv(v) for v in values]
         return [checked_array(column, fields[0].type, operator, enc, 0)]
     width = len(enc.columns)
-    convs = [to_arrow(t) for t in enc.type_info.get_field_types()]
+    convs = [python_to_arrow(t) for t in enc.type_info.get_field_types()]
     if values and set(map(type, values)) == {tuple} and set(map(len, values)) == {width}:
         columns: list[list[Any]] = [list(c) for c in zip(*values)]
     else:
