@@ -1,0 +1,259 @@
+"""The package's structure rules, read from source with ``ast`` (no import, no third-party tool).
+
+Every module of ``plugin/``, ``operators/`` and ``state_store/`` is parsed; every import counts,
+including function-local and ``TYPE_CHECKING`` ones. The rules:
+
+* no import cycle among the modules;
+* layers point one way: api -> plan/results -> translation -> savepoint -> runtime -> operators
+  -> state_store (a module imports its own layer or lower ones);
+* nothing in runtime/, operators/ or state_store/ imports ``pyspark.sql``;
+* no ``_private`` name imported from another module, and no ``obj._name`` read of a private
+  member that the reading module does not define itself;
+* no source file over :data:`MAX_LINES` lines.
+
+The functions take the repository root so a test can run them on a deliberately broken copy.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "MAX_LINES",
+    "LAYERS",
+    "Module",
+    "load_modules",
+    "import_edges",
+    "cycles",
+    "layer_violations",
+    "spark_sql_violations",
+    "private_violations",
+    "long_files",
+]
+
+MAX_LINES = 800
+ROOT_PACKAGE = "pyspark_datastream"
+FOLDERS = {
+    "plugin": ROOT_PACKAGE,
+    "operators": f"{ROOT_PACKAGE}.operators",
+    "state_store": f"{ROOT_PACKAGE}.state_store",
+}
+#: (layer name, module-name prefixes) from the top layer down; the first matching prefix wins.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("state_store", (f"{ROOT_PACKAGE}.state_store",)),
+    ("operators", (f"{ROOT_PACKAGE}.operators",)),
+    ("runtime", (f"{ROOT_PACKAGE}.runtime",)),
+    ("savepoint", (f"{ROOT_PACKAGE}.savepoint",)),
+    ("translation", (f"{ROOT_PACKAGE}.translation",)),
+    ("plan", (f"{ROOT_PACKAGE}.plan", f"{ROOT_PACKAGE}.results")),
+    ("api", (ROOT_PACKAGE,)),
+)
+_ORDER = ("api", "plan", "translation", "savepoint", "runtime", "operators", "state_store")
+#: the layers whose code runs on executors and therefore never imports pyspark.sql
+NO_SPARK_SQL = ("runtime", "operators", "state_store")
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str
+    path: Path
+    is_package: bool
+    tree: ast.Module
+    lines: int
+
+
+def load_modules(root: Path) -> dict[str, Module]:
+    """Every module of the three folders under ``root``, by its import name."""
+    modules: dict[str, Module] = {}
+    for folder, prefix in FOLDERS.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = path.relative_to(root / folder).with_suffix("").parts
+            is_package = parts[-1] == "__init__"
+            if is_package:
+                parts = parts[:-1]
+            name = ".".join((prefix, *parts))
+            text = path.read_text()
+            modules[name] = Module(name, path, is_package, ast.parse(text, str(path)), text.count("\n") + 1)
+    return modules
+
+
+def layer_of(name: str) -> str:
+    for layer, prefixes in LAYERS:
+        if any(name == p or name.startswith(p + ".") for p in prefixes):
+            return layer
+    raise ValueError(name)
+
+
+def _absolute(module: Module, level: int, target: str | None) -> str:
+    base = module.name.split(".")
+    if not module.is_package:
+        base = base[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([target] if target else []))
+
+
+def _owner(name: str, modules: dict[str, Module]) -> str | None:
+    while name not in modules and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name if name in modules else None
+
+
+def _imports(module: Module, modules: dict[str, Module]) -> list[tuple[str, str | None, int]]:
+    """(imported module, imported name or None, line) for every import of a project module."""
+    found: list[tuple[str, str | None, int]] = []
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == ROOT_PACKAGE and (owner := _owner(alias.name, modules)):
+                    found.append((owner, None, node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = _absolute(module, node.level, node.module)
+            elif node.module and node.module.split(".")[0] == ROOT_PACKAGE:
+                base = node.module
+            else:
+                continue
+            for alias in node.names:
+                if f"{base}.{alias.name}" in modules:
+                    found.append((f"{base}.{alias.name}", None, node.lineno))
+                elif owner := _owner(base, modules):
+                    found.append((owner, alias.name, node.lineno))
+    return found
+
+
+def import_edges(modules: dict[str, Module]) -> dict[str, set[str]]:
+    """Module -> the project modules it imports (a package's ``__init__`` counts as a module)."""
+    return {
+        name: {target for target, _, _ in _imports(module, modules) if target != name}
+        for name, module in modules.items()
+    }
+
+
+def cycles(modules: dict[str, Module]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    edges = import_edges(modules)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in sorted(edges[node]):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for name in sorted(edges):
+        if name not in index:
+            visit(name)
+    return found
+
+
+def layer_violations(modules: dict[str, Module]) -> list[str]:
+    """Imports that point up the layer order."""
+    bad = []
+    for name, module in modules.items():
+        own = _ORDER.index(layer_of(name))
+        for target, _, line in _imports(module, modules):
+            if _ORDER.index(layer_of(target)) < own:
+                bad.append(f"{module.path}:{line}: {layer_of(name)} module {name} imports "
+                           f"{layer_of(target)} module {target}")
+    return bad
+
+
+def spark_sql_violations(modules: dict[str, Module]) -> list[str]:
+    """Executor-side modules importing pyspark.sql (they may use ``pyspark.TaskContext``)."""
+    bad = []
+    for name, module in modules.items():
+        if layer_of(name) not in NO_SPARK_SQL:
+            continue
+        for node in ast.walk(module.tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            if any(t == "pyspark.sql" or t.startswith("pyspark.sql.") for t in targets):
+                bad.append(f"{module.path}:{node.lineno}: {name} imports pyspark.sql")
+    return bad
+
+
+#: namedtuple's public API, underscored only to avoid clashing with field names
+_NAMEDTUPLE_API = frozenset({"_fields", "_replace", "_asdict", "_make", "_field_defaults"})
+
+
+def _private(name: str) -> bool:
+    return (name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+            and name not in _NAMEDTUPLE_API)
+
+
+def _own_object(node: ast.expr) -> bool:
+    """``self``/``cls``/``super()``: an object's own members, wherever its base class lives."""
+    if isinstance(node, ast.Name):
+        return node.id in ("self", "cls")
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+
+
+def _defined_private_names(module: Module) -> set[str]:
+    """Private names a module defines: functions, classes, attributes, assignments, parameters."""
+    names: set[str] = set()
+    for node in ast.walk(module.tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            names.add(node.value)  # __slots__ entries, namedtuple fields
+    return {n for n in names if _private(n)}
+
+
+def private_violations(modules: dict[str, Module]) -> list[str]:
+    """``from x import _name`` across modules, and ``obj._name`` reads of another module's privates.
+
+    A read counts when ``_name`` is a private name some other project module defines, the
+    reading module does not define it itself (its own classes' members are its business) and
+    the object is not ``self``/``cls``/``super()`` (a subclass uses its base's members).
+    """
+    defined = {name: _defined_private_names(module) for name, module in modules.items()}
+    project_privates = set().union(*defined.values())
+    bad = []
+    for name, module in modules.items():
+        for target, imported, line in _imports(module, modules):
+            if imported is not None and _private(imported) and target != name:
+                bad.append(f"{module.path}:{line}: {name} imports private {target}.{imported}")
+        own = defined[name]
+        for node in ast.walk(module.tree):
+            if (isinstance(node, ast.Attribute) and _private(node.attr) and not _own_object(node.value)
+                    and node.attr in project_privates and node.attr not in own):
+                bad.append(f"{module.path}:{node.lineno}: {name} reads another module's private "
+                           f"member .{node.attr}")
+    return bad
+
+
+def long_files(modules: dict[str, Module]) -> list[str]:
+    return [f"{m.path}: {m.lines} lines (over {MAX_LINES})" for m in modules.values() if m.lines > MAX_LINES]

@@ -1,0 +1,103 @@
+"""The layering rules hold for the source tree, and the checker catches each kind of breach."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests import structure_rules as rules
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def modules() -> dict[str, rules.Module]:
+    return rules.load_modules(ROOT)
+
+
+def test_every_module_is_seen(modules: dict[str, rules.Module]) -> None:
+    # the checker reads the three folders under their import names
+    assert "pyspark_datastream" in modules
+    assert "pyspark_datastream.operators.keyed" in modules
+    assert "pyspark_datastream.state_store.backends.heap" in modules
+    assert len(modules) > 60
+
+
+def test_no_import_cycles(modules: dict[str, rules.Module]) -> None:
+    assert rules.cycles(modules) == []
+
+
+def test_layers_point_one_way(modules: dict[str, rules.Module]) -> None:
+    assert rules.layer_violations(modules) == []
+
+
+def test_executor_layers_do_not_import_spark_sql(modules: dict[str, rules.Module]) -> None:
+    assert rules.spark_sql_violations(modules) == []
+
+
+def test_no_private_names_across_modules(modules: dict[str, rules.Module]) -> None:
+    assert rules.private_violations(modules) == []
+
+
+def test_no_file_over_the_line_limit(modules: dict[str, rules.Module]) -> None:
+    assert rules.long_files(modules) == []
+
+
+# --- the checker itself: each rule fails on a deliberately broken copy of the tree -------------
+
+
+@pytest.fixture()
+def broken_copy(tmp_path: Path) -> Path:
+    for folder in rules.FOLDERS:
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def _append(path: Path, text: str) -> None:
+    path.write_text(path.read_text() + "\n" + text + "\n")
+
+
+def test_checker_finds_a_reintroduced_cycle(broken_copy: Path) -> None:
+    # state_store.row importing state_store.typeinfo closes a loop when typeinfo imports row;
+    # a function-local import counts as much as a top-level one
+    _append(broken_copy / "state_store" / "keygroups.py", "def _late():\n    from . import errors\n")
+    _append(broken_copy / "state_store" / "errors.py", "def _late():\n    from . import keygroups\n")
+    found = rules.cycles(rules.load_modules(broken_copy))
+    assert ["pyspark_datastream.state_store.errors", "pyspark_datastream.state_store.keygroups"] in found
+
+
+def test_checker_finds_an_upward_import(broken_copy: Path) -> None:
+    _append(broken_copy / "state_store" / "keygroups.py", "from ..operators import functions")
+    found = rules.layer_violations(rules.load_modules(broken_copy))
+    assert any("state_store.keygroups imports operators module" in v for v in found)
+
+
+def test_checker_finds_spark_sql_on_executors(broken_copy: Path) -> None:
+    _append(broken_copy / "operators" / "functions.py", "from pyspark.sql import functions as F")
+    found = rules.spark_sql_violations(rules.load_modules(broken_copy))
+    assert any("operators.functions imports pyspark.sql" in v for v in found)
+
+
+def test_checker_finds_private_imports_and_reads(broken_copy: Path) -> None:
+    target = broken_copy / "state_store" / "keygroups.py"
+    _append(target, "def _helper_only_here():\n    return 1\n")
+    _append(broken_copy / "operators" / "functions.py",
+            "from ..state_store.keygroups import _helper_only_here\n"
+            "def _reader(obj):\n    return obj._helper_only_here\n")
+    found = rules.private_violations(rules.load_modules(broken_copy))
+    assert any("imports private pyspark_datastream.state_store.keygroups._helper_only_here" in v
+               for v in found)
+    assert not any("reads another module's private member ._helper_only_here" in v for v in found), (
+        "the import defines the name locally, so the read is the import's finding"
+    )
+    _append(broken_copy / "operators" / "co.py", "def _reader2(obj):\n    return obj._helper_only_here\n")
+    found = rules.private_violations(rules.load_modules(broken_copy))
+    assert any("operators.co reads another module's private member ._helper_only_here" in v for v in found)
+
+
+def test_checker_finds_a_long_file(broken_copy: Path) -> None:
+    _append(broken_copy / "state_store" / "keygroups.py", "\n" * rules.MAX_LINES)
+    found = rules.long_files(rules.load_modules(broken_copy))
+    assert any("keygroups.py" in v for v in found)
