@@ -22,7 +22,8 @@ from ..state_store.descriptors import ValueStateDescriptor
 from ..state_store.errors import GraphBuildError
 from ..state_store.namespaces import CountWindow, CountWindowSerializer
 from ..state_store.serializers import LongSerializer
-from .windows import CountTrigger, PurgingTrigger, Trigger, WindowAssigner, WindowAssignerContext
+from .windows.assigners import WindowAssigner, WindowAssignerContext
+from .windows.triggers import CountTrigger, PurgingTrigger, Trigger
 
 __all__ = ["CountTumblingWindowAssigner", "CountSlidingWindowAssigner", "CountWindow"]
 

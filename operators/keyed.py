@@ -75,6 +75,7 @@ __all__ = [
     "KeyedCoProcessOperator",
     "ReduceOperator",
     "TimerListener",
+    "collect_outputs",
 ]
 
 #: Name of the ReduceOperator's internal ValueState.
@@ -90,8 +91,9 @@ _EVENT_TIME = TimeDomain.EVENT_TIME
 _PROCESSING_TIME = TimeDomain.PROCESSING_TIME
 
 
-def _collect(result: Any, out: list[Output], ts: int | None) -> None:
-    """Append a user function's yielded items to ``out``: ``(OutputTag, v)`` -> side output."""
+def collect_outputs(result: Any, out: list[Output], ts: int | None) -> None:
+    """Append a user function's yielded items to ``out`` at timestamp ``ts``: an item
+    ``(OutputTag, v)`` goes to that side output, anything else to the main output."""
     append = out.append
     for item in result:
         if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
@@ -447,7 +449,7 @@ class _ProcessOperatorBase(AbstractKeyedOperator):
         try:
             result = self._on_timer(timestamp, ctx)
             if result is not None:
-                _collect(result, out, timestamp)
+                collect_outputs(result, out, timestamp)
         except SerializationError as exc:
             raise_named_serialization_error(
                 exc, self.operator_name, f"on_timer ({domain.name})", timestamp)
@@ -555,7 +557,7 @@ class KeyedCoProcessOperator(_ProcessOperatorBase):
         try:
             result = process(value, ctx)
             if result is not None:
-                _collect(result, out, timestamp)
+                collect_outputs(result, out, timestamp)
         except SerializationError as exc:
             raise_named_serialization_error(
                 exc, self.operator_name, f"process_element{input_index + 1}", value)

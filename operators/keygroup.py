@@ -134,7 +134,7 @@ def make_keyed_operator(kind: str, function: Any) -> Any:
     if kind == "co_process":
         return keyed.KeyedCoProcessOperator(function)
     if kind == "window":
-        from .windows import WindowOperator
+        from .windows.operator import WindowOperator
 
         return WindowOperator(function)
     raise JobExecutionError(f"unknown keyed operator kind {kind!r}; expected one of {KEYED_KINDS}")

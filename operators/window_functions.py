@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 
 from ..state_store.errors import GraphBuildError
 from ..state_store.functions import Function
-from .windows import ProcessWindowFunction
+from .windows.functions import ProcessWindowFunction
 
 __all__ = [
     "WindowFunction",

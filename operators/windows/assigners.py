@@ -1,0 +1,476 @@
+"""Window assigners: which windows each element belongs to, and their default triggers.
+
+User API: time windows (tumbling, sliding, sessions) over event or processing time, the
+global window and the end-of-stream window, plus ``to_window_millis`` that reads the
+size arguments (``Time``, ``Duration`` or int ms). Count windows live in
+``operators.count_windows``. Kept apart from the operator so that building a window
+definition needs no runtime code.
+
+No Spark imports: this module runs inside Spark's Python workers.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ...state_store.errors import GraphBuildError, JobExecutionError
+from ...state_store.namespaces import (
+    MAX_LONG,
+    MIN_LONG,
+    GlobalWindow,
+    GlobalWindowSerializer,
+    TimeWindow,
+    TimeWindowSerializer,
+)
+from .triggers import (
+    EventTimeTrigger,
+    NeverTrigger,
+    ProcessingTimeTrigger,
+    Trigger,
+    TriggerContext,
+    TriggerResult,
+)
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ...state_store.serializers import TypeSerializer
+
+__all__ = [
+    "to_window_millis",
+    "WindowAssigner",
+    "WindowAssignerContext",
+    "MergingWindowAssigner",
+    "TumblingEventTimeWindows",
+    "SlidingEventTimeWindows",
+    "EventTimeSessionWindows",
+    "DynamicEventTimeSessionWindows",
+    "SessionWindowTimeGapExtractor",
+    "TumblingProcessingTimeWindows",
+    "SlidingProcessingTimeWindows",
+    "ProcessingTimeSessionWindows",
+    "DynamicProcessingTimeSessionWindows",
+    "GlobalWindows",
+    "EndOfStreamWindows",
+]
+
+#: type parameters of ``WindowAssigner`` (user subclasses may subscript it)
+T = TypeVar("T")
+W = TypeVar("W")
+
+_TIME_WINDOW_SERIALIZER = TimeWindowSerializer()
+_GLOBAL_WINDOW_SERIALIZER = GlobalWindowSerializer()
+_TriggerContext = TriggerContext
+
+
+def to_window_millis(value: Any, what: str) -> int:
+    """Milliseconds of an int or of anything with ``to_milliseconds()`` (``Time``, ``Duration``)."""
+    if isinstance(value, bool):
+        raise GraphBuildError(f"{what} must be a Time, Duration or int milliseconds, got {value!r}")
+    if isinstance(value, int):
+        return value
+    to_ms = getattr(value, "to_milliseconds", None)
+    if callable(to_ms):
+        millis = to_ms()
+        if isinstance(millis, int) and not isinstance(millis, bool):
+            return millis
+    raise GraphBuildError(f"{what} must be a Time, Duration or int milliseconds, got {value!r}")
+
+
+def _positive(value: Any, what: str) -> int:
+    millis = to_window_millis(value, what)
+    if millis <= 0:
+        raise GraphBuildError(f"{what} must be > 0 ms, got {millis}")
+    return millis
+
+
+def _offset(offset: Any, size: int, what: str) -> int:
+    if offset is None:
+        return 0
+    millis = to_window_millis(offset, f"{what} offset")
+    if abs(millis) >= size:
+        raise GraphBuildError(
+            f"{what}: offset must satisfy abs(offset) < size ({size} ms), got {millis} ms"
+        )
+    return millis
+
+
+class WindowAssignerContext(ABC):
+    """What an assigner may use (processing time for processing-time windows)."""
+
+    @abstractmethod
+    def get_current_processing_time(self) -> int:
+        """Processing time in ms (raises under ``pipeline.processing-time.allow = FAIL``)."""
+
+    @abstractmethod
+    def get_runtime_context(self) -> Any:
+        """The operator's runtime context: keyed state of the current key (count windows
+        keep their element counter there)."""
+
+
+_WindowAssignerContext = WindowAssignerContext
+
+
+class WindowAssigner(ABC, Generic[T, W]):
+    """Assigns each element to zero or more windows (PyFlink's ``WindowAssigner``)."""
+
+    WindowAssignerContext = WindowAssignerContext
+
+    @abstractmethod
+    def assign_windows(self, element: Any, timestamp: int | None,
+                       context: _WindowAssignerContext) -> Iterable[Any]:
+        """The windows ``element`` belongs to."""
+
+    @abstractmethod
+    def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when ``WindowedStream.trigger(...)`` is not called."""
+
+    @abstractmethod
+    def get_window_serializer(self) -> TypeSerializer:
+        """Serializer of the windows (the namespace serializer of window state and timers)."""
+
+    @abstractmethod
+    def is_event_time(self) -> bool:
+        """True when windows are based on event time (lateness applies)."""
+
+    def is_merging(self) -> bool:
+        """True for merging assigners (sessions)."""
+        return False
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, tuple(sorted(vars(self).items()))))
+
+
+class MergingWindowAssigner(WindowAssigner[T, W]):
+    """An assigner whose windows merge when they overlap (sessions)."""
+
+    def is_merging(self) -> bool:
+        return True
+
+    def merge_windows(self, windows: Iterable[TimeWindow]) -> list[tuple[TimeWindow, list[TimeWindow]]]:
+        """Groups of overlapping windows: ``[(covering window, [members]), ...]``."""
+        return TimeWindow.merge_windows(windows)
+
+
+def _require_timestamp(timestamp: int | None, assigner: WindowAssigner, element: Any) -> int:
+    if timestamp is None:
+        raise JobExecutionError(
+            f"{type(assigner).__name__}: record {element!r:.60} has no timestamp; event-time "
+            f"windows need assign_timestamps_and_watermarks(...) upstream (or use a "
+            f"processing-time assigner)"
+        )
+    return timestamp
+
+
+class _TimeWindowAssigner(WindowAssigner[T, TimeWindow]):
+    def get_window_serializer(self) -> TypeSerializer:
+        return _TIME_WINDOW_SERIALIZER
+
+
+class TumblingEventTimeWindows(_TimeWindowAssigner[T]):
+    """Fixed-size, non-overlapping event-time windows aligned to the epoch (+ offset)."""
+
+    def __init__(self, size: int, offset: int = 0) -> None:
+        self.size = size
+        self.offset = offset
+
+    @staticmethod
+    def of(size: Any, offset: Any = None) -> TumblingEventTimeWindows:
+        """Windows of ``size`` (Time, Duration or int ms), shifted by ``offset``."""
+        millis = _positive(size, "TumblingEventTimeWindows.of(size)")
+        return TumblingEventTimeWindows(
+            millis, _offset(offset, millis, "TumblingEventTimeWindows.of")
+        )
+
+    def assign_windows(self, element: Any, timestamp: int | None,
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
+        ts = _require_timestamp(timestamp, self, element)
+        start = TimeWindow.get_window_start_with_offset(ts, self.offset, self.size)
+        return [TimeWindow(start, start + self.size)]
+
+    def get_default_trigger(self, env: Any = None) -> Trigger:
+        return EventTimeTrigger()
+
+    def is_event_time(self) -> bool:
+        return True
+
+
+def _sliding(ts: int, size: int, slide: int, offset: int) -> list[TimeWindow]:
+    last_start = TimeWindow.get_window_start_with_offset(ts, offset, slide)
+    windows = []
+    start = last_start
+    while start > ts - size:
+        windows.append(TimeWindow(start, start + size))
+        start -= slide
+    return windows
+
+
+def _check_slide(size: Any, slide: Any, offset: Any, what: str) -> tuple[int, int, int]:
+    size_ms = _positive(size, f"{what}(size)")
+    slide_ms = _positive(slide, f"{what}(slide)")
+    return size_ms, slide_ms, _offset(offset, slide_ms, what)
+
+
+class SlidingEventTimeWindows(_TimeWindowAssigner[T]):
+    """Overlapping event-time windows of ``size`` starting every ``slide``."""
+
+    def __init__(self, size: int, slide: int, offset: int = 0) -> None:
+        self.size = size
+        self.slide = slide
+        self.offset = offset
+
+    @staticmethod
+    def of(size: Any, slide: Any, offset: Any = None) -> SlidingEventTimeWindows:
+        """Windows of ``size`` every ``slide`` (Time, Duration or int ms), shifted by ``offset``."""
+        return SlidingEventTimeWindows(*_check_slide(size, slide, offset, "SlidingEventTimeWindows.of"))
+
+    def assign_windows(self, element: Any, timestamp: int | None,
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
+        ts = _require_timestamp(timestamp, self, element)
+        return _sliding(ts, self.size, self.slide, self.offset)
+
+    def get_default_trigger(self, env: Any = None) -> Trigger:
+        return EventTimeTrigger()
+
+    def is_event_time(self) -> bool:
+        return True
+
+
+class SessionWindowTimeGapExtractor(ABC, Generic[T]):
+    """Gives each element its own session gap (``with_dynamic_gap``), in ms."""
+
+    @abstractmethod
+    def extract(self, element: T) -> int:
+        """The session gap of ``element`` in milliseconds (> 0)."""
+
+
+def _dynamic_gap(assigner: Any, element: Any) -> int:
+    gap = assigner.extractor.extract(element)
+    if isinstance(gap, bool) or not isinstance(gap, int) or gap <= 0:
+        raise JobExecutionError(
+            f"{type(assigner).__name__}: {type(assigner.extractor).__name__}.extract() returned "
+            f"{gap!r:.40} for record {element!r:.60}; a dynamic session gap must be an int > 0 (ms)"
+        )
+    return gap
+
+
+def _gap_extractor(extractor: Any, what: str) -> SessionWindowTimeGapExtractor:
+    if isinstance(extractor, SessionWindowTimeGapExtractor):
+        return extractor
+    raise GraphBuildError(
+        f"{what}.with_dynamic_gap() needs a SessionWindowTimeGapExtractor, got "
+        f"{type(extractor).__name__} {extractor!r:.60}"
+    )
+
+
+class EventTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
+    """Event-time sessions: windows ``[ts, ts + gap)`` merged while they overlap."""
+
+    def __init__(self, gap: int) -> None:
+        self.gap = gap
+
+    @staticmethod
+    def with_dynamic_gap(extractor: SessionWindowTimeGapExtractor) -> DynamicEventTimeSessionWindows:
+        """Sessions whose gap each element gives (``extractor.extract(element)`` ms)."""
+        return DynamicEventTimeSessionWindows(_gap_extractor(extractor, "EventTimeSessionWindows"))
+
+    @staticmethod
+    def with_gap(size: Any) -> EventTimeSessionWindows:
+        """Sessions closed after ``size`` (Time, Duration or int ms) of inactivity."""
+        return EventTimeSessionWindows(_positive(size, "EventTimeSessionWindows.with_gap(size)"))
+
+    def assign_windows(self, element: Any, timestamp: int | None,
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
+        ts = _require_timestamp(timestamp, self, element)
+        return [TimeWindow(ts, ts + self.gap)]
+
+    def get_default_trigger(self, env: Any = None) -> Trigger:
+        return EventTimeTrigger()
+
+    def get_window_serializer(self) -> TypeSerializer:
+        return _TIME_WINDOW_SERIALIZER
+
+    def is_event_time(self) -> bool:
+        return True
+
+
+class TumblingProcessingTimeWindows(_TimeWindowAssigner[T]):
+    """Fixed-size windows over the operator's processing time."""
+
+    def __init__(self, size: int, offset: int = 0) -> None:
+        self.size = size
+        self.offset = offset
+
+    @staticmethod
+    def of(size: Any, offset: Any = None) -> TumblingProcessingTimeWindows:
+        """Windows of ``size`` (Time, Duration or int ms), shifted by ``offset``."""
+        millis = _positive(size, "TumblingProcessingTimeWindows.of(size)")
+        return TumblingProcessingTimeWindows(
+            millis, _offset(offset, millis, "TumblingProcessingTimeWindows.of")
+        )
+
+    def assign_windows(self, element: Any, timestamp: int | None,
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
+        now = context.get_current_processing_time()
+        start = TimeWindow.get_window_start_with_offset(now, self.offset, self.size)
+        return [TimeWindow(start, start + self.size)]
+
+    def get_default_trigger(self, env: Any = None) -> Trigger:
+        return ProcessingTimeTrigger()
+
+    def is_event_time(self) -> bool:
+        return False
+
+
+class SlidingProcessingTimeWindows(_TimeWindowAssigner[T]):
+    """Overlapping windows over processing time."""
+
+    def __init__(self, size: int, slide: int, offset: int = 0) -> None:
+        self.size = size
+        self.slide = slide
+        self.offset = offset
+
+    @staticmethod
+    def of(size: Any, slide: Any, offset: Any = None) -> SlidingProcessingTimeWindows:
+        """Windows of ``size`` every ``slide``, shifted by ``offset``."""
+        return SlidingProcessingTimeWindows(
+            *_check_slide(size, slide, offset, "SlidingProcessingTimeWindows.of")
+        )
+
+    def assign_windows(self, element: Any, timestamp: int | None,
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
+        now = context.get_current_processing_time()
+        return _sliding(now, self.size, self.slide, self.offset)
+
+    def get_default_trigger(self, env: Any = None) -> Trigger:
+        return ProcessingTimeTrigger()
+
+    def is_event_time(self) -> bool:
+        return False
+
+
+class DynamicEventTimeSessionWindows(EventTimeSessionWindows[T]):
+    """Event-time sessions with a gap per element: windows ``[ts, ts + extract(element))``."""
+
+    def __init__(self, extractor: SessionWindowTimeGapExtractor) -> None:
+        self.extractor = extractor
+
+    def assign_windows(self, element: Any, timestamp: int | None,
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
+        ts = _require_timestamp(timestamp, self, element)
+        return [TimeWindow(ts, ts + _dynamic_gap(self, element))]
+
+
+class ProcessingTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
+    """Sessions over processing time."""
+
+    def __init__(self, gap: int) -> None:
+        self.gap = gap
+
+    @staticmethod
+    def with_dynamic_gap(
+            extractor: SessionWindowTimeGapExtractor) -> DynamicProcessingTimeSessionWindows:
+        """Processing-time sessions whose gap each element gives."""
+        return DynamicProcessingTimeSessionWindows(
+            _gap_extractor(extractor, "ProcessingTimeSessionWindows"))
+
+    @staticmethod
+    def with_gap(size: Any) -> ProcessingTimeSessionWindows:
+        """Sessions closed after ``size`` of processing-time inactivity."""
+        return ProcessingTimeSessionWindows(
+            _positive(size, "ProcessingTimeSessionWindows.with_gap(size)")
+        )
+
+    def assign_windows(self, element: Any, timestamp: int | None,
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
+        now = context.get_current_processing_time()
+        return [TimeWindow(now, now + self.gap)]
+
+    def get_default_trigger(self, env: Any = None) -> Trigger:
+        return ProcessingTimeTrigger()
+
+    def get_window_serializer(self) -> TypeSerializer:
+        return _TIME_WINDOW_SERIALIZER
+
+    def is_event_time(self) -> bool:
+        return False
+
+
+class DynamicProcessingTimeSessionWindows(ProcessingTimeSessionWindows[T]):
+    """Processing-time sessions with a gap per element."""
+
+    def __init__(self, extractor: SessionWindowTimeGapExtractor) -> None:
+        self.extractor = extractor
+
+    def assign_windows(self, element: Any, timestamp: int | None,
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
+        now = context.get_current_processing_time()
+        return [TimeWindow(now, now + _dynamic_gap(self, element))]
+
+
+class GlobalWindows(WindowAssigner[T, GlobalWindow]):
+    """One window per key that never ends; its default trigger never fires."""
+
+    @staticmethod
+    def create() -> GlobalWindows:
+        """The global-window assigner (use ``trigger(CountTrigger.of(n))`` with it)."""
+        return GlobalWindows()
+
+    def assign_windows(self, element: Any, timestamp: int | None,
+                       context: _WindowAssignerContext) -> list[GlobalWindow]:
+        return [GlobalWindow.get()]
+
+    def get_default_trigger(self, env: Any = None) -> Trigger:
+        return NeverTrigger()
+
+    def get_window_serializer(self) -> TypeSerializer:
+        return _GLOBAL_WINDOW_SERIALIZER
+
+    def is_event_time(self) -> bool:
+        return False
+
+
+
+class _EndOfStreamTrigger(Trigger):
+    """Fires the end-of-stream window once, when the watermark reaches MAX (end of input)."""
+
+    def on_element(self, element: Any, timestamp: int | None, window: Any,
+                   ctx: _TriggerContext) -> TriggerResult:
+        ctx.register_event_time_timer(window.max_timestamp())
+        return TriggerResult.CONTINUE
+
+    def on_processing_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def on_event_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
+        return TriggerResult.FIRE if time == window.max_timestamp() else TriggerResult.CONTINUE
+
+    def clear(self, window: Any, ctx: _TriggerContext) -> None:
+        ctx.delete_event_time_timer(window.max_timestamp())
+
+class EndOfStreamWindows(_TimeWindowAssigner[T]):
+    """One window per key spanning all time, fired once at the end of input (Flink 1.20)."""
+
+    WINDOW = TimeWindow(MIN_LONG, MAX_LONG)
+
+    @staticmethod
+    def get() -> EndOfStreamWindows:
+        """The end-of-stream assigner."""
+        return EndOfStreamWindows()
+
+    def assign_windows(self, element: Any, timestamp: int | None,
+                       context: _WindowAssignerContext) -> list[TimeWindow]:
+        return [self.WINDOW]
+
+    def get_default_trigger(self, env: Any = None) -> Trigger:
+        return _EndOfStreamTrigger()
+
+    def is_event_time(self) -> bool:
+        return True
