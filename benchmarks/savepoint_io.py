@@ -56,7 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
-    from pyspark_datastream.savepoint import SavepointWriter, load_operator_state, write_savepoint
+    from pyspark_datastream.savepoint.core import (
+        SavepointWriter,
+        load_operator_state,
+        write_savepoint,
+    )
     from pyspark_datastream.state_store.descriptors import ListStateDescriptor, ValueStateDescriptor
     from pyspark_datastream.state_store.typeinfo import Types
 
@@ -75,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         metadata = writer.metadata("bench")
         # the encoded entries, computed once (encoding is not part of the write timings):
         # as the bootstrap produces them (ordered), and in the source's arbitrary order
-        from pyspark_datastream.savepoint import _bootstrap_pass
-        from pyspark_datastream.savepoint_format import entries_ddl, savepoint_ddl
+        from pyspark_datastream.savepoint.core import _bootstrap_pass
+        from pyspark_datastream.savepoint.format import entries_ddl, savepoint_ddl
         from pyspark_datastream.state_store.serializers import serializer_from_snapshot
 
         ordered, presorted = writer._entries(metadata)

@@ -119,7 +119,7 @@ def main() -> None:
         StreamExecutionEnvironment,
         Types,
     )
-    from pyspark_datastream.environment import default_local_session
+    from pyspark_datastream import default_local_session
 
     path = os.path.abspath(os.path.join(args.data, f"words-{args.records}-{args.keys}"))
     generate(path, args.records, args.keys)

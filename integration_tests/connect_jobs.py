@@ -26,7 +26,7 @@ def main(workdir: str) -> None:
         Types,
         ValueStateDescriptor,
     )
-    from pyspark_datastream.delta_io import read_delta
+    from pyspark_datastream.spark_io.delta_io import read_delta
 
     # defined here, not imported from the tests: the Connect server's Python workers cannot
     # import the test modules, and a class local to this function travels by value

@@ -1,6 +1,6 @@
 """Child processes of ``test_delta_exactly_once`` (no JVM): commit micro-batches to a real
 delta-rs table through the STREAMING Delta sink's own protocol
-(``pyspark_datastream.delta_sink.commit_batch``), optionally armed to die at a named point.
+(``pyspark_datastream.translation.delta_sink.commit_batch``), optionally armed to die at a named point.
 
 Run through a ``multiprocessing`` forkserver context that preloads this module, so a child
 costs a fork, not an interpreter start.
@@ -15,8 +15,8 @@ import deltalake  # noqa: F401 - imported once, in the forkserver
 import pandas  # noqa: F401 - pyarrow's Parquet writer imports it at its first write (~2 s)
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark_datastream.delta_sink import commit_batch
-from pyspark_datastream.faults import KILL_AT_ENV
+from pyspark_datastream.runtime.faults import KILL_AT_ENV
+from pyspark_datastream.translation.delta_sink import commit_batch
 
 __all__ = ["SCHEMA", "files_writer", "record_commit", "committed_batches", "commit_batches",
            "race"]

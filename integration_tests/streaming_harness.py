@@ -5,7 +5,7 @@ runs one keyed STREAMING job in its own driver process (own JVM): a running sum 
 key (ValueState) over a Parquet file stream read one file per micro-batch, written
 by Spark's exactly-once Parquet file sink (``--sink delta``: by ``sink_to_delta``). The
 test kills it with SIGKILL at random moments (or arms a named crash point, see
-``pyspark_datastream.faults``) and restarts it from the same checkpoint;
+``pyspark_datastream.runtime.faults``) and restarts it from the same checkpoint;
 :func:`expected_output` is what an uninterrupted run emits.
 """
 

@@ -348,12 +348,12 @@ def test_native_key_bytes_equal_python_serializers(spark):
     import zlib
 
     from pyspark.sql import functions as F
+    from pyspark_datastream.spark_io.key_columns import native_key_bytes
     from pyspark_datastream.state_store.serializers import (
         GenericKeySerializer,
         LexicographicLongSerializer,
         LexicographicStringSerializer,
     )
-    from pyspark_datastream.tracing import native_key_bytes
 
     strs = ["", "a", "a\x00b", "\x00", "\x00\x00", "é😀", "x\x00", "L\x07H\x00", "\x10\x00"]
     longs = [0, 1, -1, 2**63 - 1, -(2**63), 12345678901, -5, 7, 8]

@@ -35,8 +35,8 @@ import pytest
 import streaming_harness as harness
 from deltalake import DeltaTable
 from pyspark_datastream import KeyedProcessFunctionTestHarness
-from pyspark_datastream.delta_sink import APP_ID_PREFIX, commit_batch
-from pyspark_datastream.faults import KILL_AT_ENV
+from pyspark_datastream.runtime.faults import KILL_AT_ENV
+from pyspark_datastream.translation.delta_sink import APP_ID_PREFIX, commit_batch
 
 POINTS = ("delta.before-write", "delta.after-write", "delta.after-commit")
 HARNESS_BACKEND = {"hashmap": "heap", "rocksdb": "rocksdb"}

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from pyspark.sql import functions as F
 from pyspark_datastream import ListStateDescriptor, Types, ValueStateDescriptor
-from pyspark_datastream.savepoint import SavepointWriter, _spark_hash_int
+from pyspark_datastream.savepoint.core import SavepointWriter, _spark_hash_int
 
 
 def test_spark_hash_of_int_matches_spark(spark):
@@ -73,7 +73,7 @@ def test_presorted_bootstrap_writes_what_the_entry_sort_writes(spark, tmp_path, 
     """Ordering the source rows before encoding gives, range by range, the very rows in the
     very order that shuffling and sorting the encoded entries gives (keys Spark cannot
     serialize take that second path)."""
-    import pyspark_datastream.tracing as tracing
+    import pyspark_datastream.translation.tracing as tracing
 
     df = spark.range(2_000).select(
         (F.col("id") * 7919 % 100_003).alias("k"), F.col("id").alias("n"),

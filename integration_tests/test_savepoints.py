@@ -8,7 +8,7 @@ import threading
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from pyspark_datastream.savepoint import (
+from pyspark_datastream.savepoint.core import (
     Savepoint,
     SavepointWriter,
     inspect_savepoint,
@@ -16,7 +16,7 @@ from pyspark_datastream.savepoint import (
     read_metadata,
     write_savepoint,
 )
-from pyspark_datastream.savepoint_format import (
+from pyspark_datastream.savepoint.format import (
     ENTRY_COLUMNS,
     OperatorMetadata,
     SavepointMetadata,
@@ -261,7 +261,7 @@ def test_read_timers(spark, tmp_path):
 def test_not_a_savepoint_and_unreadable_metadata(spark, tmp_path):
     with pytest.raises(SavepointNotFoundError, match="is not a savepoint: no Delta table there"):
         Savepoint.load(str(tmp_path / "missing"), spark)
-    from pyspark_datastream.delta_io import write_delta
+    from pyspark_datastream.spark_io.delta_io import write_delta
 
     other = str(tmp_path / "other")
     write_delta(spark, spark.createDataFrame([(1,)], "a int"), other)
@@ -270,7 +270,7 @@ def test_not_a_savepoint_and_unreadable_metadata(spark, tmp_path):
     # a savepoint-shaped table whose metadata row is garbage
     import pyarrow as pa
     from deltalake import write_deltalake
-    from pyspark_datastream.savepoint_format import savepoint_arrow_schema
+    from pyspark_datastream.savepoint.format import savepoint_arrow_schema
 
     bad = str(tmp_path / "bad")
     row = {"kind": "metadata", "operator_uid": None, "key_group": -1, "key": b"",
@@ -309,7 +309,7 @@ def test_failed_write_leaves_no_version(spark, tmp_path):
 
 def test_concurrent_writers_one_wins(spark, tmp_path):
     """Two writers that both started from version 0: the second commit gets a conflict."""
-    from pyspark_datastream import savepoint as sp_mod
+    from pyspark_datastream.savepoint import core as sp_mod
 
     entries, metas = _snapshot("heap", {"k": {"count": 1, "events": [], "attrs": {}, "byts": {}}},
                                128, "")

@@ -22,7 +22,7 @@ import tempfile
 try:
     spark  # noqa: B018 - provided by Databricks
 except NameError:
-    from pyspark_datastream.environment import default_local_session
+    from pyspark_datastream import default_local_session
 
     spark = default_local_session()
 
@@ -43,7 +43,7 @@ from pyspark_datastream import (
     ValueStateDescriptor,
     WatermarkStrategy,
 )
-from pyspark_datastream.delta_io import read_delta
+from pyspark_datastream import read_delta
 
 GAP = 30_000
 USERS, FILES = 50, 2
@@ -136,7 +136,7 @@ print(f"backfill closed {backfill.count()} sessions")
 
 # COMMAND ----------
 
-from pyspark_datastream.savepoint import Savepoint
+from pyspark_datastream import Savepoint
 
 read_delta(spark, savepoint).createOrReplaceTempView("sessions_savepoint")
 spark.sql("""

@@ -15,7 +15,7 @@ import tempfile
 try:
     spark  # noqa: B018 - provided by Databricks
 except NameError:
-    from pyspark_datastream.environment import default_local_session
+    from pyspark_datastream import default_local_session
 
     spark = default_local_session()
 

@@ -9,10 +9,12 @@ program ports by changing its imports::
 
 from __future__ import annotations
 
-from .config import Configuration, RuntimeExecutionMode
-from .datastream import CloseableIterator, ConnectedStreams, DataStream, DataStreamSink, KeyedStream
-from .environment import JobExecutionResult, StreamExecutionEnvironment
-from .job_client import JobClient, JobStatus
+from .api.datastream import ConnectedStreams, DataStream, DataStreamSink, KeyedStream
+from .api.environment import StreamExecutionEnvironment, default_local_session
+from .api.job_client import JobClient, JobStatus
+from .api.state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend, StateBackend
+from .api.time import Duration, Time
+from .api.watermarks import WatermarkStrategy
 from .operators.context import RuntimeContext
 from .operators.functions import (
     AggregateFunction,
@@ -37,7 +39,10 @@ from .operators.harness import (
     KeyedOperatorTestHarness,
     KeyedProcessFunctionTestHarness,
 )
-from .state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend, StateBackend
+from .plan.config import Configuration, RuntimeExecutionMode
+from .results import CloseableIterator, JobExecutionResult
+from .savepoint import Savepoint, SavepointWriter
+from .spark_io.delta_io import read_delta
 from .state_store.descriptors import (
     AggregatingStateDescriptor,
     BinarySortedStateDescriptor,
@@ -97,11 +102,10 @@ from .state_store.state import (
 )
 from .state_store.temporal import TemporalListState, TemporalValue, TemporalValueState
 from .state_store.typeinfo import TypeInformation, Types
-from .time import Duration, Time
-from .watermarks import WatermarkStrategy
 
 # isort: split
 # -- keyed windows and FLIP-380 full-window processing (plugin/windows.py) ---------------
+from .api.windows import AllWindowedStream, PartitionWindowedStream, WindowedStream
 from .operators.count_windows import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 from .operators.partition import MapPartitionFunction, Order
 from .operators.window_functions import (
@@ -132,48 +136,41 @@ from .operators.windows import (
     WindowAssigner,
 )
 from .state_store.namespaces import CountWindow, GlobalWindow
-from .windows import AllWindowedStream, PartitionWindowedStream, WindowedStream
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AggregateFunction", "AggregatingState", "AggregatingStateDescriptor", "BinarySortedState",
-    "BinarySortedStateDescriptor", "CloseableIterator", "CoFlatMapFunction", "CoMapFunction",
-    "CoProcessFunction", "Configuration", "ConfigurationError", "ConnectedStreams", "DataStream",
-    "DataStreamError", "DataStreamSink", "Duration", "EmbeddedRocksDBStateBackend",
-    "FilterFunction", "FlatMapFunction", "Function", "GraphBuildError", "HashMapStateBackend",
-    "IncompatibleStateError", "JobExecutionError", "JobExecutionResult", "KeyGroupError",
-    "KeySelector", "KeyedCoProcessFunction", "KeyedCoProcessFunctionTestHarness",
-    "KeyedOperatorTestHarness", "KeyedProcessFunctionTestHarness", "KeyedProcessFunction", "KeyedStream",
-    "LexicographicBooleanSerializer", "LexicographicByteSerializer",
-    "LexicographicBytesSerializer", "LexicographicDoubleSerializer",
+    "AggregateFunction", "AggregatingState", "AggregatingStateDescriptor", "AllWindowedStream",
+    "AllWindowFunction", "BinarySortedState", "BinarySortedStateDescriptor",
+    "CheckpointMismatchError", "CheckpointRootError", "CloseableIterator", "CoFlatMapFunction",
+    "CoMapFunction", "Configuration", "ConfigurationError", "ConnectedStreams", "CoProcessFunction",
+    "CountSlidingWindowAssigner", "CountTrigger", "CountTumblingWindowAssigner", "CountWindow",
+    "DataStream", "DataStreamError", "DataStreamSink", "default_local_session", "Duration",
+    "DynamicEventTimeSessionWindows", "DynamicProcessingTimeSessionWindows",
+    "EmbeddedRocksDBStateBackend", "EndOfStreamWindows", "EventTimeSessionWindows",
+    "EventTimeTrigger", "FilterFunction", "FlatMapFunction", "Function", "GlobalWindow",
+    "GlobalWindows", "GraphBuildError", "HashMapStateBackend", "IncompatibleStateError",
+    "JobClient", "JobExecutionError", "JobExecutionResult", "JobStatus", "KeyedCoProcessFunction",
+    "KeyedCoProcessFunctionTestHarness", "KeyedOperatorTestHarness", "KeyedProcessFunction",
+    "KeyedProcessFunctionTestHarness", "KeyedStream", "KeyGroupError", "KeySelector",
+    "LexicographicalTypeSerializer", "LexicographicBooleanSerializer",
+    "LexicographicByteSerializer", "LexicographicBytesSerializer", "LexicographicDoubleSerializer",
     "LexicographicFloatSerializer", "LexicographicIntSerializer", "LexicographicLongSerializer",
     "LexicographicShortSerializer", "LexicographicStringSerializer",
-    "LexicographicTimestampSerializer", "LexicographicTupleSerializer",
-    "LexicographicalTypeSerializer", "ListState", "ListStateDescriptor", "MapFunction", "MapState",
-    "MapStateDescriptor", "OutputTag", "ProcessFunction", "ProcessingTimeError", "ReduceFunction",
-    "ReducingState", "ReducingStateDescriptor", "Row", "RuntimeContext", "RuntimeExecutionMode",
-    "SavepointConflictError", "SavepointError", "SavepointFormatError", "SavepointNotFoundError",
-    "SerializationError", "StateBackend", "StateBackendError", "StateDescriptor",
-    "StateDescriptorError", "StateError", "StreamExecutionEnvironment", "TemporalListState",
-    "TemporalValue", "TemporalValueState", "Time", "TimeDomain", "TimeWindow", "TimestampAssigner",
-    "TypeInformation", "TypeSerializer", "Types", "UnclaimedStateError", "ValueState",
-    "ValueStateDescriptor", "WatermarkStrategy",
+    "LexicographicTimestampSerializer", "LexicographicTupleSerializer", "ListState",
+    "ListStateDescriptor", "MapFunction", "MapPartitionFunction", "MapState", "MapStateDescriptor",
+    "MergingWindowAssigner", "Order", "OutputTag", "OutputTypeError", "PartitionWindowedStream",
+    "ProcessAllWindowFunction", "ProcessFunction", "ProcessingTimeError",
+    "ProcessingTimeSessionWindows", "ProcessingTimeTrigger", "ProcessWindowFunction",
+    "PurgingTrigger", "read_delta", "ReduceFunction", "ReducingState", "ReducingStateDescriptor",
+    "Row", "RuntimeContext", "RuntimeExecutionMode", "Savepoint", "SavepointConflictError",
+    "SavepointError", "SavepointFormatError", "SavepointNotFoundError", "SavepointWriter",
+    "SerializationError", "SessionWindowTimeGapExtractor", "SlidingEventTimeWindows",
+    "SlidingProcessingTimeWindows", "SourceSchemaError", "StateBackend", "StateBackendError",
+    "StateDescriptor", "StateDescriptorError", "StateError", "StreamExecutionEnvironment",
+    "TemporalListState", "TemporalValue", "TemporalValueState", "Time", "TimeDomain",
+    "TimestampAssigner", "TimeWindow", "Trigger", "TriggerResult", "TumblingEventTimeWindows",
+    "TumblingProcessingTimeWindows", "TypeInformation", "Types", "TypeSerializer",
+    "UnclaimedStateError", "UserFunctionError", "ValueState", "ValueStateDescriptor",
+    "WatermarkStrategy", "WindowAssigner", "WindowedStream", "WindowFunction",
 ]
-__all__ += [
-    "CountTrigger", "EndOfStreamWindows", "EventTimeSessionWindows", "EventTimeTrigger",
-    "GlobalWindow", "GlobalWindows", "MapPartitionFunction", "MergingWindowAssigner", "Order",
-    "PartitionWindowedStream", "ProcessWindowFunction", "ProcessingTimeSessionWindows",
-    "ProcessingTimeTrigger", "PurgingTrigger", "SlidingEventTimeWindows",
-    "SlidingProcessingTimeWindows", "Trigger", "TriggerResult", "TumblingEventTimeWindows",
-    "TumblingProcessingTimeWindows", "WindowAssigner", "WindowedStream",
-]
-__all__ += [
-    "AllWindowFunction", "AllWindowedStream", "CountSlidingWindowAssigner",
-    "CountTumblingWindowAssigner", "CountWindow", "DynamicEventTimeSessionWindows",
-    "DynamicProcessingTimeSessionWindows", "ProcessAllWindowFunction",
-    "SessionWindowTimeGapExtractor", "WindowFunction",
-]
-__all__ += ["JobClient", "JobStatus"]
-__all__ += ["CheckpointMismatchError", "CheckpointRootError", "OutputTypeError",
-            "SourceSchemaError", "UserFunctionError"]

@@ -68,11 +68,11 @@ def generate_clicks(users: int, clicks_per_user: int, seed: int = 7) -> list[tup
 
 def main(argv: Optional[list[str]] = None) -> int:
     from . import StreamExecutionEnvironment
-    from .config import RuntimeExecutionMode
-    from .delta_io import read_delta
-    from .environment import default_local_session
-    from .time import Duration
-    from .watermarks import WatermarkStrategy
+    from .api.environment import default_local_session
+    from .api.time import Duration
+    from .api.watermarks import WatermarkStrategy
+    from .plan.config import RuntimeExecutionMode
+    from .spark_io.delta_io import read_delta
 
     parser = argparse.ArgumentParser(prog="python -m pyspark_datastream demo")
     parser.add_argument("--out", default=".demo-output", help="output folder")

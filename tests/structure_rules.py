@@ -4,8 +4,11 @@ Every module of ``plugin/``, ``operators/`` and ``state_store/`` is parsed; ever
 including function-local and ``TYPE_CHECKING`` ones. The rules:
 
 * no import cycle among the modules;
-* layers point one way: api -> plan/results -> translation -> savepoint -> runtime -> operators
-  -> state_store (a module imports its own layer or lower ones);
+* imports point one way, down this order: api -> translation -> savepoint -> spark_io ->
+  runtime -> plan/results -> operators -> state_store. The API builds a plan and hands it to
+  translation, which ships runtime code to executors; so every driver layer may read the plan
+  (plain data), and nothing below the API imports it. The package root, ``__main__``, ``demo``
+  and ``temporal_functions`` belong to the api layer;
 * nothing in runtime/, operators/ or state_store/ imports ``pyspark.sql``;
 * no ``_private`` name imported from another module, and no ``obj._name`` read of a private
   member that the reading module does not define itself;
@@ -45,12 +48,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("state_store", (f"{ROOT_PACKAGE}.state_store",)),
     ("operators", (f"{ROOT_PACKAGE}.operators",)),
     ("runtime", (f"{ROOT_PACKAGE}.runtime",)),
+    ("spark_io", (f"{ROOT_PACKAGE}.spark_io",)),
     ("savepoint", (f"{ROOT_PACKAGE}.savepoint",)),
     ("translation", (f"{ROOT_PACKAGE}.translation",)),
     ("plan", (f"{ROOT_PACKAGE}.plan", f"{ROOT_PACKAGE}.results")),
     ("api", (ROOT_PACKAGE,)),
 )
-_ORDER = ("api", "plan", "translation", "savepoint", "runtime", "operators", "state_store")
+_ORDER = ("api", "translation", "savepoint", "spark_io", "runtime", "plan", "operators", "state_store")
 #: the layers whose code runs on executors and therefore never imports pyspark.sql
 NO_SPARK_SQL = ("runtime", "operators", "state_store")
 

@@ -16,9 +16,8 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..config import resolve
-from ..datastream import CloseableIterator
-from ..graph import (
+from ..plan.config import resolve
+from ..plan.graph import (
     ChainNode,
     CoChainNode,
     CoKeyedNode,
@@ -33,11 +32,8 @@ from ..graph import (
     consumers,
     is_keyed,
 )
-from ..progress import BatchProgress, Stage
-from ..spark_types import is_spark_mappable, python_from_spark
-from ..state_store.errors import GraphBuildError, JobExecutionError
-from ..tracing import Expr, native_key_bytes, plain_callable, to_column, trace
-from .encoding import (
+from ..results import CloseableIterator
+from ..runtime.encoding import (
     KEY,
     KG,
     PICKLED,
@@ -50,13 +46,27 @@ from .encoding import (
     output_check,
     typed_encoding,
 )
+from ..runtime.fastpath import plain_callable
+from ..runtime.passes import (
+    RESTORE_COLUMNS,
+    SP_COLUMNS,
+    SP_META,
+    KeyedSpec,
+    PassSpec,
+    output_ddl,
+    run_pass,
+)
+from ..runtime.spark_types import is_spark_mappable, python_from_spark
+from ..spark_io.key_columns import native_key_bytes
+from ..spark_io.progress import BatchProgress, Stage
+from ..state_store.errors import GraphBuildError, JobExecutionError
 from .failures import surfacing
-from .passes import RESTORE_COLUMNS, SP_COLUMNS, SP_META, KeyedSpec, PassSpec, output_ddl, run_pass
+from .tracing import Expr, to_column, trace
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from ..environment import StreamExecutionEnvironment
+    from ..api.environment import StreamExecutionEnvironment
 
 __all__ = ["BatchTranslator", "Stream"]
 
@@ -222,7 +232,7 @@ class BatchTranslator:
                             print(f"{prefix}> {record}" if prefix else str(record))
                             n += 1
                 else:
-                    from ..delta_io import write_delta
+                    from ..spark_io.delta_io import write_delta
 
                     n = write_delta(self.spark, df, sink.options["path"], sink.options["mode"])
                 progress.complete(stage, rows_in=n)
@@ -799,7 +809,7 @@ def _struct_type(enc: Encoding) -> Any:
 
 
 def _ddl(t: Any, i: int) -> str:
-    from ..spark_types import spark_ddl_type
+    from ..runtime.spark_types import spark_ddl_type
 
     return spark_ddl_type(t.get_field_types()[i])
 

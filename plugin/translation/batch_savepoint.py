@@ -3,7 +3,7 @@
 Used by :class:`~pyspark_datastream.plugin.translation.batch.BatchTranslator`.
 
 * **Restore** (``execution.savepoint.path``): :class:`BatchRestore` reads the
-  savepoint metadata and runs :func:`~pyspark_datastream.savepoint_format.check_restore`
+  savepoint metadata and runs :func:`~pyspark_datastream.savepoint.format.check_restore`
   against every keyed operator of the program *before anything runs* (each
   operator is opened once on the driver against a throwaway single-key backend to
   learn its states). :meth:`BatchRestore.union_state` then adds an operator's
@@ -16,7 +16,7 @@ Used by :class:`~pyspark_datastream.plugin.translation.batch.BatchTranslator`.
   runs every keyed pass ONCE into a staging Parquet folder (records and the keyed
   entry rows of ``SP_COLUMNS``), reads it twice (the stream for the consumers, the
   entries for the savepoint) and finally writes the savepoint with
-  :func:`~pyspark_datastream.savepoint.write_savepoint` after all sinks succeeded.
+  :func:`~pyspark_datastream.savepoint.core.write_savepoint` after all sinks succeeded.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ import warnings
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..graph import ChainNode, KeyByNode, KeyedNode, Transformation, is_keyed
-from ..savepoint_format import OperatorMetadata, SavepointMetadata, check_restore
+from ..plan.graph import ChainNode, KeyByNode, KeyedNode, Transformation, is_keyed
+from ..runtime.encoding import KEY, KG, SIDE, TS
+from ..runtime.passes import RESTORE_COLUMNS, SP_COLUMNS, SP_META, KeyedSpec
+from ..savepoint.format import OperatorMetadata, SavepointMetadata, check_restore
 from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import ConfigurationError, GraphBuildError
-from .encoding import KEY, KG, SIDE, TS
-from .passes import RESTORE_COLUMNS, SP_COLUMNS, SP_META, KeyedSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -77,8 +77,8 @@ def operator_states(node: Transformation, op_config: dict[str, Any],
     fails on the driver gives ``[]`` (logged): the executors will report it.
     """
     from ..operators.base import OperatorConfig
+    from ..runtime.passes import _make_keyed_operator
     from ..state_store.backends.single_key import SingleKeyStateBackend
-    from .passes import _make_keyed_operator
 
     spec = KeyedSpec(_kind(node), getattr(node, "function", None), _key_serializer(node), True)
     cfg = dict(op_config)
@@ -106,7 +106,7 @@ class BatchRestore:
 
     def __init__(self, translator: Any, path: str, ignore_unclaimed: bool,
                  version: Optional[int]) -> None:
-        from ..savepoint import read_metadata
+        from ..savepoint.core import read_metadata
 
         self.translator = translator
         self.path = path
@@ -165,7 +165,7 @@ class BatchRestore:
         entries come before its records. None when the node has no savepoint state."""
         from pyspark.sql import functions as F
 
-        from ..savepoint import load_operator_state
+        from ..savepoint.core import load_operator_state
 
         if self.meta_for(node) is None:
             return None
@@ -259,7 +259,7 @@ class BatchSavepointWrite:
 
         from pyspark.sql import functions as F
 
-        from .encoding import PICKLED
+        from ..runtime.encoding import PICKLED
 
         t = self.translator
         enc = PICKLED if tags else t._preferred_encoding(stream.type_info)
@@ -309,8 +309,8 @@ class BatchSavepointWrite:
 
     def write(self) -> int:
         """Write the savepoint (after every sink succeeded); return its Delta version."""
-        from ..savepoint import write_savepoint
-        from ..savepoint_format import entries_ddl
+        from ..savepoint.core import write_savepoint
+        from ..savepoint.format import entries_ddl
 
         t = self.translator
         ops = {uid: OperatorMetadata(uid, key_ser.snapshot(),

@@ -34,8 +34,8 @@ import time
 import types
 from typing import Any, Optional
 
-from ..config import resolve
-from ..graph import KeyByNode, SinkNode, SourceNode, Transformation
+from ..plan.config import resolve
+from ..plan.graph import KeyByNode, SinkNode, SourceNode, Transformation
 from ..state_store.errors import CheckpointMismatchError, CheckpointRootError
 
 __all__ = [

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import pyarrow as pa
 
-from ..graph import FullPartitionNode, KeyByNode
 from ..operators.partition import (
     Order,
     run_keyed_partition,
@@ -29,8 +28,10 @@ from ..operators.partition import (
     sort_key_bytes,
     sort_key_getter,
 )
-from ..tracing import Expr, plain_callable, to_column, trace
-from .encoding import KEY, KG, PICKLED, TS, ColumnWriter, Encoding, make_decoder
+from ..plan.graph import FullPartitionNode, KeyByNode
+from ..runtime.encoding import KEY, KG, PICKLED, TS, ColumnWriter, Encoding, make_decoder
+from ..runtime.fastpath import plain_callable
+from .tracing import Expr, to_column, trace
 
 if TYPE_CHECKING:
     from .batch import BatchTranslator, Stream

@@ -44,9 +44,10 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
-from ..config import parse_trigger, resolve
-from ..datastream import CloseableIterator
-from ..graph import (
+from ..operators.base import MIN_WATERMARK, OperatorConfig
+from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
+from ..plan.config import parse_trigger, resolve
+from ..plan.graph import (
     CoKeyedNode,
     KeyByNode,
     KeyedNode,
@@ -57,13 +58,9 @@ from ..graph import (
     is_keyed,
     upstream,
 )
-from ..operators.base import MIN_WATERMARK, OperatorConfig
-from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
-from ..state_store.errors import ConfigurationError, GraphBuildError
-from .batch import BatchTranslator, Stream
-from .encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
-from .failures import job_failure
-from .group_frames import (
+from ..results import CloseableIterator
+from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
+from ..runtime.group_frames import (
     BLOB,
     ROW_INDEX_BITS,
     SEQ_ROW,
@@ -75,14 +72,17 @@ from .group_frames import (
     typed_output_encoding,
     unpack_blobs,
 )
+from ..runtime.passes import PassSpec, gc_paused, output_ddl, run_pass
+from ..state_store.errors import ConfigurationError, GraphBuildError
+from .batch import BatchTranslator, Stream
+from .failures import job_failure
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
-from .passes import PassSpec, gc_paused, output_ddl, run_pass
 from .timecheck import processing_time_use
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from ..environment import StreamExecutionEnvironment
+    from ..api.environment import StreamExecutionEnvironment
 
 __all__ = ["StreamingTranslator", "END_OF_INPUT_MS", "parse_trigger", "progress_row"]
 
@@ -459,7 +459,7 @@ class StreamingTranslator(BatchTranslator):
                 if not connect:  # the counter lives where foreachBatch ran (see above)
                     counts[sink.name] = total[0]
             elif sink.kind == "delta":
-                from ..delta_sink import micro_batch_writer
+                from .delta_sink import micro_batch_writer
 
                 df = self._typed_df(stream, source)
                 total = [0]
@@ -564,7 +564,7 @@ class StreamingTranslator(BatchTranslator):
         return None
 
     def _source(self, node: SourceNode) -> Stream:
-        from .encoding import typed_encoding
+        from ..runtime.encoding import typed_encoding
 
         spark = self.spark
         if node.kind == "collection" or not getattr(node.payload, "isStreaming", True):
@@ -657,7 +657,7 @@ class StreamingTranslator(BatchTranslator):
             return None
         from pyspark.sql import functions as F
 
-        from ..tracing import native_key_bytes
+        from ..spark_io.key_columns import native_key_bytes
 
         columns = typed.enc.columns
         name = columns[key_field[0]]

@@ -14,7 +14,7 @@ Used by :class:`~pyspark_datastream.plugin.translation.streaming.StreamingTransl
   key group's state (heap: :func:`operators.keygroup.encode_state` bytes;
   rocksdb: a version pointer, exported with
   ``RocksDBKeyGroupStore.export_entries``) into unified entry rows, staged as
-  Parquet, then written by :func:`~pyspark_datastream.savepoint.write_savepoint`.
+  Parquet, then written by :func:`~pyspark_datastream.savepoint.core.write_savepoint`.
   Nothing but the (small) state meta infos reaches the driver.
 * **Multi-stage jobs** (one query per keyed stage, joined by staging tables): the
   queries run one after the other, each to the end of what its upstream wrote, so
@@ -52,13 +52,13 @@ import tempfile
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
-from ..graph import Transformation, is_keyed, upstream
-from ..progress import Heartbeat, fmt_count, observe, observed_metrics
-from ..savepoint_format import OperatorMetadata, SavepointMetadata
+from ..plan.graph import Transformation, is_keyed, upstream
+from ..runtime.encoding import KEY, KG, SIDE, TS, VALUE
+from ..savepoint.format import OperatorMetadata, SavepointMetadata
+from ..spark_io.progress import Heartbeat, fmt_count, observe, observed_metrics
 from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import SavepointFormatError
 from .batch_savepoint import check_savepoint_uids, keyed_nodes, operator_states
-from .encoding import KEY, KG, SIDE, TS, VALUE
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -138,7 +138,7 @@ def _export_pass(uid: str, spec: Any) -> Callable[[Iterator[Any]], Iterator[Any]
     import pyarrow as pa
 
     from ..operators.keygroup import RocksDBKeyGroupStore, decode_state
-    from ..savepoint_format import entries_to_batch
+    from ..savepoint.format import entries_to_batch
 
     kind, options = spec.backend
     maxp = int(spec.config["max_parallelism"])
@@ -246,7 +246,7 @@ class StreamingSavepointWrite:
         of that committed micro-batch; a query not in it has committed none and is empty."""
         from pyspark.sql import functions as F
 
-        from ..savepoint import write_savepoint
+        from ..savepoint.core import write_savepoint
 
         t = self.translator
         spark = t.spark
@@ -359,7 +359,7 @@ def restore_rows_folder(translator: Any, node: Transformation, folder: str, sche
     keyed input's ``schema`` into ``folder``; executors pack and write, nothing is collected."""
     from pyspark.sql import functions as F
 
-    from ..savepoint import load_operator_state
+    from ..savepoint.core import load_operator_state
 
     if os.path.isdir(folder):
         return  # written by an earlier run of this job: the file stream already knows it

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from pyspark import cloudpickle
+from pyspark_datastream.api.time import Duration, Time
 from pyspark_datastream.operators.base import MAX_WATERMARK, MIN_WATERMARK, OperatorConfig
 from pyspark_datastream.operators.driver import run_sorted_keyed
 from pyspark_datastream.operators.functions import OutputTag
@@ -36,7 +37,6 @@ from pyspark_datastream.state_store.errors import (
 from pyspark_datastream.state_store.functions import AggregateFunction
 from pyspark_datastream.state_store.namespaces import GlobalWindow, TimeWindow
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
-from pyspark_datastream.time import Duration, Time
 
 KEY_SERIALIZER = GenericKeySerializer.INSTANCE
 

@@ -12,9 +12,10 @@ from pyspark_datastream import (
     Types,
     WatermarkStrategy,
 )
-from pyspark_datastream.config import OPTIONS, resolve
 from pyspark_datastream.operators.functions import as_map_function
-from pyspark_datastream.tracing import Expr, plain_callable, trace
+from pyspark_datastream.plan.config import OPTIONS, resolve
+from pyspark_datastream.runtime.fastpath import plain_callable
+from pyspark_datastream.translation.tracing import Expr, trace
 
 
 def test_configuration_typed_accessors_and_alias():

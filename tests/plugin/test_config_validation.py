@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from pyspark_datastream import Configuration, ConfigurationError, StreamExecutionEnvironment
-from pyspark_datastream.config import OPTIONS, parse_trigger, validate
+from pyspark_datastream.plan.config import OPTIONS, parse_trigger, validate
 
 BAD = [
     ("parallelism.default", "-1", r"parallelism.default must be an integer >= 1, got '-1'"),

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 SCRIPT = """
-from pyspark_datastream.faults import kill_point
+from pyspark_datastream.runtime.faults import kill_point
 for i in range(1, 4):
     kill_point("other")
     print("before", i, flush=True)

@@ -12,12 +12,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 from pyspark_datastream.operators.base import Output
-from pyspark_datastream.state_store.errors import JobExecutionError
-from pyspark_datastream.state_store.row import Row
-from pyspark_datastream.state_store.serializers import GenericKeySerializer
-from pyspark_datastream.state_store.typeinfo import Types
-from pyspark_datastream.translation.encoding import PICKLED, typed_encoding
-from pyspark_datastream.translation.group_frames import (
+from pyspark_datastream.runtime.encoding import PICKLED, typed_encoding
+from pyspark_datastream.runtime.group_frames import (
     BLOB,
     SEQ_ROW,
     TypedInput,
@@ -28,7 +24,11 @@ from pyspark_datastream.translation.group_frames import (
     typed_output_encoding,
     unpack_blobs,
 )
-from pyspark_datastream.translation.passes import gc_paused
+from pyspark_datastream.runtime.passes import gc_paused
+from pyspark_datastream.state_store.errors import JobExecutionError
+from pyspark_datastream.state_store.row import Row
+from pyspark_datastream.state_store.serializers import GenericKeySerializer
+from pyspark_datastream.state_store.typeinfo import Types
 
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 
@@ -147,7 +147,7 @@ def test_pickled_blobs_drop_unread_side_outputs_and_keep_read_ones():
 
 
 def test_many_outputs_are_split_into_bounded_blobs(monkeypatch):
-    import pyspark_datastream.translation.group_frames as gf
+    import pyspark_datastream.runtime.group_frames as gf
 
     monkeypatch.setattr(gf, "BLOB_ROWS", 3)
     enc = typed_output_encoding(PAIR)

@@ -17,7 +17,7 @@ from pyspark_datastream import (
     StreamExecutionEnvironment,
     Types,
 )
-from pyspark_datastream.graph import reachable
+from pyspark_datastream.plan.graph import reachable
 from pyspark_datastream.translation.job_identity import (
     JobCheckpoint,
     default_job_name,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from pyspark_datastream import OutputTypeError, Types
-from pyspark_datastream.translation.encoding import (
+from pyspark_datastream.runtime.encoding import (
     PICKLED,
     ColumnWriter,
     output_check,

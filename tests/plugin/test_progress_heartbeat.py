@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 
-from pyspark_datastream.progress import (
+from pyspark_datastream.spark_io.progress import (
     COUNT_KEYS,
     BatchProgress,
     Heartbeat,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from pyspark_datastream.config import OPTIONS
+from pyspark_datastream.plan.config import OPTIONS
 
 README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
 

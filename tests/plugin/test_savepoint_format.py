@@ -6,7 +6,7 @@ import json
 
 import pyarrow as pa
 import pytest
-from pyspark_datastream.savepoint_format import (
+from pyspark_datastream.savepoint.format import (
     ENTRY_COLUMNS,
     FORMAT_VERSION,
     OperatorMetadata,

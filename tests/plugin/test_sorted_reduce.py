@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark_datastream import ReduceFunction, Types
+from pyspark_datastream.runtime.encoding import make_decoder, typed_encoding
+from pyspark_datastream.runtime.passes import _sorted_reduce_by_field
 from pyspark_datastream.state_store.errors import JobExecutionError
-from pyspark_datastream.translation.encoding import make_decoder, typed_encoding
-from pyspark_datastream.translation.passes import _sorted_reduce_by_field
 
 
 class Concat(ReduceFunction):
@@ -83,7 +83,7 @@ def test_a_failing_reduce_names_the_element(vectorised):
 
 @pytest.mark.parametrize("typed", [True, False])
 def test_column_writer_extend_equals_append(typed):
-    from pyspark_datastream.translation.encoding import PICKLED, ColumnWriter
+    from pyspark_datastream.runtime.encoding import PICKLED, ColumnWriter
 
     enc = typed_encoding(Types.TUPLE([Types.STRING(), Types.LONG()])) if typed else PICKLED
     ts_field = [pa.field("_ts", pa.int64())]
@@ -98,7 +98,7 @@ def test_column_writer_extend_equals_append(typed):
 
 
 def test_column_writer_extend_checks_records_as_append_does():
-    from pyspark_datastream.translation.encoding import ColumnWriter
+    from pyspark_datastream.runtime.encoding import ColumnWriter
 
     enc = typed_encoding(Types.TUPLE([Types.STRING(), Types.LONG()]))
     writer = ColumnWriter(enc, [pa.field("_ts", pa.int64())])

@@ -1,6 +1,6 @@
 """Savepoints as Delta tables: IO, the State Processor API and ``inspect``.
 
-Format: see :mod:`pyspark_datastream.savepoint_format` (one Delta table; every
+Format: see :mod:`pyspark_datastream.savepoint.format` (one Delta table; every
 Delta version is one complete savepoint; entries and the metadata row are
 committed in one transaction).
 
@@ -41,8 +41,19 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import pyarrow as pa
 
-from .progress import Heartbeat
-from .savepoint_format import (
+from ..spark_io.progress import Heartbeat
+from ..state_store.descriptors import StateDescriptor
+from ..state_store.entries import TIMER_STATE_PREFIX, StateKind
+from ..state_store.errors import (
+    SavepointConflictError,
+    SavepointError,
+    SavepointFormatError,
+    SavepointNotFoundError,
+    StateDescriptorError,
+)
+from ..state_store.keygroups import check_max_parallelism
+from ..state_store.serializers import serializer_from_snapshot
+from .format import (
     ENTRY_COLUMNS,
     METADATA_KIND,
     SAVEPOINT_COLUMNS,
@@ -56,17 +67,6 @@ from .savepoint_format import (
     metadata_row,
     savepoint_arrow_schema,
 )
-from .state_store.descriptors import StateDescriptor
-from .state_store.entries import TIMER_STATE_PREFIX, StateKind
-from .state_store.errors import (
-    SavepointConflictError,
-    SavepointError,
-    SavepointFormatError,
-    SavepointNotFoundError,
-    StateDescriptorError,
-)
-from .state_store.keygroups import check_max_parallelism
-from .state_store.serializers import serializer_from_snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -191,7 +191,7 @@ def write_savepoint(
             f"write_savepoint: entries DataFrame lacks columns {missing} (needs {list(ENTRY_COLUMNS)})"
         )
     maxp = check_max_parallelism(metadata.max_parallelism)
-    from .delta_io import session_has_delta
+    from ..spark_io.delta_io import session_has_delta
 
     write = _write_with_spark_delta if session_has_delta(spark) else _write_with_delta_rs
     if presorted and "kind" in entries_df.columns:
@@ -338,7 +338,7 @@ def _write_with_delta_rs(spark: SparkSession, path: str, df: DataFrame,
         raise
     except Exception as exc:
         shutil.rmtree(target, ignore_errors=True)
-        from .state_store.errors import JobExecutionError
+        from ..state_store.errors import JobExecutionError
 
         raise JobExecutionError(
             f"writing the savepoint at {path} failed (no version was committed): "
@@ -351,7 +351,7 @@ def _commit(root: str, folder: str, table: Any) -> int:
     from deltalake.exceptions import CommitFailedError, DeltaError
     from deltalake.transaction import create_table_with_add_actions
 
-    from .delta_io import add_actions_for_folder
+    from ..spark_io.delta_io import add_actions_for_folder
 
     actions, rows = add_actions_for_folder(root, folder)
     # rows include the one metadata row (its own file)
@@ -445,7 +445,7 @@ def savepoint_versions(path: str) -> list[dict[str, Any]]:
 
 
 def _table_df(spark: SparkSession, path: str, version: Optional[int]) -> DataFrame:
-    from .delta_io import read_delta
+    from ..spark_io.delta_io import read_delta
 
     _open_table(path, version)
     return read_delta(spark, path, version)
@@ -498,7 +498,7 @@ _BASIC_BY_SERIALIZER = {
 
 def _type_from_serializer(snapshot: dict[str, Any]) -> Any:
     """TypeInformation for a basic serializer snapshot, or None."""
-    from .state_store.typeinfo import BasicTypeInfo, Types
+    from ..state_store.typeinfo import BasicTypeInfo, Types
 
     name = str(snapshot.get("name", ""))
     base = name[len("Lexicographic"):] if name.startswith("Lexicographic") else name
@@ -510,7 +510,7 @@ def _type_from_serializer(snapshot: dict[str, Any]) -> Any:
 
 
 def _type_of(info: Any, serializer: Any, what: str) -> Any:
-    from .state_store.typeinfo import TypeInformation
+    from ..state_store.typeinfo import TypeInformation
 
     if isinstance(info, TypeInformation):
         return info
@@ -523,7 +523,7 @@ def _type_of(info: Any, serializer: Any, what: str) -> Any:
 
 
 def _state_column_type(d: StateDescriptor) -> Any:
-    from .state_store.typeinfo import Types
+    from ..state_store.typeinfo import Types
 
     owner = f"{type(d).__name__} {d.name!r}"
     if d.kind is StateKind.VALUE or d.kind is StateKind.REDUCING:
@@ -546,7 +546,7 @@ def _decode_pass(op: OperatorMetadata, maxp: int, descriptors: tuple[StateDescri
                  types: list[Any], schema: pa.Schema, batches: Iterator[pa.RecordBatch]
                  ) -> Iterator[pa.RecordBatch]:
     """Executor side of ``read_keyed_state``: one output row per key."""
-    from .spark_types import python_to_arrow
+    from ..runtime.spark_types import python_to_arrow
 
     convs = [python_to_arrow(t) for t in types]
     key_ser = serializer_from_snapshot(op.key_serializer)
@@ -577,7 +577,7 @@ def _decode_pass(op: OperatorMetadata, maxp: int, descriptors: tuple[StateDescri
 
 def _timer_pass(op: OperatorMetadata, key_type: Any, schema: pa.Schema,
                 batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    from .spark_types import python_to_arrow
+    from ..runtime.spark_types import python_to_arrow
 
     conv = python_to_arrow(key_type)
     for b in batches:
@@ -662,7 +662,7 @@ class Savepoint:
         """
         from pyspark.sql import functions as F
 
-        from .spark_types import arrow_type, spark_ddl_type
+        from ..runtime.spark_types import arrow_type, spark_ddl_type
 
         op = self._metadata.operator(uid)
         if not descriptors:
@@ -691,7 +691,7 @@ class Savepoint:
         """Pending timers of operator ``uid``: ``key, queue, timestamp, namespace`` (raw bytes)."""
         from pyspark.sql import functions as F
 
-        from .spark_types import arrow_type, spark_ddl_type
+        from ..runtime.spark_types import arrow_type, spark_ddl_type
 
         op = self._metadata.operator(uid)
         kt = self._key_type(op, key_type)
@@ -715,7 +715,7 @@ def _bootstrap_pass(uid: str, key_serializer: Any, maxp: int, key_column: str,
                     kinds: Optional[dict[str, str]] = None) -> Iterator[pa.RecordBatch]:
     """Executor side of ``SavepointWriter``: each row's states through a single-key backend
     (with ``kinds``, whole savepoint rows: see ``entries_to_batch``)."""
-    from .state_store.backends.single_key import SingleKeyStateBackend
+    from ..state_store.backends.single_key import SingleKeyStateBackend
 
     backend = SingleKeyStateBackend(key_serializer, maxp)
     try:
@@ -771,7 +771,7 @@ class SavepointWriter:
         each ``column: descriptor`` the state's value taken from that column (List: array,
         Map: map, BinarySortedState: array of (key, values) structs). ``key_type``
         (TypeInformation) defaults to the one of the key column's Spark type."""
-        from .spark_types import type_info_from_spark
+        from ..spark_io.schema import type_info_from_spark
 
         if not isinstance(uid, str) or not uid:
             raise StateDescriptorError(f"with_keyed_state: uid must be a non-empty str, got {uid!r}")
@@ -794,7 +794,7 @@ class SavepointWriter:
 
     def metadata(self, job_name: str = "bootstrap") -> SavepointMetadata:
         """The metadata the savepoint will carry."""
-        from .state_store.namespaces import VOID_NAMESPACE_SERIALIZER
+        from ..state_store.namespaces import VOID_NAMESPACE_SERIALIZER
 
         ops = {}
         for uid, _df, _k, states, key_type in self._ops:
@@ -822,7 +822,7 @@ class SavepointWriter:
         """Every operator's entries (never collected) and whether they come presorted.
 
         When Spark can compute every operator's key bytes (string and integer keys, see
-        :func:`~pyspark_datastream.tracing.native_key_bytes`), each operator's *source rows*
+        :func:`~pyspark_datastream.translation.tracing.native_key_bytes`), each operator's *source rows*
         (one per key) are shuffled into the key-group ranges and put in the write order
         before the Python pass encodes them: each output partition is then one range of
         one operator in write order, as whole savepoint rows (``kind`` included), and the
@@ -831,8 +831,8 @@ class SavepointWriter:
         """
         from pyspark.sql import functions as F
 
-        from .savepoint_format import entries_ddl, savepoint_ddl
-        from .tracing import native_key_bytes
+        from ..spark_io.key_columns import native_key_bytes
+        from .format import entries_ddl, savepoint_ddl
 
         maxp = self.max_parallelism
         key_sers = {uid: serializer_from_snapshot(op.key_serializer)

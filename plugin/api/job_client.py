@@ -44,11 +44,11 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Optional
 
-from .graph import SinkNode
-from .state_store.errors import JobExecutionError, SavepointError
+from ..plan.graph import SinkNode
+from ..state_store.errors import JobExecutionError, SavepointError
 
 if TYPE_CHECKING:
-    from .environment import JobExecutionResult
+    from ..results import JobExecutionResult
 
 __all__ = ["JobClient", "JobStatus"]
 
@@ -112,7 +112,7 @@ class JobClient:
     @classmethod
     def start(cls, env: Any, job_name: str, sinks: list[SinkNode]) -> JobClient:
         """Start the job of ``sinks`` on ``env`` (see the module doc for what runs how)."""
-        from .graph import reachable
+        from ..plan.graph import reachable
 
         nodes = reachable(list(sinks))
         if env.runtime_mode_for(nodes) == "BATCH":
@@ -182,7 +182,7 @@ class JobClient:
             self._finish_queries()
 
     def _fail(self, name: str, exc: Any) -> None:
-        from .translation.failures import job_failure
+        from ..translation.failures import job_failure
 
         for _, q in self._queries:
             if q.isActive:
@@ -192,7 +192,7 @@ class JobClient:
         self._translator.release()  # a temporary checkpoint ends with the job
 
     def _finish_thread(self) -> None:
-        from .environment import JobExecutionResult
+        from ..results import JobExecutionResult
 
         error = self._thread_outcome.get("error")
         if error is not None:
@@ -205,7 +205,7 @@ class JobClient:
                                           dict(self._thread_outcome.get("counts") or {}))
 
     def _finish_queries(self, status: JobStatus = JobStatus.FINISHED) -> None:
-        from .environment import JobExecutionResult
+        from ..results import JobExecutionResult
 
         self._log_progress()
         self._translator.release()  # a temporary checkpoint ends with the job
@@ -339,7 +339,7 @@ class JobClient:
         return os.path.join(self._translator._root(), name, "checkpoint")
 
     def _holds_state(self, name: str) -> bool:
-        from .translation.streaming_savepoint import keyed_nodes_in_query
+        from ..translation.streaming_savepoint import keyed_nodes_in_query
 
         root = self._translator._query_roots.get(name)
         return root is not None and bool(
@@ -384,8 +384,8 @@ class JobClient:
             query.stop()
 
     def _write(self, path: str) -> int:
-        from .translation.streaming import _as_dict, progress_row
-        from .translation.streaming_savepoint import StreamingSavepointWrite
+        from ..translation.streaming import _as_dict, progress_row
+        from ..translation.streaming_savepoint import StreamingSavepointWrite
 
         t = self._translator
         write = StreamingSavepointWrite(t, path)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
-from .state_store.typeinfo import TypeInformation, Types
+from ..state_store.typeinfo import TypeInformation, Types
 
-__all__ = ["Untraceable", "Expr", "trace", "plain_callable", "to_column", "native_key_bytes"]
+__all__ = ["Untraceable", "Expr", "trace", "to_column"]
 
 _NUMERIC = ("LONG", "INT", "SHORT", "BYTE", "DOUBLE", "FLOAT")
 
@@ -128,13 +128,6 @@ def _as_expr(value: Any) -> Expr:
 Traced = Union[Expr, tuple[Expr, ...]]
 
 
-def plain_callable(function: Any) -> Optional[Callable[..., Any]]:
-    """The user's plain callable behind a wrapped function, or None for classes."""
-    if type(function).__name__.startswith("_Callable"):
-        return getattr(function, "func", None)
-    return None
-
-
 def trace(fn: Callable[..., Any], input_types: list[TypeInformation]) -> Optional[Traced]:
     """Trace ``fn`` over inputs of the given types; None when it is not traceable."""
     probes = [Probe(Expr("input", (i,), t)) for i, t in enumerate(input_types)]
@@ -166,46 +159,3 @@ def to_column(expr: Expr, columns: list[list[str]]) -> Any:
     if expr.op == "*":
         return a * b
     raise Untraceable(expr.op)
-
-
-# Serialized key bytes computed by Spark, byte for byte what the Python serializers produce
-# (checked against them in integration_tests/test_batch.py). Strings: UTF-8 with every 0x00
-# byte escaped as 0x00 0xFF and a 0x00 0x00 terminator; the escape runs on the hex form so
-# only byte-aligned "00" pairs are replaced (\G anchors each match where the last ended).
-_ESCAPE_NUL = r"\G((?:[0-9A-F]{2})*?)00"
-
-
-def native_key_bytes(column: Any, type_name: str, serializer: Any) -> Any:
-    """Spark Column with ``serializer.serialize(value)`` of the field, or None if unsupported."""
-    from pyspark.sql import functions as F
-
-    name = type(serializer).__name__
-    if name == "GenericKeySerializer":
-        if type_name == "STRING":
-            return F.concat(F.unhex(F.lit("09")), _escaped_string(column))
-        if type_name in ("LONG", "INT", "SHORT", "BYTE"):
-            return F.concat(F.unhex(F.lit("05")), _flipped_long(column))
-        return None
-    if name == "LexicographicStringSerializer" and type_name == "STRING":
-        return _escaped_string(column)
-    if name == "LexicographicLongSerializer" and type_name in ("LONG", "INT", "SHORT", "BYTE"):
-        return _flipped_long(column)
-    return None
-
-
-def _escaped_string(column: Any) -> Any:
-    from pyspark.sql import functions as F
-
-    terminator = F.unhex(F.lit("0000"))
-    escaped = F.unhex(F.regexp_replace(F.hex(F.encode(column, "UTF-8")), _ESCAPE_NUL, "$100FF"))
-    # Strings without NUL (nearly all) skip the hex round trip.
-    return F.concat(
-        F.when(F.instr(column, "\u0000") > 0, escaped).otherwise(F.encode(column, "UTF-8")),
-        terminator)
-
-
-def _flipped_long(column: Any) -> Any:
-    from pyspark.sql import functions as F
-
-    flipped = column.cast("bigint").bitwiseXOR(F.lit(-(2**63)).cast("bigint"))
-    return F.unhex(F.lpad(F.hex(flipped), 16, "0"))

@@ -1,4 +1,7 @@
-"""Mapping between ``TypeInformation`` and Spark / Arrow types, and value conversion."""
+"""Mapping between ``TypeInformation`` and Arrow types / Spark DDL strings, and value conversion.
+
+Runs on executors too (no ``pyspark.sql``); the mapping from Spark schema objects is
+``spark_io/schema.py`` (driver side)."""
 
 from __future__ import annotations
 
@@ -7,16 +10,15 @@ from typing import Any, Callable, Optional
 
 import pyarrow as pa
 
-from .state_store.errors import GraphBuildError
-from .state_store.row import Row
-from .state_store.typeinfo import TypeInformation, Types
+from ..state_store.errors import GraphBuildError
+from ..state_store.row import Row
+from ..state_store.typeinfo import TypeInformation
 
 __all__ = [
     "is_spark_mappable",
     "spark_ddl_type",
     "arrow_type",
     "column_names",
-    "type_info_from_schema",
     "python_from_arrow",
     "python_to_arrow",
     "python_from_spark",
@@ -92,39 +94,6 @@ def column_names(t: TypeInformation) -> list[str]:
     if t.type_name in ("TUPLE", "ROW", "ROW_NAMED"):
         return list(t.get_field_names())  # type: ignore[attr-defined]
     return ["value"]
-
-
-def type_info_from_spark(dt: Any) -> TypeInformation:
-    from pyspark.sql import types as T
-
-    simple = {
-        T.StringType: Types.STRING, T.LongType: Types.LONG, T.IntegerType: Types.INT,
-        T.ShortType: Types.SHORT, T.ByteType: Types.BYTE, T.DoubleType: Types.DOUBLE,
-        T.FloatType: Types.FLOAT, T.BooleanType: Types.BOOLEAN,
-        T.TimestampType: Types.SQL_TIMESTAMP, T.TimestampNTZType: Types.SQL_TIMESTAMP,
-    }
-    for cls, make in simple.items():
-        if isinstance(dt, cls):
-            return make()
-    if isinstance(dt, T.BinaryType):
-        return Types.PRIMITIVE_ARRAY(Types.BYTE())
-    if isinstance(dt, T.DateType) and hasattr(Types, "SQL_DATE"):
-        return Types.SQL_DATE()
-    if isinstance(dt, T.ArrayType):
-        return Types.LIST(type_info_from_spark(dt.elementType))
-    if isinstance(dt, T.MapType):
-        return Types.MAP(type_info_from_spark(dt.keyType), type_info_from_spark(dt.valueType))
-    if isinstance(dt, T.StructType):
-        return type_info_from_schema(dt)
-    if isinstance(dt, T.DecimalType) and dt.scale == 0 and hasattr(Types, "BIG_INT"):
-        return Types.BIG_INT()
-    raise GraphBuildError(f"Spark type {dt.simpleString()} is not supported as a record field")
-
-
-def type_info_from_schema(schema: Any) -> TypeInformation:
-    """ROW_NAMED type of a Spark StructType."""
-    names = [f.name for f in schema.fields]
-    return Types.ROW_NAMED(names, [type_info_from_spark(f.dataType) for f in schema.fields])
 
 
 def _needs_conversion(t: TypeInformation) -> bool:

@@ -15,7 +15,10 @@ from typing import Any, Callable, Iterator, Optional
 
 import pyarrow as pa
 
-from ..spark_types import (
+from ..state_store.errors import OutputTypeError
+from ..state_store.row import Row
+from ..state_store.typeinfo import TypeInformation
+from .spark_types import (
     arrow_type,
     column_names,
     is_spark_mappable,
@@ -23,9 +26,6 @@ from ..spark_types import (
     python_to_arrow,
     spark_ddl_type,
 )
-from ..state_store.errors import OutputTypeError
-from ..state_store.row import Row
-from ..state_store.typeinfo import TypeInformation
 
 __all__ = ["Encoding", "PICKLED", "typed_encoding", "make_decoder", "ColumnWriter",
            "checked_array", "fields_of", "output_check", "record_arrays"]

@@ -37,7 +37,8 @@ import shutil
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from .delta_io import (
+from ..runtime.faults import kill_point
+from ..spark_io.delta_io import (
     DeltaCommitConflict,
     add_actions_for_folder,
     local_path,
@@ -45,8 +46,7 @@ from .delta_io import (
     session_has_delta,
     write_parquet_files,
 )
-from .faults import kill_point
-from .state_store.errors import DataStreamError, JobExecutionError
+from ..state_store.errors import DataStreamError, JobExecutionError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

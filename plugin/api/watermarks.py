@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Union
 
-from .operators.functions import TimestampAssigner, as_timestamp_assigner
-from .state_store.errors import GraphBuildError
+from ..operators.functions import TimestampAssigner, as_timestamp_assigner
+from ..state_store.errors import GraphBuildError
 from .time import Duration, Time, to_millis
 
 __all__ = ["WatermarkStrategy", "TimestampAssigner"]

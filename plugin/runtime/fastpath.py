@@ -15,9 +15,15 @@ from typing import Any, Callable, Iterator, Optional
 
 from ..operators.base import user_function_error
 from ..state_store.errors import DataStreamError, SerializationError
-from ..tracing import plain_callable
 
-__all__ = ["compile_chain", "FastKeyedOutput"]
+__all__ = ["compile_chain", "FastKeyedOutput", "plain_callable"]
+
+def plain_callable(function: Any) -> Optional[Callable[..., Any]]:
+    """The user's plain callable behind a wrapped function, or None for classes."""
+    if type(function).__name__.startswith("_Callable"):
+        return getattr(function, "func", None)
+    return None
+
 
 Stage = Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]]
 

@@ -17,7 +17,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Optional
 
-from .state_store.errors import ConfigurationError, DataStreamError, JobExecutionError
+from ..state_store.errors import ConfigurationError, DataStreamError, JobExecutionError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

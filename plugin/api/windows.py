@@ -13,22 +13,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from .graph import FullPartitionNode, KeyByNode, KeyedNode
-from .operators.functions import OutputTag
-from .operators.partition import MapPartitionFunction, Order, PartitionOp
-from .operators.window_functions import as_process_window_function
-from .operators.windows import (
+from ..operators.functions import OutputTag
+from ..operators.partition import MapPartitionFunction, Order, PartitionOp
+from ..operators.window_functions import as_process_window_function
+from ..operators.windows import (
     ProcessWindowFunction,
     Trigger,
     WindowAssigner,
     WindowSpec,
 )
-from .state_store.errors import GraphBuildError
-from .state_store.functions import AggregateFunction
+from ..plan.graph import FullPartitionNode, KeyByNode, KeyedNode
+from ..state_store.errors import GraphBuildError
+from ..state_store.functions import AggregateFunction
 
 if TYPE_CHECKING:
+    from ..state_store.typeinfo import TypeInformation
     from .datastream import DataStream, KeyedStream
-    from .state_store.typeinfo import TypeInformation
 
 __all__ = [
     "WindowedStream",
@@ -88,7 +88,7 @@ class _Windowed:
 
     def allowed_lateness(self, time_ms: Any) -> Any:
         """Keep windows ``time_ms`` (int ms, Time or Duration) past their end for late data."""
-        from .operators.windows import to_window_millis
+        from ..operators.windows import to_window_millis
 
         millis = to_window_millis(time_ms, "allowed_lateness")
         if millis < 0:

@@ -31,11 +31,11 @@ from typing import Any, Optional
 import pyarrow as pa
 
 from ..operators.keygroup import KeyGroupColumns
-from ..spark_types import is_spark_mappable, python_from_arrow
 from ..state_store.errors import JobExecutionError, SerializationError
 from ..state_store.keygroups import assign_key_group
 from ..state_store.row import Row
 from .encoding import KEY, SIDE, TAG, TS, VALUE, Encoding, record_arrays, typed_encoding
+from .spark_types import is_spark_mappable, python_from_arrow
 
 __all__ = [
     "BLOB",

@@ -7,55 +7,26 @@ import os
 import pickle
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
-from .config import Configuration, RuntimeExecutionMode, resolve, validate
-from .datastream import CloseableIterator, DataStream
-from .graph import SinkNode, SourceNode, Transformation, reachable
+from ..plan.config import Configuration, RuntimeExecutionMode, resolve, validate
+from ..plan.graph import SinkNode, SourceNode, Transformation, reachable
+from ..results import CloseableIterator, JobExecutionResult
+from ..state_store.errors import ConfigurationError, GraphBuildError
+from ..state_store.keygroups import check_max_parallelism
+from ..state_store.row import Row
+from ..state_store.typeinfo import TypeInformation
+from .datastream import DataStream
 from .state_backends import StateBackend, backend_spec
-from .state_store.errors import ConfigurationError, GraphBuildError
-from .state_store.keygroups import check_max_parallelism
-from .state_store.row import Row
-from .state_store.typeinfo import TypeInformation
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from .job_client import JobClient
 
-__all__ = ["StreamExecutionEnvironment", "JobExecutionResult"]
+__all__ = ["StreamExecutionEnvironment", "default_local_session"]
 
 log = logging.getLogger("pyspark_datastream")
-
-
-@dataclass
-class JobExecutionResult:
-    """What ``execute`` returns: job name, mode, net runtime, per-sink row counts and the
-    progress rows (BATCH: one per stage; STREAMING: one per micro-batch of each query)."""
-
-    job_name: str
-    mode: str
-    net_runtime_ms: int
-    sink_counts: dict[str, int] = field(default_factory=dict)
-    savepoint_path: Optional[str] = None
-    progress: list[dict[str, Any]] = field(default_factory=list)
-
-    def get_job_execution_result(self) -> JobExecutionResult:
-        return self
-
-    def get_net_runtime(self) -> int:
-        return self.net_runtime_ms
-
-    def get_progress(self) -> list[dict[str, Any]]:
-        """The job's progress rows: flat dicts, e.g. for ``pandas.DataFrame(rows)``.
-
-        BATCH: one row per stage (``stage``, ``stages``, ``kind``, ``name``, ``detail``,
-        ``rows_in``, ``rows_out``, ``side_rows_out``, ``entries_in``, ``entries_out``,
-        ``key_groups_in_approx``, ``action``, ``duration_ms``; see ``progress.py``).
-        STREAMING: one row per micro-batch (``query``, ``batch``, ``rows_in``, ``rows_out``,
-        ``watermark``, key-group state counts, ``duration_ms``)."""
-        return list(self.progress)
 
 
 def default_local_session() -> SparkSession:
@@ -191,7 +162,7 @@ class StreamExecutionEnvironment:
 
     def from_dataframe(self, df: DataFrame, type_info: Optional[TypeInformation] = None) -> DataStream:
         """Records are tuples in column order; batch DataFrames are bounded, streaming ones not."""
-        from .spark_types import type_info_from_schema
+        from ..spark_io.schema import type_info_from_schema
 
         if not hasattr(df, "schema") or not hasattr(df, "isStreaming"):
             raise GraphBuildError(f"from_dataframe needs a Spark DataFrame, got {type(df).__name__}")
@@ -217,7 +188,7 @@ class StreamExecutionEnvironment:
         validate(self._config)  # every option's value, before anything runs or is created
         if any(isinstance(n, SinkNode) and n.kind == "delta" for n in nodes) \
                 or self._config.get_string("execution.savepoint.path"):
-            from .delta_io import delta_writer
+            from ..spark_io.delta_io import delta_writer
 
             delta_writer(self.spark)  # the Spark conf choosing the Delta writer, checked too
         mode = self.runtime_mode_for(nodes)
@@ -225,10 +196,10 @@ class StreamExecutionEnvironment:
 
         check_full_window_mode(nodes, mode)
         if mode == "BATCH":
-            from .translation.batch import BatchTranslator
+            from ..translation.batch import BatchTranslator
 
             return BatchTranslator(self, nodes, job_name)
-        from .translation import streaming
+        from ..translation import streaming
 
         return streaming.StreamingTranslator(self, nodes, job_name)
 
@@ -239,7 +210,7 @@ class StreamExecutionEnvironment:
         if job_name:
             return job_name
         validate(self._config)  # the default name reads options: check them first
-        from .translation.job_identity import default_job_name
+        from ..translation.job_identity import default_job_name
 
         return default_job_name(nodes, self.get_max_parallelism(), self._state_backend[0])
 

@@ -37,7 +37,7 @@ that wrote it, the job name and the creation time.
 
 This module is pure Python (pyarrow only): it defines the schema, the metadata,
 the restore checks and the per-key decoding used by the State Processor API.
-The Spark side (IO) is :mod:`pyspark_datastream.savepoint`.
+The Spark side (IO) is :mod:`pyspark_datastream.savepoint.core`.
 """
 
 from __future__ import annotations
@@ -50,22 +50,22 @@ from typing import Any, Optional
 
 import pyarrow as pa
 
-from .state_store.descriptors import StateDescriptor
-from .state_store.entries import (
+from ..state_store.descriptors import StateDescriptor
+from ..state_store.entries import (
     TIMER_STATE_PREFIX,
     StateEntry,
     StateKind,
     StateMetaInfo,
     decode_timestamp,
 )
-from .state_store.errors import (
+from ..state_store.errors import (
     IncompatibleStateError,
     SavepointFormatError,
     SerializationError,
     UnclaimedStateError,
 )
-from .state_store.keygroups import assign_key_group, check_max_parallelism
-from .state_store.serializers import TypeSerializer, serializer_from_snapshot
+from ..state_store.keygroups import assign_key_group, check_max_parallelism
+from ..state_store.serializers import TypeSerializer, serializer_from_snapshot
 
 __all__ = [
     "FORMAT_VERSION",
@@ -426,7 +426,7 @@ def decode_key_states(
     descriptor that does not match the stored state raises
     :class:`IncompatibleStateError`. Only the void namespace is read.
     """
-    from .state_store.backends.single_key import SingleKeyStateBackend
+    from ..state_store.backends.single_key import SingleKeyStateBackend
 
     serializer = key_serializer or serializer_from_snapshot(operator.key_serializer)
     backend = SingleKeyStateBackend(serializer, max_parallelism)

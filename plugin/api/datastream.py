@@ -6,23 +6,11 @@ until ``execute``/``execute_and_collect``/``to_dataframe``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
-from .graph import (
-    ChainNode,
-    CoChainNode,
-    CoKeyedNode,
-    KeyByNode,
-    KeyedNode,
-    SideOutputNode,
-    SinkNode,
-    Transformation,
-    UnionNode,
-    check_uid,
-)
-from .operators import aggregations as _aggs
-from .operators.count_windows import CountSlidingWindowAssigner, CountTumblingWindowAssigner
-from .operators.functions import (
+from ..operators import aggregations as _aggs
+from ..operators.count_windows import CountSlidingWindowAssigner, CountTumblingWindowAssigner
+from ..operators.functions import (
     CoFlatMapFunction,
     CoMapFunction,
     CoProcessFunction,
@@ -36,9 +24,21 @@ from .operators.functions import (
     as_map_function,
     as_reduce_function,
 )
-from .state_store.errors import GraphBuildError
-from .state_store.serializers import GenericKeySerializer
-from .state_store.typeinfo import TypeInformation
+from ..plan.graph import (
+    ChainNode,
+    CoChainNode,
+    CoKeyedNode,
+    KeyByNode,
+    KeyedNode,
+    SideOutputNode,
+    SinkNode,
+    Transformation,
+    UnionNode,
+    check_uid,
+)
+from ..state_store.errors import GraphBuildError
+from ..state_store.serializers import GenericKeySerializer
+from ..state_store.typeinfo import TypeInformation
 from .watermarks import WatermarkStrategy
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from .environment import StreamExecutionEnvironment
 
-__all__ = ["DataStream", "KeyedStream", "ConnectedStreams", "DataStreamSink", "CloseableIterator"]
+__all__ = ["DataStream", "KeyedStream", "ConnectedStreams", "DataStreamSink"]
 
 
 def _check_type(output_type: Any, where: str) -> Optional[TypeInformation]:
@@ -77,38 +77,6 @@ def _fn_name(fn: Any, default: str) -> str:
         return name
     cls = type(fn).__name__
     return cls if cls not in ("function", "builtin_function_or_method") else default
-
-
-class CloseableIterator(Iterator[Any]):
-    """Iterator over a job's results; close it (or use ``with``) to release resources."""
-
-    def __init__(self, iterator: Iterator[Any], on_close: Optional[Callable[[], None]] = None):
-        self._it = iterator
-        self._on_close = on_close
-        self._closed = False
-
-    def __iter__(self) -> CloseableIterator:
-        return self
-
-    def __next__(self) -> Any:
-        if self._closed:
-            raise StopIteration
-        return next(self._it)
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            close = getattr(self._it, "close", None)
-            if close is not None:
-                close()
-            if self._on_close is not None:
-                self._on_close()
-
-    def __enter__(self) -> CloseableIterator:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
 
 class DataStream:
@@ -247,7 +215,7 @@ class DataStream:
         return DataStreamSink(node)
 
     def _require_typed(self, what: str) -> None:
-        from .spark_types import is_spark_mappable
+        from ..runtime.spark_types import is_spark_mappable
 
         t = self._node.output_type
         if t is None or not is_spark_mappable(t):

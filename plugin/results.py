@@ -1,0 +1,75 @@
+"""What running a job gives back: an iterator over collected records and the execution result.
+
+Shared by the API (which returns them) and the translation layer (which builds them), so
+neither has to import the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+__all__ = ["CloseableIterator", "JobExecutionResult"]
+
+
+class CloseableIterator(Iterator[Any]):
+    """Iterator over a job's results; close it (or use ``with``) to release resources."""
+
+    def __init__(self, iterator: Iterator[Any], on_close: Optional[Callable[[], None]] = None):
+        self._it = iterator
+        self._on_close = on_close
+        self._closed = False
+
+    def __iter__(self) -> CloseableIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._closed:
+            raise StopIteration
+        return next(self._it)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            close = getattr(self._it, "close", None)
+            if close is not None:
+                close()
+            if self._on_close is not None:
+                self._on_close()
+
+    def __enter__(self) -> CloseableIterator:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+
+@dataclass
+class JobExecutionResult:
+    """What ``execute`` returns: job name, mode, net runtime, per-sink row counts and the
+    progress rows (BATCH: one per stage; STREAMING: one per micro-batch of each query)."""
+
+    job_name: str
+    mode: str
+    net_runtime_ms: int
+    sink_counts: dict[str, int] = field(default_factory=dict)
+    savepoint_path: Optional[str] = None
+    progress: list[dict[str, Any]] = field(default_factory=list)
+
+    def get_job_execution_result(self) -> JobExecutionResult:
+        return self
+
+    def get_net_runtime(self) -> int:
+        return self.net_runtime_ms
+
+    def get_progress(self) -> list[dict[str, Any]]:
+        """The job's progress rows: flat dicts, e.g. for ``pandas.DataFrame(rows)``.
+
+        BATCH: one row per stage (``stage``, ``stages``, ``kind``, ``name``, ``detail``,
+        ``rows_in``, ``rows_out``, ``side_rows_out``, ``entries_in``, ``entries_out``,
+        ``key_groups_in_approx``, ``action``, ``duration_ms``; see ``progress.py``).
+        STREAMING: one row per micro-batch (``query``, ``batch``, ``rows_in``, ``rows_out``,
+        ``watermark``, key-group state counts, ``duration_ms``)."""
+        return list(self.progress)

@@ -1,0 +1,2 @@
+"""Everything shipped to executors: the per-partition passes, the Arrow record encodings,
+the fast paths and group frames. No ``pyspark.sql`` here (``TaskContext`` aside)."""
