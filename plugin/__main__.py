@@ -69,7 +69,7 @@ def _savepoint_command(argv: list[str]) -> int:
     inspect.add_argument("--version", type=int, default=None, help="Delta version (default: latest)")
     inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
-    from .savepoint.core import format_inspection, inspect_savepoint
+    from .savepoint import format_inspection, inspect_savepoint
 
     try:
         info = inspect_savepoint(args.path, args.version)

@@ -1,11 +1,30 @@
 """Savepoints as Delta tables in the unified keyed format: write, read, bootstrap, inspect.
 
-Driver side. ``Savepoint`` reads a savepoint's state as DataFrames; ``SavepointWriter``
-bootstraps or rewrites one; jobs write and restore through the translation layer.
+Driver side. Users read a savepoint's state with ``Savepoint`` and bootstrap or rewrite
+one with ``SavepointWriter``; the translation layer writes and restores job state through
+the functions below, and the CLI inspects savepoints.
 """
 
 from __future__ import annotations
 
-from .core import Savepoint, SavepointWriter
+from .core import (
+    Savepoint,
+    SavepointWriter,
+    format_inspection,
+    inspect_savepoint,
+    load_operator_state,
+    read_metadata,
+    savepoint_versions,
+    write_savepoint,
+)
 
-__all__ = ["Savepoint", "SavepointWriter"]
+__all__ = [
+    "Savepoint",
+    "SavepointWriter",
+    "format_inspection",
+    "inspect_savepoint",
+    "load_operator_state",
+    "read_metadata",
+    "savepoint_versions",
+    "write_savepoint",
+]

@@ -16,7 +16,7 @@ Used by :class:`~pyspark_datastream.plugin.translation.batch.BatchTranslator`.
   runs every keyed pass ONCE into a staging Parquet folder (records and the keyed
   entry rows of ``SP_COLUMNS``), reads it twice (the stream for the consumers, the
   entries for the savepoint) and finally writes the savepoint with
-  :func:`~pyspark_datastream.savepoint.core.write_savepoint` after all sinks succeeded.
+  :func:`~pyspark_datastream.savepoint.write_savepoint` after all sinks succeeded.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class BatchRestore:
 
     def __init__(self, translator: Any, path: str, ignore_unclaimed: bool,
                  version: Optional[int]) -> None:
-        from ..savepoint.core import read_metadata
+        from ..savepoint import read_metadata
 
         self.translator = translator
         self.path = path
@@ -165,7 +165,7 @@ class BatchRestore:
         entries come before its records. None when the node has no savepoint state."""
         from pyspark.sql import functions as F
 
-        from ..savepoint.core import load_operator_state
+        from ..savepoint import load_operator_state
 
         if self.meta_for(node) is None:
             return None
@@ -309,7 +309,7 @@ class BatchSavepointWrite:
 
     def write(self) -> int:
         """Write the savepoint (after every sink succeeded); return its Delta version."""
-        from ..savepoint.core import write_savepoint
+        from ..savepoint import write_savepoint
         from ..savepoint.format import entries_ddl
 
         t = self.translator

@@ -14,7 +14,7 @@ Used by :class:`~pyspark_datastream.plugin.translation.streaming.StreamingTransl
   key group's state (heap: :func:`operators.keygroup.encode_state` bytes;
   rocksdb: a version pointer, exported with
   ``RocksDBKeyGroupStore.export_entries``) into unified entry rows, staged as
-  Parquet, then written by :func:`~pyspark_datastream.savepoint.core.write_savepoint`.
+  Parquet, then written by :func:`~pyspark_datastream.savepoint.write_savepoint`.
   Nothing but the (small) state meta infos reaches the driver.
 * **Multi-stage jobs** (one query per keyed stage, joined by staging tables): the
   queries run one after the other, each to the end of what its upstream wrote, so
@@ -246,7 +246,7 @@ class StreamingSavepointWrite:
         of that committed micro-batch; a query not in it has committed none and is empty."""
         from pyspark.sql import functions as F
 
-        from ..savepoint.core import write_savepoint
+        from ..savepoint import write_savepoint
 
         t = self.translator
         spark = t.spark
@@ -359,7 +359,7 @@ def restore_rows_folder(translator: Any, node: Transformation, folder: str, sche
     keyed input's ``schema`` into ``folder``; executors pack and write, nothing is collected."""
     from pyspark.sql import functions as F
 
-    from ..savepoint.core import load_operator_state
+    from ..savepoint import load_operator_state
 
     if os.path.isdir(folder):
         return  # written by an earlier run of this job: the file stream already knows it
