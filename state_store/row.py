@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["Row"]
+__all__ = ["Row", "make_row"]
 
 
 def _make_row(field_names: Sequence[str] | None, values: Iterable[Any]) -> Row:
@@ -33,6 +33,12 @@ def _make_row(field_names: Sequence[str] | None, values: Iterable[Any]) -> Row:
     row = tuple.__new__(Row, values)
     row._fields = tuple(field_names) if field_names is not None else None
     return row
+
+
+#: The public name of :func:`_make_row`, for the serializers. The function keeps its
+#: private name: every pickled Row refers to it by that name (``Row.__reduce__``), so
+#: pickles stay byte-identical and readable by earlier versions.
+make_row = _make_row
 
 
 class Row(tuple):
