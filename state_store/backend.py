@@ -475,7 +475,8 @@ class KeyedStateBackend(ABC):
                 f"{self.key_group_range.start}..{self.key_group_range.stop - 1}"
             )
 
-    def _no_key_error(self, state_name: str) -> StateError:
+    def no_key_error(self, state_name: str) -> StateError:
+        """The error of accessing state ``state_name`` while no key is current."""
         return StateError(
             f"no current key: call set_current_key before accessing state {state_name!r}"
         )

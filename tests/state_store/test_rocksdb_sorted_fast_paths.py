@@ -9,7 +9,7 @@ machine drives random operation sequences (several keys, two namespaces, keys at
 the long range's ends) through the heap backend, a plain RocksDB backend and a
 change-tracking one, and checks after every step that all read the same, that
 their snapshots are byte-identical, that restoring a snapshot and replaying the
-captured changes both rebuild the same state. It runs once with the module's
+captured changes both rebuild the same state. It runs once with the modules'
 limits and once with tiny ones, so the limit paths (cache clears, batch flushes,
 streamed reads, stale-cache purges) run too.
 """
@@ -23,9 +23,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from pyspark_datastream.state_store.backend import KeyedStateBackend
-from pyspark_datastream.state_store.backends import rocksdb
 from pyspark_datastream.state_store.backends.heap import HashMapStateBackend
-from pyspark_datastream.state_store.backends.rocksdb import EmbeddedRocksDBStateBackend
+from pyspark_datastream.state_store.backends.rocksdb import (
+    EmbeddedRocksDBStateBackend,
+    sorted_state,
+    states,
+)
+from pyspark_datastream.state_store.backends.rocksdb import backend as rocksdb_backend
 from pyspark_datastream.state_store.descriptors import BinarySortedStateDescriptor
 from pyspark_datastream.state_store.errors import StateError
 from pyspark_datastream.state_store.namespaces import TimeWindow, TimeWindowSerializer
@@ -39,12 +43,22 @@ TIMES = st.one_of(st.integers(0, 6), st.sampled_from([MIN_LONG, MAX_LONG, MAX_LO
 KEYS = st.sampled_from(["a", "b", "c"])
 WINDOWS = [TimeWindow(0, 10), TimeWindow(10, 20)]
 TINY_LIMITS = {
-    "_BATCH_LIMIT": 3,
+    "BATCH_LIMIT": 3,
     "_EAGER_ROWS": 2,
-    "_INDEX_CACHE_LIMIT": 2,
+    "INDEX_CACHE_LIMIT": 2,
     "_STALE_LIMIT": 1,
     "_LEX_MEMO_LIMIT": 2,
 }
+#: the RocksDB modules reading the limits: each reads a shared one under its own name
+ROCKSDB_MODULES = (states, sorted_state, rocksdb_backend)
+
+
+def _set_limit(monkeypatch: pytest.MonkeyPatch, name: str, value: int) -> None:
+    """Set a limit in every RocksDB module that reads it."""
+    readers = [module for module in ROCKSDB_MODULES if hasattr(module, name)]
+    assert readers, f"no RocksDB module has a limit {name}"
+    for module in readers:
+        monkeypatch.setattr(module, name, value)
 
 
 def _sorted_state(backend: KeyedStateBackend, name: str) -> Any:
@@ -224,7 +238,7 @@ def test_rocksdb_sorted_fast_paths_match_heap(
 ) -> None:
     if limits == "tiny":
         for name, value in TINY_LIMITS.items():
-            monkeypatch.setattr(rocksdb, name, value)
+            _set_limit(monkeypatch, name, value)
     FastPathMachine.TestCase.settings = settings(
         max_examples=15,
         stateful_step_count=30,
@@ -258,7 +272,7 @@ def _backend_and_state(track: bool) -> Any:
 
 
 def _rows_of(backend: EmbeddedRocksDBStateBackend) -> int:
-    return sum(1 for _ in backend._db.keys())
+    return sum(1 for _ in backend.db.keys())
 
 
 def test_adds_are_staged_until_a_read_or_a_flush(rocks_sorted: Any) -> None:
@@ -367,7 +381,7 @@ def test_a_clear_after_a_read_of_another_range_scans(rocks_sorted: Any) -> None:
 
 
 def test_large_ranges_stream(rocks_sorted: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rocksdb, "_EAGER_ROWS", 4)
+    _set_limit(monkeypatch, "_EAGER_ROWS", 4)
     backend, state = rocks_sorted
     for t in range(6):
         state.add(t // 2, t)
@@ -422,7 +436,7 @@ def test_adds_append_to_keys_the_caches_do_not_know(
             backend.set_current_key("k")
             state.set_current_namespace(WINDOWS[0])
         else:
-            monkeypatch.setattr(rocksdb, "_INDEX_CACHE_LIMIT", 1)
+            _set_limit(monkeypatch, "INDEX_CACHE_LIMIT", 1)
             state.set_current_namespace(WINDOWS[1])
             state.add(5, 50)  # a second prefix: the cache of the first one is cleared
             state.set_current_namespace(WINDOWS[0])
@@ -443,7 +457,7 @@ def test_keys_written_again_below_a_dropped_floor_keep_their_order(
     list(state.read_range_until(1, True))
     state.clear_range_until(1, True)  # floor above 1; the cache entry of 1 is now stale
     state.add(1, 10)  # below the floor: floor dropped, stale entries forgotten -> index 0
-    monkeypatch.setattr(rocksdb, "_INDEX_CACHE_LIMIT", 1)
+    _set_limit(monkeypatch, "INDEX_CACHE_LIMIT", 1)
     backend.set_current_key("other")
     state.add(0, 0)  # another prefix: the whole index cache is cleared
     backend.set_current_key("k")
@@ -455,7 +469,7 @@ def test_forgetting_floors_forgets_the_stale_cache_entries_below_them(
     rocks_sorted: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     backend, state = rocks_sorted
-    monkeypatch.setattr(rocksdb, "_INDEX_CACHE_LIMIT", 2)
+    _set_limit(monkeypatch, "INDEX_CACHE_LIMIT", 2)
     state.add(1, 1)
     state.add(1, 2)
     list(state.read_range_until(1, True))
