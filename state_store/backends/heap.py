@@ -201,7 +201,7 @@ class HashMapStateBackend(KeyedStateBackend):
         self._check_open()
         selected = self._snapshot_key_groups(key_groups)
         timers: dict[int, list[StateEntry]] = {}
-        for entry in self._timer_entries():
+        for entry in self.timer_entries():
             timers.setdefault(entry.key_group, []).append(entry)
         states = [registration.state for registration in self._states.values()]
         pending = list(self._pending_states.values())

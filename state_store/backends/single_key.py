@@ -251,7 +251,7 @@ class SingleKeyStateBackend(KeyedStateBackend):
             batch.extend(registration.state.snapshot_entries(key_group))  # type: ignore[attr-defined]
         for entries in self._pending_states.values():
             batch.extend(entries)
-        batch.extend(self._timer_entries())
+        batch.extend(self.timer_entries())
         batch.sort(key=StateEntry.encoded_key)
         return iter(batch)
 

@@ -345,7 +345,7 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
                         f"{self.key_group_range.start}..{self.key_group_range.stop - 1}"
                     )
         timers: dict[int, list[StateEntry]] = {}
-        for entry in self._timer_entries():
+        for entry in self.timer_entries():
             timers.setdefault(entry.key_group, []).append(entry)
         for group in timers.values():
             group.sort(key=StateEntry.encoded_key)
