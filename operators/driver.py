@@ -13,8 +13,12 @@ test harness. Rows are ``(key_bytes, timestamp, value, input_index)`` tuples;
   ``execution.sorted-inputs.enabled = false``, heap or rocksdb backend). It can
   also run one micro-batch of a STREAMING job (``end_of_input=False`` and a
   watermark / processing time to advance to).
+* :func:`process_keyed_rows`: the per-record loop (set the key when it changes,
+  process the element) that ``run_hash_keyed`` and the STREAMING key group runtime
+  (``keygroup.KeyGroupRuntime``) share; :func:`key_deserializer` gives both the key
+  of the key bytes.
 
-Both are generators: iterate them to completion. By default they open the
+The two drivers are generators: iterate them to completion. By default they open the
 operator (if not open yet) and close it when done; the backend is left open so
 that the caller can snapshot it.
 """
@@ -22,6 +26,7 @@ that the caller can snapshot it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from ..state_store.errors import DataStreamError, JobExecutionError, SerializationError
@@ -37,6 +42,8 @@ __all__ = [
     "RESTORE_INPUT",
     "run_sorted_keyed",
     "run_hash_keyed",
+    "process_keyed_rows",
+    "key_deserializer",
 ]
 
 #: ``input_index`` of a restore row ``(key_bytes, None, [StateEntry, ...], RESTORE_INPUT)``:
@@ -47,9 +54,15 @@ RESTORE_INPUT = -1
 KeyedRow = tuple[bytes, "int | None", Any, int]
 
 
-def _deserializer(
-    key_serializer: TypeSerializer, operator_name: str
+def key_deserializer(
+    key_serializer: TypeSerializer, operator_name: str, *, cache: bool = False
 ) -> Callable[[bytes], Any]:
+    """``key_of(key_bytes)``: the key of serialized key bytes, or a ``SerializationError``
+    naming the operator when they cannot be read.
+
+    ``cache=True`` deserializes each distinct key once and keeps every key seen: for rows
+    whose keys interleave (arrival order), when the number of keys is bounded.
+    """
     deserialize = key_serializer.deserialize
 
     def key_of(key_bytes: bytes) -> Any:
@@ -61,7 +74,47 @@ def _deserializer(
                 f"with {key_serializer!r}: {exc}"
             ) from exc
 
-    return key_of
+    return _KeyCache(key_of).__getitem__ if cache else key_of
+
+
+class _KeyCache(dict):  # type: ignore[type-arg]
+    """key bytes -> key, deserialized on first use (a hit costs one dict lookup in C)."""
+
+    __slots__ = ("key_of",)
+
+    def __init__(self, key_of: Callable[[bytes], Any]) -> None:
+        super().__init__()
+        self.key_of = key_of
+
+    def __missing__(self, key_bytes: bytes) -> Any:
+        key = self[key_bytes] = self.key_of(key_bytes)
+        return key
+
+
+def process_keyed_rows(
+    operator: KeyedOperator,
+    backend: KeyedStateBackend,
+    rows: Iterable[KeyedRow],
+    key_of: Callable[[bytes], Any],
+) -> Iterator[Iterable[Output]]:
+    """Feed ``rows`` to ``operator.process_element`` in order, yielding their outputs.
+
+    The backend's current key is set (``key_of(key_bytes)``) only when a row's key
+    differs from the previous row's. Each element's outputs are yielded as soon as it
+    is processed. No end of key or end of input here: the callers add those.
+    """
+    set_current_key = backend.set_current_key
+    process = operator.process_element
+    current: bytes | None = None
+    for key_bytes, timestamp, value, input_index in rows:
+        if key_bytes != current:
+            if type(key_bytes) is not bytes:
+                key_bytes = bytes(key_bytes)
+            set_current_key(key_of(key_bytes), key_bytes)
+            current = key_bytes
+        outputs = process(value, timestamp, input_index)
+        if outputs:
+            yield outputs
 
 
 def _open(operator: KeyedOperator, backend: KeyedStateBackend, config: OperatorConfig) -> None:
@@ -98,7 +151,7 @@ def run_sorted_keyed(
     """
     if open_operator:
         _open(operator, backend, config)
-    key_of = _deserializer(key_serializer, config.operator_name)
+    key_of = key_deserializer(key_serializer, config.operator_name)
     set_current_key = backend.set_current_key
     process = operator.process_element
     end_key = operator.end_key
@@ -184,20 +237,9 @@ def run_hash_keyed(
         close_operator = end_of_input
     if open_operator:
         _open(operator, backend, config)
-    key_of = _deserializer(key_serializer, config.operator_name)
-    set_current_key = backend.set_current_key
-    process = operator.process_element
-    current: bytes | None = None
+    key_of = key_deserializer(key_serializer, config.operator_name)
     try:
-        for key_bytes, timestamp, value, input_index in rows:
-            if key_bytes != current:
-                if type(key_bytes) is not bytes:
-                    key_bytes = bytes(key_bytes)
-                set_current_key(key_of(key_bytes), key_bytes)
-                current = key_bytes
-            outputs = process(value, timestamp, input_index)
-            if outputs:
-                yield from outputs
+        yield from chain.from_iterable(process_keyed_rows(operator, backend, rows, key_of))
         if watermark is not None:
             yield from operator.advance_watermark(watermark)
         if processing_time is not None:

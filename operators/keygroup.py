@@ -31,9 +31,10 @@ import struct
 import tempfile
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, count, repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..state_store.entries import StateEntry, StateMetaInfo
@@ -55,6 +56,7 @@ from .base import (
     raise_named_serialization_error,
     user_function_error,
 )
+from .driver import key_deserializer, process_keyed_rows
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend
@@ -309,35 +311,17 @@ class KeyGroupRuntime:
 
     def _process(self, operator: Any, backend: Any, rows: Iterable[KeyGroupRow],
                  result: KeyGroupResult) -> list[Output]:
-        out: list[Output] = []
-        extend = out.extend
-        deserialize = self.key_serializer.deserialize
-        set_current_key = backend.set_current_key
-        process = operator.process_element
-        current: Optional[bytes] = None
-        #: key bytes -> key: rows arrive in arrival order, so keys interleave; each distinct
-        #: key is deserialized once per call
-        keys: dict[bytes, Any] = {}
-        n = 0
-        for key_bytes, timestamp, value, input_index in rows:
-            if key_bytes != current:
-                if type(key_bytes) is not bytes:
-                    key_bytes = bytes(key_bytes)
-                key = keys.get(key_bytes, _NO_KEY)
-                if key is _NO_KEY:
-                    try:
-                        key = deserialize(key_bytes)
-                    except Exception as exc:
-                        raise SerializationError(
-                            f"operator {self.config.operator_name!r}: cannot deserialize key "
-                            f"bytes {key_bytes!r:.80} with {self.key_serializer!r}: {exc}"
-                        ) from exc
-                    keys[key_bytes] = key
-                set_current_key(key, key_bytes)
-                current = key_bytes
-            extend(process(value, timestamp, input_index))
-            n += 1
-        result.elements = n
+        # rows arrive in arrival order, so keys interleave: each distinct key is
+        # deserialized once per call
+        key_of = key_deserializer(self.key_serializer, self.config.operator_name, cache=True)
+        if isinstance(rows, Sized):  # KeyGroupColumns, lists
+            out = list(chain.from_iterable(process_keyed_rows(operator, backend, rows, key_of)))
+            result.elements = len(rows)
+            return out
+        seen = count()  # zip stops at the end of rows without drawing from it
+        out = list(chain.from_iterable(
+            process_keyed_rows(operator, backend, map(_first, zip(rows, seen)), key_of)))
+        result.elements = next(seen)
         return out
 
     # -- lean reduce -----------------------------------------------------------------------
@@ -444,8 +428,8 @@ class KeyGroupRuntime:
         return result
 
 
-_NO_KEY = object()
 _new_tuple = tuple.__new__
+_first = itemgetter(0)
 
 
 def _value_entry_order(entry: tuple[Any, ...]) -> tuple[int, int, bytes]:
