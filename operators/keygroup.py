@@ -606,7 +606,7 @@ class RocksDBKeyGroupStore:
                 "return (or that was evicted)")
         previous = copy.pointer
         changes = backend.take_changes()
-        timers = {e.encoded_key() for e in backend._timer_entries()}
+        timers = {e.encoded_key() for e in backend.timer_entries()}
         metas = [m.to_dict() for m in backend.state_meta_infos()]
         folder = self.folder(key_group)
         os.makedirs(folder, exist_ok=True)
