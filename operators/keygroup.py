@@ -57,6 +57,7 @@ from .base import (
     user_function_error,
 )
 from .driver import key_deserializer, process_keyed_rows
+from .factory import KEYED_KINDS, make_keyed_operator
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend
@@ -74,9 +75,6 @@ __all__ = [
     "VersionPointer",
     "drop_local_copies",
 ]
-
-#: Operator kinds a key group runtime can run.
-KEYED_KINDS = ("process", "reduce", "co_process", "window")
 
 #: Format tag of the state bytes (first element of the pickled tuple).
 _STATE_FORMAT = "pyspark-datastream/keygroup-state/v1"
@@ -123,23 +121,6 @@ class KeyGroupColumns:
     def __iter__(self) -> Iterator[KeyGroupRow]:
         sides: Iterable[int] = self.input_indexes if self.input_indexes is not None else repeat(0)
         return zip(self.keys, self.timestamps, self.values, sides)
-
-
-def make_keyed_operator(kind: str, function: Any) -> Any:
-    """A fresh keyed operator of ``kind`` (process, reduce or co_process) around ``function``."""
-    from . import keyed
-
-    if kind == "process":
-        return keyed.KeyedProcessOperator(function)
-    if kind == "reduce":
-        return keyed.ReduceOperator(function)
-    if kind == "co_process":
-        return keyed.KeyedCoProcessOperator(function)
-    if kind == "window":
-        from .windows.operator import WindowOperator
-
-        return WindowOperator(function)
-    raise JobExecutionError(f"unknown keyed operator kind {kind!r}; expected one of {KEYED_KINDS}")
 
 
 def encode_state(meta_infos: Iterable[StateMetaInfo], entries: Iterable[StateEntry]) -> bytes:
