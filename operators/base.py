@@ -13,7 +13,7 @@ from __future__ import annotations
 import reprlib
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
@@ -140,6 +140,15 @@ class OperatorConfig:
         values: dict[str, Any] = dict(_MODE_DEFAULTS[mode])
         values.update(overrides)
         return cls(mode=mode, **values)
+
+    @classmethod
+    def from_dict(cls, config: Mapping[str, Any], **overrides: Any) -> OperatorConfig:
+        """Config from the plain dict a translator ships to executors (``mode`` plus
+        options), then ``overrides`` (the subtask index, the operator name)."""
+        values = dict(config)
+        mode = values.pop("mode", STREAMING)
+        values.update(overrides)
+        return cls.for_mode(mode, **values)
 
     def with_overrides(self, **overrides: Any) -> OperatorConfig:
         """A copy with some fields replaced (validated again)."""

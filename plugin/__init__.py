@@ -9,7 +9,15 @@ program ports by changing its imports::
 
 from __future__ import annotations
 
-from .api.datastream import ConnectedStreams, DataStream, DataStreamSink, KeyedStream
+from .api.datastream import (
+    AllWindowedStream,
+    ConnectedStreams,
+    DataStream,
+    DataStreamSink,
+    KeyedStream,
+    PartitionWindowedStream,
+    WindowedStream,
+)
 from .api.environment import StreamExecutionEnvironment, default_local_session
 from .api.job_client import JobClient, JobStatus
 from .api.state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend, StateBackend
@@ -105,7 +113,6 @@ from .state_store.typeinfo import TypeInformation, Types
 
 # isort: split
 # -- keyed windows and FLIP-380 full-window processing (plugin/windows.py) ---------------
-from .api.windows import AllWindowedStream, PartitionWindowedStream, WindowedStream
 from .operators.count_windows import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 from .operators.partition import MapPartitionFunction, Order
 from .operators.window_functions import (

@@ -1,12 +1,18 @@
-"""DataStream API with PyFlink's names: DataStream, KeyedStream, ConnectedStreams.
+"""DataStream API with PyFlink's names: DataStream, KeyedStream, ConnectedStreams and the
+windowed streams (WindowedStream, AllWindowedStream, FLIP-380's PartitionWindowedStream).
 
 Methods only record transformations and validate their arguments; nothing runs
-until ``execute``/``execute_and_collect``/``to_dataframe``.
+until ``execute``/``execute_and_collect``/``to_dataframe``. A keyed window is recorded as
+``KeyedNode(op="window", function=WindowSpec)`` and runs as any keyed operator; a
+full-window partition is a ``FullPartitionNode``, BATCH only: when the runtime mode is
+explicitly STREAMING the API call fails at once, otherwise (mode set later, AUTOMATIC) the
+environment refuses the job when it is planned in STREAMING. The windowed streams live here
+with the streams they come from, so neither needs the other's private members.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
 from ..operators import aggregations as _aggs
 from ..operators.count_windows import CountSlidingWindowAssigner, CountTumblingWindowAssigner
@@ -24,10 +30,15 @@ from ..operators.functions import (
     as_map_function,
     as_reduce_function,
 )
+from ..operators.partition import MapPartitionFunction, Order, PartitionOp
+from ..operators.window_functions import as_process_window_function
+from ..operators.windows import ProcessWindowFunction, Trigger, WindowAssigner, WindowSpec
+from ..plan.config import Configuration
 from ..plan.graph import (
     ChainNode,
     CoChainNode,
     CoKeyedNode,
+    FullPartitionNode,
     KeyByNode,
     KeyedNode,
     SideOutputNode,
@@ -35,8 +46,11 @@ from ..plan.graph import (
     Transformation,
     UnionNode,
     check_uid,
+    full_window_streaming_error,
 )
+from ..results import CloseableIterator
 from ..state_store.errors import GraphBuildError
+from ..state_store.functions import AggregateFunction
 from ..state_store.serializers import GenericKeySerializer
 from ..state_store.typeinfo import TypeInformation
 from .watermarks import WatermarkStrategy
@@ -44,9 +58,24 @@ from .watermarks import WatermarkStrategy
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from .environment import StreamExecutionEnvironment
 
-__all__ = ["DataStream", "KeyedStream", "ConnectedStreams", "DataStreamSink"]
+__all__ = [
+    "DataStream", "KeyedStream", "ConnectedStreams", "DataStreamSink", "WindowedStream",
+    "AllWindowedStream", "PartitionWindowedStream",
+]
+
+
+class StreamEnvironment(Protocol):
+    """What a stream needs from the StreamExecutionEnvironment that created it (typed
+    structurally, so this module does not import the environment, which imports it)."""
+
+    def get_config(self) -> Configuration: ...
+
+    def add_sink_node(self, node: SinkNode) -> None: ...
+
+    def dataframe_of(self, node: Transformation) -> DataFrame: ...
+
+    def collect_node(self, node: Transformation, job_name: Optional[str]) -> CloseableIterator: ...
 
 
 def _check_type(output_type: Any, where: str) -> Optional[TypeInformation]:
@@ -82,7 +111,7 @@ def _fn_name(fn: Any, default: str) -> str:
 class DataStream:
     """A stream of records of one type."""
 
-    def __init__(self, env: StreamExecutionEnvironment, node: Transformation) -> None:
+    def __init__(self, env: StreamEnvironment, node: Transformation) -> None:
         self._env = env
         self._node = node
 
@@ -109,7 +138,8 @@ class DataStream:
         """The declared record type, or None when records travel pickled."""
         return self._node.output_type
 
-    def get_execution_environment(self) -> StreamExecutionEnvironment:
+    def get_execution_environment(self) -> Any:
+        """The StreamExecutionEnvironment that created this stream."""
         return self._env
 
     # -- one-input transformations -----------------------------------------
@@ -199,7 +229,7 @@ class DataStream:
     def print(self, sink_identifier: Optional[str] = None) -> DataStreamSink:
         node = SinkNode(name="Print", inputs=[self._node], kind="print",
                         options={"identifier": sink_identifier})
-        self._env._add_sink(node)
+        self._env.add_sink_node(node)
         return DataStreamSink(node)
 
     def sink_to_delta(self, path: str, mode: str = "append") -> DataStreamSink:
@@ -211,7 +241,7 @@ class DataStream:
         self._require_typed("sink_to_delta()")
         node = SinkNode(name=f"DeltaSink({path})", inputs=[self._node], kind="delta",
                         options={"path": path, "mode": mode})
-        self._env._add_sink(node)
+        self._env.add_sink_node(node)
         return DataStreamSink(node)
 
     def _require_typed(self, what: str) -> None:
@@ -229,12 +259,12 @@ class DataStream:
     def to_dataframe(self) -> DataFrame:
         """This stream as a Spark DataFrame (streaming in STREAMING mode)."""
         self._require_typed("to_dataframe()")
-        return self._env._to_dataframe(self._node)
+        return self._env.dataframe_of(self._node)
 
     def execute_and_collect(self, job_execution_name: Optional[str] = None,
                             limit: Optional[int] = None) -> Any:
         """Run the job and iterate its records (a list when ``limit`` is given)."""
-        it = self._env._execute_and_collect(self._node, job_execution_name)
+        it = self._env.collect_node(self._node, job_execution_name)
         if limit is None:
             return it
         out: list[Any] = []
@@ -245,25 +275,21 @@ class DataStream:
                 out.append(record)
         return out
 
-    # -- non-keyed windows (plugin/windows.py) ---------------------------------
+    # -- non-keyed windows ---------------------------------------------------------
     def window_all(self, window_assigner: Any) -> Any:
         """Cut the whole stream into windows (one task, as in Flink); an AllWindowedStream."""
-        from .windows import AllWindowedStream
-
         return AllWindowedStream(self, window_assigner)
 
     def count_window_all(self, size: int, slide: int = 0) -> Any:
         """``window_all`` over windows of ``size`` elements (every ``slide`` when > 0)."""
         return self.window_all(_count_assigner(size, slide))
 
-    # -- full-window partition processing (FLIP-380) is added in windows.py ---
+    # -- full-window partition processing (FLIP-380) ------------------------------
     def full_window_partition(self) -> Any:
         """All records of each partition as one window (FLIP-380; BATCH only).
 
         On a KeyedStream each key is one partition. Returns a PartitionWindowedStream.
         """
-        from .windows import PartitionWindowedStream
-
         return PartitionWindowedStream(self)
 
 
@@ -285,7 +311,7 @@ class DataStreamSink:
 class KeyedStream(DataStream):
     """A stream partitioned by key; keyed operators see per-key state and timers."""
 
-    def __init__(self, env: StreamExecutionEnvironment, node: KeyByNode) -> None:
+    def __init__(self, env: StreamEnvironment, node: KeyByNode) -> None:
         super().__init__(env, node)
         self._key_node = node
 
@@ -334,11 +360,9 @@ class KeyedStream(DataStream):
     def max_by(self, position_to_max_by: Union[int, str] = 0) -> DataStream:
         return self._agg("max_by", position_to_max_by)
 
-    # -- keyed windows (plugin/windows.py) -------------------------------------
+    # -- keyed windows -------------------------------------------------------------
     def window(self, window_assigner: Any) -> Any:
         """Cut the keyed stream into windows; returns a WindowedStream."""
-        from .windows import WindowedStream
-
         return WindowedStream(self, window_assigner)
 
     def count_window(self, size: int, slide: int = 0) -> Any:
@@ -350,7 +374,7 @@ class KeyedStream(DataStream):
 class ConnectedStreams:
     """Two streams processed together (``a.connect(b)``)."""
 
-    def __init__(self, env: StreamExecutionEnvironment, first: DataStream, second: DataStream):
+    def __init__(self, env: StreamEnvironment, first: DataStream, second: DataStream):
         self._env = env
         self.first = first
         self.second = second
@@ -400,3 +424,209 @@ class ConnectedStreams:
                            output_type=_check_type(output_type, "flat_map"), stage="co_flat_map",
                            function=func)
         return DataStream(self._env, node)
+
+
+# -- windowed streams: keyed.window(...), window_all(...) -------------------------------
+
+
+class _Windowed:
+    """What keyed and non-keyed windowed streams share: trigger, lateness, functions."""
+
+    #: False for ``window_all``: functions take no key (AllWindowFunction, ...)
+    _keyed = True
+
+    def __init__(self, keyed_stream: KeyedStream, window_assigner: WindowAssigner) -> None:
+        if not isinstance(window_assigner, WindowAssigner):
+            raise GraphBuildError(
+                f"window() needs a WindowAssigner such as TumblingEventTimeWindows.of(...), "
+                f"got {type(window_assigner).__name__} {window_assigner!r:.80}"
+            )
+        self._keyed_stream = keyed_stream
+        self._assigner = window_assigner
+        self._trigger: Optional[Trigger] = None
+        self._allowed_lateness = 0
+        self._late_tag: Optional[OutputTag] = None
+
+    def get_execution_environment(self) -> Any:
+        return self._keyed_stream.get_execution_environment()
+
+    def get_input_type(self) -> Any:
+        return self._keyed_stream.get_type()
+
+    def trigger(self, trigger: Trigger) -> Any:
+        """Replace the assigner's default trigger."""
+        if not isinstance(trigger, Trigger):
+            raise GraphBuildError(f"trigger() needs a Trigger, got {trigger!r:.80}")
+        if self._assigner.is_merging() and not trigger.can_merge():
+            raise GraphBuildError(
+                f"trigger {trigger!r} cannot merge windows, but {self._assigner!r} merges them"
+            )
+        self._trigger = trigger
+        return self
+
+    def allowed_lateness(self, time_ms: Any) -> Any:
+        """Keep windows ``time_ms`` (int ms, Time or Duration) past their end for late data."""
+        from ..operators.windows import to_window_millis
+
+        millis = to_window_millis(time_ms, "allowed_lateness")
+        if millis < 0:
+            raise GraphBuildError(f"allowed_lateness must be >= 0 ms, got {millis}")
+        if millis and not self._assigner.is_event_time():
+            raise GraphBuildError(
+                f"allowed_lateness applies to event-time windows only; {self._assigner!r} "
+                f"is not event time"
+            )
+        self._allowed_lateness = millis
+        return self
+
+    def side_output_late_data(self, output_tag: OutputTag) -> Any:
+        """Send dropped late elements to ``output_tag`` (read it with ``get_side_output``)."""
+        if not isinstance(output_tag, OutputTag):
+            raise GraphBuildError(f"side_output_late_data() needs an OutputTag, got {output_tag!r}")
+        self._late_tag = output_tag
+        return self
+
+    def _build(self, kind: str, function: Any, name: str, output_type: Any,
+               window_function: Any = None, state_type: Any = None) -> DataStream:
+        spec = WindowSpec(self._assigner, kind, function, trigger=self._trigger,
+                          allowed_lateness=self._allowed_lateness, late_output_tag=self._late_tag,
+                          window_function=window_function, state_type=state_type)
+        key_node = self._keyed_stream._key_node
+        node = KeyedNode(name=name, inputs=[key_node], output_type=output_type, op="window",
+                         function=spec)
+        return DataStream(self._keyed_stream._env, node)
+
+    def _window_function(self, function: Any, what: str) -> Optional[ProcessWindowFunction]:
+        if function is None:
+            return None
+        return as_process_window_function(function, what, keyed=self._keyed)
+
+    def reduce(self, reduce_function: Any, window_function: Any = None,
+               output_type: Optional[TypeInformation] = None) -> DataStream:
+        """Incrementally reduce each window (ReducingState); optional window_function after."""
+        in_type = self._keyed_stream.get_type()
+        out_t = _check_type(output_type, "reduce") if output_type is not None else (
+            in_type if window_function is None else None)
+        return self._build("reduce", reduce_function, _fn_name(reduce_function, "WindowReduce"),
+                           out_t, self._window_function(window_function, "reduce(window_function)"))
+
+    def aggregate(self, aggregate_function: AggregateFunction, window_function: Any = None,
+                  accumulator_type: Optional[TypeInformation] = None,
+                  output_type: Optional[TypeInformation] = None) -> DataStream:
+        """Incrementally aggregate each window (AggregatingState); optional window_function."""
+        acc_t = _check_type(accumulator_type, "aggregate accumulator_type")
+        return self._build("aggregate", aggregate_function,
+                           _fn_name(aggregate_function, "WindowAggregate"),
+                           _check_type(output_type, "aggregate"),
+                           self._window_function(window_function, "aggregate(window_function)"),
+                           acc_t)
+
+    def apply(self, window_function: Any,
+              output_type: Optional[TypeInformation] = None) -> DataStream:
+        """Run a (All)WindowFunction over all elements of each fired window (ListState)."""
+        what = "apply()" if self._keyed else "window_all(...).apply()"
+        function = self._window_function(window_function, what)
+        return self._build("process", function, _fn_name(window_function, "WindowApply"),
+                           _check_type(output_type, "apply"))
+
+    def process(self, process_window_function: Any,
+                output_type: Optional[TypeInformation] = None) -> DataStream:
+        """Run a Process(All)WindowFunction over all elements of each fired window (ListState)."""
+        what = "process()" if self._keyed else "window_all(...).process()"
+        function = self._window_function(process_window_function, what)
+        return self._build("process", function, _fn_name(process_window_function, "WindowProcess"),
+                           _check_type(output_type, "process"))
+
+
+class WindowedStream(_Windowed):
+    """A keyed stream cut into windows (PyFlink's ``WindowedStream``)."""
+
+
+def _all_key(value: Any) -> int:
+    """``window_all``'s key selector: every record has the one key 0."""
+    return 0
+
+
+class AllWindowedStream(_Windowed):
+    """A non-keyed stream cut into windows (PyFlink's ``AllWindowedStream``,
+    ``ds.window_all(assigner)``): all records share one key, so the windows run in one
+    task (one Spark partition; in STREAMING, one key group), as in Flink."""
+
+    _keyed = False
+
+    def __init__(self, data_stream: DataStream, window_assigner: WindowAssigner) -> None:
+        super().__init__(data_stream.key_by(_all_key), window_assigner)
+
+
+# -- FLIP-380 full-window partition processing ----------------------------------------
+
+
+class PartitionWindowedStream:
+    """All records of each partition (or key) as one window (FLIP-380)."""
+
+    def __init__(self, stream: DataStream) -> None:
+        self._stream = stream
+        self._keyed = isinstance(stream, KeyedStream)
+        env = stream.get_execution_environment()
+        config = env.get_config()
+        if config.contains_key("execution.runtime-mode") and \
+                str(config.get_string("execution.runtime-mode")).upper() == "STREAMING":
+            raise full_window_streaming_error("full_window_partition()")
+
+    def _build(self, op: PartitionOp, name: str, output_type: Any) -> DataStream:
+        node_in = self._stream._node
+        if self._keyed:
+            assert isinstance(node_in, KeyByNode)
+        node = FullPartitionNode(name=name, inputs=[node_in], output_type=output_type,
+                                 partition_op=op, keyed=self._keyed)
+        return DataStream(self._stream._env, node)
+
+    def map_partition(self, map_partition_func: Any,
+                      output_type: Optional[TypeInformation] = None) -> DataStream:
+        """Call the function once per partition with an iterator over its records."""
+        op = PartitionOp("map_partition", map_partition_func)
+        default = "MapPartition"
+        name = _fn_name(map_partition_func, default) if isinstance(
+            map_partition_func, MapPartitionFunction) else default
+        return self._build(op, name, _check_type(output_type, "map_partition"))
+
+    def sort_partition(self, field: Any, order: Order = Order.ASCENDING,
+                       output_type: Optional[TypeInformation] = None) -> DataStream:
+        """Sort each partition by ``field`` (position, field name or key selector)."""
+        t = self._stream.get_type()
+        if isinstance(field, str) and t is not None and hasattr(t, "get_field_names"):
+            names = list(t.get_field_names())
+            if field not in names:
+                raise GraphBuildError(
+                    f"sort_partition({field!r}): no such field; the stream's fields are {names}"
+                )
+        if isinstance(field, int) and not isinstance(field, bool) and t is not None \
+                and hasattr(t, "get_field_types") and field >= len(t.get_field_types()):
+            raise GraphBuildError(
+                f"sort_partition({field}): position out of range for {len(t.get_field_types())} "
+                f"fields"
+            )
+        op = PartitionOp("sort_partition", field=field, order=order)
+        out_t = _check_type(output_type, "sort_partition") if output_type is not None else t
+        return self._build(op, f"SortPartition({_field_name(field)}, {order.name})", out_t)
+
+    def aggregate(self, aggregate_function: AggregateFunction,
+                  output_type: Optional[TypeInformation] = None) -> DataStream:
+        """One AggregateFunction result per non-empty partition."""
+        op = PartitionOp("aggregate", aggregate_function)
+        return self._build(op, _fn_name(aggregate_function, "PartitionAggregate"),
+                           _check_type(output_type, "aggregate"))
+
+    def reduce(self, reduce_function: Any,
+               output_type: Optional[TypeInformation] = None) -> DataStream:
+        """The records of each non-empty partition folded into one."""
+        op = PartitionOp("reduce", reduce_function)
+        out_t = _check_type(output_type, "reduce") if output_type is not None \
+            else self._stream.get_type()
+        return self._build(op, _fn_name(reduce_function, "PartitionReduce"), out_t)
+
+
+def _field_name(field: Any) -> str:
+    if isinstance(field, (int, str)):
+        return repr(field)
+    return _fn_name(field, "key_selector")

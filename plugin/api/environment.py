@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
 from ..plan.config import Configuration, RuntimeExecutionMode, resolve, validate
 from ..plan.graph import SinkNode, SourceNode, Transformation, reachable
+from ..plan.job import JobPlan
 from ..results import CloseableIterator, JobExecutionResult
 from ..state_store.errors import ConfigurationError, GraphBuildError
 from ..state_store.keygroups import check_max_parallelism
@@ -173,7 +174,8 @@ class StreamExecutionEnvironment:
         return DataStream(self, node)
 
     # -- running ---------------------------------------------------------------
-    def _add_sink(self, node: SinkNode) -> None:
+    def add_sink_node(self, node: SinkNode) -> None:
+        """Declare a sink (used by the stream classes); ``execute`` runs every declared one."""
         self._sinks.append(node)
 
     def runtime_mode_for(self, nodes: list[Transformation]) -> str:
@@ -192,16 +194,18 @@ class StreamExecutionEnvironment:
 
             delta_writer(self.spark)  # the Spark conf choosing the Delta writer, checked too
         mode = self.runtime_mode_for(nodes)
-        from .windows import check_full_window_mode  # FLIP-380 full-window nodes need BATCH
+        from ..plan.graph import check_full_window_mode  # FLIP-380 full-window nodes need BATCH
 
         check_full_window_mode(nodes, mode)
+        plan = JobPlan(job_name, mode, tuple(nodes), self.get_parallelism(),
+                       self.get_max_parallelism(), self._state_backend, self._config)
         if mode == "BATCH":
             from ..translation.batch import BatchTranslator
 
-            return BatchTranslator(self, nodes, job_name)
+            return BatchTranslator(plan, self.spark)
         from ..translation import streaming
 
-        return streaming.StreamingTranslator(self, nodes, job_name)
+        return streaming.StreamingTranslator(plan, self.spark)
 
     def _job_name(self, nodes: list[Transformation], job_name: Optional[str]) -> str:
         """``job_name``, else one derived from the graph (translation/job_identity.py): a
@@ -214,12 +218,14 @@ class StreamExecutionEnvironment:
 
         return default_job_name(nodes, self.get_max_parallelism(), self._state_backend[0])
 
-    def _to_dataframe(self, node: Transformation) -> DataFrame:
+    def dataframe_of(self, node: Transformation) -> DataFrame:
+        """The DataFrame of ``node``'s records (``DataStream.to_dataframe``)."""
         nodes = reachable([node])
         return self._translator(nodes, self._job_name(nodes, None)).to_dataframe(node)
 
-    def _execute_and_collect(self, node: Transformation,
-                             job_name: Optional[str]) -> CloseableIterator:
+    def collect_node(self, node: Transformation, job_name: Optional[str]) -> CloseableIterator:
+        """Run the job ending in ``node`` and iterate its records
+        (``DataStream.execute_and_collect``)."""
         nodes = reachable([node])
         translator = self._translator(nodes, self._job_name(nodes, job_name))
         if job_name is None and translator.mode == "STREAMING":
@@ -274,5 +280,11 @@ class StreamExecutionEnvironment:
             )
         from .job_client import JobClient
 
-        name = self._job_name(reachable(list(self._sinks)), job_name)
-        return JobClient.start(self, name, list(self._sinks))
+        sinks = list(self._sinks)
+        nodes = reachable(list(sinks))
+        name = self._job_name(nodes, job_name)
+        if self.runtime_mode_for(nodes) == "BATCH":
+            return JobClient.finished(self.execute(name))  # execute consumes the sinks
+        client = JobClient.start(name, self._translator(nodes, name), sinks)
+        self._sinks = []  # started: the sinks are this job's now
+        return client

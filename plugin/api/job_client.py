@@ -110,21 +110,20 @@ class JobClient:
 
     # -- construction (called by the environment) --------------------------------------------
     @classmethod
-    def start(cls, env: Any, job_name: str, sinks: list[SinkNode]) -> JobClient:
-        """Start the job of ``sinks`` on ``env`` (see the module doc for what runs how)."""
-        from ..plan.graph import reachable
+    def finished(cls, result: JobExecutionResult) -> JobClient:
+        """The client of a job that already ran to its end (BATCH)."""
+        return cls(result.job_name, result.mode, result=result)
 
-        nodes = reachable(list(sinks))
-        if env.runtime_mode_for(nodes) == "BATCH":
-            result = env.execute(job_name)
-            return cls(job_name, "BATCH", result=result)
-        translator = env._translator(nodes, job_name)
+    @classmethod
+    def start(cls, job_name: str, translator: Any, sinks: list[SinkNode]) -> JobClient:
+        """Start the STREAMING job of ``sinks`` on its ``translator`` (see the module doc
+        for what runs how)."""
         translator.plan_sinks(sinks)  # CheckpointRootError / CheckpointMismatchError: nothing started
         if translator.trigger[0] == "processing-time" and not translator.bounded:
             started: list[tuple[str, Any]] = []
-            translator._async_queries = started
+            translator.async_queries = started
             try:
-                translator._run_sinks(list(sinks))
+                translator.run_planned_sinks(list(sinks))
             except BaseException:
                 for _, q in started:
                     if q.isActive:
@@ -132,12 +131,10 @@ class JobClient:
                 translator.release()
                 raise
             finally:
-                translator._async_queries = None
-            env._sinks = []
+                translator.async_queries = None
             log.info("job %r started: queries %s", job_name, [n for n, _ in started])
             return cls(job_name, "STREAMING", translator, queries=started)
         client = cls(job_name, "STREAMING", translator)
-        env._sinks = []
 
         def run() -> None:
             try:
@@ -336,21 +333,21 @@ class JobClient:
                 "sources")
 
     def _checkpoint(self, name: str) -> str:
-        return os.path.join(self._translator._root(), name, "checkpoint")
+        return os.path.join(self._translator.job_folder(), name, "checkpoint")
 
     def _holds_state(self, name: str) -> bool:
         from ..translation.streaming_savepoint import keyed_nodes_in_query
 
-        root = self._translator._query_roots.get(name)
+        root = self._translator.query_roots.get(name)
         return root is not None and bool(
-            keyed_nodes_in_query(root, self._translator._staged_outputs, name))
+            keyed_nodes_in_query(root, self._translator.staged_outputs, name))
 
     def _staged_ahead(self, name: str) -> Optional[tuple[int, Optional[int]]]:
         """``(staged, committed)`` batch ids when query ``name`` stages its output for a
         downstream query (a file sink under ``<root>/<name>/data``) and its sink log holds
         a batch its commit log does not (a stop interrupted that batch between the two
         writes); None when its staged output and its committed state agree."""
-        data = os.path.join(self._translator._root(), name, "data")
+        data = os.path.join(self._translator.job_folder(), name, "data")
         if not os.path.isdir(data):
             return None
         staged = _last_sink_batch(data)
@@ -384,12 +381,12 @@ class JobClient:
             query.stop()
 
     def _write(self, path: str) -> int:
-        from ..translation.streaming import _as_dict, progress_row
+        from ..translation.streaming import as_dict, progress_row
         from ..translation.streaming_savepoint import StreamingSavepointWrite
 
         t = self._translator
         write = StreamingSavepointWrite(t, path)
-        write.queries = dict(t._query_roots)
+        write.queries = dict(t.query_roots)
         batch_ids: dict[str, int] = {}
         progress: list[dict[str, Any]] = []
         for name, q in self._queries:
@@ -398,7 +395,7 @@ class JobClient:
                 continue
             batch_ids[name] = bid
             for p in q.recentProgress:
-                d = _as_dict(p)
+                d = as_dict(p)
                 if d.get("batchId") is not None and int(d["batchId"]) <= bid:
                     progress.append(progress_row(name, d))
         saved = t.progress

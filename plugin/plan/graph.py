@@ -189,3 +189,21 @@ def check_uid(uid: Any) -> str:
     if not isinstance(uid, str) or not uid.strip():
         raise GraphBuildError(f"uid must be a non-empty string, got {uid!r}")
     return uid
+
+
+def full_window_streaming_error(what: str) -> GraphBuildError:
+    """The error for full-window processing in STREAMING mode."""
+    return GraphBuildError(
+        f"{what}: full-window processing (full_window_partition) needs BATCH execution "
+        f"(execution.runtime-mode = BATCH): a partition's window ends only when the input "
+        f"ends, which an unbounded STREAMING job never reaches"
+    )
+
+
+def check_full_window_mode(nodes: list[Any], mode: str) -> None:
+    """Raise the STREAMING error when ``nodes`` hold full-window nodes and mode is not BATCH."""
+    if mode == "BATCH":
+        return
+    for node in nodes:
+        if isinstance(node, FullPartitionNode):
+            raise full_window_streaming_error(node.describe())

@@ -164,16 +164,17 @@ def make_backend(kind: str, options: dict[str, Any], key_serializer: Any, max_pa
 
 
 def _operator_config(spec: PassSpec, subtask: int) -> OperatorConfig:
-    c = dict(spec.config)
-    mode = c.pop("mode")
-    if spec.keyed is None and subtask >= c.get("parallelism", 1):
+    overrides: dict[str, Any] = {"subtask_index": subtask, "operator_name": spec.name}
+    if spec.keyed is None and subtask >= spec.config.get("parallelism", 1):
         # Non-keyed passes keep their input's partitioning, which may be wider than the
         # configured parallelism (e.g. after a union).
-        c["parallelism"] = subtask + 1
-    return OperatorConfig.for_mode(mode, subtask_index=subtask, operator_name=spec.name, **c)
+        overrides["parallelism"] = subtask + 1
+    return OperatorConfig.from_dict(spec.config, **overrides)
 
 
-def _subtask_index() -> int:
+def partition_id() -> int:
+    """The Spark partition this task processes (0 outside a Spark task); the one place
+    executor code reads ``TaskContext``."""
     try:
         from pyspark import TaskContext
 
@@ -244,7 +245,7 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
               subtask: Optional[int]) -> Iterator[pa.RecordBatch]:
     from ..operators.driver import run_hash_keyed, run_sorted_keyed
 
-    config = _operator_config(spec, _subtask_index() if subtask is None else subtask)
+    config = _operator_config(spec, partition_id() if subtask is None else subtask)
     decode = make_decoder(spec.input_enc)
     writes_savepoint = spec.writes_savepoint
     writer = (_SavepointWriter if writes_savepoint else ColumnWriter)(

@@ -13,7 +13,7 @@ import logging
 import tempfile
 import time
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..plan.config import resolve
@@ -32,6 +32,7 @@ from ..plan.graph import (
     consumers,
     is_keyed,
 )
+from ..plan.job import JobPlan
 from ..results import CloseableIterator
 from ..runtime.encoding import (
     KEY,
@@ -57,40 +58,20 @@ from ..runtime.passes import (
     run_pass,
 )
 from ..runtime.spark_types import is_spark_mappable, python_from_spark
+from ..spark_io.columns import col, count_all, lit
 from ..spark_io.key_columns import native_key_bytes
 from ..spark_io.progress import BatchProgress, Stage
 from ..state_store.errors import GraphBuildError, JobExecutionError
 from .failures import surfacing
-from .tracing import Expr, to_column, trace
+from .stream import Stream
+from .tracing import Expr, ddl_of_field, field_plan, struct_type, to_column, trace
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
-    from ..api.environment import StreamExecutionEnvironment
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["BatchTranslator", "Stream"]
 
 log = logging.getLogger("pyspark_datastream")
-
-
-@dataclass(frozen=True)
-class Stream:
-    """A translated stream: ``df`` in ``enc``, plus fused work not yet applied."""
-
-    df: Any
-    enc: Encoding
-    type_info: Any = None
-    keyed: Optional[KeyedSpec] = None
-    co_stage: Optional[tuple[str, Any]] = None
-    sided: bool = False
-    chain: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
-    name: str = ""
-    tagged: bool = False  # df carries a _tag column (side outputs present)
-    stage: Optional[int] = None  # progress stage of the pending work (None: none / not tracked)
-
-    @property
-    def pending(self) -> bool:
-        return self.keyed is not None or self.co_stage is not None or bool(self.chain)
 
 
 class BatchTranslator:
@@ -98,19 +79,18 @@ class BatchTranslator:
 
     mode = "BATCH"
 
-    def __init__(self, env: StreamExecutionEnvironment, nodes: list[Transformation],
-                 job_name: str) -> None:
-        self.env = env
-        self.spark = env.spark
-        self.job_name = job_name
-        self.nodes = nodes
-        self.consumers = consumers(nodes)
-        cfg = env.get_config()
-        self.parallelism = env.get_parallelism()
-        self.max_parallelism = env.get_max_parallelism()
+    def __init__(self, plan: JobPlan, spark: SparkSession) -> None:
+        self.plan = plan
+        self.spark = spark
+        self.job_name = plan.job_name
+        self.nodes = list(plan.nodes)
+        self.consumers = consumers(self.nodes)
+        cfg = plan.config
+        self.parallelism = plan.parallelism
+        self.max_parallelism = plan.max_parallelism
         self.sorted_inputs = _bool(resolve(cfg, "execution.sorted-inputs.enabled", "BATCH"))
         self.pre_aggregate = _bool(resolve(cfg, "execution.batch.pre-aggregation.enabled", "BATCH"))
-        self.backend = env.get_state_backend()
+        self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
         self.pushdown = _bool(resolve(cfg, "execution.batch.native-pushdown.enabled", "BATCH"))
         self.op_config = {
             "mode": "BATCH",
@@ -123,7 +103,7 @@ class BatchTranslator:
         }
         self._streams: dict[int, Stream] = {}
         self._tags: dict[int, frozenset[str]] = {}
-        for n in nodes:
+        for n in self.nodes:
             if isinstance(n, SideOutputNode):
                 parent = n.inputs[0]
                 self._tags[parent.id] = self._tags.get(parent.id, frozenset()) | {n.tag_id}
@@ -132,10 +112,10 @@ class BatchTranslator:
         from .batch_savepoint import BatchRestore
 
         self._savepoint_write: Any = None
-        self._restore: Optional[BatchRestore] = BatchRestore.from_config(self, cfg)
+        self.restore: Optional[BatchRestore] = BatchRestore.from_config(self, cfg)
         # Progress (plugin/progress.py): set up by run_sinks / collect; to_dataframe observes
         # nothing. ``progress`` is the list of stage rows, filled when the job finishes.
-        self._progress: Optional[BatchProgress] = None
+        self.batch_progress: Optional[BatchProgress] = None
         self.progress: list[dict[str, Any]] = []
 
     # -- public entry points ------------------------------------------------------
@@ -180,13 +160,13 @@ class BatchTranslator:
         ok = False
         try:
             if savepoint_path is None:
-                counts = self._run_sinks(sinks)
+                counts = self.run_planned_sinks(sinks)
             else:
                 from .batch_savepoint import BatchSavepointWrite
 
                 self._savepoint_write = write = BatchSavepointWrite(self, savepoint_path)
                 try:
-                    counts = self._run_sinks(sinks, write)
+                    counts = self.run_planned_sinks(sinks, write)
                 finally:
                     write.close()
                     self._savepoint_write = None
@@ -195,11 +175,11 @@ class BatchTranslator:
         finally:
             progress.finish(ok)
 
-    def _run_sinks(self, sinks: list[SinkNode], savepoint: Any = None) -> dict[str, int]:
+    def run_planned_sinks(self, sinks: list[SinkNode], savepoint: Any = None) -> dict[str, int]:
         """Plan every sink (so the stage totals are known), then run one action per sink and
         finally write the savepoint (only after every sink succeeded: a failed job adds no
         savepoint version)."""
-        progress = self._progress
+        progress = self.batch_progress
         assert progress is not None
         plans: list[tuple[SinkNode, Any, Any, Stage]] = []
         for sink in sinks:
@@ -247,31 +227,31 @@ class BatchTranslator:
 
     # -- progress (plugin/progress.py) --------------------------------------------------
     def _start_progress(self) -> BatchProgress:
-        self._progress = BatchProgress(self.job_name)
-        self.progress = self._progress.rows
-        return self._progress
+        self.batch_progress = BatchProgress(self.job_name)
+        self.progress = self.batch_progress.rows
+        return self.batch_progress
 
     def _action(self, label: str) -> AbstractContextManager[Any]:
         """Time a Spark action run during translation (savepoint staging, watermark)."""
-        return self._progress.action(label) if self._progress is not None else nullcontext()
+        return self.batch_progress.action(label) if self.batch_progress is not None else nullcontext()
 
     def _new_stage(self, kind: str, label: str, names: list[str], detail: str = ""
                    ) -> Optional[int]:
-        if self._progress is None:
+        if self.batch_progress is None:
             return None
-        return self._progress.add_stage(kind, label, names, detail).index
+        return self.batch_progress.add_stage(kind, label, names, detail).index
 
     def _observe(self, df: DataFrame, stage: Optional[int], group: str,
                  metrics: dict[str, Any]) -> DataFrame:
-        if self._progress is None or stage is None:
+        if self.batch_progress is None or stage is None:
             return df
-        return self._progress.observe(df, self._progress.stage(stage), group, metrics)
+        return self.batch_progress.observe(df, self.batch_progress.stage(stage), group, metrics)
 
     def _observe_pass(self, df_in: DataFrame, stream: Stream, spec: PassSpec,
                       name: str) -> tuple[DataFrame, Any]:
         """The pass's input observed (rows in; restored entries apart) and a function that
         observes its output (main rows; side-output rows and savepoint entries apart)."""
-        if self._progress is None:
+        if self.batch_progress is None:
             return df_in, lambda df: df
         from pyspark.sql import functions as F
 
@@ -284,7 +264,7 @@ class BatchTranslator:
                 what = "side outputs"
             stage = self._new_stage("pass", what, [name or stream.name])
         elif spec.key_out is not None:
-            st = self._progress.stage(stage)
+            st = self.batch_progress.stage(stage)
             assert st is not None
             st.label += "+key_by"
             if name and name not in st.names:
@@ -344,7 +324,7 @@ class BatchTranslator:
         if isinstance(node, SourceNode):
             return self._source(node)
         if isinstance(node, ChainNode):
-            parent = self._input_stream(node.inputs[0])
+            parent = self.input_stream(node.inputs[0])
             native = self._native_map(node, parent) if self.pushdown else None
             if native is not None:
                 return native
@@ -352,13 +332,13 @@ class BatchTranslator:
             progress_stage = parent.stage if parent.pending else None
             if progress_stage is None:
                 progress_stage = self._new_stage("pass", "pass", [node.name])
-            elif self._progress is not None:
-                self._progress.stages[progress_stage - 1].names.append(node.name)
+            elif self.batch_progress is not None:
+                self.batch_progress.stages[progress_stage - 1].names.append(node.name)
             return replace(parent, chain=parent.chain + (stage,), type_info=node.output_type,
                            name=node.name, stage=progress_stage)
         if isinstance(node, KeyByNode):
             # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
-            return self._input_stream(node.inputs[0])
+            return self.input_stream(node.inputs[0])
         if isinstance(node, KeyedNode):
             key_node = node.inputs[0]
             assert isinstance(key_node, KeyByNode)
@@ -370,7 +350,7 @@ class BatchTranslator:
             if field_keyed is not None:
                 return field_keyed
             combiner = node.function if (node.op == "reduce" and self.pre_aggregate) else None
-            df, enc = self._keyed_input(key_node, node, combiner=combiner)
+            df, enc = self.keyed_input(key_node, node, combiner=combiner)
             df = self._keyed_shuffle(df, node, sided=False)
             spec = KeyedSpec(node.op, node.function, key_node.key_serializer, self.sorted_inputs,
                              self.backend, **self._savepoint_fields(node))
@@ -381,8 +361,8 @@ class BatchTranslator:
             for side, key_node in enumerate(node.inputs):
                 if not isinstance(key_node, KeyByNode):
                     raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
-                df, _ = self._keyed_input(key_node, node, force_pickled=True)
-                parts.append(df.select(TS, KG, KEY, VALUE, _lit(side).alias(SIDE)))
+                df, _ = self.keyed_input(key_node, node, force_pickled=True)
+                parts.append(df.select(TS, KG, KEY, VALUE, lit(side).alias(SIDE)))
             serializers = [k.key_serializer for k in node.inputs]  # type: ignore[attr-defined]
             if serializers[0] != serializers[1]:
                 raise GraphBuildError(
@@ -398,8 +378,8 @@ class BatchTranslator:
         if isinstance(node, CoChainNode):
             co_parts = []
             for side, upstream in enumerate(node.inputs):
-                df = self._materialize(self._input_stream(upstream), PICKLED, name=node.name)
-                co_parts.append(df.select(TS, VALUE, _lit(side).alias(SIDE)))
+                df = self.materialize(self.input_stream(upstream), PICKLED, name=node.name)
+                co_parts.append(df.select(TS, VALUE, lit(side).alias(SIDE)))
             return Stream(co_parts[0].unionByName(co_parts[1]), PICKLED, node.output_type,
                           co_stage=(node.stage, node.function), sided=True, name=node.name,
                           stage=self._new_stage("pass", f"connected {node.stage}", [node.name]))
@@ -412,14 +392,14 @@ class BatchTranslator:
         if isinstance(node, SideOutputNode):
             parent = self.translate(node.inputs[0])
             assert parent.tagged
-            df = parent.df.filter(_col(TAG) == node.tag_id).select(TS, VALUE)
+            df = parent.df.filter(col(TAG) == node.tag_id).select(TS, VALUE)
             return Stream(df, PICKLED, node.output_type, name=node.name)
         raise GraphBuildError(f"{node.describe()} is not supported in BATCH mode")
 
-    def _input_stream(self, parent: Transformation) -> Stream:
+    def input_stream(self, parent: Transformation) -> Stream:
         stream = self.translate(parent)
         if stream.tagged:
-            main = stream.df.filter(_col(TAG).isNull()).drop(TAG)
+            main = stream.df.filter(col(TAG).isNull()).drop(TAG)
             return Stream(main, stream.enc, stream.type_info, name=stream.name)
         return stream
 
@@ -427,13 +407,13 @@ class BatchTranslator:
                             tags: frozenset[str]) -> Stream:
         """Apply pending work once for a node read by several consumers or with side outputs."""
         if tags:
-            df = self._materialize(stream, PICKLED, tags=tags, name=node.name)
+            df = self.materialize(stream, PICKLED, tags=tags, name=node.name)
             return Stream(df, PICKLED, stream.type_info, name=node.name, tagged=True)
-        enc = self._preferred_encoding(stream.type_info)
-        df = self._materialize(stream, enc, name=node.name)
+        enc = self.preferred_encoding(stream.type_info)
+        df = self.materialize(stream, enc, name=node.name)
         return Stream(df, enc, stream.type_info, name=node.name)
 
-    def _preferred_encoding(self, type_info: Any) -> Encoding:
+    def preferred_encoding(self, type_info: Any) -> Encoding:
         if type_info is not None and is_spark_mappable(type_info):
             return typed_encoding(type_info)
         return PICKLED
@@ -455,16 +435,16 @@ class BatchTranslator:
                 what = "streaming DataFrame read once (available-now)"
             cols = tuple(df.columns)
             enc = typed_encoding(node.output_type, shape="tuple", columns=cols)
-            df = df.select(_lit(None).cast("bigint").alias(TS), *[_col(f"`{c}`") for c in cols])
+            df = df.select(lit(None).cast("bigint").alias(TS), *[col(f"`{c}`") for c in cols])
             df = self._observe_source(df, node, what)
             return Stream(df, enc, node.output_type, name=node.name)
         raise GraphBuildError(f"{node.describe()}: unknown source kind {node.kind!r}")
 
     def _observe_source(self, df: DataFrame, node: SourceNode, what: str) -> DataFrame:
-        if self._progress is None:
+        if self.batch_progress is None:
             return df
         stage = self._new_stage("source", "source", [node.name], what)
-        return self._observe(df, stage, "out", {"rows_out": _count_all()})
+        return self._observe(df, stage, "out", {"rows_out": count_all()})
 
     def _trigger_once(self, df: DataFrame, node: SourceNode) -> DataFrame:
         """A streaming DataFrame in BATCH: one availableNow run into staging Parquet."""
@@ -481,15 +461,15 @@ class BatchTranslator:
                  node.name, time.time() - start)
         return self.spark.read.schema(df.schema).parquet(f"{staging}/data")
 
-    def _keyed_input(self, key_node: KeyByNode, consumer: Transformation,
+    def keyed_input(self, key_node: KeyByNode, consumer: Transformation,
                      combiner: Any = None, force_pickled: bool = False) -> tuple[DataFrame, Encoding]:
-        parent = self._input_stream(key_node.inputs[0])
+        parent = self.input_stream(key_node.inputs[0])
         if self.pushdown and not force_pickled:
             native = self._native_keyed_input(parent, key_node)
             if native is not None:
                 return native, parent.enc
-        enc = PICKLED if force_pickled else self._preferred_encoding(parent.type_info)
-        df = self._materialize(parent, enc, key_out=(key_node.key_selector, key_node.key_serializer),
+        enc = PICKLED if force_pickled else self.preferred_encoding(parent.type_info)
+        df = self.materialize(parent, enc, key_out=(key_node.key_selector, key_node.key_serializer),
                                combiner=combiner, name=key_node.name, force=True)
         return df, enc
 
@@ -499,22 +479,22 @@ class BatchTranslator:
         (then it must run as a real keyed operator: no native/fast reduce)."""
         if self._savepoint_write is not None:
             return True
-        return self._restore is not None and self._restore.meta_for(node) is not None
+        return self.restore is not None and self.restore.meta_for(node) is not None
 
     def _savepoint_fields(self, node: Transformation) -> dict[str, Any]:
         """Extra KeyedSpec fields for savepoint write / restore (empty otherwise)."""
         fields: dict[str, Any] = {}
         if self._savepoint_write is not None:
             fields.update(self._savepoint_write.keyed_spec_fields())
-        if self._restore is not None:
-            meta = self._restore.meta_for(node)
+        if self.restore is not None:
+            meta = self.restore.meta_for(node)
             if meta is not None:
                 fields["restore_meta"] = meta
         return fields
 
     def _keyed_stage(self, node: Transformation, op: str, sided: bool) -> Optional[int]:
         """The progress stage of a keyed operator, naming its shuffle and sort."""
-        if self._progress is None:
+        if self.batch_progress is None:
             return None
         if self.sorted_inputs:
             order = "key, timestamp" + (", input side" if sided else "")
@@ -524,16 +504,16 @@ class BatchTranslator:
         else:
             detail = f"shuffle into {self.parallelism} partitions by key group, unsorted"
             label = f"keyed {op} (hash-based)"
-        if self._restore is not None and self._restore.meta_for(node) is not None:
-            detail += f", state restored from savepoint {self._restore.path}"
+        if self.restore is not None and self.restore.meta_for(node) is not None:
+            detail += f", state restored from savepoint {self.restore.path}"
         if self._savepoint_write is not None:
             detail += ", state saved to the savepoint"
         return self._new_stage("keyed", label, [node.name], detail)
 
     def _keyed_shuffle(self, df: DataFrame, node: Transformation, sided: bool) -> DataFrame:
         """``_shuffle``, with the node's savepoint entries unioned in when restoring."""
-        if self._restore is not None:
-            restored = self._restore.union_state(df, node)
+        if self.restore is not None:
+            restored = self.restore.union_state(df, node)
             if restored is not None:
                 return restored
         return self._shuffle(df, sided)
@@ -543,7 +523,7 @@ class BatchTranslator:
 
         Equal keys share a key group, so sorting by key bytes alone makes each key's records
         contiguous; the key-group column is not needed by the keyed pass and is dropped."""
-        df = df.repartition(self.parallelism, _col(KG))
+        df = df.repartition(self.parallelism, col(KG))
         if self.sorted_inputs:
             order = [KEY, TS] + ([SIDE] if sided else [])
             df = df.sortWithinPartitions(*order)
@@ -551,7 +531,7 @@ class BatchTranslator:
 
     def _union_inputs(self, node: UnionNode) -> list[Stream]:
         """The streams a union merges (STREAMING may stage some through files first)."""
-        return [self._input_stream(p) for p in node.inputs]
+        return [self.input_stream(p) for p in node.inputs]
 
     def _union(self, node: UnionNode) -> Stream:
         streams = self._union_inputs(node)
@@ -560,14 +540,14 @@ class BatchTranslator:
         if enc is None:
             types = {repr(s.type_info) for s in streams}
             t = streams[0].type_info
-            enc = self._preferred_encoding(t) if len(types) == 1 else PICKLED
-        dfs = [self._materialize(s, enc, name=node.name) for s in streams]
+            enc = self.preferred_encoding(t) if len(types) == 1 else PICKLED
+        dfs = [self.materialize(s, enc, name=node.name) for s in streams]
         df = dfs[0]
         for other in dfs[1:]:
             df = df.unionByName(other)
         return Stream(df, enc, node.output_type, name=node.name)
 
-    def _materialize(self, stream: Stream, enc: Encoding, key_out: Any = None, combiner: Any = None,
+    def materialize(self, stream: Stream, enc: Encoding, key_out: Any = None, combiner: Any = None,
                      tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
                      ) -> DataFrame:
         """Run a stream's pending work (one mapInArrow) and return its DataFrame in ``enc``."""
@@ -608,7 +588,7 @@ class BatchTranslator:
         out_t = node.output_type
         if fn is None or out_t is None or not is_spark_mappable(out_t):
             return None
-        traced = trace(fn, [_struct_type(parent.enc)])
+        traced = trace(fn, [struct_type(parent.enc)])
         if traced is None:
             return None
         out_enc = typed_encoding(out_t)
@@ -621,7 +601,7 @@ class BatchTranslator:
         ddl = [f.split(" ", 1)[1] for f in out_enc.spark_fields()]
         cols = [to_column(e, [list(parent.enc.columns)]).cast(t).alias(c)
                 for e, t, c in zip(exprs, ddl, out_enc.columns)]
-        df = parent.df.select(_col(TS), *cols)
+        df = parent.df.select(col(TS), *cols)
         log.info("BATCH: %s runs as a native Spark projection", node.name)
         return Stream(df, out_enc, out_t, name=node.name)
 
@@ -635,7 +615,7 @@ class BatchTranslator:
         fn = plain_callable(assigner)
         if fn is None:
             return None
-        traced = trace(fn, [_struct_type(parent.enc), Types.LONG()])
+        traced = trace(fn, [struct_type(parent.enc), Types.LONG()])
         if not isinstance(traced, Expr) or traced.op != "field" or traced.args[0] != 0 \
                 or traced.type_info is None or traced.type_info.type_name not in ("LONG", "INT"):
             return None
@@ -651,7 +631,7 @@ class BatchTranslator:
         key_fn = plain_callable(key_node.key_selector)
         if key_fn is None:
             return None
-        key_expr = trace(key_fn, [_struct_type(parent.enc)])
+        key_expr = trace(key_fn, [struct_type(parent.enc)])
         if not isinstance(key_expr, Expr) or key_expr.op != "field" or key_expr.type_info is None:
             return None
         return key_expr.args[1], key_expr.type_info.type_name
@@ -663,13 +643,13 @@ class BatchTranslator:
         or comes from a savepoint (those rows are keyed by their stored bytes)."""
         if not (self.pushdown and self.sorted_inputs) or self._savepoint_state(node):
             return None
-        parent = self._input_stream(key_node.inputs[0])
+        parent = self.input_stream(key_node.inputs[0])
         key_field = self._key_field(parent, key_node)
         if key_field is None or key_field[1] not in ("STRING", "LONG", "INT", "SHORT", "BYTE"):
             return None
         index = key_field[0]
-        column = _col(f"`{parent.enc.columns[index]}`")
-        df = parent.df.repartition(self.parallelism, column).sortWithinPartitions(column, _col(TS))
+        column = col(f"`{parent.enc.columns[index]}`")
+        df = parent.df.repartition(self.parallelism, column).sortWithinPartitions(column, col(TS))
         spec = KeyedSpec(node.op, node.function, key_node.key_serializer, True, self.backend,
                          key_field=index)
         log.info("BATCH: %s is keyed by column %s", node.name, parent.enc.columns[index])
@@ -686,7 +666,7 @@ class BatchTranslator:
         key_field = self._key_field(parent, key_node)
         if key_field is None:
             return None
-        column = _col(f"`{parent.enc.columns[key_field[0]]}`")
+        column = col(f"`{parent.enc.columns[key_field[0]]}`")
         key_bytes = native_key_bytes(column, key_field[1], key_node.key_serializer)
         if key_bytes is None:
             return None
@@ -702,15 +682,15 @@ class BatchTranslator:
         over a typed stream keyed by one traceable field: a native groupBy().agg()."""
         from pyspark.sql import functions as F
 
-        parent = self._input_stream(key_node.inputs[0])
+        parent = self.input_stream(key_node.inputs[0])
         key_field = self._key_field(parent, key_node)
         if key_field is None:
             return None
-        in_t = _struct_type(parent.enc)
+        in_t = struct_type(parent.enc)
         key_idx = key_field[0]
         cols = list(parent.enc.columns)
         types = [t.type_name for t in in_t.get_field_types()]  # type: ignore[attr-defined]
-        plan = _field_plan(node.function, in_t, key_idx, types)
+        plan = field_plan(node.function, in_t, key_idx, types)
         if plan is None:
             return None
         kcol = cols[key_idx]
@@ -725,7 +705,7 @@ class BatchTranslator:
                 if i == key_idx:
                     continue
                 if how == "sum":
-                    aggs.append(F.sum(f"`{c}`").cast(_ddl(in_t, i)).alias(c))
+                    aggs.append(F.sum(f"`{c}`").cast(ddl_of_field(in_t, i)).alias(c))
                 elif how == "min":
                     aggs.append(F.min(f"`{c}`").alias(c))
                 elif how == "max":
@@ -752,15 +732,15 @@ class BatchTranslator:
         if t is None or not is_spark_mappable(t):
             raise GraphBuildError(f"{node.describe()} has no Spark-mappable output_type")
         enc = stream.enc if (stream.enc.typed and not stream.pending) else typed_encoding(t)
-        df = self._materialize(stream, enc, name=node.name)
-        return df.select(*[_col(f"`{c}`") for c in enc.columns])
+        df = self.materialize(stream, enc, name=node.name)
+        return df.select(*[col(f"`{c}`") for c in enc.columns])
 
     def _collectable_arrow(self, stream: Stream, node: Transformation) -> tuple[DataFrame, Encoding]:
         """The DataFrame to collect (payload columns only) and its encoding."""
         if stream.enc.typed and not stream.pending:
             enc = stream.enc
-            return stream.df.select(*[_col(f"`{c}`") for c in enc.columns]), enc
-        return self._materialize(stream, PICKLED, name=node.name).select(VALUE), PICKLED
+            return stream.df.select(*[col(f"`{c}`") for c in enc.columns]), enc
+        return self.materialize(stream, PICKLED, name=node.name).select(VALUE), PICKLED
 
     def _collectable(self, stream: Stream, node: Transformation) -> tuple[DataFrame, Any]:
         """The DataFrame to collect and a converter from a list of its Spark Rows to the
@@ -778,75 +758,3 @@ class BatchTranslator:
 
 def _bool(value: Any) -> bool:
     return str(value).strip().lower() in ("true", "1", "yes", "on")
-
-
-def _col(name: str) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.col(name)
-
-
-def _count_all() -> Any:
-    from pyspark.sql import functions as F
-
-    return F.count(F.lit(1))
-
-
-def _lit(value: Any) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.lit(value)
-
-
-def _struct_type(enc: Encoding) -> Any:
-    """A TUPLE/ROW type describing the columns of a typed encoding (for tracing)."""
-    from ..state_store.typeinfo import Types
-
-    t = enc.type_info
-    if enc.shape == "scalar" or t is None:
-        return t
-    return Types.ROW_NAMED(list(enc.columns), list(t.get_field_types()))
-
-
-def _ddl(t: Any, i: int) -> str:
-    from ..runtime.spark_types import spark_ddl_type
-
-    return spark_ddl_type(t.get_field_types()[i])
-
-
-_NUMERIC = ("LONG", "INT", "SHORT", "BYTE", "DOUBLE", "FLOAT")
-_ORDERED = _NUMERIC + ("STRING", "SQL_TIMESTAMP", "BOOLEAN")
-
-
-def _field_plan(function: Any, in_t: Any, key_idx: int, types: list[str]) -> Optional[tuple[Any, Any]]:
-    """How a reduce function aggregates each field, or None when it is not a field aggregation."""
-    agg = getattr(function, "descriptor", None)
-    if agg is not None:
-        kind, field = agg.kind, agg.field
-        names = list(in_t.get_field_names())
-        idx = names.index(field) if isinstance(field, str) else field
-        if not isinstance(idx, int) or not 0 <= idx < len(types) or idx == key_idx:
-            return None
-        if kind in ("min_by", "max_by"):
-            return (kind, idx) if types[idx] in _ORDERED else None
-        if kind == "sum" and types[idx] not in _NUMERIC:
-            return None
-        if kind in ("min", "max") and types[idx] not in _ORDERED:
-            return None
-        return ("fields", ["first" if i != idx else kind for i in range(len(types))])
-    fn = plain_callable(function)
-    if fn is None:
-        return None
-    traced = trace(fn, [in_t, in_t])
-    if not isinstance(traced, tuple) or len(traced) != len(types):
-        return None
-    plan = []
-    for i, e in enumerate(traced):
-        if e.op == "field" and e.args[1] == i and i == key_idx:
-            plan.append("key")
-        elif (e.op == "+" and types[i] in _NUMERIC
-              and {(x.op, x.args[:2]) for x in e.args} == {("field", (0, i)), ("field", (1, i))}):
-            plan.append("sum")
-        else:
-            return None
-    return ("fields", plan)

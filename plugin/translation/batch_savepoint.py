@@ -1,6 +1,6 @@
 """Savepoints in BATCH execution: restore before the keyed passes, write after them.
 
-Used by :class:`~pyspark_datastream.plugin.translation.batch.BatchTranslator`.
+Used by :class:`~pyspark_datastream.translation.batch.BatchTranslator`.
 
 * **Restore** (``execution.savepoint.path``): :class:`BatchRestore` reads the
   savepoint metadata and runs :func:`~pyspark_datastream.savepoint.format.check_restore`
@@ -81,9 +81,7 @@ def operator_states(node: Transformation, op_config: dict[str, Any],
     from ..state_store.backends.single_key import SingleKeyStateBackend
 
     spec = KeyedSpec(_kind(node), getattr(node, "function", None), _key_serializer(node), True)
-    cfg = dict(op_config)
-    mode = cfg.pop("mode")
-    config = OperatorConfig.for_mode(mode, subtask_index=0, operator_name=node.name, **cfg)
+    config = OperatorConfig.from_dict(op_config, subtask_index=0, operator_name=node.name)
     backend = SingleKeyStateBackend(spec.key_serializer, max_parallelism)
     try:
         operator = _make_keyed_operator(spec)
@@ -224,7 +222,7 @@ def final_watermark(translator: Any) -> Optional[int]:
         stream = translator.translate(node)
         df = stream.df
         if stream.pending or stream.tagged:
-            df = translator._materialize(stream, translator._preferred_encoding(stream.type_info),
+            df = translator.materialize(stream, translator.preferred_encoding(stream.type_info),
                                          name=node.name)
         action = getattr(translator, "_action", None)
         with action(f"savepoint final watermark of {node.name!r}") if action else nullcontext():
@@ -262,8 +260,8 @@ class BatchSavepointWrite:
         from ..runtime.encoding import PICKLED
 
         t = self.translator
-        enc = PICKLED if tags else t._preferred_encoding(stream.type_info)
-        df = t._materialize(stream, enc, tags=tags, name=node.name, force=True)
+        enc = PICKLED if tags else t.preferred_encoding(stream.type_info)
+        df = t.materialize(stream, enc, tags=tags, name=node.name, force=True)
         folder = f"{self.staging}/op-{node.id}"
         with t._action(f"savepoint staging of {node.name!r}"):
             df.write.mode("error").parquet(folder)
@@ -291,7 +289,7 @@ class BatchSavepointWrite:
     def entry_count(self) -> Optional[int]:
         """State entries the keyed passes produced for the savepoint (counted while they ran
         into staging), or None when a count is unknown."""
-        progress = self.translator._progress
+        progress = self.translator.batch_progress
         if progress is None:
             return None
         total = 0

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import pyarrow as pa
 
@@ -31,10 +31,8 @@ from ..operators.partition import (
 from ..plan.graph import FullPartitionNode, KeyByNode
 from ..runtime.encoding import KEY, KG, PICKLED, TS, ColumnWriter, Encoding, make_decoder
 from ..runtime.fastpath import plain_callable
+from .stream import Stream, StreamTranslator
 from .tracing import Expr, to_column, trace
-
-if TYPE_CHECKING:
-    from .batch import BatchTranslator, Stream
 
 __all__ = ["SORT_KEY", "translate_full_partition", "partition_batches", "sort_key_batches"]
 
@@ -44,22 +42,22 @@ log = logging.getLogger("pyspark_datastream")
 SORT_KEY = "_sk"
 
 
-def translate_full_partition(translator: BatchTranslator, node: FullPartitionNode) -> Stream:
+def translate_full_partition(translator: StreamTranslator, node: FullPartitionNode) -> Stream:
     """The Stream of a FullPartitionNode in BATCH."""
     op = node.partition_op
     if node.keyed:
         key_node = node.inputs[0]
         assert isinstance(key_node, KeyByNode)
-        df, enc = translator._keyed_input(key_node, node)
+        df, enc = translator.keyed_input(key_node, node)
         df = df.repartition(translator.parallelism, KG)
         keys = [KG, KEY]
     else:
-        parent = translator._input_stream(node.inputs[0])
+        parent = translator.input_stream(node.inputs[0])
         enc = parent.enc
         df = parent.df
         if parent.pending:
-            enc = translator._preferred_encoding(parent.type_info)
-            df = translator._materialize(parent, enc, name=node.name)
+            enc = translator.preferred_encoding(parent.type_info)
+            df = translator.materialize(parent, enc, name=node.name)
         keys = []
     if op.op == "sort_partition":
         return _sort(translator, node, df, enc, keys)
@@ -71,7 +69,6 @@ def translate_full_partition(translator: BatchTranslator, node: FullPartitionNod
         return partition_batches(spec, batches)
 
     out = df.mapInArrow(fn, f"{TS} bigint, {PICKLED.spark_fields()[0]}")
-    from .batch import Stream
 
     return Stream(out, PICKLED, node.output_type, name=node.name)
 
@@ -101,9 +98,8 @@ def _native_sort_column(enc: Encoding, field: Any) -> Optional[Any]:
     return to_column(traced, [cols])
 
 
-def _sort(translator: BatchTranslator, node: FullPartitionNode, df: Any, enc: Encoding,
+def _sort(translator: StreamTranslator, node: FullPartitionNode, df: Any, enc: Encoding,
           keys: list[str]) -> Stream:
-    from .batch import Stream
 
     op = node.partition_op
     descending = op.order is Order.DESCENDING

@@ -41,11 +41,8 @@ import os
 import pickle
 import time
 import uuid
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from ..operators.base import MIN_WATERMARK, OperatorConfig
-from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
 from ..plan.config import parse_trigger, resolve
 from ..plan.graph import (
     CoKeyedNode,
@@ -59,40 +56,45 @@ from ..plan.graph import (
     upstream,
 )
 from ..results import CloseableIterator
-from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
+from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE
 from ..runtime.group_frames import (
     BLOB,
     ROW_INDEX_BITS,
+    SEQ,
     SEQ_ROW,
-    SPLIT_SHIFT,
     TypedInput,
-    group_rows,
-    output_blobs,
     typed_input,
     typed_output_encoding,
     unpack_blobs,
 )
-from ..runtime.passes import PassSpec, gc_paused, output_ddl, run_pass
+from ..runtime.group_state import (
+    END_OF_INPUT_MS,
+    END_THRESHOLD,
+    GroupSpec,
+    append_seq,
+    group_function,
+    seq_pass,
+    stream_pass,
+)
+from ..runtime.passes import PassSpec, output_ddl
+from ..spark_io.columns import col, lit
 from ..state_store.errors import ConfigurationError, GraphBuildError
-from .batch import BatchTranslator, Stream
+from .batch import BatchTranslator
 from .failures import job_failure
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
+from .stream import Stream
 from .timecheck import processing_time_use
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
-    from ..api.environment import StreamExecutionEnvironment
+    from ..plan.job import JobPlan
 
 __all__ = ["StreamingTranslator", "END_OF_INPUT_MS", "parse_trigger", "progress_row"]
 
 log = logging.getLogger("pyspark_datastream")
 
-#: Event time (ms) of the end-of-input sentinel: 9999-12-31T23:59:59Z.
-END_OF_INPUT_MS = 253_402_300_799_000
 #: A Spark watermark at or above this (year ~5138) means "end of input".
-_END_THRESHOLD = 100_000_000_000_000
-SEQ = "_seq"
 _ET = "_et"
 _STATE_SCHEMA = "s binary"
 
@@ -114,145 +116,6 @@ def progress_row(query_name: str, progress: dict[str, Any]) -> dict[str, Any]:
         "state_bytes": op.get("memoryUsedBytes"),
         "duration_ms": duration.get("triggerExecution"),
     }
-
-
-@dataclass
-class _GroupSpec:
-    """What the applyInPandasWithState function needs; pickled to the executors."""
-
-    name: str
-    kind: str
-    function: Any
-    key_serializer: Any
-    config: dict[str, Any]
-    event_time: bool
-    sided: bool
-    tags: frozenset[str]
-    #: ``(kind, options)`` of the state backend; rocksdb keeps version files in ``state_dir``
-    backend: tuple[str, dict[str, Any]] = ("hashmap", {})
-    state_dir: Optional[str] = None
-    #: the input carries savepoint restore rows (``_seq < 0``)
-    restoring: bool = False
-    #: GroupState timeouts run on processing time (ProcessingTimeTimeout), not event time
-    processing_timeout: bool = False
-    #: records (and keys) arrive as typed columns instead of ``_k``/``_v`` (group_frames.py)
-    typed_input: Optional[TypedInput] = None
-    #: records leave as these typed columns instead of pickled ``_v``
-    output_enc: Optional[Encoding] = None
-
-
-def _group_function(spec: _GroupSpec) -> Callable[..., Iterator[Any]]:
-    """The ``applyInPandasWithState`` function: one call = one key group, one micro-batch."""
-    holder: dict[str, KeyGroupRuntime] = {}
-
-    def runtime() -> KeyGroupRuntime:
-        rt = holder.get("rt")
-        if rt is None:
-            c = dict(spec.config)
-            mode = c.pop("mode")
-            cfg = OperatorConfig.for_mode(mode, subtask_index=0, operator_name=spec.name, **c)
-            store = None
-            kind, options = spec.backend
-            if kind == "rocksdb":
-                assert spec.state_dir is not None
-                store = RocksDBKeyGroupStore(
-                    spec.state_dir, spec.key_serializer, int(c["max_parallelism"]),
-                    local_dir=options.get("local_dir"),
-                    block_cache_size=int(options.get("block_cache_size") or 8 << 20),
-                    write_buffer_size=int(options.get("write_buffer_size") or 4 << 20))
-            rt = KeyGroupRuntime(spec.kind, spec.function, spec.key_serializer, cfg, store=store)
-            holder["rt"] = rt
-        return rt
-
-    def fn(key: tuple[Any, ...], pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
-        with gc_paused():
-            frame = run(key, pdfs, state)
-        if frame is not None:
-            yield frame
-
-    def run(key: tuple[Any, ...], pdfs: Iterator[Any], state: Any) -> Any:
-        frames = [p for p in pdfs if len(p)]
-        kg = key[0]
-        if kg is None or kg < 0:  # the end-of-input sentinel's own group
-            return
-        restored: Optional[bytes] = None
-        if spec.restoring and frames:
-            # savepoint restore rows (one per key group, first micro-batch only)
-            marks = [p[SEQ] < 0 for p in frames]
-            for p, m in zip(frames, marks):
-                if m.any():
-                    restored = bytes(p[m][VALUE].iloc[0])
-            frames = [p[~m] for p, m in zip(frames, marks) if (~m).any()]
-        wm_s = int(state.getCurrentWatermarkMs())
-        end = wm_s >= _END_THRESHOLD
-        watermark = wm_s - 1 if (spec.event_time and wm_s > 0 and not end) else MIN_WATERMARK
-        rows = (group_rows(frames, spec.typed_input, spec.sided, spec.key_serializer,
-                           (int(kg), int(spec.config["max_parallelism"]))) if frames else ())
-        previous = state.get[0] if state.exists else None
-        if restored is not None and previous is None:
-            if spec.backend[0] == "rocksdb":
-                from ..operators.keygroup import decode_state
-
-                metas, entries = decode_state(restored)
-                previous = runtime().store.import_entries(int(kg), metas, entries)  # type: ignore[union-attr]
-            else:
-                previous = restored
-        # ProcessingTimeTimeout: Spark times a group out by the batch's processing time, so the
-        # operator's clock is that time (timers <= it fire; the next one sets the timeout)
-        now_ms = (int(state.getCurrentProcessingTimeMs()) if spec.processing_timeout
-                  else int(time.time() * 1000))
-        result = runtime().run(previous, rows, watermark, end_of_input=end,
-                               processing_time=now_ms, key_group=int(kg))
-        if result.state is None:
-            if state.exists:
-                state.remove()
-        else:
-            state.update((result.state,))
-        if spec.processing_timeout:
-            if result.state is not None and result.next_processing_timer is not None:
-                state.setTimeoutDuration(max(result.next_processing_timer - now_ms, 1))
-        elif not end and result.state is not None:
-            due = []
-            if result.next_event_timer is not None:
-                # Timers beyond the end-of-input sentinel (e.g. EndOfStreamWindows' timer at
-                # Long.MAX_VALUE) must still make the group time out when input ends.
-                due.append(min(result.next_event_timer, _END_THRESHOLD))
-            if result.next_processing_timer is not None:  # poll on the next watermark
-                due.append(wm_s)
-            if due:
-                state.setTimeoutTimestamp(max(min(due), wm_s, 1))
-        return output_blobs(result.outputs, spec.tags, spec.output_enc, spec.name)
-
-    return fn
-
-
-def _partition_id() -> int:
-    try:
-        from pyspark import TaskContext
-
-        tc = TaskContext.get()
-        return tc.partitionId() if tc is not None else 0
-    except Exception:  # noqa: BLE001 - outside a Spark task
-        return 0
-
-
-def _pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """``run_pass`` with the subtask index folded into ``parallelism`` (a micro-batch can
-    have more partitions than the job's parallelism)."""
-
-    def fn(batches: Iterator[Any]) -> Iterator[Any]:
-        return run_pass(spec, batches, subtask=_partition_id() % parallelism)
-
-    return fn
-
-
-def _seq_pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """``run_pass`` plus a ``_seq`` column: arrival order inside the micro-batch partition."""
-
-    def fn(batches: Iterator[Any]) -> Iterator[Any]:
-        return _append_seq(run_pass(spec, batches, subtask=_partition_id() % parallelism))
-
-    return fn
 
 
 #: ``_seq_row`` of a file stream: 21 bits of the file's hash, 42 bits of the row index
@@ -285,29 +148,16 @@ def _file_row_seq(df: DataFrame) -> Optional[tuple[Any, Any]]:
     return mtime, F.shiftleft(file_hash, _ROW_INDEX_BITS) + F.col("_metadata.row_index")
 
 
-def _append_seq(batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` function: the batches plus ``_seq``, their arrival order inside the
-    micro-batch partition (``partition << SPLIT_SHIFT | position``)."""
-    import numpy as np
-    import pyarrow as pa
-
-    base = _partition_id() << SPLIT_SHIFT
-    n = 0
-    for b in batches:
-        seq = pa.array(np.arange(base + n, base + n + b.num_rows, dtype=np.int64))
-        n += b.num_rows
-        yield pa.RecordBatch.from_arrays(list(b.columns) + [seq], names=list(b.schema.names) + [SEQ])
-
-
 class StreamingTranslator(BatchTranslator):
     """Turns a job graph into Spark streaming queries and runs them (STREAMING mode)."""
 
     mode = "STREAMING"
 
-    def __init__(self, env: StreamExecutionEnvironment, nodes: list[Transformation],
-                 job_name: str) -> None:
-        super().__init__(env, nodes, job_name)
-        cfg = env.get_config()
+    def __init__(self, plan: JobPlan, spark: SparkSession) -> None:
+        super().__init__(plan, spark)
+        cfg = plan.config
+        nodes = self.nodes
+        job_name = self.job_name
         self.sorted_inputs = False
         self.pre_aggregate = False
         self.op_config = {
@@ -343,19 +193,19 @@ class StreamingTranslator(BatchTranslator):
         #: savepoint support (streaming_savepoint.py): the write of this run, the
         #: applyInPandasWithState spec of every keyed node (by node id)
         self._savepoint_run: Any = None
-        self._group_specs: dict[int, _GroupSpec] = {}
+        self.group_specs: dict[int, GroupSpec] = {}
         #: query name -> root node of the DataFrame it runs (every query, for job clients)
-        self._query_roots: dict[str, Transformation] = {}
+        self.query_roots: dict[str, Transformation] = {}
         #: keyed node id -> how its function reads its native keyed input
         self._typed_inputs: dict[int, TypedInput] = {}
         #: keyed node id -> the query staging its output for several consumers
-        self._staged_outputs: dict[int, str] = {}
+        self.staged_outputs: dict[int, str] = {}
         #: when a list, ``_run_query`` only starts each query and appends ``(name, query)``
         #: (``env.execute_async``, plugin/job_client.py) instead of waiting for it
-        self._async_queries: Optional[list[tuple[str, Any]]] = None
+        self.async_queries: Optional[list[tuple[str, Any]]] = None
 
     # -- directories -------------------------------------------------------------------
-    def _root(self) -> str:
+    def job_folder(self) -> str:
         """This job's folder (job_identity.py: ``<root>/<job name>``, or a temporary one for
         a job that may run on one); raises CheckpointRootError when it needs a root."""
         return self.job.folder()
@@ -414,7 +264,7 @@ class StreamingTranslator(BatchTranslator):
     def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
         self.plan_sinks(sinks)
         if savepoint_path is None:
-            return self._run_sinks(sinks)
+            return self.run_planned_sinks(sinks)
         from .streaming_savepoint import StreamingSavepointWrite
 
         if self.trigger[0] == "processing-time":
@@ -425,13 +275,13 @@ class StreamingTranslator(BatchTranslator):
             raise GraphBuildError("execute(savepoint_path=...) needs a fresh translator")
         self._savepoint_run = write = StreamingSavepointWrite(self, savepoint_path)
         try:
-            counts = self._run_sinks(sinks)
+            counts = self.run_planned_sinks(sinks)
             write.write()  # only after every query succeeded: a failed job adds no version
             return counts
         finally:
             self._savepoint_run = None
 
-    def _run_sinks(self, sinks: list[SinkNode], savepoint: Any = None) -> dict[str, int]:
+    def run_planned_sinks(self, sinks: list[SinkNode], savepoint: Any = None) -> dict[str, int]:
         counts: dict[str, int] = {}
         # Spark Connect runs foreachBatch functions in a server-side process: the rows are
         # printed / written there, but their counters never reach this one (no count)
@@ -440,7 +290,7 @@ class StreamingTranslator(BatchTranslator):
             source = sink.inputs[0]
             stream = self.translate(source)
             name = f"sink-{sink.uid or i}"
-            self._query_roots[name] = source
+            self.query_roots[name] = source
             if self._savepoint_run is not None:
                 self._savepoint_run.queries[name] = source
             if sink.kind == "print":
@@ -465,7 +315,7 @@ class StreamingTranslator(BatchTranslator):
                 total = [0]
                 # exactly-once: each micro-batch is one idempotent Delta commit (delta_sink.py)
                 write = micro_batch_writer(self.spark, sink.options["path"], sink.options["mode"],
-                                           os.path.join(self._root(), name, "checkpoint"), total)
+                                           os.path.join(self.job_folder(), name, "checkpoint"), total)
                 self._run_prerequisites()
                 self._run_query(name, df.writeStream.foreachBatch(write))
                 if not connect:  # the counter lives where foreachBatch ran (see above)
@@ -490,7 +340,7 @@ class StreamingTranslator(BatchTranslator):
                 if not isinstance(key_node, KeyByNode):
                     raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
                 df = self._keyed_input_df(key_node, node)
-                parts.append(df.select(TS, KG, KEY, VALUE, SEQ, _lit(side).alias(SIDE)))
+                parts.append(df.select(TS, KG, KEY, VALUE, SEQ, lit(side).alias(SIDE)))
             serializers = [k.key_serializer for k in node.inputs]  # type: ignore[attr-defined]
             if serializers[0] != serializers[1]:
                 raise GraphBuildError(
@@ -501,7 +351,7 @@ class StreamingTranslator(BatchTranslator):
                                   node.function, serializers[0], True)
         return super()._translate(node)
 
-    def _materialize(self, stream: Stream, enc: Any, key_out: Any = None, combiner: Any = None,
+    def materialize(self, stream: Stream, enc: Any, key_out: Any = None, combiner: Any = None,
                      tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
                      ) -> DataFrame:
         """BATCH's fused ``mapInArrow`` pass, with subtask indexes valid in micro-batches."""
@@ -513,7 +363,7 @@ class StreamingTranslator(BatchTranslator):
             keyed=stream.keyed, chain=list(stream.chain), tags=tags, key_out=key_out,
             combiner=combiner, max_parallelism=self.max_parallelism,
         )
-        return stream.df.mapInArrow(_pass(spec, self.parallelism), output_ddl(spec))
+        return stream.df.mapInArrow(stream_pass(spec, self.parallelism), output_ddl(spec))
 
     def _native_reduce(self, node: KeyedNode, key_node: KeyByNode) -> Optional[Stream]:
         return None  # a native aggregation would be an update-mode query: not this design
@@ -528,10 +378,10 @@ class StreamingTranslator(BatchTranslator):
         # A keyed stage read by several consumers runs in ONE query that stages its output
         # (else every consumer's query would run it again, with its own copy of the state)
         name = f"{self._stage_names[node.id]}-output"
-        self._query_roots[name] = node
+        self.query_roots[name] = node
         if self._savepoint_run is not None:
             self._savepoint_run.queries[name] = node
-        self._staged_outputs[node.id] = name
+        self.staged_outputs[node.id] = name
         return Stream(self._through_files(shared.df, name), shared.enc, shared.type_info,
                       name=shared.name)
 
@@ -547,11 +397,11 @@ class StreamingTranslator(BatchTranslator):
         for i in stateful:
             # names must be stable across runs of the same job (node ids are not)
             name = f"{node.uid or f'union{ordinal}'}-{i}-input"
-            self._query_roots[name] = node.inputs[i]
+            self.query_roots[name] = node.inputs[i]
             if self._savepoint_run is not None:
                 self._savepoint_run.queries[name] = node.inputs[i]
             s = streams[i]
-            df = self._materialize(s, s.enc, name=node.name)
+            df = self.materialize(s, s.enc, name=node.name)
             streams[i] = Stream(self._through_files(df, name), s.enc, s.type_info, name=s.name)
         return streams
 
@@ -559,8 +409,8 @@ class StreamingTranslator(BatchTranslator):
         """The query staging the output of the one keyed stage above ``key_node`` when that
         stage's output is shared (:meth:`_materialize_shared`), else None."""
         keyed = [n for n in upstream(key_node, is_keyed) if is_keyed(n)]
-        if len(keyed) == 1 and keyed[0].id in self._staged_outputs:
-            return self._staged_outputs[keyed[0].id]
+        if len(keyed) == 1 and keyed[0].id in self.staged_outputs:
+            return self.staged_outputs[keyed[0].id]
         return None
 
     def _source(self, node: SourceNode) -> Stream:
@@ -569,7 +419,7 @@ class StreamingTranslator(BatchTranslator):
         spark = self.spark
         if node.kind == "collection" or not getattr(node.payload, "isStreaming", True):
             # a bounded source is staged once, in the job folder (a streaming one is not)
-            folder = os.path.join(self._root(), "sources",
+            folder = os.path.join(self.job_folder(), "sources",
                                   str(self._source_ordinals.get(node.id, 0)))
         if node.kind == "collection":
             ddl = f"{TS} bigint, {VALUE} binary"
@@ -595,7 +445,7 @@ class StreamingTranslator(BatchTranslator):
                 df = spark.readStream.schema(df.schema).parquet(folder)
             cols = tuple(df.columns)
             enc = typed_encoding(node.output_type, shape="tuple", columns=cols)
-            df = df.select(_lit(None).cast("bigint").alias(TS), *[_col(f"`{c}`") for c in cols])
+            df = df.select(lit(None).cast("bigint").alias(TS), *[col(f"`{c}`") for c in cols])
             return Stream(df, enc, node.output_type, name=node.name)
         raise GraphBuildError(f"{node.describe()}: unknown source kind {node.kind!r}")
 
@@ -603,7 +453,7 @@ class StreamingTranslator(BatchTranslator):
     def _keyed_input_df(self, key_node: KeyByNode, consumer: Transformation) -> DataFrame:
         """``_ts, _kg, _k, _v, _seq`` for ``consumer``; staged through files when upstream
         already holds a stateful operator (one per query)."""
-        parent = self._input_stream(key_node.inputs[0])
+        parent = self.input_stream(key_node.inputs[0])
         df = self._native_keyed_input_df(parent, key_node, consumer)
         if df is None:
             spec = PassSpec(
@@ -613,7 +463,7 @@ class StreamingTranslator(BatchTranslator):
                 key_out=(key_node.key_selector, key_node.key_serializer),
                 max_parallelism=self.max_parallelism,
             )
-            df = parent.df.mapInArrow(_seq_pass(spec, self.parallelism),
+            df = parent.df.mapInArrow(seq_pass(spec, self.parallelism),
                                       output_ddl(spec) + f", {SEQ} bigint")
         staged = self._staged_above(key_node)
         if staged is not None:  # a shared upstream stage: its query already staged it
@@ -626,7 +476,7 @@ class StreamingTranslator(BatchTranslator):
             # names must be stable across runs of the same job (node ids are not)
             side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
             name = f"{stage}-{side}-input"
-            self._query_roots[name] = key_node.inputs[0]
+            self.query_roots[name] = key_node.inputs[0]
             if self._savepoint_run is not None:
                 self._savepoint_run.queries[name] = key_node.inputs[0]
             df = self._through_files(df, name)
@@ -647,7 +497,7 @@ class StreamingTranslator(BatchTranslator):
         rows carry state bytes in ``_v``). Records the plan in ``self._typed_inputs``."""
         if not self.pushdown or not isinstance(consumer, KeyedNode):
             return None
-        if self._restore is not None and self._restore.meta_for(consumer) is not None:
+        if self.restore is not None and self.restore.meta_for(consumer) is not None:
             return None
         key_field = self._key_field(parent, key_node)
         if key_field is None:
@@ -681,7 +531,7 @@ class StreamingTranslator(BatchTranslator):
 
             df = parent.df.select(TS, *payload)
             schema = StructType([*df.schema.fields, StructField(SEQ, LongType(), nullable=False)])
-            df = df.mapInArrow(_append_seq, schema)
+            df = df.mapInArrow(append_seq, schema)
         df = df.withColumn(KG, F.pmod(F.crc32(key_bytes), F.lit(self.max_parallelism)).cast("int"))
         types = {f.name: f.dataType for f in df.schema.fields}
         out = [F.col(TS), F.col(KG)]
@@ -698,14 +548,14 @@ class StreamingTranslator(BatchTranslator):
 
     def _through_files(self, df: DataFrame, name: str) -> DataFrame:
         """Run ``df`` as its own query into a Parquet file sink; read it back as a stream."""
-        folder = os.path.join(self._root(), name)
+        folder = os.path.join(self.job_folder(), name)
         data = os.path.join(folder, "data")
         os.makedirs(data, exist_ok=True)
         writer = df.writeStream.format("parquet").option("path", data)
         self._prerequisites.append((name, writer))
         return self.spark.readStream.schema(df.schema).parquet(data)
 
-    def _watermark_strategy(self, node: Transformation) -> Any:
+    def watermark_strategy(self, node: Transformation) -> Any:
         """The nearest upstream WatermarkStrategy (Flink forwards watermarks through operators)."""
         for n in upstream(node):
             ws = getattr(n, "watermark_strategy", None)
@@ -718,7 +568,7 @@ class StreamingTranslator(BatchTranslator):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        folder = os.path.join(self._root(), name)
+        folder = os.path.join(self.job_folder(), name)
         if not os.path.isdir(folder):
             cols: dict[str, Any] = {}
             for f in schema.fields:
@@ -746,17 +596,17 @@ class StreamingTranslator(BatchTranslator):
         from pyspark.sql.streaming.state import GroupStateTimeout
 
         stage = self._stage_names[node.id]
-        restoring = self._restore is not None and self._restore.meta_for(node) is not None
+        restoring = self.restore is not None and self.restore.meta_for(node) is not None
         if restoring:
             from .streaming_savepoint import restore_rows_folder
 
-            folder = os.path.join(self._root(), f"{stage}-restore")
+            folder = os.path.join(self.job_folder(), f"{stage}-restore")
             restore_rows_folder(self, node, folder, df.schema)
             df = df.unionByName(self.spark.readStream.schema(df.schema).parquet(folder))
         if self.bounded and self._savepoint_run is None:
             # a savepoint run is a stop-with-savepoint WITHOUT drain: no end-of-input flush
             df = df.unionByName(self._sentinel(f"{stage}-end-of-input", df.schema))
-        ws = self._watermark_strategy(node)
+        ws = self.watermark_strategy(node)
         processing_timeout = self._processing_timeout(node, function, ws)
         delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
         has_ts = F.col(TS).isNotNull() if ws is not None else F.col(KG) < 0
@@ -774,20 +624,20 @@ class StreamingTranslator(BatchTranslator):
         # group_frames.py: typed columns in (native keyed input) and out, where pandas keeps
         # them exact; pickled ``_v`` otherwise
         out_enc = None if tags else typed_output_encoding(node.output_type)
-        spec = _GroupSpec(node.name, kind, function, key_serializer, dict(self.op_config),
+        spec = GroupSpec(node.name, kind, function, key_serializer, dict(self.op_config),
                           ws is not None, sided, tags,
                           (backend_kind, dict(self.backend[1] or {})),
-                          (os.path.join(self._root(), "state", stage)
+                          (os.path.join(self.job_folder(), "state", stage)
                            if backend_kind == "rocksdb" else None), restoring,
                           processing_timeout, self._typed_inputs.get(node.id), out_enc)
-        self._group_specs[node.id] = spec
+        self.group_specs[node.id] = spec
         payload = ", ".join(out_enc.spark_fields()) if out_enc is not None else f"{VALUE} binary"
         ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {payload}"
         timeout = (GroupStateTimeout.ProcessingTimeTimeout if processing_timeout
                    else GroupStateTimeout.EventTimeTimeout)
         # the function returns its rows as Arrow IPC blobs; a zero-copy pass unpacks them
         out = df.groupBy(KG).applyInPandasWithState(
-            _group_function(spec), f"{BLOB} binary", _STATE_SCHEMA, "append", timeout)
+            group_function(spec), f"{BLOB} binary", _STATE_SCHEMA, "append", timeout)
         out = out.mapInArrow(unpack_blobs, ddl)
         return Stream(out, out_enc or PICKLED, node.output_type, name=node.name,
                       tagged=bool(tags))
@@ -834,7 +684,7 @@ class StreamingTranslator(BatchTranslator):
     def _start_query(self, name: str, writer: Any, query_name: Optional[str] = None) -> Any:
         """Start one query (checkpoint ``<root>/<name>/checkpoint``, the configured trigger;
         ``query_name`` names a memory sink's table)."""
-        checkpoint = os.path.join(self._root(), name, "checkpoint")
+        checkpoint = os.path.join(self.job_folder(), name, "checkpoint")
         writer = writer.option("checkpointLocation", checkpoint).queryName(
             query_name or f"{self.job_name}:{name}:{time.time_ns()}")
         kind, interval = self.trigger
@@ -848,8 +698,8 @@ class StreamingTranslator(BatchTranslator):
 
     def _run_query(self, name: str, writer: Any, query_name: Optional[str] = None) -> None:
         """Start one query, wait, log its progress (only start it for ``execute_async``)."""
-        if self._async_queries is not None:
-            self._async_queries.append((name, self._start_query(name, writer, query_name)))
+        if self.async_queries is not None:
+            self.async_queries.append((name, self._start_query(name, writer, query_name)))
             return
         kind = self.trigger[0]
         start = time.time()
@@ -880,15 +730,15 @@ class StreamingTranslator(BatchTranslator):
                 return
             if not self.bounded:
                 continue
-            recent = [_as_dict(p) for p in query.recentProgress]
-            if any(_watermark_ms(p) >= _END_THRESHOLD for p in recent):
+            recent = [as_dict(p) for p in query.recentProgress]
+            if any(_watermark_ms(p) >= END_THRESHOLD for p in recent):
                 last = recent[-1]
-                if _watermark_ms(last) >= _END_THRESHOLD and not query.status.get("isTriggerActive"):
+                if _watermark_ms(last) >= END_THRESHOLD and not query.status.get("isTriggerActive"):
                     return
 
     def _log_progress(self, name: str, query: Any) -> None:
         for p in query.recentProgress:
-            row = progress_row(name, _as_dict(p))
+            row = progress_row(name, as_dict(p))
             self.progress.append(row)
             log.info(
                 "STREAMING %s batch %s: rows in %s, rows out %s, watermark %s, key groups %s "
@@ -913,7 +763,7 @@ def _write_atomically(folder: str, write: Callable[[str], None]) -> None:
     os.replace(tmp, folder)
 
 
-def _as_dict(progress: Any) -> dict[str, Any]:
+def as_dict(progress: Any) -> dict[str, Any]:
     if isinstance(progress, dict):
         return progress
     text = getattr(progress, "json", None)
@@ -929,15 +779,3 @@ def _watermark_ms(progress: dict[str, Any]) -> int:
     from datetime import datetime
 
     return int(datetime.fromisoformat(wm.replace("Z", "+00:00")).timestamp() * 1000)
-
-
-def _col(name: str) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.col(name)
-
-
-def _lit(value: Any) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.lit(value)

@@ -197,10 +197,10 @@ class StreamingSavepointWrite:
         names the carrier folder (default ``<name>-watermark``; one per consumer when the
         staged output of ``name`` has several)."""
         t = self.translator
-        strategy = t._watermark_strategy(consumer)
+        strategy = t.watermark_strategy(consumer)
         if strategy is None or not _watermark_forwarded(key_node):
             return df
-        folder = os.path.join(t._root(), carrier or f"{name}-watermark")
+        folder = os.path.join(t.job_folder(), carrier or f"{name}-watermark")
         os.makedirs(folder, exist_ok=True)
         self._carriers.setdefault(name, []).append(
             (folder, df.schema, int(strategy.out_of_orderness_ms or 0)))
@@ -223,7 +223,7 @@ class StreamingSavepointWrite:
 
     def _query_of(self, node: Transformation) -> Optional[str]:
         for name, root in self.queries.items():
-            staged = self.translator._staged_outputs
+            staged = self.translator.staged_outputs
             if any(n.id == node.id for n in keyed_nodes_in_query(root, staged, name)):
                 return name
         return None
@@ -262,10 +262,10 @@ class StreamingSavepointWrite:
                 key_ser = node.inputs[0].key_serializer  # type: ignore[attr-defined]
                 metas = {m.name: m for m in operator_states(node, t.op_config, t.max_parallelism)}
                 name = self._query_of(node)
-                spec = t._group_specs.get(node.id)
+                spec = t.group_specs.get(node.id)
                 if name is not None and spec is not None:
                     names.append(name)
-                    checkpoint = os.path.join(t._root(), name, "checkpoint")
+                    checkpoint = os.path.join(t.job_folder(), name, "checkpoint")
                     pinned = batch_ids is None or name in batch_ids
                     if pinned and os.path.isdir(os.path.join(checkpoint, "state")):
                         folder = os.path.join(staging, f"op-{len(parts)}")
@@ -363,7 +363,7 @@ def restore_rows_folder(translator: Any, node: Transformation, folder: str, sche
 
     if os.path.isdir(folder):
         return  # written by an earlier run of this job: the file stream already knows it
-    restore = translator._restore
+    restore = translator.restore
     op = restore.metadata.operators.get(node.effective_uid())
     if op is None:
         raise SavepointFormatError(f"{node.describe()} has no state in savepoint {restore.path}")

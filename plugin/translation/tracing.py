@@ -13,9 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
+from ..runtime.encoding import Encoding
+from ..runtime.fastpath import plain_callable
+from ..runtime.spark_types import spark_ddl_type
 from ..state_store.typeinfo import TypeInformation, Types
 
-__all__ = ["Untraceable", "Expr", "trace", "to_column"]
+__all__ = [
+    "Untraceable", "Expr", "trace", "to_column", "struct_type", "ddl_of_field", "field_plan",
+]
 
 _NUMERIC = ("LONG", "INT", "SHORT", "BYTE", "DOUBLE", "FLOAT")
 
@@ -159,3 +164,56 @@ def to_column(expr: Expr, columns: list[list[str]]) -> Any:
     if expr.op == "*":
         return a * b
     raise Untraceable(expr.op)
+
+
+# -- planning native aggregations from traced reduce functions ---------------------------
+
+
+def struct_type(enc: Encoding) -> Any:
+    """A TUPLE/ROW type describing the columns of a typed encoding (for tracing)."""
+    t = enc.type_info
+    if enc.shape == "scalar" or t is None:
+        return t
+    return Types.ROW_NAMED(list(enc.columns), list(t.get_field_types()))
+
+
+def ddl_of_field(t: Any, i: int) -> str:
+    """Spark DDL type of field ``i`` of the TUPLE/ROW type ``t``."""
+    return spark_ddl_type(t.get_field_types()[i])
+
+
+_ORDERED = _NUMERIC + ("STRING", "SQL_TIMESTAMP", "BOOLEAN")
+
+
+def field_plan(function: Any, in_t: Any, key_idx: int, types: list[str]) -> Optional[tuple[Any, Any]]:
+    """How a reduce function aggregates each field, or None when it is not a field aggregation."""
+    agg = getattr(function, "descriptor", None)
+    if agg is not None:
+        kind, field = agg.kind, agg.field
+        names = list(in_t.get_field_names())
+        idx = names.index(field) if isinstance(field, str) else field
+        if not isinstance(idx, int) or not 0 <= idx < len(types) or idx == key_idx:
+            return None
+        if kind in ("min_by", "max_by"):
+            return (kind, idx) if types[idx] in _ORDERED else None
+        if kind == "sum" and types[idx] not in _NUMERIC:
+            return None
+        if kind in ("min", "max") and types[idx] not in _ORDERED:
+            return None
+        return ("fields", ["first" if i != idx else kind for i in range(len(types))])
+    fn = plain_callable(function)
+    if fn is None:
+        return None
+    traced = trace(fn, [in_t, in_t])
+    if not isinstance(traced, tuple) or len(traced) != len(types):
+        return None
+    plan = []
+    for i, e in enumerate(traced):
+        if e.op == "field" and e.args[1] == i and i == key_idx:
+            plan.append("key")
+        elif (e.op == "+" and types[i] in _NUMERIC
+              and {(x.op, x.args[:2]) for x in e.args} == {("field", (0, i)), ("field", (1, i))}):
+            plan.append("sum")
+        else:
+            return None
+    return ("fields", plan)

@@ -1,0 +1,170 @@
+"""The ``applyInPandasWithState`` function and the per-partition passes of STREAMING.
+
+Shipped to executors: one call of :func:`group_function` runs one key group for one
+micro-batch on its ``KeyGroupRuntime``; :func:`stream_pass`/:func:`seq_pass` run the
+non-keyed chains (``mapInArrow``), the latter stamping each record's arrival order.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional
+
+from ..operators.base import MIN_WATERMARK, OperatorConfig
+from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
+from .encoding import VALUE, Encoding
+from .group_frames import SEQ, SPLIT_SHIFT, TypedInput, group_rows, output_blobs
+from .passes import PassSpec, gc_paused, partition_id, run_pass
+
+__all__ = [
+    "END_OF_INPUT_MS", "END_THRESHOLD", "GroupSpec", "group_function",
+    "stream_pass", "seq_pass", "append_seq",
+]
+
+#: Event time (ms) of the end-of-input sentinel: 9999-12-31T23:59:59Z.
+END_OF_INPUT_MS = 253_402_300_799_000
+#: A Spark watermark at or above this (year ~5138) means "end of input".
+END_THRESHOLD = 100_000_000_000_000
+
+
+@dataclass
+class GroupSpec:
+    """What the applyInPandasWithState function needs; pickled to the executors."""
+
+    name: str
+    kind: str
+    function: Any
+    key_serializer: Any
+    config: dict[str, Any]
+    event_time: bool
+    sided: bool
+    tags: frozenset[str]
+    #: ``(kind, options)`` of the state backend; rocksdb keeps version files in ``state_dir``
+    backend: tuple[str, dict[str, Any]] = ("hashmap", {})
+    state_dir: Optional[str] = None
+    #: the input carries savepoint restore rows (``_seq < 0``)
+    restoring: bool = False
+    #: GroupState timeouts run on processing time (ProcessingTimeTimeout), not event time
+    processing_timeout: bool = False
+    #: records (and keys) arrive as typed columns instead of ``_k``/``_v`` (group_frames.py)
+    typed_input: Optional[TypedInput] = None
+    #: records leave as these typed columns instead of pickled ``_v``
+    output_enc: Optional[Encoding] = None
+
+
+def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
+    """The ``applyInPandasWithState`` function: one call = one key group, one micro-batch."""
+    holder: dict[str, KeyGroupRuntime] = {}
+
+    def runtime() -> KeyGroupRuntime:
+        rt = holder.get("rt")
+        if rt is None:
+            c = spec.config
+            cfg = OperatorConfig.from_dict(c, subtask_index=0, operator_name=spec.name)
+            store = None
+            kind, options = spec.backend
+            if kind == "rocksdb":
+                assert spec.state_dir is not None
+                store = RocksDBKeyGroupStore(
+                    spec.state_dir, spec.key_serializer, int(c["max_parallelism"]),
+                    local_dir=options.get("local_dir"),
+                    block_cache_size=int(options.get("block_cache_size") or 8 << 20),
+                    write_buffer_size=int(options.get("write_buffer_size") or 4 << 20))
+            rt = KeyGroupRuntime(spec.kind, spec.function, spec.key_serializer, cfg, store=store)
+            holder["rt"] = rt
+        return rt
+
+    def fn(key: tuple[Any, ...], pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
+        with gc_paused():
+            frame = run(key, pdfs, state)
+        if frame is not None:
+            yield frame
+
+    def run(key: tuple[Any, ...], pdfs: Iterator[Any], state: Any) -> Any:
+        frames = [p for p in pdfs if len(p)]
+        kg = key[0]
+        if kg is None or kg < 0:  # the end-of-input sentinel's own group
+            return
+        restored: Optional[bytes] = None
+        if spec.restoring and frames:
+            # savepoint restore rows (one per key group, first micro-batch only)
+            marks = [p[SEQ] < 0 for p in frames]
+            for p, m in zip(frames, marks):
+                if m.any():
+                    restored = bytes(p[m][VALUE].iloc[0])
+            frames = [p[~m] for p, m in zip(frames, marks) if (~m).any()]
+        wm_s = int(state.getCurrentWatermarkMs())
+        end = wm_s >= END_THRESHOLD
+        watermark = wm_s - 1 if (spec.event_time and wm_s > 0 and not end) else MIN_WATERMARK
+        rows = (group_rows(frames, spec.typed_input, spec.sided, spec.key_serializer,
+                           (int(kg), int(spec.config["max_parallelism"]))) if frames else ())
+        previous = state.get[0] if state.exists else None
+        if restored is not None and previous is None:
+            if spec.backend[0] == "rocksdb":
+                from ..operators.keygroup import decode_state
+
+                metas, entries = decode_state(restored)
+                previous = runtime().store.import_entries(int(kg), metas, entries)  # type: ignore[union-attr]
+            else:
+                previous = restored
+        # ProcessingTimeTimeout: Spark times a group out by the batch's processing time, so the
+        # operator's clock is that time (timers <= it fire; the next one sets the timeout)
+        now_ms = (int(state.getCurrentProcessingTimeMs()) if spec.processing_timeout
+                  else int(time.time() * 1000))
+        result = runtime().run(previous, rows, watermark, end_of_input=end,
+                               processing_time=now_ms, key_group=int(kg))
+        if result.state is None:
+            if state.exists:
+                state.remove()
+        else:
+            state.update((result.state,))
+        if spec.processing_timeout:
+            if result.state is not None and result.next_processing_timer is not None:
+                state.setTimeoutDuration(max(result.next_processing_timer - now_ms, 1))
+        elif not end and result.state is not None:
+            due = []
+            if result.next_event_timer is not None:
+                # Timers beyond the end-of-input sentinel (e.g. EndOfStreamWindows' timer at
+                # Long.MAX_VALUE) must still make the group time out when input ends.
+                due.append(min(result.next_event_timer, END_THRESHOLD))
+            if result.next_processing_timer is not None:  # poll on the next watermark
+                due.append(wm_s)
+            if due:
+                state.setTimeoutTimestamp(max(min(due), wm_s, 1))
+        return output_blobs(result.outputs, spec.tags, spec.output_enc, spec.name)
+
+    return fn
+
+
+def stream_pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """``run_pass`` with the subtask index folded into ``parallelism`` (a micro-batch can
+    have more partitions than the job's parallelism)."""
+
+    def fn(batches: Iterator[Any]) -> Iterator[Any]:
+        return run_pass(spec, batches, subtask=partition_id() % parallelism)
+
+    return fn
+
+
+def seq_pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """``run_pass`` plus a ``_seq`` column: arrival order inside the micro-batch partition."""
+
+    def fn(batches: Iterator[Any]) -> Iterator[Any]:
+        return append_seq(run_pass(spec, batches, subtask=partition_id() % parallelism))
+
+    return fn
+
+
+def append_seq(batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` function: the batches plus ``_seq``, their arrival order inside the
+    micro-batch partition (``partition << SPLIT_SHIFT | position``)."""
+    import numpy as np
+    import pyarrow as pa
+
+    base = partition_id() << SPLIT_SHIFT
+    n = 0
+    for b in batches:
+        seq = pa.array(np.arange(base + n, base + n + b.num_rows, dtype=np.int64))
+        n += b.num_rows
+        yield pa.RecordBatch.from_arrays(list(b.columns) + [seq], names=list(b.schema.names) + [SEQ])

@@ -1,0 +1,56 @@
+"""A translated stream and what the partition and savepoint steps need from a translator.
+
+Kept apart from ``batch.py`` so those steps depend on this small contract, not on the
+translator module that calls them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional, Protocol
+
+from ..plan.graph import KeyByNode, Transformation
+from ..runtime.encoding import Encoding
+from ..runtime.passes import KeyedSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["Stream", "StreamTranslator"]
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A translated stream: ``df`` in ``enc``, plus fused work not yet applied."""
+
+    df: Any
+    enc: Encoding
+    type_info: Any = None
+    keyed: Optional[KeyedSpec] = None
+    co_stage: Optional[tuple[str, Any]] = None
+    sided: bool = False
+    chain: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
+    name: str = ""
+    tagged: bool = False  # df carries a _tag column (side outputs present)
+    stage: Optional[int] = None  # progress stage of the pending work (None: none / not tracked)
+
+    @property
+    def pending(self) -> bool:
+        return self.keyed is not None or self.co_stage is not None or bool(self.chain)
+
+
+class StreamTranslator(Protocol):
+    """The translator steps that the full-partition translation uses."""
+
+    parallelism: int
+
+    def input_stream(self, parent: Transformation) -> Stream: ...
+
+    def preferred_encoding(self, type_info: Any) -> Encoding: ...
+
+    def keyed_input(self, key_node: KeyByNode, consumer: Transformation, combiner: Any = None,
+                    force_pickled: bool = False) -> tuple[DataFrame, Encoding]: ...
+
+    def materialize(self, stream: Stream, enc: Encoding, key_out: Any = None, combiner: Any = None,
+                    tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
+                    ) -> DataFrame: ...
