@@ -19,7 +19,7 @@ from pyspark_datastream import (
     Types,
     ValueStateDescriptor,
 )
-from pyspark_datastream.savepoint.core import Savepoint, inspect_savepoint
+from pyspark_datastream.savepoint import Savepoint, inspect_savepoint
 
 LOGGER = "pyspark_datastream"
 OUT_T = Types.ROW_NAMED(["k", "total"], [Types.STRING(), Types.LONG()])

@@ -12,7 +12,7 @@ from pyspark_datastream import (
     ValueStateDescriptor,
     WatermarkStrategy,
 )
-from pyspark_datastream.savepoint.core import Savepoint, SavepointWriter, savepoint_versions
+from pyspark_datastream.savepoint import Savepoint, SavepointWriter, savepoint_versions
 from pyspark_datastream.state_store.errors import (
     IncompatibleStateError,
     SavepointNotFoundError,

@@ -8,7 +8,8 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from pyspark.sql import functions as F
 from pyspark_datastream import ListStateDescriptor, Types, ValueStateDescriptor
-from pyspark_datastream.savepoint.core import SavepointWriter, _spark_hash_int
+from pyspark_datastream.savepoint import SavepointWriter
+from pyspark_datastream.savepoint.writer import _spark_hash_int
 
 
 def test_spark_hash_of_int_matches_spark(spark):
@@ -73,7 +74,7 @@ def test_presorted_bootstrap_writes_what_the_entry_sort_writes(spark, tmp_path, 
     """Ordering the source rows before encoding gives, range by range, the very rows in the
     very order that shuffling and sorting the encoded entries gives (keys Spark cannot
     serialize take that second path)."""
-    import pyspark_datastream.translation.tracing as tracing
+    import pyspark_datastream.spark_io.key_columns as key_columns
 
     df = spark.range(2_000).select(
         (F.col("id") * 7919 % 100_003).alias("k"), F.col("id").alias("n"),
@@ -81,7 +82,7 @@ def test_presorted_bootstrap_writes_what_the_entry_sort_writes(spark, tmp_path, 
     maxp, n = 32, int(spark.conf.get("spark.sql.shuffle.partitions"))
     fast, slow = str(tmp_path / "fast"), str(tmp_path / "slow")
     _bootstrap(df, fast, maxp)
-    monkeypatch.setattr(tracing, "native_key_bytes", lambda *args: None)
+    monkeypatch.setattr(key_columns, "native_key_bytes", lambda *args: None)
     _bootstrap(df, slow, maxp)
     fast_ranges, fast_rows = _layout(fast, n, maxp)
     slow_ranges, slow_rows = _layout(slow, n, maxp)

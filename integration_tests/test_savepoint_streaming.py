@@ -8,7 +8,7 @@ import os
 import pytest
 from deltalake import DeltaTable
 from pyspark_datastream import Types, ValueStateDescriptor
-from pyspark_datastream.savepoint.core import Savepoint, SavepointWriter, savepoint_versions
+from pyspark_datastream.savepoint import Savepoint, SavepointWriter, savepoint_versions
 from pyspark_datastream.state_store.errors import (
     ConfigurationError,
     IncompatibleStateError,

@@ -8,7 +8,7 @@ import threading
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from pyspark_datastream.savepoint.core import (
+from pyspark_datastream.savepoint import (
     Savepoint,
     SavepointWriter,
     inspect_savepoint,
@@ -309,7 +309,7 @@ def test_failed_write_leaves_no_version(spark, tmp_path):
 
 def test_concurrent_writers_one_wins(spark, tmp_path):
     """Two writers that both started from version 0: the second commit gets a conflict."""
-    from pyspark_datastream.savepoint import core as sp_mod
+    from pyspark_datastream.savepoint import writer as sp_mod
 
     entries, metas = _snapshot("heap", {"k": {"count": 1, "events": [], "attrs": {}, "byts": {}}},
                                128, "")

@@ -37,7 +37,8 @@ that wrote it, the job name and the creation time.
 
 This module is pure Python (pyarrow only): it defines the schema, the metadata,
 the restore checks and the per-key decoding used by the State Processor API.
-The Spark side (IO) is :mod:`pyspark_datastream.savepoint.core`.
+The Spark side (IO) is :mod:`pyspark_datastream.savepoint.writer` and
+:mod:`pyspark_datastream.savepoint.reader`.
 """
 
 from __future__ import annotations

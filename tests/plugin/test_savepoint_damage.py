@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 from pyspark_datastream import SavepointFormatError, SavepointNotFoundError
-from pyspark_datastream.savepoint.core import read_metadata
+from pyspark_datastream.savepoint import read_metadata
 from pyspark_datastream.savepoint.format import savepoint_arrow_schema
 
 
