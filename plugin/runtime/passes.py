@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from ..operators.base import OperatorConfig, Output
 from ..operators.chain import KeyExtractor, StatelessChain
+from ..operators.factory import make_keyed_operator
 from ..state_store.errors import GraphBuildError
 from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decoder
 from .fastpath import FastKeyedOutput, compile_chain
@@ -184,22 +185,6 @@ def partition_id() -> int:
         return 0
 
 
-def _make_keyed_operator(ks: KeyedSpec) -> Any:
-    from ..operators import keyed
-
-    if ks.kind == "process":
-        return keyed.KeyedProcessOperator(ks.function)
-    if ks.kind == "reduce":
-        return keyed.ReduceOperator(ks.function)
-    if ks.kind == "co_process":
-        return keyed.KeyedCoProcessOperator(ks.function)
-    if ks.kind == "window":  # keyed windows: function is an operators.windows.WindowSpec
-        from ..operators.windows import WindowOperator
-
-        return WindowOperator(ks.function)
-    raise ValueError(f"unknown keyed operator kind {ks.kind!r}")
-
-
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection inside the block (restored after).
@@ -285,12 +270,8 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
         ks = spec.keyed
         backend_kind = "single_key" if ks.sorted_input else ks.backend[0]
         backend = make_backend(backend_kind, ks.backend[1], ks.key_serializer, spec.max_parallelism)
-        operator = _make_keyed_operator(ks)
-        if ks.savepoint_write:
-            from ..operators.base import MIN_WATERMARK
-
-            operator.savepoint_watermark = (MIN_WATERMARK if ks.savepoint_watermark is None
-                                            else ks.savepoint_watermark)
+        operator = make_keyed_operator(ks.kind, ks.function, savepoint_write=ks.savepoint_write,
+                                       savepoint_watermark=ks.savepoint_watermark)
         operator.open(backend, config)
         cleanup += [operator.close, backend.close]
         if _fast_reduce_applies(ks, config) and key_field is not None and not spec.sided:

@@ -77,14 +77,14 @@ def operator_states(node: Transformation, op_config: dict[str, Any],
     fails on the driver gives ``[]`` (logged): the executors will report it.
     """
     from ..operators.base import OperatorConfig
-    from ..runtime.passes import _make_keyed_operator
+    from ..operators.factory import make_keyed_operator
     from ..state_store.backends.single_key import SingleKeyStateBackend
 
     spec = KeyedSpec(_kind(node), getattr(node, "function", None), _key_serializer(node), True)
     config = OperatorConfig.from_dict(op_config, subtask_index=0, operator_name=node.name)
     backend = SingleKeyStateBackend(spec.key_serializer, max_parallelism)
     try:
-        operator = _make_keyed_operator(spec)
+        operator = make_keyed_operator(spec.kind, spec.function)
         try:
             operator.open(backend, config)
         except Exception as exc:  # noqa: BLE001 - user open() on the driver
