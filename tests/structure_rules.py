@@ -217,8 +217,27 @@ def _own_object(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
 
 
+def _member_names(module: Module) -> set[str]:
+    """Private members the module's own classes define: methods, class attributes,
+    ``self._x`` assignments and ``__slots__``/field-name strings inside class bodies."""
+    names: set[str] = set()
+    for cls in (n for n in ast.walk(module.tree) if isinstance(n, ast.ClassDef)):
+        for node in ast.walk(cls):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                    and _own_object(node.value):
+                names.add(node.attr)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.value.isidentifier():
+                names.add(node.value)
+    return {n for n in names if _private(n)}
+
+
 def _defined_private_names(module: Module) -> set[str]:
-    """Private names a module defines: functions, classes, attributes, assignments, parameters."""
+    """Every private name a module defines anywhere (functions, classes, attributes)."""
     names: set[str] = set()
     for node in ast.walk(module.tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -227,30 +246,26 @@ def _defined_private_names(module: Module) -> set[str]:
             names.add(node.id)
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             names.add(node.attr)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, ast.alias):
-            names.add(node.asname or node.name.split(".")[0])
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-            names.add(node.value)  # __slots__ entries, namedtuple fields
     return {n for n in names if _private(n)}
 
 
 def private_violations(modules: dict[str, Module]) -> list[str]:
     """``from x import _name`` across modules, and ``obj._name`` reads of another module's privates.
 
-    A read counts when ``_name`` is a private name some other project module defines, the
-    reading module does not define it itself (its own classes' members are its business) and
-    the object is not ``self``/``cls``/``super()`` (a subclass uses its base's members).
+    A read counts when ``_name`` is a private name of the project, the object is not
+    ``self``/``cls``/``super()`` (a subclass uses its base's members), and no class of the
+    reading module defines a member of that name (the object may be one of the module's own
+    instances: a class may use its own module's privates). Without types this is a
+    heuristic: a read of a foreign object's member that shares its name with one of the
+    module's own members goes unseen.
     """
-    defined = {name: _defined_private_names(module) for name, module in modules.items()}
-    project_privates = set().union(*defined.values())
+    project_privates = set().union(*(_defined_private_names(m) for m in modules.values()))
     bad = []
     for name, module in modules.items():
         for target, imported, line in _imports(module, modules):
             if imported is not None and _private(imported) and target != name:
                 bad.append(f"{module.path}:{line}: {name} imports private {target}.{imported}")
-        own = defined[name]
+        own = _member_names(module)
         for node in ast.walk(module.tree):
             if (isinstance(node, ast.Attribute) and _private(node.attr) and not _own_object(node.value)
                     and node.attr in project_privates and node.attr not in own):

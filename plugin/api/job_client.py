@@ -214,7 +214,7 @@ class JobClient:
     def _log_progress(self) -> None:
         t = self._translator
         for name, q in self._queries:
-            t._log_progress(name, q)
+            t.log_query_progress(name, q)
 
     def wait(self, timeout: Optional[float] = None) -> JobStatus:
         """Wait until the job ended or ``timeout`` seconds passed; its status then."""

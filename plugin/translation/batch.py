@@ -231,7 +231,7 @@ class BatchTranslator:
         self.progress = self.batch_progress.rows
         return self.batch_progress
 
-    def _action(self, label: str) -> AbstractContextManager[Any]:
+    def action(self, label: str) -> AbstractContextManager[Any]:
         """Time a Spark action run during translation (savepoint staging, watermark)."""
         return self.batch_progress.action(label) if self.batch_progress is not None else nullcontext()
 
@@ -450,7 +450,7 @@ class BatchTranslator:
         """A streaming DataFrame in BATCH: one availableNow run into staging Parquet."""
         staging = tempfile.mkdtemp(prefix="pyspark-datastream-trigger-once-")
         start = time.time()
-        with self._action(f"trigger-once read of {node.name!r}"):
+        with self.action(f"trigger-once read of {node.name!r}"):
             query = (df.writeStream.format("parquet").option("path", f"{staging}/data")
                      .option("checkpointLocation", f"{staging}/checkpoint")
                      .trigger(availableNow=True).start())

@@ -263,7 +263,7 @@ class BatchSavepointWrite:
         enc = PICKLED if tags else t.preferred_encoding(stream.type_info)
         df = t.materialize(stream, enc, tags=tags, name=node.name, force=True)
         folder = f"{self.staging}/op-{node.id}"
-        with t._action(f"savepoint staging of {node.name!r}"):
+        with t.action(f"savepoint staging of {node.name!r}"):
             df.write.mode("error").parquet(folder)
         staged = t.spark.read.parquet(folder)
         sp_names = [n for n, _, _ in SP_COLUMNS]

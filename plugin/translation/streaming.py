@@ -715,7 +715,7 @@ class StreamingTranslator(BatchTranslator):
         finally:
             if query.isActive:
                 query.stop()
-        self._log_progress(name, query)
+        self.log_query_progress(name, query)
         error = failure if failure is not None else query.exception()
         if error is not None:
             raise job_failure(error, f"STREAMING query {name!r} of job {self.job_name!r}") \
@@ -736,7 +736,7 @@ class StreamingTranslator(BatchTranslator):
                 if _watermark_ms(last) >= END_THRESHOLD and not query.status.get("isTriggerActive"):
                     return
 
-    def _log_progress(self, name: str, query: Any) -> None:
+    def log_query_progress(self, name: str, query: Any) -> None:
         for p in query.recentProgress:
             row = progress_row(name, as_dict(p))
             self.progress.append(row)
