@@ -326,11 +326,11 @@ class StatelessChain:
         # process
         assert self._clock is not None
         ctx = ProcessContextImpl(NonKeyedTimerService(self._clock), op_name)
-        ctx._out = self._buf
+        ctx.side_outputs = self._buf
         f = fn.process_element
 
         def run_process(value: Any, ts: int | None) -> None:
-            ctx._timestamp = ts
+            ctx.element_timestamp = ts
             try:
                 result = f(value, ctx)
             except DataStreamError:
@@ -480,8 +480,8 @@ class CoStatelessOperator:
             what = "process_element2" if second else "process_element1"
             ctx = self._ctx
             assert ctx is not None
-            ctx._timestamp = timestamp
-            ctx._out = out
+            ctx.element_timestamp = timestamp
+            ctx.side_outputs = out
             try:
                 result = (
                     fn.process_element2(value, ctx) if second else fn.process_element1(value, ctx)

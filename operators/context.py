@@ -159,42 +159,46 @@ def _check_tag(output_tag: Any, operator_name: str) -> str:
 
 
 class ProcessContextImpl(_Context):
-    """Context of a non-keyed ``ProcessFunction`` / ``CoProcessFunction``."""
+    """Context of a non-keyed ``ProcessFunction`` / ``CoProcessFunction``.
 
-    __slots__ = ("_timestamp", "_timer_service", "_out", "_operator_name")
+    The operator running the function sets ``element_timestamp`` and ``side_outputs`` (the
+    list ``output`` appends to) before each call; the context classes are reused per record.
+    """
+
+    __slots__ = ("element_timestamp", "_timer_service", "side_outputs", "_operator_name")
 
     def __init__(self, timer_service: TimerService, operator_name: str) -> None:
-        self._timestamp: int | None = None
+        self.element_timestamp: int | None = None
         self._timer_service = timer_service
-        self._out: list[Output] = []
+        self.side_outputs: list[Output] = []
         self._operator_name = operator_name
 
     def timestamp(self) -> int | None:
-        return self._timestamp
+        return self.element_timestamp
 
     def timer_service(self) -> TimerService:
         return self._timer_service
 
     def output(self, output_tag: OutputTag, value: Any) -> None:
-        self._out.append(Output(_check_tag(output_tag, self._operator_name), value, self._timestamp))
+        self.side_outputs.append(Output(_check_tag(output_tag, self._operator_name), value, self.element_timestamp))
 
 
 class KeyedContextImpl(KeyedContext):
     """Context of keyed ``process_element`` calls (current key from the backend)."""
 
-    __slots__ = ("_timestamp", "_timer_service", "_out", "_operator_name", "_backend")
+    __slots__ = ("element_timestamp", "_timer_service", "side_outputs", "_operator_name", "_backend")
 
     def __init__(
         self, timer_service: TimerService, operator_name: str, backend: KeyedStateBackend
     ) -> None:
-        self._timestamp: int | None = None
+        self.element_timestamp: int | None = None
         self._timer_service = timer_service
-        self._out: list[Output] = []
+        self.side_outputs: list[Output] = []
         self._operator_name = operator_name
         self._backend = backend
 
     def timestamp(self) -> int | None:
-        return self._timestamp
+        return self.element_timestamp
 
     def timer_service(self) -> TimerService:
         return self._timer_service
@@ -203,33 +207,33 @@ class KeyedContextImpl(KeyedContext):
         return self._backend.get_current_key()
 
     def output(self, output_tag: OutputTag, value: Any) -> None:
-        self._out.append(Output(_check_tag(output_tag, self._operator_name), value, self._timestamp))
+        self.side_outputs.append(Output(_check_tag(output_tag, self._operator_name), value, self.element_timestamp))
 
 
 class OnTimerContextImpl(OnTimerContext):
     """Context of ``on_timer``: the timer's timestamp, key and time domain."""
 
     __slots__ = (
-        "_timestamp",
+        "element_timestamp",
         "_timer_service",
-        "_out",
+        "side_outputs",
         "_operator_name",
         "_backend",
-        "_time_domain",
+        "timer_domain",
     )
 
     def __init__(
         self, timer_service: TimerService, operator_name: str, backend: KeyedStateBackend
     ) -> None:
-        self._timestamp: int | None = None
+        self.element_timestamp: int | None = None
         self._timer_service = timer_service
-        self._out: list[Output] = []
+        self.side_outputs: list[Output] = []
         self._operator_name = operator_name
         self._backend = backend
-        self._time_domain = TimeDomain.EVENT_TIME
+        self.timer_domain = TimeDomain.EVENT_TIME
 
     def timestamp(self) -> int | None:
-        return self._timestamp
+        return self.element_timestamp
 
     def timer_service(self) -> TimerService:
         return self._timer_service
@@ -238,7 +242,7 @@ class OnTimerContextImpl(OnTimerContext):
         return self._backend.get_current_key()
 
     def time_domain(self) -> TimeDomain:
-        return self._time_domain
+        return self.timer_domain
 
     def output(self, output_tag: OutputTag, value: Any) -> None:
-        self._out.append(Output(_check_tag(output_tag, self._operator_name), value, self._timestamp))
+        self.side_outputs.append(Output(_check_tag(output_tag, self._operator_name), value, self.element_timestamp))

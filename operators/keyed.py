@@ -442,10 +442,10 @@ class _ProcessOperatorBase(AbstractKeyedOperator):
 
     def _timer(self, timestamp: int, domain: TimeDomain) -> list[Output]:
         ctx = self._timer_ctx
-        ctx._timestamp = timestamp
-        ctx._time_domain = domain
+        ctx.element_timestamp = timestamp
+        ctx.timer_domain = domain
         out: list[Output] = []
-        ctx._out = out
+        ctx.side_outputs = out
         try:
             result = self._on_timer(timestamp, ctx)
             if result is not None:
@@ -493,9 +493,9 @@ class KeyedProcessOperator(_ProcessOperatorBase):
         self, value: Any, timestamp: int | None, input_index: int = 0
     ) -> list[Output]:
         ctx = self._ctx
-        ctx._timestamp = timestamp
+        ctx.element_timestamp = timestamp
         out: list[Output] = []
-        ctx._out = out
+        ctx.side_outputs = out
         try:
             result = self._process(value, ctx)
             if result is not None:
@@ -551,9 +551,9 @@ class KeyedCoProcessOperator(_ProcessOperatorBase):
                 f"operator {self.operator_name!r}: input_index must be 0 or 1, got {input_index!r}"
             )
         ctx = self._ctx
-        ctx._timestamp = timestamp
+        ctx.element_timestamp = timestamp
         out: list[Output] = []
-        ctx._out = out
+        ctx.side_outputs = out
         try:
             result = process(value, ctx)
             if result is not None:

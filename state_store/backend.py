@@ -622,10 +622,6 @@ class KeyedStateBackend(ABC):
             entries.extend(pending)
         return entries
 
-    #: the former private name, until its last caller (operators/keygroup.py) calls
-    #: timer_entries(); then this alias goes
-    _timer_entries = timer_entries
-
     # -- meta data ----------------------------------------------------------------------------------
     def state_meta_infos(self) -> list[StateMetaInfo]:
         """Meta info of every state and timer queue (registered or restored), sorted by name."""
