@@ -27,6 +27,7 @@ __all__ = [
     "MAX_LINES",
     "LAYERS",
     "Module",
+    "layer_order",
     "load_modules",
     "import_edges",
     "cycles",
@@ -81,6 +82,11 @@ def load_modules(root: Path) -> dict[str, Module]:
             text = path.read_text()
             modules[name] = Module(name, path, is_package, ast.parse(text, str(path)), text.count("\n") + 1)
     return modules
+
+
+def layer_order() -> tuple[str, ...]:
+    """The layers from the top (the API) down (state_store)."""
+    return _ORDER
 
 
 def layer_of(name: str) -> str:

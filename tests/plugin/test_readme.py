@@ -34,3 +34,16 @@ def test_harness_example_from_readme_runs():
     sessionize = text.split("```python", 2)[1].split("env = ", 1)[0]
     namespace: dict = {}
     exec(compile(sessionize + code, "README", "exec"), namespace)  # noqa: S102
+
+
+def test_layout_names_every_package_and_the_layer_order_the_structure_test_enforces():
+    from tests import structure_rules
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    text = _readme()
+    layout = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    for entry in sorted(os.listdir(os.path.join(root, "plugin"))):
+        if os.path.isfile(os.path.join(root, "plugin", entry, "__init__.py")):
+            assert f"{entry}/" in layout, f"README Layout does not show plugin/{entry}/"
+    order = " -> ".join(layer if layer != "plan" else "plan/results" for layer in structure_rules.layer_order())
+    assert order in " ".join(layout.replace("`", "").split()), order
