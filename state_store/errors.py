@@ -14,6 +14,7 @@ __all__ = [
     "StateDescriptorError",
     "StateBackendError",
     "KeyGroupError",
+    "BroadcastStateError",
     "GraphBuildError",
     "ConfigurationError",
     "CheckpointRootError",
@@ -53,6 +54,11 @@ class StateBackendError(StateError):
 
 class KeyGroupError(StateError, ValueError):
     """A key group or max-parallelism value is out of range."""
+
+
+class BroadcastStateError(StateError):
+    """Misuse of broadcast state at run time: a write through the read-only view that
+    ``process_element`` gets (only ``process_broadcast_element`` may write it)."""
 
 
 class GraphBuildError(DataStreamError, ValueError):
