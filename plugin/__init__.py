@@ -23,6 +23,13 @@ from .api.job_client import JobClient, JobStatus
 from .api.state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend, StateBackend
 from .api.time import Duration, Time
 from .api.watermarks import WatermarkStrategy
+from .operators.broadcast_functions import (
+    BaseBroadcastProcessFunction,
+    BroadcastProcessFunction,
+    BroadcastState,
+    KeyedBroadcastProcessFunction,
+    ReadOnlyBroadcastState,
+)
 from .operators.context import RuntimeContext
 from .operators.functions import (
     AggregateFunction,
@@ -61,6 +68,7 @@ from .state_store.descriptors import (
     ValueStateDescriptor,
 )
 from .state_store.errors import (
+    BroadcastStateError,
     CheckpointMismatchError,
     CheckpointRootError,
     ConfigurationError,
@@ -148,8 +156,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AggregateFunction", "AggregatingState", "AggregatingStateDescriptor", "AllWindowedStream",
-    "AllWindowFunction", "BinarySortedState", "BinarySortedStateDescriptor",
-    "CheckpointMismatchError", "CheckpointRootError", "CloseableIterator", "CoFlatMapFunction",
+    "AllWindowFunction", "BaseBroadcastProcessFunction", "BinarySortedState",
+    "BinarySortedStateDescriptor", "BroadcastProcessFunction", "BroadcastState",
+    "BroadcastStateError", "CheckpointMismatchError", "CheckpointRootError", "CloseableIterator",
+    "CoFlatMapFunction",
     "CoMapFunction", "Configuration", "ConfigurationError", "ConnectedStreams", "CoProcessFunction",
     "CountSlidingWindowAssigner", "CountTrigger", "CountTumblingWindowAssigner", "CountWindow",
     "DataStream", "DataStreamError", "DataStreamSink", "default_local_session", "Duration",
@@ -157,7 +167,8 @@ __all__ = [
     "EmbeddedRocksDBStateBackend", "EndOfStreamWindows", "EventTimeSessionWindows",
     "EventTimeTrigger", "FilterFunction", "FlatMapFunction", "Function", "GlobalWindow",
     "GlobalWindows", "GraphBuildError", "HashMapStateBackend", "IncompatibleStateError",
-    "JobClient", "JobExecutionError", "JobExecutionResult", "JobStatus", "KeyedCoProcessFunction",
+    "JobClient", "JobExecutionError", "JobExecutionResult", "JobStatus",
+    "KeyedBroadcastProcessFunction", "KeyedCoProcessFunction",
     "KeyedCoProcessFunctionTestHarness", "KeyedOperatorTestHarness", "KeyedProcessFunction",
     "KeyedProcessFunctionTestHarness", "KeyedStream", "KeyGroupError", "KeySelector",
     "LexicographicalTypeSerializer", "LexicographicBooleanSerializer",
@@ -169,9 +180,9 @@ __all__ = [
     "MergingWindowAssigner", "Order", "OutputTag", "OutputTypeError", "PartitionWindowedStream",
     "ProcessAllWindowFunction", "ProcessFunction", "ProcessingTimeError",
     "ProcessingTimeSessionWindows", "ProcessingTimeTrigger", "ProcessWindowFunction",
-    "PurgingTrigger", "read_delta", "ReduceFunction", "ReducingState", "ReducingStateDescriptor",
-    "Row", "RuntimeContext", "RuntimeExecutionMode", "Savepoint", "SavepointConflictError",
-    "SavepointError", "SavepointFormatError", "SavepointNotFoundError", "SavepointWriter",
+    "PurgingTrigger", "read_delta", "ReadOnlyBroadcastState", "ReduceFunction", "ReducingState",
+    "ReducingStateDescriptor", "Row", "RuntimeContext", "RuntimeExecutionMode", "Savepoint",
+    "SavepointConflictError", "SavepointError", "SavepointFormatError", "SavepointNotFoundError", "SavepointWriter",
     "SerializationError", "SessionWindowTimeGapExtractor", "SlidingEventTimeWindows",
     "SlidingProcessingTimeWindows", "SourceSchemaError", "StateBackend", "StateBackendError",
     "StateDescriptor", "StateDescriptorError", "StateError", "StreamExecutionEnvironment",
