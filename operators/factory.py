@@ -13,6 +13,7 @@ from typing import Any
 
 from ..state_store.errors import JobExecutionError
 from .base import MIN_WATERMARK
+from .broadcast import BroadcastProcessOperator
 from .keyed import (
     AbstractKeyedOperator,
     KeyedCoProcessOperator,
@@ -29,6 +30,7 @@ _OPERATORS: dict[str, type[AbstractKeyedOperator]] = {
     "reduce": ReduceOperator,
     "co_process": KeyedCoProcessOperator,
     "window": WindowOperator,
+    "broadcast": BroadcastProcessOperator,
 }
 #: Operator kinds a keyed node can have.
 KEYED_KINDS = tuple(_OPERATORS)
@@ -44,9 +46,9 @@ def make_keyed_operator(
     """A fresh, unopened keyed operator of ``kind`` around ``function``.
 
     ``kind`` is ``process`` (a KeyedProcessFunction), ``reduce`` (a ReduceFunction or a
-    callable), ``co_process`` (a KeyedCoProcessFunction) or ``window`` (a
-    ``windows.WindowSpec``). ``savepoint_write`` marks a BATCH run that writes a
-    savepoint: at the end of each key the operator fires only the event timers up to
+    callable), ``co_process`` (a KeyedCoProcessFunction), ``window`` (a
+    ``windows.WindowSpec``) or ``broadcast`` (a ``broadcast.BroadcastSpec``).
+    ``savepoint_write`` marks a BATCH run that writes a savepoint: at the end of each key the operator fires only the event timers up to
     ``savepoint_watermark`` (None: ``MIN_WATERMARK``, so none) and no processing
     timers, and the later ones stay in the key's snapshot. Without ``savepoint_write``,
     ``savepoint_watermark`` is not used.

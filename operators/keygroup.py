@@ -242,7 +242,7 @@ class KeyGroupRuntime:
         if store is not None and key_group is None:
             raise JobExecutionError(
                 f"operator {name!r}: the RocksDB key group store needs the key group number")
-        operator = make_keyed_operator(self.kind, self.function)
+        operator = self.new_operator(key_group)
         result = KeyGroupResult()
         outputs = result.outputs
         backend: Any = None
@@ -289,6 +289,18 @@ class KeyGroupRuntime:
             elif not committed:
                 store.abandon(key_group)  # type: ignore[arg-type]
         return result
+
+    def new_operator(self, key_group: Optional[int]) -> Any:
+        """A fresh, unopened operator for one call (subclasses prepare it further)."""
+        return make_keyed_operator(self.kind, self.function)
+
+    def restored_state(self, key_group: int, data: bytes) -> bytes:
+        """The committed state of a key group that starts from savepoint restore bytes
+        ``data`` (:func:`encode_state`); RocksDB: imported into a first version, its pointer."""
+        if self.store is None:
+            return data
+        metas, entries = decode_state(data)
+        return self.store.import_entries(key_group, metas, entries)
 
     def _process(self, operator: Any, backend: Any, rows: Iterable[KeyGroupRow],
                  result: KeyGroupResult) -> list[Output]:

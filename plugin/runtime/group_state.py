@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
 from ..operators.base import MIN_WATERMARK, OperatorConfig
+from ..operators.broadcast_runtime import BroadcastKeyGroupRuntime
 from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
 from .encoding import VALUE, Encoding
 from .group_frames import SEQ, SPLIT_SHIFT, TypedInput, group_rows, output_blobs
@@ -71,7 +72,8 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
                     local_dir=options.get("local_dir"),
                     block_cache_size=int(options.get("block_cache_size") or 8 << 20),
                     write_buffer_size=int(options.get("write_buffer_size") or 4 << 20))
-            rt = KeyGroupRuntime(spec.kind, spec.function, spec.key_serializer, cfg, store=store)
+            runtime_class = BroadcastKeyGroupRuntime if spec.kind == "broadcast" else KeyGroupRuntime
+            rt = runtime_class(spec.kind, spec.function, spec.key_serializer, cfg, store=store)
             holder["rt"] = rt
         return rt
 
@@ -101,13 +103,7 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
                            (int(kg), int(spec.config["max_parallelism"]))) if frames else ())
         previous = state.get[0] if state.exists else None
         if restored is not None and previous is None:
-            if spec.backend[0] == "rocksdb":
-                from ..operators.keygroup import decode_state
-
-                metas, entries = decode_state(restored)
-                previous = runtime().store.import_entries(int(kg), metas, entries)  # type: ignore[union-attr]
-            else:
-                previous = restored
+            previous = runtime().restored_state(int(kg), restored)
         # ProcessingTimeTimeout: Spark times a group out by the batch's processing time, so the
         # operator's clock is that time (timers <= it fire; the next one sets the timeout)
         now_ms = (int(state.getCurrentProcessingTimeMs()) if spec.processing_timeout

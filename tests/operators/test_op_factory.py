@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from pyspark_datastream.operators import keygroup
 from pyspark_datastream.operators.base import MIN_WATERMARK, OperatorConfig
+from pyspark_datastream.operators.broadcast import BroadcastProcessOperator, BroadcastSpec
+from pyspark_datastream.operators.broadcast_functions import KeyedBroadcastProcessFunction
 from pyspark_datastream.operators.factory import KEYED_KINDS, make_keyed_operator
 from pyspark_datastream.operators.functions import KeyedCoProcessFunction, KeyedProcessFunction
 from pyspark_datastream.operators.keyed import (
@@ -14,6 +16,7 @@ from pyspark_datastream.operators.keyed import (
     ReduceOperator,
 )
 from pyspark_datastream.operators.windows import GlobalWindows, WindowOperator, WindowSpec
+from pyspark_datastream.state_store.descriptors import MapStateDescriptor
 from pyspark_datastream.state_store.errors import JobExecutionError, SerializationError
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 from pyspark_datastream.state_store.typeinfo import Types
@@ -24,6 +27,14 @@ KS = GenericKeySerializer.INSTANCE
 class Echo(KeyedProcessFunction):
     def process_element(self, value, ctx):
         yield ctx.get_current_key(), value
+
+
+class BroadcastEcho(KeyedBroadcastProcessFunction):
+    def process_element(self, value, ctx):
+        yield value
+
+    def process_broadcast_element(self, value, ctx):
+        yield value
 
 
 class CoEcho(KeyedCoProcessFunction):
@@ -40,6 +51,9 @@ def _functions():
         "reduce": (lambda a, b: a + b, ReduceOperator),
         "co_process": (CoEcho(), KeyedCoProcessOperator),
         "window": (WindowSpec(GlobalWindows.create(), "reduce", lambda a, b: a + b), WindowOperator),
+        "broadcast": (BroadcastSpec(BroadcastEcho(), [MapStateDescriptor("m", Types.STRING(),
+                                                                         Types.LONG())], True),
+                      BroadcastProcessOperator),
     }
 
 
