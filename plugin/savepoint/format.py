@@ -7,7 +7,8 @@ Delta time travel and ``execution.savepoint.version`` picks an old one).
 Columns (:data:`SAVEPOINT_COLUMNS`)::
 
     kind         string  state kind ("value", "list", "map", "reducing", "aggregating",
-                         "sorted", "timer") or "metadata" for the one metadata row
+                         "sorted", "timer"), "broadcast" for operator (non-keyed) state, or
+                         "metadata" for the one metadata row
     operator_uid string  the operator's uid (null on the metadata row)
     key_group    int     crc32(key) % max_parallelism of the writer (-1 on the metadata row)
     key          binary  serialized key
@@ -16,6 +17,11 @@ Columns (:data:`SAVEPOINT_COLUMNS`)::
     user_key     binary  map key / list index / sorted key + index / timer timestamp
                          (the layout of ``state_store.entries``)
     value        binary  serialized value (metadata row: the metadata JSON, UTF-8)
+
+**Operator state** (broadcast state) rows have ``kind`` "broadcast", key group -1, an
+empty key and namespace, the map key's bytes as user key and the value's bytes as value;
+their meta infos are the operator's ``broadcast_states`` in the metadata (absent from
+savepoints without operator state, which read as before). Keyed readers skip them.
 
 Entry rows are byte-for-byte the :class:`~pyspark_datastream.state_store.entries.StateEntry`
 rows that every backend's ``snapshot()`` produces, so the same program state gives
@@ -71,6 +77,7 @@ from ..state_store.serializers import TypeSerializer, serializer_from_snapshot
 __all__ = [
     "FORMAT_VERSION",
     "METADATA_KIND",
+    "BROADCAST_KIND",
     "SAVEPOINT_COLUMNS",
     "ENTRY_COLUMNS",
     "savepoint_arrow_schema",
@@ -91,6 +98,8 @@ __all__ = [
 FORMAT_VERSION = 1
 #: ``kind`` of the metadata row.
 METADATA_KIND = "metadata"
+#: ``kind`` of operator (broadcast) state rows; their key group is -1.
+BROADCAST_KIND = "broadcast"
 
 #: (name, arrow type) of every column of a savepoint table, in order.
 SAVEPOINT_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
@@ -131,12 +140,14 @@ def entries_ddl() -> str:
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OperatorMetadata:
-    """One keyed operator of a savepoint: its uid, key serializer and states (timers included)."""
+    """One operator of a savepoint: its uid, key serializer, keyed states (timers included)
+    and broadcast (operator) states."""
 
     uid: str
     key_serializer: dict[str, Any]
     states: tuple[StateMetaInfo, ...]
     generated_uid: bool = False
+    broadcast_states: tuple[StateMetaInfo, ...] = ()
 
     def kind_of(self) -> dict[str, str]:
         """``state name -> kind`` of every state of this operator."""
@@ -153,13 +164,16 @@ class OperatorMetadata:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return {
+        """JSON-able form (``broadcast_states`` only when there are some)."""
+        data = {
             "uid": self.uid,
             "key_serializer": self.key_serializer,
             "states": [m.to_dict() for m in self.states],
             "generated_uid": self.generated_uid,
         }
+        if self.broadcast_states:
+            data["broadcast_states"] = [m.to_dict() for m in self.broadcast_states]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> OperatorMetadata:
@@ -170,6 +184,8 @@ class OperatorMetadata:
                 key_serializer=dict(data["key_serializer"]),
                 states=tuple(StateMetaInfo.from_dict(s) for s in data["states"]),
                 generated_uid=bool(data.get("generated_uid", False)),
+                broadcast_states=tuple(StateMetaInfo.from_dict(s)
+                                       for s in data.get("broadcast_states", ())),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, SavepointFormatError):
@@ -252,6 +268,11 @@ class SavepointMetadata:
         """``(uid, state name) -> kind`` of every state."""
         return {(u, name): kind for u, op in self.operators.items()
                 for name, kind in op.kind_of().items()}
+
+    def broadcast_states(self) -> list[tuple[str, str]]:
+        """``(uid, state name)`` of every broadcast (operator) state."""
+        return sorted((u, m.name) for u, op in self.operators.items()
+                      for m in op.broadcast_states)
 
 
 def metadata_row(metadata: SavepointMetadata) -> dict[str, Any]:
