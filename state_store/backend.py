@@ -558,6 +558,9 @@ class KeyedStateBackend(ABC):
             descriptor.value_serializer,
             _internal=descriptor.internal,
         )
+        ttl_config = descriptor.get_ttl_config()
+        if ttl_config is not None:  # a temporal state expires per value, as its sorted state
+            sorted_descriptor.enable_time_to_live(ttl_config)
         state = self.get_binary_sorted_state(sorted_descriptor)
         self._temporal_flavours[descriptor.name] = flavour
         return state

@@ -8,6 +8,10 @@ Internal states of the runtime use names starting with ``_`` (``_reduce``,
 the keyword-only flag ``_internal=True`` (or :func:`internal_descriptor`)::
 
     ListStateDescriptor("_window-contents", Types.PICKLED_BYTE_ARRAY(), _internal=True)
+
+``descriptor.enable_time_to_live(StateTtlConfig...)`` gives any kind of state a
+time-to-live (see :mod:`.ttl`): its values are then stored with their last-access
+timestamp (:class:`~.serializers.TtlSerializer`), which the state's meta info records.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from typing import Any, ClassVar, TypeVar
 from .entries import StateKind, StateMetaInfo
 from .errors import StateDescriptorError
 from .functions import AggregateFunction, ReduceFunction
-from .serializers import LexicographicalTypeSerializer, TypeSerializer
+from .serializers import LexicographicalTypeSerializer, TtlSerializer, TypeSerializer
+from .ttl_config import StateTtlConfig
 
 __all__ = [
     "StateDescriptor",
@@ -96,10 +101,44 @@ class StateDescriptor:
             )
         self.name = name
         self.internal = bool(_internal)
+        self._ttl_config: StateTtlConfig | None = None
 
     @property
     def _owner(self) -> str:
         return f"{type(self).__name__} {self.name!r}"
+
+    # -- time-to-live ------------------------------------------------------------------------
+    def enable_time_to_live(self, ttl_config: StateTtlConfig) -> None:
+        """Give the state a time-to-live: values expire ``ttl`` after their last access
+        (processing time; per element for lists, per entry for maps). A config whose update
+        type is ``Disabled`` leaves the state without TTL."""
+        if not isinstance(ttl_config, StateTtlConfig):
+            hint = (" (call build() on the builder)"
+                    if isinstance(ttl_config, StateTtlConfig.Builder) else "")
+            raise StateDescriptorError(
+                f"{self._owner}: enable_time_to_live() needs a StateTtlConfig "
+                f"(StateTtlConfig.new_builder(Time.seconds(10)).build()){hint}, got "
+                f"{type(ttl_config).__name__} {ttl_config!r:.80}"
+            )
+        self._ttl_config = ttl_config
+
+    def get_ttl_config(self) -> StateTtlConfig | None:
+        """The config given to :meth:`enable_time_to_live`, or None."""
+        return getattr(self, "_ttl_config", None)
+
+    @property
+    def ttl_enabled(self) -> bool:
+        """True when values of this state expire (a TTL config that is enabled)."""
+        config = self.get_ttl_config()
+        return config is not None and config.is_enabled()
+
+    @property
+    def stored_value_serializer(self) -> TypeSerializer[Any]:
+        """Serializer of the stored value bytes: the value serializer, wrapped in a
+        :class:`~.serializers.TtlSerializer` when TTL is enabled."""
+        if self.ttl_enabled:
+            return TtlSerializer(self.value_serializer)
+        return self.value_serializer
 
     # -- what the backends need -------------------------------------------------------------
     @property
@@ -123,16 +162,18 @@ class StateDescriptor:
             key_serializer=key_serializer.snapshot(),
             namespace_serializer=namespace_serializer.snapshot(),
             user_key_serializer=None if user_key is None else user_key.snapshot(),
-            value_serializer=self.value_serializer.snapshot(),
+            value_serializer=self.stored_value_serializer.snapshot(),
         )
 
     def is_compatible_with(self, other: StateDescriptor) -> bool:
-        """Same name, kind and serializers (the same state may be fetched through both)."""
+        """Same name, kind and serializers, both with or both without TTL (the same state
+        may be fetched through both)."""
         return (
             self.name == other.name
             and self.kind is other.kind
             and self.user_key_serializer == other.user_key_serializer
             and self.value_serializer == other.value_serializer
+            and self.ttl_enabled == other.ttl_enabled
         )
 
     def __repr__(self) -> str:

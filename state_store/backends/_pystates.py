@@ -11,7 +11,7 @@ for restore. Empty containers are never stored, so "has a container" means
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from sortedcontainers import SortedDict
@@ -106,6 +106,36 @@ class PyState(InternalKvState):
 
     def _place(self, key_group: int, key_bytes: bytes, namespace: Any, container: Any) -> None:
         raise NotImplementedError
+
+    def _get_at(self, key_group: int, key_bytes: bytes, namespace: Any) -> Any:
+        """The container of one (key, namespace), None when absent (any current key)."""
+        raise NotImplementedError
+
+    def _remove_at(self, key_group: int, key_bytes: bytes, namespace: Any) -> None:
+        raise NotImplementedError
+
+    # -- whole-state maintenance (state TTL cleanup) --------------------------------------------
+    def container_keys(self) -> list[tuple[int, bytes, Any]]:
+        """``(key group, key bytes, namespace)`` of every stored container."""
+        return [
+            (key_group, key_bytes, namespace)
+            for key_group in self._backend.key_group_range
+            for key_bytes, namespace, _ in self._iter_containers(key_group)
+        ]
+
+    def prune_container(
+        self, key_group: int, key_bytes: bytes, namespace: Any, prune: Callable[[Any], Any]
+    ) -> None:
+        """Replace one container by ``prune(container)`` (None removes it; the same object
+        keeps it); absent containers are skipped."""
+        container = self._get_at(key_group, key_bytes, namespace)
+        if container is None:
+            return
+        pruned = prune(container)
+        if pruned is None:
+            self._remove_at(key_group, key_bytes, namespace)
+        elif pruned is not container:
+            self._place(key_group, key_bytes, namespace, pruned)
 
     # -- namespace ----------------------------------------------------------------------------------
     def set_current_namespace(self, namespace: Any) -> None:

@@ -9,7 +9,7 @@ container``, so one key group (or a range) can be snapshotted on its own.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Any
 
@@ -20,6 +20,8 @@ from ..errors import KeyGroupError, StateError
 from ..keygroups import DEFAULT_MAX_PARALLELISM
 from ..namespaces import VOID_NAMESPACE
 from ..serializers import TypeSerializer
+from ..ttl import create_ttl_state
+from ..ttl_states import TtlState
 from ._pystates import (
     NoKeyTable,
     PyAggregatingState,
@@ -74,6 +76,12 @@ class _HeapStorage:
 
     def _place(self, key_group: int, key_bytes: bytes, namespace: Any, container: Any) -> None:
         self._tables[key_group][(key_bytes, namespace)] = container  # type: ignore[index]
+
+    def _get_at(self, key_group: int, key_bytes: bytes, namespace: Any) -> Any:
+        return self._tables[key_group].get((key_bytes, namespace))  # type: ignore[union-attr]
+
+    def _remove_at(self, key_group: int, key_bytes: bytes, namespace: Any) -> None:
+        self._tables[key_group].pop((key_bytes, namespace), None)  # type: ignore[union-attr]
 
     def _keys_in_namespace(self, namespace: Any) -> list[tuple[int, bytes]]:
         found: list[tuple[int, bytes]] = []
@@ -145,6 +153,7 @@ class HashMapStateBackend(KeyedStateBackend):
         #: key group of the current key; ``max_parallelism`` (the NoKeyTable slot) when unset
         self._kg = self.max_parallelism
         self._pending_states: dict[str, dict[int, list[StateEntry]]] = {}
+        self._key_callbacks: list[Callable[[], None]] = []
 
     def set_current_key(self, key: Any, key_bytes: bytes | None = None) -> None:
         if key_bytes is None:
@@ -161,9 +170,33 @@ class HashMapStateBackend(KeyedStateBackend):
             raise StateError("no current key: call set_current_key first")
         return self._kg
 
+    def call_after_set_key(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` after every ``set_current_key`` (state TTL's incremental cleanup
+        run for every record); costs nothing until the first callback is added."""
+        callbacks = self._key_callbacks
+        callbacks.append(callback)
+        if len(callbacks) > 1:
+            return
+        plain = self.set_current_key
+
+        def set_current_key(key: Any, key_bytes: bytes | None = None) -> None:
+            plain(key, key_bytes)
+            for after in callbacks:
+                after()
+
+        self.set_current_key = set_current_key  # type: ignore[method-assign]
+
     def _create_state(
         self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
     ) -> InternalKvState:
+        if descriptor.ttl_enabled:
+            return create_ttl_state(self, descriptor, namespace_serializer, self._create_plain,
+                                    cleanup="heap")
+        return self._create_plain(descriptor, namespace_serializer)
+
+    def _create_plain(
+        self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
+    ) -> PyState:
         state = _HEAP_STATES[descriptor.kind](self, descriptor, namespace_serializer)
         pending = self._pending_states.pop(descriptor.name, None)
         if pending:
@@ -182,7 +215,7 @@ class HashMapStateBackend(KeyedStateBackend):
                 )
         for name, state_entries in for_registered.items():
             state = self._states[name].state
-            assert isinstance(state, PyState)
+            assert isinstance(state, (PyState, TtlState))
             state.load_entries(state_entries)
 
     def _snapshot_key_groups(self, key_groups: Iterable[int] | None) -> list[int]:

@@ -21,6 +21,8 @@ from ..errors import StateBackendError, StateError
 from ..keygroups import DEFAULT_MAX_PARALLELISM
 from ..namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from ..serializers import TypeSerializer
+from ..ttl import create_ttl_state
+from ..ttl_states import TtlState
 from ._pystates import (
     NoKeyTable,
     PyAggregatingState,
@@ -201,6 +203,16 @@ class SingleKeyStateBackend(KeyedStateBackend):
     def _create_state(
         self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
     ) -> InternalKvState:
+        if descriptor.ttl_enabled:
+            # BATCH: values keep their last-access timestamps (savepoints carry them) but
+            # never expire; Flink's BATCH state backend does not apply TTL either
+            return create_ttl_state(self, descriptor, namespace_serializer, self._create_plain,
+                                    expires=False)
+        return self._create_plain(descriptor, namespace_serializer)
+
+    def _create_plain(
+        self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
+    ) -> PyState:
         state = _SINGLE_KEY_STATES[descriptor.kind](self, descriptor, namespace_serializer)
         pending = self._pending_states.pop(descriptor.name, None)
         if pending:
@@ -235,7 +247,7 @@ class SingleKeyStateBackend(KeyedStateBackend):
                 self._pending_states.setdefault(name, []).append(entry)
         for name, state_entries in for_registered.items():
             state = self._states[name].state
-            assert isinstance(state, PyState)
+            assert isinstance(state, (PyState, TtlState))
             state.load_entries(state_entries)
 
     def snapshot(self, key_groups: Iterable[int] | None = None) -> Iterator[StateEntry]:

@@ -39,7 +39,8 @@ The modules, each importing only those above it:
 * ``plain``: single values; ``containers``: primitive arrays, lists, maps;
   ``records``: tuples and Rows;
 * ``lexicographic``: order-preserving single values; ``lex_tuple``: their tuples;
-* ``generic_key``: ``GenericKeySerializer``.
+* ``generic_key``: ``GenericKeySerializer``;
+* ``ttl``: ``TtlSerializer`` (a state value with its last-access timestamp, state TTL).
 
 This package imports all of them, so every serializer is registered for
 ``serializer_from_snapshot`` as soon as any one is imported; import the names
@@ -86,6 +87,7 @@ from .plain import (
 )
 from .records import RowSerializer, TupleSerializer
 from .registry import register_serializer, serializer_from_snapshot
+from .ttl import TtlSerializer, TtlValue
 
 __all__ = [
     "TypeSerializer",
@@ -128,6 +130,9 @@ __all__ = [
     "LexicographicTupleSerializer",
     # keys without a declared type
     "GenericKeySerializer",
+    # state TTL
+    "TtlSerializer",
+    "TtlValue",
     # restore
     "serializer_from_snapshot",
     "register_serializer",

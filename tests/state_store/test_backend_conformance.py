@@ -1,5 +1,7 @@
 """One conformance suite, run on every keyed state backend (heap, rocksdb, single_key).
 
+The state TTL cases live in ``ttl_conformance.py`` and are mixed into the class.
+
 Cases skip on single_key only where its semantics differ by design (it holds
 one key at a time).
 """
@@ -44,6 +46,7 @@ from pyspark_datastream.state_store.serializers import (
 from pyspark_datastream.state_store.temporal import TemporalValue
 from pyspark_datastream.state_store.typeinfo import Types
 from statebackend_helpers import BACKEND_NAMES, make_backend
+from ttl_conformance import TtlConformance
 
 LEX_LONG = LexicographicLongSerializer.INSTANCE
 WINDOWS = TimeWindowSerializer()
@@ -166,7 +169,9 @@ def _drain_timers(backend: KeyedStateBackend) -> list[tuple[int, Any, Any]]:
 # ---------------------------------------------------------------------------------------------
 # state kinds
 # ---------------------------------------------------------------------------------------------
-class TestBackendConformance:
+class TestBackendConformance(TtlConformance):
+    """Every backend; the state TTL cases come from :class:`TtlConformance`."""
+
     def test_value_state(self, backend: KeyedStateBackend) -> None:
         state = backend.get_state(value_desc())
         backend.set_current_key("k")

@@ -34,6 +34,7 @@ from ...errors import KeyGroupError, StateBackendError, StateError
 from ...keygroups import DEFAULT_MAX_PARALLELISM
 from ...namespaces import VOID_NAMESPACE
 from ...serializers import TypeSerializer
+from ...ttl import create_ttl_state, full_snapshot_cleanup, ttl_time_provider
 from .common import BATCH_LIMIT, KEY_MEMO_LIMIT, U32, U64
 from .sorted_state import RocksSortedState
 from .states import (
@@ -303,6 +304,14 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
     def _create_state(
         self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
     ) -> InternalKvState:
+        if descriptor.ttl_enabled:
+            return create_ttl_state(self, descriptor, namespace_serializer, self._create_plain,
+                                    cleanup="rocksdb")
+        return self._create_plain(descriptor, namespace_serializer)
+
+    def _create_plain(
+        self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
+    ) -> InternalKvState:
         return _ROCKS_STATES[descriptor.kind](self, descriptor, namespace_serializer)
 
     def _kind_of(self, state_name: str) -> StateKind:
@@ -351,7 +360,9 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
             group.sort(key=StateEntry.encoded_key)
         kinds = {name: self._kind_of(name) for name in self._restored_meta}
         kinds.update({name: reg.descriptor.kind for name, reg in self._states.items()})
-        return self._snapshot(selected, timers, kinds)
+        return full_snapshot_cleanup(
+            self._snapshot(selected, timers, kinds),
+            [reg.state for reg in self._states.values()], ttl_time_provider(self).now)
 
     def _snapshot(
         self,

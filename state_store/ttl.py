@@ -1,0 +1,367 @@
+"""State time-to-live in the state backends: the clock, the TTL states and their cleanup.
+
+A descriptor with ``enable_time_to_live(config)`` (an enabled
+:class:`~.ttl_config.StateTtlConfig`) gets, from every backend's ``_create_state``,
+:func:`create_ttl_state`: a decorator from :mod:`.ttl_states` around a backend state
+storing :class:`~.serializers.TtlValue` (value + last-access timestamp). So the
+timestamps are part of the unified entry layout (value bytes = 8-byte timestamp + user
+value bytes) and travel with the state everywhere it goes: STREAMING key-group commits,
+restarts, savepoints.
+
+**Clock.** TTL uses processing time. Each backend has one :class:`TtlTimeProvider`
+(:func:`ttl_time_provider`): a keyed operator points it at its own processing-time
+clock when it opens (the time the driver or the test harness set; the system clock
+until one is set), so the test harness controls expiry with ``set_processing_time``.
+
+**Cleanup** (besides on read, which always happens):
+
+* full snapshot (``cleanup_full_snapshot``): expired entries are left out of a backend's
+  ``snapshot()`` - savepoints from every backend, and the heap backend's STREAMING commits
+  (the heap backend commits full snapshots); not RocksDB's STREAMING commits, which are
+  incremental (as in Flink, where this strategy does not apply to incremental checkpoints);
+* incremental (heap; ``cleanup_incrementally`` or, with background cleanup on, the default
+  5 keys without per-record runs): every access of the state checks the next
+  ``cleanup_size`` keys of a cursor over all of its keys and removes expired values; with
+  ``run_cleanup_for_every_record`` also every time the backend's current key is set;
+* RocksDB compaction filter (``cleanup_in_rocksdb_compact_filter``, or the default with
+  background cleanup on): rocksdict exposes no compaction-filter hook, so on RocksDB it
+  runs as an incremental cleanup instead: every access of the state checks the next
+  :data:`ROCKSDB_CLEANUP_ROWS` stored rows (values, list elements, map entries) of a cursor
+  over the state's rows and deletes the expired ones. ``cleanup_incrementally`` has no
+  effect on RocksDB, as in Flink.
+
+The single-key backend (sorted BATCH execution) stamps values but never expires them and
+does no cleanup: Flink's BATCH state backend does not apply TTL.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Optional
+
+from .descriptors import (
+    AggregatingStateDescriptor,
+    BinarySortedStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    StateDescriptor,
+    ValueStateDescriptor,
+)
+from .entries import (
+    StateEntry,
+    StateKind,
+    encode_index,
+    encode_key_group,
+    encode_sorted_user_key,
+    encode_state_name,
+    prefix_successor,
+    split_sorted_user_key,
+)
+from .errors import StateDescriptorError
+from .serializers import TtlSerializer, TtlValue
+from .serializers.ttl import TTL_TIMESTAMP
+from .ttl_states import (
+    TtlAggregateFunction,
+    TtlAggregatingState,
+    TtlContext,
+    TtlListState,
+    TtlMapState,
+    TtlReduceFunction,
+    TtlReducingState,
+    TtlSortedState,
+    TtlState,
+    TtlValueState,
+)
+
+__all__ = [
+    "ROCKSDB_CLEANUP_ROWS",
+    "TtlTimeProvider",
+    "ttl_time_provider",
+    "wall_clock_millis",
+    "create_ttl_state",
+    "drop_expired_entries",
+    "full_snapshot_cleanup",
+]
+
+#: rows the emulated RocksDB compaction-filter cleanup checks per state access
+ROCKSDB_CLEANUP_ROWS = 5
+
+
+def wall_clock_millis() -> int:
+    """Milliseconds since the epoch from the system clock."""
+    import time
+
+    return time.time_ns() // 1_000_000
+
+
+class TtlTimeProvider:
+    """The processing-time clock the TTL states of one backend read (ms).
+
+    ``use(source)`` makes ``source()`` the time (a keyed operator's clock); until then,
+    and after ``use(None)``, the system clock.
+    """
+
+    __slots__ = ("_source", "__weakref__")
+
+    def __init__(self) -> None:
+        self._source: Optional[Callable[[], int]] = None
+
+    def use(self, source: Optional[Callable[[], int]]) -> None:
+        """Read the time from ``source()`` from now on (None: the system clock)."""
+        self._source = source
+
+    def now(self) -> int:
+        source = self._source
+        return wall_clock_millis() if source is None else source()
+
+
+_PROVIDERS: weakref.WeakKeyDictionary[Any, TtlTimeProvider] = weakref.WeakKeyDictionary()
+
+
+def ttl_time_provider(backend: Any) -> TtlTimeProvider:
+    """The TTL clock of ``backend`` (created on first use, then the same object)."""
+    provider = _PROVIDERS.get(backend)
+    if provider is None:
+        provider = _PROVIDERS[backend] = TtlTimeProvider()
+    return provider
+
+
+# --------------------------------------------------------------------------------------------
+# the factory
+# --------------------------------------------------------------------------------------------
+_DECORATORS: dict[StateKind, type[TtlState]] = {
+    StateKind.VALUE: TtlValueState,
+    StateKind.LIST: TtlListState,
+    StateKind.MAP: TtlMapState,
+    StateKind.REDUCING: TtlReducingState,
+    StateKind.AGGREGATING: TtlAggregatingState,
+    StateKind.SORTED: TtlSortedState,
+}
+
+
+def _original_descriptor(descriptor: StateDescriptor, ctx: TtlContext) -> StateDescriptor:
+    """The descriptor of the wrapped state: same name and kind, ``TtlValue`` values."""
+    name = descriptor.name
+    values = TtlSerializer(descriptor.value_serializer)
+    if isinstance(descriptor, ValueStateDescriptor):
+        return ValueStateDescriptor(name, values, _internal=True)
+    if isinstance(descriptor, ListStateDescriptor):
+        return ListStateDescriptor(name, values, _internal=True)
+    if isinstance(descriptor, MapStateDescriptor):
+        return MapStateDescriptor(name, descriptor.key_serializer, values, _internal=True)
+    if isinstance(descriptor, ReducingStateDescriptor):
+        return ReducingStateDescriptor(
+            name, TtlReduceFunction(ctx, descriptor.reduce), values, _internal=True)
+    if isinstance(descriptor, AggregatingStateDescriptor):
+        return AggregatingStateDescriptor(
+            name, TtlAggregateFunction(ctx, descriptor.agg_function), values, _internal=True)
+    if isinstance(descriptor, BinarySortedStateDescriptor):
+        return BinarySortedStateDescriptor(name, descriptor.key_serializer, values,
+                                           _internal=True)
+    raise StateDescriptorError(
+        f"{type(descriptor).__name__} {name!r}: state TTL is not supported for this kind of state")
+
+
+def create_ttl_state(
+    backend: Any,
+    descriptor: StateDescriptor,
+    namespace_serializer: Any,
+    create_original: Callable[[StateDescriptor, Any], Any],
+    *,
+    expires: bool = True,
+    cleanup: str = "none",
+) -> TtlState:
+    """The TTL state of ``descriptor`` (TTL enabled) on ``backend``.
+
+    ``create_original(descriptor, namespace_serializer)`` makes the backend's plain state
+    (loading restored entries of the name). ``expires`` False stamps values without ever
+    expiring them (sorted BATCH). ``cleanup`` is the background cleanup the backend runs:
+    ``"heap"`` (incremental over its containers), ``"rocksdb"`` (the emulated compaction
+    filter over its rows) or ``"none"``.
+    """
+    config = descriptor.get_ttl_config()
+    assert config is not None and config.is_enabled()
+    provider = ttl_time_provider(backend)
+    ctx = TtlContext(descriptor.name, config, provider.now, expires)
+    original = create_original(_original_descriptor(descriptor, ctx), namespace_serializer)
+    state = _DECORATORS[descriptor.kind](original, descriptor, ctx)
+    if not expires:
+        return state
+    strategies = config.get_cleanup_strategies()
+    if strategies.in_full_snapshot():
+        state.snapshot_filter = lambda entries: drop_expired_entries(
+            entries, {descriptor.name: (ctx.ttl, descriptor.kind)}, provider.now())
+    if cleanup == "heap":
+        incremental = strategies.get_incremental_cleanup_strategy()
+        if incremental is not None:
+            step = _HeapCleanup(original, descriptor.kind, ctx, incremental.get_cleanup_size()).step
+            ctx.accessed = step
+            if incremental.run_cleanup_for_every_record():
+                backend.call_after_set_key(step)
+    elif cleanup == "rocksdb" and descriptor.kind is not StateKind.SORTED:
+        # sorted states keep rows and caches in memory: they are cleaned on read only
+        if strategies.get_rocksdb_compact_filter_cleanup_strategy() is not None:
+            ctx.accessed = _RocksCleanup(backend, descriptor.name, ctx).step
+    return state
+
+
+# --------------------------------------------------------------------------------------------
+# incremental cleanup
+# --------------------------------------------------------------------------------------------
+class _HeapCleanup:
+    """A cursor over the keys (key, namespace) of one heap state: each step checks the next
+    ``size`` of them and drops their expired values; a new pass lists the keys again."""
+
+    def __init__(self, original: Any, kind: StateKind, ctx: TtlContext, size: int) -> None:
+        self._original = original
+        self._ctx = ctx
+        self._size = size
+        self._pending: list[tuple[int, bytes, Any]] = []
+        self._prune = _PRUNERS[kind]
+        self._running = False
+
+    def step(self) -> None:
+        if self._running:  # a prune writing through the state must not recurse
+            return
+        self._running = True
+        try:
+            ctx = self._ctx
+            now = ctx.now()
+            original = self._original
+            pending = self._pending
+            for _ in range(self._size):
+                if not pending:
+                    pending.extend(reversed(original.container_keys()))
+                    if not pending:
+                        return
+                key_group, key_bytes, namespace = pending.pop()
+                original.prune_container(key_group, key_bytes, namespace,
+                                         lambda container: self._prune(container, ctx, now))
+        finally:
+            self._running = False
+
+
+def _prune_value(container: TtlValue, ctx: TtlContext, now: int) -> Any:
+    return None if ctx.is_expired(container, now) else container
+
+
+def _prune_list(container: list[TtlValue], ctx: TtlContext, now: int) -> Any:
+    kept = [v for v in container if not ctx.is_expired(v, now)]
+    return container if len(kept) == len(container) else (kept or None)
+
+
+def _prune_map(container: dict[Any, TtlValue], ctx: TtlContext, now: int) -> Any:
+    expired = [k for k, v in container.items() if ctx.is_expired(v, now)]
+    for key in expired:
+        del container[key]
+    return container or None
+
+
+def _prune_sorted(container: Any, ctx: TtlContext, now: int) -> Any:
+    for lex in list(container):
+        slot = container[lex]
+        kept = [v for v in slot[1] if not ctx.is_expired(v, now)]
+        if not kept:
+            del container[lex]
+        elif len(kept) != len(slot[1]):
+            slot[1] = kept
+    return container or None
+
+
+_PRUNERS: dict[StateKind, Callable[[Any, TtlContext, int], Any]] = {
+    StateKind.VALUE: _prune_value,
+    StateKind.REDUCING: _prune_value,
+    StateKind.AGGREGATING: _prune_value,
+    StateKind.LIST: _prune_list,
+    StateKind.MAP: _prune_map,
+    StateKind.SORTED: _prune_sorted,
+}
+
+
+class _RocksCleanup:
+    """The emulated compaction filter: a cursor over the stored rows of one state (key group
+    by key group); each step reads the next :data:`ROCKSDB_CLEANUP_ROWS` rows and deletes
+    the expired ones (their first 8 value bytes are the last-access timestamp)."""
+
+    def __init__(self, backend: Any, name: str, ctx: TtlContext) -> None:
+        self._backend = backend
+        self._ctx = ctx
+        self._name_part = encode_state_name(name)
+        self._groups = list(backend.key_group_range)
+        self._group = 0
+        self._after: Optional[bytes] = None
+
+    def step(self) -> None:
+        ctx = self._ctx
+        limit = ctx.now() - ctx.ttl
+        backend = self._backend
+        # each seek costs one unit of the budget even when it finds nothing, so a step over
+        # many empty key groups stays as cheap as one over rows
+        budget = ROCKSDB_CLEANUP_ROWS
+        expired: list[bytes] = []
+        groups = self._groups
+        while budget > 0:
+            prefix = encode_key_group(groups[self._group]) + self._name_part
+            lower = prefix if self._after is None else self._after + b"\x00"
+            seen = 0
+            for key, value in backend.scan(lower, prefix_successor(prefix)):
+                seen += 1
+                if TTL_TIMESTAMP.unpack_from(value)[0] <= limit:
+                    expired.append(key)
+                self._after = key
+                if seen == budget:
+                    break
+            if seen < budget:  # the group is done: the next one
+                self._group = (self._group + 1) % len(groups)
+                self._after = None
+            budget -= max(seen, 1)
+        if expired:
+            db = backend.db
+            for key in expired:
+                db.delete(key)
+
+
+# --------------------------------------------------------------------------------------------
+# full-snapshot cleanup
+# --------------------------------------------------------------------------------------------
+def drop_expired_entries(entries: Iterable[StateEntry], ttls: dict[str, tuple[int, StateKind]],
+                         now: int) -> Iterator[StateEntry]:
+    """``entries`` without the expired values of the states in ``ttls`` (name -> (ttl ms,
+    kind)); list and sorted indices are renumbered ``0..n-1`` per group, as a snapshot has
+    them. Each group's entries must be contiguous (true of every backend's snapshot)."""
+    group: Optional[tuple[Any, ...]] = None
+    counter = 0
+    for entry in entries:
+        found = ttls.get(entry.state_name)
+        if found is None:
+            yield entry
+            continue
+        ttl, kind = found
+        if TTL_TIMESTAMP.unpack_from(entry.value)[0] + ttl <= now:
+            continue
+        if kind is StateKind.LIST or kind is StateKind.SORTED:
+            lex = b"" if kind is StateKind.LIST else split_sorted_user_key(entry.user_key)[0]
+            key = (entry.key_group, entry.state_name, entry.key, entry.namespace, lex)
+            if key != group:
+                group, counter = key, 0
+            user_key = encode_index(counter) if kind is StateKind.LIST else (
+                encode_sorted_user_key(lex, counter))
+            counter += 1
+            if user_key != entry.user_key:
+                entry = entry._replace(user_key=user_key)
+        yield entry
+
+
+def full_snapshot_cleanup(entries: Iterator[StateEntry], states: Iterable[Any],
+                          now: Callable[[], int]) -> Iterator[StateEntry]:
+    """``entries`` of a backend snapshot without expired values of the TTL states among
+    ``states`` that clean up in full snapshots (``entries`` as they are if there is none)."""
+    ttls: dict[str, tuple[int, StateKind]] = {}
+    for state in states:
+        if isinstance(state, TtlState) and state.snapshot_filter is not None:
+            ttls[state.descriptor.name] = (state.ctx.ttl, state.descriptor.kind)
+    if not ttls:
+        return entries
+    return drop_expired_entries(entries, ttls, now())
