@@ -117,6 +117,7 @@ from .state_store.state import (
     ValueState,
 )
 from .state_store.temporal import TemporalListState, TemporalValue, TemporalValueState
+from .state_store.ttl_config import StateTtlConfig
 from .state_store.typeinfo import TypeInformation, Types
 
 # isort: split
@@ -185,7 +186,8 @@ __all__ = [
     "SavepointConflictError", "SavepointError", "SavepointFormatError", "SavepointNotFoundError", "SavepointWriter",
     "SerializationError", "SessionWindowTimeGapExtractor", "SlidingEventTimeWindows",
     "SlidingProcessingTimeWindows", "SourceSchemaError", "StateBackend", "StateBackendError",
-    "StateDescriptor", "StateDescriptorError", "StateError", "StreamExecutionEnvironment",
+    "StateDescriptor", "StateDescriptorError", "StateError", "StateTtlConfig",
+    "StreamExecutionEnvironment",
     "TemporalListState", "TemporalValue", "TemporalValueState", "Time", "TimeDomain",
     "TimestampAssigner", "TimeWindow", "Trigger", "TriggerResult", "TumblingEventTimeWindows",
     "TumblingProcessingTimeWindows", "TypeInformation", "Types", "TypeSerializer",
