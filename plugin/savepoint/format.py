@@ -41,6 +41,14 @@ each state's :class:`~pyspark_datastream.state_store.entries.StateMetaInfo`
 (kind, name, serializer snapshots), the final watermark, the mode and backend
 that wrote it, the job name and the creation time.
 
+**Versions.** Version 2 adds state TTL: a state whose descriptor enables time-to-live
+stores each value (list element, map value, ...) as the 8-byte big-endian last-access
+timestamp followed by the user value's bytes, and its meta info's value serializer is
+the ``TtlValue`` serializer around the user's. A savepoint is written as version 1 when
+it holds no TTL state (byte-identical to before) and as version 2 when it does; both are
+read. Restoring TTL state into a descriptor without TTL, or the reverse, is refused as
+incompatible state.
+
 This module is pure Python (pyarrow only): it defines the schema, the metadata,
 the restore checks and the per-key decoding used by the State Processor API.
 The Spark side (IO) is :mod:`pyspark_datastream.savepoint.writer` and
@@ -73,9 +81,12 @@ from ..state_store.errors import (
 )
 from ..state_store.keygroups import assign_key_group, check_max_parallelism
 from ..state_store.serializers import TypeSerializer, serializer_from_snapshot
+from ..state_store.serializers.ttl import is_ttl_snapshot
 
 __all__ = [
     "FORMAT_VERSION",
+    "READABLE_FORMAT_VERSIONS",
+    "required_format_version",
     "METADATA_KIND",
     "BROADCAST_KIND",
     "SAVEPOINT_COLUMNS",
@@ -94,8 +105,12 @@ __all__ = [
     "decode_timers",
 ]
 
-#: Version of this layout; readers refuse other versions.
-FORMAT_VERSION = 1
+#: The newest version of this layout (2: version 1 plus TTL state values, which start with
+#: their 8-byte last-access timestamp); a savepoint is written with the lowest version that
+#: holds its states (:func:`required_format_version`).
+FORMAT_VERSION = 2
+#: Versions this library reads; readers refuse others.
+READABLE_FORMAT_VERSIONS = (1, 2)
 #: ``kind`` of the metadata row.
 METADATA_KIND = "metadata"
 #: ``kind`` of operator (broadcast) state rows; their key group is -1.
@@ -204,7 +219,13 @@ class SavepointMetadata:
     backend: str = "single_key"
     job_name: str = ""
     created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
-    format_version: int = FORMAT_VERSION
+    #: raised on construction to :func:`required_format_version` of the operators
+    format_version: int = 1
+
+    def __post_init__(self) -> None:
+        needed = required_format_version(self.operators.values())
+        if self.format_version < needed:
+            object.__setattr__(self, "format_version", needed)
 
     def operator(self, uid: str) -> OperatorMetadata:
         """Metadata of operator ``uid``; ``SavepointFormatError`` naming the known uids if absent."""
@@ -241,10 +262,10 @@ class SavepointMetadata:
         if not isinstance(data, dict):
             raise SavepointFormatError(f"savepoint metadata must be a JSON object, got {data!r:.100}")
         version = data.get("format_version")
-        if version != FORMAT_VERSION:
+        if version not in READABLE_FORMAT_VERSIONS or isinstance(version, bool):
             raise SavepointFormatError(
                 f"savepoint format version {version!r} is not supported (this library reads "
-                f"version {FORMAT_VERSION})"
+                f"versions {', '.join(map(str, READABLE_FORMAT_VERSIONS))})"
             )
         try:
             ops = [OperatorMetadata.from_dict(o) for o in data["operators"]]
@@ -273,6 +294,15 @@ class SavepointMetadata:
         """``(uid, state name)`` of every broadcast (operator) state."""
         return sorted((u, m.name) for u, op in self.operators.items()
                       for m in op.broadcast_states)
+
+
+def required_format_version(operators: Iterable[OperatorMetadata]) -> int:
+    """2 when any keyed state of ``operators`` has TTL (its value serializer is the
+    ``TtlValue`` one), else 1."""
+    for op in operators:
+        if any(is_ttl_snapshot(m.value_serializer) for m in op.states):
+            return 2
+    return 1
 
 
 def metadata_row(metadata: SavepointMetadata) -> dict[str, Any]:
@@ -330,6 +360,14 @@ def check_restore(
             problems = []
             if old.kind is not current.kind:
                 problems.append(f"kind {old.kind.value} (savepoint) != {current.kind.value} (program)")
+            old_ttl, new_ttl = (is_ttl_snapshot(old.value_serializer),
+                                is_ttl_snapshot(current.value_serializer))
+            if old_ttl != new_ttl:
+                problems.append(
+                    "the savepoint's state has time-to-live but the program's descriptor does not "
+                    "enable_time_to_live" if old_ttl else
+                    "the program's descriptor enables time-to-live but the savepoint's state has "
+                    "none")
             for attr in ("user_key_serializer", "value_serializer", "namespace_serializer"):
                 a, b = getattr(old, attr), getattr(current, attr)
                 if a != b:
