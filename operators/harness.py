@@ -226,11 +226,24 @@ class KeyedOperatorTestHarness:
         return self._collect(self.operator.advance_watermark(watermark))
 
     def set_processing_time(self, timestamp: int) -> list[Output]:
-        """Advance processing time; returns the outputs of fired processing-time timers."""
+        """Advance processing time; returns the outputs of fired processing-time timers.
+
+        State TTL reads this clock too (it starts at 0), so this is how a test makes state
+        expire. BATCH fires no timers here (FLIP-134); sorted BATCH (single_key) applies no
+        TTL, as Flink's BATCH state backend does not."""
         self._check_running()
         if not self.sorted_mode:
             self._current_key_bytes = None
         return self._collect(self.operator.advance_processing_time(timestamp))
+
+    def advance_processing_time(self, millis: int) -> list[Output]:
+        """Move processing time ``millis`` forward (see :meth:`set_processing_time`)."""
+        return self.set_processing_time(self.get_processing_time() + millis)
+
+    def get_processing_time(self) -> int:
+        """The current processing time of the harness (ms; 0 initially)."""
+        now = self.operator.clock.processing_time
+        return 0 if now is None else now
 
     def end_input(self) -> list[Output]:
         """Signal end of input: fire remaining timers (and BATCH final results)."""

@@ -36,6 +36,7 @@ from ..state_store.errors import (
 )
 from ..state_store.namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from ..state_store.serializers import PickleSerializer
+from ..state_store.ttl import ttl_time_provider
 from .base import (
     BATCH,
     MAX_WATERMARK,
@@ -157,6 +158,7 @@ class AbstractKeyedOperator(KeyedOperator):
         self.operator_name = config.operator_name
         self.batch = config.mode == BATCH
         self.clock = OperatorClock(config)
+        ttl_time_provider(backend).use(self.clock.state_ttl_time)  # state TTL reads this clock
         ns_ser = self.timer_namespace_serializer
         self.event_queue = backend.timer_queue(EVENT_TIME_QUEUE, ns_ser)
         self.processing_queue = backend.timer_queue(PROCESSING_TIME_QUEUE, ns_ser)

@@ -85,6 +85,13 @@ class OperatorClock:
         now = self.processing_time
         return wall_clock_millis() if now is None else now
 
+    def state_ttl_time(self) -> int:
+        """Processing time in ms for state TTL: the time the driver (or test harness) set, the
+        system clock until then. Never refused: TTL is processing time whatever
+        ``pipeline.processing-time.allow`` says (it governs timers and the user's reads)."""
+        now = self.processing_time
+        return wall_clock_millis() if now is None else now
+
     def accepts_processing_timer(self) -> bool:
         """Whether a processing-time timer registration should be kept (raises under FAIL)."""
         allow = self.allow
