@@ -1,20 +1,31 @@
 """``Row``: the value type of ``Types.ROW`` / ``Types.ROW_NAMED``.
 
-A small, immutable, PyFlink-compatible-enough record: ``Row(1, "a")``,
-``Row(name="Alice", age=11)``, index access (``row[0]``), name access
-(``row["name"]``, ``row.name``), ``as_dict()`` and pickling. It is a ``tuple``
-subclass, so it is hashable, ordered and equal to tuples *by position*; field
-names never take part in equality or hashing (``Row(a=1) == Row(b=1) == (1,)``).
+A small, immutable record as PyFlink's ``pyflink.common.Row`` is used: ``Row(1, "a")``,
+``Row(name="Alice", age=11)``, index access (``row[0]``), name access (``row["name"]``,
+``row.name``), ``as_dict()``, ``set_field_names()``, the ``Row("name", "age")`` factory
+and pickling. It is a ``tuple`` subclass, so code written for tuples keeps working: a Row
+is hashable, ordered, unpacks, has a ``len`` and equals the tuple of its values *by
+position*; field names never take part in equality or hashing
+(``Row(a=1) == Row(b=1) == (1,)``).
 
-Differences from PyFlink's ``pyflink.common.Row``, on purpose:
+Differences from PyFlink's Row, on purpose:
 
-* immutable (Rows are used as keys, so they must be hashable and stable);
-* keyword fields keep the order they were given in (as PySpark's Row does
-  since 3.0) instead of being sorted by name;
+* immutable (Rows are used as keys, so they must be hashable and stable); only the field
+  names can be set afterwards (``set_field_names``), as they take no part in equality;
+* equal to the tuple of its values (PyFlink's Row equals only Rows), so a program that
+  compares records with tuples keeps working;
+* keyword fields keep the order they were given in (as PySpark's Row does since 3.0)
+  instead of being sorted by name;
 * no ``RowKind`` (this product has no changelog streams).
 
-Field names that collide with tuple methods (``count``, ``index``) must be read
-with ``row["count"]``; ``row.count`` is the tuple method (as in PySpark).
+A field name reads as an attribute even where it shadows a tuple method (``row.count``,
+``row.index``: PyFlink's Row has no such methods); the names of Row's own methods
+(``as_dict``, ...) read with ``row["as_dict"]``.
+
+Named Rows are instances of one small subclass per tuple of field names (made once and
+cached), which holds the names and an attribute per field: a Row costs what a tuple
+costs (no per-record dictionary), which matters where millions of records are decoded
+into Rows. Pickles refer only to :func:`_make_row`, so they do not depend on those classes.
 
 It is defined in its own module so that ``serializers`` can build Rows
 without importing ``typeinfo``; ``typeinfo`` re-exports it.
@@ -23,39 +34,38 @@ without importing ``typeinfo``; ``typeinfo`` re-exports it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from operator import itemgetter
+from typing import Any, Optional
 
-__all__ = ["Row", "make_row"]
+__all__ = ["Row", "make_row", "named_row_class"]
 
-
-def _make_row(field_names: Sequence[str] | None, values: Iterable[Any]) -> Row:
-    """Build a Row from values and optional names (used by pickle and serializers)."""
-    row = tuple.__new__(Row, values)
-    row._fields = tuple(field_names) if field_names is not None else None
-    return row
+_new = tuple.__new__
 
 
-#: The public name of :func:`_make_row`, for the serializers. The function keeps its
-#: private name: every pickled Row refers to it by that name (``Row.__reduce__``), so
-#: pickles stay byte-identical and readable by earlier versions.
-make_row = _make_row
+class _BothForms(TypeError, ValueError):
+    """Positional and keyword values given together (PyFlink raises ValueError there)."""
+
+
+class _NoField(KeyError, ValueError):
+    """``row["x"]`` of a Row without field ``x`` (PyFlink raises ValueError there)."""
 
 
 class Row(tuple):
     """Immutable record of positional values with optional field names."""
 
-    _fields: tuple[str, ...] | None
+    __slots__ = ()
+    #: the field names (None: an unnamed Row); a class attribute of the named subclasses
+    _fields: Optional[tuple[str, ...]] = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Row:
         if args and kwargs:
-            raise TypeError("Row() takes either positional values or keyword fields, not both")
+            raise _BothForms("Row() takes either positional values or keyword fields, not both")
         if kwargs:
-            row = tuple.__new__(cls, kwargs.values())
-            row._fields = tuple(kwargs)
-        else:
-            row = tuple.__new__(cls, args)
-            row._fields = None
-        return row
+            return _new(named_row_class(tuple(kwargs)), kwargs.values())
+        fields = cls._fields
+        if fields is not None and len(args) != len(fields):  # a named class called directly
+            raise ValueError(f"Row{fields!r} expects {len(fields)} values, got {len(args)}")
+        return _new(cls, args)
 
     @classmethod
     def from_fields(cls, field_names: Sequence[str] | None, values: Iterable[Any]) -> Row:
@@ -70,15 +80,29 @@ class Row(tuple):
 
     def get_field_names(self) -> list[str] | None:
         """Field names, or None for an unnamed Row."""
-        return list(self._fields) if self._fields is not None else None
+        fields = self._fields
+        return list(fields) if fields is not None else None
+
+    def set_field_names(self, field_names: Sequence[str] | None) -> None:
+        """Name (or rename, or with None unname) the fields of this Row in place; the values
+        and so equality and hash stay as they are."""
+        if field_names is None:
+            object.__setattr__(self, "__class__", Row)
+            return
+        names = tuple(field_names)
+        if len(names) != len(self):
+            raise ValueError(
+                f"Row has {len(self)} values but {len(names)} field names {list(names)!r}")
+        object.__setattr__(self, "__class__", named_row_class(names))
 
     def as_dict(self, recursive: bool = False) -> dict[str, Any]:
         """``{name: value}``; nested Rows become dicts too when ``recursive``."""
-        if self._fields is None:
+        fields = self._fields
+        if fields is None:
             raise TypeError(f"cannot convert an unnamed Row to a dict: {self!r}")
         if not recursive:
-            return dict(zip(self._fields, self, strict=False))
-        return {name: _as_plain(value) for name, value in zip(self._fields, self, strict=False)}
+            return dict(zip(fields, self, strict=False))
+        return {name: _as_plain(value) for name, value in zip(fields, self, strict=False)}
 
     def __call__(self, *values: Any) -> Row:
         """Use a Row of names as a record factory: ``Person = Row("name", "age")``."""
@@ -92,27 +116,76 @@ class Row(tuple):
         if isinstance(item, str):
             fields = self._fields
             if fields is None or item not in fields:
-                raise KeyError(f"Row has no field {item!r} (fields: {self.get_field_names()})")
+                raise _NoField(f"Row has no field {item!r} (fields: {self.get_field_names()})")
             return tuple.__getitem__(self, fields.index(item))
         return tuple.__getitem__(self, item)
 
     def __getattr__(self, item: str) -> Any:
+        # only called for names the class does not define: a named Row's fields are
+        # attributes of its class, so this is an unknown name (or a private one)
         if item.startswith("_"):
             raise AttributeError(item)
-        fields = self.__dict__.get("_fields")
-        if fields is None or item not in fields:
-            raise AttributeError(f"Row has no field {item!r} (fields: {self.get_field_names()})")
-        return tuple.__getitem__(self, fields.index(item))
+        fields = self._fields
+        if fields is not None and item in fields:
+            return tuple.__getitem__(self, fields.index(item))
+        raise AttributeError(f"Row has no field {item!r} (fields: {self.get_field_names()})")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Row is immutable: cannot set {name!r}")
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _make_row, (self._fields, tuple(self))
 
     def __repr__(self) -> str:
-        if self._fields is None:
+        fields = self._fields
+        if fields is None:
             return "Row(" + ", ".join(repr(v) for v in self) + ")"
-        return (
-            "Row(" + ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self, strict=False)) + ")"
-        )
+        return "Row(" + ", ".join(f"{k}={v!r}" for k, v in zip(fields, self, strict=False)) + ")"
+
+
+#: names a field attribute must not hide: Row's own API and the object protocol
+_RESERVED = frozenset(name for name in dir(Row) if name not in dir(tuple)) | frozenset(
+    name for name in dir(tuple) if name.startswith("__"))
+#: field names -> the Row subclass holding them (see the module doc)
+_CLASSES: dict[tuple[str, ...], type[Row]] = {}
+#: more distinct field-name tuples than this (names made up per record) restart the cache
+_MAX_CLASSES = 10_000
+
+
+def named_row_class(field_names: tuple[str, ...]) -> type[Row]:
+    """The Row subclass of Rows named ``field_names`` (a tuple): ``tuple.__new__(cls,
+    values)`` builds one of its Rows as fast as a tuple is built."""
+    cls = _CLASSES.get(field_names)
+    if cls is not None:
+        return cls
+    namespace: dict[str, Any] = {"__slots__": (), "_fields": field_names,
+                                 "__module__": __name__, "__qualname__": "Row"}
+    for i, name in enumerate(field_names):
+        if not isinstance(name, str):
+            raise TypeError(f"Row field names must be str, got {name!r}")
+        if name.isidentifier() and not name.startswith("_") and name not in _RESERVED \
+                and name not in namespace and field_names.index(name) == i:
+            namespace[name] = property(itemgetter(i), doc=f"field {i} ({name!r})")
+    cls = type("Row", (Row,), namespace)
+    if len(_CLASSES) >= _MAX_CLASSES:
+        _CLASSES.clear()
+    _CLASSES[field_names] = cls
+    return cls
+
+
+def _make_row(field_names: Sequence[str] | None, values: Iterable[Any]) -> Row:
+    """Build a Row from values and optional names (used by pickle and serializers)."""
+    if field_names is None:
+        return _new(Row, values)
+    names = field_names if type(field_names) is tuple else tuple(field_names)
+    cls = _CLASSES.get(names)
+    return _new(cls if cls is not None else named_row_class(names), values)
+
+
+#: The public name of :func:`_make_row`, for the serializers. The function keeps its
+#: private name: every pickled Row refers to it by that name (``Row.__reduce__``), so
+#: pickles stay byte-identical and readable by earlier versions.
+make_row = _make_row
 
 
 def _as_plain(value: Any) -> Any:

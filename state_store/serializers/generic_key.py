@@ -161,24 +161,27 @@ class GenericKeySerializer(Stateless, TypeSerializer[Any]):
         elif t is bytes:
             out.append(_B_BYTES)
             out.append(_escape(value))
-        elif t is Row:
-            out.append(_B_ROW)
-            for v in value:
-                self._write(v, out, key)
-            out.append(_B_END)
-            names = value._fields
-            if names is None:
-                out.append(_B_END)
-            else:
-                # 0x01 then each name escaped + terminated: unnamed Rows sort first.
-                out.append(b"\x01")
-                out.extend(_escape(_utf8(n)) for n in names)
+        elif t is Row or t.__base__ is Row:  # a Row (named Rows are subclasses, row.py)
+            self._write_row(value, out, key)
         elif t is _dt.datetime:
             self._write_datetime(value, out)
         elif t is _dt.date:
             out.append(TAG_U64.pack(_G_DATE, value.toordinal() + LONG_OFFSET))
         else:
             self._write_other(value, out, key)
+
+    def _write_row(self, value: Row, out: list[bytes], key: Any) -> None:
+        out.append(_B_ROW)
+        for v in value:
+            self._write(v, out, key)
+        out.append(_B_END)
+        names = value._fields
+        if names is None:
+            out.append(_B_END)
+        else:
+            # 0x01 then each name escaped + terminated: unnamed Rows sort first.
+            out.append(b"\x01")
+            out.extend(_escape(_utf8(n)) for n in names)
 
     def _write_datetime(self, value: _dt.datetime, out: list[bytes]) -> None:
         if value.tzinfo is None or value.utcoffset() is None:
@@ -205,7 +208,7 @@ class GenericKeySerializer(Stateless, TypeSerializer[Any]):
             out.append(_B_BYTES)
             out.append(_escape(bytes(value)))
         elif isinstance(value, Row):
-            self._write(make_row(value._fields, tuple(value)), out, key)
+            self._write_row(value, out, key)
         elif isinstance(value, tuple):
             self._write(tuple(value), out, key)
         elif isinstance(value, _dt.datetime):
