@@ -118,8 +118,8 @@ def main() -> None:
         RuntimeExecutionMode,
         StreamExecutionEnvironment,
         Types,
+        default_local_session,
     )
-    from pyspark_datastream import default_local_session
 
     path = os.path.abspath(os.path.join(args.data, f"words-{args.records}-{args.keys}"))
     generate(path, args.records, args.keys)
