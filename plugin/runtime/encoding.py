@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Optional
 import pyarrow as pa
 
 from ..state_store.errors import OutputTypeError
-from ..state_store.row import Row
+from ..state_store.row import Row, named_row_class
 from ..state_store.typeinfo import TypeInformation
 from .spark_types import (
     arrow_type,
@@ -27,7 +27,7 @@ from .spark_types import (
     spark_ddl_type,
 )
 
-__all__ = ["Encoding", "PICKLED", "typed_encoding", "make_decoder", "ColumnWriter",
+__all__ = ["Encoding", "PICKLED", "typed_encoding", "make_decoder", "row_names", "ColumnWriter",
            "checked_array", "fields_of", "output_check", "record_arrays"]
 
 TS, VALUE, TAG, KG, KEY, SIDE = "_ts", "_v", "_tag", "_kg", "_k", "_side"
@@ -79,8 +79,17 @@ def typed_encoding(type_info: TypeInformation, shape: Optional[str] = None,
     return Encoding("typed", type_info, cols, shape)
 
 
+def row_names(enc: Encoding) -> tuple[str, ...]:
+    """The field names of the Rows a typed ``row``-shaped encoding decodes into: its type's
+    (the same as its columns, except for a DataFrame source read with a type of other
+    names)."""
+    names = enc.type_info.get_field_names() if enc.type_info is not None else None  # type: ignore[attr-defined]
+    return tuple(names) if names is not None and len(names) == len(enc.columns) else enc.columns
+
+
 def make_decoder(enc: Encoding) -> Callable[[pa.RecordBatch], list[Any]]:
-    """Function turning an Arrow batch into the list of Python records it holds."""
+    """Function turning an Arrow batch into the list of Python records it holds (a typed
+    ROW/ROW_NAMED encoding gives named Rows, a TUPLE one tuples)."""
     if not enc.typed:
         loads = pickle.loads
 
@@ -101,16 +110,16 @@ def make_decoder(enc: Encoding) -> Callable[[pa.RecordBatch], list[Any]]:
     field_types = enc.type_info.get_field_types()
     convs = [python_from_arrow(t) for t in field_types]
     cols = enc.columns
-    names = tuple(cols)
-    as_row = enc.shape == "row"
+    row_class = named_row_class(row_names(enc)) if enc.shape == "row" else None
+    new = tuple.__new__
 
     def decode_fields(batch: pa.RecordBatch) -> list[Any]:
         columns = []
         for c, conv in zip(cols, convs):
             values = batch.column(c).to_pylist()
             columns.append(values if conv is None else [None if v is None else conv(v) for v in values])
-        if as_row:
-            return [Row(**dict(zip(names, vals))) for vals in zip(*columns)]
+        if row_class is not None:
+            return [new(row_class, vals) for vals in zip(*columns)]
         return list(zip(*columns))
 
     return decode_fields
@@ -137,6 +146,9 @@ class ColumnWriter:
         else:
             self.convs = [None]
         self._names = enc.columns
+        #: besides plain tuples, the Rows whose fields are these columns in order go into the
+        #: columns as they are (``extend``)
+        self._row_class = named_row_class(enc.columns) if enc.shape == "row" else tuple
 
     def append(self, extras: tuple[Any, ...], value: Any) -> Optional[pa.RecordBatch]:
         for col, x in zip(self.extra_cols, extras):
@@ -165,8 +177,9 @@ class ColumnWriter:
         typed tuple/row encoding become columns at C speed; anything else goes one by one."""
         width = len(self._names)
         pickled = not self.enc.typed
+        row_class = self._row_class
         if not pickled and (self.enc.shape == "scalar" or not all(
-                type(v) is tuple and len(v) == width for v in values)):
+                (type(v) is tuple or type(v) is row_class) and len(v) == width for v in values)):
             for i, value in enumerate(values):
                 batch = self.append(tuple(col[i] for col in extras), value)
                 if batch is not None:
@@ -307,7 +320,8 @@ def _record_arrays(values: list[Any], enc: Encoding, operator: str) -> list[pa.A
         return [checked_array(column, fields[0].type, operator, enc, 0)]
     width = len(enc.columns)
     convs = [python_to_arrow(t) for t in enc.type_info.get_field_types()]
-    if values and set(map(type, values)) == {tuple} and set(map(len, values)) == {width}:
+    plain = {tuple, named_row_class(enc.columns)} if enc.shape == "row" else {tuple}
+    if values and set(map(type, values)) <= plain and set(map(len, values)) == {width}:
         columns: list[list[Any]] = [list(c) for c in zip(*values)]
     else:
         columns = [[] for _ in range(width)]
@@ -342,8 +356,12 @@ def output_check(output_type: Optional[TypeInformation], enc: Encoding, operator
 def fields_of(value: Any, names: tuple[str, ...], operator: str = "") -> tuple[Any, ...]:
     """The field values of a record for the typed columns ``names``."""
     where = f"operator {operator!r}: " if operator else ""
-    if isinstance(value, Row) and value._fields is not None and set(value._fields) >= set(names):
-        return tuple(value[n] for n in names)
+    if isinstance(value, Row) and value._fields is not None:
+        fields = value._fields
+        if fields == names:
+            return value
+        if set(fields) >= set(names):
+            return tuple(value[n] for n in names)
     if isinstance(value, (tuple, list)):
         if len(value) != len(names):
             raise OutputTypeError(

@@ -33,8 +33,9 @@ import pyarrow as pa
 from ..operators.keygroup import KeyGroupColumns
 from ..state_store.errors import JobExecutionError, SerializationError
 from ..state_store.keygroups import assign_key_group
-from ..state_store.row import Row
-from .encoding import KEY, SIDE, TAG, TS, VALUE, Encoding, record_arrays, typed_encoding
+from ..state_store.row import named_row_class
+from .encoding import KEY, SIDE, TAG, TS, VALUE, Encoding, record_arrays, row_names, typed_encoding
+from .rows import RowShape, is_row_type
 from .spark_types import is_spark_mappable, python_from_arrow
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "TypedInput",
     "typed_input",
     "typed_output_encoding",
+    "output_encoding",
     "output_schema",
     "group_rows",
     "output_blobs",
@@ -110,11 +112,21 @@ def typed_input(enc: Encoding, schema: Any, key_index: int) -> Optional[TypedInp
 def typed_output_encoding(type_info: Any) -> Optional[Encoding]:
     """The typed encoding of a keyed operator's declared ``output_type`` when it is a TUPLE
     Spark can hold (records come back as tuples, as returned); None: pickled records
-    (ROW types stay pickled: a function may return plain tuples for them, and those must
-    not come back as Rows)."""
+    (ROW types travel as pickled Rows, :func:`output_encoding`)."""
     if type_info is None or type_info.type_name != "TUPLE" or not is_spark_mappable(type_info):
         return None
     return typed_encoding(type_info)
+
+
+def output_encoding(type_info: Any, tagged: bool) -> Optional[Encoding]:
+    """How a keyed operator's main records leave it: typed columns for a TUPLE Spark can
+    hold (:func:`typed_output_encoding`, without side outputs); for a ROW type, pickled
+    named Rows (a ``pickled`` encoding of ``row`` shape: what the function returned made
+    a Row, as every consumer of a ROW stream reads it, ``runtime/rows.py``); None: pickled
+    as returned."""
+    if is_row_type(type_info):
+        return Encoding("pickled", type_info, (VALUE,), "row")
+    return None if tagged else typed_output_encoding(type_info)
 
 
 def output_schema(enc: Optional[Encoding], tagged: bool) -> pa.Schema:
@@ -149,8 +161,8 @@ def _typed_columns_in(pdf: Any, typed: TypedInput) -> list[list[Any]]:
 
 def _records(columns: list[list[Any]], enc: Encoding) -> list[Any]:
     if enc.shape == "row":
-        names = enc.columns
-        return [Row(**dict(zip(names, vals))) for vals in zip(*columns)]
+        row_class, new = named_row_class(row_names(enc)), tuple.__new__
+        return [new(row_class, vals) for vals in zip(*columns)]
     return list(zip(*columns))
 
 
@@ -274,7 +286,7 @@ def _merge_splits_by_event_time(order: Optional[Any], keys: list[Any], stamps: A
 # -- out -----------------------------------------------------------------------------------
 def _payload_arrays(values: list[Any], enc: Optional[Encoding], name: str) -> list[pa.Array]:
     """The records as Arrow arrays, checked by the Arrow passes' rules (``ColumnWriter``)."""
-    if enc is None:
+    if enc is None or not enc.typed:
         dumps = pickle.dumps
         return [pa.array([dumps(v, _PICKLE) for v in values], type=pa.binary())]
     return record_arrays(values, enc, name)
@@ -301,7 +313,12 @@ def output_blobs(outputs: list[Any], tags: frozenset[str], enc: Optional[Encodin
     schema = output_schema(enc, bool(tags))
     arrays = [pa.array(list(map(_TAG_OF, kept)), type=pa.string())] if tags else []
     arrays.append(pa.array(list(map(_TS_OF, kept)), type=pa.int64()))
-    arrays.extend(_payload_arrays(list(map(_VALUE_OF, kept)), enc, name))
+    values = list(map(_VALUE_OF, kept))
+    if enc is not None and not enc.typed and enc.shape == "row":  # main records as Rows
+        shape = RowShape.of(enc.type_info, name)
+        assert shape is not None
+        values = [shape(v) if o[0] is None else v for o, v in zip(kept, values)]
+    arrays.extend(_payload_arrays(values, enc, name))
     batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
     rows = batch.num_rows
     step = max(1, min(BLOB_ROWS, rows * BLOB_BYTES // max(batch.nbytes, 1)))

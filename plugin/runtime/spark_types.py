@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional
 import pyarrow as pa
 
 from ..state_store.errors import GraphBuildError
-from ..state_store.row import Row
+from ..state_store.row import Row, named_row_class
 from ..state_store.typeinfo import TypeInformation
 
 __all__ = [
@@ -23,6 +23,9 @@ __all__ = [
     "python_to_arrow",
     "python_from_spark",
 ]
+
+#: builds a tuple or a Row of a named class from a list of values
+_NEW = tuple.__new__
 
 _BASIC_DDL = {
     "STRING": "string", "LONG": "bigint", "INT": "int", "SHORT": "smallint", "BYTE": "tinyint",
@@ -115,12 +118,12 @@ def python_from_arrow(t: TypeInformation) -> Optional[Callable[[Any], Any]]:
     if name in ("TUPLE", "ROW", "ROW_NAMED"):
         names = list(t.get_field_names())  # type: ignore[attr-defined]
         convs = [python_from_arrow(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
-        as_row = name != "TUPLE"
+        row_class = named_row_class(tuple(names)) if name != "TUPLE" else tuple
 
         def conv_struct(v: Any) -> Any:
             vals = [v.get(n) for n in names] if isinstance(v, dict) else list(v)
-            vals = [x if c is None or x is None else c(x) for x, c in zip(vals, convs)]
-            return Row(**dict(zip(names, vals))) if as_row else tuple(vals)
+            return _NEW(row_class, [x if c is None or x is None else c(x)
+                                    for x, c in zip(vals, convs)])
 
         return conv_struct
     if name == "MAP":
@@ -146,8 +149,11 @@ def python_to_arrow(t: TypeInformation) -> Optional[Callable[[Any], Any]]:
         names = list(t.get_field_names())  # type: ignore[attr-defined]
         convs = [python_to_arrow(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
 
+        by_name = frozenset(names)
+
         def conv_struct(v: Any) -> Any:
-            if isinstance(v, Row) and v._fields is not None:
+            fields = v._fields if isinstance(v, Row) else None
+            if fields is not None and list(fields) != names and by_name <= set(fields):
                 vals = [v[n] for n in names]
             elif isinstance(v, dict):
                 vals = [v.get(n) for n in names]
@@ -179,7 +185,10 @@ def python_from_spark(t: TypeInformation, shape: str, columns: tuple[str, ...]) 
     convs = [_from_spark_value(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
     names = list(columns)
     if shape == "row":
-        return lambda row: Row(**{n: c(v) for n, c, v in zip(names, convs, row)})
+        row_names = t.get_field_names()  # type: ignore[attr-defined]
+        row_class = named_row_class(tuple(row_names) if len(row_names) == len(names)
+                                    else tuple(names))
+        return lambda row: _NEW(row_class, [c(v) for c, v in zip(convs, row)])
     return lambda row: tuple(c(v) for c, v in zip(convs, row))
 
 
@@ -188,13 +197,12 @@ def _from_spark_value(t: TypeInformation) -> Callable[[Any], Any]:
     if name in ("TUPLE", "ROW", "ROW_NAMED"):
         names = list(t.get_field_names())  # type: ignore[attr-defined]
         convs = [_from_spark_value(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
-        as_row = name != "TUPLE"
+        row_class = named_row_class(tuple(names)) if name != "TUPLE" else tuple
 
         def conv(v: Any) -> Any:
             if v is None:
                 return None
-            vals = [c(x) for c, x in zip(convs, v)]
-            return Row(**dict(zip(names, vals))) if as_row else tuple(vals)
+            return _NEW(row_class, [c(x) for c, x in zip(convs, v)])
 
         return conv
     if _is_bytes(t):
