@@ -9,13 +9,13 @@ from deltalake import DeltaTable
 from pyspark.sql import functions as F
 from pyspark_datastream import ListStateDescriptor, Types, ValueStateDescriptor
 from pyspark_datastream.savepoint import SavepointWriter
-from pyspark_datastream.savepoint.writer import _spark_hash_int
+from pyspark_datastream.savepoint.writer import spark_hash_int
 
 
 def test_spark_hash_of_int_matches_spark(spark):
     rows = spark.range(-3_000, 3_000, 37).select(
         F.col("id").cast("int").alias("v"), F.hash(F.col("id").cast("int")).alias("h")).collect()
-    assert [_spark_hash_int(r["v"]) for r in rows] == [r["h"] for r in rows]
+    assert [spark_hash_int(r["v"]) for r in rows] == [r["h"] for r in rows]
 
 
 def _layout(sp: str, n: int, maxp: int) -> tuple[dict[tuple[str, ...], list[int]], list[dict]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
 from ..operators import aggregations as _aggs
+from ..operators.broadcast_functions import BroadcastProcessFunction, KeyedBroadcastProcessFunction
 from ..operators.count_windows import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 from ..operators.functions import (
     CoFlatMapFunction,
@@ -35,6 +36,7 @@ from ..operators.window_functions import as_process_window_function
 from ..operators.windows import ProcessWindowFunction, Trigger, WindowAssigner, WindowSpec
 from ..plan.config import Configuration
 from ..plan.graph import (
+    BroadcastNode,
     ChainNode,
     CoChainNode,
     CoKeyedNode,
@@ -49,6 +51,7 @@ from ..plan.graph import (
     full_window_streaming_error,
 )
 from ..results import CloseableIterator
+from ..state_store.descriptors import MapStateDescriptor
 from ..state_store.errors import GraphBuildError
 from ..state_store.functions import AggregateFunction
 from ..state_store.serializers import GenericKeySerializer
@@ -61,7 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DataStream", "KeyedStream", "ConnectedStreams", "DataStreamSink", "WindowedStream",
-    "AllWindowedStream", "PartitionWindowedStream",
+    "AllWindowedStream", "PartitionWindowedStream", "BroadcastStream", "BroadcastConnectedStream",
 ]
 
 
@@ -212,10 +215,36 @@ class DataStream:
                          output_type=out_type)
         return DataStream(self._env, node)
 
-    def connect(self, ds: DataStream) -> ConnectedStreams:
+    def connect(self, ds: Union[DataStream, BroadcastStream]) -> Any:
+        """ConnectedStreams with another DataStream; a BroadcastConnectedStream with a
+        BroadcastStream (``ds.broadcast(descriptor, ...)``)."""
+        if isinstance(ds, BroadcastStream):
+            return BroadcastConnectedStream(self._env, self, ds)
         if not isinstance(ds, DataStream):
-            raise GraphBuildError(f"connect() takes a DataStream, got {ds!r}")
+            raise GraphBuildError(f"connect() takes a DataStream or a BroadcastStream, got {ds!r}")
         return ConnectedStreams(self._env, self, ds)
+
+    def broadcast(self, broadcast_state_descriptor: Optional[MapStateDescriptor] = None,
+                  *other_broadcast_state_descriptors: MapStateDescriptor) -> BroadcastStream:
+        """A BroadcastStream: every parallel instance of the operator it is connected to sees
+        every record, and keeps the broadcast states these MapStateDescriptors declare."""
+        descriptors = [broadcast_state_descriptor, *other_broadcast_state_descriptors]
+        if broadcast_state_descriptor is None:
+            raise GraphBuildError(
+                f"broadcast() of {self._node.describe()} needs at least one "
+                "MapStateDescriptor (the broadcast state it feeds); broadcast partitioning "
+                "without broadcast state is not supported")
+        for d in descriptors:
+            if not isinstance(d, MapStateDescriptor):
+                raise GraphBuildError(
+                    f"broadcast() of {self._node.describe()}: broadcast state descriptors must "
+                    f"be MapStateDescriptors, got {type(d).__name__} {d!r:.80}")
+        names = [d.name for d in descriptors]  # type: ignore[union-attr]
+        if len(set(names)) != len(names):
+            raise GraphBuildError(
+                f"broadcast() of {self._node.describe()}: broadcast state names must be "
+                f"distinct, got {names}")
+        return BroadcastStream(self, tuple(descriptors))
 
     def get_side_output(self, output_tag: OutputTag) -> DataStream:
         if not isinstance(output_tag, OutputTag):
@@ -423,6 +452,53 @@ class ConnectedStreams:
                            inputs=[self.first._node, self.second._node],
                            output_type=_check_type(output_type, "flat_map"), stage="co_flat_map",
                            function=func)
+        return DataStream(self._env, node)
+
+
+class BroadcastStream:
+    """A stream whose records reach every parallel instance of the operator it is connected
+    to, with the broadcast states it declares (``ds.broadcast(descriptor, ...)``)."""
+
+    def __init__(self, stream: DataStream, descriptors: tuple[MapStateDescriptor, ...]) -> None:
+        self._stream = stream
+        self.broadcast_state_descriptors = descriptors
+
+    def get_execution_environment(self) -> Any:
+        return self._stream.get_execution_environment()
+
+    def get_type(self) -> Optional[TypeInformation]:
+        return self._stream.get_type()
+
+
+class BroadcastConnectedStream:
+    """A stream connected with a BroadcastStream (``stream.connect(broadcast_stream)``)."""
+
+    def __init__(self, env: StreamEnvironment, non_broadcast: DataStream,
+                 broadcast: BroadcastStream) -> None:
+        self._env = env
+        self.non_broadcast_stream = non_broadcast
+        self.broadcast_stream = broadcast
+
+    def process(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        """Run a KeyedBroadcastProcessFunction (keyed stream) or a BroadcastProcessFunction
+        (non-keyed stream) over both inputs."""
+        keyed = isinstance(self.non_broadcast_stream, KeyedStream)
+        name = _fn_name(func, "BroadcastProcess")
+        expected = KeyedBroadcastProcessFunction if keyed else BroadcastProcessFunction
+        if not isinstance(func, expected):
+            other = "" if keyed else "; a KeyedBroadcastProcessFunction needs key_by(...) first"
+            raise GraphBuildError(
+                f"operator '{name}': process() on a {'keyed' if keyed else 'non-keyed'} stream "
+                f"connected with a broadcast stream needs a {expected.__name__}, got "
+                f"{type(func).__name__} {func!r:.80}{other}")
+        main = self.non_broadcast_stream
+        inputs = [main._key_node if isinstance(main, KeyedStream) else main._node,
+                  self.broadcast_stream._stream._node]
+        node = BroadcastNode(name=name, inputs=inputs, output_type=_check_type(output_type,
+                                                                               "process"),
+                             function=func,
+                             descriptors=self.broadcast_stream.broadcast_state_descriptors,
+                             keyed=keyed)
         return DataStream(self._env, node)
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "KeyedNode",
     "CoKeyedNode",
     "CoChainNode",
+    "BroadcastNode",
     "UnionNode",
     "SideOutputNode",
     "SinkNode",
@@ -109,6 +110,35 @@ class CoChainNode(Transformation):
 
 
 @dataclass(eq=False)
+class BroadcastNode(Transformation):
+    """``stream.connect(ds.broadcast(descriptors...)).process(function)``: inputs are the
+    other stream (a KeyByNode when ``keyed``) and the broadcast stream; ``function`` is the
+    (Keyed)BroadcastProcessFunction, ``descriptors`` the declared MapStateDescriptors.
+    A stateful stage in both variants (broadcast state is operator state)."""
+
+    function: Any = None
+    descriptors: tuple[Any, ...] = ()
+    keyed: bool = True
+
+    @property
+    def key_serializer(self) -> Any:
+        """The keyed input's key serializer; the non-keyed variant has no key (and no keyed
+        state) and uses the default key serializer for its layout."""
+        if self.keyed:
+            return self.inputs[0].key_serializer  # type: ignore[attr-defined]
+        from ..state_store.serializers import GenericKeySerializer
+
+        return GenericKeySerializer.INSTANCE
+
+    def operator_spec(self, restored: Any = None) -> Any:
+        """The ``BroadcastSpec`` its operator runs (``restored``: broadcast state to start
+        from, ``(meta infos, entries)``)."""
+        from ..operators.broadcast import BroadcastSpec
+
+        return BroadcastSpec(self.function, self.descriptors, self.keyed, restored)
+
+
+@dataclass(eq=False)
 class UnionNode(Transformation):
     pass
 
@@ -155,8 +185,9 @@ def reachable(sinks: list[Transformation]) -> list[Transformation]:
 
 
 def is_keyed(node: Transformation) -> bool:
-    """True for a keyed-state operator (one keyed input or two connected keyed inputs)."""
-    return isinstance(node, (KeyedNode, CoKeyedNode))
+    """True for a stateful operator: keyed state (one keyed input or two connected keyed
+    inputs) or broadcast state (keyed or not)."""
+    return isinstance(node, (KeyedNode, CoKeyedNode, BroadcastNode))
 
 
 def upstream(node: Transformation, stop: Optional[Callable[[Transformation], bool]] = None,

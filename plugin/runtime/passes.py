@@ -274,7 +274,9 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                                        savepoint_watermark=ks.savepoint_watermark)
         operator.open(backend, config)
         cleanup += [operator.close, backend.close]
-        if _fast_reduce_applies(ks, config) and key_field is not None and not spec.sided:
+        if ks.kind == "broadcast":
+            outputs = _run_broadcast(operator, backend, records(), ks, config)
+        elif _fast_reduce_applies(ks, config) and key_field is not None and not spec.sided:
             outputs = _sorted_reduce_by_field(ks.function, batches, decode, key_field, spec.name,
                                               _key_column(spec.input_enc, key_field))
         elif _fast_reduce_applies(ks, config):
@@ -574,6 +576,42 @@ def _run_co_stage(co_stage: tuple[str, Any], rows: Iterator[tuple[Any, ...]],
             yield from stage.process(value, ts, side)
     finally:
         stage.close()
+
+
+def _run_broadcast(operator: Any, backend: Any, rows: Iterator[tuple[Any, ...]], ks: KeyedSpec,
+                   config: OperatorConfig) -> Iterator[Output]:
+    """A broadcast operator over one partition (BATCH): the partition starts with every
+    broadcast record (sorted so, in the same order in every partition), each processed
+    before any other record, Flink's BATCH rule; then the other input as any keyed
+    operator's (non-keyed: in arrival order, no key). A savepoint takes the broadcast state
+    from partition 0 (every partition holds the same copy)."""
+    from ..operators.broadcast import BROADCAST_INPUT, TICK_INPUT
+    from ..operators.driver import run_hash_keyed, run_sorted_keyed
+
+    rest: Iterator[tuple[Any, ...]] = iter(())
+    for row in rows:
+        if row[3] == BROADCAST_INPUT:
+            yield from operator.process_broadcast(row[2], row[1])
+        elif row[3] != TICK_INPUT:
+            rest = itertools.chain((row,), rows)
+            break
+    savepoint = ks.savepoint_write or ks.restore_meta is not None
+    if savepoint and not ks.sorted_input:
+        raise GraphBuildError(f"operator {config.operator_name!r}: BATCH savepoints need sorted "
+                              "inputs (execution.sorted-inputs.enabled=true)")
+    if not operator.keyed:
+        for _key, ts, value, side in rest:
+            if side >= 0:  # (a savepoint has no keyed entries for it)
+                yield from operator.process_element(value, ts, 0)
+        yield from operator.end_input()
+    elif savepoint:
+        yield from _with_savepoint(operator, backend, _group_restore_rows(rest), ks, config)
+    else:
+        driver = run_sorted_keyed if ks.sorted_input else run_hash_keyed
+        yield from driver(operator, backend, rest, ks.key_serializer, config)
+    if ks.savepoint_write and config.subtask_index == 0:
+        for entry in operator.broadcast_states.snapshot():
+            yield Output(_SP_TAG, entry, None)
 
 
 # --------------------------------------------------------------------------------------------

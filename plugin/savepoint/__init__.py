@@ -14,9 +14,14 @@ from __future__ import annotations
 
 from .bootstrap import SavepointWriter
 from .inspection import format_inspection, inspect_savepoint
-from .reader import load_operator_state, read_metadata, savepoint_versions
+from .reader import (
+    load_operator_state,
+    read_broadcast_entries,
+    read_metadata,
+    savepoint_versions,
+)
 from .savepoint import Savepoint
-from .writer import write_savepoint
+from .writer import partition_slots, write_savepoint
 
 __all__ = [
     "Savepoint",
@@ -24,6 +29,8 @@ __all__ = [
     "format_inspection",
     "inspect_savepoint",
     "load_operator_state",
+    "partition_slots",
+    "read_broadcast_entries",
     "read_metadata",
     "savepoint_versions",
     "write_savepoint",

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import pyarrow as pa
 
-from .format import METADATA_KIND
+from .format import BROADCAST_KIND, METADATA_KIND
 from .reader import open_table, read_metadata, savepoint_versions
 
 __all__ = ["inspect_savepoint", "format_inspection"]
@@ -25,7 +25,7 @@ def inspect_savepoint(path: str, version: Optional[int] = None) -> dict[str, Any
 
     metadata = read_metadata(path, version)
     table = open_table(path, version)
-    counts: dict[tuple[str, str], list[int]] = {}
+    counts: dict[tuple[str, str, bool], list[int]] = {}
     dataset = table.to_pyarrow_dataset()
     scanner = dataset.scanner(columns=["kind", "operator_uid", "state_name", "key", "namespace",
                                        "user_key", "value"],
@@ -38,10 +38,10 @@ def inspect_savepoint(path: str, version: Optional[int] = None) -> dict[str, Any
                       pc.add(pc.binary_length(batch.column("user_key")),
                              pc.binary_length(batch.column("value"))))
         t = pa.table({"u": batch.column("operator_uid"), "s": batch.column("state_name"),
-                      "b": size})
-        agg = t.group_by(["u", "s"]).aggregate([("b", "count"), ("b", "sum")])
-        for u, s, c, b in zip(*(agg.column(i).to_pylist() for i in range(4))):
-            slot = counts.setdefault((u, s), [0, 0])
+                      "o": pc.equal(batch.column("kind"), BROADCAST_KIND), "b": size})
+        agg = t.group_by(["u", "s", "o"]).aggregate([("b", "count"), ("b", "sum")])
+        for u, s, o, c, b in zip(*(agg.column(i).to_pylist() for i in range(5))):
+            slot = counts.setdefault((u, s, bool(o)), [0, 0])
             slot[0] += c
             slot[1] += b or 0
     operators = []
@@ -51,8 +51,11 @@ def inspect_savepoint(path: str, version: Optional[int] = None) -> dict[str, Any
             "uid": uid,
             "key_serializer": op.key_serializer,
             "states": [{"name": m.name, "kind": m.kind.value,
-                        "entries": counts.get((uid, m.name), [0, 0])[0],
-                        "bytes": counts.get((uid, m.name), [0, 0])[1]} for m in op.states],
+                        "entries": counts.get((uid, m.name, False), [0, 0])[0],
+                        "bytes": counts.get((uid, m.name, False), [0, 0])[1]} for m in op.states]
+            + [{"name": m.name, "kind": BROADCAST_KIND,
+                "entries": counts.get((uid, m.name, True), [0, 0])[0],
+                "bytes": counts.get((uid, m.name, True), [0, 0])[1]} for m in op.broadcast_states],
         })
     return {
         "path": path,

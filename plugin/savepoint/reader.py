@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..state_store.entries import StateEntry
 from ..state_store.errors import SavepointFormatError, SavepointNotFoundError
 from ..state_store.keygroups import check_max_parallelism
-from .format import METADATA_KIND, SavepointMetadata
+from .format import BROADCAST_KIND, METADATA_KIND, SavepointMetadata
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -29,6 +30,7 @@ __all__ = [
     "savepoint_versions",
     "table_df",
     "load_operator_state",
+    "read_broadcast_entries",
 ]
 
 
@@ -129,7 +131,8 @@ def load_operator_state(
     version: Optional[int] = None,
     sort_partitions: Optional[int] = None,
 ) -> DataFrame:
-    """Entries of operator ``uid`` as a DataFrame (never collected).
+    """Keyed entries of operator ``uid`` as a DataFrame (never collected; its broadcast
+    state rows are not among them, see :func:`read_broadcast_entries`).
 
     Columns: ``kind, key_group, key, state_name, namespace, user_key, value``.
     With ``max_parallelism`` the key group is recomputed from the key bytes
@@ -143,7 +146,8 @@ def load_operator_state(
     from pyspark.sql import functions as F
 
     df = table_df(spark, path, version).filter(
-        (F.col("kind") != F.lit(METADATA_KIND)) & (F.col("operator_uid") == F.lit(uid)))
+        (F.col("kind") != F.lit(METADATA_KIND)) & (F.col("kind") != F.lit(BROADCAST_KIND))
+        & (F.col("operator_uid") == F.lit(uid)))
     kg = F.col("key_group")
     if max_parallelism is not None:
         maxp = check_max_parallelism(max_parallelism)
@@ -154,3 +158,22 @@ def load_operator_state(
         df = df.repartition(int(sort_partitions), "key_group").sortWithinPartitions(
             "key_group", "key", "state_name", "namespace", "user_key")
     return df
+
+
+def read_broadcast_entries(path: str, uid: str, version: Optional[int] = None) -> list[StateEntry]:
+    """The broadcast (operator) state entries of operator ``uid``, read on the driver with
+    delta-rs: broadcast state is replicated to every parallel instance, so it is small by
+    design. Sorted by state name and user key."""
+    import pyarrow.dataset as ds
+
+    table = open_table(path, version)
+    try:
+        rows = table.to_pyarrow_dataset().to_table(
+            columns=["state_name", "user_key", "value"],
+            filter=(ds.field("kind") == BROADCAST_KIND) & (ds.field("operator_uid") == uid))
+    except Exception as exc:  # noqa: BLE001 - unreadable files
+        raise SavepointFormatError(
+            f"{path}: cannot read the broadcast state of operator {uid!r}: {exc}") from exc
+    entries = [StateEntry(-1, name, b"", b"", bytes(user_key or b""), bytes(value or b""))
+               for name, user_key, value in zip(*(rows.column(i).to_pylist() for i in range(3)))]
+    return sorted(entries, key=lambda e: (e.state_name, e.user_key))

@@ -21,6 +21,7 @@ from ..state_store.entries import TIMER_STATE_PREFIX, StateKind
 from ..state_store.errors import StateDescriptorError
 from ..state_store.serializers import serializer_from_snapshot
 from .format import (
+    BROADCAST_KIND,
     METADATA_KIND,
     OperatorMetadata,
     SavepointMetadata,
@@ -224,7 +225,8 @@ class Savepoint:
         schema = pa.schema([pa.field(n, arrow_type(t)) for n, t in zip(names, types)])
         ddl = ", ".join(f"`{n}` {spark_ddl_type(t)}" for n, t in zip(names, types))
         maxp = self._metadata.max_parallelism
-        df = self.entries(uid).filter(F.col("state_name").isin([d.name for d in descriptors]))
+        df = self.entries(uid).filter(F.col("state_name").isin([d.name for d in descriptors])
+                                      & (F.col("kind") != F.lit(BROADCAST_KIND)))
         parts = int(self.spark.conf.get("spark.sql.shuffle.partitions", "4") or 4)
         df = df.repartition(parts, "key").sortWithinPartitions("key", "state_name", "namespace",
                                                                 "user_key")
@@ -237,6 +239,24 @@ class Savepoint:
 
         return df.mapInArrow(fn, ddl)
 
+    def read_broadcast_state(self, uid: str, descriptor: Any) -> dict[Any, Any]:
+        """The broadcast state ``descriptor`` (a MapStateDescriptor) of operator ``uid`` as a
+        dict, read on the driver (broadcast state is small: every instance holds it all)."""
+        from ..operators.broadcast import check_broadcast_compatible
+        from .reader import read_broadcast_entries
+
+        op = self._metadata.operator(uid)
+        stored = {m.name: m for m in op.broadcast_states}.get(getattr(descriptor, "name", None))
+        if stored is None:
+            raise StateDescriptorError(
+                f"operator {uid!r} has no broadcast state {getattr(descriptor, 'name', descriptor)!r}"
+                f" in the savepoint; it has {sorted(m.name for m in op.broadcast_states)}")
+        check_broadcast_compatible(stored, descriptor, f"operator {uid!r}")
+        key_ser, value_ser = descriptor.user_key_serializer, descriptor.value_serializer
+        return {key_ser.deserialize(e.user_key): value_ser.deserialize(e.value)
+                for e in read_broadcast_entries(self.path, uid, self.version)
+                if e.state_name == descriptor.name}
+
     def read_timers(self, uid: str, key_type: Any = None) -> DataFrame:
         """Pending timers of operator ``uid``: ``key, queue, timestamp, namespace`` (raw bytes)."""
         from pyspark.sql import functions as F
@@ -248,7 +268,8 @@ class Savepoint:
         schema = pa.schema([pa.field("key", arrow_type(kt)), pa.field("queue", pa.string()),
                             pa.field("timestamp", pa.int64()), pa.field("namespace", pa.binary())])
         ddl = f"key {spark_ddl_type(kt)}, queue string, timestamp bigint, namespace binary"
-        df = self.entries(uid).filter(F.col("state_name").startswith(TIMER_STATE_PREFIX))
+        df = self.entries(uid).filter(F.col("state_name").startswith(TIMER_STATE_PREFIX)
+                                      & (F.col("kind") != F.lit(BROADCAST_KIND)))
 
         def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             return _timer_pass(op, kt, schema, batches)

@@ -34,6 +34,7 @@ from ..spark_io.progress import Heartbeat
 from ..state_store.errors import SavepointConflictError, SavepointError, SavepointFormatError
 from ..state_store.keygroups import check_max_parallelism
 from .format import (
+    BROADCAST_KIND,
     ENTRY_COLUMNS,
     SAVEPOINT_COLUMNS,
     SavepointMetadata,
@@ -50,6 +51,8 @@ __all__ = [
     "savepoint_arrow_schema_columns",
     "file_count",
     "range_partition",
+    "partition_slots",
+    "spark_hash_int",
     "write_order_of",
 ]
 
@@ -57,18 +60,27 @@ log = logging.getLogger("pyspark_datastream")
 
 
 def _kind_column(metadata: SavepointMetadata) -> Any:
-    """``kind`` from (operator_uid, state_name); entries of undeclared states fail the write."""
+    """``kind`` from (operator_uid, state_name); entries of undeclared states fail the write.
+    Operator state rows (key group -1) are ``broadcast`` when their operator declares them."""
     from pyspark.sql import functions as F
 
-    expr = None
-    for (uid, name), kind in sorted(metadata.kind_of().items()):
-        cond = (F.col("operator_uid") == F.lit(uid)) & (F.col("state_name") == F.lit(name))
-        expr = F.when(cond, F.lit(kind)) if expr is None else expr.when(cond, F.lit(kind))
+    def kinds(pairs: list[tuple[tuple[str, str], str]]) -> Any:
+        expr = None
+        for (uid, name), kind in pairs:
+            cond = (F.col("operator_uid") == F.lit(uid)) & (F.col("state_name") == F.lit(name))
+            expr = F.when(cond, F.lit(kind)) if expr is None else expr.when(cond, F.lit(kind))
+        return failure if expr is None else expr.otherwise(failure)
+
     failure = F.raise_error(F.concat(
         F.lit("savepoint entry of state '"), F.col("state_name"), F.lit("' of operator '"),
         F.coalesce(F.col("operator_uid"), F.lit("<null>")),
         F.lit("' has no state meta info in the savepoint metadata")))
-    return failure if expr is None else expr.otherwise(failure)
+    keyed = kinds(sorted(metadata.kind_of().items()))
+    broadcast = metadata.broadcast_states()
+    if not broadcast:
+        return keyed
+    operator_state = kinds([(pair, BROADCAST_KIND) for pair in broadcast])
+    return F.when(F.col("key_group") < F.lit(0), operator_state).otherwise(keyed)
 
 
 def _check_target(root: str) -> Any:
@@ -174,7 +186,7 @@ def file_count(spark: SparkSession, maxp: int, num_files: Optional[int] = None) 
     return max(1, min(n, maxp))
 
 
-def _spark_hash_int(value: int) -> int:
+def spark_hash_int(value: int) -> int:
     """Spark's ``hash()`` of an INT (Murmur3 x86_32 ``hashInt``, seed 42), signed."""
     def rotl(x: int, r: int) -> int:
         return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
@@ -203,13 +215,22 @@ def range_partition(n: int, maxp: int, key_group_column: str = "key_group") -> A
     """
     from pyspark.sql import functions as F
 
+    slots = partition_slots(n)
+    # operator state rows (key group -1) go with range 0
+    key_group = F.greatest(F.col(key_group_column), F.lit(0))
+    ranges = F.floor(key_group * F.lit(n) / F.lit(maxp)).cast("int")
+    return F.element_at(F.array(*[F.lit(slot) for slot in slots]), ranges + F.lit(1))
+
+
+def partition_slots(n: int) -> list[int]:
+    """For each partition ``p`` of ``repartition(n, int_column)``, an int that Spark places
+    there (``pmod(hash(int), n) == p``), the smallest such non-negative int."""
     slots: dict[int, int] = {}
     candidate = 0
     while len(slots) < n:
-        slots.setdefault(_spark_hash_int(candidate) % n, candidate)
+        slots.setdefault(spark_hash_int(candidate) % n, candidate)
         candidate += 1
-    ranges = F.floor(F.col(key_group_column) * F.lit(n) / F.lit(maxp)).cast("int")
-    return F.element_at(F.array(*[F.lit(slots[r]) for r in range(n)]), ranges + F.lit(1))
+    return [slots[p] for p in range(n)]
 
 
 def write_order_of(key_group: Any, operator_uid: Any, key: Any) -> Any:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..plan.config import resolve
 from ..plan.graph import (
+    BroadcastNode,
     ChainNode,
     CoChainNode,
     CoKeyedNode,
@@ -353,8 +354,8 @@ class BatchTranslator:
             df, enc = self.keyed_input(key_node, node, combiner=combiner)
             df = self._keyed_shuffle(df, node, sided=False)
             spec = KeyedSpec(node.op, node.function, key_node.key_serializer, self.sorted_inputs,
-                             self.backend, **self._savepoint_fields(node))
-            keyed_stage = self._keyed_stage(node, node.op, sided=False)
+                             self.backend, **self.savepoint_fields(node))
+            keyed_stage = self.keyed_stage(node, node.op, sided=False)
             return Stream(df, enc, node.output_type, keyed=spec, name=node.name, stage=keyed_stage)
         if isinstance(node, CoKeyedNode):
             parts = []
@@ -371,10 +372,14 @@ class BatchTranslator:
                 )
             df = self._keyed_shuffle(parts[0].unionByName(parts[1]), node, sided=True)
             spec = KeyedSpec("co_process", node.function, serializers[0], self.sorted_inputs,
-                             self.backend, **self._savepoint_fields(node))
-            keyed_stage = self._keyed_stage(node, "co_process", sided=True)
+                             self.backend, **self.savepoint_fields(node))
+            keyed_stage = self.keyed_stage(node, "co_process", sided=True)
             return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name,
                           stage=keyed_stage)
+        if isinstance(node, BroadcastNode):  # see translation/broadcast.py
+            from .broadcast import batch_broadcast
+
+            return batch_broadcast(self, node)
         if isinstance(node, CoChainNode):
             co_parts = []
             for side, upstream in enumerate(node.inputs):
@@ -481,7 +486,7 @@ class BatchTranslator:
             return True
         return self.restore is not None and self.restore.meta_for(node) is not None
 
-    def _savepoint_fields(self, node: Transformation) -> dict[str, Any]:
+    def savepoint_fields(self, node: Transformation) -> dict[str, Any]:
         """Extra KeyedSpec fields for savepoint write / restore (empty otherwise)."""
         fields: dict[str, Any] = {}
         if self._savepoint_write is not None:
@@ -492,7 +497,7 @@ class BatchTranslator:
                 fields["restore_meta"] = meta
         return fields
 
-    def _keyed_stage(self, node: Transformation, op: str, sided: bool) -> Optional[int]:
+    def keyed_stage(self, node: Transformation, op: str, sided: bool) -> Optional[int]:
         """The progress stage of a keyed operator, naming its shuffle and sort."""
         if self.batch_progress is None:
             return None

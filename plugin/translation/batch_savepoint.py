@@ -27,21 +27,24 @@ import shutil
 import tempfile
 import time
 import warnings
+from collections.abc import Sequence
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..plan.graph import ChainNode, KeyByNode, KeyedNode, Transformation, is_keyed
+from ..plan.graph import BroadcastNode, ChainNode, KeyByNode, KeyedNode, Transformation, is_keyed
 from ..runtime.encoding import KEY, KG, SIDE, TS
 from ..runtime.passes import RESTORE_COLUMNS, SP_COLUMNS, SP_META, KeyedSpec
 from ..savepoint.format import OperatorMetadata, SavepointMetadata, check_restore
 from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import ConfigurationError, GraphBuildError
+from .broadcast import broadcast_meta_infos, check_broadcast_restore
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = [
     "keyed_nodes",
+    "key_serializer_of",
     "operator_states",
     "BatchRestore",
     "BatchSavepointWrite",
@@ -56,7 +59,10 @@ def keyed_nodes(nodes: list[Transformation]) -> list[Transformation]:
     return [n for n in nodes if is_keyed(n)]
 
 
-def _key_serializer(node: Transformation) -> Any:
+def key_serializer_of(node: Transformation) -> Any:
+    """The key serializer of a stateful node's state (a broadcast node's own)."""
+    if isinstance(node, BroadcastNode):
+        return node.key_serializer
     key_node = node.inputs[0]
     if not isinstance(key_node, KeyByNode):
         raise GraphBuildError(f"{node.describe()} needs a keyed input")
@@ -64,7 +70,16 @@ def _key_serializer(node: Transformation) -> Any:
 
 
 def _kind(node: Transformation) -> str:
+    if isinstance(node, BroadcastNode):
+        return "broadcast"
     return node.op if isinstance(node, KeyedNode) else "co_process"
+
+
+def _operator_function(node: Transformation) -> Any:
+    """What ``make_keyed_operator`` takes for ``node`` (a broadcast node's BroadcastSpec)."""
+    if isinstance(node, BroadcastNode):
+        return node.operator_spec()
+    return getattr(node, "function", None)
 
 
 def operator_states(node: Transformation, op_config: dict[str, Any],
@@ -80,7 +95,7 @@ def operator_states(node: Transformation, op_config: dict[str, Any],
     from ..operators.factory import make_keyed_operator
     from ..state_store.backends.single_key import SingleKeyStateBackend
 
-    spec = KeyedSpec(_kind(node), getattr(node, "function", None), _key_serializer(node), True)
+    spec = KeyedSpec(_kind(node), _operator_function(node), key_serializer_of(node), True)
     config = OperatorConfig.from_dict(op_config, subtask_index=0, operator_name=node.name)
     backend = SingleKeyStateBackend(spec.key_serializer, max_parallelism)
     try:
@@ -120,10 +135,11 @@ class BatchRestore:
         program: dict[str, tuple[Any, list[StateMetaInfo]]] = {}
         for node in keyed_nodes(translator.nodes):
             uid = node.effective_uid()
-            program[uid] = (_key_serializer(node),
+            program[uid] = (key_serializer_of(node),
                             operator_states(node, translator.op_config,
                                             translator.max_parallelism))
         check_restore(self.metadata, program, ignore_unclaimed)
+        check_broadcast_restore(self.metadata, translator.nodes)
         if self.metadata.operators.keys() & program.keys() and not translator.sorted_inputs:
             raise ConfigurationError(
                 f"restoring savepoint {path} in BATCH needs sorted inputs "
@@ -157,10 +173,12 @@ class BatchRestore:
         op = self.metadata.operators.get(node.effective_uid())
         return None if op is None else op.states
 
-    def union_state(self, df: DataFrame, node: Transformation) -> Optional[DataFrame]:
+    def union_state(self, df: DataFrame, node: Transformation,
+                    lead: Sequence[Any] = ()) -> Optional[DataFrame]:
         """``df`` (a keyed input: _ts, _kg, _k, payload[, _side]) plus the node's savepoint
         entries as restore rows, shuffled by key group and sorted so that each key's
-        entries come before its records. None when the node has no savepoint state."""
+        entries come before its records (after ``lead``, columns sorted by first). None
+        when the node has no savepoint state."""
         from pyspark.sql import functions as F
 
         from ..savepoint import load_operator_state
@@ -180,7 +198,7 @@ class BatchRestore:
             records = records.withColumn(name, F.lit(None).cast(ddl))
         union = records.unionByName(state, allowMissingColumns=True)
         sided = SIDE in df.columns
-        order = [F.col(KG), F.col(KEY), F.col(RESTORE_COLUMNS[0][0]).isNull(), F.col(TS)]
+        order = [*lead, F.col(KG), F.col(KEY), F.col(RESTORE_COLUMNS[0][0]).isNull(), F.col(TS)]
         if sided:
             order.append(F.col(SIDE))
         order += [F.col(n) for n, _ in RESTORE_COLUMNS[:3]]
@@ -245,6 +263,8 @@ class BatchSavepointWrite:
         self.staging = tempfile.mkdtemp(prefix="pyspark-datastream-savepoint-")
         self.operators: dict[str, tuple[Any, dict[str, StateMetaInfo], bool]] = {}
         self.entries: list[DataFrame] = []
+        #: operator uid -> meta infos of its broadcast (operator) states
+        self.broadcast: dict[str, tuple[StateMetaInfo, ...]] = {}
         #: operator uid -> progress stage of its keyed pass (entries counted there)
         self.stages: dict[str, Optional[int]] = {}
         check_savepoint_uids(translator.nodes)
@@ -280,7 +300,8 @@ class BatchSavepointWrite:
             for d in json.loads(bytes(row["v"]).decode("utf-8")):
                 meta = StateMetaInfo.from_dict(d)
                 metas[meta.name] = meta
-        self.operators[uid] = (_key_serializer(node), metas, node.uid is None)
+        self.operators[uid] = (key_serializer_of(node), metas, node.uid is None)
+        self.broadcast[uid] = broadcast_meta_infos(node, t.restore)
         self.entries.append(entries)
         self.stages[uid] = stream.stage
         return replace(stream, df=main, enc=enc, keyed=None, chain=(), co_stage=None,
@@ -312,7 +333,8 @@ class BatchSavepointWrite:
 
         t = self.translator
         ops = {uid: OperatorMetadata(uid, key_ser.snapshot(),
-                                     tuple(metas[n] for n in sorted(metas)), generated)
+                                     tuple(metas[n] for n in sorted(metas)), generated,
+                                     self.broadcast.get(uid, ()))
                for uid, (key_ser, metas, generated) in self.operators.items()}
         metadata = SavepointMetadata(max_parallelism=t.max_parallelism, operators=ops,
                                      final_watermark=self.watermark, mode="BATCH",

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..plan.config import parse_trigger, resolve
 from ..plan.graph import (
+    BroadcastNode,
     CoKeyedNode,
     KeyByNode,
     KeyedNode,
@@ -332,14 +333,14 @@ class StreamingTranslator(BatchTranslator):
                     f"{node.describe()}: keyed operator {node.op!r} is not supported in STREAMING mode")
             key_node = node.inputs[0]
             assert isinstance(key_node, KeyByNode)
-            df = self._keyed_input_df(key_node, node)
-            return self._stateful(node, df, node.op, node.function, key_node.key_serializer, False)
+            df = self.keyed_input_df(key_node, node)
+            return self.stateful(node, df, node.op, node.function, key_node.key_serializer, False)
         if isinstance(node, CoKeyedNode):
             parts = []
             for side, key_node in enumerate(node.inputs):
                 if not isinstance(key_node, KeyByNode):
                     raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
-                df = self._keyed_input_df(key_node, node)
+                df = self.keyed_input_df(key_node, node)
                 parts.append(df.select(TS, KG, KEY, VALUE, SEQ, lit(side).alias(SIDE)))
             serializers = [k.key_serializer for k in node.inputs]  # type: ignore[attr-defined]
             if serializers[0] != serializers[1]:
@@ -347,8 +348,12 @@ class StreamingTranslator(BatchTranslator):
                     f"{node.describe()}: both inputs must use the same key type, got "
                     f"{serializers[0]!r} and {serializers[1]!r}"
                 )
-            return self._stateful(node, parts[0].unionByName(parts[1]), "co_process",
-                                  node.function, serializers[0], True)
+            return self.stateful(node, parts[0].unionByName(parts[1]), "co_process",
+                                 node.function, serializers[0], True)
+        if isinstance(node, BroadcastNode):
+            from .broadcast import streaming_broadcast
+
+            return streaming_broadcast(self, node)
         return super()._translate(node)
 
     def materialize(self, stream: Stream, enc: Any, key_out: Any = None, combiner: Any = None,
@@ -405,10 +410,10 @@ class StreamingTranslator(BatchTranslator):
             streams[i] = Stream(self._through_files(df, name), s.enc, s.type_info, name=s.name)
         return streams
 
-    def _staged_above(self, key_node: KeyByNode) -> Optional[str]:
-        """The query staging the output of the one keyed stage above ``key_node`` when that
+    def _staged_above(self, root: Transformation) -> Optional[str]:
+        """The query staging the output of the one keyed stage at or above ``root`` when that
         stage's output is shared (:meth:`_materialize_shared`), else None."""
-        keyed = [n for n in upstream(key_node, is_keyed) if is_keyed(n)]
+        keyed = [n for n in upstream(root, is_keyed, include_self=True) if is_keyed(n)]
         if len(keyed) == 1 and keyed[0].id in self.staged_outputs:
             return self.staged_outputs[keyed[0].id]
         return None
@@ -450,38 +455,46 @@ class StreamingTranslator(BatchTranslator):
         raise GraphBuildError(f"{node.describe()}: unknown source kind {node.kind!r}")
 
     # -- keyed stages ------------------------------------------------------------------------
-    def _keyed_input_df(self, key_node: KeyByNode, consumer: Transformation) -> DataFrame:
+    def keyed_input_df(self, key_node: KeyByNode, consumer: Transformation) -> DataFrame:
         """``_ts, _kg, _k, _v, _seq`` for ``consumer``; staged through files when upstream
         already holds a stateful operator (one per query)."""
         parent = self.input_stream(key_node.inputs[0])
         df = self._native_keyed_input_df(parent, key_node, consumer)
         if df is None:
-            spec = PassSpec(
-                name=key_node.name, input_enc=parent.enc, output_enc=PICKLED,
-                config=dict(self.op_config), sided=parent.sided, co_stage=parent.co_stage,
-                keyed=parent.keyed, chain=list(parent.chain),
-                key_out=(key_node.key_selector, key_node.key_serializer),
-                max_parallelism=self.max_parallelism,
-            )
-            df = parent.df.mapInArrow(seq_pass(spec, self.parallelism),
-                                      output_ddl(spec) + f", {SEQ} bigint")
-        staged = self._staged_above(key_node)
+            df = self.sequenced(parent, key_node.name,
+                                (key_node.key_selector, key_node.key_serializer))
+        side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
+        return self.staged_input(df, key_node.inputs[0], key_node, consumer, side)
+
+    def sequenced(self, parent: Stream, name: str, key_out: Any = None) -> DataFrame:
+        """``_ts[, _kg, _k], _v, _seq``: ``parent``'s pending work in one Python pass that
+        numbers the records in arrival order (and keys them with ``key_out``)."""
+        spec = PassSpec(
+            name=name, input_enc=parent.enc, output_enc=PICKLED, config=dict(self.op_config),
+            sided=parent.sided, co_stage=parent.co_stage, keyed=parent.keyed,
+            chain=list(parent.chain), key_out=key_out, max_parallelism=self.max_parallelism)
+        return parent.df.mapInArrow(seq_pass(spec, self.parallelism),
+                                    output_ddl(spec) + f", {SEQ} bigint")
+
+    def staged_input(self, df: DataFrame, root: Transformation, edge: Transformation,
+                     consumer: Transformation, side: int) -> DataFrame:
+        """``df`` (computed from ``root``'s stream, reaching input ``side`` of ``consumer``
+        through ``edge``) read back from files when its plan holds a stateful operator:
+        Spark runs one ``applyInPandasWithState`` per query."""
+        staged = self._staged_above(root)
         if staged is not None:  # a shared upstream stage: its query already staged it
             if self._savepoint_run is not None:  # streaming_savepoint.py: watermark carrier
                 carrier = f"{staged}-watermark-{self._stage_names[consumer.id]}"
-                df = self._savepoint_run.forward_watermark(df, staged, key_node, consumer,
-                                                           carrier)
-        elif _has_keyed_ancestor(key_node):
-            stage = self._stage_names[consumer.id]
+                df = self._savepoint_run.forward_watermark(df, staged, edge, consumer, carrier)
+        elif any(is_keyed(n) for n in upstream(root, include_self=True)):
             # names must be stable across runs of the same job (node ids are not)
-            side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
-            name = f"{stage}-{side}-input"
-            self.query_roots[name] = key_node.inputs[0]
+            name = f"{self._stage_names[consumer.id]}-{side}-input"
+            self.query_roots[name] = root
             if self._savepoint_run is not None:
-                self._savepoint_run.queries[name] = key_node.inputs[0]
+                self._savepoint_run.queries[name] = root
             df = self._through_files(df, name)
             if self._savepoint_run is not None:  # streaming_savepoint.py: watermark carrier
-                df = self._savepoint_run.forward_watermark(df, name, key_node, consumer)
+                df = self._savepoint_run.forward_watermark(df, name, edge, consumer)
         return df
 
     def _native_keyed_input_df(self, parent: Stream, key_node: KeyByNode,
@@ -590,8 +603,11 @@ class StreamingTranslator(BatchTranslator):
             _write_atomically(folder, lambda tmp: pq.write_table(table, os.path.join(tmp, "eoi.parquet")))
         return self.spark.readStream.schema(schema).parquet(folder)
 
-    def _stateful(self, node: Transformation, df: DataFrame, kind: str, function: Any,
-                  key_serializer: Any, sided: bool) -> Stream:
+    def stateful(self, node: Transformation, df: DataFrame, kind: str, function: Any,
+                 key_serializer: Any, sided: bool,
+                 backend: Optional[tuple[str, dict[str, Any]]] = None) -> Stream:
+        """``node`` as ``groupBy(_kg).applyInPandasWithState`` over its keyed input ``df``
+        (``backend``: the state backend when not the job's)."""
         from pyspark.sql import functions as F
         from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -620,13 +636,14 @@ class StreamingTranslator(BatchTranslator):
                        F.lit(None).cast("timestamp").alias(
                            _ET, metadata={"spark.watermarkDelayMs": delay}))
         tags = self._tags.get(node.id, frozenset())
-        backend_kind = "rocksdb" if self.backend[0] == "rocksdb" else "hashmap"
+        backend = backend or self.backend
+        backend_kind = "rocksdb" if backend[0] == "rocksdb" else "hashmap"
         # group_frames.py: typed columns in (native keyed input) and out, where pandas keeps
         # them exact; pickled ``_v`` otherwise
         out_enc = None if tags else typed_output_encoding(node.output_type)
         spec = GroupSpec(node.name, kind, function, key_serializer, dict(self.op_config),
                           ws is not None, sided, tags,
-                          (backend_kind, dict(self.backend[1] or {})),
+                          (backend_kind, dict(backend[1] or {})),
                           (os.path.join(self.job_folder(), "state", stage)
                            if backend_kind == "rocksdb" else None), restoring,
                           processing_timeout, self._typed_inputs.get(node.id), out_enc)
@@ -750,10 +767,6 @@ class StreamingTranslator(BatchTranslator):
 def _is_connect(spark: Any) -> bool:
     """True for a Spark Connect session (Databricks serverless and shared clusters)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
-def _has_keyed_ancestor(node: Transformation) -> bool:
-    return any(is_keyed(n) for n in upstream(node))
 
 
 def _write_atomically(folder: str, write: Callable[[str], None]) -> None:

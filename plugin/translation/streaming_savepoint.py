@@ -58,7 +58,13 @@ from ..savepoint.format import OperatorMetadata, SavepointMetadata
 from ..spark_io.progress import Heartbeat, fmt_count, observe, observed_metrics
 from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import SavepointFormatError
-from .batch_savepoint import check_savepoint_uids, keyed_nodes, operator_states
+from .batch_savepoint import (
+    check_savepoint_uids,
+    key_serializer_of,
+    keyed_nodes,
+    operator_states,
+)
+from .broadcast import broadcast_meta_infos, restored_broadcast
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -137,11 +143,13 @@ def _export_pass(uid: str, spec: Any) -> Callable[[Iterator[Any]], Iterator[Any]
     row per key group (``state_name == _META``, value = JSON list of meta infos)."""
     import pyarrow as pa
 
+    from ..operators.broadcast_runtime import unwrap_state
     from ..operators.keygroup import RocksDBKeyGroupStore, decode_state
     from ..savepoint.format import entries_to_batch
 
     kind, options = spec.backend
     maxp = int(spec.config["max_parallelism"])
+    broadcast = spec.kind == "broadcast"
 
     def fn(batches: Iterator[Any]) -> Iterator[Any]:
         store = None
@@ -151,6 +159,12 @@ def _export_pass(uid: str, spec: Any) -> Callable[[Iterator[Any]], Iterator[Any]
             for kg, s in zip(kgs, states):
                 if kg is None or kg < 0 or s is None:
                     continue
+                if broadcast:  # every key group holds the same copy: key group 0's is saved
+                    s, _, operator_entries = unwrap_state(bytes(s))
+                    if kg == 0 and operator_entries:
+                        yield entries_to_batch(uid, operator_entries)
+                    if s is None:
+                        continue
                 if kind == "rocksdb":
                     if store is None:
                         store = RocksDBKeyGroupStore(
@@ -259,7 +273,7 @@ class StreamingSavepointWrite:
             names: list[str] = []
             for node in keyed_nodes(t.nodes):
                 uid = node.effective_uid()
-                key_ser = node.inputs[0].key_serializer  # type: ignore[attr-defined]
+                key_ser = key_serializer_of(node)
                 metas = {m.name: m for m in operator_states(node, t.op_config, t.max_parallelism)}
                 name = self._query_of(node)
                 spec = t.group_specs.get(node.id)
@@ -303,7 +317,7 @@ class StreamingSavepointWrite:
                                 node.describe())
                 ops[uid] = OperatorMetadata(uid, key_ser.snapshot(),
                                             tuple(metas[n] for n in sorted(metas)),
-                                            node.uid is None)
+                                            node.uid is None, broadcast_meta_infos(node, t.restore))
             kind = t.backend[0] if t.backend[0] == "rocksdb" else "hashmap"
             metadata = SavepointMetadata(
                 max_parallelism=t.max_parallelism, operators=ops,
@@ -324,27 +338,33 @@ class StreamingSavepointWrite:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def _pack_pass(metas: list[dict[str, Any]], sided: bool
+def _pack_pass(metas: list[dict[str, Any]], sided: bool, broadcast: Optional[Any] = None
                ) -> Callable[[Any], Any]:
-    """``applyInPandas`` per key group: its savepoint entries -> one restore row."""
+    """``applyInPandas`` per key group: its savepoint entries -> one restore row (with
+    ``broadcast`` = ``(meta infos, entries)``, the broadcast state every key group gets;
+    rows without a key then only mark a key group)."""
 
     def fn(pdf: Any) -> Any:
         import pandas as pd
 
+        from ..operators.broadcast_runtime import wrap_state
         from ..operators.keygroup import encode_state
         from ..state_store.entries import StateEntry
 
-        pdf = pdf.sort_values(["key", "state_name", "namespace", "user_key"], kind="stable")
         kg = int(pdf["key_group"].iloc[0])
+        pdf = pdf[pdf["key"].notna()].sort_values(
+            ["key", "state_name", "namespace", "user_key"], kind="stable")
         entries = [StateEntry(kg, n, bytes(k), bytes(ns or b""), bytes(uk or b""), bytes(v or b""))
                    for k, n, ns, uk, v in zip(pdf["key"], pdf["state_name"], pdf["namespace"],
                                               pdf["user_key"], pdf["value"])]
+        value = encode_state((StateMetaInfo.from_dict(m) for m in metas), entries)
+        if broadcast is not None:
+            value = wrap_state(value if entries else None, *broadcast) or value
         data: dict[str, Any] = {
             TS: pd.array([None], dtype="Int64"),
             KG: pd.array([kg], dtype="int32"),
             KEY: pd.Series([None], dtype=object),
-            VALUE: pd.Series([encode_state((StateMetaInfo.from_dict(m) for m in metas), entries)],
-                             dtype=object),
+            VALUE: pd.Series([value], dtype=object),
             "_seq": pd.array([RESTORE_SEQ], dtype="int64"),
         }
         if sided:
@@ -373,8 +393,13 @@ def restore_rows_folder(translator: Any, node: Transformation, folder: str, sche
     sided = SIDE in schema.fieldNames()
     entries, obs_in = observe(entries, f"restore entries {node.effective_uid()}",
                               {"entries": F.count(F.lit(1))})
+    broadcast = restored_broadcast(restore, node)
+    if broadcast is not None:  # every key group starts from the broadcast state
+        every = translator.spark.range(translator.max_parallelism).select(
+            F.col("id").cast("int").alias("key_group"))
+        entries = entries.unionByName(every, allowMissingColumns=True)
     packed = entries.groupBy("key_group").applyInPandas(
-        _pack_pass([m.to_dict() for m in op.states], sided), schema)
+        _pack_pass([m.to_dict() for m in op.states], sided, broadcast), schema)
     packed, obs_out = observe(packed, f"restore key groups {node.effective_uid()}",
                               {"key_groups": F.count(F.lit(1))})
     tmp = f"{folder}.tmp-{os.getpid()}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import types
 from typing import Any, Iterator, Optional
 
+from ..operators.broadcast import BroadcastSpec
 from ..operators.windows import WindowSpec
 
 __all__ = ["processing_time_use"]
@@ -26,6 +27,8 @@ _REGISTER = "register_processing_time_timer"
 
 def processing_time_use(function: Any) -> Optional[str]:
     """What in ``function`` registers processing-time timers (for a message), or None."""
+    if isinstance(function, BroadcastSpec):  # the user's (Keyed)BroadcastProcessFunction
+        function = function.function
     if isinstance(function, WindowSpec):
         assigner = function.assigner
         if not assigner.is_event_time():
