@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pyspark_datastream import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
 
-from examples import temporal_join, temporal_sort, ttl_example
+from examples import broadcast_rules, temporal_join, temporal_sort, ttl_example
 
 MODES = ("BATCH", "STREAMING")
 
@@ -137,3 +137,48 @@ def test_ttl_dedup_drops_repeats_within_the_ttl_and_forgets_ids_after_it(spark, 
     expected = [sorted(dict.fromkeys(events)) for events in ttl_example.ROUNDS]
     assert [sorted(out) for out in outputs] == expected
     assert [len(out) for out in outputs] == [3, 3]
+
+
+# -- broadcast rules ----------------------------------------------------------------------------
+
+def _rule_alerts(rules: list[Any], transactions: list[Any]) -> tuple[list[Any], list[Any]]:
+    """Flink's semantics stated directly: every rule update applies before any transaction
+    (BATCH's rule; in STREAMING both bounded inputs arrive in one micro-batch, whose rules come
+    first); a card's spend accumulates in time order; the reset finds no spend yet."""
+    thresholds: dict[str, int] = {}
+    for name, threshold in rules:
+        if name == "reset":
+            continue
+        if threshold < 0:
+            thresholds.pop(name, None)
+        else:
+            thresholds[name] = threshold
+    spend: dict[str, int] = defaultdict(int)
+    alerts, over = [], []
+    for card, amount, _time in sorted(transactions, key=lambda t: t[2]):
+        spend[card] += amount
+        alerts += [(card, name, amount, spend[card])
+                   for name, threshold in sorted(thresholds.items()) if amount >= threshold]
+        if spend[card] > 1_000 >= spend[card] - amount:
+            over.append((card, spend[card]))
+    return sorted(alerts), sorted(over)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_broadcast_rules_alerts_match_the_rules_in_force(spark: Any, tmp_path: Any,
+                                                         mode: str) -> None:
+    rules, transactions = broadcast_rules.generate(cards=4, transactions=30)
+    expected, over = _rule_alerts(rules, transactions)
+    assert {a[1] for a in expected} == {"large", "medium"}  # "small" was deleted
+    assert over
+    job = broadcast_rules.build_job(_env(spark, mode, tmp_path), rules, transactions)
+    if mode == "BATCH":
+        assert sorted(job.get_side_output(broadcast_rules.OVER_LIMIT)
+                      .execute_and_collect("broadcast-rules-over")) == over
+    assert sorted(job.execute_and_collect(f"broadcast-rules-{mode.lower()}")) == expected
+
+
+def test_broadcast_rules_example_runs_as_a_program(spark: Any, capsys: Any) -> None:
+    assert broadcast_rules.main(["--mode", "STREAMING", "--cards", "3",
+                                 "--transactions", "12"]) == 0
+    assert "as expected" in capsys.readouterr().out
