@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from .api.datastream import (
     AllWindowedStream,
+    BroadcastConnectedStream,
+    BroadcastStream,
     ConnectedStreams,
     DataStream,
     DataStreamSink,
@@ -158,9 +160,9 @@ __version__ = "0.1.0"
 __all__ = [
     "AggregateFunction", "AggregatingState", "AggregatingStateDescriptor", "AllWindowedStream",
     "AllWindowFunction", "BaseBroadcastProcessFunction", "BinarySortedState",
-    "BinarySortedStateDescriptor", "BroadcastProcessFunction", "BroadcastState",
-    "BroadcastStateError", "CheckpointMismatchError", "CheckpointRootError", "CloseableIterator",
-    "CoFlatMapFunction",
+    "BinarySortedStateDescriptor", "BroadcastConnectedStream", "BroadcastProcessFunction",
+    "BroadcastState", "BroadcastStateError", "BroadcastStream", "CheckpointMismatchError",
+    "CheckpointRootError", "CloseableIterator", "CoFlatMapFunction",
     "CoMapFunction", "Configuration", "ConfigurationError", "ConnectedStreams", "CoProcessFunction",
     "CountSlidingWindowAssigner", "CountTrigger", "CountTumblingWindowAssigner", "CountWindow",
     "DataStream", "DataStreamError", "DataStreamSink", "default_local_session", "Duration",
