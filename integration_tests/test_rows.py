@@ -1,10 +1,23 @@
-"""``from_collection`` with ``Types.ROW_NAMED`` / ``Types.ROW`` gives named Rows, as PyFlink
-does: a ported program reads ``value.info`` (it failed on plain tuples)."""
+"""Records of ``Types.ROW`` / ``Types.ROW_NAMED`` streams are named Rows, as PyFlink gives
+them (#16): from ``from_collection`` with ROW type info, after an operator declared a ROW
+``output_type``, from ``from_dataframe``; a ported program reads ``value.info`` (it failed on
+plain tuples) while code written for tuples keeps working."""
 
 from __future__ import annotations
 
 import pytest
-from pyspark_datastream import GraphBuildError, Row, Types
+from pyspark_datastream import (
+    GraphBuildError,
+    KeyedProcessFunction,
+    OutputTag,
+    OutputTypeError,
+    Row,
+    Time,
+    TumblingEventTimeWindows,
+    Types,
+    ValueStateDescriptor,
+    WatermarkStrategy,
+)
 
 ROWS = Types.ROW_NAMED(["id", "info"], [Types.INT(), Types.STRING()])
 
@@ -32,3 +45,141 @@ def test_unnamed_rows_and_elements_that_do_not_fit(env_factory):
                 .execute_and_collect()) == [(True, "x", True)]
     with pytest.raises(GraphBuildError, match=r"element 1 \(1, 2, 3\) does not fit"):
         env.from_collection([(1, "x"), (1, 2, 3)], type_info=pair)
+
+
+# --------------------------------------------------------------------------------------------
+# Rows wherever PyFlink gives them: after a ROW/ROW_NAMED output_type, from a DataFrame, in
+# keyed functions, windows, side outputs, collect and print. Expected values are computed
+# here from the input data, not from the job.
+# --------------------------------------------------------------------------------------------
+EVENT = Types.ROW_NAMED(["user", "amount", "ts"], [Types.STRING(), Types.LONG(), Types.LONG()])
+#: the same records with a field Spark cannot hold: they travel pickled between stages
+EVENT_PICKLED = Types.ROW_NAMED(["user", "amount", "ts", "meta"],
+                                [Types.STRING(), Types.LONG(), Types.LONG(),
+                                 Types.PICKLED_BYTE_ARRAY()])
+TOTAL = Types.ROW_NAMED(["user", "total", "fields"], [Types.STRING(), Types.LONG(), Types.INT()])
+RAW = [("u1", 3, 10), ("u2", 5, 11), ("u1", 4, 12), ("u3", 1, 13), ("u2", 2, 14), ("u1", 6, 15)]
+BIG = OutputTag("big", EVENT)
+
+
+def _conf(tmp_path):
+    return {"execution.checkpointing.dir": str(tmp_path / "ckpt")}
+
+
+class RunningTotal(KeyedProcessFunction):
+    """Reads its records only as Rows (attributes, as_dict); returns plain tuples for a
+    declared ROW output type and for a ROW side output."""
+
+    def open(self, runtime_context):
+        self.total = runtime_context.get_state(ValueStateDescriptor("total", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        if not isinstance(value, Row) or value.get_field_names()[:3] != ["user", "amount", "ts"]:
+            raise TypeError(f"expected a named Row, got {value!r}")
+        total = (self.total.value() or 0) + value.amount
+        self.total.update(total)
+        yield value.user, total, len(value.as_dict())
+        if value.amount > 4:
+            yield BIG, (value.user, value.amount, value.ts)
+
+
+def _expected_totals(fields: int) -> list[tuple]:
+    totals: dict[str, int] = {}
+    out = []
+    for user, amount, _ts in sorted(RAW, key=lambda r: r[2]):
+        totals[user] = totals.get(user, 0) + amount
+        out.append((user, totals[user], fields))
+        if amount > 4:
+            out.append((user, -amount, -1))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+@pytest.mark.parametrize("row_type", [EVENT, EVENT_PICKLED], ids=["typed", "pickled"])
+def test_rows_after_a_row_output_type_through_keyed_stages_side_outputs_and_collect(
+        env_factory, tmp_path, mode, row_type):
+    env = env_factory(mode, _conf(tmp_path))
+    width = len(row_type.get_field_names())
+    events = env.from_collection(RAW).map(
+        lambda t: t + ({"source": "test"},) * (len(t) < width), output_type=row_type)
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        lambda r, _: r.ts)  # the timestamp assigner reads Rows too
+    totals = (events.assign_timestamps_and_watermarks(strategy)
+              .key_by(lambda r: r.user)
+              .process(RunningTotal(), output_type=TOTAL))
+    main = list(totals.filter(lambda r: r.total > 0).execute_and_collect())
+    big = totals.get_side_output(BIG).map(lambda r: (r.user, -r.amount, -1), output_type=TOTAL)
+    got = main + list(big.execute_and_collect())
+    assert all(isinstance(r, Row) and r.get_field_names() == ["user", "total", "fields"]
+               for r in got)
+    assert sorted(got) == _expected_totals(width)  # a Row equals the tuple of its values
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_from_dataframe_records_are_named_rows_that_still_work_as_tuples(
+        spark, env_factory, tmp_path, capsys, mode):
+    rows = [("a", 1), ("b", 5), ("c", 7)]
+    df = spark.createDataFrame(rows, "user string, amount bigint")
+    env = env_factory(mode, _conf(tmp_path))
+    ds = env.from_dataframe(df)
+    doubled = ds.map(lambda r: r.amount * 2, output_type=Types.LONG())  # may run natively
+    described = ds.map(
+        lambda r: f"{r.user}:{r['amount']}:{r[1]}:{r.as_dict()['user']}:{type(r).__name__}",
+        output_type=Types.STRING())
+    tuple_code = ds.map(lambda r: (r == (r[0], r[1]), len(r), (lambda u, a: a)(*r)))
+    assert sorted(doubled.execute_and_collect()) == sorted(a * 2 for _, a in rows)
+    assert sorted(described.execute_and_collect()) == sorted(
+        f"{u}:{a}:{a}:{u}:Row" for u, a in rows)
+    assert sorted(tuple_code.execute_and_collect()) == sorted((True, 2, a) for _, a in rows)
+    collected = list(ds.execute_and_collect())
+    assert sorted(collected) == rows and all(r.get_field_names() == ["user", "amount"]
+                                             for r in collected)
+    ds.print("out")
+    env.execute("print rows")
+    printed = sorted(line for line in capsys.readouterr().out.splitlines()
+                     if line.startswith("out> "))
+    assert printed == [f"out> Row(user={u!r}, amount={a})" for u, a in rows]
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_windows_and_reduce_over_rows(spark, env_factory, tmp_path, mode):
+    clicks = [("a", 1, 0), ("a", 2, 3), ("b", 10, 4), ("a", 4, 7), ("b", 20, 8), ("b", 40, 9),
+              ("a", 8, 12), ("b", 80, 15), ("a", 16, 16), ("a", 32, 19)]
+    df = spark.createDataFrame(clicks, "user string, amount bigint, ts bigint")
+    env = env_factory(mode, _conf(tmp_path))
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        lambda r, _: r.ts)
+    keyed = env.from_dataframe(df).assign_timestamps_and_watermarks(strategy).key_by(
+        lambda r: r.user)
+    # each reduce returns a plain tuple and reads its previous result by field name
+    windowed = keyed.window(TumblingEventTimeWindows.of(Time.milliseconds(10))).reduce(
+        lambda a, b: (a.user, a.amount + b.amount, max(a.ts, b.ts)))
+    expected_windows: dict[tuple[str, int], list[int]] = {}
+    for user, amount, ts in clicks:
+        slot = expected_windows.setdefault((user, ts // 10), [0, ts])
+        slot[0] += amount
+        slot[1] = max(slot[1], ts)
+    got = list(windowed.execute_and_collect())
+    assert all(isinstance(r, Row) and r.get_field_names() == ["user", "amount", "ts"]
+               for r in got)
+    assert sorted(got) == sorted((u, s, t) for (u, _), (s, t) in expected_windows.items())
+    reduced = keyed.reduce(lambda a, b: (a.user, a.amount + b.amount, b.ts))
+    last = {r.user: r for r in reduced.execute_and_collect()}  # STREAMING: every update too
+    assert last == {u: (u, sum(a for x, a, _ in clicks if x == u),
+                        max(t for x, _, t in clicks if x == u)) for u in ("a", "b")}
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_row_outputs_keep_the_output_type_contract(env_factory, tmp_path, mode):
+    env = env_factory(mode, _conf(tmp_path))
+    pair = Types.ROW_NAMED(["user", "amount"], [Types.STRING(), Types.LONG()])
+    src = env.from_collection([1, 2])
+    wrong_type = src.map(lambda v: Row(user=5, amount=v), output_type=pair)
+    with pytest.raises(OutputTypeError, match=r"operator 'Map': an output record does not "
+                                              r"match the declared output_type .* field 'user' "
+                                              r"is declared Types.STRING\(\) but holds 5 \(int\)"):
+        list(wrong_type.execute_and_collect())
+    wrong_arity = src.map(lambda v: ("x", v, 3), output_type=pair).map(lambda r: r.user)
+    with pytest.raises(OutputTypeError, match=r"operator 'Map': record \('x', 1, 3\) has 3 "
+                                              r"fields but the declared output_type has 2"):
+        list(wrong_arity.execute_and_collect())

@@ -64,6 +64,7 @@ from ..spark_io.key_columns import native_key_bytes
 from ..spark_io.progress import BatchProgress, Stage
 from ..state_store.errors import GraphBuildError, JobExecutionError
 from .failures import surfacing
+from .rows import chain_before, chain_for_output, keyed_function, leading_rows
 from .stream import Stream
 from .tracing import Expr, ddl_of_field, field_plan, struct_type, to_column, trace
 
@@ -335,7 +336,7 @@ class BatchTranslator:
                 progress_stage = self._new_stage("pass", "pass", [node.name])
             elif self.batch_progress is not None:
                 self.batch_progress.stages[progress_stage - 1].names.append(node.name)
-            return replace(parent, chain=parent.chain + (stage,), type_info=node.output_type,
+            return replace(parent, chain=chain_before(parent) + (stage,), type_info=node.output_type,
                            name=node.name, stage=progress_stage)
         if isinstance(node, KeyByNode):
             # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
@@ -350,10 +351,11 @@ class BatchTranslator:
             field_keyed = self._field_keyed_input(node, key_node)
             if field_keyed is not None:
                 return field_keyed
-            combiner = node.function if (node.op == "reduce" and self.pre_aggregate) else None
+            function = keyed_function(node)
+            combiner = function if (node.op == "reduce" and self.pre_aggregate) else None
             df, enc = self.keyed_input(key_node, node, combiner=combiner)
             df = self._keyed_shuffle(df, node, sided=False)
-            spec = KeyedSpec(node.op, node.function, key_node.key_serializer, self.sorted_inputs,
+            spec = KeyedSpec(node.op, function, key_node.key_serializer, self.sorted_inputs,
                              self.backend, **self.savepoint_fields(node))
             keyed_stage = self.keyed_stage(node, node.op, sided=False)
             return Stream(df, enc, node.output_type, keyed=spec, name=node.name, stage=keyed_stage)
@@ -398,7 +400,8 @@ class BatchTranslator:
             parent = self.translate(node.inputs[0])
             assert parent.tagged
             df = parent.df.filter(col(TAG) == node.tag_id).select(TS, VALUE)
-            return Stream(df, PICKLED, node.output_type, name=node.name)
+            return Stream(df, PICKLED, node.output_type, name=node.name,
+                          chain=leading_rows(node.output_type, node.name))
         raise GraphBuildError(f"{node.describe()} is not supported in BATCH mode")
 
     def input_stream(self, parent: Transformation) -> Stream:
@@ -439,7 +442,7 @@ class BatchTranslator:
                 df = self._trigger_once(df, node)
                 what = "streaming DataFrame read once (available-now)"
             cols = tuple(df.columns)
-            enc = typed_encoding(node.output_type, shape="tuple", columns=cols)
+            enc = typed_encoding(node.output_type, columns=cols)  # ROW: records are Rows
             df = df.select(lit(None).cast("bigint").alias(TS), *[col(f"`{c}`") for c in cols])
             df = self._observe_source(df, node, what)
             return Stream(df, enc, node.output_type, name=node.name)
@@ -566,7 +569,7 @@ class BatchTranslator:
             sided=stream.sided,
             co_stage=stream.co_stage,
             keyed=stream.keyed,
-            chain=list(stream.chain),
+            chain=chain_for_output(stream, enc, key_out),
             tags=tags,
             key_out=key_out,
             combiner=combiner,
@@ -655,8 +658,8 @@ class BatchTranslator:
         index = key_field[0]
         column = col(f"`{parent.enc.columns[index]}`")
         df = parent.df.repartition(self.parallelism, column).sortWithinPartitions(column, col(TS))
-        spec = KeyedSpec(node.op, node.function, key_node.key_serializer, True, self.backend,
-                         key_field=index)
+        spec = KeyedSpec(node.op, keyed_function(node), key_node.key_serializer, True,
+                         self.backend, key_field=index)
         log.info("BATCH: %s is keyed by column %s", node.name, parent.enc.columns[index])
         name = parent.enc.columns[index]
         stage = self._new_stage(

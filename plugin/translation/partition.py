@@ -31,6 +31,7 @@ from ..operators.partition import (
 from ..plan.graph import FullPartitionNode, KeyByNode
 from ..runtime.encoding import KEY, KG, PICKLED, TS, ColumnWriter, Encoding, make_decoder
 from ..runtime.fastpath import plain_callable
+from .rows import leading_rows
 from .stream import Stream, StreamTranslator
 from .tracing import Expr, to_column, trace
 
@@ -70,7 +71,8 @@ def translate_full_partition(translator: StreamTranslator, node: FullPartitionNo
 
     out = df.mapInArrow(fn, f"{TS} bigint, {PICKLED.spark_fields()[0]}")
 
-    return Stream(out, PICKLED, node.output_type, name=node.name)
+    return Stream(out, PICKLED, node.output_type, name=node.name,
+                  chain=leading_rows(node.output_type, node.name))  # ROW: records become Rows
 
 
 def _native_sort_column(enc: Encoding, field: Any) -> Optional[Any]:

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..operators.windows.spec import WindowSpec
 from ..runtime.encoding import Encoding
-from ..runtime.rows import is_row_stage, row_stage
+from ..runtime.rows import is_row_stage, row_stage, shaped_reduce
 from .stream import Stream
 
-__all__ = ["chain_before", "chain_for_output", "leading_rows"]
+__all__ = ["chain_before", "chain_for_output", "leading_rows", "keyed_function"]
 
 
 def chain_before(stream: Stream) -> tuple[tuple[str, Any], ...]:
@@ -61,3 +62,22 @@ def leading_rows(type_info: Any, name: str) -> tuple[tuple[str, Any], ...]:
     Row stage for a ROW type, else nothing."""
     stage = row_stage(type_info, name)
     return () if stage is None else (stage,)
+
+
+def keyed_function(node: Any) -> Any:
+    """The function a keyed node runs: a reduce over records of a ROW type, keyed or per
+    window, reads Rows for the value it returned last too
+    (:func:`~..runtime.rows.shaped_reduce`)."""
+    op = getattr(node, "op", None)
+    if op == "reduce":
+        return shaped_reduce(node.function, node.output_type, node.name)
+    spec = node.function
+    if op != "window" or not isinstance(spec, WindowSpec) or spec.kind != "reduce":
+        return spec
+    shaped = shaped_reduce(spec.function, node.inputs[0].output_type, node.name)
+    if shaped is spec.function:
+        return spec
+    return WindowSpec(spec.assigner, spec.kind, shaped, trigger=spec.trigger,
+                      allowed_lateness=spec.allowed_lateness,
+                      late_output_tag=spec.late_output_tag,
+                      window_function=spec.window_function, state_type=spec.state_type)

@@ -64,8 +64,8 @@ from ..runtime.group_frames import (
     SEQ,
     SEQ_ROW,
     TypedInput,
+    output_encoding,
     typed_input,
-    typed_output_encoding,
     unpack_blobs,
 )
 from ..runtime.group_state import (
@@ -83,6 +83,7 @@ from ..state_store.errors import ConfigurationError, GraphBuildError
 from .batch import BatchTranslator
 from .failures import job_failure
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
+from .rows import chain_for_output, keyed_function
 from .stream import Stream
 from .timecheck import processing_time_use
 
@@ -334,7 +335,8 @@ class StreamingTranslator(BatchTranslator):
             key_node = node.inputs[0]
             assert isinstance(key_node, KeyByNode)
             df = self.keyed_input_df(key_node, node)
-            return self.stateful(node, df, node.op, node.function, key_node.key_serializer, False)
+            return self.stateful(node, df, node.op, keyed_function(node), key_node.key_serializer,
+                                 False)
         if isinstance(node, CoKeyedNode):
             parts = []
             for side, key_node in enumerate(node.inputs):
@@ -365,7 +367,8 @@ class StreamingTranslator(BatchTranslator):
         spec = PassSpec(
             name=name or stream.name, input_enc=stream.enc, output_enc=enc,
             config=dict(self.op_config), sided=stream.sided, co_stage=stream.co_stage,
-            keyed=stream.keyed, chain=list(stream.chain), tags=tags, key_out=key_out,
+            keyed=stream.keyed, chain=chain_for_output(stream, enc, key_out), tags=tags,
+            key_out=key_out,
             combiner=combiner, max_parallelism=self.max_parallelism,
         )
         return stream.df.mapInArrow(stream_pass(spec, self.parallelism), output_ddl(spec))
@@ -449,7 +452,7 @@ class StreamingTranslator(BatchTranslator):
                     os.replace(tmp, folder)
                 df = spark.readStream.schema(df.schema).parquet(folder)
             cols = tuple(df.columns)
-            enc = typed_encoding(node.output_type, shape="tuple", columns=cols)
+            enc = typed_encoding(node.output_type, columns=cols)  # ROW: records are Rows
             df = df.select(lit(None).cast("bigint").alias(TS), *[col(f"`{c}`") for c in cols])
             return Stream(df, enc, node.output_type, name=node.name)
         raise GraphBuildError(f"{node.describe()}: unknown source kind {node.kind!r}")
@@ -472,7 +475,8 @@ class StreamingTranslator(BatchTranslator):
         spec = PassSpec(
             name=name, input_enc=parent.enc, output_enc=PICKLED, config=dict(self.op_config),
             sided=parent.sided, co_stage=parent.co_stage, keyed=parent.keyed,
-            chain=list(parent.chain), key_out=key_out, max_parallelism=self.max_parallelism)
+            chain=chain_for_output(parent, PICKLED, key_out), key_out=key_out,
+            max_parallelism=self.max_parallelism)
         return parent.df.mapInArrow(seq_pass(spec, self.parallelism),
                                     output_ddl(spec) + f", {SEQ} bigint")
 
@@ -640,7 +644,7 @@ class StreamingTranslator(BatchTranslator):
         backend_kind = "rocksdb" if backend[0] == "rocksdb" else "hashmap"
         # group_frames.py: typed columns in (native keyed input) and out, where pandas keeps
         # them exact; pickled ``_v`` otherwise
-        out_enc = None if tags else typed_output_encoding(node.output_type)
+        out_enc = output_encoding(node.output_type, bool(tags))  # ROW types: pickled Rows
         spec = GroupSpec(node.name, kind, function, key_serializer, dict(self.op_config),
                           ws is not None, sided, tags,
                           (backend_kind, dict(backend[1] or {})),
@@ -656,7 +660,8 @@ class StreamingTranslator(BatchTranslator):
         out = df.groupBy(KG).applyInPandasWithState(
             group_function(spec), f"{BLOB} binary", _STATE_SCHEMA, "append", timeout)
         out = out.mapInArrow(unpack_blobs, ddl)
-        return Stream(out, out_enc or PICKLED, node.output_type, name=node.name,
+        return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
+                      node.output_type, name=node.name,
                       tagged=bool(tags))
 
     def _processing_timeout(self, node: Transformation, function: Any, ws: Any) -> bool:
