@@ -162,7 +162,9 @@ class StreamExecutionEnvironment:
         return DataStream(self, node)
 
     def from_dataframe(self, df: DataFrame, type_info: Optional[TypeInformation] = None) -> DataStream:
-        """Records are tuples in column order; batch DataFrames are bounded, streaming ones not."""
+        """Records are named Rows of the schema's field names (``Types.ROW_NAMED``, in column
+        order; tuples with a ``Types.TUPLE`` ``type_info``); batch DataFrames are bounded,
+        streaming ones not."""
         from ..spark_io.schema import type_info_from_schema
 
         if not hasattr(df, "schema") or not hasattr(df, "isStreaming"):
