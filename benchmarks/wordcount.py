@@ -8,7 +8,9 @@ SparkSession times: native ``groupBy().count()``, the project's BATCH
 Results are checked against pandas. Each variant, the baseline included, runs
 once untimed (JVM code compilation, Python worker start-up) and then ``--repeat``
 times; the median counts, and ``runs`` in the JSON lists every timed run. The
-last line is JSON with ratios measured in this run.
+last line is JSON with ratios measured in this run, and the peak resident set size
+(``peak_rss_mib``, MiB) of the driver, the JVM and the Python workers (their sum),
+sampled every 0.25 s in a background thread, overall and per variant.
 """
 
 from __future__ import annotations
@@ -110,7 +112,11 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=400_000)
     parser.add_argument("--data", default=".bench-data")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per variant (median)")
+    parser.add_argument("--quick", action="store_true",
+                        help="200k records, 20k keys, one timed run (a smoke run)")
     args = parser.parse_args()
+    if args.quick:
+        args.records, args.keys, args.repeat = 200_000, 20_000, 1
 
     from pyspark_datastream import (
         Configuration,
@@ -118,13 +124,14 @@ def main() -> None:
         RuntimeExecutionMode,
         StreamExecutionEnvironment,
         Types,
-        default_local_session,
     )
+
+    from benchmarks.common import RssSampler, local_session
 
     path = os.path.abspath(os.path.join(args.data, f"words-{args.records}-{args.keys}"))
     generate(path, args.records, args.keys)
     expected = expected_counts(path)
-    spark = default_local_session()
+    spark = local_session()
     spark.conf.set("spark.sql.shuffle.partitions", "4")
     words = spark.read.parquet(path)
     words.count()  # warm up file listing and the JVM
@@ -171,10 +178,17 @@ def main() -> None:
             check(rows, expected, what)
         return statistics.median(times), times
 
-    native_s, native_runs = timed(native, "native")
-    reduce_s, reduce_runs = timed(reduce, "reduce")
-    sum_s, sum_runs = timed(sum_, "sum")
-    streaming_s, streaming_runs = timed_streaming(spark, path, words.schema, expected, args.repeat)
+    # peak RSS of the driver, the JVM and the Python workers, sampled while the variants run
+    with RssSampler() as rss:
+        with rss.phase("native"):
+            native_s, native_runs = timed(native, "native")
+        with rss.phase("reduce"):
+            reduce_s, reduce_runs = timed(reduce, "reduce")
+        with rss.phase("sum"):
+            sum_s, sum_runs = timed(sum_, "sum")
+        with rss.phase("streaming"):
+            streaming_s, streaming_runs = timed_streaming(spark, path, words.schema, expected,
+                                                          args.repeat)
 
     result = {
         "native_s": round(native_s, 3), "reduce_s": round(reduce_s, 3), "sum_s": round(sum_s, 3),
@@ -187,6 +201,9 @@ def main() -> None:
         "runs": {name: [round(t, 2) for t in runs] for name, runs in (
             ("native", native_runs), ("reduce", reduce_runs), ("sum", sum_runs),
             ("streaming", streaming_runs))},
+        # MiB; a Python worker's RSS counts pages it shares with the daemon it forked from
+        "peak_rss_mib": rss.summary(),
+        "peak_rss_mib_by_variant": rss.by_phase(),
     }
     print(f"records={args.records} keys={args.keys}: native {native_s:.2f}s, "
           f"reduce {reduce_s:.2f}s, sum {sum_s:.2f}s, streaming {streaming_s:.2f}s")

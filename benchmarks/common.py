@@ -1,0 +1,152 @@
+"""What every Spark benchmark here shares: the session, the timing rule, peak RSS sampling.
+
+* :func:`local_session`: the local SparkSession a program gets from
+  ``StreamExecutionEnvironment.get_execution_environment()`` (``local[2]`` unless one is
+  active), with Spark's log quieted.
+* :func:`timed`: a variant runs once untimed (the JVM compiles its code paths, Python
+  workers start and import the library), then ``repeat`` times; the median counts and
+  every timed run is kept for the JSON. Each run's result is checked.
+* :class:`RssSampler`: a background thread sampling the resident set size of this process
+  (the driver), of the JVM it started and of the Python workers under the JVM, keeping the
+  peak of each (a worker's RSS counts pages it shares with the daemon it forked from, so
+  the workers' sum is an upper bound).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["local_session", "timed", "progress", "load", "RssSampler"]
+
+
+def local_session() -> Any:
+    """The SparkSession a DataStream program gets by default (``local[2]``, 4 shuffle partitions)."""
+    from pyspark_datastream import StreamExecutionEnvironment
+
+    spark = StreamExecutionEnvironment.get_execution_environment().spark
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def progress(message: str) -> None:
+    """One line on stderr (stdout's last line is the JSON)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def timed(run: Callable[[], Any], check: Callable[[Any], None], repeat: int,
+          warmup: bool = True, name: str = "") -> tuple[float, list[float]]:
+    """Median seconds of ``repeat`` runs of ``run`` (after one untimed run when ``warmup``),
+    and every timed run; ``check`` gets each run's result (outside the timing) and raises
+    when it is wrong. Each run's time goes to stderr as it ends."""
+    times = []
+    for i in range(repeat + warmup):
+        start = time.perf_counter()
+        result = run()
+        seconds = time.perf_counter() - start
+        check(result)
+        if i >= warmup:
+            times.append(seconds)
+        progress(f"{name} {'warm-up' if i < warmup else f'run {i + 1 - warmup}'}: "
+                 f"{seconds:.2f} s, checked")
+    return statistics.median(times), times
+
+
+def load() -> list[float]:
+    """The 1/5/15-minute load average: other work on the machine skews every ratio."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+class RssSampler:
+    """Peak RSS (MiB) of the driver, the JVM and the Python workers, sampled every ``interval``
+    seconds in a daemon thread, overall and per phase (``with sampler.phase("name"):``)."""
+
+    KINDS = ("driver", "jvm", "python_workers")
+
+    def __init__(self, interval: float = 0.25) -> None:
+        import psutil
+
+        self._psutil = psutil
+        self._me = psutil.Process()
+        self._interval = interval
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.peak: dict[str, float] = dict.fromkeys(self.KINDS, 0.0)
+        self.phases: dict[str, dict[str, float]] = {}
+        self._current: str | None = None
+        self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        with self._lock:
+            self._current = name
+            self.phases.setdefault(name, dict.fromkeys(self.KINDS, 0.0))
+        try:
+            yield
+        finally:
+            self.sample()  # a short phase still gets one sample
+            with self._lock:
+                self._current = None
+
+    def sample(self) -> None:
+        """Take one sample now (the thread calls this every interval)."""
+        ps = self._psutil
+        sizes = dict.fromkeys(self.KINDS, 0)
+        try:
+            sizes["driver"] = self._me.memory_info().rss
+            children = self._me.children(recursive=True)
+        except ps.Error:
+            return
+        jvms = []
+        for proc in children:
+            try:
+                if proc.name() == "java":
+                    jvms.append(proc)
+                    sizes["jvm"] += proc.memory_info().rss
+            except ps.Error:
+                continue
+        for jvm in jvms:
+            try:
+                workers = jvm.children(recursive=True)
+            except ps.Error:
+                continue
+            for proc in workers:
+                try:
+                    if proc.name().startswith("python"):
+                        sizes["python_workers"] += proc.memory_info().rss
+                except ps.Error:
+                    continue
+        mib = {k: v / 2**20 for k, v in sizes.items()}
+        with self._lock:
+            for k, v in mib.items():
+                self.peak[k] = max(self.peak[k], v)
+                if self._current is not None:
+                    self.phases[self._current][k] = max(self.phases[self._current][k], v)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.sample()
+
+    def summary(self) -> dict[str, Any]:
+        """``{"driver": MiB, "jvm": MiB, "python_workers": MiB}`` peaks, rounded."""
+        with self._lock:
+            return {k: round(v) for k, v in self.peak.items()}
+
+    def by_phase(self) -> dict[str, dict[str, int]]:
+        with self._lock:
+            return {name: {k: round(v) for k, v in peaks.items()}
+                    for name, peaks in self.phases.items()}

@@ -1,0 +1,65 @@
+"""The Spark benchmarks' ``--quick`` runs, end to end, as ``make bench-quick`` runs them.
+
+Each benchmark compares its variants' results with its baseline's and exits non-zero when
+one differs; here it runs as a subprocess (its own local[2] SparkSession) on a small input,
+and its last line, JSON, must hold the fields the README's figures are read from and say
+that every comparison passed. Speed is not asserted (the figures of a quick run mean
+nothing). Each takes well under a minute on a quiet 2-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run(module: str, data: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{module}", "--quick", "--data", data],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (
+        f"benchmarks.{module} --quick failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
+        f"{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_sessionize_quick(tmp_path):
+    result = _run("sessionize", str(tmp_path))
+    assert result["benchmark"] == "sessionize" and result["quick"] is True
+    for field in ("baseline_s", "batch_s", "streaming_s", "baseline_shuffled_s",
+                  "batch_shuffled_s", "batch_ratio", "streaming_ratio", "batch_shuffled_ratio",
+                  "peak_rss_mib", "runs", "load"):
+        assert field in result, field
+    assert result["results_equal"] is True
+    assert result["checked_equal_to_baseline"] == [
+        "baseline_shuffled", "batch", "batch_shuffled", "streaming"]
+    # the comparison had something to compare: sessions, some still open in STREAMING
+    assert result["session_ends"] > 1_000
+    assert 0 <= result["streaming_sessions_open_at_end"] < result["session_ends"]
+    assert set(result["targets_met"]) == {"batch_ratio", "streaming_ratio"}
+    assert set(result["peak_rss_mib"]) == {"driver", "jvm", "python_workers"}
+    assert result["peak_rss_mib"]["jvm"] > 0
+
+
+@pytest.mark.slow
+def test_savepoint_io_quick(tmp_path):
+    result = _run("savepoint_io", str(tmp_path))
+    assert result["benchmark"] == "savepoint_io" and result["quick"] is True
+    for field in ("batch_s", "batch_savepoint_s", "streaming_empty_s", "plain_read_savepoint_s",
+                  "streaming_restore_s", "batch_savepoint_ratio", "streaming_restore_ratio",
+                  "savepoint_entries", "peak_rss_mib", "runs", "load"):
+        assert field in result, field
+    assert result["results_equal"] is True
+    assert result["checked"] == ["batch", "batch_savepoint", "streaming_empty",
+                                 "batch_savepoint+streaming_restore"]
+    # every user's session count is in the savepoint the STREAMING run restored
+    assert result["savepoint_keys"] == result["keys"]
+    assert result["savepoint_entries_by_state"]["sessions"] == result["keys"]
+    assert set(result["targets_met"]) == {"batch_savepoint_ratio", "streaming_restore_ratio"}
