@@ -210,9 +210,37 @@ def create_ttl_state(
 # --------------------------------------------------------------------------------------------
 # incremental cleanup
 # --------------------------------------------------------------------------------------------
+class _Pass:
+    """When a cleanup may idle: a full pass over a state that started at ``start`` and saw
+    ``earliest`` as the earliest expiry of the values it kept can skip every step until the
+    time reaches ``min(earliest, start + ttl)`` - no value can expire before that (a value it
+    did not see was written after it started)."""
+
+    __slots__ = ("start", "earliest", "idle_until")
+
+    def __init__(self) -> None:
+        self.start: Optional[int] = None
+        self.earliest: Optional[int] = None
+        self.idle_until: Optional[int] = None
+
+    def begin(self, now: int) -> None:
+        self.start, self.earliest = now, None
+
+    def saw(self, expiry: Optional[int]) -> None:
+        if expiry is not None and (self.earliest is None or expiry < self.earliest):
+            self.earliest = expiry
+
+    def end(self, ttl: int) -> None:
+        assert self.start is not None
+        bound = self.start + ttl
+        self.idle_until = bound if self.earliest is None else min(self.earliest, bound)
+        self.start = None
+
+
 class _HeapCleanup:
     """A cursor over the keys (key, namespace) of one heap state: each step checks the next
-    ``size`` of them and drops their expired values; a new pass lists the keys again."""
+    ``size`` of them and drops their expired values; a new pass lists the keys again. After a
+    pass, steps idle until a value can have expired (see :class:`_Pass`)."""
 
     def __init__(self, original: Any, kind: StateKind, ctx: TtlContext, size: int) -> None:
         self._original = original
@@ -220,57 +248,83 @@ class _HeapCleanup:
         self._size = size
         self._pending: list[tuple[int, bytes, Any]] = []
         self._prune = _PRUNERS[kind]
+        self._pass = _Pass()
         self._running = False
 
     def step(self) -> None:
+        ctx = self._ctx
+        now = ctx.now()
+        current = self._pass
+        if current.idle_until is not None and now < current.idle_until:
+            return
         if self._running:  # a prune writing through the state must not recurse
             return
         self._running = True
         try:
-            ctx = self._ctx
-            now = ctx.now()
             original = self._original
             pending = self._pending
+            prune, saw = self._prune, current.saw
+
+            def check(container: Any) -> Any:
+                kept, expiry = prune(container, ctx, now)
+                saw(expiry)
+                return kept
+
             for _ in range(self._size):
                 if not pending:
+                    if current.start is not None:  # a pass is complete
+                        current.end(ctx.ttl)
+                        if now < current.idle_until:  # type: ignore[operator]
+                            return
+                    current.begin(now)
                     pending.extend(reversed(original.container_keys()))
                     if not pending:
                         return
                 key_group, key_bytes, namespace = pending.pop()
-                original.prune_container(key_group, key_bytes, namespace,
-                                         lambda container: self._prune(container, ctx, now))
+                original.prune_container(key_group, key_bytes, namespace, check)
         finally:
             self._running = False
 
 
-def _prune_value(container: TtlValue, ctx: TtlContext, now: int) -> Any:
-    return None if ctx.is_expired(container, now) else container
+def _prune_value(container: TtlValue, ctx: TtlContext, now: int) -> tuple[Any, Optional[int]]:
+    if ctx.is_expired(container, now):
+        return None, None
+    return container, container[1] + ctx.ttl
 
 
-def _prune_list(container: list[TtlValue], ctx: TtlContext, now: int) -> Any:
+def _prune_list(container: list[TtlValue], ctx: TtlContext,
+                now: int) -> tuple[Any, Optional[int]]:
     kept = [v for v in container if not ctx.is_expired(v, now)]
-    return container if len(kept) == len(container) else (kept or None)
+    earliest = min((v[1] for v in kept), default=None)
+    expiry = None if earliest is None else earliest + ctx.ttl
+    return (container if len(kept) == len(container) else (kept or None)), expiry
 
 
-def _prune_map(container: dict[Any, TtlValue], ctx: TtlContext, now: int) -> Any:
+def _prune_map(container: dict[Any, TtlValue], ctx: TtlContext,
+               now: int) -> tuple[Any, Optional[int]]:
     expired = [k for k, v in container.items() if ctx.is_expired(v, now)]
     for key in expired:
         del container[key]
-    return container or None
+    earliest = min((v[1] for v in container.values()), default=None)
+    return (container or None), (None if earliest is None else earliest + ctx.ttl)
 
 
-def _prune_sorted(container: Any, ctx: TtlContext, now: int) -> Any:
+def _prune_sorted(container: Any, ctx: TtlContext, now: int) -> tuple[Any, Optional[int]]:
+    earliest: Optional[int] = None
     for lex in list(container):
         slot = container[lex]
         kept = [v for v in slot[1] if not ctx.is_expired(v, now)]
         if not kept:
             del container[lex]
-        elif len(kept) != len(slot[1]):
+            continue
+        if len(kept) != len(slot[1]):
             slot[1] = kept
-    return container or None
+        first = min(v[1] for v in kept)
+        earliest = first if earliest is None else min(earliest, first)
+    return (container or None), (None if earliest is None else earliest + ctx.ttl)
 
 
-_PRUNERS: dict[StateKind, Callable[[Any, TtlContext, int], Any]] = {
+_PRUNERS: dict[StateKind, Callable[[Any, TtlContext, int], tuple[Any, Optional[int]]]] = {
     StateKind.VALUE: _prune_value,
     StateKind.REDUCING: _prune_value,
     StateKind.AGGREGATING: _prune_value,
@@ -283,7 +337,8 @@ _PRUNERS: dict[StateKind, Callable[[Any, TtlContext, int], Any]] = {
 class _RocksCleanup:
     """The emulated compaction filter: a cursor over the stored rows of one state (key group
     by key group); each step reads the next :data:`ROCKSDB_CLEANUP_ROWS` rows and deletes
-    the expired ones (their first 8 value bytes are the last-access timestamp)."""
+    the expired ones (their first 8 value bytes are the last-access timestamp). After a pass
+    over every key group, steps idle until a value can have expired (see :class:`_Pass`)."""
 
     def __init__(self, backend: Any, name: str, ctx: TtlContext) -> None:
         self._backend = backend
@@ -292,31 +347,51 @@ class _RocksCleanup:
         self._groups = list(backend.key_group_range)
         self._group = 0
         self._after: Optional[bytes] = None
+        self._pass = _Pass()
 
     def step(self) -> None:
         ctx = self._ctx
-        limit = ctx.now() - ctx.ttl
+        now = ctx.now()
+        current = self._pass
+        if current.idle_until is not None and now < current.idle_until:
+            return
+        if current.start is None:
+            current.begin(now)
+        ttl = ctx.ttl
+        limit = now - ttl
         backend = self._backend
         # each seek costs one unit of the budget even when it finds nothing, so a step over
         # many empty key groups stays as cheap as one over rows
         budget = ROCKSDB_CLEANUP_ROWS
         expired: list[bytes] = []
         groups = self._groups
+        earliest: Optional[int] = None
         while budget > 0:
             prefix = encode_key_group(groups[self._group]) + self._name_part
             lower = prefix if self._after is None else self._after + b"\x00"
             seen = 0
+            full = False
             for key, value in backend.scan(lower, prefix_successor(prefix)):
                 seen += 1
-                if TTL_TIMESTAMP.unpack_from(value)[0] <= limit:
+                stamp = TTL_TIMESTAMP.unpack_from(value)[0]
+                if stamp <= limit:
                     expired.append(key)
+                elif earliest is None or stamp < earliest:
+                    earliest = stamp
                 self._after = key
                 if seen == budget:
+                    full = True
                     break
-            if seen < budget:  # the group is done: the next one
+            budget -= max(seen, 1)
+            if not full:  # the group is done: the next one
                 self._group = (self._group + 1) % len(groups)
                 self._after = None
-            budget -= max(seen, 1)
+                if self._group == 0:  # every key group visited: the pass is complete
+                    current.saw(None if earliest is None else earliest + ttl)
+                    earliest = None
+                    current.end(ttl)
+                    break
+        current.saw(None if earliest is None else earliest + ttl)
         if expired:
             db = backend.db
             for key in expired:

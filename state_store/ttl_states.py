@@ -16,7 +16,9 @@ state interface and apply the semantics of the :class:`~.ttl_config.StateTtlConf
   value is added, unless ``ReturnExpiredIfNotCleanedUp``.
 
 With ``expires=False`` (sorted BATCH execution, where TTL does not apply) values are
-stamped but never expire. Merging namespaces merges the stored ``TtlValue``s as they are.
+stamped but never expire. Merging namespaces merges the stored values as they are. The
+decorators store plain ``(value, timestamp)`` pairs (cheaper to build than
+:class:`~.serializers.TtlValue`, which the serializer reads back as).
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ from .backend import (
 from .descriptors import StateDescriptor
 from .entries import StateEntry
 from .errors import StateError
-from .serializers import TtlValue
 from .ttl_config import StateTtlConfig
 
 __all__ = [
@@ -51,6 +52,9 @@ __all__ = [
     "TtlReduceFunction",
     "TtlAggregateFunction",
 ]
+
+#: a stored value: ``(user value, last-access timestamp)`` (a ``TtlValue`` when deserialized)
+Stamped = tuple[Any, int]
 
 _RETURN_EXPIRED = StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
 _ON_READ_AND_WRITE = StateTtlConfig.UpdateType.OnReadAndWrite
@@ -81,11 +85,11 @@ class TtlContext:
         self.now = now
         self.accessed: Callable[[], None] = _no_cleanup
 
-    def is_expired(self, stored: TtlValue, now: int) -> bool:
+    def is_expired(self, stored: Stamped, now: int) -> bool:
         """``last access + ttl <= now`` (never without expiry)."""
         return self.expires and stored[1] + self.ttl <= now
 
-    def unexpired(self, stored: TtlValue | None, now: int) -> Any:
+    def unexpired(self, stored: Stamped | None, now: int) -> Any:
         """The user value of ``stored`` unless it is absent or expired and expired values
         are not returned; else None."""
         if stored is None or (not self.return_expired and self.is_expired(stored, now)):
@@ -100,7 +104,7 @@ class TtlReduceFunction:
         self._ctx = ctx
         self._reduce = reduce
 
-    def __call__(self, left: TtlValue, right: TtlValue) -> TtlValue | None:
+    def __call__(self, left: Stamped, right: Stamped) -> Stamped | None:
         ctx = self._ctx
         now = ctx.now()
         a, b = ctx.unexpired(left, now), ctx.unexpired(right, now)
@@ -109,10 +113,10 @@ class TtlReduceFunction:
             if reduced is None:
                 raise StateError(
                     f"the reduce function of reducing state {ctx.name!r} returned None")
-            return TtlValue(reduced, now)
+            return (reduced, now)
         if a is not None:
-            return TtlValue(a, now)
-        return None if b is None else TtlValue(b, now)
+            return (a, now)
+        return None if b is None else (b, now)
 
 
 class TtlAggregateFunction:
@@ -122,10 +126,10 @@ class TtlAggregateFunction:
         self._ctx = ctx
         self.function = function
 
-    def create_accumulator(self) -> TtlValue:
-        return TtlValue(self.function.create_accumulator(), self._ctx.now())
+    def create_accumulator(self) -> Stamped:
+        return (self.function.create_accumulator(), self._ctx.now())
 
-    def add(self, value: Any, accumulator: TtlValue | None) -> TtlValue:
+    def add(self, value: Any, accumulator: Stamped | None) -> Stamped:
         ctx = self._ctx
         now = ctx.now()
         current = ctx.unexpired(accumulator, now)
@@ -136,20 +140,20 @@ class TtlAggregateFunction:
             raise StateError(
                 f"AggregateFunction.add of aggregating state {ctx.name!r} returned None; "
                 "it must return the accumulator")
-        return TtlValue(added, now)
+        return (added, now)
 
-    def get_result(self, accumulator: TtlValue) -> Any:
+    def get_result(self, accumulator: Stamped) -> Any:
         return self.function.get_result(accumulator[0])
 
-    def merge(self, left: TtlValue, right: TtlValue) -> TtlValue | None:
+    def merge(self, left: Stamped, right: Stamped) -> Stamped | None:
         ctx = self._ctx
         now = ctx.now()
         a, b = ctx.unexpired(left, now), ctx.unexpired(right, now)
         if a is not None and b is not None:
-            return TtlValue(self.function.merge(a, b), now)
+            return (self.function.merge(a, b), now)
         if a is not None:
-            return TtlValue(a, now)
-        return None if b is None else TtlValue(b, now)
+            return (a, now)
+        return None if b is None else (b, now)
 
 
 class TtlState(InternalKvState):
@@ -191,7 +195,7 @@ class TtlState(InternalKvState):
     def load_entries(self, entries: Iterable[StateEntry]) -> None:
         self.original.load_entries(entries)
 
-    def _checked(self, stored: TtlValue, update: Callable[[TtlValue], None],
+    def _checked(self, stored: Stamped, update: Callable[[Stamped], None],
                  clear: Callable[[], None]) -> Any:
         """The user value of a stored single value under the TTL rules (see the module)."""
         ctx = self.ctx
@@ -200,18 +204,18 @@ class TtlState(InternalKvState):
             clear()
             return stored[0] if ctx.return_expired else None
         if ctx.update_on_read:
-            update(TtlValue(stored[0], now))
+            update((stored[0], now))
         return stored[0]
 
-    def _visible_elements(self, stored: list[TtlValue], now: int,
-                          replace: Callable[[list[TtlValue]], None],
+    def _visible_elements(self, stored: list[Stamped], now: int,
+                          replace: Callable[[list[Stamped]], None],
                           clear: Callable[[], None]) -> list[Any]:
         """Elements of a list (or sorted entry) a read returns; cleans up as Flink's list
         state does: all expired -> removed; ``OnReadAndWrite`` -> unexpired ones restamped."""
         ctx = self.ctx
         if not ctx.expires:
             if ctx.update_on_read:
-                replace([TtlValue(v[0], now) for v in stored])
+                replace([(v[0], now) for v in stored])
             return [v[0] for v in stored]
         limit = now - ctx.ttl
         unexpired = [v for v in stored if v[1] > limit]
@@ -219,7 +223,7 @@ class TtlState(InternalKvState):
         if not unexpired:
             clear()
         elif ctx.update_on_read:
-            replace([TtlValue(v[0], now) for v in unexpired])
+            replace([(v[0], now) for v in unexpired])
         return [v[0] for v in shown]
 
     def __repr__(self) -> str:
@@ -230,19 +234,26 @@ class TtlValueState(TtlState, InternalValueState):
     """Value state with TTL."""
 
     def value(self) -> Any:
-        self.ctx.accessed()
+        ctx = self.ctx
+        ctx.accessed()
         original = self.original
         stored = original.value()
         if stored is None:
             return None
-        return self._checked(stored, original.update, original.clear)
+        now = ctx.now()  # _checked inlined: the hot path
+        if ctx.expires and stored[1] + ctx.ttl <= now:
+            original.clear()
+            return stored[0] if ctx.return_expired else None
+        if ctx.update_on_read:
+            original.update((stored[0], now))
+        return stored[0]
 
     def update(self, value: Any) -> None:
         self.ctx.accessed()
         if value is None:
             self.original.clear()
         else:
-            self.original.update(TtlValue(value, self.ctx.now()))
+            self.original.update((value, self.ctx.now()))
 
 
 def _refuse_none(name: str, values: Iterable[Any]) -> list[Any]:
@@ -268,7 +279,7 @@ class TtlListState(TtlState, InternalListState):
         self.ctx.accessed()
         if value is None:
             raise StateError(f"cannot add None to list state {self.descriptor.name!r}")
-        self.original.add(TtlValue(value, self.ctx.now()))
+        self.original.add((value, self.ctx.now()))
 
     def add_all(self, values: Iterable[Any] | None) -> None:
         self.ctx.accessed()
@@ -277,13 +288,13 @@ class TtlListState(TtlState, InternalListState):
         items = _refuse_none(self.descriptor.name, values)
         if items:
             now = self.ctx.now()
-            self.original.add_all([TtlValue(v, now) for v in items])
+            self.original.add_all([(v, now) for v in items])
 
     def update(self, values: Iterable[Any] | None) -> None:
         self.ctx.accessed()
         items = [] if values is None else _refuse_none(self.descriptor.name, values)
         now = self.ctx.now()
-        self.original.update([TtlValue(v, now) for v in items])
+        self.original.update([(v, now) for v in items])
 
     def get_internal(self) -> list[Any] | None:
         return self.get() or None
@@ -301,7 +312,7 @@ class TtlListState(TtlState, InternalListState):
 class TtlMapState(TtlState, InternalMapState):
     """Map state with TTL: each entry expires on its own."""
 
-    def _wrapped(self, key: Any) -> TtlValue | None:
+    def _wrapped(self, key: Any) -> Stamped | None:
         """The stored entry under the TTL rules (Flink's ``getWrapped``); None when absent
         or expired and not returned."""
         ctx = self.ctx
@@ -315,7 +326,7 @@ class TtlMapState(TtlState, InternalMapState):
             original.remove(key)
             return stored if ctx.return_expired else None
         if ctx.update_on_read:
-            original.put(key, TtlValue(stored[0], now))
+            original.put(key, (stored[0], now))
         return stored
 
     def get(self, key: Any) -> Any:
@@ -327,13 +338,13 @@ class TtlMapState(TtlState, InternalMapState):
 
     def put(self, key: Any, value: Any) -> None:
         self.ctx.accessed()
-        self.original.put(key, TtlValue(value, self.ctx.now()))
+        self.original.put(key, (value, self.ctx.now()))
 
     def put_all(self, mapping: Any) -> None:
         self.ctx.accessed()
         pairs = mapping.items() if hasattr(mapping, "items") else mapping
         now = self.ctx.now()
-        self.original.put_all([(k, TtlValue(v, now)) for k, v in pairs])
+        self.original.put_all([(k, (v, now)) for k, v in pairs])
 
     def remove(self, key: Any) -> None:
         self.ctx.accessed()
@@ -353,7 +364,7 @@ class TtlMapState(TtlState, InternalMapState):
                     yield key, stored[0]
                 continue
             if ctx.update_on_read:
-                original.put(key, TtlValue(stored[0], now))
+                original.put(key, (stored[0], now))
             yield key, stored[0]
 
     def items(self) -> Iterator[tuple[Any, Any]]:
@@ -390,7 +401,7 @@ class TtlReducingState(TtlState, InternalReducingState):
         if value is None:
             self.original.clear()
         else:
-            self.original.add(TtlValue(value, self.ctx.now()))
+            self.original.add((value, self.ctx.now()))
 
     def get_internal(self) -> Any:
         self.ctx.accessed()
@@ -401,7 +412,7 @@ class TtlReducingState(TtlState, InternalReducingState):
         return self._checked(stored, original.update_internal, original.clear)
 
     def update_internal(self, value: Any) -> None:
-        self.original.update_internal(None if value is None else TtlValue(value, self.ctx.now()))
+        self.original.update_internal(None if value is None else (value, self.ctx.now()))
 
     def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
         self.original.merge_namespaces(target, sources)
@@ -435,7 +446,7 @@ class TtlAggregatingState(TtlState, InternalAggregatingState):
         return self._checked(stored, original.update_internal, original.clear)
 
     def update_internal(self, value: Any) -> None:
-        self.original.update_internal(None if value is None else TtlValue(value, self.ctx.now()))
+        self.original.update_internal(None if value is None else (value, self.ctx.now()))
 
     def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
         self.original.merge_namespaces(target, sources)
@@ -448,14 +459,14 @@ class TtlSortedState(TtlState, InternalBinarySortedState):
     """Binary sorted state with TTL: each value under a sort key expires on its own, as a
     list state's elements do; a sort key whose values all expired is removed when read."""
 
-    def _visible(self, key: Any, stored: list[TtlValue], now: int) -> list[Any] | None:
+    def _visible(self, key: Any, stored: list[Stamped], now: int) -> list[Any] | None:
         original = self.original
         values = self._visible_elements(
             stored, now, lambda kept: original.put(key, kept),
             lambda: original.clear_entry_at(key))
         return values or None
 
-    def _visible_range(self, entries: Iterable[tuple[Any, list[TtlValue]]]
+    def _visible_range(self, entries: Iterable[tuple[Any, list[Stamped]]]
                        ) -> list[tuple[Any, list[Any]]]:
         ctx = self.ctx
         ctx.accessed()
@@ -476,18 +487,18 @@ class TtlSortedState(TtlState, InternalBinarySortedState):
 
     def add(self, key: Any, value: Any) -> None:
         self.ctx.accessed()
-        self.original.add(key, TtlValue(value, self.ctx.now()))
+        self.original.add(key, (value, self.ctx.now()))
 
     def put(self, key: Any, values: Iterable[Any]) -> None:
         self.ctx.accessed()
         now = self.ctx.now()
-        self.original.put(key, [TtlValue(v, now) for v in values])
+        self.original.put(key, [(v, now) for v in values])
 
     def clear_entry_at(self, key: Any) -> None:
         self.ctx.accessed()
         self.original.clear_entry_at(key)
 
-    def _edge(self, find: Callable[[Any], tuple[Any, list[TtlValue]] | None], bound: Any
+    def _edge(self, find: Callable[[Any], tuple[Any, list[Stamped]] | None], bound: Any
               ) -> tuple[Any, list[Any]] | None:
         """The first (or last) sort key with a visible value; expired keys met on the way
         are removed, so each step moves on."""
