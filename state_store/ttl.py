@@ -30,6 +30,10 @@ until one is set), so the test harness controls expiry with ``set_processing_tim
   over the state's rows and deletes the expired ones. ``cleanup_incrementally`` has no
   effect on RocksDB, as in Flink.
 
+Both background cleanups idle after a full pass over the state until a value can have
+expired (the earliest expiry the pass kept, or the pass start plus the TTL): a state read
+and written all the time then pays one time comparison per access, not a scan.
+
 The single-key backend (sorted BATCH execution) stamps values but never expires them and
 does no cleanup: Flink's BATCH state backend does not apply TTL.
 """
