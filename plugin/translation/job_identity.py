@@ -133,9 +133,10 @@ def describe_graph(nodes: list[Transformation], max_parallelism: int,
                 entry[attr] = _function_name(getattr(n, attr))
         if isinstance(n, KeyByNode):
             entry["key_serializer"] = _clean(repr(n.key_serializer))
-        if getattr(n, "descriptors", None):  # broadcast states: name, key and value serializers
+        descriptors = getattr(n, "descriptors", None)  # broadcast states
+        if descriptors:
             entry["broadcast_states"] = [_clean(repr((d.name, d.user_key_serializer,
-                                                      d.value_serializer))) for d in n.descriptors]
+                                                      d.value_serializer))) for d in descriptors]
         ws = getattr(n, "watermark_strategy", None)
         if ws is not None:
             entry["watermark"] = str(getattr(ws, "kind", "?"))
