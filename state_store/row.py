@@ -34,12 +34,18 @@ without importing ``typeinfo``; ``typeinfo`` re-exports it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from operator import itemgetter
 from typing import Any, Optional
 
 __all__ = ["Row", "make_row", "named_row_class"]
 
 _new = tuple.__new__
+_tuple_item = tuple.__getitem__
+try:  # the C accessor namedtuple's fields use: reads the item, not through __getitem__
+    from _collections import _tuplegetter as _field_reader
+except ImportError:  # pragma: no cover - other Python implementations
+
+    def _field_reader(index: int, doc: str) -> Any:
+        return property(lambda row: _tuple_item(row, index), doc=doc)
 
 
 class _BothForms(TypeError, ValueError):
@@ -113,12 +119,15 @@ class Row(tuple):
         return _make_row(tuple(self), values)
 
     def __getitem__(self, item: Any) -> Any:  # type: ignore[override]
-        if isinstance(item, str):
-            fields = self._fields
-            if fields is None or item not in fields:
-                raise _NoField(f"Row has no field {item!r} (fields: {self.get_field_names()})")
-            return tuple.__getitem__(self, fields.index(item))
-        return tuple.__getitem__(self, item)
+        try:  # an index or a slice: the tuple's own lookup (no cost unless it fails)
+            return _tuple_item(self, item)
+        except TypeError:
+            if not isinstance(item, str):
+                raise
+        fields = self._fields
+        if fields is None or item not in fields:
+            raise _NoField(f"Row has no field {item!r} (fields: {self.get_field_names()})")
+        return _tuple_item(self, fields.index(item))
 
     def __getattr__(self, item: str) -> Any:
         # only called for names the class does not define: a named Row's fields are
@@ -165,7 +174,7 @@ def named_row_class(field_names: tuple[str, ...]) -> type[Row]:
             raise TypeError(f"Row field names must be str, got {name!r}")
         if name.isidentifier() and not name.startswith("_") and name not in _RESERVED \
                 and name not in namespace and field_names.index(name) == i:
-            namespace[name] = property(itemgetter(i), doc=f"field {i} ({name!r})")
+            namespace[name] = _field_reader(i, f"field {i} ({name!r})")
     cls = type("Row", (Row,), namespace)
     if len(_CLASSES) >= _MAX_CLASSES:
         _CLASSES.clear()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, Callable, Iterator, Optional
 
 import pyarrow as pa
@@ -118,8 +119,8 @@ def make_decoder(enc: Encoding) -> Callable[[pa.RecordBatch], list[Any]]:
         for c, conv in zip(cols, convs):
             values = batch.column(c).to_pylist()
             columns.append(values if conv is None else [None if v is None else conv(v) for v in values])
-        if row_class is not None:
-            return [new(row_class, vals) for vals in zip(*columns)]
+        if row_class is not None:  # one C call per record, no Python loop
+            return list(map(new, repeat(row_class), zip(*columns)))
         return list(zip(*columns))
 
     return decode_fields

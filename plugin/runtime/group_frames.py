@@ -25,6 +25,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import repeat
 from operator import itemgetter
 from typing import Any, Optional
 
@@ -161,8 +162,7 @@ def _typed_columns_in(pdf: Any, typed: TypedInput) -> list[list[Any]]:
 
 def _records(columns: list[list[Any]], enc: Encoding) -> list[Any]:
     if enc.shape == "row":
-        row_class, new = named_row_class(row_names(enc)), tuple.__new__
-        return [new(row_class, vals) for vals in zip(*columns)]
+        return list(map(tuple.__new__, repeat(named_row_class(row_names(enc))), zip(*columns)))
     return list(zip(*columns))
 
 
