@@ -77,7 +77,7 @@ from pyspark_datastream.operators.keyed import (
     KeyedCoProcessOperator,
     KeyedProcessOperator,
 )
-from pyspark_datastream.state_store.backends.rocksdb import EmbeddedRocksDBStateBackend
+from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.descriptors import MapStateDescriptor
 from pyspark_datastream.state_store.typeinfo import Types
 from pyspark_datastream.temporal_functions import TemporalJoin, TemporalSort
@@ -281,7 +281,7 @@ def _operator(function: Any) -> AbstractKeyedOperator:
 def run_once(function: Any, workload: Workload) -> tuple[list[Any], float]:
     """Run ``function`` over ``workload`` on a fresh RocksDB backend: (outputs, seconds)."""
     key_serializer = Types.STRING().key_serializer()
-    backend = EmbeddedRocksDBStateBackend(key_serializer, 128)
+    backend = RocksDBKeyedStateBackend(key_serializer, 128)
     operator = _operator(function)
     operator.open(backend, OperatorConfig.for_mode("STREAMING", operator_name=workload.name))
     outputs: list[Any] = []

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pyspark_datastream.state_store.backend import KeyedStateBackend
-from pyspark_datastream.state_store.backends.heap import HashMapStateBackend
-from pyspark_datastream.state_store.backends.rocksdb import EmbeddedRocksDBStateBackend
+from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
+from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.backends.single_key import SingleKeyStateBackend
 from pyspark_datastream.state_store.descriptors import ValueStateDescriptor
 from pyspark_datastream.state_store.typeinfo import Types
@@ -36,8 +36,8 @@ __all__ = ["run", "main"]
 
 BACKENDS: dict[str, Callable[[Any], KeyedStateBackend]] = {
     "single_key": lambda key_serializer: SingleKeyStateBackend(key_serializer),
-    "heap": lambda key_serializer: HashMapStateBackend(key_serializer),
-    "rocksdb": lambda key_serializer: EmbeddedRocksDBStateBackend(key_serializer),
+    "heap": lambda key_serializer: HeapKeyedStateBackend(key_serializer),
+    "rocksdb": lambda key_serializer: RocksDBKeyedStateBackend(key_serializer),
 }
 OPERATIONS = ("value_get", "value_update", "value_add")
 

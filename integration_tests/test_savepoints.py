@@ -22,8 +22,8 @@ from pyspark_datastream.savepoint.format import (
     SavepointMetadata,
     entries_ddl,
 )
-from pyspark_datastream.state_store.backends.heap import HashMapStateBackend
-from pyspark_datastream.state_store.backends.rocksdb import EmbeddedRocksDBStateBackend
+from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
+from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.backends.single_key import SingleKeyStateBackend
 from pyspark_datastream.state_store.descriptors import (
     AggregatingStateDescriptor,
@@ -69,9 +69,9 @@ _contents = st.dictionaries(
 
 def _make_backend(kind: str, maxp: int, tmp: str):
     if kind == "heap":
-        return HashMapStateBackend(KEY_SER, maxp)
+        return HeapKeyedStateBackend(KEY_SER, maxp)
     if kind == "rocksdb":
-        return EmbeddedRocksDBStateBackend(KEY_SER, maxp, directory=tmp)
+        return RocksDBKeyedStateBackend(KEY_SER, maxp, directory=tmp)
     return SingleKeyStateBackend(KEY_SER, maxp)
 
 
@@ -204,7 +204,7 @@ def test_bootstrap_from_dataframe_reads_back_and_restores(spark, tmp_path):
     assert rows["u2"]["count"] == 7 and rows["u2"]["events"] is None
     # restore into a backend (what a restored program sees), under another max parallelism
     loaded = load_operator_state(spark, path, "counter", max_parallelism=128).collect()
-    backend = HashMapStateBackend(KEY_SER, 128)
+    backend = HeapKeyedStateBackend(KEY_SER, 128)
     backend.restore(sp.metadata().operator("counter").states,
                     [StateEntry(r["key_group"], r["state_name"], bytes(r["key"]),
                                 bytes(r["namespace"]), bytes(r["user_key"]), bytes(r["value"]))

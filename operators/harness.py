@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from ..state_store.backend import KeyedStateBackend
+from ..state_store.backends import create_keyed_state_backend
 from ..state_store.descriptors import (
     AggregatingStateDescriptor,
     BinarySortedStateDescriptor,
@@ -84,18 +85,8 @@ def create_backend(
     if isinstance(backend, KeyedStateBackend):
         return backend
     if isinstance(backend, str):
-        if backend == "heap":
-            from ..state_store.backends.heap import HashMapStateBackend
-
-            return HashMapStateBackend(key_serializer, max_parallelism, **options)
-        if backend == "rocksdb":
-            from ..state_store.backends.rocksdb import EmbeddedRocksDBStateBackend
-
-            return EmbeddedRocksDBStateBackend(key_serializer, max_parallelism, **options)
-        if backend == "single_key":
-            from ..state_store.backends.single_key import SingleKeyStateBackend
-
-            return SingleKeyStateBackend(key_serializer, max_parallelism, **options)
+        if backend in BACKEND_NAMES:
+            return create_keyed_state_backend(backend, key_serializer, max_parallelism, **options)
         raise ConfigurationError(
             f"state.backend must be one of {', '.join(BACKEND_NAMES)}, got {backend!r}"
         )

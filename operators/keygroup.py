@@ -37,6 +37,7 @@ from itertools import chain, count, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..state_store.backends import create_keyed_state_backend
 from ..state_store.entries import StateEntry, StateMetaInfo
 from ..state_store.errors import (
     DataStreamError,
@@ -212,9 +213,7 @@ class KeyGroupRuntime:
         self._reduce_metas: Optional[list[dict[str, Any]]] = None
 
     def _heap_backend(self) -> KeyedStateBackend:
-        from ..state_store.backends.heap import HashMapStateBackend
-
-        return HashMapStateBackend(self.key_serializer, self.config.max_parallelism)
+        return create_keyed_state_backend("hashmap", self.key_serializer, self.config.max_parallelism)
 
     def run(
         self,
@@ -552,10 +551,8 @@ class RocksDBKeyGroupStore:
         return os.path.join(self.checkpoint_dir, f"kg-{key_group:05d}")
 
     def _new_backend(self, key_group: int) -> Any:
-        from ..state_store.backends.rocksdb import EmbeddedRocksDBStateBackend
-
-        return EmbeddedRocksDBStateBackend(
-            self.key_serializer, self.max_parallelism, range(key_group, key_group + 1),
+        return create_keyed_state_backend(
+            "rocksdb", self.key_serializer, self.max_parallelism, range(key_group, key_group + 1),
             directory=self.local_dir, block_cache_size=self.block_cache_size,
             write_buffer_size=self.write_buffer_size, track_changes=True,
             max_tracked_bytes=self.max_tracked_bytes)

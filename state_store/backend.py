@@ -7,8 +7,8 @@ by descriptor, switches namespaces on the internal states, registers timers in
 :class:`~.entries.StateEntry` rows in canonical order (FLIP-41), which any
 backend can restore.
 
-Three implementations: ``backends.heap.HashMapStateBackend``,
-``backends.rocksdb.EmbeddedRocksDBStateBackend`` and
+Three implementations: ``backends.heap.HeapKeyedStateBackend``,
+``backends.rocksdb.RocksDBKeyedStateBackend`` and
 ``backends.single_key.SingleKeyStateBackend`` (BATCH, FLIP-140).
 """
 

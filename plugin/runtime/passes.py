@@ -20,12 +20,13 @@ import pyarrow as pa
 from ..operators.base import OperatorConfig, Output
 from ..operators.chain import KeyExtractor, StatelessChain
 from ..operators.factory import make_keyed_operator
+from ..state_store.backends import create_keyed_state_backend
 from ..state_store.errors import GraphBuildError
 from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decoder
 from .fastpath import FastKeyedOutput, compile_chain
 
 __all__ = [
-    "KeyedSpec", "PassSpec", "run_pass", "output_ddl", "make_backend", "gc_paused",
+    "KeyedSpec", "PassSpec", "run_pass", "output_ddl", "gc_paused",
     "SP_COLUMNS", "SP_META", "RESTORE_COLUMNS",
 ]
 
@@ -147,23 +148,6 @@ class _SavepointWriter(ColumnWriter):
         return None
 
 
-def make_backend(kind: str, options: dict[str, Any], key_serializer: Any, max_parallelism: int) -> Any:
-    """A runtime keyed backend of ``kind`` (single_key, hashmap or rocksdb)."""
-    if kind == "single_key":
-        from ..state_store.backends.single_key import SingleKeyStateBackend
-
-        return SingleKeyStateBackend(key_serializer, max_parallelism)
-    if kind in ("hashmap", "heap"):
-        from ..state_store.backends.heap import HashMapStateBackend
-
-        return HashMapStateBackend(key_serializer, max_parallelism)
-    if kind == "rocksdb":
-        from ..state_store.backends.rocksdb import EmbeddedRocksDBStateBackend
-
-        return EmbeddedRocksDBStateBackend(key_serializer, max_parallelism, **options)
-    raise ValueError(f"unknown state backend {kind!r}")
-
-
 def _operator_config(spec: PassSpec, subtask: int) -> OperatorConfig:
     overrides: dict[str, Any] = {"subtask_index": subtask, "operator_name": spec.name}
     if spec.keyed is None and subtask >= spec.config.get("parallelism", 1):
@@ -269,7 +253,8 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     if spec.keyed is not None:
         ks = spec.keyed
         backend_kind = "single_key" if ks.sorted_input else ks.backend[0]
-        backend = make_backend(backend_kind, ks.backend[1], ks.key_serializer, spec.max_parallelism)
+        backend = create_keyed_state_backend(backend_kind, ks.key_serializer, spec.max_parallelism,
+                                             **ks.backend[1])
         operator = make_keyed_operator(ks.kind, ks.function, savepoint_write=ks.savepoint_write,
                                        savepoint_watermark=ks.savepoint_watermark)
         operator.open(backend, config)

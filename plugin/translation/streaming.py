@@ -171,7 +171,7 @@ class StreamingTranslator(BatchTranslator):
             "max_parallelism": self.max_parallelism,
             "job_parameters": cfg.to_dict(),
         }
-        if self.backend[0] not in ("hashmap", "heap", "rocksdb"):
+        if self.backend[0] not in ("hashmap", "rocksdb"):
             raise GraphBuildError(
                 f"STREAMING supports the hashmap and rocksdb state backends; "
                 f"state.backend.type is {self.backend[0]!r}"

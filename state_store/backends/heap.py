@@ -1,4 +1,4 @@
-"""``HashMapStateBackend``: keyed state as Python objects in dicts, one dict per key group.
+"""``HeapKeyedStateBackend``: keyed state as Python objects in dicts, one dict per key group.
 
 Values are kept deserialized (serialized only by ``snapshot()``); with
 pre-serialized key bytes, ``set_current_key`` does no serialization. Each
@@ -33,7 +33,7 @@ from ._pystates import (
     PyValueState,
 )
 
-__all__ = ["HashMapStateBackend"]
+__all__ = ["HeapKeyedStateBackend"]
 
 _crc32 = zlib.crc32
 
@@ -41,7 +41,7 @@ _crc32 = zlib.crc32
 class _HeapStorage:
     """Containers in ``self._tables[key_group][(key_bytes, namespace)]``."""
 
-    _backend: HashMapStateBackend
+    _backend: HeapKeyedStateBackend
     _name: str
     _ns: Any
     _tables: list[dict[tuple[bytes, Any], Any] | None]
@@ -138,8 +138,8 @@ _HEAP_STATES: dict[StateKind, type[PyState]] = {
 }
 
 
-class HashMapStateBackend(KeyedStateBackend):
-    """Heap backend: fast, holds everything in memory (Flink's ``HashMapStateBackend``)."""
+class HeapKeyedStateBackend(KeyedStateBackend):
+    """Heap backend: fast, holds everything in memory (Flink's ``HeapKeyedStateBackend``)."""
 
     backend_name = "heap"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from pyspark_datastream.operators.base import OperatorConfig, Output
-from pyspark_datastream.state_store.backends.heap import HashMapStateBackend
+from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.backends.single_key import SingleKeyStateBackend
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 
@@ -35,7 +35,7 @@ def drive():
     def make(operator: Any, mode: str = "STREAMING", backend: str = "heap", **config: Any) -> Driven:
         config.setdefault("operator_name", "op-under-test")
         cfg = OperatorConfig.for_mode(mode, **config)
-        cls = HashMapStateBackend if backend == "heap" else SingleKeyStateBackend
+        cls = HeapKeyedStateBackend if backend == "heap" else SingleKeyStateBackend
         be = cls(KEY_SERIALIZER, cfg.max_parallelism)
         created.append((operator, be))
         return Driven(operator, be, cfg)

@@ -15,7 +15,7 @@ from pyspark_datastream.operators.keygroup import (
     decode_state,
     encode_state,
 )
-from pyspark_datastream.state_store.backends.heap import HashMapStateBackend
+from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.entries import StateEntry, is_canonical
 from pyspark_datastream.state_store.errors import JobExecutionError, SerializationError
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
@@ -32,7 +32,7 @@ def _pair(function, name: str = "lean-op"):
     """(lean runtime, operator-path runtime) over the same function."""
     lean = KeyGroupRuntime("reduce", function, KS, _cfg(name))
     full = KeyGroupRuntime("reduce", function, KS, _cfg(name),
-                           backend_factory=lambda: HashMapStateBackend(KS, MAXP))
+                           backend_factory=lambda: HeapKeyedStateBackend(KS, MAXP))
     assert lean._lean_reduce is not None and full._lean_reduce is None
     return lean, full
 

@@ -23,8 +23,8 @@ from pyspark_datastream.operators.keyed import (
     KeyedProcessOperator,
     ReduceOperator,
 )
-from pyspark_datastream.state_store.backends.heap import HashMapStateBackend
-from pyspark_datastream.state_store.backends.rocksdb import EmbeddedRocksDBStateBackend
+from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
+from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.backends.single_key import SingleKeyStateBackend
 from pyspark_datastream.state_store.descriptors import (
     ListStateDescriptor,
@@ -101,9 +101,9 @@ def run(make_operator, records, path, mode="BATCH"):
         if path == "sorted-single":
             backend = SingleKeyStateBackend(SER, 128)
         elif path == "rocksdb":
-            backend = EmbeddedRocksDBStateBackend(SER, 128, directory=directory)
+            backend = RocksDBKeyedStateBackend(SER, 128, directory=directory)
         else:
-            backend = HashMapStateBackend(SER, 128)
+            backend = HeapKeyedStateBackend(SER, 128)
         rows = rows_of(records)
         try:
             if path.startswith("sorted"):
@@ -183,7 +183,7 @@ def test_streaming_micro_batches_through_the_hash_driver() -> None:
         def on_timer(self, timestamp, ctx):
             yield (ctx.get_current_key(), timestamp)
 
-    backend = HashMapStateBackend(SER, 128)
+    backend = HeapKeyedStateBackend(SER, 128)
     config = OperatorConfig.for_mode("STREAMING", operator_name="alarm")
     op = KeyedProcessOperator(Alarm())
     first = list(run_hash_keyed(op, backend, rows_of([("a", None, 10, 0), ("b", None, 30, 0)]), SER, config,
@@ -198,7 +198,7 @@ def test_streaming_micro_batches_through_the_hash_driver() -> None:
 
 def test_driver_errors_name_the_operator() -> None:
     config = OperatorConfig.for_mode("BATCH", operator_name="broken")
-    backend = HashMapStateBackend(SER, 128)
+    backend = HeapKeyedStateBackend(SER, 128)
     with pytest.raises(SerializationError, match="operator 'broken': cannot deserialize key bytes"):
         list(run_sorted_keyed(ReduceOperator(agg.sum()), backend, [(b"\xff\xfe", None, 1, 0)], SER, config))
     with pytest.raises(JobExecutionError, match="operator 'broken': hash keyed run failed: ValueError"):

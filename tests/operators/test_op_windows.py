@@ -26,8 +26,8 @@ from pyspark_datastream.operators.windows import (
     WindowSpec,
     to_window_millis,
 )
-from pyspark_datastream.state_store.backends.heap import HashMapStateBackend
-from pyspark_datastream.state_store.backends.rocksdb import EmbeddedRocksDBStateBackend
+from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
+from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.backends.single_key import SingleKeyStateBackend
 from pyspark_datastream.state_store.errors import (
     GraphBuildError,
@@ -360,7 +360,7 @@ def test_window_state_and_timers_survive_snapshot_restore(tmp_path, target):
     config = OperatorConfig.for_mode("STREAMING", operator_name="win")
     spec = WindowSpec(EventTimeSessionWindows.with_gap(10), "process", Collect())
     key_ser = GenericKeySerializer.INSTANCE
-    first = HashMapStateBackend(key_ser, config.max_parallelism)
+    first = HeapKeyedStateBackend(key_ser, config.max_parallelism)
     operator = WindowOperator(spec)
     operator.open(first, config)
     for key, ts, v in [("a", 1, 1), ("a", 5, 2), ("b", 3, 3), ("a", 30, 4)]:
@@ -371,9 +371,9 @@ def test_window_state_and_timers_survive_snapshot_restore(tmp_path, target):
     first.close()
 
     if target == "heap":
-        second = HashMapStateBackend(key_ser, config.max_parallelism)
+        second = HeapKeyedStateBackend(key_ser, config.max_parallelism)
     else:
-        second = EmbeddedRocksDBStateBackend(key_ser, config.max_parallelism,
+        second = RocksDBKeyedStateBackend(key_ser, config.max_parallelism,
                                              directory=str(tmp_path / "db"))
     second.restore(metas, entries)
     restored = WindowOperator(spec)

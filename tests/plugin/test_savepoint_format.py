@@ -21,7 +21,7 @@ from pyspark_datastream.savepoint.format import (
     savepoint_arrow_schema,
     savepoint_ddl,
 )
-from pyspark_datastream.state_store.backends.heap import HashMapStateBackend
+from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.descriptors import (
     BinarySortedStateDescriptor,
     ListStateDescriptor,
@@ -44,8 +44,8 @@ MAP = MapStateDescriptor("attrs", Types.STRING(), Types.INT())
 SORTED = BinarySortedStateDescriptor("byts", LexicographicLongSerializer.INSTANCE, Types.STRING())
 
 
-def _backend_with_state(maxp: int = 128) -> HashMapStateBackend:
-    backend = HashMapStateBackend(KEY_SER, maxp)
+def _backend_with_state(maxp: int = 128) -> HeapKeyedStateBackend:
+    backend = HeapKeyedStateBackend(KEY_SER, maxp)
     for key, n in (("a", 1), ("b", 2)):
         backend.set_current_key(key)
         backend.get_state(VALUE).update(n)
@@ -56,7 +56,7 @@ def _backend_with_state(maxp: int = 128) -> HashMapStateBackend:
     return backend
 
 
-def _metadata(backend: HashMapStateBackend, uid: str = "op") -> SavepointMetadata:
+def _metadata(backend: HeapKeyedStateBackend, uid: str = "op") -> SavepointMetadata:
     op = OperatorMetadata(uid, KEY_SER.snapshot(), tuple(backend.state_meta_infos()))
     return SavepointMetadata(max_parallelism=backend.max_parallelism, operators={uid: op},
                              final_watermark=42, job_name="j")

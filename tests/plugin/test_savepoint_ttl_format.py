@@ -17,7 +17,7 @@ from pyspark_datastream.savepoint.format import (
     group_by_key,
     metadata_row,
 )
-from pyspark_datastream.state_store.backends.heap import HashMapStateBackend
+from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.descriptors import ListStateDescriptor, ValueStateDescriptor
 from pyspark_datastream.state_store.errors import IncompatibleStateError, SavepointFormatError
 from pyspark_datastream.state_store.namespaces import VOID_NAMESPACE_SERIALIZER
@@ -35,8 +35,8 @@ def _seen(ttl: bool) -> ValueStateDescriptor:
     return descriptor
 
 
-def _metadata(ttl: bool, now: int = 1_000) -> tuple[SavepointMetadata, HashMapStateBackend]:
-    backend = HashMapStateBackend(KEY_SER, 128)
+def _metadata(ttl: bool, now: int = 1_000) -> tuple[SavepointMetadata, HeapKeyedStateBackend]:
+    backend = HeapKeyedStateBackend(KEY_SER, 128)
     ttl_time_provider(backend).use(lambda: now)
     backend.set_current_key("a")
     backend.get_state(_seen(ttl)).update(7)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from pyspark_datastream.state_store.backend import KeyedStateBackend
-from pyspark_datastream.state_store.backends.heap import HashMapStateBackend
-from pyspark_datastream.state_store.backends.rocksdb import EmbeddedRocksDBStateBackend
+from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
+from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.backends.single_key import SingleKeyStateBackend
 from pyspark_datastream.state_store.typeinfo import Types
 
@@ -29,11 +29,11 @@ def make_backend(
     """A fresh backend of kind ``name`` (RocksDB in its own temp dir with small buffers)."""
     key_serializer = key_serializer or string_key_serializer()
     if name == "heap":
-        return HashMapStateBackend(key_serializer, max_parallelism, key_group_range)
+        return HeapKeyedStateBackend(key_serializer, max_parallelism, key_group_range)
     if name == "single_key":
         return SingleKeyStateBackend(key_serializer, max_parallelism, key_group_range)
     if name == "rocksdb":
-        return EmbeddedRocksDBStateBackend(
+        return RocksDBKeyedStateBackend(
             key_serializer,
             max_parallelism,
             key_group_range,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from pyspark_datastream.state_store.backends.rocksdb import EmbeddedRocksDBStateBackend
+from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.descriptors import MapStateDescriptor
 from pyspark_datastream.state_store.serializers import BytesSerializer
 from pyspark_datastream.state_store.typeinfo import Types
@@ -25,7 +25,7 @@ def _folder_size(path: Path) -> int:
 @pytest.mark.slow
 def test_rocksdb_holds_5m_map_entries_in_bounded_memory(tmp_path: Path) -> None:
     process = psutil.Process()
-    backend = EmbeddedRocksDBStateBackend(
+    backend = RocksDBKeyedStateBackend(
         Types.LONG().create_serializer(),
         directory=tmp_path,
         block_cache_size=8 << 20,

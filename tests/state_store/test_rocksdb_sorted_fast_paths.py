@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from pyspark_datastream.state_store.backend import KeyedStateBackend
-from pyspark_datastream.state_store.backends.heap import HashMapStateBackend
+from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.backends.rocksdb import (
-    EmbeddedRocksDBStateBackend,
+    RocksDBKeyedStateBackend,
     sorted_state,
     states,
 )
@@ -68,8 +68,8 @@ def _sorted_state(backend: KeyedStateBackend, name: str) -> Any:
     )
 
 
-def _rocks(track: bool = False) -> EmbeddedRocksDBStateBackend:
-    return EmbeddedRocksDBStateBackend(
+def _rocks(track: bool = False) -> RocksDBKeyedStateBackend:
+    return RocksDBKeyedStateBackend(
         Types.STRING().create_serializer(), 128, write_buffer_size=2 << 20,
         block_cache_size=4 << 20, track_changes=track,
     )
@@ -80,7 +80,7 @@ class FastPathMachine(RuleBasedStateMachine):
 
     @initialize()
     def setup(self) -> None:
-        self.heap = HashMapStateBackend(Types.STRING().create_serializer(), 128)
+        self.heap = HeapKeyedStateBackend(Types.STRING().create_serializer(), 128)
         self.rocks = _rocks()
         self.tracked = _rocks(track=True)
         #: rebuilt from the tracked backend's captured changes only
@@ -271,7 +271,7 @@ def _backend_and_state(track: bool) -> Any:
     backend.close()
 
 
-def _rows_of(backend: EmbeddedRocksDBStateBackend) -> int:
+def _rows_of(backend: RocksDBKeyedStateBackend) -> int:
     return sum(1 for _ in backend.db.keys())
 
 

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from pyspark_datastream.state_store.backends.rocksdb import EmbeddedRocksDBStateBackend
+from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.descriptors import BinarySortedStateDescriptor
 from pyspark_datastream.state_store.serializers import LexicographicLongSerializer
 from pyspark_datastream.state_store.typeinfo import Types
@@ -88,7 +88,7 @@ def test_main_prints_the_json_summary_last(capsys: pytest.CaptureFixture[str]) -
 
 @pytest.fixture
 def rocks_sorted() -> Any:
-    backend = EmbeddedRocksDBStateBackend(Types.STRING().key_serializer(), 128)
+    backend = RocksDBKeyedStateBackend(Types.STRING().key_serializer(), 128)
     state = backend.get_binary_sorted_state(
         BinarySortedStateDescriptor("s", LexicographicLongSerializer.INSTANCE, Types.LONG())
     )
@@ -133,7 +133,7 @@ def test_rocksdb_floor_survives_snapshot_restore(rocks_sorted: Any) -> None:
         state.add(t, t)
     state.clear_range_until(3, True)
     metas, entries = backend.state_meta_infos(), list(backend.snapshot())
-    restored = EmbeddedRocksDBStateBackend(Types.STRING().key_serializer(), 128)
+    restored = RocksDBKeyedStateBackend(Types.STRING().key_serializer(), 128)
     try:
         restored.restore(metas, entries)
         again = restored.get_binary_sorted_state(

@@ -1,4 +1,4 @@
-"""``EmbeddedRocksDBStateBackend``: keyed state in an embedded RocksDB (via ``rocksdict``).
+"""``RocksDBKeyedStateBackend``: keyed state in an embedded RocksDB (via ``rocksdict``).
 
 The storage keys ARE the unified entry keys of :mod:`...entries`, so state is
 ordered by (key group, state name, key, namespace, user key) on disk and
@@ -15,7 +15,7 @@ the state outgrow memory.
   Its adds (and the deletes of rows a range clear left below a *floor*) are
   staged in a ``WriteBatch`` written before any read that could see them, and
   before every whole-database read (snapshot, change capture, ``keys``,
-  :meth:`EmbeddedRocksDBStateBackend.flush`); see :class:`.sorted_state.RocksSortedState`.
+  :meth:`RocksDBKeyedStateBackend.flush`); see :class:`.sorted_state.RocksSortedState`.
 * Deletes of several entries (clear, range clears) iterate the bounded range and
   delete through a ``WriteBatch``.
 
@@ -30,6 +30,6 @@ here.
 
 from __future__ import annotations
 
-from .backend import EmbeddedRocksDBStateBackend
+from .backend import RocksDBKeyedStateBackend
 
-__all__ = ["EmbeddedRocksDBStateBackend"]
+__all__ = ["RocksDBKeyedStateBackend"]

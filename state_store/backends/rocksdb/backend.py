@@ -1,4 +1,4 @@
-"""``EmbeddedRocksDBStateBackend``: the keyed state backend over one embedded RocksDB.
+"""``RocksDBKeyedStateBackend``: the keyed state backend over one embedded RocksDB.
 
 It owns the database (opened in its own folder, deleted on close), the current
 key, snapshot and restore (one ordered scan merged with the in-memory timers),
@@ -47,7 +47,7 @@ from .states import (
 )
 from .tracking import RecordingBatch, TrackingDB
 
-__all__ = ["EmbeddedRocksDBStateBackend"]
+__all__ = ["RocksDBKeyedStateBackend"]
 
 _crc32 = zlib.crc32
 _KG_BYTES = [struct.pack(">H", i) for i in range(1 << 15)]
@@ -62,8 +62,8 @@ _ROCKS_STATES: dict[StateKind, type[RocksState]] = {
 }
 
 
-class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
-    """RocksDB backend: state on local disk, bounded memory (Flink's ``EmbeddedRocksDBStateBackend``).
+class RocksDBKeyedStateBackend(_KeyedStateBackend):
+    """RocksDB backend: state on local disk, bounded memory (Flink's ``RocksDBKeyedStateBackend``).
 
     ``directory``: parent folder for the database (default: a fresh temp dir); the
     backend creates its own sub-folder there and deletes it on :meth:`close`.
@@ -96,7 +96,7 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise StateBackendError(
-                    f"EmbeddedRocksDBStateBackend: option {option} must be a positive int, "
+                    f"RocksDBKeyedStateBackend: option {option} must be a positive int, "
                     f"got {value!r}"
                 )
         #: the current key's row-key parts, read by the states on every access: its key
@@ -134,7 +134,7 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
             if hasattr(self, "_path"):
                 shutil.rmtree(self._path, ignore_errors=True)
             raise StateBackendError(
-                f"EmbeddedRocksDBStateBackend: cannot open RocksDB under {directory!r}: {exc}"
+                f"RocksDBKeyedStateBackend: cannot open RocksDB under {directory!r}: {exc}"
             ) from exc
         # closes the database and deletes its folder even if close() is never called
         self._finalizer = weakref.finalize(self, _close_and_delete, self.db, self._path)
@@ -216,7 +216,7 @@ class EmbeddedRocksDBStateBackend(_KeyedStateBackend):
         """
         if self._tracker is None:
             raise StateBackendError(
-                "EmbeddedRocksDBStateBackend.take_changes(): the backend was built without "
+                "RocksDBKeyedStateBackend.take_changes(): the backend was built without "
                 "track_changes=True"
             )
         self._flush_staged()

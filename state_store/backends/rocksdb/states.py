@@ -38,7 +38,7 @@ __all__ = [
 
 
 class StorageAccess(Protocol):
-    """What a state uses of its backend (``EmbeddedRocksDBStateBackend`` provides it)."""
+    """What a state uses of its backend (``RocksDBKeyedStateBackend`` provides it)."""
 
     #: the database (a change-tracking proxy of it when the backend tracks changes)
     db: Any
