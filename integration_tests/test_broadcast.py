@@ -183,7 +183,8 @@ def test_streaming_micro_batches_and_a_restart_keep_the_broadcast_state(
         [("event", "bob", 100, 5_000), ("event", "dan", 10, 5_100)],
     ]
     _write_files(src, first, 0)
-    env = _env(env_factory, tmp_path, "STREAMING", "files")
+    rocks = {"state.backend.type": "rocksdb"}  # keyed state in RocksDB, broadcast beside it
+    env = _env(env_factory, tmp_path, "STREAMING", "files", **rocks)
     run1 = sorted(_file_job(env, spark, src).execute_and_collect("broadcast-files"))
     rules: dict[str, int] = {}
     seen: dict[str, int] = {}
@@ -191,7 +192,7 @@ def test_streaming_micro_batches_and_a_restart_keep_the_broadcast_state(
     assert ("ann", "small", 30, 1) in run1  # small is 30 and ann's count was reset
 
     _write_files(src, later, len(first))
-    env = _env(env_factory, tmp_path, "STREAMING", "files")
+    env = _env(env_factory, tmp_path, "STREAMING", "files", **rocks)
     run2 = sorted(_file_job(env, spark, src).execute_and_collect("broadcast-files"))
     assert run2 == model(_batches(later), rules, seen)
     assert ("ann", "big", 45, 3) in run2 and ("ann", "small", 45, 3) in run2
@@ -211,9 +212,9 @@ def _entries(spark: Any, path: str) -> list[tuple[Any, ...]]:
 
 
 def test_savepoints_carry_the_broadcast_state_between_modes(env_factory, spark, tmp_path):
-    """BATCH and STREAMING savepoints of the same input hold the same rows (broadcast state
-    as operator state: kind 'broadcast', key group -1); restoring the BATCH one into
-    STREAMING and into BATCH continues with its rules and counts."""
+    """BATCH and STREAMING (RocksDB) savepoints of the same input hold the same rows
+    (broadcast state as operator state: kind 'broadcast', key group -1); restoring the BATCH
+    one into STREAMING (RocksDB) and into BATCH continues with its rules and counts."""
     sp_batch, sp_stream = str(tmp_path / "sp-batch"), str(tmp_path / "sp-stream")
     env = _env(env_factory, tmp_path, "BATCH", "a-batch")
     out_a = _run_to_delta(env, _job(env, RULES_A, EVENTS_A), str(tmp_path / "a-batch"), "a",
@@ -221,7 +222,8 @@ def test_savepoints_carry_the_broadcast_state_between_modes(env_factory, spark, 
     rules: dict[str, int] = {}
     seen: dict[str, int] = {}
     assert out_a == model([(RULES_A, EVENTS_A)], rules, seen)
-    env = _env(env_factory, tmp_path, "STREAMING", "a-stream")
+    rocks = {"state.backend.type": "rocksdb"}
+    env = _env(env_factory, tmp_path, "STREAMING", "a-stream", **rocks)
     _run_to_delta(env, _job(env, RULES_A, EVENTS_A), str(tmp_path / "a-stream"), "a", sp_stream)
 
     rows = _entries(spark, sp_batch)
@@ -238,10 +240,25 @@ def test_savepoints_carry_the_broadcast_state_between_modes(env_factory, spark, 
     assert ("ann", "small", 70, 4) in expected_b and ("eve", "huge", 1_500, 1) in expected_b
     for mode in ("STREAMING", "BATCH"):
         env = _env(env_factory, tmp_path, mode, f"b-{mode}",
-                   **{"execution.savepoint.path": sp_batch})
+                   **{"execution.savepoint.path": sp_batch}, **(rocks if mode == "STREAMING" else {}))
         out_b = _run_to_delta(env, _job(env, RULES_B, EVENTS_B), str(tmp_path / f"b-{mode}"),
                               f"b-{mode}")
         assert out_b == expected_b, mode
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_broadcast_input_from_a_keyed_stage(env_factory, tmp_path, mode):
+    """Rules reduced per name (the highest threshold) by a keyed stage before the broadcast:
+    STREAMING runs that stage in its own query and reads its output back; BATCH emits each
+    name's final value. Either way the events see the highest thresholds."""
+    env = _env(env_factory, tmp_path, mode, "reduced")
+    raw = [("big", 100), ("small", 10), ("big", 150), ("small", 5)]
+    rules = env.from_collection(raw).key_by(lambda r: r[0]).reduce(lambda a, b: max(a, b))
+    out = sorted(env.from_collection(EVENTS_A).assign_timestamps_and_watermarks(_strategy())
+                 .key_by(lambda e: e[0], key_type=Types.STRING())
+                 .connect(rules.broadcast(RULES)).process(RuleMatcher(), output_type=OUT_TYPE)
+                 .execute_and_collect(f"reduced-{mode}"))
+    assert out == model([([("big", 150), ("small", 10)], EVENTS_A)])
 
 
 class Enrich(BroadcastProcessFunction):

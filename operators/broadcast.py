@@ -383,7 +383,7 @@ class NonKeyedReadOnlyContext(_ContextBase, BroadcastProcessFunction.ReadOnlyCon
     """``BroadcastProcessFunction.process_element``'s context."""
 
 
-class NonKeyedContext(_WritableContextBase, BroadcastProcessFunction.Context):
+class NonKeyedWritableContext(_WritableContextBase, BroadcastProcessFunction.Context):
     """``BroadcastProcessFunction.process_broadcast_element``'s context."""
 
 
@@ -414,7 +414,7 @@ class KeyedOnTimerContext(KeyedReadOnlyContext, KeyedBroadcastProcessFunction.On
         return self.domain
 
 
-class KeyedContext(_WritableContextBase, KeyedBroadcastProcessFunction.Context):
+class KeyedWritableContext(_WritableContextBase, KeyedBroadcastProcessFunction.Context):
     """``KeyedBroadcastProcessFunction.process_broadcast_element``'s context."""
 
     def apply_to_keyed_state(self, state_descriptor: Any, function: Any) -> None:
@@ -457,11 +457,11 @@ class BroadcastProcessOperator(AbstractKeyedOperator):
                                        VOID_NAMESPACE)
             self._read_ctx: _ContextBase = KeyedReadOnlyContext(self, timers)
             self._timer_ctx = KeyedOnTimerContext(self, timers)
-            self._write_ctx: _ContextBase = KeyedContext(self)
+            self._write_ctx: _ContextBase = KeyedWritableContext(self)
         else:
             runtime_context = RuntimeContext(self.config, None)  # no keyed state, as in Flink
             self._read_ctx = NonKeyedReadOnlyContext(self)
-            self._write_ctx = NonKeyedContext(self)
+            self._write_ctx = NonKeyedWritableContext(self)
         self._process = function.process_element
         self._process_broadcast = function.process_broadcast_element
         self._on_timer = getattr(function, "on_timer", None)

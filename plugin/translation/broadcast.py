@@ -116,10 +116,15 @@ def batch_broadcast(t: Any, node: BroadcastNode) -> Stream:
         part = F.element_at(slots, F.pmod(F.spark_partition_id(), F.lit(n)) + F.lit(1))
         other = df.select(TS, part.alias(KG), no_key.alias(KEY), VALUE, F.lit(0).alias(SIDE),
                           F.monotonically_increasing_id().alias(_BSEQ))
-    bdf = t.materialize(t.input_stream(broadcast_node), PICKLED, name=node.name)
-    broadcast = bdf.select(TS, VALUE, F.monotonically_increasing_id().alias(_BSEQ)).select(
-        TS, F.explode(slots).alias(KG), no_key.alias(KEY), VALUE,
-        F.lit(BROADCAST_INPUT).alias(SIDE), _BSEQ)
+    bstream = t.input_stream(broadcast_node)
+    bdf = t.materialize(bstream, PICKLED, name=node.name).select(
+        TS, VALUE, F.monotonically_increasing_id().alias(_BSEQ))
+    if bstream.keyed is not None:
+        # its keyed pass gets a stage of its own: inside the union's stage Spark numbers its
+        # tasks after the union's first input, outside the keyed pass's subtask range
+        bdf = bdf.repartition(n)
+    broadcast = bdf.select(TS, F.explode(slots).alias(KG), no_key.alias(KEY), VALUE,
+                           F.lit(BROADCAST_INPUT).alias(SIDE), _BSEQ)
     ticks = t.spark.range(n).select(
         F.lit(None).cast("bigint").alias(TS),
         F.element_at(slots, F.col("id").cast("int") + F.lit(1)).alias(KG), no_key.alias(KEY),
