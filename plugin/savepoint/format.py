@@ -106,8 +106,8 @@ __all__ = [
 ]
 
 #: The newest version of this layout (2: version 1 plus TTL state values, which start with
-#: their 8-byte last-access timestamp); a savepoint is written with the lowest version that
-#: holds its states (:func:`required_format_version`).
+#: their 8-byte last-access timestamp, and operator (broadcast) state rows); a savepoint is
+#: written with the lowest version that holds its states (:func:`required_format_version`).
 FORMAT_VERSION = 2
 #: Versions this library reads; readers refuse others.
 READABLE_FORMAT_VERSIONS = (1, 2)
@@ -298,9 +298,10 @@ class SavepointMetadata:
 
 def required_format_version(operators: Iterable[OperatorMetadata]) -> int:
     """2 when any keyed state of ``operators`` has TTL (its value serializer is the
-    ``TtlValue`` one), else 1."""
+    ``TtlValue`` one) or any operator has broadcast state (a version-1 reader would take its
+    rows for keyed entries), else 1."""
     for op in operators:
-        if any(is_ttl_snapshot(m.value_serializer) for m in op.states):
+        if op.broadcast_states or any(is_ttl_snapshot(m.value_serializer) for m in op.states):
             return 2
     return 1
 

@@ -39,6 +39,8 @@ def test_broadcast_states_round_trip_through_the_metadata_json():
     assert stored.kind.value == "map" and stored.user_key_serializer == \
         RULES.user_key_serializer.snapshot()
     assert BROADCAST_KIND == "broadcast"
+    # a version-1 reader would take operator state rows for keyed entries: version 2
+    assert meta.format_version == back.format_version == 2
 
 
 def test_metadata_without_operator_state_is_unchanged_and_old_json_reads():
@@ -49,3 +51,4 @@ def test_metadata_without_operator_state_is_unchanged_and_old_json_reads():
     assert set(data["operators"][0]) == {"uid", "key_serializer", "states", "generated_uid"}
     back = SavepointMetadata.from_json(text)
     assert back.operators["op"].broadcast_states == () and back.broadcast_states() == []
+    assert plain.format_version == back.format_version == 1
