@@ -110,6 +110,35 @@ def test_reduce_emits_only_final_value_per_key(env_factory):
     assert sorted(out.execute_and_collect()) == [("a", 8), ("b", 7)]
 
 
+@pytest.mark.parametrize("pre_aggregate", ["true", "false"])
+def test_field_keyed_reduce_folds_identical_records_in_timestamp_order(env_factory,
+                                                                       pre_aggregate):
+    """A typed reduce keyed by a field: with pre-aggregation Spark counts identical records
+    (same fields and timestamp) and the pass folds each in as often as counted; the result is
+    the per-record fold in timestamp order either way (an order-sensitive function)."""
+    from pyspark_datastream import ReduceFunction
+
+    class Concat(ReduceFunction):
+        def reduce(self, a, b):
+            return (a[0], a[1] + b[1], b[2])
+
+    env = env_factory("BATCH", {"execution.batch.pre-aggregation.enabled": pre_aggregate})
+    rows = [("a", "x", 3), ("a", "x", 1), ("b", "z", 5), ("a", "y", 2), ("a", "x", 1),
+            ("a", "x", 3), ("b", "z", 5), ("c", "w", 9), ("a", "x", 1)]
+    df = env.spark.createDataFrame(rows, "k string, v string, ts bigint").repartition(3)
+    typed = (env.from_dataframe(df)
+             .assign_timestamps_and_watermarks(
+                 WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+                     lambda r, _ts: r[2]))
+             .map(lambda r: (r[0], r[1], r[2]), output_type=CLICK))
+    out = typed.key_by(lambda r: r[0]).reduce(Concat())
+    assert sorted(out.execute_and_collect()) == [("a", "xxxyxx", 3), ("b", "zz", 5),
+                                                 ("c", "w", 9)]
+    details = " ".join(row.get("detail") or "" for row in env.get_last_progress())
+    assert "by column" in details
+    assert ("identical records counted" in details) == (pre_aggregate == "true"), details
+
+
 @pytest.mark.parametrize("pushdown", ["true", "false"])
 def test_builtin_aggregations(env_factory, pushdown):
     env = env_factory("BATCH", {"execution.batch.native-pushdown.enabled": pushdown})

@@ -26,11 +26,18 @@ from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decod
 from .fastpath import FastKeyedOutput, compile_chain
 
 __all__ = [
-    "KeyedSpec", "PassSpec", "run_pass", "output_ddl", "gc_paused",
+    "KeyedSpec", "PassSpec", "run_pass", "output_ddl", "gc_paused", "COUNT", "COUNTABLE_TYPES",
+    "folds_without_context",
     "SP_COLUMNS", "SP_META", "RESTORE_COLUMNS",
 ]
 
 _COMBINE_LIMIT = 100_000
+#: Input column of a counted keyed pass (``KeyedSpec.counted``): how many identical records
+#: (same key, fields and timestamp) the row stands for
+COUNT = "_n"
+#: Field types whose equal values Spark groups exactly as Python compares the decoded values
+#: (no float: Spark merges -0.0 and 0.0, and NaNs), so identical records may be counted
+COUNTABLE_TYPES = frozenset({"STRING", "BOOLEAN", "BYTE", "SHORT", "INT", "LONG"})
 _BULK = 4096  # records per ColumnWriter.extend
 
 #: Extra output columns of a keyed pass that writes a savepoint: one row per state entry
@@ -74,6 +81,9 @@ class KeyedSpec:
     #: the key is this field of the (typed) record: no ``_k`` column, key bytes are
     #: serialized once per run of equal keys (the input is sorted by that field)
     key_field: Optional[int] = None
+    #: BATCH reduce: each input row stands for ``COUNT`` identical records (Spark counted
+    #: them before the sort); the pass folds the record in that many times
+    counted: bool = False
 
 
 @dataclass
@@ -228,6 +238,7 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
             return
 
     key_field = spec.keyed.key_field if spec.keyed is not None else None
+    counted = spec.keyed is not None and spec.keyed.counted
     key_cache: list[Any] = [_NO_KEY, b"",
                             spec.keyed.key_serializer.serialize if spec.keyed is not None else None]
 
@@ -241,6 +252,11 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
             values = decode(b)
             ts = b.column(TS).to_pylist()
             sides = b.column(SIDE).to_pylist() if spec.sided else itertools.repeat(0)
+            if counted:
+                counts = b.column(COUNT).to_pylist()
+                values, ts = _repeated(values, counts), _repeated(ts, counts)
+                if spec.sided:
+                    sides = _repeated(sides, counts)  # type: ignore[arg-type]
             if key_field is not None:
                 yield from _keys_from_field(values, ts, sides, key_field, key_cache)
             elif keyed:
@@ -263,7 +279,8 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
             outputs = _run_broadcast(operator, backend, records(), ks, config)
         elif _fast_reduce_applies(ks, config) and key_field is not None and not spec.sided:
             outputs = _sorted_reduce_by_field(ks.function, batches, decode, key_field, spec.name,
-                                              _key_column(spec.input_enc, key_field))
+                                              _key_column(spec.input_enc, key_field),
+                                              COUNT if counted else None)
         elif _fast_reduce_applies(ks, config):
             outputs = _sorted_reduce(ks.function, records(), spec.name)
         elif ks.savepoint_write or ks.restore_meta is not None:
@@ -358,10 +375,20 @@ def _fast_reduce_applies(ks: KeyedSpec, config: OperatorConfig) -> bool:
         return False
     if ks.savepoint_write or ks.restore_meta is not None:
         return False
+    return folds_without_context(ks.function)
+
+
+def folds_without_context(function: Any) -> bool:
+    """Whether a BATCH sorted reduce runs ``function`` as a plain fold (it has no ``open`` of
+    its own, so it cannot use a runtime context or keyed state)."""
     from ..state_store.functions import Function
 
-    fn = ks.function
-    return getattr(type(fn), "open", Function.open) is Function.open
+    return getattr(type(function), "open", Function.open) is Function.open
+
+
+def _repeated(items: list[Any], counts: list[int]) -> list[Any]:
+    """``items`` with each item repeated its count times, in order."""
+    return list(itertools.chain.from_iterable(map(itertools.repeat, items, counts)))
 
 
 def _sorted_reduce(function: Any, rows: Iterator[tuple[Any, ...]], name: str) -> Iterator[Output]:
@@ -412,13 +439,14 @@ def _run_starts(column: pa.Array) -> Optional[list[int]]:
 
 
 def _sorted_reduce_by_field(function: Any, batches: Iterator[pa.RecordBatch], decode: Any,
-                            index: int, name: str, column: Optional[str] = None
-                            ) -> Iterator[Output]:
+                            index: int, name: str, column: Optional[str] = None,
+                            counts: Optional[str] = None) -> Iterator[Output]:
     """``_sorted_reduce`` for input sorted by one key field: runs of equal key values are
     folded straight from the decoded batches (no key bytes are needed: a reduce has no state
     to address). With the key's Arrow ``column``, run boundaries are found vectorised and
     each run is one ``functools.reduce`` over the user's function (still one Python call per
-    element, in arrival order)."""
+    element, in arrival order). With ``counts`` (a column of numbers of identical records,
+    ``KeyedSpec.counted``) a row is folded in that many times, decoded once."""
     from functools import reduce as fold
 
     from ..operators.base import MAX_WATERMARK, user_function_error
@@ -433,6 +461,13 @@ def _sorted_reduce_by_field(function: Any, batches: Iterator[pa.RecordBatch], de
             continue
         values = decode(b)
         starts = _run_starts(b.column(column)) if column is not None else None
+        if counts is not None and not _all_ones(b.column(counts)):
+            counted = b.column(counts).to_pylist()
+            if starts is not None:  # the runs' rows, each repeated: runs start further on
+                upto = list(itertools.accumulate(counted))
+                starts = [0] + [upto[s - 1] for s in starts[1:]]
+            values = _repeated(values, counted)
+            n = len(values)
         if starts is None:  # per record
             for value in values:
                 k = value[index]
@@ -461,6 +496,13 @@ def _sorted_reduce_by_field(function: Any, batches: Iterator[pa.RecordBatch], de
             out.clear()
     if current is not _NO_KEY:
         yield Output(None, acc, MAX_WATERMARK)
+
+
+def _all_ones(column: pa.Array) -> bool:
+    """Whether a count column says every row is one record (no identical records)."""
+    import pyarrow.compute as pc
+
+    return column.null_count == 0 and pc.max(column).as_py() in (None, 1)
 
 
 def _fold_run(reduce: Any, fold: Any, acc: Any, values: list[Any], start: int, end: int,

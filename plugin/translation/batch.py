@@ -50,11 +50,15 @@ from ..runtime.encoding import (
 )
 from ..runtime.fastpath import plain_callable
 from ..runtime.passes import (
+    COUNT,
+    COUNTABLE_TYPES,
     RESTORE_COLUMNS,
     SP_COLUMNS,
     SP_META,
     KeyedSpec,
     PassSpec,
+    folds_without_context,
+    gc_paused,
     output_ddl,
     run_pass,
 )
@@ -144,7 +148,9 @@ class BatchTranslator:
             finally:
                 progress.finish(ok)
             for batch in table.to_batches():
-                yield from decode(batch)
+                with gc_paused():  # a batch's thousands of acyclic records (see run_pass)
+                    decoded = decode(batch)
+                yield from decoded
 
         return CloseableIterator(records())
 
@@ -657,16 +663,36 @@ class BatchTranslator:
             return None
         index = key_field[0]
         column = col(f"`{parent.enc.columns[index]}`")
-        df = parent.df.repartition(self.parallelism, column).sortWithinPartitions(column, col(TS))
-        spec = KeyedSpec(node.op, keyed_function(node), key_node.key_serializer, True,
-                         self.backend, key_field=index)
+        function = keyed_function(node)
+        counted = self._counts_identical(node, parent, function)
+        df = parent.df.repartition(self.parallelism, column)
+        if counted:
+            # identical records (equal fields and timestamp) become one row and their number
+            # (a hash aggregation, no extra shuffle): the reduce still folds every record in,
+            # but Spark sorts, and Python decodes, each distinct one once
+            df = df.groupBy(*[col(f"`{c}`") for c in (TS, *parent.enc.columns)]).agg(
+                count_all().alias(COUNT))
+        df = df.sortWithinPartitions(column, col(TS))
+        spec = KeyedSpec(node.op, function, key_node.key_serializer, True,
+                         self.backend, key_field=index, counted=counted)
         log.info("BATCH: %s is keyed by column %s", node.name, parent.enc.columns[index])
         name = parent.enc.columns[index]
         stage = self._new_stage(
             "keyed", f"sort+keyed {node.op}", [node.name],
-            f"shuffle into {self.parallelism} partitions by column {name}, sorted by {name}, "
-            "timestamp")
+            f"shuffle into {self.parallelism} partitions by column {name}, "
+            + ("identical records counted, " if counted else "")
+            + f"sorted by {name}, timestamp")
         return Stream(df, parent.enc, node.output_type, keyed=spec, name=node.name, stage=stage)
+
+    def _counts_identical(self, node: KeyedNode, parent: Stream, function: Any) -> bool:
+        """Whether a field-keyed BATCH reduce reads identical records counted: with
+        pre-aggregation on, a reduce function that is a plain fold, and fields whose equal
+        values decode to equal Python values (``COUNTABLE_TYPES``). Exact for any reduce
+        function: records are immutable values and each is still folded in once."""
+        if node.op != "reduce" or not self.pre_aggregate or not folds_without_context(function):
+            return False
+        types = parent.enc.type_info.get_field_types()  # type: ignore[union-attr]
+        return all(t.type_name in COUNTABLE_TYPES for t in types)
 
     def _native_keyed_input(self, parent: Stream, key_node: KeyByNode) -> Optional[DataFrame]:
         """Key group and key bytes as native columns, for a key selector that reads one

@@ -104,3 +104,79 @@ def test_column_writer_extend_checks_records_as_append_does():
     writer = ColumnWriter(enc, [pa.field("_ts", pa.int64())])
     with pytest.raises(ValueError, match="has 3 fields but the declared output_type has 2"):
         list(writer.extend([[1, 2]], [("a", 1), ("a", 1, 2)]))
+
+
+def _counted_batches(rows, cuts):
+    """``(key, value, count)`` rows as batches of a counted input (``KeyedSpec.counted``)."""
+    from pyspark_datastream.runtime.passes import COUNT
+
+    enc = typed_encoding(Types.TUPLE([Types.STRING(), Types.STRING()]))
+    batches, start = [], 0
+    for end in sorted(set(cuts)) + [len(rows)]:
+        part = rows[start:end]
+        batches.append(pa.RecordBatch.from_arrays(
+            [pa.array([r[0] for r in part], type=pa.string()),
+             pa.array([r[1] for r in part], type=pa.string()),
+             pa.array([r[2] for r in part], type=pa.int64())],
+            names=[*enc.columns, COUNT]))
+        start = end
+    return enc, batches
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["x", "y"]),
+                               st.integers(1, 4)), max_size=30),
+       cuts=st.lists(st.integers(0, 30), max_size=4),
+       vectorised=st.booleans())
+def test_counted_rows_fold_each_record_in_as_often_as_counted(rows, cuts, vectorised):
+    from pyspark_datastream.runtime.passes import COUNT
+
+    rows = sorted(rows, key=lambda r: r[0])
+    enc, batches = _counted_batches(rows, [c for c in cuts if c <= len(rows)])
+    calls = []
+
+    class Counting(Concat):
+        def reduce(self, a, b):
+            calls.append(b)
+            return super().reduce(a, b)
+
+    outs = _sorted_reduce_by_field(Counting(), iter(batches), make_decoder(enc), 0, "r",
+                                   enc.columns[0] if vectorised else None, COUNT)
+    expanded = [(k, v) for k, v, n in rows for _ in range(n)]
+    assert [o.value for o in outs] == _expected(expanded)
+    # one call per record after each key's first, as without counting
+    assert len(calls) == len(expanded) - len({k for k, _ in expanded})
+
+
+def test_counted_rows_name_the_failing_record():
+    from pyspark_datastream.runtime.passes import COUNT
+
+    enc, batches = _counted_batches([("a", "0", 2), ("a", "bad", 3), ("b", "1", 1)], [])
+    outs = _sorted_reduce_by_field(FailsOn(), iter(batches), make_decoder(enc), 0, "my-reduce",
+                                   enc.columns[0], COUNT)
+    with pytest.raises(JobExecutionError, match=r"my-reduce.*reduce.*'bad'.*no bad values"):
+        list(outs)
+
+
+def test_a_counted_pass_repeats_rows_for_the_operator_path_too():
+    """A counted input read by the per-record keyed path (here a plain process function on the
+    single-key backend) sees every record as often as counted."""
+    from pyspark_datastream import KeyedProcessFunction
+    from pyspark_datastream.runtime.encoding import PICKLED
+    from pyspark_datastream.runtime.passes import COUNT, KeyedSpec, PassSpec, run_pass
+    from pyspark_datastream.state_store.serializers import GenericKeySerializer
+
+    class Echo(KeyedProcessFunction):
+        def process_element(self, value, ctx):
+            yield value
+
+    enc = typed_encoding(Types.TUPLE([Types.STRING(), Types.STRING()]))
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([None, None], type=pa.int64()), pa.array(["a", "b"]), pa.array(["x", "y"]),
+         pa.array([3, 1], type=pa.int64())], names=["_ts", *enc.columns, COUNT])
+    spec = PassSpec("echo", enc, PICKLED, {"mode": "BATCH", "parallelism": 1,
+                                          "max_parallelism": 128},
+                    keyed=KeyedSpec("process", Echo(), GenericKeySerializer.INSTANCE, True,
+                                    ("hashmap", {}), key_field=0, counted=True))
+    out = [v for b in run_pass(spec, iter([batch]), subtask=0) for v in make_decoder(PICKLED)(b)]
+    assert out == [("a", "x")] * 3 + [("b", "y")]
