@@ -414,6 +414,8 @@ def _sorted_reduce(function: Any, rows: Iterator[tuple[Any, ...]], name: str) ->
 
 
 _NO_KEY = object()
+#: a field of a decoded typed record (a tuple or a Row) without a Row's Python __getitem__
+_ITEM = tuple.__getitem__
 
 
 def _key_column(enc: Encoding, index: int) -> Optional[str]:
@@ -469,8 +471,7 @@ def _sorted_reduce_by_field(function: Any, batches: Iterator[pa.RecordBatch], de
             values = _repeated(values, counted)
             n = len(values)
         if starts is None:  # per record
-            for value in values:
-                k = value[index]
+            for value, k in zip(values, map(_ITEM, values, itertools.repeat(index))):
                 if k == current and type(k) is type(current):
                     try:
                         acc = reduce(acc, value)
@@ -483,7 +484,7 @@ def _sorted_reduce_by_field(function: Any, batches: Iterator[pa.RecordBatch], de
         else:
             ends = starts[1:] + [n]
             for s, e in zip(starts, ends):
-                k = values[s][index]
+                k = _ITEM(values[s], index)
                 if k == current and type(k) is type(current):  # the run goes on from before
                     acc = _fold_run(reduce, fold, acc, values, s, e, name)
                     continue
@@ -528,8 +529,9 @@ def _keys_from_field(values: list[Any], ts: list[Any], sides: Any, index: int,
     """(key bytes, ts, value, side) for records keyed by one field, sorted by it: the key
     serializer runs once per run of equal keys (``cache`` = [last key, its bytes, serialize])."""
     last, last_bytes, serialize = cache
-    for v, t, s in zip(values, ts, sides):
-        k = v[index]
+    # the tuple's own item lookup, in C: records may be Rows, whose [] is a Python method
+    keys = map(_ITEM, values, itertools.repeat(index))
+    for v, k, t, s in zip(values, keys, ts, sides):
         if k != last or type(k) is not type(last):
             last, last_bytes = k, serialize(k)
         yield last_bytes, t, v, s
