@@ -162,3 +162,15 @@ def test_the_translation_places_row_stages_where_a_function_reads_the_records():
     assert chain_for_output(shaped, typed, key_out=("k", "s")) == list(before)
     assert chain_for_output(mapped, PICKLED) == list(before)
     assert len(leading_rows(EVENT, "Side")) == 1 and leading_rows(PAIR, "Side") == ()
+
+
+def test_records_collected_as_spark_rows_become_named_rows():
+    from pyspark_datastream.runtime.spark_types import python_from_spark
+
+    conv = python_from_spark(EVENT, "row", ("user", "amount"))
+    out = conv(("a", 1))  # a collected Spark Row is a tuple of the payload columns
+    assert type(out) is named_row_class(("user", "amount")) and out.amount == 1
+    assert type(python_from_spark(PAIR, "tuple", ("f0", "f1"))(("a", 1))) is tuple
+    nested = Types.TUPLE([Types.STRING(), EVENT])
+    got = python_from_spark(nested, "tuple", ("f0", "f1"))(("k", ("a", 2)))
+    assert type(got) is tuple and got[1].user == "a" and got[1] == ("a", 2)
