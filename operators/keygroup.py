@@ -32,7 +32,7 @@ import tempfile
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sized
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import chain, count, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Optional
@@ -46,8 +46,6 @@ from ..state_store.errors import (
     SerializationError,
     StateBackendError,
 )
-from ..state_store.keygroups import assign_key_group
-from ..state_store.namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from ..state_store.serializers import PickleSerializer
 from .base import (
     MAX_WATERMARK,
@@ -55,10 +53,10 @@ from .base import (
     OperatorConfig,
     Output,
     raise_named_serialization_error,
-    user_function_error,
 )
 from .driver import key_deserializer, process_keyed_rows
 from .factory import KEYED_KINDS, make_keyed_operator
+from .lean_reduce import VOID_NS, fold_in_order, reduce_entries
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend
@@ -80,8 +78,7 @@ __all__ = [
 #: Format tag of the state bytes (first element of the pickled tuple).
 _STATE_FORMAT = "pyspark-datastream/keygroup-state/v1"
 
-#: Namespace bytes of keyed state without a namespace; value serializer of the reduce state.
-_VOID_NS = VOID_NAMESPACE_SERIALIZER.serialize(VOID_NAMESPACE)
+#: Value serializer of the reduce state.
 _PICKLE_SERIALIZER = PickleSerializer.INSTANCE
 
 #: ``(key_bytes, timestamp, value, input_index)`` - one input element.
@@ -100,24 +97,44 @@ class KeyGroupColumns:
     Iterating gives :data:`KeyGroupRow` tuples, so it is a valid ``rows`` argument of
     :meth:`KeyGroupRuntime.run` everywhere; the lean reduce path reads the lists
     directly. ``input_indexes`` None means every element comes from input 0.
+
+    A reader of typed keys may give each element's key value (``key_values``) and the
+    bytes of each distinct key (``key_bytes``) instead of ``keys``: the lean reduce then
+    keys its fold by the values, and ``keys`` (each element's key bytes) is only built when
+    something reads it.
     """
 
-    __slots__ = ("keys", "timestamps", "values", "input_indexes")
+    __slots__ = ("_keys", "timestamps", "values", "input_indexes", "key_values", "key_bytes")
 
-    def __init__(self, keys: list[bytes], timestamps: list[Optional[int]], values: list[Any],
-                 input_indexes: Optional[list[int]] = None) -> None:
-        if not len(keys) == len(timestamps) == len(values) or (
-                input_indexes is not None and len(input_indexes) != len(keys)):
+    def __init__(self, keys: Optional[list[bytes]], timestamps: list[Optional[int]],
+                 values: list[Any], input_indexes: Optional[list[int]] = None, *,
+                 key_values: Optional[list[Any]] = None,
+                 key_bytes: Optional[dict[Any, bytes]] = None) -> None:
+        if keys is None and (key_values is None or key_bytes is None):
+            raise JobExecutionError("KeyGroupColumns: keys, or key values and their bytes")
+        n = len(keys if keys is not None else key_values)  # type: ignore[arg-type]
+        if not n == len(timestamps) == len(values) or (
+                input_indexes is not None and len(input_indexes) != n):
             raise JobExecutionError(
-                f"KeyGroupColumns: columns of different lengths ({len(keys)} keys, "
+                f"KeyGroupColumns: columns of different lengths ({n} keys, "
                 f"{len(timestamps)} timestamps, {len(values)} values)")
-        self.keys = keys
+        self._keys = keys
         self.timestamps = timestamps
         self.values = values
         self.input_indexes = input_indexes
+        self.key_values = key_values if keys is None else None
+        self.key_bytes = key_bytes if keys is None else None
+
+    @property
+    def keys(self) -> list[bytes]:
+        """Each element's key bytes."""
+        if self._keys is None:
+            assert self.key_values is not None and self.key_bytes is not None
+            self._keys = list(map(self.key_bytes.__getitem__, self.key_values))
+        return self._keys
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.timestamps)
 
     def __iter__(self) -> Iterator[KeyGroupRow]:
         sides: Iterable[int] = self.input_indexes if self.input_indexes is not None else repeat(0)
@@ -153,21 +170,64 @@ def decode_state(data: bytes) -> tuple[list[StateMetaInfo], list[StateEntry]]:
     return [StateMetaInfo.from_dict(m) for m in metas], [StateEntry(*r) for r in rows]
 
 
-@dataclass
 class KeyGroupResult:
     """What one micro-batch of a key group produced.
 
     ``state`` is None when the key group holds nothing any more (the plugin removes
     its GroupState); ``next_event_timer`` / ``next_processing_timer`` are the
     earliest pending timers (None when there are none).
+
+    ``outputs`` may be given as ``columns``, ``(values, timestamps)`` of main outputs
+    (the lean reduce's): the ``Output`` tuples are then only built when ``outputs`` is
+    read, and :meth:`output_columns` hands the columns on as they are.
     """
 
-    outputs: list[Output] = field(default_factory=list)
-    state: Optional[bytes] = None
-    next_event_timer: Optional[int] = None
-    next_processing_timer: Optional[int] = None
-    elements: int = 0
-    state_entries: int = 0
+    __slots__ = ("_outputs", "_columns", "state", "next_event_timer", "next_processing_timer",
+                 "elements", "state_entries")
+
+    def __init__(self, outputs: Optional[list[Output]] = None, state: Optional[bytes] = None,
+                 next_event_timer: Optional[int] = None,
+                 next_processing_timer: Optional[int] = None, elements: int = 0,
+                 state_entries: int = 0, *,
+                 columns: Optional[tuple[list[Any], list[Optional[int]]]] = None) -> None:
+        self._outputs = [] if outputs is None and columns is None else outputs
+        self._columns = columns if outputs is None else None
+        self.state = state
+        self.next_event_timer = next_event_timer
+        self.next_processing_timer = next_processing_timer
+        self.elements = elements
+        self.state_entries = state_entries
+
+    @property
+    def outputs(self) -> list[Output]:
+        if self._outputs is None:
+            assert self._columns is not None
+            values, stamps = self._columns
+            # Output(None, value, timestamp) per element, built at C speed
+            self._outputs = list(map(_new_tuple, repeat(Output),
+                                     zip(repeat(None), values, stamps)))
+            self._columns = None
+        return self._outputs
+
+    @outputs.setter
+    def outputs(self, outputs: list[Output]) -> None:
+        self._outputs, self._columns = outputs, None
+
+    def output_columns(self) -> tuple[Optional[list[Optional[str]]], list[Any],
+                                      list[Optional[int]]]:
+        """``(tags, values, timestamps)`` of the outputs; ``tags`` None when every output is
+        a main output given as columns."""
+        if self._outputs is None:
+            assert self._columns is not None
+            return None, self._columns[0], self._columns[1]
+        outputs = self._outputs
+        return ([o[0] for o in outputs], [o[1] for o in outputs], [o[2] for o in outputs])
+
+    def __repr__(self) -> str:
+        return (f"KeyGroupResult(outputs={self.outputs!r}, state={self.state!r}, "
+                f"next_event_timer={self.next_event_timer!r}, "
+                f"next_processing_timer={self.next_processing_timer!r}, "
+                f"elements={self.elements!r}, state_entries={self.state_entries!r})")
 
 
 class KeyGroupRuntime:
@@ -351,70 +411,48 @@ class KeyGroupRuntime:
             if state_metas != metas:
                 return None
             for entry in entries:
-                if entry[1] != REDUCE_STATE_NAME or entry[3] != _VOID_NS or entry[4] != b"":
+                if entry[1] != REDUCE_STATE_NAME or entry[3] != VOID_NS or entry[4] != b"":
                     return None
                 restored[entry[2]] = entry
         name = self.config.operator_name
         reduce_function = self._lean_reduce
         assert reduce_function is not None
-        reduce = reduce_function.reduce
-        if isinstance(rows, KeyGroupColumns):
+        key_bytes: Optional[dict[Any, bytes]] = None
+        if isinstance(rows, KeyGroupColumns) and rows.key_values is not None:
+            # typed keys: the fold is keyed by their values, bytes only per distinct key
+            keys, key_bytes = rows.key_values, rows.key_bytes
+            stamps, elements = rows.timestamps, rows.values
+        elif isinstance(rows, KeyGroupColumns):
             keys, stamps, elements = rows.keys, rows.timestamps, rows.values
         else:
             keys, stamps, elements = [], [], []
-            for key_bytes, timestamp, value, _ in rows:
-                keys.append(key_bytes)
+            for kb, timestamp, value, _ in rows:
+                keys.append(kb)
                 stamps.append(timestamp)
                 elements.append(value)
-        if set(map(type, keys)) - {bytes}:  # e.g. bytearray from some pandas conversions
-            keys = [k if type(k) is bytes else bytes(k) for k in keys]
-        result = KeyGroupResult()
-        results: list[Any] = []
-        append = results.append
+        if key_bytes is None and set(map(type, keys)) - {bytes}:
+            keys = [k if type(k) is bytes else bytes(k) for k in keys]  # e.g. bytearray
         try:
             # running values of the keys this batch touches; a restored one is unpickled
             # here, the others keep their stored bytes
             deserialize = _PICKLE_SERIALIZER.deserialize
-            values = {k: deserialize(restored[k][5]) for k in set(keys).intersection(restored)}
-            get = values.get
-            for key_bytes, value in zip(keys, elements):
-                current = get(key_bytes)
-                if current is None:
-                    reduced = value
-                else:
-                    try:
-                        reduced = reduce(current, value)
-                    except DataStreamError:
-                        raise
-                    except Exception as exc:
-                        raise user_function_error(name, "reduce", value, exc) from exc
-                values[key_bytes] = reduced
-                append(reduced)
-            # Output(None, result, timestamp) per element, built at C speed
-            result.outputs = list(map(_new_tuple, repeat(Output),
-                                      zip(repeat(None), results, stamps)))
-            entries_out = [e for k, e in restored.items() if k not in values]
-            serialize = _PICKLE_SERIALIZER.serialize
-            max_parallelism = self.config.max_parallelism
-            for key_bytes, value in values.items():
-                if value is None:  # a None result clears the key's state
-                    continue
-                old = restored.get(key_bytes)
-                key_group = (old[0] if old is not None
-                             else assign_key_group(key_bytes, max_parallelism))
-                entries_out.append((key_group, REDUCE_STATE_NAME, key_bytes, _VOID_NS, b"",
-                                    serialize(value)))
+            if key_bytes is None:
+                running = {k: deserialize(restored[k][5])
+                           for k in set(keys).intersection(restored)}
+            else:
+                running = {k: deserialize(restored[kb][5])
+                           for k, kb in key_bytes.items() if kb in restored}
+            results = fold_in_order(reduce_function.reduce, name, keys, elements, running)
+            entries_out = reduce_entries(running, key_bytes, restored,
+                                         self.config.max_parallelism)
         except SerializationError as exc:  # a state (or its snapshot) could not hold a value
             raise_named_serialization_error(exc, name)
         except DataStreamError:
             raise
         except Exception as exc:
             raise _batch_failure(name, exc) from exc
-        # canonical order = encoded entry key order; with one state name and the void
-        # namespace that is (key group, key length, key bytes)
-        entries_out.sort(key=_value_entry_order)
-        result.elements = len(results)
-        result.state_entries = len(entries_out)
+        result = KeyGroupResult(columns=(results, stamps), elements=len(results),
+                                state_entries=len(entries_out))
         if entries_out:
             result.state = _dump_state(metas, entries_out)
         return result
@@ -422,10 +460,6 @@ class KeyGroupRuntime:
 
 _new_tuple = tuple.__new__
 _first = itemgetter(0)
-
-
-def _value_entry_order(entry: tuple[Any, ...]) -> tuple[int, int, bytes]:
-    return entry[0], len(entry[2]), entry[2]
 
 
 def _plain_reduce_function(function: Any) -> Any:

@@ -50,6 +50,7 @@ __all__ = [
     "output_schema",
     "group_rows",
     "output_blobs",
+    "column_blobs",
     "unpack_blobs",
 ]
 
@@ -166,30 +167,25 @@ def _records(columns: list[list[Any]], enc: Encoding) -> list[Any]:
     return list(zip(*columns))
 
 
-def _key_bytes(keys: list[Any], serializer: Any, cache: dict[Any, bytes],
-               key_group: Optional[tuple[int, int]]) -> list[bytes]:
-    """Key bytes of typed keys: each distinct key serialized once per call (and, with
+def _distinct_key_bytes(keys: list[Any], serializer: Any,
+                        key_group: Optional[tuple[int, int]]) -> dict[Any, bytes]:
+    """The bytes of each distinct typed key (serialized once per call and, with
     ``key_group = (group, max parallelism)``, checked against Spark's ``_kg``)."""
-    out: list[bytes] = []
-    append = out.append
-    get = cache.get
-    for key in keys:
-        kb = get(key)
-        if kb is None:
-            try:
-                kb = cache[key] = serializer.serialize(key)
-            except Exception as exc:
-                raise SerializationError(
-                    f"cannot serialize key {key!r:.80} with {serializer!r}: {exc}") from exc
-            if key_group is not None:
-                own = assign_key_group(kb, key_group[1])
-                if own != key_group[0]:
-                    raise JobExecutionError(
-                        f"key {key!r:.80}: Spark placed it in key group {key_group[0]} but "
-                        f"its bytes from {serializer!r} belong to key group {own} (native "
-                        "key bytes disagree)")
-        append(kb)
-    return out
+    out = dict.fromkeys(keys)
+    for key in out:
+        try:
+            kb = out[key] = serializer.serialize(key)
+        except Exception as exc:
+            raise SerializationError(
+                f"cannot serialize key {key!r:.80} with {serializer!r}: {exc}") from exc
+        if key_group is not None:
+            own = assign_key_group(kb, key_group[1])
+            if own != key_group[0]:
+                raise JobExecutionError(
+                    f"key {key!r:.80}: Spark placed it in key group {key_group[0]} but "
+                    f"its bytes from {serializer!r} belong to key group {own} (native "
+                    "key bytes disagree)")
+    return out  # type: ignore[return-value]
 
 
 def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
@@ -200,15 +196,16 @@ def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
     one key merged by event time (:func:`_merge_splits_by_event_time`).
 
     Without ``typed`` the frames carry ``_k`` and pickled ``_v``. With it they carry
-    typed columns and no ``_k``: the key is a field of the record, serialized with
-    ``key_serializer`` and checked against ``key_group`` (``(group, max parallelism)``)."""
+    typed columns and no ``_k``: the key is a field of the record, each distinct key is
+    serialized with ``key_serializer`` and checked against ``key_group`` (``(group, max
+    parallelism)``), and the columns hold each element's key value and those bytes
+    (``KeyGroupColumns.key_values``/``key_bytes``)."""
     import numpy as np
 
     keys: list[Any] = []
     stamps: list[Any] = []
     values: list[Any] = []
     sides: list[Any] = []
-    cache: dict[Any, bytes] = {}
     loads = pickle.loads
     for pdf in frames:
         if typed is None:
@@ -216,11 +213,17 @@ def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
             values.extend([loads(v) for v in pdf[VALUE].tolist()])
         else:
             columns = _typed_columns_in(pdf, typed)
-            keys.extend(_key_bytes(columns[typed.key_index], key_serializer, cache, key_group))
+            keys.extend(columns[typed.key_index])
             values.extend(_records(columns, typed.enc))
         stamps.extend(_timestamps(pdf))
         if sided:
             sides.extend(pdf[SIDE].astype(int).tolist())
+    key_bytes = (_distinct_key_bytes(keys, key_serializer, key_group)
+                 if typed is not None else None)
+    if key_bytes is not None and any(type(k) is float for k in key_bytes):
+        # float keys are no dict keys: NaNs are unequal to each other and -0.0 == 0.0,
+        # while their bytes decide what one key is
+        keys, key_bytes = list(map(key_bytes.__getitem__, keys)), None
     seq = frames[0][SEQ].to_numpy() if len(frames) == 1 else \
         np.concatenate([p[SEQ].to_numpy() for p in frames])
     order: Optional[Any] = None
@@ -238,15 +241,17 @@ def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
             else [seq >> SPLIT_SHIFT]
         if sided:
             split.append(np.asarray(sides))
-        order = _merge_splits_by_event_time(order, keys, np.asarray(stamps, dtype=np.int64),
-                                            split)
-    if order is not None:
-        order = order.tolist()
-        keys = [keys[i] for i in order]
-        stamps = [stamps[i] for i in order]
-        values = [values[i] for i in order]
+        order = _merge_splits_by_event_time(
+            order, keys if key_bytes is None else list(map(key_bytes.__getitem__, keys)),
+            np.asarray(stamps, dtype=np.int64), split)
+    if order is not None and len(order) > 1:
+        take = itemgetter(*order.tolist())  # one C call per column
+        keys, stamps, values = list(take(keys)), list(take(stamps)), list(take(values))
         if sided:
-            sides = [sides[i] for i in order]
+            sides = list(take(sides))
+    if key_bytes is not None:
+        return KeyGroupColumns(None, stamps, values, sides if sided else None, key_values=keys,
+                               key_bytes=key_bytes)
     return KeyGroupColumns(keys, stamps, values, sides if sided else None)
 
 
@@ -300,24 +305,35 @@ def output_blobs(outputs: list[Any], tags: frozenset[str], enc: Optional[Encodin
     no consumer reads are dropped (without ``tags``, every side output). None when
     nothing is emitted.
     """
+    return column_blobs(list(map(_TAG_OF, outputs)), list(map(_VALUE_OF, outputs)),
+                        list(map(_TS_OF, outputs)), tags, enc, name)
+
+
+def column_blobs(out_tags: Optional[list[Optional[str]]], values: list[Any],
+                 stamps: list[Optional[int]], tags: frozenset[str], enc: Optional[Encoding],
+                 name: str = "") -> Optional[Any]:
+    """:func:`output_blobs` of outputs given as columns (``out_tags`` None: every output is
+    a main output, as ``KeyGroupResult.output_columns`` gives a lean reduce's)."""
     import pandas as pd
 
-    if tags:
-        kept = [o for o in outputs if o[0] is None or o[0] in tags]
-    elif set(map(_TAG_OF, outputs)) - {None}:
-        kept = [o for o in outputs if o[0] is None]
-    else:
-        kept = outputs
-    if not kept:
+    if out_tags is not None and (tags or set(out_tags) - {None}):
+        kept = [i for i, t in enumerate(out_tags) if t is None or t in tags]
+        out_tags = [out_tags[i] for i in kept]
+        values = [values[i] for i in kept]
+        stamps = [stamps[i] for i in kept]
+    if not values:
         return None
     schema = output_schema(enc, bool(tags))
-    arrays = [pa.array(list(map(_TAG_OF, kept)), type=pa.string())] if tags else []
-    arrays.append(pa.array(list(map(_TS_OF, kept)), type=pa.int64()))
-    values = list(map(_VALUE_OF, kept))
+    arrays = []
+    if tags:
+        arrays.append(pa.array(out_tags if out_tags is not None else [None] * len(values),
+                               type=pa.string()))
+    arrays.append(pa.array(stamps, type=pa.int64()))
     if enc is not None and not enc.typed and enc.shape == "row":  # main records as Rows
         shape = RowShape.of(enc.type_info, name)
         assert shape is not None
-        values = [shape(v) if o[0] is None else v for o, v in zip(kept, values)]
+        values = ([shape(v) for v in values] if out_tags is None else
+                  [shape(v) if t is None else v for t, v in zip(out_tags, values)])
     arrays.extend(_payload_arrays(values, enc, name))
     batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
     rows = batch.num_rows

@@ -15,7 +15,7 @@ from ..operators.base import MIN_WATERMARK, OperatorConfig
 from ..operators.broadcast_runtime import BroadcastKeyGroupRuntime
 from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
 from .encoding import VALUE, Encoding
-from .group_frames import SEQ, SPLIT_SHIFT, TypedInput, group_rows, output_blobs
+from .group_frames import SEQ, SPLIT_SHIFT, TypedInput, column_blobs, group_rows
 from .passes import PassSpec, gc_paused, partition_id, run_pass
 
 __all__ = [
@@ -128,7 +128,8 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
                 due.append(wm_s)
             if due:
                 state.setTimeoutTimestamp(max(min(due), wm_s, 1))
-        return output_blobs(result.outputs, spec.tags, spec.output_enc, spec.name)
+        out_tags, values, stamps = result.output_columns()
+        return column_blobs(out_tags, values, stamps, spec.tags, spec.output_enc, spec.name)
 
     return fn
 

@@ -149,3 +149,61 @@ def test_unreadable_restored_value_is_a_serialization_error():
     broken = encode_state(metas, [entries[0]._replace(value=b"not a pickle")])
     with pytest.raises(SerializationError, match="unpickling failed"):
         lean.run(broken, _rows([("k", 2, ("k", 1))]))
+
+
+def _typed_columns(items):
+    """The rows of ``items`` as a typed reader gives them: key values and distinct bytes."""
+    keys = [k for k, _, _ in items]
+    return KeyGroupColumns(None, [ts for _, ts, _ in items], [v for _, _, v in items],
+                           key_values=keys, key_bytes={k: KS.serialize(k) for k in keys})
+
+
+def test_typed_key_values_give_what_key_bytes_give_across_batches():
+    lean, full = _pair(_add)
+    first_typed = lean.run(None, _typed_columns(BATCH1))
+    first_bytes = full.run(None, _rows(BATCH1))
+    assert first_typed.outputs == first_bytes.outputs
+    assert first_typed.state == lean.run(None, _rows(BATCH1)).state
+    assert decode_state(first_typed.state) == decode_state(first_bytes.state)
+    second_typed = lean.run(first_typed.state, _typed_columns(BATCH2))
+    second_bytes = full.run(first_bytes.state, _rows(BATCH2))
+    assert second_typed.outputs == second_bytes.outputs
+    assert decode_state(second_typed.state) == decode_state(second_bytes.state)
+    # a None result clears the key in the typed path too
+    cleared = KeyGroupRuntime("reduce", lambda a, b: None, KS, _cfg()).run(
+        None, _typed_columns([("k", 1, 10), ("k", 2, 20), ("j", 3, 5)]))
+    assert [o.value for o in cleared.outputs] == [10, None, 5]
+    assert {KS.deserialize(e.key) for e in decode_state(cleared.state)[1]} == {"j"}
+
+
+def test_typed_columns_build_key_bytes_only_when_read():
+    cols = _typed_columns(BATCH1)
+    assert len(cols) == 4 and cols.key_values == ["a", "b", "a", "c"]
+    assert cols.keys == [KS.serialize(k) for k, _, _ in BATCH1]
+    assert list(cols)[2] == (KS.serialize("a"), 3, ("a", 5), 0)
+    with pytest.raises(JobExecutionError, match="keys, or key values"):
+        KeyGroupColumns(None, [], [], key_values=[])
+
+
+def test_lean_outputs_come_as_columns_and_as_output_tuples():
+    lean, _ = _pair(_add)
+    result = lean.run(None, _rows(BATCH1))
+    tags, values, stamps = result.output_columns()
+    assert tags is None and stamps == [1, None, 3, 4]
+    assert values == [("a", 1), ("b", 1), ("a", 6), ("c", 2)]
+    assert result.outputs == [Output(None, v, t) for v, t in zip(values, stamps)]
+    # once built, the tuples are what output_columns reads
+    assert result.output_columns() == ([None] * 4, values, stamps)
+
+
+def test_state_entries_are_canonical_across_key_groups():
+    from pyspark_datastream.operators.lean_reduce import reduce_entries
+    from pyspark_datastream.state_store.keygroups import assign_key_group
+
+    keys = [KS.serialize(k) for k in ("a", "bb", "ccc", "zz", "y", "x" * 40)]
+    running = {kb: ("v", i) for i, kb in enumerate(keys)}
+    entries = reduce_entries(running, None, {}, 4)
+    expected = sorted(keys, key=lambda kb: (assign_key_group(kb, 4), len(kb), kb))
+    assert len({e[0] for e in entries}) > 1
+    assert [e[2] for e in entries] == expected
+    assert is_canonical([StateEntry(*e) for e in entries])

@@ -217,3 +217,41 @@ def test_files_of_a_file_stream_are_merged_by_event_time_per_key():
     right = _frame([("a", 3)], [0], ts=[3], pickled=True, sides=[1])
     both = group_rows([left, right], None, True, KS)
     assert list(both)[0][3] == 1 and [v[1] for v in both.values] == [3, 9]
+
+
+def test_column_blobs_equal_output_blobs():
+    from pyspark_datastream.runtime.group_frames import column_blobs
+
+    enc = typed_encoding(PAIR)
+    outs = [Output(None, ("a", 1), 5), Output("late", ("b", 2), 6), Output(None, ("c", 3), None)]
+    tags, values, stamps = ([o[0] for o in outs], [o[1] for o in outs], [o[2] for o in outs])
+    for wanted in (frozenset(), frozenset({"late"})):
+        expected = _unpack(output_blobs(outs, wanted, enc if not wanted else None))
+        got = _unpack(column_blobs(tags, values, stamps, wanted, enc if not wanted else None))
+        assert got.to_pylist() == expected.to_pylist()
+    mains = [o for o in outs if o[0] is None]
+    got = _unpack(column_blobs(None, [o[1] for o in mains], [o[2] for o in mains],
+                               frozenset({"late"}), None))
+    assert got.to_pylist() == _unpack(output_blobs(mains, frozenset({"late"}), None)).to_pylist()
+    assert column_blobs(None, [], [], frozenset(), enc) is None
+
+
+def test_typed_rows_carry_key_values_and_each_distinct_keys_bytes():
+    f = _frame([("a", 1), ("b", 2), ("a", 3)], [0, 1, 2])
+    cols = group_rows([f], TYPED, False, KS)
+    assert cols.key_values == ["a", "b", "a"]
+    assert cols.key_bytes == {"a": KS.serialize("a"), "b": KS.serialize("b")}
+    assert cols.keys == [KS.serialize(k) for k in "aba"]
+
+
+def test_float_keys_stay_keyed_by_their_bytes():
+    # two NaN objects are unequal dict keys but one key by bytes; the columns keep bytes
+    typed = TypedInput(typed_encoding(Types.TUPLE([Types.DOUBLE(), Types.LONG()])), key_index=0)
+    frame = pd.DataFrame({"_ts": np.array([np.nan] * 3), "_kg": np.zeros(3, dtype=np.int32),
+                          "f0": np.array([float("nan"), float("nan"), 1.5]),
+                          "f1": np.array([1, 2, 3], dtype=np.int64),
+                          "_seq": np.array([0, 1, 2], dtype=np.int64)})
+    cols = group_rows([frame], typed, False, KS)
+    assert cols.key_values is None and cols.key_bytes is None
+    assert cols.keys[0] == cols.keys[1] != cols.keys[2]
+    assert [v[1] for v in cols.values] == [1, 2, 3]
