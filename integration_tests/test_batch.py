@@ -279,6 +279,48 @@ def test_union_and_keyed_co_process(env_factory):
     assert sorted(out.execute_and_collect()) == [("EUR", 2.0), ("EUR", 20.0), ("USD", 5.0)]
 
 
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_union_of_keyed_outputs_and_their_side_output(env_factory, mode):
+    """A union whose later inputs end in keyed operators: the keyed passes run inside the
+    union's partitions (numbered after the earlier inputs'), each still one subtask."""
+    env = env_factory(mode)
+    big = OutputTag("big", Types.TUPLE([Types.STRING(), Types.LONG()]))
+
+    class Flag(KeyedProcessFunction):
+        def open(self, runtime_context):
+            self.total = runtime_context.get_state(ValueStateDescriptor("total", Types.LONG()))
+
+        def process_element(self, value, ctx):
+            total = (self.total.value() or 0) + value[1]
+            self.total.update(total)
+            if value[1] >= 50:
+                ctx.output(big, (value[0], value[1]))
+            yield value[0], total
+
+    data = [(f"u{i % 7}", (i * 37) % 101) for i in range(300)]
+    pair = Types.TUPLE([Types.STRING(), Types.LONG()])
+    src = env.from_collection(data, type_info=pair)
+    flagged = src.key_by(lambda v: v[0]).process(Flag(), output_type=pair)
+    sums = env.from_collection(data, type_info=pair).key_by(lambda v: v[0]).reduce(
+        lambda a, b: (a[0], a[1] + b[1]))
+    # a plain input first, so the keyed inputs' partitions come after it in the union
+    plain = env.from_collection([("x", -1), ("y", -2), ("z", -3)], type_info=pair)
+    out = sorted(plain.union(flagged, flagged.get_side_output(big), sums).execute_and_collect())
+
+    totals, running, expected = {}, [], [("x", -1), ("y", -2), ("z", -3)]
+    for user, amount in data:
+        totals[user] = totals.get(user, 0) + amount
+        running.append((user, totals[user]))
+        if amount >= 50:
+            expected.append((user, amount))
+    expected += running
+    if mode == "BATCH":  # a BATCH reduce emits each key's final value only
+        expected += sorted(totals.items())
+    else:  # a STREAMING reduce emits every running value
+        expected += running
+    assert out == sorted(expected)
+
+
 def test_two_stage_keyed_job(env_factory):
     env = env_factory("BATCH")
     data = [("u1", "fr"), ("u2", "fr"), ("u1", "fr"), ("u3", "de"), ("u3", "de"), ("u4", "de")]

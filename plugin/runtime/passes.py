@@ -159,8 +159,15 @@ class _SavepointWriter(ColumnWriter):
 
 
 def _operator_config(spec: PassSpec, subtask: int) -> OperatorConfig:
+    parallelism = spec.config.get("parallelism", 1)
+    if spec.keyed is not None and subtask >= parallelism:
+        # A keyed pass reads its key shuffle's ``parallelism`` partitions, but when a union
+        # reads it, the task's partition number counts the union's earlier inputs' first:
+        # the shuffle's partitions are ``parallelism`` consecutive numbers, so modulo
+        # ``parallelism`` each still gets a subtask index of its own.
+        subtask %= parallelism
     overrides: dict[str, Any] = {"subtask_index": subtask, "operator_name": spec.name}
-    if spec.keyed is None and subtask >= spec.config.get("parallelism", 1):
+    if spec.keyed is None and subtask >= parallelism:
         # Non-keyed passes keep their input's partitioning, which may be wider than the
         # configured parallelism (e.g. after a union).
         overrides["parallelism"] = subtask + 1
