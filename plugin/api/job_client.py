@@ -381,7 +381,7 @@ class JobClient:
             query.stop()
 
     def _write(self, path: str) -> int:
-        from ..translation.streaming import as_dict, progress_row
+        from ..translation.streaming_queries import as_dict, progress_row
         from ..translation.streaming_savepoint import StreamingSavepointWrite
 
         t = self._translator

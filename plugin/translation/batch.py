@@ -46,9 +46,7 @@ from ..runtime.encoding import (
     Encoding,
     make_decoder,
     output_check,
-    typed_encoding,
 )
-from ..runtime.fastpath import plain_callable
 from ..runtime.passes import (
     COUNT,
     COUNTABLE_TYPES,
@@ -62,15 +60,34 @@ from ..runtime.passes import (
     output_ddl,
     run_pass,
 )
-from ..runtime.spark_types import is_spark_mappable, python_from_spark
 from ..spark_io.columns import col, count_all, lit
 from ..spark_io.key_columns import native_key_bytes
 from ..spark_io.progress import BatchProgress, Stage
 from ..state_store.errors import GraphBuildError, JobExecutionError
 from .failures import surfacing
-from .rows import chain_before, chain_for_output, keyed_function, leading_rows
+from .pushdown import native_map, traced_key_field
+from .rows import keyed_function
+from .steps import (
+    co_chain_input,
+    collectable_arrow,
+    dataframe_source,
+    fan_out,
+    fused_chain,
+    input_stream,
+    is_true,
+    materialize_shared,
+    needs_pass,
+    operator_config,
+    pass_spec,
+    preferred_encoding,
+    same_key_serializer,
+    side_output,
+    side_output_tags,
+    typed_df,
+    union,
+)
 from .stream import Stream
-from .tracing import Expr, ddl_of_field, field_plan, struct_type, to_column, trace
+from .tracing import ddl_of_field, field_plan, struct_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -94,31 +111,20 @@ class BatchTranslator:
         cfg = plan.config
         self.parallelism = plan.parallelism
         self.max_parallelism = plan.max_parallelism
-        self.sorted_inputs = _bool(resolve(cfg, "execution.sorted-inputs.enabled", "BATCH"))
-        self.pre_aggregate = _bool(resolve(cfg, "execution.batch.pre-aggregation.enabled", "BATCH"))
+        self.sorted_inputs = is_true(resolve(cfg, "execution.sorted-inputs.enabled", "BATCH"))
+        self.pre_aggregate = is_true(resolve(cfg, "execution.batch.pre-aggregation.enabled", "BATCH"))
         self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
-        self.pushdown = _bool(resolve(cfg, "execution.batch.native-pushdown.enabled", "BATCH"))
-        self.op_config = {
-            "mode": "BATCH",
-            "processing_time_allow": str(resolve(cfg, "pipeline.processing-time.allow", "BATCH")),
-            "processing_time_end_of_input": str(
-                resolve(cfg, "pipeline.processing-time.end-of-input", "BATCH")),
-            "parallelism": self.parallelism,
-            "max_parallelism": self.max_parallelism,
-            "job_parameters": cfg.to_dict(),
-        }
+        self.pushdown = is_true(resolve(cfg, "execution.batch.native-pushdown.enabled", "BATCH"))
+        self.op_config = operator_config(cfg, "BATCH", self.parallelism, self.max_parallelism)
         self._streams: dict[int, Stream] = {}
-        self._tags: dict[int, frozenset[str]] = {}
-        for n in self.nodes:
-            if isinstance(n, SideOutputNode):
-                parent = n.inputs[0]
-                self._tags[parent.id] = self._tags.get(parent.id, frozenset()) | {n.tag_id}
+        self._tags = side_output_tags(self.nodes)
         # Savepoints (translation/batch_savepoint.py): restore is checked here, before
         # anything runs; a write is set up by run_sinks(savepoint_path=...).
         from .batch_savepoint import BatchRestore
 
         self._savepoint_write: Any = None
-        self.restore: Optional[BatchRestore] = BatchRestore.from_config(self, cfg)
+        self.restore: Optional[BatchRestore] = BatchRestore.from_config(
+            self, cfg, self.op_config, self.sorted_inputs)
         # Progress (plugin/progress.py): set up by run_sinks / collect; to_dataframe observes
         # nothing. ``progress`` is the list of stage rows, filled when the job finishes.
         self.batch_progress: Optional[BatchProgress] = None
@@ -126,8 +132,7 @@ class BatchTranslator:
 
     # -- public entry points ------------------------------------------------------
     def to_dataframe(self, node: Transformation) -> DataFrame:
-        stream = self.translate(node)
-        return self._typed_df(stream, node)
+        return typed_df(self, self.translate(node), node)
 
     def collect(self, node: Transformation) -> CloseableIterator:
         progress = self._start_progress()
@@ -157,7 +162,7 @@ class BatchTranslator:
     def _collect_plan(self, node: Transformation) -> tuple[DataFrame, Any]:
         """The DataFrame to collect for ``node`` and the decoder of its Arrow batches."""
         stream = self.translate(node)
-        df, enc = self._collectable_arrow(stream, node)
+        df, enc = collectable_arrow(self, stream, node)
         decode, check = make_decoder(enc), output_check(node.output_type, enc, node.name)
         if check is None:
             return df, decode
@@ -320,30 +325,25 @@ class BatchTranslator:
                 and is_keyed(node)):
             # one run of the keyed pass gives both its records and its savepoint entries
             stream = self._savepoint_write.run_keyed(stream, node, tags or frozenset())
-        elif tags or self._fan_out(node) > 1:
-            stream = self._materialize_shared(stream, node, tags or frozenset())
+        elif tags or fan_out(self.consumers, node) > 1:
+            stream = materialize_shared(self, stream, node, tags or frozenset())
         self._streams[node.id] = stream
         return stream
-
-    def _fan_out(self, node: Transformation) -> int:
-        return len([c for c in self.consumers.get(node.id, []) if not isinstance(c, SideOutputNode)])
 
     def _translate(self, node: Transformation) -> Stream:
         if isinstance(node, SourceNode):
             return self._source(node)
         if isinstance(node, ChainNode):
             parent = self.input_stream(node.inputs[0])
-            native = self._native_map(node, parent) if self.pushdown else None
+            native = native_map(node, parent) if self.pushdown else None
             if native is not None:
                 return native
-            stage = (node.stage, node.function)
             progress_stage = parent.stage if parent.pending else None
             if progress_stage is None:
                 progress_stage = self._new_stage("pass", "pass", [node.name])
             elif self.batch_progress is not None:
                 self.batch_progress.stages[progress_stage - 1].names.append(node.name)
-            return replace(parent, chain=chain_before(parent) + (stage,), type_info=node.output_type,
-                           name=node.name, stage=progress_stage)
+            return fused_chain(parent, node, progress_stage)
         if isinstance(node, KeyByNode):
             # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
             return self.input_stream(node.inputs[0])
@@ -372,14 +372,9 @@ class BatchTranslator:
                     raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
                 df, _ = self.keyed_input(key_node, node, force_pickled=True)
                 parts.append(df.select(TS, KG, KEY, VALUE, lit(side).alias(SIDE)))
-            serializers = [k.key_serializer for k in node.inputs]  # type: ignore[attr-defined]
-            if serializers[0] != serializers[1]:
-                raise GraphBuildError(
-                    f"{node.describe()}: both inputs must use the same key type, got "
-                    f"{serializers[0]!r} and {serializers[1]!r}"
-                )
+            serializer = same_key_serializer(node)
             df = self._keyed_shuffle(parts[0].unionByName(parts[1]), node, sided=True)
-            spec = KeyedSpec("co_process", node.function, serializers[0], self.sorted_inputs,
+            spec = KeyedSpec("co_process", node.function, serializer, self.sorted_inputs,
                              self.backend, **self.savepoint_fields(node))
             keyed_stage = self.keyed_stage(node, "co_process", sided=True)
             return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name,
@@ -389,48 +384,26 @@ class BatchTranslator:
 
             return batch_broadcast(self, node)
         if isinstance(node, CoChainNode):
-            co_parts = []
-            for side, upstream in enumerate(node.inputs):
-                df = self.materialize(self.input_stream(upstream), PICKLED, name=node.name)
-                co_parts.append(df.select(TS, VALUE, lit(side).alias(SIDE)))
-            return Stream(co_parts[0].unionByName(co_parts[1]), PICKLED, node.output_type,
+            return Stream(co_chain_input(self, node), PICKLED, node.output_type,
                           co_stage=(node.stage, node.function), sided=True, name=node.name,
                           stage=self._new_stage("pass", f"connected {node.stage}", [node.name]))
         if isinstance(node, UnionNode):
-            return self._union(node)
+            return union(self, node, [self.input_stream(p) for p in node.inputs])
         if isinstance(node, FullPartitionNode):  # FLIP-380, see translation/partition.py
             from .partition import translate_full_partition
 
             return translate_full_partition(self, node)
         if isinstance(node, SideOutputNode):
-            parent = self.translate(node.inputs[0])
-            assert parent.tagged
-            df = parent.df.filter(col(TAG) == node.tag_id).select(TS, VALUE)
-            return Stream(df, PICKLED, node.output_type, name=node.name,
-                          chain=leading_rows(node.output_type, node.name))
+            return side_output(self, node)
         raise GraphBuildError(f"{node.describe()} is not supported in BATCH mode")
 
     def input_stream(self, parent: Transformation) -> Stream:
-        stream = self.translate(parent)
-        if stream.tagged:
-            main = stream.df.filter(col(TAG).isNull()).drop(TAG)
-            return Stream(main, stream.enc, stream.type_info, name=stream.name)
-        return stream
-
-    def _materialize_shared(self, stream: Stream, node: Transformation,
-                            tags: frozenset[str]) -> Stream:
-        """Apply pending work once for a node read by several consumers or with side outputs."""
-        if tags:
-            df = self.materialize(stream, PICKLED, tags=tags, name=node.name)
-            return Stream(df, PICKLED, stream.type_info, name=node.name, tagged=True)
-        enc = self.preferred_encoding(stream.type_info)
-        df = self.materialize(stream, enc, name=node.name)
-        return Stream(df, enc, stream.type_info, name=node.name)
+        """``parent``'s main output (steps.py)."""
+        return input_stream(self, parent)
 
     def preferred_encoding(self, type_info: Any) -> Encoding:
-        if type_info is not None and is_spark_mappable(type_info):
-            return typed_encoding(type_info)
-        return PICKLED
+        """Typed columns when Spark can hold ``type_info``, else pickled (steps.py)."""
+        return preferred_encoding(type_info)
 
     def _source(self, node: SourceNode) -> Stream:
         spark = self.spark
@@ -447,11 +420,8 @@ class BatchTranslator:
             if df.isStreaming:
                 df = self._trigger_once(df, node)
                 what = "streaming DataFrame read once (available-now)"
-            cols = tuple(df.columns)
-            enc = typed_encoding(node.output_type, columns=cols)  # ROW: records are Rows
-            df = df.select(lit(None).cast("bigint").alias(TS), *[col(f"`{c}`") for c in cols])
-            df = self._observe_source(df, node, what)
-            return Stream(df, enc, node.output_type, name=node.name)
+            stream = dataframe_source(df, node)
+            return replace(stream, df=self._observe_source(stream.df, node, what))
         raise GraphBuildError(f"{node.describe()}: unknown source kind {node.kind!r}")
 
     def _observe_source(self, df: DataFrame, node: SourceNode, what: str) -> DataFrame:
@@ -543,44 +513,13 @@ class BatchTranslator:
             df = df.sortWithinPartitions(*order)
         return df.drop(KG)
 
-    def _union_inputs(self, node: UnionNode) -> list[Stream]:
-        """The streams a union merges (STREAMING may stage some through files first)."""
-        return [self.input_stream(p) for p in node.inputs]
-
-    def _union(self, node: UnionNode) -> Stream:
-        streams = self._union_inputs(node)
-        encs = {s.enc for s in streams}
-        enc = encs.pop() if len(encs) == 1 and all(not s.pending for s in streams) else None
-        if enc is None:
-            types = {repr(s.type_info) for s in streams}
-            t = streams[0].type_info
-            enc = self.preferred_encoding(t) if len(types) == 1 else PICKLED
-        dfs = [self.materialize(s, enc, name=node.name) for s in streams]
-        df = dfs[0]
-        for other in dfs[1:]:
-            df = df.unionByName(other)
-        return Stream(df, enc, node.output_type, name=node.name)
-
     def materialize(self, stream: Stream, enc: Encoding, key_out: Any = None, combiner: Any = None,
                      tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
                      ) -> DataFrame:
         """Run a stream's pending work (one mapInArrow) and return its DataFrame in ``enc``."""
-        if not stream.pending and key_out is None and not tags and stream.enc == enc and not force:
+        if not needs_pass(stream, enc, key_out, tags, force):
             return stream.df
-        spec = PassSpec(
-            name=name or stream.name,
-            input_enc=stream.enc,
-            output_enc=enc,
-            config=dict(self.op_config),
-            sided=stream.sided,
-            co_stage=stream.co_stage,
-            keyed=stream.keyed,
-            chain=chain_for_output(stream, enc, key_out),
-            tags=tags,
-            key_out=key_out,
-            combiner=combiner,
-            max_parallelism=self.max_parallelism,
-        )
+        spec = pass_spec(self, stream, enc, key_out, combiner, tags, name)
         ddl = output_ddl(spec)
 
         def fn(batches: Any) -> Any:
@@ -589,67 +528,7 @@ class BatchTranslator:
         df_in, observe_out = self._observe_pass(stream.df, stream, spec, name)
         return observe_out(df_in.mapInArrow(fn, ddl))
 
-    # -- native pushdown -------------------------------------------------------------
-    def _native_map(self, node: ChainNode, parent: Stream) -> Optional[Stream]:
-        """A traceable map over a typed DataFrame becomes a native select."""
-        if parent.pending or not parent.enc.typed or parent.tagged:
-            return None
-        if node.stage == "timestamps":
-            return self._native_timestamps(node, parent)
-        if node.stage != "map":
-            return None
-        fn = plain_callable(node.function)
-        out_t = node.output_type
-        if fn is None or out_t is None or not is_spark_mappable(out_t):
-            return None
-        traced = trace(fn, [struct_type(parent.enc)])
-        if traced is None:
-            return None
-        out_enc = typed_encoding(out_t)
-        exprs = traced if isinstance(traced, tuple) else (traced,)
-        if out_enc.shape == "scalar":
-            if isinstance(traced, tuple):
-                return None
-        elif len(exprs) != len(out_enc.columns):
-            return None
-        ddl = [f.split(" ", 1)[1] for f in out_enc.spark_fields()]
-        cols = [to_column(e, [list(parent.enc.columns)]).cast(t).alias(c)
-                for e, t, c in zip(exprs, ddl, out_enc.columns)]
-        df = parent.df.select(col(TS), *cols)
-        log.info("BATCH: %s runs as a native Spark projection", node.name)
-        return Stream(df, out_enc, out_t, name=node.name)
-
-    def _native_timestamps(self, node: ChainNode, parent: Stream) -> Optional[Stream]:
-        """A timestamp assigner that reads one integer field becomes a native column."""
-        from ..state_store.typeinfo import Types
-
-        assigner = node.function
-        if assigner is None:  # a strategy without assigner keeps record timestamps
-            return replace(parent, name=node.name)
-        fn = plain_callable(assigner)
-        if fn is None:
-            return None
-        traced = trace(fn, [struct_type(parent.enc), Types.LONG()])
-        if not isinstance(traced, Expr) or traced.op != "field" or traced.args[0] != 0 \
-                or traced.type_info is None or traced.type_info.type_name not in ("LONG", "INT"):
-            return None
-        column = to_column(traced, [list(parent.enc.columns)]).cast("bigint")
-        df = parent.df.withColumn(TS, column)
-        return Stream(df, parent.enc, parent.type_info, name=node.name)
-
-    def _key_field(self, parent: Stream, key_node: KeyByNode) -> Optional[tuple[int, str]]:
-        """(index, type name) of the field a key selector reads, when it is a traceable lambda
-        over a typed stream with nothing pending (the pushdowns below key by that column)."""
-        if parent.pending or not parent.enc.typed or parent.tagged or parent.enc.shape == "scalar":
-            return None
-        key_fn = plain_callable(key_node.key_selector)
-        if key_fn is None:
-            return None
-        key_expr = trace(key_fn, [struct_type(parent.enc)])
-        if not isinstance(key_expr, Expr) or key_expr.op != "field" or key_expr.type_info is None:
-            return None
-        return key_expr.args[1], key_expr.type_info.type_name
-
+    # -- native pushdown (the map and key-field pushdowns both modes use: pushdown.py) ----
     def _field_keyed_input(self, node: KeyedNode, key_node: KeyByNode) -> Optional[Stream]:
         """A keyed operator whose key selector reads one string/integer field of a typed
         stream: Spark shuffles and sorts by that column itself, and the keyed pass serializes
@@ -658,7 +537,7 @@ class BatchTranslator:
         if not (self.pushdown and self.sorted_inputs) or self._savepoint_state(node):
             return None
         parent = self.input_stream(key_node.inputs[0])
-        key_field = self._key_field(parent, key_node)
+        key_field = traced_key_field(parent, key_node)
         if key_field is None or key_field[1] not in ("STRING", "LONG", "INT", "SHORT", "BYTE"):
             return None
         index = key_field[0]
@@ -697,7 +576,7 @@ class BatchTranslator:
     def _native_keyed_input(self, parent: Stream, key_node: KeyByNode) -> Optional[DataFrame]:
         """Key group and key bytes as native columns, for a key selector that reads one
         string or integer field of a typed stream (no Python pass before the shuffle)."""
-        key_field = self._key_field(parent, key_node)
+        key_field = traced_key_field(parent, key_node)
         if key_field is None:
             return None
         column = col(f"`{parent.enc.columns[key_field[0]]}`")
@@ -717,7 +596,7 @@ class BatchTranslator:
         from pyspark.sql import functions as F
 
         parent = self.input_stream(key_node.inputs[0])
-        key_field = self._key_field(parent, key_node)
+        key_field = traced_key_field(parent, key_node)
         if key_field is None:
             return None
         in_t = struct_type(parent.enc)
@@ -759,36 +638,3 @@ class BatchTranslator:
         df = self._observe(df, stage, "out", {"rows_out": F.count(F.lit(1))})
         log.info("BATCH: %s runs as a native Spark aggregation", node.name)
         return Stream(df, parent.enc, node.output_type, name=node.name)
-
-    # -- results ----------------------------------------------------------------------
-    def _typed_df(self, stream: Stream, node: Transformation) -> DataFrame:
-        t = node.output_type
-        if t is None or not is_spark_mappable(t):
-            raise GraphBuildError(f"{node.describe()} has no Spark-mappable output_type")
-        enc = stream.enc if (stream.enc.typed and not stream.pending) else typed_encoding(t)
-        df = self.materialize(stream, enc, name=node.name)
-        return df.select(*[col(f"`{c}`") for c in enc.columns])
-
-    def _collectable_arrow(self, stream: Stream, node: Transformation) -> tuple[DataFrame, Encoding]:
-        """The DataFrame to collect (payload columns only) and its encoding."""
-        if stream.enc.typed and not stream.pending:
-            enc = stream.enc
-            return stream.df.select(*[col(f"`{c}`") for c in enc.columns]), enc
-        return self.materialize(stream, PICKLED, name=node.name).select(VALUE), PICKLED
-
-    def _collectable(self, stream: Stream, node: Transformation) -> tuple[DataFrame, Any]:
-        """The DataFrame to collect and a converter from a list of its Spark Rows to the
-        records (checked against the node's output_type when they travel pickled)."""
-        df, enc = self._collectable_arrow(stream, node)
-        if enc.typed:
-            conv = python_from_spark(enc.type_info, enc.shape, enc.columns)
-            return df, lambda rows: [conv(row) for row in rows]
-        import pickle
-
-        loads = pickle.loads
-        check = output_check(node.output_type, enc, node.name) or (lambda records: records)
-        return df, lambda rows: check([loads(row[0]) for row in rows])
-
-
-def _bool(value: Any) -> bool:
-    return str(value).strip().lower() in ("true", "1", "yes", "on")

@@ -1,6 +1,7 @@
 """Savepoints in BATCH execution: restore before the keyed passes, write after them.
 
-Used by :class:`~pyspark_datastream.translation.batch.BatchTranslator`.
+Used by :class:`~pyspark_datastream.translation.batch.BatchTranslator`; the
+STREAMING translator checks its restore with :class:`BatchRestore` too.
 
 * **Restore** (``execution.savepoint.path``): :class:`BatchRestore` reads the
   savepoint metadata and runs :func:`~pyspark_datastream.savepoint.format.check_restore`
@@ -115,10 +116,14 @@ def operator_states(node: Transformation, op_config: dict[str, Any],
 
 
 class BatchRestore:
-    """The savepoint a BATCH job starts from, checked against the program at construction."""
+    """The savepoint a job starts from, checked against the program at construction.
+
+    ``op_config`` is the configuration the program's operators are opened with to list their
+    states; ``sorted_inputs`` whether keyed inputs are sorted (a restore into operators needs
+    it)."""
 
     def __init__(self, translator: Any, path: str, ignore_unclaimed: bool,
-                 version: Optional[int]) -> None:
+                 version: Optional[int], op_config: dict[str, Any], sorted_inputs: bool) -> None:
         from ..savepoint import read_metadata
 
         self.translator = translator
@@ -136,11 +141,10 @@ class BatchRestore:
         for node in keyed_nodes(translator.nodes):
             uid = node.effective_uid()
             program[uid] = (key_serializer_of(node),
-                            operator_states(node, translator.op_config,
-                                            translator.max_parallelism))
+                            operator_states(node, op_config, translator.max_parallelism))
         check_restore(self.metadata, program, ignore_unclaimed)
         check_broadcast_restore(self.metadata, translator.nodes)
-        if self.metadata.operators.keys() & program.keys() and not translator.sorted_inputs:
+        if self.metadata.operators.keys() & program.keys() and not sorted_inputs:
             raise ConfigurationError(
                 f"restoring savepoint {path} in BATCH needs sorted inputs "
                 "(execution.sorted-inputs.enabled=true)")
@@ -150,7 +154,8 @@ class BatchRestore:
                  sorted(self.metadata.operators.keys() & program.keys()))
 
     @classmethod
-    def from_config(cls, translator: Any, cfg: Any) -> Optional[BatchRestore]:
+    def from_config(cls, translator: Any, cfg: Any, op_config: dict[str, Any],
+                    sorted_inputs: bool) -> Optional[BatchRestore]:
         """``execution.savepoint.*`` of the job's configuration, or None without a path."""
         path = cfg.get_string("execution.savepoint.path")
         if not path:
@@ -166,7 +171,7 @@ class BatchRestore:
                 raise ConfigurationError(
                     f"execution.savepoint.version must be an integer Delta version, got {raw!r}"
                 ) from exc
-        return cls(translator, path, ignore, version)
+        return cls(translator, path, ignore, version, op_config, sorted_inputs)
 
     def meta_for(self, node: Transformation) -> Optional[tuple[StateMetaInfo, ...]]:
         """The savepoint's meta infos of ``node``'s operator, or None if it has no state there."""

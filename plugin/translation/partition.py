@@ -32,7 +32,7 @@ from ..plan.graph import FullPartitionNode, KeyByNode
 from ..runtime.encoding import KEY, KG, PICKLED, TS, ColumnWriter, Encoding, make_decoder
 from ..runtime.fastpath import plain_callable
 from .rows import leading_rows
-from .stream import Stream, StreamTranslator
+from .stream import KeyedInputTranslator, Stream
 from .tracing import Expr, to_column, trace
 
 __all__ = ["SORT_KEY", "translate_full_partition", "partition_batches", "sort_key_batches"]
@@ -43,7 +43,7 @@ log = logging.getLogger("pyspark_datastream")
 SORT_KEY = "_sk"
 
 
-def translate_full_partition(translator: StreamTranslator, node: FullPartitionNode) -> Stream:
+def translate_full_partition(translator: KeyedInputTranslator, node: FullPartitionNode) -> Stream:
     """The Stream of a FullPartitionNode in BATCH."""
     op = node.partition_op
     if node.keyed:
@@ -100,7 +100,7 @@ def _native_sort_column(enc: Encoding, field: Any) -> Optional[Any]:
     return to_column(traced, [cols])
 
 
-def _sort(translator: StreamTranslator, node: FullPartitionNode, df: Any, enc: Encoding,
+def _sort(translator: KeyedInputTranslator, node: FullPartitionNode, df: Any, enc: Encoding,
           keys: list[str]) -> Stream:
 
     op = node.partition_op

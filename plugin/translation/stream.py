@@ -1,7 +1,8 @@
-"""A translated stream and what the partition and savepoint steps need from a translator.
+"""A translated stream and what the shared steps need from a translator.
 
-Kept apart from ``batch.py`` so those steps depend on this small contract, not on the
-translator module that calls them.
+Kept apart from ``batch.py`` and ``streaming.py`` so the steps translators call (``steps.py``
+for both modes, ``partition.py`` for BATCH) depend on this small contract, not on a
+translator module.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ..runtime.passes import KeyedSpec
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["Stream", "StreamTranslator"]
+__all__ = ["Stream", "StreamTranslator", "KeyedInputTranslator"]
 
 
 @dataclass(frozen=True)
@@ -40,17 +41,25 @@ class Stream:
 
 
 class StreamTranslator(Protocol):
-    """The translator steps that the full-partition translation uses."""
+    """What the steps shared by the BATCH and the STREAMING translator use of either."""
 
     parallelism: int
+    max_parallelism: int
+    op_config: dict[str, Any]
+
+    def translate(self, node: Transformation) -> Stream: ...
 
     def input_stream(self, parent: Transformation) -> Stream: ...
 
     def preferred_encoding(self, type_info: Any) -> Encoding: ...
 
-    def keyed_input(self, key_node: KeyByNode, consumer: Transformation, combiner: Any = None,
-                    force_pickled: bool = False) -> tuple[DataFrame, Encoding]: ...
-
     def materialize(self, stream: Stream, enc: Encoding, key_out: Any = None, combiner: Any = None,
                     tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
                     ) -> DataFrame: ...
+
+
+class KeyedInputTranslator(StreamTranslator, Protocol):
+    """A translator that also keys a stream in one pass (the full-partition translation)."""
+
+    def keyed_input(self, key_node: KeyByNode, consumer: Transformation, combiner: Any = None,
+                    force_pickled: bool = False) -> tuple[DataFrame, Encoding]: ...

@@ -26,7 +26,9 @@ Mapping (FACTS.md measured why):
   with ``readStream``. Those upstream queries run first. A keyed operator read by
   several consumers runs once: its own query (``<stage>-output``) stages its output
   for all of them.
-* Non-keyed stages reuse BATCH's fused ``mapInArrow`` passes unchanged.
+* Non-keyed stages are fused ``mapInArrow`` passes as in BATCH (the steps both modes share
+  are functions in ``steps.py`` and ``pushdown.py``); queries run through
+  ``streaming_queries.py``.
 * Savepoints (``streaming_savepoint.py``): a savepoint run omits the end-of-input
   sentinel (stop-with-savepoint without drain) and exports the GroupState of every
   keyed operator after its query; a restore unions one state row per key group
@@ -35,56 +37,82 @@ Mapping (FACTS.md measured why):
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import pickle
-import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..plan.config import parse_trigger, resolve
 from ..plan.graph import (
     BroadcastNode,
+    ChainNode,
+    CoChainNode,
     CoKeyedNode,
+    FullPartitionNode,
     KeyByNode,
     KeyedNode,
+    SideOutputNode,
     SinkNode,
     SourceNode,
     Transformation,
     UnionNode,
+    consumers,
+    full_window_streaming_error,
     is_keyed,
     upstream,
 )
 from ..results import CloseableIterator
-from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE
+from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
 from ..runtime.group_frames import (
     BLOB,
-    ROW_INDEX_BITS,
     SEQ,
     SEQ_ROW,
     TypedInput,
     output_encoding,
-    typed_input,
     unpack_blobs,
 )
 from ..runtime.group_state import (
     END_OF_INPUT_MS,
-    END_THRESHOLD,
     GroupSpec,
-    append_seq,
     group_function,
     seq_pass,
     stream_pass,
 )
 from ..runtime.passes import PassSpec, output_ddl
-from ..spark_io.columns import col, lit
+from ..spark_io.columns import lit
 from ..state_store.errors import ConfigurationError, GraphBuildError
-from .batch import BatchTranslator
-from .failures import job_failure
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
+from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
+from .steps import (
+    co_chain_input,
+    collectable,
+    dataframe_source,
+    fan_out,
+    fused_chain,
+    input_stream,
+    is_true,
+    materialize_shared,
+    needs_pass,
+    operator_config,
+    pass_spec,
+    preferred_encoding,
+    same_key_serializer,
+    side_output,
+    side_output_tags,
+    typed_df,
+    union,
+)
 from .stream import Stream
+from .streaming_pushdown import native_keyed_input
+from .streaming_queries import (
+    is_connect,
+    log_query_progress,
+    progress_row,
+    run_query,
+    write_atomically,
+)
 from .timecheck import processing_time_use
 
 if TYPE_CHECKING:
@@ -101,76 +129,34 @@ _ET = "_et"
 _STATE_SCHEMA = "s binary"
 
 
-def progress_row(query_name: str, progress: dict[str, Any]) -> dict[str, Any]:
-    """A flat, notebook-readable summary of one micro-batch's StreamingQueryProgress."""
-    ops = progress.get("stateOperators") or [{}]
-    op = ops[0] if ops else {}
-    sink = progress.get("sink") or {}
-    duration = progress.get("durationMs") or {}
-    return {
-        "query": query_name,
-        "batch": progress.get("batchId"),
-        "rows_in": progress.get("numInputRows"),
-        "rows_out": sink.get("numOutputRows"),
-        "watermark": (progress.get("eventTime") or {}).get("watermark"),
-        "key_groups_with_state": op.get("numRowsTotal"),
-        "key_groups_updated": op.get("numRowsUpdated"),
-        "state_bytes": op.get("memoryUsedBytes"),
-        "duration_ms": duration.get("triggerExecution"),
-    }
-
-
-#: ``_seq_row`` of a file stream: 21 bits of the file's hash, 42 bits of the row index
-_FILE_HASH_BITS, _ROW_INDEX_BITS = 21, ROW_INDEX_BITS
-
-
-def _file_row_seq(df: DataFrame) -> Optional[tuple[Any, Any]]:
-    """``(_seq, _seq_row)`` as Spark columns for a stream read from files, else None.
-
-    ``_seq`` is the file's modification time (ms) and ``_seq_row`` is
-    ``hash(file path) << 42 | row index in the file``: inside one micro-batch, files are
-    taken in modification-time order (the order Spark's file source picks new files in;
-    ties by a hash of the path), and each file's rows keep their order. The numbers are
-    the same whenever the micro-batch runs again. Sources without file metadata
-    (``_metadata.row_index``) get None.
-    """
-    from pyspark.errors import AnalysisException
-    from pyspark.sql import functions as F
-
-    try:
-        # reading the schema forces the analysis (Spark Connect analyses lazily)
-        probe = df.select(F.col("_metadata.row_index"), F.col("_metadata.file_path"),
-                          F.col("_metadata.file_modification_time"))
-        if len(probe.schema.fields) != 3:
-            return None
-    except AnalysisException:
-        return None
-    mtime = F.unix_millis(F.col("_metadata.file_modification_time"))
-    file_hash = F.pmod(F.xxhash64(F.col("_metadata.file_path")), F.lit(1 << _FILE_HASH_BITS))
-    return mtime, F.shiftleft(file_hash, _ROW_INDEX_BITS) + F.col("_metadata.row_index")
-
-
-class StreamingTranslator(BatchTranslator):
+class StreamingTranslator:
     """Turns a job graph into Spark streaming queries and runs them (STREAMING mode)."""
 
     mode = "STREAMING"
 
     def __init__(self, plan: JobPlan, spark: SparkSession) -> None:
-        super().__init__(plan, spark)
+        self.plan = plan
+        self.spark = spark
+        self.job_name = job_name = plan.job_name
+        self.nodes = nodes = list(plan.nodes)
+        self.consumers = consumers(nodes)
         cfg = plan.config
-        nodes = self.nodes
-        job_name = self.job_name
-        self.sorted_inputs = False
-        self.pre_aggregate = False
-        self.op_config = {
-            "mode": "STREAMING",
-            "processing_time_allow": str(resolve(cfg, "pipeline.processing-time.allow", "STREAMING")),
-            "processing_time_end_of_input": str(
-                resolve(cfg, "pipeline.processing-time.end-of-input", "STREAMING")),
-            "parallelism": self.parallelism,
-            "max_parallelism": self.max_parallelism,
-            "job_parameters": cfg.to_dict(),
-        }
+        self.parallelism = plan.parallelism
+        self.max_parallelism = plan.max_parallelism
+        self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
+        # the map and key-field pushdowns (pushdown.py) follow BATCH's option
+        self.pushdown = is_true(resolve(cfg, "execution.batch.native-pushdown.enabled", "BATCH"))
+        self._streams: dict[int, Stream] = {}
+        self._tags = side_output_tags(nodes)
+        # Restore (streaming_savepoint.py) is checked here, before anything runs, by
+        # batch_savepoint.py's check: the program's operators are opened to list their states
+        # with BATCH's operator configuration, and BATCH's sorted-inputs option must be on
+        from .batch_savepoint import BatchRestore
+
+        self.restore: Optional[BatchRestore] = BatchRestore.from_config(
+            self, cfg, operator_config(cfg, "BATCH", self.parallelism, self.max_parallelism),
+            is_true(resolve(cfg, "execution.sorted-inputs.enabled", "BATCH")))
+        self.op_config = operator_config(cfg, "STREAMING", self.parallelism, self.max_parallelism)
         if self.backend[0] not in ("hashmap", "rocksdb"):
             raise GraphBuildError(
                 f"STREAMING supports the hashmap and rocksdb state backends; "
@@ -202,7 +188,7 @@ class StreamingTranslator(BatchTranslator):
         self._typed_inputs: dict[int, TypedInput] = {}
         #: keyed node id -> the query staging its output for several consumers
         self.staged_outputs: dict[int, str] = {}
-        #: when a list, ``_run_query`` only starts each query and appends ``(name, query)``
+        #: when a list, run_query only starts each query and appends ``(name, query)``
         #: (``env.execute_async``, plugin/job_client.py) instead of waiting for it
         self.async_queries: Optional[list[tuple[str, Any]]] = None
 
@@ -229,7 +215,7 @@ class StreamingTranslator(BatchTranslator):
         """A streaming DataFrame of ``node``'s records (upstream keyed stages run first)."""
         # the caller's query checkpoint will point into what the job keeps outside it
         self.job.plan("never", TO_DATAFRAME_KEEPS)
-        df = super().to_dataframe(node)
+        df = typed_df(self, self.translate(node), node)
         self._run_prerequisites()
         return df
 
@@ -242,15 +228,15 @@ class StreamingTranslator(BatchTranslator):
 
     def _collect(self, node: Transformation) -> CloseableIterator:
         stream = self.translate(node)
-        df, decode = self._collectable(stream, node)
+        df, decode = collectable(self, stream, node)
         self._run_prerequisites()
         rows: list[Any] = []
-        if _is_connect(self.spark):
+        if is_connect(self.spark):
             # Spark Connect runs a foreachBatch function in a server-side process, where
             # this list does not live: collect through a memory sink instead (it keeps the
             # micro-batches in the order they were appended)
             table = f"pds_collect_{uuid.uuid4().hex[:12]}"
-            self._run_query("collect", df.writeStream.format("memory"), table)
+            run_query(self, "collect", df.writeStream.format("memory"), table)
             try:
                 rows = self.spark.sql(f"SELECT * FROM {table}").collect()
             finally:
@@ -260,7 +246,7 @@ class StreamingTranslator(BatchTranslator):
         def each(batch_df: Any, batch_id: int) -> None:
             rows.extend(batch_df.collect())
 
-        self._run_query("collect", df.writeStream.foreachBatch(each))
+        run_query(self, "collect", df.writeStream.foreachBatch(each))
         return CloseableIterator(iter(decode(rows)))
 
     def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
@@ -287,7 +273,7 @@ class StreamingTranslator(BatchTranslator):
         counts: dict[str, int] = {}
         # Spark Connect runs foreachBatch functions in a server-side process: the rows are
         # printed / written there, but their counters never reach this one (no count)
-        connect = _is_connect(self.spark)
+        connect = is_connect(self.spark)
         for i, sink in enumerate(sinks):
             source = sink.inputs[0]
             stream = self.translate(source)
@@ -296,7 +282,7 @@ class StreamingTranslator(BatchTranslator):
             if self._savepoint_run is not None:
                 self._savepoint_run.queries[name] = source
             if sink.kind == "print":
-                df, decode = self._collectable(stream, source)
+                df, decode = collectable(self, stream, source)
                 prefix = sink.options.get("identifier")
                 total = [0]
 
@@ -307,27 +293,51 @@ class StreamingTranslator(BatchTranslator):
                         total[0] += 1
 
                 self._run_prerequisites()
-                self._run_query(name, df.writeStream.foreachBatch(show))
+                run_query(self, name, df.writeStream.foreachBatch(show))
                 if not connect:  # the counter lives where foreachBatch ran (see above)
                     counts[sink.name] = total[0]
             elif sink.kind == "delta":
                 from .delta_sink import micro_batch_writer
 
-                df = self._typed_df(stream, source)
+                df = typed_df(self, stream, source)
                 total = [0]
                 # exactly-once: each micro-batch is one idempotent Delta commit (delta_sink.py)
                 write = micro_batch_writer(self.spark, sink.options["path"], sink.options["mode"],
                                            os.path.join(self.job_folder(), name, "checkpoint"), total)
                 self._run_prerequisites()
-                self._run_query(name, df.writeStream.foreachBatch(write))
+                run_query(self, name, df.writeStream.foreachBatch(write))
                 if not connect:  # the counter lives where foreachBatch ran (see above)
                     counts[sink.name] = total[0]
             else:
                 raise GraphBuildError(f"sink kind {sink.kind!r} is not supported in STREAMING mode")
         return counts
 
-    # -- translation overrides --------------------------------------------------------------
+    # -- translation ------------------------------------------------------------------------
+    def translate(self, node: Transformation) -> Stream:
+        """``node``'s stream (translated once; shared or side outputs materialized once)."""
+        cached = self._streams.get(node.id)
+        if cached is not None:
+            return cached
+        stream = self._translate(node)
+        tags = self._tags.get(node.id)
+        if tags or fan_out(self.consumers, node) > 1:
+            stream = self._materialize_shared(stream, node, tags or frozenset())
+        self._streams[node.id] = stream
+        return stream
+
     def _translate(self, node: Transformation) -> Stream:
+        if isinstance(node, SourceNode):
+            return self._source(node)
+        if isinstance(node, ChainNode):
+            parent = self.input_stream(node.inputs[0])
+            native = native_map(node, parent) if self.pushdown else None
+            if native is not None:
+                return native
+            # no progress stages: every query reports its own (streaming_queries.py)
+            return fused_chain(parent, node, None)
+        if isinstance(node, KeyByNode):
+            # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
+            return self.input_stream(node.inputs[0])
         if isinstance(node, KeyedNode):
             if node.op not in ("process", "reduce", "window"):
                 raise GraphBuildError(
@@ -344,43 +354,47 @@ class StreamingTranslator(BatchTranslator):
                     raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
                 df = self.keyed_input_df(key_node, node)
                 parts.append(df.select(TS, KG, KEY, VALUE, SEQ, lit(side).alias(SIDE)))
-            serializers = [k.key_serializer for k in node.inputs]  # type: ignore[attr-defined]
-            if serializers[0] != serializers[1]:
-                raise GraphBuildError(
-                    f"{node.describe()}: both inputs must use the same key type, got "
-                    f"{serializers[0]!r} and {serializers[1]!r}"
-                )
+            serializer = same_key_serializer(node)
             return self.stateful(node, parts[0].unionByName(parts[1]), "co_process",
-                                 node.function, serializers[0], True)
+                                 node.function, serializer, True)
         if isinstance(node, BroadcastNode):
             from .broadcast import streaming_broadcast
 
             return streaming_broadcast(self, node)
-        return super()._translate(node)
+        if isinstance(node, CoChainNode):
+            return Stream(co_chain_input(self, node), PICKLED, node.output_type,
+                          co_stage=(node.stage, node.function), sided=True, name=node.name)
+        if isinstance(node, UnionNode):
+            return union(self, node, self._union_inputs(node))
+        if isinstance(node, FullPartitionNode):  # FLIP-380 full-window processing: BATCH only
+            raise full_window_streaming_error(node.describe())
+        if isinstance(node, SideOutputNode):
+            return side_output(self, node)
+        raise GraphBuildError(f"{node.describe()} is not supported in BATCH mode")
 
-    def materialize(self, stream: Stream, enc: Any, key_out: Any = None, combiner: Any = None,
-                     tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
-                     ) -> DataFrame:
-        """BATCH's fused ``mapInArrow`` pass, with subtask indexes valid in micro-batches."""
-        if not stream.pending and key_out is None and not tags and stream.enc == enc and not force:
+    def input_stream(self, parent: Transformation) -> Stream:
+        """``parent``'s main output (steps.py)."""
+        return input_stream(self, parent)
+
+    def preferred_encoding(self, type_info: Any) -> Encoding:
+        """Typed columns when Spark can hold ``type_info``, else pickled (steps.py)."""
+        return preferred_encoding(type_info)
+
+    def materialize(self, stream: Stream, enc: Encoding, key_out: Any = None, combiner: Any = None,
+                    tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
+                    ) -> DataFrame:
+        """The fused ``mapInArrow`` pass of BATCH, with subtask indexes valid in micro-batches."""
+        if not needs_pass(stream, enc, key_out, tags, force):
             return stream.df
-        spec = PassSpec(
-            name=name or stream.name, input_enc=stream.enc, output_enc=enc,
-            config=dict(self.op_config), sided=stream.sided, co_stage=stream.co_stage,
-            keyed=stream.keyed, chain=chain_for_output(stream, enc, key_out), tags=tags,
-            key_out=key_out,
-            combiner=combiner, max_parallelism=self.max_parallelism,
-        )
+        spec = pass_spec(self, stream, enc, key_out, combiner, tags, name)
         return stream.df.mapInArrow(stream_pass(spec, self.parallelism), output_ddl(spec))
-
-    def _native_reduce(self, node: KeyedNode, key_node: KeyByNode) -> Optional[Stream]:
-        return None  # a native aggregation would be an update-mode query: not this design
 
     def _materialize_shared(self, stream: Stream, node: Transformation,
                             tags: frozenset[str]) -> Stream:
+        """Apply pending work once (steps.py); a keyed stage's output is staged by a query."""
         if stream.tagged and not stream.pending:
             return stream  # a keyed operator already wrote its side outputs as _tag
-        shared = super()._materialize_shared(stream, node, tags)
+        shared = materialize_shared(self, stream, node, tags)
         if tags or not is_keyed(node):
             return shared
         # A keyed stage read by several consumers runs in ONE query that stages its output
@@ -396,7 +410,7 @@ class StreamingTranslator(BatchTranslator):
     def _union_inputs(self, node: UnionNode) -> list[Stream]:
         """Spark refuses two ``applyInPandasWithState`` in one query: when several inputs of
         a union run keyed stages, each of them runs as its own query staged through files."""
-        streams = super()._union_inputs(node)
+        streams = [self.input_stream(p) for p in node.inputs]
         stateful = [i for i, p in enumerate(node.inputs)
                     if any(is_keyed(n) for n in upstream(p, is_keyed, include_self=True))]
         if len(stateful) < 2:
@@ -422,8 +436,6 @@ class StreamingTranslator(BatchTranslator):
         return None
 
     def _source(self, node: SourceNode) -> Stream:
-        from ..runtime.encoding import typed_encoding
-
         spark = self.spark
         if node.kind == "collection" or not getattr(node.payload, "isStreaming", True):
             # a bounded source is staged once, in the job folder (a streaming one is not)
@@ -440,7 +452,7 @@ class StreamingTranslator(BatchTranslator):
                     VALUE: pa.array([pickle.dumps(v, pickle.HIGHEST_PROTOCOL) for v in node.payload],
                                     type=pa.binary()),
                 })
-                _write_atomically(folder, lambda tmp: pq.write_table(table, os.path.join(tmp, "part-0.parquet")))
+                write_atomically(folder, lambda tmp: pq.write_table(table, os.path.join(tmp, "part-0.parquet")))
             df = spark.readStream.schema(ddl).parquet(folder)
             return Stream(df, PICKLED, node.output_type, name=node.name)
         if node.kind == "dataframe":
@@ -451,10 +463,7 @@ class StreamingTranslator(BatchTranslator):
                     df.write.mode("overwrite").parquet(tmp)
                     os.replace(tmp, folder)
                 df = spark.readStream.schema(df.schema).parquet(folder)
-            cols = tuple(df.columns)
-            enc = typed_encoding(node.output_type, columns=cols)  # ROW: records are Rows
-            df = df.select(lit(None).cast("bigint").alias(TS), *[col(f"`{c}`") for c in cols])
-            return Stream(df, enc, node.output_type, name=node.name)
+            return dataframe_source(df, node)
         raise GraphBuildError(f"{node.describe()}: unknown source kind {node.kind!r}")
 
     # -- keyed stages ------------------------------------------------------------------------
@@ -503,64 +512,18 @@ class StreamingTranslator(BatchTranslator):
 
     def _native_keyed_input_df(self, parent: Stream, key_node: KeyByNode,
                                consumer: Transformation) -> Optional[DataFrame]:
-        """``_ts, _kg, <typed columns>[, _n<i>], _seq`` computed by Spark (no per-record
-        Python), for a one-input keyed operator whose key selector reads one string/integer
-        field of a typed stream of basic types (group_frames.TypedInput: nullable numbers
-        travel with a null flag). The key bytes only feed ``_kg``; the keyed function
-        serializes each distinct key itself (a column less through shuffle, sort and
-        Arrow). ``_seq`` orders each upstream split's records as they arrive: the row's
-        position in its file for a Parquet file stream (:func:`_file_row_seq`), else a
-        numbering pass like the Python one. Not used when restoring from a savepoint (its
-        rows carry state bytes in ``_v``). Records the plan in ``self._typed_inputs``."""
+        """``_ts, _kg, <typed columns>[, _n<i>], _seq`` computed by Spark for a one-input keyed
+        operator (streaming_pushdown.py), else None. Not used when restoring from a savepoint
+        (its rows carry state bytes in ``_v``). Records the plan in ``self._typed_inputs``."""
         if not self.pushdown or not isinstance(consumer, KeyedNode):
             return None
         if self.restore is not None and self.restore.meta_for(consumer) is not None:
             return None
-        key_field = self._key_field(parent, key_node)
-        if key_field is None:
+        native = native_keyed_input(parent, key_node, self.max_parallelism)
+        if native is None:
             return None
-        typed = typed_input(parent.enc, parent.df.schema, key_field[0])
-        if typed is None:
-            return None
-        from pyspark.sql import functions as F
-
-        from ..spark_io.key_columns import native_key_bytes
-
-        columns = typed.enc.columns
-        name = columns[key_field[0]]
-        key_bytes = native_key_bytes(F.col(f"`{name}`"), key_field[1], key_node.key_serializer)
-        if key_bytes is None:
-            return None
-        if parent.df.schema[name].nullable:
-            try:  # a null key is a key too (the Python pass serializes None)
-                null_key = key_node.key_serializer.serialize(None)
-            except Exception:  # noqa: BLE001 - the Python pass reports it per record
-                return None
-            key_bytes = F.coalesce(key_bytes, F.lit(bytearray(null_key)))
-        payload = [F.col(f"`{c}`") for c in columns]
-        seq = _file_row_seq(parent.df)
-        if seq is not None:
-            df = parent.df.select(TS, *payload, seq[0].alias(SEQ), seq[1].alias(SEQ_ROW))
-        else:
-            # Spark refuses monotonically_increasing_id() on streams: a pass that only
-            # appends the numbers (no per-record Python), before the key columns exist
-            from pyspark.sql.types import LongType, StructField, StructType
-
-            df = parent.df.select(TS, *payload)
-            schema = StructType([*df.schema.fields, StructField(SEQ, LongType(), nullable=False)])
-            df = df.mapInArrow(append_seq, schema)
-        df = df.withColumn(KG, F.pmod(F.crc32(key_bytes), F.lit(self.max_parallelism)).cast("int"))
-        types = {f.name: f.dataType for f in df.schema.fields}
-        out = [F.col(TS), F.col(KG)]
-        for i, (c, column) in enumerate(zip(columns, payload)):
-            nulls_flagged = i in typed.null_flags
-            out.append(F.coalesce(column, F.lit(0).cast(types[c])).alias(c) if nulls_flagged
-                       else column)
-        out.extend(payload[i].isNull().alias(TypedInput.flag(i)) for i in typed.null_flags)
-        df = df.select(*out, F.col(SEQ), *([F.col(SEQ_ROW)] if seq is not None else []))
+        df, typed = native
         self._typed_inputs[consumer.id] = typed
-        log.info("STREAMING: %s computes key groups natively; records stay typed columns",
-                 key_node.name)
         return df
 
     def _through_files(self, df: DataFrame, name: str) -> DataFrame:
@@ -604,7 +567,7 @@ class StreamingTranslator(BatchTranslator):
 
                     cols[f.name] = pa.nulls(1, type=to_arrow_type(f.dataType, timezone="UTC"))
             table = pa.table(cols)
-            _write_atomically(folder, lambda tmp: pq.write_table(table, os.path.join(tmp, "eoi.parquet")))
+            write_atomically(folder, lambda tmp: pq.write_table(table, os.path.join(tmp, "eoi.parquet")))
         return self.spark.readStream.schema(schema).parquet(folder)
 
     def stateful(self, node: Transformation, df: DataFrame, kind: str, function: Any,
@@ -698,102 +661,11 @@ class StreamingTranslator(BatchTranslator):
     def _run_prerequisites(self) -> None:
         for name, writer in self._prerequisites:
             if name not in self._ran:
-                self._run_query(name, writer)
+                run_query(self, name, writer)
                 self._ran.add(name)
                 if self._savepoint_run is not None:  # streaming_savepoint.py: carrier row
                     self._savepoint_run.after_query(name)
 
-    def _start_query(self, name: str, writer: Any, query_name: Optional[str] = None) -> Any:
-        """Start one query (checkpoint ``<root>/<name>/checkpoint``, the configured trigger;
-        ``query_name`` names a memory sink's table)."""
-        checkpoint = os.path.join(self.job_folder(), name, "checkpoint")
-        writer = writer.option("checkpointLocation", checkpoint).queryName(
-            query_name or f"{self.job_name}:{name}:{time.time_ns()}")
-        kind, interval = self.trigger
-        if kind == "available-now":
-            writer = writer.trigger(availableNow=True)
-        elif kind == "once":
-            writer = writer.trigger(once=True)
-        else:
-            writer = writer.trigger(processingTime=interval)
-        return writer.start()
-
-    def _run_query(self, name: str, writer: Any, query_name: Optional[str] = None) -> None:
-        """Start one query, wait, log its progress (only start it for ``execute_async``)."""
-        if self.async_queries is not None:
-            self.async_queries.append((name, self._start_query(name, writer, query_name)))
-            return
-        kind = self.trigger[0]
-        start = time.time()
-        query = self._start_query(name, writer, query_name)
-        failure: Optional[BaseException] = None
-        try:
-            if kind == "processing-time":
-                self._await_processing_time(query)
-            else:
-                query.awaitTermination()
-        except Exception as exc:  # noqa: BLE001 - StreamingQueryException and friends
-            failure = exc
-        finally:
-            if query.isActive:
-                query.stop()
-        self.log_query_progress(name, query)
-        error = failure if failure is not None else query.exception()
-        if error is not None:
-            raise job_failure(error, f"STREAMING query {name!r} of job {self.job_name!r}") \
-                from error
-        log.info("STREAMING query %s finished in %.1f s", name, time.time() - start)
-
-    def _await_processing_time(self, query: Any) -> None:
-        """Processing-time trigger: run until the end-of-input batch ran (bounded jobs) or
-        until the query is stopped elsewhere (unbounded)."""
-        while query.isActive:
-            if query.awaitTermination(1):
-                return
-            if not self.bounded:
-                continue
-            recent = [as_dict(p) for p in query.recentProgress]
-            if any(_watermark_ms(p) >= END_THRESHOLD for p in recent):
-                last = recent[-1]
-                if _watermark_ms(last) >= END_THRESHOLD and not query.status.get("isTriggerActive"):
-                    return
-
     def log_query_progress(self, name: str, query: Any) -> None:
-        for p in query.recentProgress:
-            row = progress_row(name, as_dict(p))
-            self.progress.append(row)
-            log.info(
-                "STREAMING %s batch %s: rows in %s, rows out %s, watermark %s, key groups %s "
-                "(updated %s), state %s bytes, %s ms", name, row["batch"], row["rows_in"],
-                row["rows_out"], row["watermark"], row["key_groups_with_state"],
-                row["key_groups_updated"], row["state_bytes"], row["duration_ms"])
-
-
-def _is_connect(spark: Any) -> bool:
-    """True for a Spark Connect session (Databricks serverless and shared clusters)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
-def _write_atomically(folder: str, write: Callable[[str], None]) -> None:
-    tmp = f"{folder}.tmp-{os.getpid()}"
-    os.makedirs(tmp, exist_ok=True)
-    write(tmp)
-    os.replace(tmp, folder)
-
-
-def as_dict(progress: Any) -> dict[str, Any]:
-    if isinstance(progress, dict):
-        return progress
-    text = getattr(progress, "json", None)
-    if isinstance(text, str):
-        return json.loads(text)
-    return json.loads(str(progress))
-
-
-def _watermark_ms(progress: dict[str, Any]) -> int:
-    wm = (progress.get("eventTime") or {}).get("watermark")
-    if not wm:
-        return 0
-    from datetime import datetime
-
-    return int(datetime.fromisoformat(wm.replace("Z", "+00:00")).timestamp() * 1000)
+        """Record and log ``query``'s micro-batches (streaming_queries.py)."""
+        log_query_progress(self, name, query)

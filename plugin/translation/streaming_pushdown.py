@@ -1,0 +1,113 @@
+"""STREAMING's native keyed input: key groups computed by Spark, records kept as typed columns.
+
+For a one-input keyed operator whose key selector reads one string/integer field of a typed
+stream (:func:`.pushdown.traced_key_field`), Spark computes the key group and numbers the
+records, and the ``applyInPandasWithState`` function reads the typed columns
+(``runtime/group_frames.TypedInput``) instead of pickled records. ``streaming.py`` decides
+when it applies (the pushdown option on, no savepoint state restored into the operator).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..plan.graph import KeyByNode
+from ..runtime.encoding import KG, TS
+from ..runtime.group_frames import ROW_INDEX_BITS, SEQ, SEQ_ROW, TypedInput, typed_input
+from ..runtime.group_state import append_seq
+from .pushdown import traced_key_field
+from .stream import Stream
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["native_keyed_input", "file_row_seq"]
+
+log = logging.getLogger("pyspark_datastream")
+
+#: ``_seq_row`` of a file stream: 21 bits of the file's hash, 42 bits of the row index
+_FILE_HASH_BITS, _ROW_INDEX_BITS = 21, ROW_INDEX_BITS
+
+
+def file_row_seq(df: DataFrame) -> Optional[tuple[Any, Any]]:
+    """``(_seq, _seq_row)`` as Spark columns for a stream read from files, else None.
+
+    ``_seq`` is the file's modification time (ms) and ``_seq_row`` is
+    ``hash(file path) << 42 | row index in the file``: inside one micro-batch, files are
+    taken in modification-time order (the order Spark's file source picks new files in;
+    ties by a hash of the path), and each file's rows keep their order. The numbers are
+    the same whenever the micro-batch runs again. Sources without file metadata
+    (``_metadata.row_index``) get None.
+    """
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    try:
+        # reading the schema forces the analysis (Spark Connect analyses lazily)
+        probe = df.select(F.col("_metadata.row_index"), F.col("_metadata.file_path"),
+                          F.col("_metadata.file_modification_time"))
+        if len(probe.schema.fields) != 3:
+            return None
+    except AnalysisException:
+        return None
+    mtime = F.unix_millis(F.col("_metadata.file_modification_time"))
+    file_hash = F.pmod(F.xxhash64(F.col("_metadata.file_path")), F.lit(1 << _FILE_HASH_BITS))
+    return mtime, F.shiftleft(file_hash, _ROW_INDEX_BITS) + F.col("_metadata.row_index")
+
+
+def native_keyed_input(parent: Stream, key_node: KeyByNode, max_parallelism: int
+                       ) -> Optional[tuple[DataFrame, TypedInput]]:
+    """``_ts, _kg, <typed columns>[, _n<i>], _seq`` computed by Spark (no per-record
+    Python) and how the keyed function reads them, for a key selector that reads one
+    string/integer field of a typed stream of basic types (group_frames.TypedInput: nullable
+    numbers travel with a null flag); else None. The key bytes only feed ``_kg``; the keyed
+    function serializes each distinct key itself (a column less through shuffle, sort and
+    Arrow). ``_seq`` orders each upstream split's records as they arrive: the row's
+    position in its file for a Parquet file stream (:func:`file_row_seq`), else a
+    numbering pass like the Python one."""
+    key_field = traced_key_field(parent, key_node)
+    if key_field is None:
+        return None
+    typed = typed_input(parent.enc, parent.df.schema, key_field[0])
+    if typed is None:
+        return None
+    from pyspark.sql import functions as F
+
+    from ..spark_io.key_columns import native_key_bytes
+
+    columns = typed.enc.columns
+    name = columns[key_field[0]]
+    key_bytes = native_key_bytes(F.col(f"`{name}`"), key_field[1], key_node.key_serializer)
+    if key_bytes is None:
+        return None
+    if parent.df.schema[name].nullable:
+        try:  # a null key is a key too (the Python pass serializes None)
+            null_key = key_node.key_serializer.serialize(None)
+        except Exception:  # noqa: BLE001 - the Python pass reports it per record
+            return None
+        key_bytes = F.coalesce(key_bytes, F.lit(bytearray(null_key)))
+    payload = [F.col(f"`{c}`") for c in columns]
+    seq = file_row_seq(parent.df)
+    if seq is not None:
+        df = parent.df.select(TS, *payload, seq[0].alias(SEQ), seq[1].alias(SEQ_ROW))
+    else:
+        # Spark refuses monotonically_increasing_id() on streams: a pass that only
+        # appends the numbers (no per-record Python), before the key columns exist
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        df = parent.df.select(TS, *payload)
+        schema = StructType([*df.schema.fields, StructField(SEQ, LongType(), nullable=False)])
+        df = df.mapInArrow(append_seq, schema)
+    df = df.withColumn(KG, F.pmod(F.crc32(key_bytes), F.lit(max_parallelism)).cast("int"))
+    types = {f.name: f.dataType for f in df.schema.fields}
+    out = [F.col(TS), F.col(KG)]
+    for i, (c, column) in enumerate(zip(columns, payload)):
+        nulls_flagged = i in typed.null_flags
+        out.append(F.coalesce(column, F.lit(0).cast(types[c])).alias(c) if nulls_flagged
+                   else column)
+    out.extend(payload[i].isNull().alias(TypedInput.flag(i)) for i in typed.null_flags)
+    df = df.select(*out, F.col(SEQ), *([F.col(SEQ_ROW)] if seq is not None else []))
+    log.info("STREAMING: %s computes key groups natively; records stay typed columns",
+             key_node.name)
+    return df, typed

@@ -1,0 +1,166 @@
+"""Running the STREAMING translator's Spark queries, and what their progress reports say.
+
+Each query runs with the job's trigger and its checkpoint under the job folder
+(``<job folder>/<name>/checkpoint``); the translator (``streaming.py``) decides which
+queries there are, these functions start them, wait for them and keep one
+:func:`progress_row` per micro-batch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from typing import Any, Callable, Optional, Protocol
+
+from ..runtime.group_state import END_THRESHOLD
+from .failures import job_failure
+
+__all__ = [
+    "QueryOwner",
+    "progress_row",
+    "as_dict",
+    "is_connect",
+    "write_atomically",
+    "start_query",
+    "run_query",
+    "log_query_progress",
+]
+
+log = logging.getLogger("pyspark_datastream")
+
+
+class QueryOwner(Protocol):
+    """What running a query reads from (and records on) the STREAMING translator."""
+
+    job_name: str
+    trigger: tuple[str, Optional[str]]
+    bounded: bool
+    #: one :func:`progress_row` per micro-batch of every query run so far
+    progress: list[dict[str, Any]]
+    #: when a list, queries are only started and appended (``env.execute_async``)
+    async_queries: Optional[list[tuple[str, Any]]]
+
+    def job_folder(self) -> str: ...
+
+
+def progress_row(query_name: str, progress: dict[str, Any]) -> dict[str, Any]:
+    """A flat, notebook-readable summary of one micro-batch's StreamingQueryProgress."""
+    ops = progress.get("stateOperators") or [{}]
+    op = ops[0] if ops else {}
+    sink = progress.get("sink") or {}
+    duration = progress.get("durationMs") or {}
+    return {
+        "query": query_name,
+        "batch": progress.get("batchId"),
+        "rows_in": progress.get("numInputRows"),
+        "rows_out": sink.get("numOutputRows"),
+        "watermark": (progress.get("eventTime") or {}).get("watermark"),
+        "key_groups_with_state": op.get("numRowsTotal"),
+        "key_groups_updated": op.get("numRowsUpdated"),
+        "state_bytes": op.get("memoryUsedBytes"),
+        "duration_ms": duration.get("triggerExecution"),
+    }
+
+
+def is_connect(spark: Any) -> bool:
+    """True for a Spark Connect session (Databricks serverless and shared clusters)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def write_atomically(folder: str, write: Callable[[str], None]) -> None:
+    """Create ``folder`` whole or not at all: ``write`` fills a temporary one, then renamed."""
+    tmp = f"{folder}.tmp-{os.getpid()}"
+    os.makedirs(tmp, exist_ok=True)
+    write(tmp)
+    os.replace(tmp, folder)
+
+
+def as_dict(progress: Any) -> dict[str, Any]:
+    """A StreamingQueryProgress (or its JSON, or a dict already) as a dict."""
+    if isinstance(progress, dict):
+        return progress
+    text = getattr(progress, "json", None)
+    if isinstance(text, str):
+        return json.loads(text)
+    return json.loads(str(progress))
+
+
+def _watermark_ms(progress: dict[str, Any]) -> int:
+    wm = (progress.get("eventTime") or {}).get("watermark")
+    if not wm:
+        return 0
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(wm.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def start_query(t: QueryOwner, name: str, writer: Any, query_name: Optional[str] = None) -> Any:
+    """Start one query (checkpoint ``<root>/<name>/checkpoint``, the configured trigger;
+    ``query_name`` names a memory sink's table)."""
+    checkpoint = os.path.join(t.job_folder(), name, "checkpoint")
+    writer = writer.option("checkpointLocation", checkpoint).queryName(
+        query_name or f"{t.job_name}:{name}:{time.time_ns()}")
+    kind, interval = t.trigger
+    if kind == "available-now":
+        writer = writer.trigger(availableNow=True)
+    elif kind == "once":
+        writer = writer.trigger(once=True)
+    else:
+        writer = writer.trigger(processingTime=interval)
+    return writer.start()
+
+
+def run_query(t: QueryOwner, name: str, writer: Any, query_name: Optional[str] = None) -> None:
+    """Start one query, wait, log its progress (only start it for ``execute_async``)."""
+    if t.async_queries is not None:
+        t.async_queries.append((name, start_query(t, name, writer, query_name)))
+        return
+    kind = t.trigger[0]
+    start = time.time()
+    query = start_query(t, name, writer, query_name)
+    failure: Optional[BaseException] = None
+    try:
+        if kind == "processing-time":
+            _await_processing_time(t, query)
+        else:
+            query.awaitTermination()
+    except Exception as exc:  # noqa: BLE001 - StreamingQueryException and friends
+        failure = exc
+    finally:
+        if query.isActive:
+            query.stop()
+    log_query_progress(t, name, query)
+    error = failure if failure is not None else query.exception()
+    if error is not None:
+        raise job_failure(error, f"STREAMING query {name!r} of job {t.job_name!r}") \
+            from error
+    log.info("STREAMING query %s finished in %.1f s", name, time.time() - start)
+
+
+def _await_processing_time(t: QueryOwner, query: Any) -> None:
+    """Processing-time trigger: run until the end-of-input batch ran (bounded jobs) or
+    until the query is stopped elsewhere (unbounded)."""
+    while query.isActive:
+        if query.awaitTermination(1):
+            return
+        if not t.bounded:
+            continue
+        recent = [as_dict(p) for p in query.recentProgress]
+        if any(_watermark_ms(p) >= END_THRESHOLD for p in recent):
+            last = recent[-1]
+            if _watermark_ms(last) >= END_THRESHOLD and not query.status.get("isTriggerActive"):
+                return
+
+
+def log_query_progress(t: QueryOwner, name: str, query: Any) -> None:
+    """Record (``t.progress``) and log one :func:`progress_row` per micro-batch of ``query``."""
+    for p in query.recentProgress:
+        row = progress_row(name, as_dict(p))
+        t.progress.append(row)
+        log.info(
+            "STREAMING %s batch %s: rows in %s, rows out %s, watermark %s, key groups %s "
+            "(updated %s), state %s bytes, %s ms", name, row["batch"], row["rows_in"],
+            row["rows_out"], row["watermark"], row["key_groups_with_state"],
+            row["key_groups_updated"], row["state_bytes"], row["duration_ms"])
