@@ -1,0 +1,76 @@
+"""The two translators stand apart, and the steps they share work without a SparkSession."""
+
+from __future__ import annotations
+
+from pyspark_datastream.plan.config import Configuration
+from pyspark_datastream.plan.graph import ChainNode, SideOutputNode, SourceNode, consumers
+from pyspark_datastream.runtime.encoding import PICKLED
+from pyspark_datastream.translation.batch import BatchTranslator
+from pyspark_datastream.translation.steps import (
+    fan_out,
+    is_true,
+    needs_pass,
+    operator_config,
+    side_output_tags,
+)
+from pyspark_datastream.translation.stream import Stream
+from pyspark_datastream.translation.streaming import StreamingTranslator
+from pyspark_datastream.translation.streaming_queries import as_dict, progress_row
+
+
+def test_neither_translator_subclasses_another_class() -> None:
+    # each mode's translation reads top to bottom in its own module (#14)
+    assert BatchTranslator.__bases__ == (object,)
+    assert StreamingTranslator.__bases__ == (object,)
+
+
+def test_operator_config_per_mode() -> None:
+    cfg = Configuration({"pipeline.processing-time.allow": "IGNORE"})
+    batch = operator_config(cfg, "BATCH", 2, 128)
+    streaming = operator_config(cfg, "STREAMING", 2, 128)
+    assert batch["mode"] == "BATCH" and streaming["mode"] == "STREAMING"
+    assert batch["processing_time_allow"] == streaming["processing_time_allow"] == "IGNORE"
+    assert batch["processing_time_end_of_input"] == "IGNORE"
+    assert streaming["processing_time_end_of_input"] == "FIRE_AND_QUIESCE"
+    assert (batch["parallelism"], batch["max_parallelism"]) == (2, 128)
+
+
+def test_is_true() -> None:
+    assert all(is_true(v) for v in ("true", " TRUE ", "1", "yes", "on", True))
+    assert not any(is_true(v) for v in ("false", "0", "no", "", None, False))
+
+
+def test_side_output_tags_and_fan_out() -> None:
+    source = SourceNode("source", [])
+    mapped = ChainNode("map", [source])
+    late = SideOutputNode("late", [mapped], tag_id="late")
+    early = SideOutputNode("early", [mapped], tag_id="early")
+    other = ChainNode("other", [mapped])
+    nodes = [source, mapped, late, early, other]
+    assert side_output_tags(nodes) == {mapped.id: frozenset({"late", "early"})}
+    readers = consumers(nodes)
+    assert fan_out(readers, mapped) == 1  # side outputs do not count
+    assert fan_out(readers, source) == 1
+    assert fan_out(readers, other) == 0
+
+
+def test_needs_pass() -> None:
+    idle = Stream(None, PICKLED)
+    assert not needs_pass(idle, PICKLED, None, frozenset(), False)
+    assert needs_pass(idle, PICKLED, None, frozenset(), True)
+    assert needs_pass(idle, PICKLED, None, frozenset({"late"}), False)
+    assert needs_pass(idle, PICKLED, ("key", "serializer"), frozenset(), False)
+    assert needs_pass(Stream(None, PICKLED, chain=(("map", len),)), PICKLED, None, frozenset(),
+                      False)
+
+
+def test_progress_row() -> None:
+    progress = as_dict('{"batchId": 3, "numInputRows": 10, "sink": {"numOutputRows": 4}, '
+                       '"stateOperators": [{"numRowsTotal": 7, "numRowsUpdated": 2}], '
+                       '"eventTime": {"watermark": "2024-01-01T00:00:00.000Z"}, '
+                       '"durationMs": {"triggerExecution": 50}}')
+    row = progress_row("sink-0", progress)
+    assert row["query"] == "sink-0" and row["batch"] == 3
+    assert (row["rows_in"], row["rows_out"]) == (10, 4)
+    assert (row["key_groups_with_state"], row["key_groups_updated"]) == (7, 2)
+    assert row["watermark"] == "2024-01-01T00:00:00.000Z" and row["duration_ms"] == 50
