@@ -182,7 +182,8 @@ class ColumnWriter:
         if not pickled and (self.enc.shape == "scalar" or not all(
                 (type(v) is tuple or type(v) is row_class) and len(v) == width for v in values)):
             for i, value in enumerate(values):
-                batch = self.append(tuple(col[i] for col in extras), value)
+                # the base append: a subclass's append may add extras of its own
+                batch = ColumnWriter.append(self, tuple(col[i] for col in extras), value)
                 if batch is not None:
                     yield batch
             return

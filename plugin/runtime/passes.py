@@ -145,6 +145,32 @@ class _SavepointWriter(ColumnWriter):
     def append(self, extras: tuple[Any, ...], value: Any) -> Optional[pa.RecordBatch]:
         return super().append(extras + self._pad, value)
 
+    def extend(self, extras: list[list[Any]], values: list[Any]) -> Iterator[pa.RecordBatch]:
+        pads = [[None] * len(values)] * len(SP_COLUMNS)
+        return super().extend(list(extras) + pads, values)
+
+    def extend_entries(self, entries: list[Any]) -> Iterator[pa.RecordBatch]:
+        """``append_entry`` for many entries at once, column-wise."""
+        lead = len(self._lead)
+        i = 0
+        while i < len(entries):
+            j = min(len(entries), i + self.batch_size - self.n)
+            part = entries[i:j]
+            nones = [None] * (j - i)
+            for col in self.extra_cols[:lead]:
+                col.extend(nones)
+            kg, name, key, ns, user_key, value = zip(*part)  # StateEntry's field order
+            for col, xs in zip(self.extra_cols[lead:], (kg, key, name, ns, user_key, value)):
+                col.extend(xs)
+            for col in self.payload_cols:
+                col.extend(nones)
+            self.n += j - i
+            i = j
+            if self.n >= self.batch_size:
+                batch = self.flush()
+                if batch is not None:
+                    yield batch
+
     def append_entry(self, entry: Any) -> Optional[pa.RecordBatch]:
         extras = self._lead + (entry.key_group, entry.key, entry.state_name, entry.namespace,
                                entry.user_key, entry.value)
@@ -295,8 +321,8 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                 raise GraphBuildError(
                     f"operator {spec.name!r}: BATCH savepoints need sorted inputs "
                     "(execution.sorted-inputs.enabled=true)")
-            outputs = _with_savepoint(operator, backend, _group_restore_rows(records()), ks,
-                                      config)
+            rows = _group_restore_rows(records()) if restoring else records()
+            outputs = _with_savepoint(operator, backend, rows, ks, config)
         else:
             driver = run_sorted_keyed if ks.sorted_input else run_hash_keyed
             outputs = driver(operator, backend, records(), ks.key_serializer, config)
@@ -329,6 +355,23 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                     break
                 kept = [o for o in chunk if o.tag is None]
                 yield from writer.extend([[o.timestamp for o in kept]], [o.value for o in kept])
+            outputs = iter(())
+        elif extractor is None and writes_savepoint:
+            # records and savepoint entries in bulk (their order in the output is free: the
+            # staging read splits them)
+            assert isinstance(writer, _SavepointWriter)
+            while True:
+                chunk = list(itertools.islice(outputs, _BULK))
+                if not chunk:
+                    break
+                kept = [o for o in chunk if o.tag is None or o.tag in tags]
+                if kept:
+                    extras = [[o.timestamp for o in kept]]
+                    if has_tags:
+                        extras.insert(0, [o.tag for o in kept])
+                    yield from writer.extend(extras, [o.value for o in kept])
+                if len(kept) < len(chunk):
+                    yield from writer.extend_entries([o.value for o in chunk if o.tag is _SP_TAG])
             outputs = iter(())
         for out in outputs:
             tag = out.tag

@@ -247,7 +247,7 @@ def final_watermark(translator: Any) -> Optional[int]:
         if stream.pending or stream.tagged:
             df = translator.materialize(stream, translator.preferred_encoding(stream.type_info),
                                          name=node.name)
-        action = getattr(translator, "_action", None)
+        action = getattr(translator, "action", None)
         with action(f"savepoint final watermark of {node.name!r}") if action else nullcontext():
             top = df.agg(F.max(F.col(TS)).alias("m")).collect()[0]["m"]
         if top is not None:

@@ -259,12 +259,18 @@ class SingleKeyStateBackend(KeyedStateBackend):
         if key_groups is not None and key_group not in set(key_groups):
             return iter(())
         batch: list[StateEntry] = []
-        for registration in self._states.values():
-            batch.extend(registration.state.snapshot_entries(key_group))  # type: ignore[attr-defined]
+        if self._store:
+            # only the states this key holds (the store is the current key's alone)
+            held = {name for name, _ in self._store}
+            for name, registration in self._states.items():
+                if name in held:
+                    batch.extend(registration.state.snapshot_entries(key_group))  # type: ignore[attr-defined]
         for entries in self._pending_states.values():
             batch.extend(entries)
-        batch.extend(self.timer_entries())
-        batch.sort(key=StateEntry.encoded_key)
+        if self._timer_queues or self._pending_timers:
+            batch.extend(self.timer_entries())
+        if len(batch) > 1:
+            batch.sort(key=StateEntry.encoded_key)
         return iter(batch)
 
     def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
