@@ -51,7 +51,7 @@ def native_map(node: ChainNode, parent: Stream) -> Optional[Stream]:
     cols = [to_column(e, [list(parent.enc.columns)]).cast(t).alias(c)
             for e, t, c in zip(exprs, ddl, out_enc.columns)]
     df = parent.df.select(col(TS), *cols)
-    log.info("BATCH: %s runs as a native Spark projection", node.name)
+    log.info("%s runs as a native Spark projection", node.name)
     return Stream(df, out_enc, out_t, name=node.name)
 
 

@@ -370,7 +370,7 @@ class StreamingTranslator:
             raise full_window_streaming_error(node.describe())
         if isinstance(node, SideOutputNode):
             return side_output(self, node)
-        raise GraphBuildError(f"{node.describe()} is not supported in BATCH mode")
+        raise GraphBuildError(f"{node.describe()} is not supported in STREAMING mode")
 
     def input_stream(self, parent: Transformation) -> Stream:
         """``parent``'s main output (steps.py)."""
