@@ -532,9 +532,11 @@ class BatchTranslator:
     def _field_keyed_input(self, node: KeyedNode, key_node: KeyByNode) -> Optional[Stream]:
         """A keyed operator whose key selector reads one string/integer field of a typed
         stream: Spark shuffles and sorts by that column itself, and the keyed pass serializes
-        each distinct key once (no key-bytes column). Not used when the operator's state goes to
-        or comes from a savepoint (those rows are keyed by their stored bytes)."""
-        if not (self.pushdown and self.sorted_inputs) or self._savepoint_state(node):
+        each distinct key once (no key-bytes column). Not used when the operator's state comes
+        from a savepoint (restored rows are keyed by their stored bytes); a savepoint written
+        takes each key's bytes from that serialization."""
+        restoring = self.restore is not None and self.restore.meta_for(node) is not None
+        if not (self.pushdown and self.sorted_inputs) or restoring:
             return None
         parent = self.input_stream(key_node.inputs[0])
         key_field = traced_key_field(parent, key_node)
@@ -553,14 +555,16 @@ class BatchTranslator:
                 count_all().alias(COUNT))
         df = df.sortWithinPartitions(column, col(TS))
         spec = KeyedSpec(node.op, function, key_node.key_serializer, True,
-                         self.backend, key_field=index, counted=counted)
+                         self.backend, key_field=index, counted=counted,
+                         **self.savepoint_fields(node))
         log.info("BATCH: %s is keyed by column %s", node.name, parent.enc.columns[index])
         name = parent.enc.columns[index]
         stage = self._new_stage(
             "keyed", f"sort+keyed {node.op}", [node.name],
             f"shuffle into {self.parallelism} partitions by column {name}, "
             + ("identical records counted, " if counted else "")
-            + f"sorted by {name}, timestamp")
+            + f"sorted by {name}, timestamp"
+            + (", state saved to the savepoint" if self._savepoint_write is not None else ""))
         return Stream(df, parent.enc, node.output_type, keyed=spec, name=node.name, stage=stage)
 
     def _counts_identical(self, node: KeyedNode, parent: Stream, function: Any) -> bool:
