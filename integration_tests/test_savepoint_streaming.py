@@ -74,6 +74,26 @@ def test_handoff_sessionization_heap(env_factory, spark, tmp_path):
     assert sorted(out_a_stream + results[1]) == out_ab
 
 
+def test_streaming_restore_ignores_batch_only_sorted_inputs_option(env_factory, tmp_path):
+    """``execution.sorted-inputs.enabled`` is a BATCH option: a STREAMING job restoring a
+    savepoint with it off runs (and continues the sessions) like one with it on."""
+    sp = str(tmp_path / "sp")
+    env = _env(env_factory, tmp_path, "BATCH", "a")
+    out_a = _run(env, _stream(env, DATA_A, Sessionize(), uid="sess"), str(tmp_path / "a"),
+                 "sess-a", sp)
+    results = []
+    for flag in ("true", "false"):
+        env = _env(env_factory, tmp_path, "STREAMING", f"b-{flag}",
+                   **{"execution.savepoint.path": sp, "execution.sorted-inputs.enabled": flag})
+        results.append(_run(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
+                            str(tmp_path / f"b-{flag}"), "sess-b"))
+    assert results[0] == results[1]
+    env = _env(env_factory, tmp_path, "BATCH", "ab")
+    out_ab = _run(env, _stream(env, DATA_A + DATA_B, Sessionize(), uid="sess"),
+                  str(tmp_path / "ab"), "sess-ab")
+    assert sorted(out_a + results[1]) == out_ab
+
+
 def test_handoff_counting_rocksdb(env_factory, spark, tmp_path):
     """Counting with the rocksdb backend: STREAMING(A) savepoint equals BATCH(A)'s; BATCH(A)
     -> savepoint -> STREAMING(B) continues the counts."""

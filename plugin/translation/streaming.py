@@ -149,13 +149,14 @@ class StreamingTranslator:
         self._streams: dict[int, Stream] = {}
         self._tags = side_output_tags(nodes)
         # Restore (streaming_savepoint.py) is checked here, before anything runs, by
-        # batch_savepoint.py's check: the program's operators are opened to list their states
-        # with BATCH's operator configuration, and BATCH's sorted-inputs option must be on
+        # batch_savepoint.py's check: the program's operators are opened on a single-key
+        # backend to list their states. A STREAMING restore loads each key group's entries
+        # into its state and needs no sorted inputs (BATCH's sorted-inputs option is not read).
         from .batch_savepoint import BatchRestore
 
         self.restore: Optional[BatchRestore] = BatchRestore.from_config(
             self, cfg, operator_config(cfg, "BATCH", self.parallelism, self.max_parallelism),
-            is_true(resolve(cfg, "execution.sorted-inputs.enabled", "BATCH")))
+            sorted_inputs=True)
         self.op_config = operator_config(cfg, "STREAMING", self.parallelism, self.max_parallelism)
         if self.backend[0] not in ("hashmap", "rocksdb"):
             raise GraphBuildError(
