@@ -57,7 +57,8 @@ bench-quick: setup
 	$(PY) -m benchmarks.sessionize --quick
 	$(PY) -m benchmarks.wordcount --quick
 
-# FLIP-140's WordCount at full scale: 40M records, 4M keys (about 13 minutes on 2 cores).
+# FLIP-140's WordCount at full scale: 40M records, 4M keys; one untimed and three timed runs of
+# every variant (more than 22 minutes on 2 cores: a run stopped then had not finished).
 bench-scale: setup
 	$(PY) -m benchmarks.wordcount --records 40000000 --keys 4000000
 
