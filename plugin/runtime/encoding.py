@@ -187,17 +187,25 @@ class ColumnWriter:
                 if batch is not None:
                     yield batch
             return
+        if pickled:
+            dumps = pickle.dumps
+            payload: list[Any] = [[dumps(v, _PICKLE) for v in values]]
+        else:
+            payload = [field if conv is None else [None if v is None else conv(v) for v in field]
+                       for conv, field in zip(self.convs, zip(*values))]
+        yield from self.extend_columns(extras, payload, len(values))
+
+    def extend_columns(self, extras: list[Any], payload: list[Any], n: int
+                       ) -> Iterator[pa.RecordBatch]:
+        """``n`` rows given as columns (each a sequence of ``n`` Arrow-ready values): every
+        extra column, then every payload column; a batch is emitted whenever one fills."""
         i = 0
-        while i < len(values):
-            j = min(len(values), i + self.batch_size - self.n)
+        while i < n:
+            j = min(n, i + self.batch_size - self.n)
             for col, xs in zip(self.extra_cols, extras):
                 col.extend(xs[i:j])
-            if pickled:
-                dumps = pickle.dumps
-                self.payload_cols[0].extend([dumps(v, _PICKLE) for v in values[i:j]])
-            else:
-                for col, conv, field in zip(self.payload_cols, self.convs, zip(*values[i:j])):
-                    col.extend(field if conv is None else [None if v is None else conv(v) for v in field])
+            for col, xs in zip(self.payload_cols, payload):
+                col.extend(xs[i:j])
             self.n += j - i
             i = j
             if self.n >= self.batch_size:

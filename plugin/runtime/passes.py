@@ -151,25 +151,12 @@ class _SavepointWriter(ColumnWriter):
 
     def extend_entries(self, entries: list[Any]) -> Iterator[pa.RecordBatch]:
         """``append_entry`` for many entries at once, column-wise."""
-        lead = len(self._lead)
-        i = 0
-        while i < len(entries):
-            j = min(len(entries), i + self.batch_size - self.n)
-            part = entries[i:j]
-            nones = [None] * (j - i)
-            for col in self.extra_cols[:lead]:
-                col.extend(nones)
-            kg, name, key, ns, user_key, value = zip(*part)  # StateEntry's field order
-            for col, xs in zip(self.extra_cols[lead:], (kg, key, name, ns, user_key, value)):
-                col.extend(xs)
-            for col in self.payload_cols:
-                col.extend(nones)
-            self.n += j - i
-            i = j
-            if self.n >= self.batch_size:
-                batch = self.flush()
-                if batch is not None:
-                    yield batch
+        if not entries:
+            return iter(())
+        nones = [None] * len(entries)
+        kg, name, key, ns, user_key, value = zip(*entries)  # StateEntry's field order
+        extras = [nones] * len(self._lead) + [kg, key, name, ns, user_key, value]
+        return self.extend_columns(extras, [nones] * len(self.payload_cols), len(entries))
 
     def append_entry(self, entry: Any) -> Optional[pa.RecordBatch]:
         extras = self._lead + (entry.key_group, entry.key, entry.state_name, entry.namespace,
