@@ -461,8 +461,10 @@ class BatchTranslator:
     def _savepoint_state(self, node: Transformation) -> bool:
         """True when ``node``'s keyed state is written to or restored from a savepoint
         (then it must run as a real keyed operator: no native/fast reduce)."""
-        if self._savepoint_write is not None:
-            return True
+        return self._savepoint_write is not None or self._restores(node)
+
+    def _restores(self, node: Transformation) -> bool:
+        """True when ``node``'s keyed state is restored from the job's savepoint."""
         return self.restore is not None and self.restore.meta_for(node) is not None
 
     def savepoint_fields(self, node: Transformation) -> dict[str, Any]:
@@ -535,8 +537,7 @@ class BatchTranslator:
         each distinct key once (no key-bytes column). Not used when the operator's state comes
         from a savepoint (restored rows are keyed by their stored bytes); a savepoint written
         takes each key's bytes from that serialization."""
-        restoring = self.restore is not None and self.restore.meta_for(node) is not None
-        if not (self.pushdown and self.sorted_inputs) or restoring:
+        if not (self.pushdown and self.sorted_inputs) or self._restores(node):
             return None
         parent = self.input_stream(key_node.inputs[0])
         key_field = traced_key_field(parent, key_node)
