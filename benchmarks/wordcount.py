@@ -11,6 +11,11 @@ times; the median counts, and ``runs`` in the JSON lists every timed run. The
 last line is JSON with ratios measured in this run, and the peak resident set size
 (``peak_rss_mib``, MiB) of the driver, the JVM and the Python workers (their sum),
 sampled every 0.25 s in a background thread, overall and per variant.
+
+``--floor`` also times Spark's ``applyInPandasWithState`` alone over the columns the
+STREAMING job gives it, with a function that reads them and does nothing
+(``streaming_floor_ratio`` against native, ``streaming_over_floor`` for the job against it):
+the part of the STREAMING figure that no work in this library can remove.
 """
 
 from __future__ import annotations
@@ -106,12 +111,57 @@ def timed_streaming(spark: object, path: str, schema: object, expected: pd.Serie
     return statistics.median(times), times
 
 
+def streaming_floor(spark: object, path: str, schema: object) -> float:
+    """What Spark's ``applyInPandasWithState`` itself costs on this input: the columns the
+    STREAMING job hands it (key group, the record's two fields, the file order columns, a null
+    record timestamp and a null watermark column), grouped by key group, to a function that
+    reads every frame and returns nothing, available-now into a Parquet sink. No state, no
+    output: the floor under any STREAMING keyed job on this API. Returns the query's seconds.
+    """
+    import shutil
+    import tempfile
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    def consume(key: tuple, frames: object, state: object) -> object:
+        for _ in frames:  # type: ignore[attr-defined]
+            pass
+        return iter(())
+
+    work = tempfile.mkdtemp(prefix="wordcount-floor-")
+    try:
+        word = F.col("word")
+        stream = (spark.readStream.schema(schema).parquet(path)  # type: ignore[attr-defined]
+                  .select(F.lit(None).cast("long").alias("_ts"),
+                          F.pmod(F.crc32(word.cast("binary")), F.lit(128)).cast("int").alias("_kg"),
+                          word.alias("f0"), F.lit(1).cast("long").alias("f1"),
+                          F.unix_millis(F.col("_metadata.file_modification_time")).alias("_seq"),
+                          F.col("_metadata.row_index").alias("_seq_row"),
+                          F.lit(None).cast("timestamp").alias("_et"))
+                  .withWatermark("_et", "0 seconds"))
+        out = (stream.groupBy("_kg")
+               .applyInPandasWithState(consume, "_b binary", "s binary", "append",
+                                       GroupStateTimeout.EventTimeTimeout))
+        t = time.time()
+        query = (out.writeStream.format("parquet").option("path", os.path.join(work, "out"))
+                 .option("checkpointLocation", os.path.join(work, "sink"))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        return time.time() - t
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=4_000_000)
     parser.add_argument("--keys", type=int, default=400_000)
     parser.add_argument("--data", default=".bench-data")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per variant (median)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also time Spark's applyInPandasWithState alone on the same input "
+                             "(streaming_floor_ratio: what STREAMING cannot go below)")
     parser.add_argument("--quick", action="store_true",
                         help="200k records, 20k keys, one timed run (a smoke run)")
     args = parser.parse_args()
@@ -189,6 +239,13 @@ def main() -> None:
         with rss.phase("streaming"):
             streaming_s, streaming_runs = timed_streaming(spark, path, words.schema, expected,
                                                           args.repeat)
+        floor_s, floor_runs = None, []
+        if args.floor:
+            with rss.phase("streaming_floor"):
+                streaming_floor(spark, path, words.schema)
+                floor_runs = [streaming_floor(spark, path, words.schema)
+                              for _ in range(args.repeat)]
+                floor_s = statistics.median(floor_runs)
 
     result = {
         "native_s": round(native_s, 3), "reduce_s": round(reduce_s, 3), "sum_s": round(sum_s, 3),
@@ -196,11 +253,16 @@ def main() -> None:
         "streaming_s": round(streaming_s, 3),
         "streaming_ratio": round(streaming_s / native_s, 3),
         "batch_speedup": round(streaming_s / reduce_s, 3),
+        # with --floor: applyInPandasWithState alone on the same input, and the rest
+        **({"streaming_floor_s": round(floor_s, 3),
+            "streaming_floor_ratio": round(floor_s / native_s, 3),
+            "streaming_over_floor": round(streaming_s / floor_s, 3)} if floor_s else {}),
+        "records": args.records, "keys": args.keys,
         # other work on the machine skews every ratio: report the 1/5/15-minute load with them
         "load": [round(x, 2) for x in os.getloadavg()],
         "runs": {name: [round(t, 2) for t in runs] for name, runs in (
             ("native", native_runs), ("reduce", reduce_runs), ("sum", sum_runs),
-            ("streaming", streaming_runs))},
+            ("streaming", streaming_runs), ("streaming_floor", floor_runs)) if runs},
         # MiB; a Python worker's RSS counts pages it shares with the daemon it forked from
         "peak_rss_mib": rss.summary(),
         "peak_rss_mib_by_variant": rss.by_phase(),
