@@ -23,10 +23,11 @@ import os
 import sys
 import time
 
+from jvm_options import JVM_OPTS
+
 GAP = 10_000  # session gap (ms)
 OOO = 1_000  # bounded out-of-orderness (ms)
 SCHEMA = "k string, ts long, v long"
-JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 PAUSE_LIMIT_S = 100  # the victim sleeps at most this long (the test kills it long before)
 
 

@@ -24,6 +24,7 @@ def spark():
         p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from jvm_options import JVM_OPTS
     from pyspark.sql import SparkSession
 
     session = (
@@ -35,6 +36,7 @@ def spark():
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.driver.memory", "2g")
+        .config("spark.driver.extraJavaOptions", JVM_OPTS)  # see jvm_options.py
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")
         .getOrCreate()

@@ -111,6 +111,7 @@ def running_sum_stream(env: Any, spark: Any, src: str) -> Any:
 def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet") -> None:
     """The job itself (runs in the child process); ``sink="delta"``: into the Delta table
     ``out`` through ``sink_to_delta`` (the job's checkpoint root is ``ckpt/job``)."""
+    from jvm_options import JVM_OPTS
     from pyspark.sql import SparkSession
     from pyspark_datastream import (
         Configuration,
@@ -123,6 +124,7 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet") 
              .config("spark.ui.enabled", "false")
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+             .config("spark.driver.extraJavaOptions", JVM_OPTS)  # see jvm_options.py
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     conf = Configuration()

@@ -4,7 +4,7 @@ Each benchmark compares its variants' results with its baseline's and exits non-
 one differs; here it runs as a subprocess (its own local[2] SparkSession) on a small input,
 and its last line, JSON, must hold the fields the README's figures are read from and say
 that every comparison passed. Speed is not asserted (the figures of a quick run mean
-nothing). Each takes well under a minute on a quiet 2-core machine.
+nothing; its driver JVM gets the suite's short-job options, ``jvm_options.py``). Each takes well under a minute on a quiet 2-core machine.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+from jvm_options import submit_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _run(module: str, data: str) -> dict:
     proc = subprocess.run(
         [sys.executable, "-m", f"benchmarks.{module}", "--quick", "--data", data],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        cwd=ROOT, capture_output=True, text=True, timeout=600, env=submit_env())
     assert proc.returncode == 0, (
         f"benchmarks.{module} --quick failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
         f"{proc.stderr[-3000:]}")

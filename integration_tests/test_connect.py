@@ -8,13 +8,16 @@ import subprocess
 import sys
 
 import pytest
+from jvm_options import submit_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.mark.connect
 def test_batch_and_streaming_jobs_over_spark_connect(tmp_path):
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=HERE)
+    # the local Connect server's JVM gets the suite's short-job options (jvm_options.py) through
+    # PYSPARK_SUBMIT_ARGS: over Connect a core conf set on the builder is refused
+    env = submit_env(dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=HERE))
     proc = subprocess.run([sys.executable, os.path.join(HERE, "connect_jobs.py"), str(tmp_path)],
                           capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+from jvm_options import submit_env
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 NOTEBOOKS = sorted(glob.glob(os.path.join(HERE, "..", "notebooks", "[0-9]*.py")))
 
@@ -26,7 +28,9 @@ def test_notebooks_are_in_databricks_source_format():
 def test_every_notebook_runs_locally(tmp_path):
     # from a directory outside the repository, nothing of it on the path: only the installed
     # package is importable (run_notebooks.py checks that `examples` is not)
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, MPLBACKEND="Agg")
+    # (the driver JVM gets the suite's short-job options, jvm_options.py: not the
+    # notebooks' code or sizes, only how fast their JVM runs on 2 cores)
+    env = submit_env(dict(os.environ, PYSPARK_PYTHON=sys.executable, MPLBACKEND="Agg"))
     env.pop("PYTHONPATH", None)
     proc = subprocess.run(
         [sys.executable, os.path.join(HERE, "run_notebooks.py"), str(tmp_path), *NOTEBOOKS],

@@ -11,6 +11,7 @@ import sysconfig
 import textwrap
 
 import pytest
+from jvm_options import submit_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -38,10 +39,13 @@ def test_wheel_installs_in_clean_venv_and_runs_a_job(tmp_path):
     wheel = glob.glob(str(dist / "*.whl"))
     assert len(wheel) == 1
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    # a venv without its own pip (ensurepip would install one, seconds of a 2-core budget):
+    # this interpreter's pip installs the wheel into it (``--python``)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=300)
     py = str(venv / "bin" / "python")
-    install = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", wheel[0]],
-                             capture_output=True, text=True, timeout=300)
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", py, "install", "-q",
+                              "--no-deps", wheel[0]], capture_output=True, text=True, timeout=300)
     assert install.returncode == 0, install.stderr[-3000:]
     job = textwrap.dedent("""
         import os, sys
@@ -57,7 +61,8 @@ def test_wheel_installs_in_clean_venv_and_runs_a_job(tmp_path):
     # Dependencies (pyspark, pyarrow, ...) come from this interpreter's site-packages, placed
     # after the venv's own: the package itself must come from the wheel.
     deps = sysconfig.get_paths()["purelib"]
-    env = dict(os.environ, PYTHONPATH=deps, PYSPARK_PYTHON=py, PYSPARK_DRIVER_PYTHON=py)
+    env = submit_env(dict(os.environ, PYTHONPATH=deps, PYSPARK_PYTHON=py,
+                          PYSPARK_DRIVER_PYTHON=py))
     env.pop("PYSPARK_DATASTREAM_MASTER", None)
     proc = subprocess.run([py, "-c", job], capture_output=True, text=True, timeout=600,
                           env=env, cwd=str(tmp_path))
