@@ -32,7 +32,6 @@ from ..state_store.errors import (
     GraphBuildError,
     JobExecutionError,
     SerializationError,
-    StateError,
 )
 from ..state_store.namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from ..state_store.serializers import PickleSerializer
@@ -66,8 +65,9 @@ from .functions import (
 from .timers import EVENT_TIME_QUEUE, PROCESSING_TIME_QUEUE, KeyedTimerService, OperatorClock
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ..state_store.backend import KeyedStateBackend, Timer
+    from ..state_store.backend import KeyedStateBackend
     from ..state_store.serializers import TypeSerializer
+    from ..state_store.timer_queue import Timer
 
 __all__ = [
     "REDUCE_STATE_NAME",
@@ -220,11 +220,7 @@ class AbstractKeyedOperator(KeyedOperator):
         """Make the timer's key current (no-op when it already is)."""
         backend = self.backend
         key_bytes = timer.key_bytes
-        try:
-            current = backend.get_current_key_bytes()
-        except StateError:
-            current = None
-        if current != key_bytes:
+        if backend.current_key_and_bytes()[1] != key_bytes:
             backend.set_current_key(timer.key, key_bytes)
 
     def _fire_event_timers(self, up_to: int) -> Iterator[Output]:

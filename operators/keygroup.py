@@ -167,7 +167,13 @@ def _load_state(data: bytes) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]
 def decode_state(data: bytes) -> tuple[list[StateMetaInfo], list[StateEntry]]:
     """Inverse of :func:`encode_state`; ``SavepointFormatError`` on foreign bytes."""
     metas, rows = _load_state(data)
-    return [StateMetaInfo.from_dict(m) for m in metas], [StateEntry(*r) for r in rows]
+    if rows and set(map(len, rows)) != {len(StateEntry._fields)}:
+        raise SavepointFormatError(
+            f"key group state holds entries of {sorted(set(map(len, rows)))} fields, expected "
+            f"{len(StateEntry._fields)}")
+    # StateEntry(*row) of each row, at C speed
+    return ([StateMetaInfo.from_dict(m) for m in metas],
+            list(map(_new_tuple, repeat(StateEntry), rows)))
 
 
 class KeyGroupResult:

@@ -19,7 +19,7 @@ from .base import MIN_WATERMARK, OperatorConfig
 from .functions import TimerService
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ..state_store.backend import TimerQueue
+    from ..state_store.timer_queue import TimerQueue
 
 __all__ = [
     "EVENT_TIME_QUEUE",

@@ -1,9 +1,9 @@
-"""The internal keyed-state backend interface, internal state interfaces and the timer queue.
+"""The internal keyed-state backend interface and the internal state interfaces.
 
 The operators layer drives a :class:`KeyedStateBackend`: it sets the current key
 (optionally with the key's pre-serialized bytes, the fast path), fetches states
 by descriptor, switches namespaces on the internal states, registers timers in
-:class:`TimerQueue` objects, and snapshots / restores everything as
+:class:`~.timer_queue.TimerQueue` objects, and snapshots / restores everything as
 :class:`~.entries.StateEntry` rows in canonical order (FLIP-41), which any
 backend can restore.
 
@@ -14,11 +14,10 @@ Three implementations: ``backends.heap.HeapKeyedStateBackend``,
 
 from __future__ import annotations
 
-import heapq
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from .descriptors import (
     BinarySortedStateDescriptor,
@@ -32,8 +31,7 @@ from .entries import (
     StateEntry,
     StateKind,
     StateMetaInfo,
-    decode_timestamp,
-    encode_timestamp,
+    canonical_sorted,
     timer_state_name,
 )
 from .errors import (
@@ -56,6 +54,7 @@ from .state import (
     ValueState,
 )
 from .temporal import TemporalListState, TemporalValueState
+from .timer_queue import Timer, TimerQueue
 
 __all__ = [
     "InternalKvState",
@@ -197,192 +196,6 @@ class InternalBinarySortedState(InternalKvState, BinarySortedState[Any, Any]):
 
 
 # --------------------------------------------------------------------------------------------
-# Timers
-# --------------------------------------------------------------------------------------------
-class _TimerTuple(NamedTuple):
-    timestamp: int
-    key: Any
-    namespace: Any
-
-
-class Timer(_TimerTuple):
-    """A fired timer: unpacks as ``(timestamp, key, namespace)``.
-
-    ``key_bytes`` (an extra attribute, not a tuple field) holds the serialized key,
-    so ``backend.set_current_key(timer.key, timer.key_bytes)`` needs no serialization.
-    """
-
-    key_bytes: bytes
-
-    def __new__(cls, timestamp: int, key: Any, namespace: Any, key_bytes: bytes) -> Timer:
-        self = super().__new__(cls, timestamp, key, namespace)
-        self.key_bytes = key_bytes
-        return self
-
-
-class TimerQueue:
-    """In-memory priority queue of the timers of one operator (event or processing time).
-
-    A timer is ``(timestamp, key, namespace)``, unique per that triple. Timers
-    are ordered by ``(timestamp, key bytes, namespace bytes)``. They are part
-    of the backend's snapshot as entries of state ``_timer/<name>``.
-    """
-
-    def __init__(
-        self,
-        backend: KeyedStateBackend,
-        name: str,
-        namespace_serializer: TypeSerializer[Any] = VOID_NAMESPACE_SERIALIZER,
-    ) -> None:
-        self._backend = backend
-        self.name = name
-        self.namespace_serializer = namespace_serializer
-        self._heap: list[tuple[int, bytes, bytes]] = []
-        #: live timers -> (key object, namespace object)
-        self._live: dict[tuple[int, bytes, bytes], tuple[Any, Any]] = {}
-        #: key bytes -> live timers of that key
-        self._by_key: dict[bytes, set[tuple[int, bytes, bytes]]] = {}
-        self._last_ns: Any = None
-        self._last_ns_bytes = b""
-        self._last_ns_valid = False
-
-    # -- helpers -------------------------------------------------------------------------------
-    def _ns_bytes(self, namespace: Any) -> bytes:
-        if self._last_ns_valid and namespace is self._last_ns:
-            return self._last_ns_bytes
-        data = self.namespace_serializer.serialize(namespace)
-        self._last_ns, self._last_ns_bytes, self._last_ns_valid = namespace, data, True
-        return data
-
-    def _current(self) -> tuple[Any, bytes]:
-        backend = self._backend
-        key_bytes = backend._key_bytes
-        if key_bytes is None:
-            raise StateError(
-                f"no current key: call set_current_key before using timer queue {self.name!r}"
-            )
-        return backend._key, key_bytes
-
-    def _insert(self, item: tuple[int, bytes, bytes], key: Any, namespace: Any) -> None:
-        if item in self._live:
-            return
-        self._live[item] = (key, namespace)
-        bucket = self._by_key.get(item[1])
-        if bucket is None:
-            self._by_key[item[1]] = {item}
-        else:
-            bucket.add(item)
-        heapq.heappush(self._heap, item)
-
-    def _discard(self, item: tuple[int, bytes, bytes]) -> bool:
-        if self._live.pop(item, None) is None:
-            return False
-        bucket = self._by_key.get(item[1])
-        if bucket is not None:
-            bucket.discard(item)
-            if not bucket:
-                del self._by_key[item[1]]
-        if len(self._heap) > 64 and len(self._heap) > 2 * len(self._live):
-            self._heap = list(self._live)
-            heapq.heapify(self._heap)
-        return True
-
-    # -- public API ----------------------------------------------------------------------------
-    def add(self, timestamp: int, namespace: Any = VOID_NAMESPACE) -> None:
-        """Register a timer for the current key (idempotent per (timestamp, key, namespace))."""
-        backend = self._backend
-        key_bytes = backend._key_bytes
-        if key_bytes is None:
-            _, key_bytes = self._current()  # raises the no-current-key error
-        if self._last_ns_valid and namespace is self._last_ns:  # _ns_bytes inlined (hot path)
-            ns_bytes = self._last_ns_bytes
-        else:
-            ns_bytes = self._ns_bytes(namespace)
-        item = (timestamp if type(timestamp) is int else int(timestamp), key_bytes, ns_bytes)
-        if item not in self._live:
-            self._insert(item, backend._key, namespace)
-
-    def delete(self, timestamp: int, namespace: Any = VOID_NAMESPACE) -> None:
-        """Remove a timer of the current key (no-op when absent)."""
-        _, key_bytes = self._current()
-        self._discard((int(timestamp), key_bytes, self._ns_bytes(namespace)))
-
-    def peek_timestamp(self) -> int | None:
-        """Earliest timer timestamp, or None when the queue is empty."""
-        heap = self._heap
-        live = self._live
-        while heap and heap[0] not in live:
-            heapq.heappop(heap)
-        return heap[0][0] if heap else None
-
-    def poll_until(self, timestamp: int) -> Iterator[Timer]:
-        """Remove and yield every timer with ``timestamp <= timestamp`` in timer order.
-
-        Timers added while iterating (e.g. by ``on_timer``) are yielded too when due.
-        """
-        heap = self._heap
-        while True:
-            heap = self._heap  # may be rebuilt by a compaction in _discard
-            if not heap or heap[0][0] > timestamp:
-                return
-            item = heapq.heappop(heap)
-            info = self._live.get(item)
-            if info is None:
-                continue
-            self._discard(item)
-            yield Timer(item[0], info[0], info[1], item[1])
-
-    def timers_for_current_key(self) -> list[tuple[int, Any]]:
-        """``(timestamp, namespace)`` of the current key's timers, in timer order."""
-        _, key_bytes = self._current()
-        items = sorted(self._by_key.get(key_bytes, ()))
-        return [(item[0], self._live[item][1]) for item in items]
-
-    def drop_key(self, key_bytes: bytes) -> None:
-        """Remove every timer of one key (the single-key backend on key change)."""
-        for item in list(self._by_key.get(key_bytes, ())):
-            self._discard(item)
-
-    def clear(self) -> None:
-        """Remove every timer."""
-        self._heap.clear()
-        self._live.clear()
-        self._by_key.clear()
-
-    def __len__(self) -> int:
-        return len(self._live)
-
-    def __bool__(self) -> bool:
-        return bool(self._live)
-
-    # -- snapshot / restore ----------------------------------------------------------------------
-    def snapshot_entries(self, max_parallelism: int) -> list[StateEntry]:
-        """All timers as entries (unsorted)."""
-        state_name = timer_state_name(self.name)
-        return [
-            StateEntry(
-                assign_key_group(key_bytes, max_parallelism),
-                state_name,
-                key_bytes,
-                ns_bytes,
-                encode_timestamp(ts),
-                b"",
-            )
-            for ts, key_bytes, ns_bytes in self._live
-        ]
-
-    def restore_entries(self, entries: Iterable[StateEntry]) -> None:
-        """Re-register timers from snapshot entries."""
-        key_serializer = self._backend.key_serializer
-        ns_serializer = self.namespace_serializer
-        for entry in entries:
-            item = (decode_timestamp(entry.user_key), entry.key, entry.namespace)
-            self._insert(
-                item, key_serializer.deserialize(entry.key), ns_serializer.deserialize(entry.namespace)
-            )
-
-
-# --------------------------------------------------------------------------------------------
 # The backend
 # --------------------------------------------------------------------------------------------
 @dataclass
@@ -457,6 +270,13 @@ class KeyedStateBackend(ABC):
         if self._key_bytes is None:
             raise StateError("no current key: call set_current_key first")
         return self._key
+
+    def current_key_and_bytes(self) -> tuple[Any, bytes | None]:
+        """``(key, key bytes)`` of the current key; key bytes None when no key is set.
+
+        Raises nothing, for the hot paths (timer registration, timer firing).
+        """
+        return self._key, self._key_bytes
 
     def get_current_key_bytes(self) -> bytes:
         """Serialized current key."""
@@ -625,6 +445,13 @@ class KeyedStateBackend(ABC):
             entries.extend(pending)
         return entries
 
+    def timer_runs(self) -> list[list[StateEntry]]:
+        """Entries of every timer (live queues and restored, unclaimed ones) as lists in
+        canonical order, one per timer state."""
+        runs = [queue.snapshot_entries(self.max_parallelism) for queue in self._timer_queues.values()]
+        runs.extend(canonical_sorted(pending) for pending in self._pending_timers.values())
+        return [run for run in runs if run]
+
     # -- meta data ----------------------------------------------------------------------------------
     def state_meta_infos(self) -> list[StateMetaInfo]:
         """Meta info of every state and timer queue (registered or restored), sorted by name."""
@@ -704,39 +531,73 @@ class KeyedStateBackend(ABC):
                     )
             metas[meta.name] = meta
         self._restored_meta.update(metas)
-        self._restore_entries(self._checked_entries(entries))
+        for_queues: dict[str, list[StateEntry]] = {}
+        self._restore_entries(self._checked_entries(entries, for_queues))
+        for name, timers in for_queues.items():
+            self._timer_queues[name[len(TIMER_STATE_PREFIX) :]].restore_entries(timers)
 
-    def _checked_entries(self, entries: Iterable[StateEntry]) -> Iterator[StateEntry]:
-        """Validate state names and key groups; route timer entries; yield state entries."""
-        known = self._restored_meta
+    def _checked_entries(
+        self, entries: Iterable[StateEntry], for_queues: dict[str, list[StateEntry]]
+    ) -> Iterator[StateEntry]:
+        """Validate state names and key groups; yield state entries.
+
+        Timer entries go to ``for_queues`` (state name -> entries) when their queue
+        exists, else to the pending timers. Names and key groups are checked once per
+        distinct name and key bytes.
+        """
+        #: state name -> where its entries go: None (yield), or the list of its timers
+        routes: dict[str, list[StateEntry] | None] = {}
+        #: key bytes -> key group (every key seen is in an owned key group)
+        seen: dict[bytes, int] = {}
+        for entry in entries:
+            name = entry[1]
+            try:
+                route = routes[name]
+            except KeyError:
+                route = routes[name] = self._route_of(name, for_queues)
+            key_group = seen.get(entry[2])
+            if key_group is None:
+                key_group = self._checked_key_group(entry)
+                seen[entry[2]] = key_group
+            if entry[0] != key_group:
+                self._checked_key_group(entry)  # raises
+            if route is None:
+                yield entry
+            else:
+                route.append(entry)
+
+    def _route_of(
+        self, name: str, for_queues: dict[str, list[StateEntry]]
+    ) -> list[StateEntry] | None:
+        """Where :meth:`_checked_entries` sends entries of state ``name`` (see there)."""
+        if name not in self._restored_meta and name not in self._states:
+            raise SavepointFormatError(
+                f"entry of state {name!r} has no state meta info in the restored metadata"
+            )
+        if not name.startswith(TIMER_STATE_PREFIX):
+            return None
+        if name[len(TIMER_STATE_PREFIX) :] in self._timer_queues:
+            return for_queues.setdefault(name, [])
+        return self._pending_timers.setdefault(name, [])
+
+    def _checked_key_group(self, entry: StateEntry) -> int:
+        """The entry's key group; ``KeyGroupError`` unless owned and that of its key."""
         key_groups = self.key_group_range
         max_parallelism = self.max_parallelism
-        for entry in entries:
-            name = entry.state_name
-            if name not in known and name not in self._states:
-                raise SavepointFormatError(
-                    f"entry of state {name!r} has no state meta info in the restored metadata"
-                )
-            if entry.key_group not in key_groups:
-                raise KeyGroupError(
-                    f"entry of state {name!r} is in key group {entry.key_group}, outside this "
-                    f"backend's key groups {key_groups.start}..{key_groups.stop - 1}"
-                )
-            if assign_key_group(entry.key, max_parallelism) != entry.key_group:
-                raise KeyGroupError(
-                    f"entry of state {name!r} says key group {entry.key_group}, but its key "
-                    f"{bytes(entry.key)!r:.60} belongs to key group "
-                    f"{assign_key_group(entry.key, max_parallelism)} under max parallelism "
-                    f"{max_parallelism}; was it written with another max parallelism?"
-                )
-            if name.startswith(TIMER_STATE_PREFIX):
-                queue = self._timer_queues.get(name[len(TIMER_STATE_PREFIX) :])
-                if queue is not None:
-                    queue.restore_entries((entry,))
-                else:
-                    self._pending_timers.setdefault(name, []).append(entry)
-                continue
-            yield entry
+        name = entry.state_name
+        if entry.key_group not in key_groups:
+            raise KeyGroupError(
+                f"entry of state {name!r} is in key group {entry.key_group}, outside this "
+                f"backend's key groups {key_groups.start}..{key_groups.stop - 1}"
+            )
+        if assign_key_group(entry.key, max_parallelism) != entry.key_group:
+            raise KeyGroupError(
+                f"entry of state {name!r} says key group {entry.key_group}, but its key "
+                f"{bytes(entry.key)!r:.60} belongs to key group "
+                f"{assign_key_group(entry.key, max_parallelism)} under max parallelism "
+                f"{max_parallelism}; was it written with another max parallelism?"
+            )
+        return entry.key_group
 
     @abstractmethod
     def _restore_entries(self, entries: Iterable[StateEntry]) -> None:

@@ -29,6 +29,8 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
+from itertools import chain, groupby
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from .errors import SavepointFormatError, StateDescriptorError
@@ -53,6 +55,9 @@ __all__ = [
     "decode_timestamp",
     "prefix_successor",
     "sort_canonical",
+    "canonical_sorted",
+    "concat_canonical",
+    "join_parts",
     "is_canonical",
 ]
 
@@ -271,7 +276,68 @@ def prefix_successor(prefix: bytes) -> bytes | None:
 
 def sort_canonical(entries: Iterable[StateEntry]) -> list[StateEntry]:
     """Entries sorted into canonical order (by encoded entry key)."""
-    return sorted(entries, key=StateEntry.encoded_key)
+    return canonical_sorted(entries)
+
+
+_KEY_GROUP = itemgetter(0)
+_NAME = itemgetter(1)
+_KEY = itemgetter(2)
+_NAMESPACE = itemgetter(3)
+_USER_KEY = itemgetter(4)
+_GROUP_AND_NAME = itemgetter(0, 1)
+
+
+def canonical_sorted(entries: Iterable[StateEntry]) -> list[StateEntry]:
+    """The entries in canonical order: the list ``sorted(entries, key=StateEntry.encoded_key)``
+    gives (stable, same errors), with the encoded keys built from parts encoded once per
+    distinct ``(key group, name)``, key and namespace, joined at C speed."""
+    rows = entries if isinstance(entries, list) else list(entries)
+    if not rows:
+        return []
+    heads = dict.fromkeys(zip(map(_KEY_GROUP, rows), map(_NAME, rows)), b"")
+    for key_group, name in heads:
+        heads[key_group, name] = encode_key_group(key_group) + encode_state_name(name)
+    keys = list(map(_KEY, rows))
+    namespaces = list(map(_NAMESPACE, rows))
+    sort_keys = join_parts(
+        map(heads.__getitem__, zip(map(_KEY_GROUP, rows), map(_NAME, rows))),
+        keys, namespaces, map(_USER_KEY, rows))
+    return list(map(rows.__getitem__, sorted(range(len(rows)), key=sort_keys.__getitem__)))
+
+
+def join_parts(heads: Iterable[bytes], keys: list[bytes], namespaces: list[bytes],
+               user_keys: Iterable[bytes]) -> list[bytes]:
+    """Encoded entry keys ``head | u32 len(key) key | u32 len(ns) ns | user key`` of parallel
+    columns (``head``: key group and state name), each length-prefixed part encoded once
+    per distinct key and namespace."""
+    key_parts = dict.fromkeys(keys, b"")
+    for key in key_parts:
+        key_parts[key] = encode_length_prefixed(key)
+    ns_parts = dict.fromkeys(namespaces, b"")
+    for namespace in ns_parts:
+        ns_parts[namespace] = encode_length_prefixed(namespace)
+    join = bytes.__add__
+    return list(map(join, map(join, map(join, heads, map(key_parts.__getitem__, keys)),
+                              map(ns_parts.__getitem__, namespaces)), user_keys))
+
+
+def concat_canonical(runs: Iterable[list[StateEntry]]) -> list[StateEntry]:
+    """One canonical list of the entries of several runs, each already in canonical order.
+
+    Entries of one ``(key group, state name)`` never interleave with others in canonical
+    order, so the runs' blocks of such entries are ordered by ``(key group, name bytes)``
+    and concatenated; when two runs hold the same block the entries are sorted instead.
+    """
+    blocks: list[tuple[tuple[int, bytes], list[StateEntry]]] = []
+    for run in runs:
+        for (key_group, name), block in groupby(run, _GROUP_AND_NAME):
+            blocks.append(((key_group, encode_state_name(name)), list(block)))
+    if len(blocks) < 2:
+        return blocks[0][1] if blocks else []
+    if len({block[0] for block in blocks}) < len(blocks):
+        return canonical_sorted(list(chain.from_iterable(block[1] for block in blocks)))
+    blocks.sort(key=_KEY_GROUP)
+    return list(chain.from_iterable(block[1] for block in blocks))
 
 
 def is_canonical(entries: Iterable[StateEntry]) -> bool:

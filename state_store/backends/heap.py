@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
+from itertools import chain, groupby
+from operator import itemgetter
 from typing import Any
 
 from ..backend import InternalKvState, KeyedStateBackend
 from ..descriptors import StateDescriptor
-from ..entries import StateEntry, StateKind
+from ..entries import StateEntry, StateKind, canonical_sorted, concat_canonical
 from ..errors import KeyGroupError, StateError
 from ..keygroups import DEFAULT_MAX_PARALLELISM
 from ..namespaces import VOID_NAMESPACE
@@ -36,6 +37,7 @@ from ._pystates import (
 __all__ = ["HeapKeyedStateBackend"]
 
 _crc32 = zlib.crc32
+_KEY_GROUP = itemgetter(0)
 
 
 class _HeapStorage:
@@ -233,9 +235,10 @@ class HeapKeyedStateBackend(KeyedStateBackend):
     def snapshot(self, key_groups: Iterable[int] | None = None) -> Iterator[StateEntry]:
         self._check_open()
         selected = self._snapshot_key_groups(key_groups)
-        timers: dict[int, list[StateEntry]] = {}
-        for entry in self.timer_entries():
-            timers.setdefault(entry.key_group, []).append(entry)
+        timers: dict[int, list[list[StateEntry]]] = {}
+        for run in self.timer_runs():
+            for key_group, entries in groupby(run, _KEY_GROUP):
+                timers.setdefault(key_group, []).append(list(entries))
         states = [registration.state for registration in self._states.values()]
         pending = list(self._pending_states.values())
         return self._snapshot(selected, states, pending, timers)
@@ -245,18 +248,20 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         selected: list[int],
         states: list[Any],
         pending: list[dict[int, list[StateEntry]]],
-        timers: dict[int, list[StateEntry]],
+        timers: dict[int, list[list[StateEntry]]],
     ) -> Iterator[StateEntry]:
+        """Per key group: the states' entries sorted, merged with the (sorted) timer runs."""
         for key_group in selected:
             batch: list[StateEntry] = []
             for state in states:
                 batch.extend(state.snapshot_entries(key_group))
             for by_group in pending:
                 batch.extend(by_group.get(key_group, ()))
-            batch.extend(timers.get(key_group, ()))
-            if batch:
-                batch.sort(key=StateEntry.encoded_key)
-                yield from batch
+            runs = timers.get(key_group)
+            if runs:
+                yield from concat_canonical([canonical_sorted(batch), *runs])
+            elif batch:
+                yield from canonical_sorted(batch)
 
     def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
         self._check_open()
