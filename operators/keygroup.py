@@ -38,6 +38,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..state_store.backends import create_keyed_state_backend
+from ..state_store.bulk import paused_gc
 from ..state_store.entries import StateEntry, StateMetaInfo
 from ..state_store.errors import (
     DataStreamError,
@@ -318,8 +319,9 @@ class KeyGroupRuntime:
             else:
                 backend = self.backend_factory()
                 if state is not None:
-                    metas, entries = decode_state(state)
-                    backend.restore(metas, entries)
+                    with paused_gc():
+                        metas, entries = decode_state(state)
+                        backend.restore(metas, entries)
             operator.open(backend, self.config)
             try:
                 if processing_time is not None:
@@ -337,10 +339,11 @@ class KeyGroupRuntime:
                 result.state = store.commit(key_group, backend)  # type: ignore[arg-type]
                 committed = True
             else:
-                metas_out = backend.state_meta_infos()
-                entries_out = list(backend.snapshot())
-                result.state_entries = len(entries_out)
-                result.state = encode_state(metas_out, entries_out) if entries_out else None
+                with paused_gc():
+                    metas_out = backend.state_meta_infos()
+                    entries_out = list(backend.snapshot())
+                    result.state_entries = len(entries_out)
+                    result.state = encode_state(metas_out, entries_out) if entries_out else None
         except SerializationError as exc:  # a state (or its snapshot) could not hold a value
             raise_named_serialization_error(exc, name)
         except DataStreamError:

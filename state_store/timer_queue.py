@@ -23,6 +23,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any, NamedTuple, Protocol
 
+from .bulk import paused_gc
 from .entries import StateEntry, encode_key_group, join_parts, timer_state_name
 from .errors import SavepointFormatError, StateError
 from .namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
@@ -226,7 +227,14 @@ class TimerQueue:
         live = self._live
         if not live:
             return []
-        stamps, keys, namespaces = zip(*live)
+        with paused_gc():
+            return self._snapshot_entries(max_parallelism)
+
+    def _snapshot_entries(self, max_parallelism: int) -> list[StateEntry]:
+        live = self._live
+        stamps = [item[0] for item in live]
+        keys = [item[1] for item in live]
+        namespaces = [item[2] for item in live]
         key_groups = dict.fromkeys(keys, 0)
         crc32 = zlib.crc32
         for key_bytes in key_groups:
@@ -250,6 +258,10 @@ class TimerQueue:
         rows = entries if isinstance(entries, list) else list(entries)
         if not rows:
             return
+        with paused_gc():
+            self._restore_rows(rows)
+
+    def _restore_rows(self, rows: list[StateEntry]) -> None:
         stamps = decode_timestamps(list(map(_USER_KEY, rows)))
         keys = list(map(_KEY, rows))
         namespaces = list(map(_NAMESPACE, rows))
