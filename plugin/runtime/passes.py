@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import itertools
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
@@ -21,6 +20,7 @@ from ..operators.base import OperatorConfig, Output
 from ..operators.chain import KeyExtractor, StatelessChain
 from ..operators.factory import make_keyed_operator
 from ..state_store.backends import create_keyed_state_backend
+from ..state_store.bulk import paused_gc as gc_paused  # a call's acyclic objects: no GC
 from ..state_store.errors import GraphBuildError
 from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decoder
 from .fastpath import FastKeyedOutput, compile_chain
@@ -197,22 +197,6 @@ def partition_id() -> int:
         return tc.partitionId() if tc is not None else 0
     except Exception:  # noqa: BLE001 - outside a Spark task
         return 0
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside the block (restored after).
-
-    A call allocates tens of thousands of short-lived, acyclic objects; the
-    collector's passes over the worker's heap cost more than the work itself.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 #: During a pass the cyclic collector runs once per this many input batches (see run_pass)
