@@ -31,7 +31,7 @@ from .entries import (
     StateEntry,
     StateKind,
     StateMetaInfo,
-    canonical_sorted,
+    sort_canonical,
     timer_state_name,
 )
 from .errors import (
@@ -449,7 +449,7 @@ class KeyedStateBackend(ABC):
         """Entries of every timer (live queues and restored, unclaimed ones) as lists in
         canonical order, one per timer state."""
         runs = [queue.snapshot_entries(self.max_parallelism) for queue in self._timer_queues.values()]
-        runs.extend(canonical_sorted(pending) for pending in self._pending_timers.values())
+        runs.extend(sort_canonical(pending) for pending in self._pending_timers.values())
         return [run for run in runs if run]
 
     # -- meta data ----------------------------------------------------------------------------------

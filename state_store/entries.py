@@ -55,7 +55,6 @@ __all__ = [
     "decode_timestamp",
     "prefix_successor",
     "sort_canonical",
-    "canonical_sorted",
     "concat_canonical",
     "join_parts",
     "is_canonical",
@@ -274,11 +273,6 @@ def prefix_successor(prefix: bytes) -> bytes | None:
     return stripped[:-1] + bytes((stripped[-1] + 1,))
 
 
-def sort_canonical(entries: Iterable[StateEntry]) -> list[StateEntry]:
-    """Entries sorted into canonical order (by encoded entry key)."""
-    return canonical_sorted(entries)
-
-
 _KEY_GROUP = itemgetter(0)
 _NAME = itemgetter(1)
 _KEY = itemgetter(2)
@@ -287,7 +281,7 @@ _USER_KEY = itemgetter(4)
 _GROUP_AND_NAME = itemgetter(0, 1)
 
 
-def canonical_sorted(entries: Iterable[StateEntry]) -> list[StateEntry]:
+def sort_canonical(entries: Iterable[StateEntry]) -> list[StateEntry]:
     """The entries in canonical order: the list ``sorted(entries, key=StateEntry.encoded_key)``
     gives (stable, same errors), with the encoded keys built from parts encoded once per
     distinct ``(key group, name)``, key and namespace, joined at C speed."""
@@ -335,7 +329,7 @@ def concat_canonical(runs: Iterable[list[StateEntry]]) -> list[StateEntry]:
     if len(blocks) < 2:
         return blocks[0][1] if blocks else []
     if len({block[0] for block in blocks}) < len(blocks):
-        return canonical_sorted(list(chain.from_iterable(block[1] for block in blocks)))
+        return sort_canonical(list(chain.from_iterable(block[1] for block in blocks)))
     blocks.sort(key=_KEY_GROUP)
     return list(chain.from_iterable(block[1] for block in blocks))
 

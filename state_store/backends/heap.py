@@ -16,7 +16,7 @@ from typing import Any
 
 from ..backend import InternalKvState, KeyedStateBackend
 from ..descriptors import StateDescriptor
-from ..entries import StateEntry, StateKind, canonical_sorted, concat_canonical
+from ..entries import StateEntry, StateKind, concat_canonical, sort_canonical
 from ..errors import KeyGroupError, StateError
 from ..keygroups import DEFAULT_MAX_PARALLELISM
 from ..namespaces import VOID_NAMESPACE
@@ -259,9 +259,9 @@ class HeapKeyedStateBackend(KeyedStateBackend):
                 batch.extend(by_group.get(key_group, ()))
             runs = timers.get(key_group)
             if runs:
-                yield from concat_canonical([canonical_sorted(batch), *runs])
+                yield from concat_canonical([sort_canonical(batch), *runs])
             elif batch:
-                yield from canonical_sorted(batch)
+                yield from sort_canonical(batch)
 
     def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
         self._check_open()

@@ -12,11 +12,11 @@ from pyspark_datastream.operators.keygroup import KeyGroupRuntime, decode_state
 from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.entries import (
     StateEntry,
-    canonical_sorted,
     concat_canonical,
     decode_timestamp,
     encode_timestamp,
     is_canonical,
+    sort_canonical,
 )
 from pyspark_datastream.state_store.errors import SavepointFormatError
 from pyspark_datastream.state_store.namespaces import TimeWindow, TimeWindowSerializer
@@ -56,18 +56,18 @@ def test_canonical_sorted_is_the_encoded_key_order(seed: int) -> None:
                                   bytes([rnd.randrange(256)])))
     entries += entries[:50]  # equal entry keys: the stable order must be kept
     expected = sorted(entries, key=StateEntry.encoded_key)
-    got = canonical_sorted(entries)
+    got = sort_canonical(entries)
     assert len(got) == len(expected)
     assert all(a is b for a, b in zip(got, expected))
 
 
 def test_canonical_sorted_raises_as_encoding_does() -> None:
     with pytest.raises(Exception) as nul:
-        canonical_sorted([StateEntry(0, "bad\x00name", b"k", b"", b"", b"")])
+        sort_canonical([StateEntry(0, "bad\x00name", b"k", b"", b"", b"")])
     with pytest.raises(type(nul.value)):
         StateEntry(0, "bad\x00name", b"k", b"", b"", b"").encoded_key()
     with pytest.raises(SavepointFormatError):
-        canonical_sorted([StateEntry(1 << 15, "s", b"k", b"", b"", b"")])
+        sort_canonical([StateEntry(1 << 15, "s", b"k", b"", b"", b"")])
 
 
 def test_concat_canonical_merges_runs_by_group_and_name() -> None:
@@ -77,10 +77,10 @@ def test_concat_canonical_merges_runs_by_group_and_name() -> None:
     by_name: dict[str, list[StateEntry]] = {}
     for entry in entries:
         by_name.setdefault(entry.state_name, []).append(entry)
-    runs = [canonical_sorted(run) for run in by_name.values()]
+    runs = [sort_canonical(run) for run in by_name.values()]
     assert concat_canonical(runs) == sorted(entries, key=StateEntry.encoded_key)
     # overlapping runs (the same state in two runs) fall back to a sort
-    half = [canonical_sorted(entries[:150]), canonical_sorted(entries[150:])]
+    half = [sort_canonical(entries[:150]), sort_canonical(entries[150:])]
     assert concat_canonical(half) == sorted(entries, key=StateEntry.encoded_key)
     assert concat_canonical([]) == []
 
