@@ -16,7 +16,6 @@ from __future__ import annotations
 import heapq
 import struct
 import sys
-import zlib
 from array import array
 from collections.abc import Iterable, Iterator
 from itertools import repeat
@@ -26,6 +25,7 @@ from typing import Any, NamedTuple, Protocol
 from .bulk import paused_gc
 from .entries import StateEntry, encode_key_group, join_parts, timer_state_name
 from .errors import SavepointFormatError, StateError
+from .keygroups import assign_key_group
 from .namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from .serializers import TypeSerializer
 
@@ -236,9 +236,8 @@ class TimerQueue:
         keys = [item[1] for item in live]
         namespaces = [item[2] for item in live]
         key_groups = dict.fromkeys(keys, 0)
-        crc32 = zlib.crc32
         for key_bytes in key_groups:
-            key_groups[key_bytes] = crc32(key_bytes) % max_parallelism
+            key_groups[key_bytes] = assign_key_group(key_bytes, max_parallelism)
         groups = list(map(key_groups.__getitem__, keys))
         # encode_timestamp of each: the lexicographic long, sign bit flipped
         user_keys = list(map(_pack_u64, map(_MASK64.__and__, map(_SIGN.__xor__, stamps))))
