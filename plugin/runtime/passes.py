@@ -23,12 +23,22 @@ from ..state_store.backends import create_keyed_state_backend
 from ..state_store.bulk import paused_gc as gc_paused  # a call's acyclic objects: no GC
 from ..state_store.errors import GraphBuildError
 from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decoder
+from .entry_files import EntryFiles
 from .fastpath import FastKeyedOutput, compile_chain
+from .savepoint_rows import (
+    SP_COLUMNS,
+    SP_TAG,
+    EntrySink,
+    SavepointColumnWriter,
+    entry_sink,
+    group_restore_rows,
+    restore_rows,
+    with_savepoint,
+)
 
 __all__ = [
     "KeyedSpec", "PassSpec", "run_pass", "output_ddl", "gc_paused", "COUNT", "COUNTABLE_TYPES",
     "folds_without_context",
-    "SP_COLUMNS", "SP_META", "RESTORE_COLUMNS",
 ]
 
 _COMBINE_LIMIT = 100_000
@@ -40,26 +50,6 @@ COUNT = "_n"
 COUNTABLE_TYPES = frozenset({"STRING", "BOOLEAN", "BYTE", "SHORT", "INT", "LONG"})
 _BULK = 4096  # records per ColumnWriter.extend
 
-#: Extra output columns of a keyed pass that writes a savepoint: one row per state entry
-#: (key group, key, state name, namespace, user key, value); null on ordinary rows.
-SP_COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
-    ("_spkg", pa.int32(), "int"),
-    ("_spk", pa.binary(), "binary"),
-    ("_spsn", pa.string(), "string"),
-    ("_spns", pa.binary(), "binary"),
-    ("_spuk", pa.binary(), "binary"),
-    ("_spv", pa.binary(), "binary"),
-)
-#: ``_spsn`` of the one row per partition carrying the state meta infos (JSON list) in
-#: ``_spv``; state names never contain NUL, so it cannot collide with a state.
-SP_META = "\x00meta"
-#: Extra input columns of a keyed pass that restores a savepoint (null on record rows):
-#: state name, namespace, user key, value of one entry; ``_kg``/``_k`` carry its key.
-RESTORE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("_rsn", "string"), ("_rns", "binary"), ("_ruk", "binary"), ("_rv", "binary"),
-)
-_SP_TAG = "\x00savepoint-entry"
-_STATE_ROW = -2  # input index of one restored entry before grouping per key
 
 
 @dataclass
@@ -75,6 +65,9 @@ class KeyedSpec:
     #: event timers fired only up to ``savepoint_watermark`` (None: no timestamps, none fire)
     savepoint_write: bool = False
     savepoint_watermark: Optional[int] = None
+    #: BATCH savepoint write: each task writes the entries as savepoint rows into this
+    #: folder itself (None: they leave the pass as ``SP_COLUMNS`` rows, for staging)
+    savepoint_files: Optional[EntryFiles] = None
     #: BATCH restore: the savepoint's meta infos of this operator; the input carries
     #: ``RESTORE_COLUMNS`` rows sorted before each key's records
     restore_meta: Optional[tuple[Any, ...]] = None
@@ -116,7 +109,9 @@ class PassSpec:
 
     @property
     def writes_savepoint(self) -> bool:
-        return self.keyed is not None and self.keyed.savepoint_write
+        """Whether the pass's output carries savepoint entry rows (``SP_COLUMNS``)."""
+        return (self.keyed is not None and self.keyed.savepoint_write
+                and self.keyed.savepoint_files is None)
 
 
 def output_ddl(spec: PassSpec) -> str:
@@ -131,44 +126,6 @@ def output_ddl(spec: PassSpec) -> str:
         parts += [f"{n} {d}" for n, _, d in SP_COLUMNS]
     parts += spec.output_enc.spark_fields()
     return ", ".join(parts)
-
-
-class _SavepointWriter(ColumnWriter):
-    """A ColumnWriter whose ordinary rows get null ``SP_COLUMNS`` and which can append
-    savepoint entry rows (null payload)."""
-
-    def __init__(self, enc: Encoding, extra: list[pa.Field], name: str = "") -> None:
-        super().__init__(enc, extra, name=name)
-        self._pad = (None,) * len(SP_COLUMNS)
-        self._lead = (None,) * (len(extra) - len(SP_COLUMNS))
-
-    def append(self, extras: tuple[Any, ...], value: Any) -> Optional[pa.RecordBatch]:
-        return super().append(extras + self._pad, value)
-
-    def extend(self, extras: list[list[Any]], values: list[Any]) -> Iterator[pa.RecordBatch]:
-        pads = [[None] * len(values)] * len(SP_COLUMNS)
-        return super().extend(list(extras) + pads, values)
-
-    def extend_entries(self, entries: list[Any]) -> Iterator[pa.RecordBatch]:
-        """``append_entry`` for many entries at once, column-wise."""
-        if not entries:
-            return iter(())
-        nones = [None] * len(entries)
-        kg, name, key, ns, user_key, value = zip(*entries)  # StateEntry's field order
-        extras = [nones] * len(self._lead) + [kg, key, name, ns, user_key, value]
-        return self.extend_columns(extras, [nones] * len(self.payload_cols), len(entries))
-
-    def append_entry(self, entry: Any) -> Optional[pa.RecordBatch]:
-        extras = self._lead + (entry.key_group, entry.key, entry.state_name, entry.namespace,
-                               entry.user_key, entry.value)
-        for col, x in zip(self.extra_cols, extras):
-            col.append(x)
-        for col in self.payload_cols:
-            col.append(None)
-        self.n += 1
-        if self.n >= self.batch_size:
-            return self.flush()
-        return None
 
 
 def _operator_config(spec: PassSpec, subtask: int) -> OperatorConfig:
@@ -231,7 +188,7 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     config = _operator_config(spec, partition_id() if subtask is None else subtask)
     decode = make_decoder(spec.input_enc)
     writes_savepoint = spec.writes_savepoint
-    writer = (_SavepointWriter if writes_savepoint else ColumnWriter)(
+    writer = (SavepointColumnWriter if writes_savepoint else ColumnWriter)(
         spec.output_enc, spec.extra_fields(), name=spec.name)
     keyed = spec.keyed is not None
     restoring = keyed and spec.keyed.restore_meta is not None  # type: ignore[union-attr]
@@ -251,7 +208,7 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
             if b.num_rows == 0:
                 continue
             if restoring:
-                yield from _restore_rows(b, decode, spec.sided)
+                yield from restore_rows(b, decode, spec.sided)
                 continue
             values = decode(b)
             ts = b.column(TS).to_pylist()
@@ -279,8 +236,11 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                                        savepoint_watermark=ks.savepoint_watermark)
         operator.open(backend, config)
         cleanup += [operator.close, backend.close]
+        sink = entry_sink(ks, backend, config)
+        if sink is not None:
+            cleanup.append(sink.abort)
         if ks.kind == "broadcast":
-            outputs = _run_broadcast(operator, backend, records(), ks, config)
+            outputs = _run_broadcast(operator, backend, records(), ks, config, sink)
         elif _fast_reduce_applies(ks, config) and key_field is not None and not spec.sided:
             outputs = _sorted_reduce_by_field(ks.function, batches, decode, key_field, spec.name,
                                               _key_column(spec.input_enc, key_field),
@@ -292,8 +252,8 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                 raise GraphBuildError(
                     f"operator {spec.name!r}: BATCH savepoints need sorted inputs "
                     "(execution.sorted-inputs.enabled=true)")
-            rows = _group_restore_rows(records()) if restoring else records()
-            outputs = _with_savepoint(operator, backend, rows, ks, config)
+            rows = group_restore_rows(records()) if restoring else records()
+            outputs = with_savepoint(operator, backend, rows, ks, config, sink)
         else:
             driver = run_sorted_keyed if ks.sorted_input else run_hash_keyed
             outputs = driver(operator, backend, records(), ks.key_serializer, config)
@@ -330,7 +290,7 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
         elif extractor is None and writes_savepoint:
             # records and savepoint entries in bulk (their order in the output is free: the
             # staging read splits them)
-            assert isinstance(writer, _SavepointWriter)
+            assert isinstance(writer, SavepointColumnWriter)
             while True:
                 chunk = list(itertools.islice(outputs, _BULK))
                 if not chunk:
@@ -342,12 +302,12 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                         extras.insert(0, [o.tag for o in kept])
                     yield from writer.extend(extras, [o.value for o in kept])
                 if len(kept) < len(chunk):
-                    yield from writer.extend_entries([o.value for o in chunk if o.tag is _SP_TAG])
+                    yield from writer.extend_entries([o.value for o in chunk if o.tag is SP_TAG])
             outputs = iter(())
         for out in outputs:
             tag = out.tag
             if tag is not None:
-                if tag is _SP_TAG:
+                if tag is SP_TAG:
                     batch = writer.append_entry(out.value)  # type: ignore[attr-defined]
                     if batch is not None:
                         yield batch
@@ -629,7 +589,7 @@ def _run_co_stage(co_stage: tuple[str, Any], rows: Iterator[tuple[Any, ...]],
 
 
 def _run_broadcast(operator: Any, backend: Any, rows: Iterator[tuple[Any, ...]], ks: KeyedSpec,
-                   config: OperatorConfig) -> Iterator[Output]:
+                   config: OperatorConfig, sink: Optional[EntrySink]) -> Iterator[Output]:
     """A broadcast operator over one partition (BATCH): the partition starts with every
     broadcast record (sorted so, in the same order in every partition), each processed
     before any other record, Flink's BATCH rule; then the other input as any keyed
@@ -649,96 +609,22 @@ def _run_broadcast(operator: Any, backend: Any, rows: Iterator[tuple[Any, ...]],
     if savepoint and not ks.sorted_input:
         raise GraphBuildError(f"operator {config.operator_name!r}: BATCH savepoints need sorted "
                               "inputs (execution.sorted-inputs.enabled=true)")
+
+    def broadcast_entries() -> list[Any]:
+        # every partition holds the same copy: partition 0's is saved
+        return list(operator.broadcast_states.snapshot()) if config.subtask_index == 0 else []
+
     if not operator.keyed:
         for _key, ts, value, side in rest:
             if side >= 0:  # (a savepoint has no keyed entries for it)
                 yield from operator.process_element(value, ts, 0)
         yield from operator.end_input()
+        if sink is not None:
+            yield from sink.add(broadcast_entries())
+            yield from sink.finish(None)
     elif savepoint:
-        yield from _with_savepoint(operator, backend, _group_restore_rows(rest), ks, config)
+        yield from with_savepoint(operator, backend, group_restore_rows(rest), ks, config, sink,
+                                   broadcast_entries)
     else:
         driver = run_sorted_keyed if ks.sorted_input else run_hash_keyed
         yield from driver(operator, backend, rest, ks.key_serializer, config)
-    if ks.savepoint_write and config.subtask_index == 0:
-        for entry in operator.broadcast_states.snapshot():
-            yield Output(_SP_TAG, entry, None)
-
-
-# --------------------------------------------------------------------------------------------
-# Savepoints (BATCH): restore rows in, entry rows out
-# --------------------------------------------------------------------------------------------
-def _restore_rows(b: pa.RecordBatch, decode: Any, sided: bool) -> Iterator[tuple[Any, ...]]:
-    """Rows of a batch that mixes restored entries (``_rsn`` set) and records, in order:
-    records as ``(key, ts, value, side)``, entries as ``(key, None, StateEntry, _STATE_ROW)``."""
-    import pyarrow.compute as pc
-
-    from ..state_store.entries import StateEntry
-
-    names = b.column(RESTORE_COLUMNS[0][0])
-    keys = b.column(KEY).to_pylist()
-    if names.null_count == b.num_rows:  # records only
-        values = decode(b)
-        ts = b.column(TS).to_pylist()
-        sides = b.column(SIDE).to_pylist() if sided else itertools.repeat(0)
-        yield from zip(keys, ts, values, sides)
-        return
-    recs = b.filter(pc.is_null(names))
-    values_it = iter(decode(recs)) if recs.num_rows else iter(())
-    ts_it = iter(recs.column(TS).to_pylist())
-    sides_it = iter(recs.column(SIDE).to_pylist()) if sided else itertools.repeat(0)
-    sns = names.to_pylist()
-    kgs = b.column(KG).to_pylist()
-    nss, uks, vs = (b.column(n).to_pylist() for n, _ in RESTORE_COLUMNS[1:])
-    for i, sn in enumerate(sns):
-        if sn is None:
-            yield keys[i], next(ts_it), next(values_it), next(sides_it)
-        else:
-            key = keys[i]
-            yield key, None, StateEntry(kgs[i], sn, key, nss[i] or b"", uks[i] or b"",
-                                        vs[i] or b""), _STATE_ROW
-
-
-def _group_restore_rows(rows: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
-    """Fold each key's restored entries (sorted before its records) into ONE restore row
-    ``(key, None, [entries], RESTORE_INPUT)`` for ``run_sorted_keyed``."""
-    from ..operators.driver import RESTORE_INPUT
-
-    pending_key: Any = None
-    pending: list[Any] = []
-    for row in rows:
-        if row[3] == _STATE_ROW:
-            if pending and row[0] != pending_key:
-                yield pending_key, None, pending, RESTORE_INPUT
-                pending = []
-            pending_key = row[0]
-            pending.append(row[2])
-            continue
-        if pending:  # the pending key's records follow, or it exists only in the savepoint
-            yield pending_key, None, pending, RESTORE_INPUT
-            pending = []
-        yield row
-    if pending:
-        yield pending_key, None, pending, RESTORE_INPUT
-
-
-def _with_savepoint(operator: Any, backend: Any, rows: Iterator[tuple[Any, ...]], ks: KeyedSpec,
-                    config: OperatorConfig) -> Iterator[Output]:
-    """``run_sorted_keyed`` with restore rows, and (writing) each key's entries emitted as
-    ``_SP_TAG`` outputs right after its end-of-key outputs, then one meta-info row."""
-    import json
-
-    from ..operators.driver import run_sorted_keyed
-    from ..state_store.entries import StateEntry
-
-    on_key_end = None
-    if ks.savepoint_write:
-        def on_key_end(b: Any) -> list[Output]:
-            return [Output(_SP_TAG, e, None) for e in b.snapshot()]
-
-    yield from run_sorted_keyed(operator, backend, rows, ks.key_serializer, config,
-                                on_key_end=on_key_end, restore_meta=ks.restore_meta,
-                                close_operator=False)
-    if not ks.savepoint_write:
-        return
-    metas = json.dumps([m.to_dict() for m in backend.state_meta_infos()], sort_keys=True)
-    yield Output(_SP_TAG, StateEntry(-1, SP_META, b"", b"", b"", metas.encode("utf-8")), None)

@@ -25,13 +25,14 @@ savepoints without operator state, which read as before). Keyed readers skip the
 
 Entry rows are byte-for-byte the :class:`~pyspark_datastream.state_store.entries.StateEntry`
 rows that every backend's ``snapshot()`` produces, so the same program state gives
-the same rows whatever backend or mode wrote it. Each data file of a version holds
-one key-group range (range ``i`` is ``key_group * ranges // max_parallelism == i``) in
-key-group order: one file per range, or, for a bootstrap that ordered each operator's
-source rows before encoding them, one file per range and operator. Inside a key group
-the entries of one (operator, key) are contiguous (keys ordered by a 48-bit hash of
-operator uid and key, see ``savepoint._write_order``), each key's entries in the
-canonical order (state name, namespace, user key) the writers produce them in.
+the same rows whatever backend or mode wrote it. In every data file the entries of one
+(operator, key) are contiguous, in the canonical order (state name, namespace, user key)
+the writers produce them in; readers rely on nothing more. Files written from a
+DataFrame (``write_savepoint``, the bootstrap) each hold one key-group range (range
+``i`` is ``key_group * ranges // max_parallelism == i``) in key-group order, one file per
+range (the bootstrap: per range and operator), keys ordered by a 48-bit hash of operator
+uid and key (see ``writer.write_order_of``). A BATCH job's keyed passes write one file per
+operator and pass partition, keys in the order the pass processed them.
 
 **Atomicity.** The metadata travels as one row of the same table, committed in
 the same Delta transaction as the entries: a version either has both or does

@@ -29,6 +29,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Optional
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..spark_io.progress import Heartbeat
 from ..state_store.errors import SavepointConflictError, SavepointError, SavepointFormatError
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "write_savepoint",
+    "SavepointFolder",
     "savepoint_arrow_schema_columns",
     "file_count",
     "range_partition",
@@ -280,41 +282,81 @@ def _write_with_spark_delta(spark: SparkSession, path: str, df: DataFrame,
     return version
 
 
+class SavepointFolder:
+    """The data folder of a new savepoint version, committed as ONE Delta version (delta-rs).
+
+    The target table is checked, and its snapshot taken, at construction: before any data
+    file is written, so a writer that commits in the meantime makes :meth:`commit` fail with
+    :class:`SavepointConflictError`. Spark's executors (a DataFrame write) or the keyed
+    passes themselves (``runtime.entry_files``) put the entries' Parquet files into
+    :attr:`target`; :meth:`commit` adds the metadata row's file and commits every
+    ``*.parquet`` file there. A failed commit, or :meth:`discard`, removes the folder.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.root = local_path(path)
+        self._table = _check_target(self.root)
+        self.folder = f"savepoint-{int(time.time() * 1000)}-{uuid.uuid4().hex[:12]}"
+        #: absolute path of the folder the data files go into
+        self.target = os.path.join(self.root, self.folder)
+
+    def commit(self, metadata: SavepointMetadata) -> int:
+        """Write the metadata row, drop what is not a data file (partial files of failed
+        tasks), commit; return the new version."""
+        try:
+            os.makedirs(self.target, exist_ok=True)
+            for name in os.listdir(self.target):
+                if not name.endswith(".parquet"):
+                    full = os.path.join(self.target, name)
+                    if os.path.isdir(full):
+                        shutil.rmtree(full)
+                    else:
+                        os.remove(full)
+            meta = pa.Table.from_pylist([metadata_row(metadata)], schema=savepoint_arrow_schema())
+            pq.write_table(meta, os.path.join(self.target, "part-metadata.parquet"))
+            with Heartbeat(f"committing savepoint {self.path}"):
+                return _commit(self.root, self.folder, self._table)
+        except SavepointError:
+            self.discard()
+            raise
+        except Exception as exc:
+            self.discard()
+            from ..state_store.errors import JobExecutionError
+
+            raise JobExecutionError(
+                f"writing the savepoint at {self.path} failed (no version was committed): "
+                f"{type(exc).__name__}: {str(exc)[:2000]}"
+            ) from exc
+
+    def discard(self) -> None:
+        """Remove the folder and everything written into it (no version is added)."""
+        shutil.rmtree(self.target, ignore_errors=True)
+
+
 def _write_with_delta_rs(spark: SparkSession, path: str, df: DataFrame,
                          metadata: SavepointMetadata) -> int:
-    import pyarrow.parquet as pq
-
-    root = local_path(path)
-    table = _check_target(root)  # snapshot BEFORE writing: later commits by others conflict
-    folder = f"savepoint-{int(time.time() * 1000)}-{uuid.uuid4().hex[:12]}"
-    target = os.path.join(root, folder)
+    folder = SavepointFolder(path)
     start = time.monotonic()
     log.info("savepoint %s: executors encoding and writing the entries of operators %s",
              path, sorted(metadata.operators))
     try:
         with Heartbeat(f"writing savepoint {path} (executors writing entries)"):
-            df.write.mode("error").parquet(target)
-        written = time.monotonic()
-        schema = savepoint_arrow_schema()
-        meta = pa.Table.from_pylist([metadata_row(metadata)], schema=schema)
-        pq.write_table(meta, os.path.join(target, "part-metadata.parquet"))
-        with Heartbeat(f"committing savepoint {path}"):
-            version = _commit(root, folder, table)
-        done = time.monotonic()
-        log.info("savepoint %s: committed Delta version %d (executors %.1f s, commit %.1f s, "
-                 "total %.1f s)", path, version, written - start, done - written, done - start)
-        return version
-    except SavepointError:
-        shutil.rmtree(target, ignore_errors=True)
-        raise
+            df.write.mode("error").parquet(folder.target)
     except Exception as exc:
-        shutil.rmtree(target, ignore_errors=True)
+        folder.discard()
         from ..state_store.errors import JobExecutionError
 
         raise JobExecutionError(
             f"writing the savepoint at {path} failed (no version was committed): "
             f"{type(exc).__name__}: {str(exc)[:2000]}"
         ) from exc
+    written = time.monotonic()
+    version = folder.commit(metadata)
+    done = time.monotonic()
+    log.info("savepoint %s: committed Delta version %d (executors %.1f s, commit %.1f s, "
+             "total %.1f s)", path, version, written - start, done - written, done - start)
+    return version
 
 
 def _commit(root: str, folder: str, table: Any) -> int:

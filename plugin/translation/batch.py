@@ -50,9 +50,6 @@ from ..runtime.encoding import (
 from ..runtime.passes import (
     COUNT,
     COUNTABLE_TYPES,
-    RESTORE_COLUMNS,
-    SP_COLUMNS,
-    SP_META,
     KeyedSpec,
     PassSpec,
     folds_without_context,
@@ -60,6 +57,7 @@ from ..runtime.passes import (
     output_ddl,
     run_pass,
 )
+from ..runtime.savepoint_rows import RESTORE_COLUMNS, SP_COLUMNS, SP_META
 from ..spark_io.columns import col, count_all, lit
 from ..spark_io.key_columns import native_key_bytes
 from ..spark_io.progress import BatchProgress, Stage
@@ -324,7 +322,8 @@ class BatchTranslator:
         if (self._savepoint_write is not None and stream.keyed is not None
                 and is_keyed(node)):
             # one run of the keyed pass gives both its records and its savepoint entries
-            stream = self._savepoint_write.run_keyed(stream, node, tags or frozenset())
+            stream = self._savepoint_write.run_keyed(stream, node, tags or frozenset(),
+                                                     fan_out(self.consumers, node) > 1)
         elif tags or fan_out(self.consumers, node) > 1:
             stream = materialize_shared(self, stream, node, tags or frozenset())
         self._streams[node.id] = stream
@@ -471,7 +470,7 @@ class BatchTranslator:
         """Extra KeyedSpec fields for savepoint write / restore (empty otherwise)."""
         fields: dict[str, Any] = {}
         if self._savepoint_write is not None:
-            fields.update(self._savepoint_write.keyed_spec_fields())
+            fields.update(self._savepoint_write.keyed_spec_fields(node))
         if self.restore is not None:
             meta = self.restore.meta_for(node)
             if meta is not None:

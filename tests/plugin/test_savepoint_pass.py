@@ -9,7 +9,8 @@ import json
 import pyarrow as pa
 from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
 from pyspark_datastream.runtime.encoding import KEY, TS, typed_encoding
-from pyspark_datastream.runtime.passes import SP_COLUMNS, SP_META, KeyedSpec, PassSpec, run_pass
+from pyspark_datastream.runtime.passes import KeyedSpec, PassSpec, run_pass
+from pyspark_datastream.runtime.savepoint_rows import SP_COLUMNS, SP_META
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 
 KS = GenericKeySerializer.INSTANCE
