@@ -94,15 +94,18 @@ def _txn_app_ids(path: str) -> set[str]:
 def test_killed_anywhere_in_the_commit_protocol_then_replayed_commits_every_upsert_once(
         tmp_path, mp, backend):
     rng = random.Random(f"delta-kills-{backend}")
-    files = _random_files(rng, 40)
+    files = _random_files(rng, 60)
     expected = harness.expected_output(files)
     batches = _operator_batches(files, backend)
     assert sorted(r for b in batches for r in b) == sorted(expected)
     table, log_path = str(tmp_path / "table"), str(tmp_path / "commits.log")
     app_id = f"{APP_ID_PREFIX}test-{backend}"
-    # 4 kills at each named point (at the child's 1st or 2nd batch), 3 at random moments
-    plan = [(p, rng.randint(1, 2)) for p in POINTS for _ in range(4)] + [("random", 0)] * 3
-    rng.shuffle(plan)
+    # 3 kills at random moments (first, while many batches are left: a child commits a batch
+    # in milliseconds, and one that outran its kill would commit every batch left), then 4
+    # at each named point (at the child's 1st or 2nd batch)
+    named = [(p, rng.randint(1, 2)) for p in POINTS for _ in range(4)]
+    rng.shuffle(named)
+    plan = [("random", 0)] * 3 + named
     kills: Counter[str] = Counter()
     for point, n in [*plan, ("none", 0)]:
         first = len(child.committed_batches(log_path))
@@ -117,7 +120,7 @@ def test_killed_anywhere_in_the_commit_protocol_then_replayed_commits_every_upse
         proc.start()
         if point == "random":
             assert ready.wait(60)
-            time.sleep(rng.uniform(0.0, 0.2))
+            time.sleep(rng.uniform(0.0, 0.05))
             proc.kill()
         proc.join(120)
         if point == "none" or (point == "random" and proc.exitcode == 0):
