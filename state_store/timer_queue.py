@@ -8,7 +8,9 @@ namespace bytes)``. Timers are part of the backend's snapshot as entries of stat
 The queue is on the hot paths of STREAMING micro-batches (one ``add`` per element,
 millions of timers snapshotted, restored and fired per key group), so restore and
 snapshot work per distinct key rather than per timer where they can, and build
-their lists at C speed (``map``/``zip``) rather than in Python loops.
+their lists at C speed (``map``/``zip``) rather than in Python loops. Restored timers
+that are due when the queue is first polled are sorted once and fired from that sorted
+list, rather than popped one by one from a heap.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterable, Iterator
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import itemgetter, not_
 from typing import Any, NamedTuple, Protocol
 
 from .bulk import paused_gc
@@ -37,6 +39,7 @@ _pack_u64 = struct.Struct(">Q").pack
 _new_tuple = tuple.__new__
 _heappush = heapq.heappush
 _heappop = heapq.heappop
+_STAMP = itemgetter(0)
 _KEY = itemgetter(2)
 _NAMESPACE = itemgetter(3)
 _USER_KEY = itemgetter(4)
@@ -99,9 +102,16 @@ class TimerQueue:
     of the backend's snapshot as entries of state ``_timer/<name>``.
 
     ``_live`` maps each timer ``(timestamp, key bytes, namespace bytes)`` to its
-    ``(key, namespace)`` objects; ``_heap`` orders them, and may hold stale items
-    (deleted, or re-added duplicates) that readers skip. The heap is compacted in
-    place, so an iterating ``poll_until`` keeps a valid reference to it.
+    ``(key, namespace)`` objects. Every live timer waits in one of three lists, which
+    may also hold stale items (deleted, fired, or re-added duplicates) that readers skip:
+
+    * ``_fresh``: restored timers nobody has looked at yet, in any order;
+    * ``_run``: timers that were due when ``_fresh`` was settled, sorted in descending
+      order (the next one last, so firing takes it with ``list.pop``);
+    * ``_heap``: every other timer (added ones, restored ones that were not due).
+
+    The lists are changed in place only, so an iterating ``poll_until`` keeps valid
+    references to them.
     """
 
     def __init__(
@@ -114,6 +124,8 @@ class TimerQueue:
         self.name = name
         self.namespace_serializer = namespace_serializer
         self._heap: list[tuple[int, bytes, bytes]] = []
+        self._run: list[tuple[int, bytes, bytes]] = []
+        self._fresh: list[tuple[int, bytes, bytes]] = []
         #: live timers -> (key object, namespace object)
         self._live: dict[tuple[int, bytes, bytes], tuple[Any, Any]] = {}
         self._last_ns: Any = _NO_NAMESPACE
@@ -136,13 +148,40 @@ class TimerQueue:
         return key, key_bytes
 
     def _discard(self, item: tuple[int, bytes, bytes]) -> bool:
-        if self._live.pop(item, None) is None:
+        live = self._live
+        if live.pop(item, None) is None:
             return False
         heap = self._heap
-        if len(heap) > 64 and len(heap) > 2 * len(self._live):
-            heap[:] = self._live  # in place: poll_until holds this list
+        waiting = len(heap) + len(self._run) + len(self._fresh)
+        if waiting > 64 and waiting > 2 * len(live):
+            heap[:] = live  # in place: poll_until holds these lists
             heapq.heapify(heap)
+            self._run.clear()
+            self._fresh.clear()
         return True
+
+    def _settle_fresh(self, timestamp: int | None) -> None:
+        """Move the restored timers on: those due at ``timestamp`` (None: none) to the
+        sorted run, the others to the heap."""
+        fresh = self._fresh
+        stamps = list(map(_STAMP, fresh))
+        if timestamp is None or min(stamps) > timestamp:
+            due, rest = [], fresh[:]
+        elif max(stamps) <= timestamp:
+            due, rest = fresh[:], []
+        else:
+            flags = list(map(timestamp.__ge__, stamps))
+            due = list(compress(fresh, flags))
+            rest = list(compress(fresh, map(not_, flags)))
+        fresh.clear()
+        if rest:
+            heap = self._heap
+            heap += rest
+            heapq.heapify(heap)
+        if due:
+            run = self._run
+            run += due
+            run.sort(reverse=True)
 
     # -- public API ----------------------------------------------------------------------------
     def add(self, timestamp: int, namespace: Any = VOID_NAMESPACE) -> None:
@@ -167,10 +206,17 @@ class TimerQueue:
 
     def peek_timestamp(self) -> int | None:
         """Earliest timer timestamp, or None when the queue is empty."""
+        if self._fresh:
+            self._settle_fresh(None)
         heap = self._heap
+        run = self._run
         live = self._live
         while heap and heap[0] not in live:
             _heappop(heap)
+        while run and run[-1] not in live:
+            run.pop()
+        if run:
+            return min(run[-1][0], heap[0][0]) if heap else run[-1][0]
         return heap[0][0] if heap else None
 
     def poll_until(self, timestamp: int) -> Iterator[Timer]:
@@ -178,11 +224,32 @@ class TimerQueue:
 
         Timers added while iterating (e.g. by ``on_timer``) are yielded too when due.
         """
-        heap = self._heap  # compacted in place only, so this reference stays valid
+        heap = self._heap  # these lists change in place only, so the references stay valid
+        run = self._run
+        fresh = self._fresh
         take = self._live.pop
         new = _new_tuple
-        while heap and heap[0][0] <= timestamp:
-            item = _heappop(heap)
+        while True:
+            if fresh:
+                self._settle_fresh(timestamp)
+            if run:
+                item = run[-1]
+                if heap and heap[0] < item:
+                    item = heap[0]
+                    if item[0] > timestamp:
+                        return
+                    _heappop(heap)
+                else:
+                    if item[0] > timestamp:
+                        return
+                    run.pop()
+            elif heap:
+                item = heap[0]
+                if item[0] > timestamp:
+                    return
+                _heappop(heap)
+            else:
+                return
             info = take(item, None)
             if info is None:  # deleted, or a duplicate of a timer that already fired
                 continue
@@ -208,6 +275,8 @@ class TimerQueue:
     def clear(self) -> None:
         """Remove every timer."""
         self._heap.clear()
+        self._run.clear()
+        self._fresh.clear()
         self._live.clear()
 
     def __len__(self) -> int:
@@ -251,8 +320,9 @@ class TimerQueue:
     def restore_entries(self, entries: Iterable[StateEntry]) -> None:
         """Re-register timers from snapshot entries (any order).
 
-        Each distinct key and namespace is deserialized once; restoring into an empty
-        queue builds the heap in one ``heapify``.
+        Each distinct key and namespace is deserialized once, and the timers of one
+        ``(key, namespace)`` share one ``(key, namespace)`` tuple; restored timers wait
+        unordered until the queue is first polled or peeked (``_settle_fresh``).
         """
         rows = entries if isinstance(entries, list) else list(entries)
         if not rows:
@@ -272,17 +342,19 @@ class TimerQueue:
         deserialize = self.namespace_serializer.deserialize
         for ns_bytes in ns_objects:
             ns_objects[ns_bytes] = deserialize(ns_bytes)
+        pairs: dict[tuple[bytes, bytes], Any] = dict.fromkeys(zip(keys, namespaces))
+        for pair in pairs:
+            pairs[pair] = (key_objects[pair[0]], ns_objects[pair[1]])
         items = zip(stamps, keys, namespaces)
-        infos = zip(map(key_objects.__getitem__, keys), map(ns_objects.__getitem__, namespaces))
+        infos = map(pairs.__getitem__, zip(keys, namespaces))
         live = self._live
-        heap = self._heap
+        fresh = self._fresh
         if not live:
             # a duplicate entry maps to the same objects, so the last one wins harmlessly
             live.update(zip(items, infos))
-            heap[:] = live
-            heapq.heapify(heap)
+            fresh += live
             return
         for item, info in zip(items, infos):
             if item not in live:
                 live[item] = info
-                _heappush(heap, item)
+                fresh.append(item)
