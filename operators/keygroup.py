@@ -57,6 +57,7 @@ from .base import (
 )
 from .driver import key_deserializer, process_keyed_rows
 from .factory import KEYED_KINDS, make_keyed_operator
+from .keygroup_state import decode_state, dump_state, encode_state, load_state, state_entries
 from .lean_reduce import VOID_NS, fold_in_order, reduce_entries
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -75,9 +76,6 @@ __all__ = [
     "VersionPointer",
     "drop_local_copies",
 ]
-
-#: Format tag of the state bytes (first element of the pickled tuple).
-_STATE_FORMAT = "pyspark-datastream/keygroup-state/v1"
 
 #: Value serializer of the reduce state.
 _PICKLE_SERIALIZER = PickleSerializer.INSTANCE
@@ -140,41 +138,6 @@ class KeyGroupColumns:
     def __iter__(self) -> Iterator[KeyGroupRow]:
         sides: Iterable[int] = self.input_indexes if self.input_indexes is not None else repeat(0)
         return zip(self.keys, self.timestamps, self.values, sides)
-
-
-def encode_state(meta_infos: Iterable[StateMetaInfo], entries: Iterable[StateEntry]) -> bytes:
-    """Bytes of a key group's state: meta infos (as dicts) and entries (unified layout)."""
-    return _dump_state([m.to_dict() for m in meta_infos], [tuple(e) for e in entries])
-
-
-def _dump_state(metas: list[dict[str, Any]], rows: list[tuple[Any, ...]]) -> bytes:
-    """Inverse of :func:`_load_state`: the bytes of raw meta dicts and entry tuples."""
-    return pickle.dumps((_STATE_FORMAT, metas, rows), pickle.HIGHEST_PROTOCOL)
-
-
-def _load_state(data: bytes) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
-    """The raw ``(meta dicts, entry tuples)`` of :func:`encode_state` bytes."""
-    try:
-        tag, metas, rows = pickle.loads(data)
-    except Exception as exc:
-        raise SavepointFormatError(f"key group state bytes are unreadable: {exc}") from exc
-    if tag != _STATE_FORMAT:
-        raise SavepointFormatError(
-            f"key group state has format {tag!r}, expected {_STATE_FORMAT!r}"
-        )
-    return metas, rows
-
-
-def decode_state(data: bytes) -> tuple[list[StateMetaInfo], list[StateEntry]]:
-    """Inverse of :func:`encode_state`; ``SavepointFormatError`` on foreign bytes."""
-    metas, rows = _load_state(data)
-    if rows and set(map(len, rows)) != {len(StateEntry._fields)}:
-        raise SavepointFormatError(
-            f"key group state holds entries of {sorted(set(map(len, rows)))} fields, expected "
-            f"{len(StateEntry._fields)}")
-    # StateEntry(*row) of each row, at C speed
-    return ([StateMetaInfo.from_dict(m) for m in metas],
-            list(map(_new_tuple, repeat(StateEntry), rows)))
 
 
 class KeyGroupResult:
@@ -320,8 +283,11 @@ class KeyGroupRuntime:
                 backend = self.backend_factory()
                 if state is not None:
                     with paused_gc():
-                        metas, entries = decode_state(state)
-                        backend.restore(metas, entries)
+                        raw_metas, rows_in, timers_in = load_state(state)
+                        backend.restore([StateMetaInfo.from_dict(m) for m in raw_metas],
+                                        state_entries(rows_in))
+                        for timer_state, columns in (timers_in[1] if timers_in else ()):
+                            backend.restore_timer_columns(timer_state, columns)
             operator.open(backend, self.config)
             try:
                 if processing_time is not None:
@@ -341,9 +307,14 @@ class KeyGroupRuntime:
             else:
                 with paused_gc():
                     metas_out = backend.state_meta_infos()
-                    entries_out = list(backend.snapshot())
-                    result.state_entries = len(entries_out)
-                    result.state = encode_state(metas_out, entries_out) if entries_out else None
+                    taken = backend.take_timer_columns()  # kept as columns, not entries
+                    rows_out = [tuple(e) for e in backend.snapshot()]
+                    timer_count = sum(columns.timer_count() for _, columns in taken)
+                    result.state_entries = len(rows_out) + timer_count
+                    if rows_out or timer_count:
+                        result.state = dump_state(
+                            [m.to_dict() for m in metas_out], rows_out,
+                            (self.config.max_parallelism, taken) if taken else ())
         except SerializationError as exc:  # a state (or its snapshot) could not hold a value
             raise_named_serialization_error(exc, name)
         except DataStreamError:
@@ -416,8 +387,8 @@ class KeyGroupRuntime:
         metas = self._expected_reduce_metas()
         restored: dict[bytes, tuple[Any, ...]] = {}
         if state is not None:
-            state_metas, entries = _load_state(state)
-            if state_metas != metas:
+            state_metas, entries, timers = load_state(state)
+            if state_metas != metas or timers:
                 return None
             for entry in entries:
                 if entry[1] != REDUCE_STATE_NAME or entry[3] != VOID_NS or entry[4] != b"":
@@ -463,7 +434,7 @@ class KeyGroupRuntime:
         result = KeyGroupResult(columns=(results, stamps), elements=len(results),
                                 state_entries=len(entries_out))
         if entries_out:
-            result.state = _dump_state(metas, entries_out)
+            result.state = dump_state(metas, entries_out)
         return result
 
 

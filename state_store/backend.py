@@ -54,7 +54,7 @@ from .state import (
     ValueState,
 )
 from .temporal import TemporalListState, TemporalValueState
-from .timer_queue import Timer, TimerQueue
+from .timer_queue import Timer, TimerColumns, TimerQueue
 
 __all__ = [
     "InternalKvState",
@@ -258,6 +258,8 @@ class KeyedStateBackend(ABC):
         self._timer_queues: dict[str, TimerQueue] = {}
         self._restored_meta: dict[str, StateMetaInfo] = {}
         self._pending_timers: dict[str, list[StateEntry]] = {}
+        #: restored timer columns whose queue does not exist yet (timer state name -> blocks)
+        self._pending_timer_columns: dict[str, list[TimerColumns]] = {}
         self._closed = False
 
     # -- current key -------------------------------------------------------------------------
@@ -434,6 +436,8 @@ class KeyedStateBackend(ABC):
         pending = self._pending_timers.pop(timer_state_name(name), None)
         if pending:
             queue.restore_entries(pending)
+        for columns in self._pending_timer_columns.pop(timer_state_name(name), ()):
+            queue.restore_columns(columns)
         return queue
 
     def timer_entries(self) -> list[StateEntry]:
@@ -443,6 +447,9 @@ class KeyedStateBackend(ABC):
             entries.extend(queue.snapshot_entries(self.max_parallelism))
         for pending in self._pending_timers.values():
             entries.extend(pending)
+        for name, blocks in self._pending_timer_columns.items():
+            for columns in blocks:
+                entries.extend(columns.entries(name, self.max_parallelism))
         return entries
 
     def timer_runs(self) -> list[list[StateEntry]]:
@@ -450,7 +457,51 @@ class KeyedStateBackend(ABC):
         canonical order, one per timer state."""
         runs = [queue.snapshot_entries(self.max_parallelism) for queue in self._timer_queues.values()]
         runs.extend(sort_canonical(pending) for pending in self._pending_timers.values())
+        runs.extend(
+            sort_canonical([entry for columns in blocks
+                            for entry in columns.entries(name, self.max_parallelism)])
+            for name, blocks in self._pending_timer_columns.items())
         return [run for run in runs if run]
+
+    def take_timer_columns(self) -> list[tuple[str, TimerColumns]]:
+        """Move every timer out of the backend as ``(timer state name, columns)``.
+
+        Afterwards :meth:`snapshot` holds no timers but restored timer *entries* no queue
+        has claimed. A STREAMING key group keeps its timers in this compact form between
+        micro-batches (:meth:`restore_timer_columns` puts them back).
+        """
+        self._check_open()
+        taken: list[tuple[str, TimerColumns]] = []
+        for name, queue in self._timer_queues.items():
+            columns = queue.take_columns()
+            if columns is not None:
+                taken.append((timer_state_name(name), columns))
+        for state_name, blocks in self._pending_timer_columns.items():
+            taken.extend((state_name, columns) for columns in blocks)
+        self._pending_timer_columns.clear()
+        return taken
+
+    def restore_timer_columns(self, state_name: str, columns: TimerColumns) -> None:
+        """Load timers of :meth:`take_timer_columns` after :meth:`restore` loaded the meta
+        infos (``SavepointFormatError`` without one, ``KeyGroupError`` for a key outside
+        the owned key groups)."""
+        self._check_open()
+        if not state_name.startswith(TIMER_STATE_PREFIX) or state_name not in self._restored_meta:
+            raise SavepointFormatError(
+                f"timer columns of state {state_name!r} have no timer meta info in the restored "
+                "metadata")
+        for key in dict.fromkeys(pair[0] for pair in columns.pairs):
+            key_group = assign_key_group(key, self.max_parallelism)
+            if key_group not in self.key_group_range:
+                raise KeyGroupError(
+                    f"timer of state {state_name!r}: key {bytes(key)!r:.60} is in key group "
+                    f"{key_group}, outside this backend's key groups "
+                    f"{self.key_group_range.start}..{self.key_group_range.stop - 1}")
+        queue = self._timer_queues.get(state_name[len(TIMER_STATE_PREFIX):])
+        if queue is not None:
+            queue.restore_columns(columns)
+        else:
+            self._pending_timer_columns.setdefault(state_name, []).append(columns)
 
     # -- meta data ----------------------------------------------------------------------------------
     def state_meta_infos(self) -> list[StateMetaInfo]:

@@ -31,7 +31,7 @@ from .keygroups import assign_key_group
 from .namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from .serializers import TypeSerializer
 
-__all__ = ["CurrentKeySource", "Timer", "TimerQueue"]
+__all__ = ["CurrentKeySource", "Timer", "TimerColumns", "TimerQueue"]
 
 _SIGN = 1 << 63
 _MASK64 = (1 << 64) - 1
@@ -40,6 +40,8 @@ _new_tuple = tuple.__new__
 _heappush = heapq.heappush
 _heappop = heapq.heappop
 _STAMP = itemgetter(0)
+_ITEM_KEY = itemgetter(1)
+_ITEM_NAMESPACE = itemgetter(2)
 _KEY = itemgetter(2)
 _NAMESPACE = itemgetter(3)
 _USER_KEY = itemgetter(4)
@@ -334,19 +336,26 @@ class TimerQueue:
         stamps = decode_timestamps(list(map(_USER_KEY, rows)))
         keys = list(map(_KEY, rows))
         namespaces = list(map(_NAMESPACE, rows))
-        key_objects = dict.fromkeys(keys)
+        objects = self._pair_objects(dict.fromkeys(zip(keys, namespaces)))
+        self._register(zip(stamps, keys, namespaces),
+                       map(objects.__getitem__, zip(keys, namespaces)))
+
+    def _pair_objects(self, pairs: Iterable[tuple[bytes, bytes]]) -> dict[tuple[bytes, bytes], Any]:
+        """``(key bytes, namespace bytes) -> (key, namespace)`` of distinct pairs, each
+        distinct key and namespace deserialized once; one shared tuple per pair."""
+        pairs = list(pairs)
+        key_objects = dict.fromkeys(map(itemgetter(0), pairs))
         deserialize = self._backend.key_serializer.deserialize
         for key_bytes in key_objects:
             key_objects[key_bytes] = deserialize(key_bytes)
-        ns_objects = dict.fromkeys(namespaces)
+        ns_objects = dict.fromkeys(map(itemgetter(1), pairs))
         deserialize = self.namespace_serializer.deserialize
         for ns_bytes in ns_objects:
             ns_objects[ns_bytes] = deserialize(ns_bytes)
-        pairs: dict[tuple[bytes, bytes], Any] = dict.fromkeys(zip(keys, namespaces))
-        for pair in pairs:
-            pairs[pair] = (key_objects[pair[0]], ns_objects[pair[1]])
-        items = zip(stamps, keys, namespaces)
-        infos = map(pairs.__getitem__, zip(keys, namespaces))
+        return {pair: (key_objects[pair[0]], ns_objects[pair[1]]) for pair in pairs}
+
+    def _register(self, items: Iterable[tuple[int, bytes, bytes]], infos: Iterable[Any]) -> None:
+        """Add restored timers (parallel ``items`` and ``(key, namespace)`` infos)."""
         live = self._live
         fresh = self._fresh
         if not live:
@@ -358,3 +367,88 @@ class TimerQueue:
             if item not in live:
                 live[item] = info
                 fresh.append(item)
+
+    # -- columns -----------------------------------------------------------------------------------
+    def take_columns(self) -> TimerColumns | None:
+        """Remove every timer and return them as :class:`TimerColumns` (None when empty).
+
+        The compact form of a STREAMING key group's state bytes: no per-timer entry, key
+        or sort, so millions of pending timers cost little to save and restore.
+        """
+        live = self._live
+        if not live:
+            return None
+        with paused_gc():
+            items = list(live)
+            pairs = list(zip(map(_ITEM_KEY, items), map(_ITEM_NAMESPACE, items)))
+            ids = dict.fromkeys(pairs)
+            ids = dict(zip(ids, range(len(ids))))
+            columns = TimerColumns(list(ids), _le_bytes(array("I", map(ids.__getitem__, pairs))),
+                                   _le_bytes(array("q", map(_STAMP, items))))
+        self.clear()
+        return columns
+
+    def restore_columns(self, columns: TimerColumns) -> None:
+        """Re-register the timers of :meth:`take_columns` (``SavepointFormatError`` on
+        inconsistent columns)."""
+        pairs, index, stamps = columns.decoded()
+        if not stamps:
+            return
+        with paused_gc():
+            objects = self._pair_objects(pairs)
+            infos = [objects[pair] for pair in pairs]
+            keys = list(map([pair[0] for pair in pairs].__getitem__, index))
+            namespaces = list(map([pair[1] for pair in pairs].__getitem__, index))
+            self._register(zip(stamps, keys, namespaces), map(infos.__getitem__, index))
+
+
+def _le_bytes(values: array) -> bytes:
+    """The little-endian bytes of an array (the same on every machine of a cluster)."""
+    if sys.byteorder == "big":  # pragma: no cover - no big-endian platform runs Spark here
+        values.byteswap()
+    return values.tobytes()
+
+
+def _from_le_bytes(typecode: str, data: bytes) -> array:
+    values = array(typecode)
+    values.frombytes(data)
+    if sys.byteorder == "big":  # pragma: no cover - see _le_bytes
+        values.byteswap()
+    return values
+
+
+class TimerColumns(NamedTuple):
+    """The timers of one queue as columns: ``pairs``, the distinct ``(key bytes, namespace
+    bytes)``; per timer, the index of its pair (``pair_index``, uint32) and its timestamp
+    (``timestamps``, int64), both as little-endian array bytes. Picklable; any order."""
+
+    pairs: list[tuple[bytes, bytes]]
+    pair_index: bytes
+    timestamps: bytes
+
+    def timer_count(self) -> int:
+        """How many timers the columns hold."""
+        return len(self.timestamps) // 8
+
+    def decoded(self) -> tuple[list[tuple[bytes, bytes]], list[int], list[int]]:
+        """``(pairs, pair index of each timer, timestamp of each timer)``, checked."""
+        try:
+            index = _from_le_bytes("I", self.pair_index).tolist()
+            stamps = _from_le_bytes("q", self.timestamps).tolist()
+        except (TypeError, ValueError) as exc:
+            raise SavepointFormatError(f"timer columns are unreadable: {exc}") from exc
+        if len(index) != len(stamps):
+            raise SavepointFormatError(
+                f"timer columns disagree: {len(index)} pair indexes, {len(stamps)} timestamps")
+        if index and max(index) >= len(self.pairs):
+            raise SavepointFormatError(
+                f"timer columns name pair {max(index)} of only {len(self.pairs)}")
+        return self.pairs, index, stamps
+
+    def entries(self, state_name: str, max_parallelism: int) -> list[StateEntry]:
+        """The timers as entries of state ``state_name`` (unsorted)."""
+        pairs, index, stamps = self.decoded()
+        groups = [assign_key_group(key, max_parallelism) for key, _ in pairs]
+        user_keys = map(_pack_u64, map(_MASK64.__and__, map(_SIGN.__xor__, stamps)))
+        return [StateEntry(groups[i], state_name, pairs[i][0], pairs[i][1], user_key, b"")
+                for i, user_key in zip(index, user_keys)]

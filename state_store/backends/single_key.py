@@ -175,6 +175,8 @@ class SingleKeyStateBackend(KeyedStateBackend):
             self._pending_states.clear()
         if self._pending_timers:
             self._pending_timers.clear()
+        if self._pending_timer_columns:
+            self._pending_timer_columns.clear()
         self._key = key
         self._key_bytes = key_bytes
         self._store = {}
@@ -267,7 +269,7 @@ class SingleKeyStateBackend(KeyedStateBackend):
                     batch.extend(registration.state.snapshot_entries(key_group))  # type: ignore[attr-defined]
         for entries in self._pending_states.values():
             batch.extend(entries)
-        if self._timer_queues or self._pending_timers:
+        if self._timer_queues or self._pending_timers or self._pending_timer_columns:
             batch.extend(self.timer_entries())
         if len(batch) > 1:
             batch.sort(key=StateEntry.encoded_key)

@@ -118,3 +118,32 @@ def test_user_error_names_the_operator_and_batch_config_is_refused():
         KeyGroupRuntime("reduce", boom, KS, OperatorConfig.for_mode("BATCH"))
     with pytest.raises(JobExecutionError, match="unknown keyed operator kind 'sideways'"):
         KeyGroupRuntime("sideways", boom, KS, _cfg())
+
+
+def test_timers_kept_as_columns_decode_to_canonical_entries_and_v1_bytes_still_restore():
+    import pickle
+    import random
+
+    from pyspark_datastream.state_store.entries import decode_timestamp, sort_canonical
+    from pyspark_datastream.state_store.keygroups import assign_key_group
+
+    rnd = random.Random(5)
+    rt = KeyGroupRuntime("process", CountThenFire(), KS, _cfg(max_parallelism=32))
+    items = [(rnd.choice("abcdefgh"), rnd.randrange(1_000), i) for i in range(400)]
+    r1 = rt.run(None, _rows(*items))
+    metas, entries = decode_state(r1.state)
+    assert entries == sort_canonical(entries)
+    timers = [e for e in entries if e.state_name == "_timer/event"]
+    # one timer per distinct (key, ts + 10), each in its key's key group
+    assert sorted((KS.deserialize(e.key), decode_timestamp(e.user_key)) for e in timers) == \
+        sorted({(k, ts + 10) for k, ts, _ in items})
+    assert all(e.key_group == assign_key_group(e.key, 32) for e in timers)
+    assert r1.state_entries == len(entries)
+    # the same state as version-1 bytes (timers as entries) gives the same next batch
+    v1 = pickle.dumps(("pyspark-datastream/keygroup-state/v1", [m.to_dict() for m in metas],
+                       [tuple(e) for e in entries]))
+    more = _rows(*[(rnd.choice("abcdefgh"), rnd.randrange(400, 1_400), i) for i in range(50)])
+    from_v2 = rt.run(r1.state, more, watermark=700)
+    from_v1 = rt.run(v1, more, watermark=700)
+    assert _values(from_v2) == _values(from_v1) and len(_values(from_v2)) > 50
+    assert decode_state(from_v2.state) == decode_state(from_v1.state)

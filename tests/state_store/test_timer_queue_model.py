@@ -3,12 +3,14 @@
 
 Random sequences of add, delete, poll (with timers added and deleted while firing, and
 polls abandoned half-way), peek, drop_key, clear, snapshot and restore (into an empty
-queue, and again into a live one) must fire, peek, count and snapshot exactly what the
-model says. Only the queue's public API is used.
+queue, and again into a live one), and the columns a STREAMING key group keeps its timers
+in (taken out, pickled, restored before or after the queue exists) must fire, peek, count
+and snapshot exactly what the model says. Only public APIs are used.
 """
 
 from __future__ import annotations
 
+import pickle
 import random
 from bisect import insort
 from typing import Any
@@ -23,10 +25,11 @@ from pyspark_datastream.state_store.entries import (
     encode_timestamp,
     timer_state_name,
 )
+from pyspark_datastream.state_store.errors import KeyGroupError, SavepointFormatError
 from pyspark_datastream.state_store.keygroups import assign_key_group
 from pyspark_datastream.state_store.namespaces import TimeWindow, TimeWindowSerializer
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
-from pyspark_datastream.state_store.timer_queue import TimerQueue
+from pyspark_datastream.state_store.timer_queue import TimerColumns, TimerQueue
 
 KS = GenericKeySerializer.INSTANCE
 WINDOWS = TimeWindowSerializer()
@@ -111,6 +114,26 @@ class QueueAndModel:
         self.backend.restore(metas, entries)
         self.queue = self.backend.timer_queue("event", WINDOWS)
 
+    def restore_via_columns(self, rnd: random.Random) -> None:
+        """Take the timers out as columns, pickle them (as a key group's state bytes do) and
+        continue on a new backend restored from the snapshot plus the columns, restored
+        into the live queue or left pending until the queue is created."""
+        metas = self.backend.state_meta_infos()
+        taken = self.backend.take_timer_columns()
+        assert sum(columns.timer_count() for _, columns in taken) == len(self.model)
+        assert not self.queue and list(self.backend.snapshot()) == []
+        taken = pickle.loads(pickle.dumps(taken))
+        self.backend = HeapKeyedStateBackend(KS, MAX_PARALLELISM)
+        self.backend.restore(metas, [])
+        if rnd.random() < 0.5:
+            self.queue = self.backend.timer_queue("event", WINDOWS)
+        for name, columns in taken:
+            self.backend.restore_timer_columns(name, columns)
+        if rnd.random() < 0.5:  # still pending, or already in the queue: the same entries
+            assert sorted(self.backend.timer_entries(), key=StateEntry.encoded_key) == \
+                self.expected_entries()
+        self.queue = self.backend.timer_queue("event", WINDOWS)
+
     def restore_into_live(self, rnd: random.Random) -> None:
         """Restore into the live queue a random part of its own snapshot (no change) and
         of the entries of timers it does not hold (they join it)."""
@@ -145,8 +168,10 @@ def _random_run(seed: int, steps: int, stamps: int) -> None:
             qm.delete(stamp, key, ns)
         elif roll < 0.72:
             qm.drop_key(key)
-        elif roll < 0.8:
+        elif roll < 0.76:
             qm.restore_fresh()
+        elif roll < 0.8:
+            qm.restore_via_columns(rnd)
         elif roll < 0.82:
             qm.restore_into_live(rnd)
         elif roll < 0.87:
@@ -211,6 +236,51 @@ def test_a_restored_queue_fires_what_the_queue_it_came_from_fires() -> None:
     assert fired(copy.timer_queue("event", WINDOWS)) == expected
 
 
+def test_columns_hold_what_the_entries_hold() -> None:
+    rnd = random.Random(11)
+    qm = QueueAndModel()
+    for _ in range(1500):
+        qm.add(rnd.choice(STAMPS + [rnd.randrange(-100, 100)]), rnd.choice(KEYS),
+               rnd.choice(NAMESPACES))
+    expected = qm.expected_entries()
+    [(name, columns)] = qm.backend.take_timer_columns()
+    assert name == timer_state_name("event") and columns.timer_count() == len(expected)
+    assert sorted(columns.entries(name, MAX_PARALLELISM), key=StateEntry.encoded_key) == expected
+    assert len(columns.pairs) == len({(e.key, e.namespace) for e in expected})
+
+
+def _columns(pairs: list[tuple[bytes, bytes]], index: list[int], stamps: list[int]) -> TimerColumns:
+    from array import array
+
+    return TimerColumns(pairs, array("I", index).tobytes(), array("q", stamps).tobytes())
+
+
+def test_inconsistent_columns_are_a_format_error() -> None:
+    pair = (KS.serialize("a"), WINDOWS.serialize(TimeWindow(0, 10)))
+    with pytest.raises(SavepointFormatError, match="2 pair indexes, 1 timestamps"):
+        _columns([pair], [0, 0], [5]).decoded()
+    with pytest.raises(SavepointFormatError, match="pair 3 of only 1"):
+        _columns([pair], [3], [5]).decoded()
+    with pytest.raises(SavepointFormatError, match="unreadable"):
+        TimerColumns([pair], b"\x00" * 3, b"\x00" * 8).decoded()
+
+
+def test_restored_columns_are_checked_against_meta_and_key_groups() -> None:
+    source = QueueAndModel()
+    source.add(5, "a", TimeWindow(0, 10))
+    metas = source.backend.state_meta_infos()
+    [(name, columns)] = source.backend.take_timer_columns()
+    without_meta = HeapKeyedStateBackend(KS, MAX_PARALLELISM)
+    with pytest.raises(SavepointFormatError, match="no timer meta info"):
+        without_meta.restore_timer_columns(name, columns)
+    group = assign_key_group(KS.serialize("a"), MAX_PARALLELISM)
+    others = [g for g in range(MAX_PARALLELISM) if g != group]
+    elsewhere = HeapKeyedStateBackend(KS, MAX_PARALLELISM, range(others[0], others[0] + 1))
+    elsewhere.restore(metas, [])
+    with pytest.raises(KeyGroupError, match=f"key group {group}, outside"):
+        elsewhere.restore_timer_columns(name, columns)
+
+
 class TimerQueueMachine(RuleBasedStateMachine):
     """Hypothesis drives the same operations; the model is checked after each step."""
 
@@ -238,6 +308,10 @@ class TimerQueueMachine(RuleBasedStateMachine):
     @rule()
     def restore_fresh(self) -> None:
         self.qm.restore_fresh()
+
+    @rule(seed=st.integers(0, 2**16))
+    def restore_via_columns(self, seed: int) -> None:
+        self.qm.restore_via_columns(random.Random(seed))
 
     @rule(seed=st.integers(0, 2**16))
     def restore_into_live(self, seed: int) -> None:
