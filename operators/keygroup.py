@@ -283,10 +283,10 @@ class KeyGroupRuntime:
                 backend = self.backend_factory()
                 if state is not None:
                     with paused_gc():
-                        raw_metas, rows_in, timers_in = load_state(state)
+                        raw_metas, rows_in, timers_in, _ = load_state(state)
                         backend.restore([StateMetaInfo.from_dict(m) for m in raw_metas],
                                         state_entries(rows_in))
-                        for timer_state, columns in (timers_in[1] if timers_in else ()):
+                        for timer_state, columns in timers_in:
                             backend.restore_timer_columns(timer_state, columns)
             operator.open(backend, self.config)
             try:
@@ -312,9 +312,8 @@ class KeyGroupRuntime:
                     timer_count = sum(columns.timer_count() for _, columns in taken)
                     result.state_entries = len(rows_out) + timer_count
                     if rows_out or timer_count:
-                        result.state = dump_state(
-                            [m.to_dict() for m in metas_out], rows_out,
-                            (self.config.max_parallelism, taken) if taken else ())
+                        result.state = dump_state([m.to_dict() for m in metas_out], rows_out,
+                                                  taken, self.config.max_parallelism)
         except SerializationError as exc:  # a state (or its snapshot) could not hold a value
             raise_named_serialization_error(exc, name)
         except DataStreamError:
@@ -387,7 +386,7 @@ class KeyGroupRuntime:
         metas = self._expected_reduce_metas()
         restored: dict[bytes, tuple[Any, ...]] = {}
         if state is not None:
-            state_metas, entries, timers = load_state(state)
+            state_metas, entries, timers, _ = load_state(state)
             if state_metas != metas or timers:
                 return None
             for entry in entries:

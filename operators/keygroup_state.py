@@ -13,7 +13,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterable
 from itertools import repeat
-from typing import Any, Union
+from typing import Any
 
 from ..state_store.entries import StateEntry, StateMetaInfo, sort_canonical
 from ..state_store.errors import SavepointFormatError
@@ -26,9 +26,8 @@ __all__ = ["Timers", "decode_state", "dump_state", "encode_state", "load_state",
 _STATE_FORMAT = "pyspark-datastream/keygroup-state/v2"
 _STATE_FORMAT_V1 = "pyspark-datastream/keygroup-state/v1"
 
-#: A key group's timers as columns: ``(max parallelism, [(timer state name, columns)])``,
-#: or ``()`` when it holds none.
-Timers = Union[tuple[int, list[tuple[str, TimerColumns]]], tuple[()]]
+#: A key group's timers as columns: ``(timer state name, columns)`` of each queue.
+Timers = list[tuple[str, TimerColumns]]
 
 _new_tuple = tuple.__new__
 
@@ -39,42 +38,36 @@ def encode_state(meta_infos: Iterable[StateMetaInfo], entries: Iterable[StateEnt
 
 
 def dump_state(metas: list[dict[str, Any]], rows: list[tuple[Any, ...]],
-                timers: Timers = ()) -> bytes:
+               timers: Timers | None = None, max_parallelism: int = 0) -> bytes:
     """Inverse of :func:`load_state`: the bytes of raw meta dicts, entry tuples and timer
-    columns (``(timer state name, columns)``, with the max parallelism their keys' key
-    groups are computed with, or ``()``)."""
-    if timers:
-        max_parallelism, taken = timers
-        blocks = [(name, columns.pairs, columns.pair_index, columns.timestamps)
-                  for name, columns in taken]
-    else:
-        max_parallelism, blocks = 0, []
+    columns, with the max parallelism their keys' key groups are computed with."""
+    blocks = [(name, columns.pairs, columns.pair_index, columns.timestamps)
+              for name, columns in timers or ()]
     return pickle.dumps((_STATE_FORMAT, metas, rows, max_parallelism, blocks),
                         pickle.HIGHEST_PROTOCOL)
 
 
-def load_state(data: bytes) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]], Timers]:
-    """The raw ``(meta dicts, entry tuples, timers)`` of state bytes (see :func:`dump_state`)."""
+def load_state(data: bytes) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]], Timers, int]:
+    """The raw ``(meta dicts, entry tuples, timers, max parallelism)`` of state bytes (see
+    :func:`dump_state`; version-1 bytes hold no timer columns)."""
     try:
         loaded = pickle.loads(data)
         tag = loaded[0]
     except Exception as exc:
         raise SavepointFormatError(f"key group state bytes are unreadable: {exc}") from exc
     if tag == _STATE_FORMAT_V1 and len(loaded) == 3:
-        return loaded[1], loaded[2], ()
+        return loaded[1], loaded[2], [], 0
     if tag != _STATE_FORMAT or len(loaded) != 5:
         raise SavepointFormatError(
             f"key group state has format {tag!r}, expected {_STATE_FORMAT!r}"
         )
     _, metas, rows, max_parallelism, blocks = loaded
-    if not blocks:
-        return metas, rows, ()
     try:
-        taken = [(name, TimerColumns(pairs, index, stamps))
-                 for name, pairs, index, stamps in blocks]
+        timers = [(name, TimerColumns(pairs, index, stamps))
+                  for name, pairs, index, stamps in blocks]
     except (TypeError, ValueError) as exc:
         raise SavepointFormatError(f"key group state holds unreadable timers: {exc}") from exc
-    return metas, rows, (max_parallelism, taken)
+    return metas, rows, timers, max_parallelism
 
 
 def state_entries(rows: list[tuple[Any, ...]]) -> list[StateEntry]:
@@ -89,12 +82,11 @@ def state_entries(rows: list[tuple[Any, ...]]) -> list[StateEntry]:
 def decode_state(data: bytes) -> tuple[list[StateMetaInfo], list[StateEntry]]:
     """Inverse of :func:`encode_state`, also of a micro-batch's state bytes: every entry,
     timers included, in canonical order; ``SavepointFormatError`` on foreign bytes."""
-    metas, rows, timers = load_state(data)
+    metas, rows, timers, max_parallelism = load_state(data)
     meta_infos = [StateMetaInfo.from_dict(m) for m in metas]
     entries = state_entries(rows)
     if not timers:
         return meta_infos, entries
-    max_parallelism, taken = timers
-    for name, columns in taken:
+    for name, columns in timers:
         entries.extend(columns.entries(name, max_parallelism))
     return meta_infos, sort_canonical(entries)

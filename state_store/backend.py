@@ -447,9 +447,8 @@ class KeyedStateBackend(ABC):
             entries.extend(queue.snapshot_entries(self.max_parallelism))
         for pending in self._pending_timers.values():
             entries.extend(pending)
-        for name, blocks in self._pending_timer_columns.items():
-            for columns in blocks:
-                entries.extend(columns.entries(name, self.max_parallelism))
+        for pending in self._pending_column_entries():
+            entries.extend(pending)
         return entries
 
     def timer_runs(self) -> list[list[StateEntry]]:
@@ -457,11 +456,14 @@ class KeyedStateBackend(ABC):
         canonical order, one per timer state."""
         runs = [queue.snapshot_entries(self.max_parallelism) for queue in self._timer_queues.values()]
         runs.extend(sort_canonical(pending) for pending in self._pending_timers.values())
-        runs.extend(
-            sort_canonical([entry for columns in blocks
-                            for entry in columns.entries(name, self.max_parallelism)])
-            for name, blocks in self._pending_timer_columns.items())
+        runs.extend(map(sort_canonical, self._pending_column_entries()))
         return [run for run in runs if run]
+
+    def _pending_column_entries(self) -> Iterator[list[StateEntry]]:
+        """The entries of the restored timer columns no queue has claimed, per timer state."""
+        for name, blocks in self._pending_timer_columns.items():
+            yield [entry for columns in blocks
+                   for entry in columns.entries(name, self.max_parallelism)]
 
     def take_timer_columns(self) -> list[tuple[str, TimerColumns]]:
         """Move every timer out of the backend as ``(timer state name, columns)``.

@@ -79,6 +79,12 @@ class Timer(_TimerTuple):
         return self
 
 
+def encode_timestamps(stamps: Iterable[int]) -> list[bytes]:
+    """Lexicographic-long user keys of many timer timestamps at once
+    (:func:`~.entries.encode_timestamp` of each: the sign bit flipped, big-endian)."""
+    return list(map(_pack_u64, map(_MASK64.__and__, map(_SIGN.__xor__, stamps))))
+
+
 def decode_timestamps(user_keys: list[bytes]) -> list[int]:
     """Timer timestamps of many lexicographic-long user keys at once
     (:func:`~.entries.decode_timestamp` of each; ``SavepointFormatError`` unless all are 8 bytes)."""
@@ -310,8 +316,7 @@ class TimerQueue:
         for key_bytes in key_groups:
             key_groups[key_bytes] = assign_key_group(key_bytes, max_parallelism)
         groups = list(map(key_groups.__getitem__, keys))
-        # encode_timestamp of each: the lexicographic long, sign bit flipped
-        user_keys = list(map(_pack_u64, map(_MASK64.__and__, map(_SIGN.__xor__, stamps))))
+        user_keys = encode_timestamps(stamps)
         sort_keys = join_parts(map(encode_key_group, groups), keys, namespaces, user_keys)
         order = sorted(range(len(groups)), key=sort_keys.__getitem__)
         state_name = timer_state_name(self.name)
@@ -449,6 +454,5 @@ class TimerColumns(NamedTuple):
         """The timers as entries of state ``state_name`` (unsorted)."""
         pairs, index, stamps = self.decoded()
         groups = [assign_key_group(key, max_parallelism) for key, _ in pairs]
-        user_keys = map(_pack_u64, map(_MASK64.__and__, map(_SIGN.__xor__, stamps)))
         return [StateEntry(groups[i], state_name, pairs[i][0], pairs[i][1], user_key, b"")
-                for i, user_key in zip(index, user_keys)]
+                for i, user_key in zip(index, encode_timestamps(stamps))]
