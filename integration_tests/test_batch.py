@@ -426,8 +426,17 @@ def test_native_key_bytes_equal_python_serializers(spark):
         LexicographicStringSerializer,
     )
 
+    import random
+
     strs = ["", "a", "a\x00b", "\x00", "\x00\x00", "é😀", "x\x00", "L\x07H\x00", "\x10\x00"]
     longs = [0, 1, -1, 2**63 - 1, -(2**63), 12345678901, -5, 7, 8]
+    # random strings over NUL, ASCII, 2-, 3- and 4-byte UTF-8 characters and NUL-like bytes
+    # inside multi-byte characters (U+0100, U+4E00, U+10000 end in 0x80 bytes)
+    rng = random.Random(17)
+    alphabet = "\x00\x00a0Z\x7f\xff\u0100\u4e00\U00010000é😀"
+    for _ in range(300):
+        strs.append("".join(rng.choice(alphabet) for _ in range(rng.randrange(12))))
+        longs.append(rng.randrange(-(2**63), 2**63))
     df = spark.createDataFrame(list(zip(strs, longs)), "s string, l bigint")
     g = GenericKeySerializer()
     rows = df.select(

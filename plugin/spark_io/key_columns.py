@@ -38,11 +38,13 @@ def _escaped_string(column: Any) -> Any:
     from pyspark.sql import functions as F
 
     terminator = F.unhex(F.lit("0000"))
-    escaped = F.unhex(F.regexp_replace(F.hex(F.encode(column, "UTF-8")), _ESCAPE_NUL, "$100FF"))
+    # A Spark string holds its UTF-8 bytes: a cast to binary copies them (encode() would
+    # decode to a Java string and encode it back), and contains() tests bytes (instr()
+    # also counts characters).
+    utf8 = column.cast("binary")
+    escaped = F.unhex(F.regexp_replace(F.hex(utf8), _ESCAPE_NUL, "$100FF"))
     # Strings without NUL (nearly all) skip the hex round trip.
-    return F.concat(
-        F.when(F.instr(column, "\u0000") > 0, escaped).otherwise(F.encode(column, "UTF-8")),
-        terminator)
+    return F.concat(F.when(column.contains("\u0000"), escaped).otherwise(utf8), terminator)
 
 
 def _flipped_long(column: Any) -> Any:
