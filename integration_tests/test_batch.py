@@ -416,6 +416,7 @@ def test_sink_to_delta_and_print(env_factory, tmp_path, capsys):
 
 
 def test_native_key_bytes_equal_python_serializers(spark):
+    import random
     import zlib
 
     from pyspark.sql import functions as F
@@ -425,8 +426,6 @@ def test_native_key_bytes_equal_python_serializers(spark):
         LexicographicLongSerializer,
         LexicographicStringSerializer,
     )
-
-    import random
 
     strs = ["", "a", "a\x00b", "\x00", "\x00\x00", "é😀", "x\x00", "L\x07H\x00", "\x10\x00"]
     longs = [0, 1, -1, 2**63 - 1, -(2**63), 12345678901, -5, 7, 8]

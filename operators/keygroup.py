@@ -100,15 +100,18 @@ class KeyGroupColumns:
     A reader of typed keys may give each element's key value (``key_values``) and the
     bytes of each distinct key (``key_bytes``) instead of ``keys``: the lean reduce then
     keys its fold by the values, and ``keys`` (each element's key bytes) is only built when
-    something reads it.
+    something reads it. ``key_group``, when given, is the key group the reader checked
+    every key's bytes to belong to.
     """
 
-    __slots__ = ("_keys", "timestamps", "values", "input_indexes", "key_values", "key_bytes")
+    __slots__ = ("_keys", "timestamps", "values", "input_indexes", "key_values", "key_bytes",
+                 "key_group")
 
     def __init__(self, keys: Optional[list[bytes]], timestamps: list[Optional[int]],
                  values: list[Any], input_indexes: Optional[list[int]] = None, *,
                  key_values: Optional[list[Any]] = None,
-                 key_bytes: Optional[dict[Any, bytes]] = None) -> None:
+                 key_bytes: Optional[dict[Any, bytes]] = None,
+                 key_group: Optional[int] = None) -> None:
         if keys is None and (key_values is None or key_bytes is None):
             raise JobExecutionError("KeyGroupColumns: keys, or key values and their bytes")
         n = len(keys if keys is not None else key_values)  # type: ignore[arg-type]
@@ -123,6 +126,7 @@ class KeyGroupColumns:
         self.input_indexes = input_indexes
         self.key_values = key_values if keys is None else None
         self.key_bytes = key_bytes if keys is None else None
+        self.key_group = key_group
 
     @property
     def keys(self) -> list[bytes]:
@@ -397,6 +401,7 @@ class KeyGroupRuntime:
         reduce_function = self._lean_reduce
         assert reduce_function is not None
         key_bytes: Optional[dict[Any, bytes]] = None
+        checked_group = rows.key_group if isinstance(rows, KeyGroupColumns) else None
         if isinstance(rows, KeyGroupColumns) and rows.key_values is not None:
             # typed keys: the fold is keyed by their values, bytes only per distinct key
             keys, key_bytes = rows.key_values, rows.key_bytes
@@ -423,7 +428,7 @@ class KeyGroupRuntime:
                            for k, kb in key_bytes.items() if kb in restored}
             results = fold_in_order(reduce_function.reduce, name, keys, elements, running)
             entries_out = reduce_entries(running, key_bytes, restored,
-                                         self.config.max_parallelism)
+                                         self.config.max_parallelism, checked_group)
         except SerializationError as exc:  # a state (or its snapshot) could not hold a value
             raise_named_serialization_error(exc, name)
         except DataStreamError:

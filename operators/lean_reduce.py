@@ -15,7 +15,9 @@ element or per distinct key, so it stays in plain lists and dicts:
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Mapping
+from itertools import repeat
 from operator import itemgetter
 from typing import Any, Optional
 
@@ -31,6 +33,8 @@ __all__ = ["VOID_NS", "fold_in_order", "reduce_entries"]
 #: Namespace bytes of keyed state without a namespace.
 VOID_NS = VOID_NAMESPACE_SERIALIZER.serialize(VOID_NAMESPACE)
 _KEY_GROUP = itemgetter(0)
+#: The protocol ``PickleSerializer`` writes.
+_PICKLE_PROTOCOL = 5
 
 
 def fold_in_order(reduce: Callable[[Any, Any], Any], name: str, keys: list[Any],
@@ -58,27 +62,47 @@ def fold_in_order(reduce: Callable[[Any, Any], Any], name: str, keys: list[Any],
 
 
 def reduce_entries(running: dict[Any, Any], key_bytes: Optional[Mapping[Any, bytes]],
-                   restored: dict[bytes, tuple[Any, ...]], max_parallelism: int
-                   ) -> list[tuple[Any, ...]]:
+                   restored: dict[bytes, tuple[Any, ...]], max_parallelism: int,
+                   key_group: Optional[int] = None) -> list[tuple[Any, ...]]:
     """The ``_reduce`` entries of a key group after :func:`fold_in_order`.
 
     ``running`` maps each key the call touched to its latest value; ``key_bytes`` gives a
     key's bytes (None: the keys are their bytes); ``restored`` maps key bytes to the
-    entries the call started from. Canonical order (the encoded entry key's) is, for one
-    state name and the void namespace, ``(key group, key length, key bytes)``.
+    entries the call started from; ``key_group``, when the caller has checked it, is the
+    key group of every key (else each new key's is computed). Canonical order (the encoded
+    entry key's) is, for one state name and the void namespace, ``(key group, key length,
+    key bytes)``. Built with C-level maps and sorts: a call touches up to hundreds of
+    thousands of keys.
     """
-    serialize = PickleSerializer.INSTANCE.serialize
+    keys = list(running)
+    kbs = keys if key_bytes is None else list(map(key_bytes.__getitem__, keys))
+    values = list(running.values())
+    cleared = [kb for kb, value in zip(kbs, values) if value is None]
+    if cleared:  # a None result clears the key's state
+        kept = [(kb, value) for kb, value in zip(kbs, values) if value is not None]
+        kbs, values = [kb for kb, _ in kept], [value for _, value in kept]
+    payloads = _pickled(values)
+    if key_group is not None:
+        groups: Any = repeat(key_group)
+    else:
+        groups = [restored[kb][0] if kb in restored else assign_key_group(kb, max_parallelism)
+                  for kb in kbs]
     entries = dict(restored)
-    for key, value in running.items():
-        kb = key if key_bytes is None else key_bytes[key]
-        if value is None:  # a None result clears the key's state
-            entries.pop(kb, None)
-            continue
-        old = restored.get(kb)
-        group = old[0] if old is not None else assign_key_group(kb, max_parallelism)
-        entries[kb] = (group, REDUCE_STATE_NAME, kb, VOID_NS, b"", serialize(value))
+    for kb in cleared:
+        entries.pop(kb, None)
+    entries.update(zip(kbs, zip(groups, repeat(REDUCE_STATE_NAME), kbs, repeat(VOID_NS),
+                                repeat(b""), payloads)))
     order = sorted(entries)
     order.sort(key=len)  # stable: by length, then bytes
     if len(set(map(_KEY_GROUP, entries.values()))) > 1:
         order.sort(key=lambda kb: entries[kb][0])
     return list(map(entries.__getitem__, order))
+
+
+def _pickled(values: list[Any]) -> list[bytes]:
+    """``PickleSerializer`` bytes of each value; its error (naming the value) on failure."""
+    try:
+        return list(map(pickle.dumps, values, repeat(_PICKLE_PROTOCOL)))
+    except Exception:
+        serialize = PickleSerializer.INSTANCE.serialize
+        return list(map(serialize, values))  # raises the serializer's error for the bad one

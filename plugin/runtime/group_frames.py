@@ -251,7 +251,8 @@ def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
             sides = list(take(sides))
     if key_bytes is not None:
         return KeyGroupColumns(None, stamps, values, sides if sided else None, key_values=keys,
-                               key_bytes=key_bytes)
+                               key_bytes=key_bytes,
+                               key_group=None if key_group is None else key_group[0])
     return KeyGroupColumns(keys, stamps, values, sides if sided else None)
 
 

@@ -207,3 +207,46 @@ def test_state_entries_are_canonical_across_key_groups():
     assert len({e[0] for e in entries}) > 1
     assert [e[2] for e in entries] == expected
     assert is_canonical([StateEntry(*e) for e in entries])
+
+
+def test_state_entries_with_a_checked_key_group_restored_keys_and_cleared_keys():
+    """The entries of a call that restored some keys, updated some, cleared one (a None
+    result) and added new ones: the same with the reader's checked key group as computed
+    per key, and what an independent model gives."""
+    import random
+
+    from pyspark_datastream.operators.lean_reduce import VOID_NS, reduce_entries
+    from pyspark_datastream.state_store.keygroups import assign_key_group
+
+    rng = random.Random(3)
+    words = [f"k{rng.randrange(10**6)}" for _ in range(400)]
+    group = assign_key_group(KS.serialize(words[0]), MAXP)
+    same = sorted({w for w in words if assign_key_group(KS.serialize(w), MAXP) == group}
+                  | {words[0]})
+    extra = [f"x{i}" for i in range(5000) if assign_key_group(KS.serialize(f"x{i}"), MAXP) == group]
+    keys = same + extra[:30]
+    restored = {KS.serialize(k): (group, "_reduce", KS.serialize(k), VOID_NS, b"",
+                                  pickle.dumps(("old", k), protocol=5)) for k in keys[::2]}
+    running = {k: (None if i % 7 == 0 else ("new", i)) for i, k in enumerate(keys[::3])}
+    key_bytes = {k: KS.serialize(k) for k in running}
+    model = {kb: pickle.loads(e[5]) for kb, e in restored.items()}
+    for k, v in running.items():
+        if v is None:
+            model.pop(key_bytes[k], None)
+        else:
+            model[key_bytes[k]] = v
+    expected = sorted(model, key=lambda kb: (len(kb), kb))
+    for checked in (None, group):
+        entries = reduce_entries(running, key_bytes, restored, MAXP, checked)
+        assert [e[2] for e in entries] == expected
+        assert [pickle.loads(e[5]) for e in entries] == [model[kb] for kb in expected]
+        assert {(e[0], e[1], e[3], e[4]) for e in entries} == {(group, "_reduce", VOID_NS, b"")}
+        assert is_canonical([StateEntry(*e) for e in entries])
+
+
+def test_an_unpicklable_result_is_a_serialization_error_naming_the_operator():
+    import threading
+
+    lean, _ = _pair(lambda a, b: threading.Lock(), name="locker")
+    with pytest.raises(SerializationError, match="locker"):
+        lean.run(None, _rows([("k", 1, 1), ("k", 2, 2)]))
