@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark_datastream import (
     ConfigurationError,
+    JobExecutionError,
     KeyedProcessFunction,
     TimestampAssigner,
     Types,
@@ -113,7 +114,10 @@ def test_event_timers_fire_by_watermark_across_micro_batches_and_late_data(
     assert by_key["c"] == [("seen", "c", 20_000, wm_min), ("timer", "c", 25_000, 1)]
     # unbounded source: d's timer (45_000) is beyond the last watermark (39_000) and waits
     assert by_key["d"] == [("seen", "d", 40_000, 18_999)]
-    assert out.index(("timer", "b", 6_000, 1)) < out.index(("seen", "a", 2_000, 18_999))
+    # b's timer fires in the micro-batch of a's late element (watermark 18_999), before a's
+    # second timer (the next batch): key groups 1 (a) and 88 (b) run in partitions 0 and 2
+    # (contiguous ranges), so collected rows list a's before b's within one micro-batch
+    assert out.index(("timer", "b", 6_000, 1)) < out.index(("timer", "a", 7_000, 2))
 
 
 def test_bounded_collection_fires_every_timer_at_end_of_input_and_matches_batch(
@@ -233,3 +237,65 @@ def test_batch_equals_streaming_process_with_value_list_map_state_and_timers(
     streaming = sorted(build(env).execute_and_collect("diff-process"))
     batch = sorted(build(env_factory("BATCH")).execute_and_collect())
     assert streaming == batch and len(batch) >= 1
+
+
+def test_spark_hash_partitioning_puts_every_key_group_on_its_range(spark):
+    """Spark's own hash of (key group, salt) agrees with key_group_ranges, for random ints
+    and for every key group of two layouts; the end-of-input sentinel (-1) gets salt 0."""
+    import random
+
+    import numpy as np
+    from pyspark.sql import functions as F
+    from pyspark_datastream.spark_io.key_group_ranges import salt_column, spark_partition
+
+    rng = random.Random(11)
+    pairs = [(rng.randrange(-2**31, 2**31), rng.randrange(-2**31, 2**31)) for _ in range(500)]
+    df = spark.createDataFrame(pairs, "a int, b int")
+    got = [r[0] for r in df.select(F.pmod(F.hash("a", "b"), F.lit(7))).collect()]
+    assert got == spark_partition([np.array([a for a, _ in pairs]),
+                                   np.array([b for _, b in pairs])], 7).tolist()
+    for max_parallelism, partitions in ((128, 4), (1000, 7)):
+        kg = spark.range(-1, max_parallelism).select(F.col("id").cast("int").alias("_kg"))
+        placed = (kg.withColumn("_kgs", salt_column(F.col("_kg"), max_parallelism, partitions))
+                  .repartition(partitions, "_kg", "_kgs")
+                  .select("_kg", "_kgs", F.spark_partition_id().alias("p")).collect())
+        assert len(placed) == max_parallelism + 1
+        for r in placed:
+            if r._kg < 0:
+                assert r._kgs == 0
+            else:
+                assert r.p == r._kg * partitions // max_parallelism, r
+
+
+@pytest.mark.parametrize("ranges", [True, False])
+def test_a_restart_with_other_shuffle_partitions_fails_clearly_or_keeps_the_legacy_layout(
+        spark, env_factory, tmp_path, ranges):
+    """With key-group ranges, the salts follow the planned number of partitions: a restart
+    planned for another number than the checkpoint's fails before anything is written.
+    Without them (the layout of earlier checkpoints) Spark keeps the checkpoint's number
+    and the running sums continue."""
+    src = str(tmp_path / "in")
+    add_file(src, [("a", 1), ("b", 10), ("a", 2)], "f1")
+    config = {"execution.streaming.key-group-ranges.enabled": str(ranges).lower()}
+
+    def run():
+        env = _streaming_env(env_factory, tmp_path, **config)
+        df = spark.readStream.schema(SCHEMA).parquet(src)
+        ds = env.from_dataframe(df).key_by(lambda r: r[0]).reduce(lambda x, y: (x[0], x[1] + y[1]))
+        return sorted(ds.execute_and_collect("restart-partitions"))
+
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    assert before == "4"
+    assert run() == [("a", 1), ("a", 3), ("b", 10)]
+    add_file(src, [("a", 5), ("b", 1)], "f2")
+    spark.conf.set("spark.sql.shuffle.partitions", "3")
+    try:
+        if ranges:
+            with pytest.raises(JobExecutionError, match=r"planned for spark.sql.shuffle.partitions=3"):
+                run()
+        else:
+            assert run() == [("a", 8), ("b", 11)]
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    if ranges:  # planned with the checkpoint's number again, the job continues
+        assert run() == [("a", 8), ("b", 11)]

@@ -14,13 +14,15 @@ from typing import Any, Callable, Iterator, Optional
 from ..operators.base import MIN_WATERMARK, OperatorConfig
 from ..operators.broadcast_runtime import BroadcastKeyGroupRuntime
 from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
+from ..state_store.errors import JobExecutionError
+from ..state_store.keygroups import operator_index_for_key_group
 from .encoding import VALUE, Encoding
 from .group_frames import SEQ, SPLIT_SHIFT, TypedInput, column_blobs, group_rows
 from .passes import PassSpec, gc_paused, partition_id, run_pass
 
 __all__ = [
     "END_OF_INPUT_MS", "END_THRESHOLD", "GroupSpec", "group_function",
-    "stream_pass", "seq_pass", "append_seq",
+    "stream_pass", "seq_pass", "append_seq", "check_partition",
 ]
 
 #: Event time (ms) of the end-of-input sentinel: 9999-12-31T23:59:59Z.
@@ -52,6 +54,9 @@ class GroupSpec:
     typed_input: Optional[TypedInput] = None
     #: records leave as these typed columns instead of pickled ``_v``
     output_enc: Optional[Encoding] = None
+    #: the number of Spark partitions the key groups were placed on in contiguous ranges
+    #: (each call checks its partition); 0: placed by Spark's hash of the key group
+    partitions: int = 0
 
 
 def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -88,6 +93,8 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         kg = key[0]
         if kg is None or kg < 0:  # the end-of-input sentinel's own group
             return
+        if spec.partitions:
+            check_partition(spec, int(kg))
         restored: Optional[bytes] = None
         if spec.restoring and frames:
             # savepoint restore rows (one per key group, first micro-batch only)
@@ -132,6 +139,22 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         return column_blobs(out_tags, values, stamps, spec.tags, spec.output_enc, spec.name)
 
     return fn
+
+
+def check_partition(spec: GroupSpec, key_group: int) -> None:
+    """Raise unless key group ``key_group`` runs in the partition of its range: the salts
+    that place it there were computed for ``spec.partitions`` partitions, and a query
+    restarted from a checkpoint keeps the number of partitions it started with."""
+    maxp = int(spec.config["max_parallelism"])
+    expected = operator_index_for_key_group(maxp, spec.partitions, key_group)
+    actual = partition_id()
+    if actual != expected:
+        raise JobExecutionError(
+            f"operator {spec.name!r}: key group {key_group} runs in Spark partition {actual}, "
+            f"not {expected}: the job was planned for spark.sql.shuffle.partitions="
+            f"{spec.partitions}, but the query runs with another number (a query restarted "
+            "from a checkpoint keeps the number it started with). Build the job with the "
+            "checkpoint's spark.sql.shuffle.partitions, or start with a new checkpoint.")
 
 
 def stream_pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], Iterator[Any]]:

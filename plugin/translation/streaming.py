@@ -81,6 +81,7 @@ from ..runtime.group_state import (
 )
 from ..runtime.passes import PassSpec, output_ddl
 from ..spark_io.columns import lit
+from ..spark_io.key_group_ranges import SALT, salt_column
 from ..state_store.errors import ConfigurationError, GraphBuildError
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
 from .pushdown import native_map
@@ -146,6 +147,12 @@ class StreamingTranslator:
         self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
         # the map and key-field pushdowns (pushdown.py) follow BATCH's option
         self.pushdown = is_true(resolve(cfg, "execution.batch.native-pushdown.enabled", "BATCH"))
+        #: key groups on Spark partitions in contiguous ranges (spark_io/key_group_ranges.py):
+        #: the number of partitions the stateful operators run with, 0 when off
+        self.range_partitions = (
+            max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 200))
+            if is_true(resolve(cfg, "execution.streaming.key-group-ranges.enabled", "STREAMING"))
+            else 0)
         self._streams: dict[int, Stream] = {}
         self._tags = side_output_tags(nodes)
         # Restore (streaming_savepoint.py) is checked here, before anything runs, by
@@ -614,14 +621,22 @@ class StreamingTranslator:
                           (backend_kind, dict(backend[1] or {})),
                           (os.path.join(self.job_folder(), "state", stage)
                            if backend_kind == "rocksdb" else None), restoring,
-                          processing_timeout, self._typed_inputs.get(node.id), out_enc)
+                          processing_timeout, self._typed_inputs.get(node.id), out_enc,
+                          self.range_partitions)
         self.group_specs[node.id] = spec
         payload = ", ".join(out_enc.spark_fields()) if out_enc is not None else f"{VALUE} binary"
         ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {payload}"
         timeout = (GroupStateTimeout.ProcessingTimeTimeout if processing_timeout
                    else GroupStateTimeout.EventTimeTimeout)
         # the function returns its rows as Arrow IPC blobs; a zero-copy pass unpacks them
-        out = df.groupBy(KG).applyInPandasWithState(
+        grouping = [KG]
+        if self.range_partitions:
+            # Spark hashes the grouping columns to pick a partition: a salt per key group
+            # lands each key group in its range's partition (key_group_ranges.py)
+            df = df.withColumn(SALT, salt_column(F.col(KG), self.max_parallelism,
+                                                 self.range_partitions))
+            grouping.append(SALT)
+        out = df.groupBy(*grouping).applyInPandasWithState(
             group_function(spec), f"{BLOB} binary", _STATE_SCHEMA, "append", timeout)
         out = out.mapInArrow(unpack_blobs, ddl)
         return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
