@@ -1,8 +1,10 @@
 """STREAMING translation: Spark Structured Streaming with Flink's STREAMING semantics.
 
-Mapping (FACTS.md measured why):
+Mapping:
 
-* Every keyed operator becomes ``groupBy("_kg").applyInPandasWithState(...)``
+* Every keyed operator becomes ``groupBy("_kg", "_kgs").applyInPandasWithState(...)``
+  (``_kgs``: the salt that places each key group on its range's partition,
+  ``spark_io/key_group_ranges.py``)
   with ``GroupStateTimeout.EventTimeTimeout`` (``ProcessingTimeTimeout`` for an
   operator without event time on an unbounded input under a processing-time
   trigger, so its processing-time timers fire between data; see
