@@ -453,3 +453,40 @@ def test_native_key_bytes_equal_python_serializers(spark):
         assert bytes(r.ls) == LexicographicStringSerializer.INSTANCE.serialize(r.s)
         assert bytes(r.ll) == LexicographicLongSerializer.INSTANCE.serialize(r.l)
         assert r.kg == zlib.crc32(g.serialize(r.s)) % 128
+
+
+class SubtaskOfKey(KeyedProcessFunction):
+    """Emits (key, index of this subtask) for each key's first record."""
+
+    def open(self, runtime_context):
+        self.index = runtime_context.get_index_of_this_subtask()
+        self.seen = runtime_context.get_state(ValueStateDescriptor("seen", Types.BOOLEAN()))
+
+    def process_element(self, value, ctx):
+        if not self.seen.value():
+            self.seen.update(True)
+            yield (ctx.get_current_key(), self.index)
+
+
+@pytest.mark.parametrize("sorted_inputs", ["true", "false"])
+def test_each_key_runs_on_the_subtask_of_its_key_group_range(env_factory, sorted_inputs):
+    """As in Flink, the subtask of a key is ``key_group * parallelism // max_parallelism``
+    (key groups in contiguous ranges, ``KeyGroupRangeAssignment``), with a Python key
+    selector (the key-group shuffle), sorted or hashed execution; expected subtasks are
+    computed from the key bytes here."""
+    from pyspark_datastream.state_store.keygroups import assign_key_group
+    from pyspark_datastream.state_store.serializers import GenericKeySerializer
+
+    env = env_factory("BATCH", {"execution.sorted-inputs.enabled": sorted_inputs})
+    env.set_parallelism(3)
+    env.set_max_parallelism(64)
+    keys = [f"user-{i}" for i in range(300)]
+    got = dict(env.from_collection([(k, 1) for k in keys] * 2)
+               .key_by(lambda r: r[0].upper())  # not traceable: the key-group shuffle
+               .process(SubtaskOfKey(), output_type=Types.TUPLE([Types.STRING(), Types.INT()]))
+               .execute_and_collect())
+    assert len(got) == len(keys)
+    serialize = GenericKeySerializer.INSTANCE.serialize
+    expected = {k.upper(): assign_key_group(serialize(k.upper()), 64) * 3 // 64 for k in keys}
+    assert got == expected
+    assert set(got.values()) == {0, 1, 2}

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..state_store.keygroups import operator_index_for_key_group
 
-__all__ = ["SALT", "spark_partition", "salts", "salt_column"]
+__all__ = ["SALT", "spark_partition", "salts", "salt_column", "repartition_by_key_group_range"]
 
 #: Name of the salt column grouped on beside the key group.
 SALT = "_kgs"
@@ -86,3 +86,14 @@ def salt_column(key_group: Any, max_parallelism: int, partitions: int) -> Any:
     table = ", ".join(map(str, salts(max_parallelism, partitions)))
     lookup = F.element_at(F.expr(f"array({table})"), key_group + 1)
     return F.when(key_group >= 0, lookup).otherwise(F.lit(0)).cast("int")
+
+
+def repartition_by_key_group_range(df: Any, key_group: str, partitions: int,
+                                   max_parallelism: int) -> Any:
+    """``df`` shuffled into ``partitions`` partitions, partition ``i`` holding the key groups
+    (column ``key_group``) of Flink's subtask ``i``: a BATCH keyed stage's partitions are as
+    even as key groups allow (Spark's hash of the key group alone is not)."""
+    from pyspark.sql import functions as F
+
+    kg = F.col(key_group)
+    return df.repartition(partitions, kg, salt_column(kg, max_parallelism, partitions))

@@ -60,6 +60,7 @@ from ..runtime.passes import (
 from ..runtime.savepoint_rows import RESTORE_COLUMNS, SP_COLUMNS, SP_META
 from ..spark_io.columns import col, count_all, lit
 from ..spark_io.key_columns import native_key_bytes
+from ..spark_io.key_group_ranges import repartition_by_key_group_range
 from ..spark_io.progress import BatchProgress, Stage
 from ..state_store.errors import GraphBuildError, JobExecutionError
 from .failures import surfacing
@@ -508,7 +509,7 @@ class BatchTranslator:
 
         Equal keys share a key group, so sorting by key bytes alone makes each key's records
         contiguous; the key-group column is not needed by the keyed pass and is dropped."""
-        df = df.repartition(self.parallelism, col(KG))
+        df = repartition_by_key_group_range(df, KG, self.parallelism, self.max_parallelism)
         if self.sorted_inputs:
             order = [KEY, TS] + ([SIDE] if sided else [])
             df = df.sortWithinPartitions(*order)

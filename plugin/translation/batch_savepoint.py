@@ -53,6 +53,7 @@ from ..savepoint.format import (
 )
 from ..savepoint.writer import SavepointFolder
 from ..spark_io.delta_io import session_has_delta
+from ..spark_io.key_group_ranges import repartition_by_key_group_range
 from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import ConfigurationError, GraphBuildError, JobExecutionError
 from .broadcast import broadcast_meta_infos, check_broadcast_restore
@@ -224,7 +225,8 @@ class BatchRestore:
         if sided:
             order.append(F.col(SIDE))
         order += [F.col(n) for n, _ in RESTORE_COLUMNS[:3]]
-        return union.repartition(t.parallelism, F.col(KG)).sortWithinPartitions(*order)
+        return repartition_by_key_group_range(union, KG, t.parallelism, t.max_parallelism
+                                              ).sortWithinPartitions(*order)
 
 
 def check_savepoint_uids(nodes: list[Transformation]) -> None:

@@ -31,6 +31,7 @@ from ..operators.partition import (
 from ..plan.graph import FullPartitionNode, KeyByNode
 from ..runtime.encoding import KEY, KG, PICKLED, TS, ColumnWriter, Encoding, make_decoder
 from ..runtime.fastpath import plain_callable
+from ..spark_io.key_group_ranges import repartition_by_key_group_range
 from .rows import leading_rows
 from .stream import KeyedInputTranslator, Stream
 from .tracing import Expr, to_column, trace
@@ -50,7 +51,8 @@ def translate_full_partition(translator: KeyedInputTranslator, node: FullPartiti
         key_node = node.inputs[0]
         assert isinstance(key_node, KeyByNode)
         df, enc = translator.keyed_input(key_node, node)
-        df = df.repartition(translator.parallelism, KG)
+        df = repartition_by_key_group_range(df, KG, translator.parallelism,
+                                            translator.max_parallelism)
         keys = [KG, KEY]
     else:
         parent = translator.input_stream(node.inputs[0])
