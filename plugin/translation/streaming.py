@@ -132,6 +132,19 @@ _ET = "_et"
 _STATE_SCHEMA = "s binary"
 
 
+def _shuffle_partitions(spark: Any) -> int:
+    """The session's ``spark.sql.shuffle.partitions`` (the number of partitions a new
+    stateful query runs with); 0 when it is not a number (e.g. ``auto``): key groups are
+    then placed by Spark's hash."""
+    raw = spark.conf.get("spark.sql.shuffle.partitions") or "200"
+    try:
+        return max(1, int(raw))
+    except ValueError:
+        log.info("STREAMING: spark.sql.shuffle.partitions is %r: key groups are placed by "
+                 "Spark's hash of the key group, not in ranges", raw)
+        return 0
+
+
 class StreamingTranslator:
     """Turns a job graph into Spark streaming queries and runs them (STREAMING mode)."""
 
@@ -152,7 +165,7 @@ class StreamingTranslator:
         #: key groups on Spark partitions in contiguous ranges (spark_io/key_group_ranges.py):
         #: the number of partitions the stateful operators run with, 0 when off
         self.range_partitions = (
-            max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 200))
+            _shuffle_partitions(spark)
             if is_true(resolve(cfg, "execution.streaming.key-group-ranges.enabled", "STREAMING"))
             else 0)
         self._streams: dict[int, Stream] = {}
