@@ -124,7 +124,6 @@ def streaming_floor(spark: object, path: str, schema: object) -> float:
 
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
-
     from pyspark_datastream.spark_io.key_group_ranges import SALT, salt_column
 
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))  # type: ignore[attr-defined]
