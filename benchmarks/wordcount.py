@@ -115,7 +115,7 @@ def streaming_floor(spark: object, path: str, schema: object) -> float:
     """What Spark's ``applyInPandasWithState`` itself costs on this input: the columns the
     STREAMING job hands it (key group, the record's two fields, the file order columns, a null
     record timestamp and a null watermark column), grouped as the job groups them (by key group
-    and the salt that puts key groups on partitions in ranges), to a function that
+    plus the salt that puts it on its range's partition), to a function that
     reads every frame and returns nothing, available-now into a Parquet sink. No state, no
     output: the floor under any STREAMING keyed job on this API. Returns the query's seconds.
     """
@@ -124,7 +124,7 @@ def streaming_floor(spark: object, path: str, schema: object) -> float:
 
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
-    from pyspark_datastream.spark_io.key_group_ranges import SALT, salt_column
+    from pyspark_datastream.spark_io.key_group_ranges import RANGE_KEY, range_key_column
 
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))  # type: ignore[attr-defined]
 
@@ -144,8 +144,8 @@ def streaming_floor(spark: object, path: str, schema: object) -> float:
                           F.col("_metadata.row_index").alias("_seq_row"),
                           F.lit(None).cast("timestamp").alias("_et"))
                   .withWatermark("_et", "0 seconds"))
-        out = (stream.withColumn(SALT, salt_column(F.col("_kg"), 128, partitions))
-               .groupBy("_kg", SALT)
+        out = (stream.withColumn(RANGE_KEY, range_key_column(F.col("_kg"), 128, partitions))
+               .groupBy(RANGE_KEY)
                .applyInPandasWithState(consume, "_b binary", "s binary", "append",
                                        GroupStateTimeout.EventTimeTimeout))
         t = time.time()

@@ -240,20 +240,30 @@ def test_batch_equals_streaming_process_with_value_list_map_state_and_timers(
 
 
 def test_spark_hash_partitioning_puts_every_key_group_on_its_range(spark):
-    """Spark's own hash of (key group, salt) agrees with key_group_ranges, for random ints
-    and for every key group of two layouts; the end-of-input sentinel (-1) gets salt 0."""
+    """Spark's own hash agrees with key_group_ranges, for random ints and longs, and for every
+    key group of two layouts: BATCH's (key group, salt) ints and STREAMING's long range key;
+    the end-of-input sentinel (-1) keeps its key group."""
     import random
 
     import numpy as np
     from pyspark.sql import functions as F
-    from pyspark_datastream.spark_io.key_group_ranges import salt_column, spark_partition
+    from pyspark_datastream.spark_io.key_group_ranges import (
+        range_key_column,
+        salt_column,
+        spark_partition,
+        spark_partition_of_longs,
+    )
+    from pyspark_datastream.state_store.keygroups import key_group_of_range_key
 
     rng = random.Random(11)
-    pairs = [(rng.randrange(-2**31, 2**31), rng.randrange(-2**31, 2**31)) for _ in range(500)]
-    df = spark.createDataFrame(pairs, "a int, b int")
-    got = [r[0] for r in df.select(F.pmod(F.hash("a", "b"), F.lit(7))).collect()]
-    assert got == spark_partition([np.array([a for a, _ in pairs]),
-                                   np.array([b for _, b in pairs])], 7).tolist()
+    rows = [(rng.randrange(-2**31, 2**31), rng.randrange(-2**31, 2**31),
+             rng.randrange(-2**63, 2**63)) for _ in range(500)]
+    df = spark.createDataFrame(rows, "a int, b int, c long")
+    got = df.select(F.pmod(F.hash("a", "b"), F.lit(7)), F.pmod(F.hash("c"), F.lit(7))).collect()
+    assert [r[0] for r in got] == spark_partition([np.array([r[0] for r in rows]),
+                                                   np.array([r[1] for r in rows])], 7).tolist()
+    assert [r[1] for r in got] == spark_partition_of_longs(np.array([r[2] for r in rows]),
+                                                           7).tolist()
     for max_parallelism, partitions in ((128, 4), (1000, 7)):
         kg = spark.range(-1, max_parallelism).select(F.col("id").cast("int").alias("_kg"))
         placed = (kg.withColumn("_kgs", salt_column(F.col("_kg"), max_parallelism, partitions))
@@ -264,6 +274,15 @@ def test_spark_hash_partitioning_puts_every_key_group_on_its_range(spark):
             if r._kg < 0:
                 assert r._kgs == 0
             else:
+                assert r.p == r._kg * partitions // max_parallelism, r
+        keyed = (kg.withColumn("_kgr", range_key_column(F.col("_kg"), max_parallelism,
+                                                        partitions))
+                 .repartition(partitions, "_kgr")
+                 .select("_kg", "_kgr", F.spark_partition_id().alias("p")).collect())
+        assert len(keyed) == max_parallelism + 1
+        for r in keyed:
+            assert key_group_of_range_key(r._kgr) == r._kg
+            if r._kg >= 0:
                 assert r.p == r._kg * partitions // max_parallelism, r
 
 

@@ -21,6 +21,8 @@ __all__ = [
     "check_max_parallelism",
     "key_group_range_for_operator",
     "operator_index_for_key_group",
+    "RANGE_KEY_SHIFT",
+    "key_group_of_range_key",
 ]
 
 DEFAULT_MAX_PARALLELISM = 128
@@ -59,3 +61,14 @@ def key_group_range_for_operator(
     start = (operator_index * max_parallelism + parallelism - 1) // parallelism
     end = ((operator_index + 1) * max_parallelism - 1) // parallelism
     return range(start, end + 1)
+
+
+#: A STREAMING range key is ``key_group + (salt << RANGE_KEY_SHIFT)``: the salt only steers
+#: Spark's hash partitioning of the key group (``spark_io/key_group_ranges.py``).
+RANGE_KEY_SHIFT = 32
+
+
+def key_group_of_range_key(range_key: int) -> int:
+    """The key group of a STREAMING range key (a negative one, the end-of-input sentinel's,
+    is its own)."""
+    return range_key if range_key < 0 else range_key & ((1 << RANGE_KEY_SHIFT) - 1)

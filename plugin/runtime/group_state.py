@@ -15,7 +15,7 @@ from ..operators.base import MIN_WATERMARK, OperatorConfig
 from ..operators.broadcast_runtime import BroadcastKeyGroupRuntime
 from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
 from ..state_store.errors import JobExecutionError
-from ..state_store.keygroups import operator_index_for_key_group
+from ..state_store.keygroups import key_group_of_range_key, operator_index_for_key_group
 from .encoding import VALUE, Encoding
 from .group_frames import SEQ, SPLIT_SHIFT, TypedInput, column_blobs, group_rows
 from .passes import PassSpec, gc_paused, partition_id, run_pass
@@ -55,7 +55,8 @@ class GroupSpec:
     #: records leave as these typed columns instead of pickled ``_v``
     output_enc: Optional[Encoding] = None
     #: the number of Spark partitions the key groups were placed on in contiguous ranges
-    #: (each call checks its partition); 0: placed by Spark's hash of the key group
+    #: (grouped on the range key; each call checks its partition); 0: grouped on the key
+    #: group, placed by Spark's hash of it
     partitions: int = 0
 
 
@@ -91,6 +92,8 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
     def run(key: tuple[Any, ...], pdfs: Iterator[Any], state: Any) -> Any:
         frames = [p for p in pdfs if len(p)]
         kg = key[0]
+        if kg is not None and spec.partitions:  # grouped on the range key
+            kg = key_group_of_range_key(int(kg))
         if kg is None or kg < 0:  # the end-of-input sentinel's own group
             return
         if spec.partitions:

@@ -5,10 +5,16 @@ partitions as 25, 41, 29 and 33 (over 2 as 54 and 74): the largest partition dec
 stage ends. Flink gives subtask ``i`` of ``P`` the key groups ``kg`` with
 ``kg * P // max_parallelism == i`` (:func:`operator_index_for_key_group`), equal ranges.
 
-Spark picks a row's partition as ``pmod(murmur3(grouping columns, seed 42), P)``, so a
-second grouping column - a per-key-group *salt*, read from a small table - steers each key
-group onto the partition of its range: :func:`salts` finds, for every key group, the
-smallest salt whose hash lands there; :func:`salt_column` is that table as a Spark column.
+Spark picks a row's partition as ``pmod(murmur3(columns, seed 42), P)``, so a per-key-group
+*salt*, read from a small table, can steer each key group onto the partition of its range:
+
+* BATCH repartitions by ``(key group, salt)`` (:func:`repartition_by_key_group_range`; its
+  sorts do not involve the salt);
+* STREAMING groups on ONE long column, the *range key* ``kg + (salt << 32)``
+  (:func:`range_key_column`; :func:`key_group_of_range_key` reads the key group back): a
+  second grouping column would make Spark's sort compare rows past the sort prefix. Its type
+  (long, the key group's is int) makes Spark refuse a checkpoint of the old layout.
+
 The salts depend on ``P``: a query must be planned with the number of partitions it runs
 with (the runtime checks each key group's partition, ``GroupSpec.partitions``).
 """
@@ -19,12 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from ..state_store.keygroups import operator_index_for_key_group
+from ..state_store.keygroups import RANGE_KEY_SHIFT, operator_index_for_key_group
 
-__all__ = ["SALT", "spark_partition", "salts", "salt_column", "repartition_by_key_group_range"]
+__all__ = ["RANGE_KEY", "spark_partition", "spark_partition_of_longs", "salts", "salt_column",
+           "range_key_column", "repartition_by_key_group_range"]
 
-#: Name of the salt column grouped on beside the key group.
-SALT = "_kgs"
+#: Name of STREAMING's grouping column: the key group plus its salt (a long).
+RANGE_KEY = "_kgr"
 _SEED = 42
 _C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
 
@@ -33,17 +40,35 @@ def _rotl(x: np.ndarray, r: int) -> np.ndarray:
     return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
 
 
-def _hash_int(value: np.ndarray, seed: np.ndarray) -> np.ndarray:
-    """Spark's ``Murmur3_x86_32.hashInt`` over uint32 arrays (wrapping arithmetic)."""
+def _mix(h1: np.ndarray, value: np.ndarray) -> np.ndarray:
     k1 = _rotl(value * _C1, 15) * _C2
-    h1 = _rotl(seed ^ k1, 13) * np.uint32(5) + np.uint32(0xE6546B64)
-    h1 ^= np.uint32(4)
+    return _rotl(h1 ^ k1, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+
+
+def _fmix(h1: np.ndarray, length: int) -> np.ndarray:
+    h1 = h1 ^ np.uint32(length)
     h1 ^= h1 >> np.uint32(16)
     h1 *= np.uint32(0x85EBCA6B)
     h1 ^= h1 >> np.uint32(13)
     h1 *= np.uint32(0xC2B2AE35)
     h1 ^= h1 >> np.uint32(16)
     return h1
+
+
+def _hash_int(value: np.ndarray, seed: np.ndarray) -> np.ndarray:
+    """Spark's ``Murmur3_x86_32.hashInt`` over uint32 arrays (wrapping arithmetic)."""
+    return _fmix(_mix(seed, value), 4)
+
+
+def _hash_long(value: np.ndarray, seed: np.ndarray) -> np.ndarray:
+    """Spark's ``Murmur3_x86_32.hashLong``: the low then the high 32 bits, length 8."""
+    low = value.astype(np.uint64) & np.uint64(0xFFFFFFFF)
+    high = value.astype(np.uint64) >> np.uint64(32)
+    return _fmix(_mix(_mix(seed, low.astype(np.uint32)), high.astype(np.uint32)), 8)
+
+
+def _pmod(h: np.ndarray, partitions: int) -> np.ndarray:
+    return np.mod(h.view(np.int32).astype(np.int64), partitions)
 
 
 def spark_partition(columns: list[Any], partitions: int) -> np.ndarray:
@@ -53,13 +78,22 @@ def spark_partition(columns: list[Any], partitions: int) -> np.ndarray:
         h = np.full(np.shape(columns[0]), _SEED, dtype=np.uint32)
         for c in columns:
             h = _hash_int(np.asarray(c, dtype=np.int64).astype(np.uint32), h)
-    return np.mod(h.view(np.int32).astype(np.int64), partitions)
+        return _pmod(h, partitions)
 
 
-def salts(max_parallelism: int, partitions: int) -> list[int]:
-    """For each key group, the smallest salt ``s >= 0`` with
-    ``spark_partition([kg, s]) == kg * partitions // max_parallelism`` (about ``partitions``
-    candidates per key group; searched in blocks of 64 for all open key groups at once)."""
+def spark_partition_of_longs(values: Any, partitions: int) -> np.ndarray:
+    """The partition of each value of one long column under Spark's ``HashPartitioning``."""
+    with np.errstate(over="ignore"):
+        seed = np.full(np.shape(values), _SEED, dtype=np.uint32)
+        return _pmod(_hash_long(np.asarray(values, dtype=np.int64), seed), partitions)
+
+
+def salts(max_parallelism: int, partitions: int, long_key: bool = False) -> list[int]:
+    """For each key group, the smallest salt ``s >= 0`` that puts it on partition
+    ``kg * partitions // max_parallelism``: as the int columns ``(kg, s)`` (BATCH's
+    repartitioning) or, with ``long_key``, as the long ``kg + (s << 32)`` (STREAMING's range
+    key). About ``partitions`` candidates per key group; searched in blocks of 64 for all
+    open key groups at once."""
     target = np.array([operator_index_for_key_group(max_parallelism, partitions, g)
                        for g in range(max_parallelism)], dtype=np.int64)
     found = np.full(max_parallelism, -1, dtype=np.int64)
@@ -69,8 +103,9 @@ def salts(max_parallelism: int, partitions: int) -> list[int]:
         candidates = np.arange(start, start + step, dtype=np.int64)
         kg = np.repeat(open_groups, step)
         salt = np.tile(candidates, len(open_groups))
-        hit = (spark_partition([kg, salt], partitions) == np.repeat(target[open_groups], step)
-               ).reshape(len(open_groups), step)
+        placed = (spark_partition_of_longs(kg + (salt << RANGE_KEY_SHIFT), partitions)
+                  if long_key else spark_partition([kg, salt], partitions))
+        hit = (placed == np.repeat(target[open_groups], step)).reshape(len(open_groups), step)
         done = hit.any(axis=1)
         found[open_groups[done]] = hit[done].argmax(axis=1) + start
         open_groups = open_groups[~done]
@@ -78,14 +113,25 @@ def salts(max_parallelism: int, partitions: int) -> list[int]:
     return found.tolist()
 
 
-def salt_column(key_group: Any, max_parallelism: int, partitions: int) -> Any:
-    """The salt of each row's key group as an int Spark column (0 for a negative key group,
-    the end-of-input sentinel's): one constant array literal indexed by the key group."""
+def salt_column(key_group: Any, max_parallelism: int, partitions: int,
+                long_key: bool = False) -> Any:
+    """The salt of each row's key group (:func:`salts`) as an int Spark column (0 for a
+    negative key group, the end-of-input sentinel's): one constant array literal indexed by
+    the key group."""
     from pyspark.sql import functions as F
 
-    table = ", ".join(map(str, salts(max_parallelism, partitions)))
+    table = ", ".join(map(str, salts(max_parallelism, partitions, long_key)))
     lookup = F.element_at(F.expr(f"array({table})"), key_group + 1)
     return F.when(key_group >= 0, lookup).otherwise(F.lit(0)).cast("int")
+
+
+def range_key_column(key_group: Any, max_parallelism: int, partitions: int) -> Any:
+    """STREAMING's grouping column: ``kg + (salt << 32)`` as a long (a negative key group,
+    the end-of-input sentinel's, stays itself)."""
+    from pyspark.sql import functions as F
+
+    salt = salt_column(key_group, max_parallelism, partitions, long_key=True)
+    return key_group.cast("long") + F.shiftleft(salt.cast("long"), RANGE_KEY_SHIFT)
 
 
 def repartition_by_key_group_range(df: Any, key_group: str, partitions: int,

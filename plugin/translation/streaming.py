@@ -2,9 +2,9 @@
 
 Mapping:
 
-* Every keyed operator becomes ``groupBy("_kg", "_kgs").applyInPandasWithState(...)``
-  (``_kgs``: the salt that places each key group on its range's partition,
-  ``spark_io/key_group_ranges.py``)
+* Every keyed operator becomes ``groupBy("_kgr").applyInPandasWithState(...)``
+  (``_kgr``: the key group plus the salt that places it on its range's partition,
+  ``spark_io/key_group_ranges.py``; ``groupBy("_kg")`` with the ranges off)
   with ``GroupStateTimeout.EventTimeTimeout`` (``ProcessingTimeTimeout`` for an
   operator without event time on an unbounded input under a processing-time
   trigger, so its processing-time timers fire between data; see
@@ -83,7 +83,7 @@ from ..runtime.group_state import (
 )
 from ..runtime.passes import PassSpec, output_ddl
 from ..spark_io.columns import lit
-from ..spark_io.key_group_ranges import SALT, salt_column
+from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column
 from ..state_store.errors import ConfigurationError, GraphBuildError
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
 from .pushdown import native_map
@@ -644,14 +644,14 @@ class StreamingTranslator:
         timeout = (GroupStateTimeout.ProcessingTimeTimeout if processing_timeout
                    else GroupStateTimeout.EventTimeTimeout)
         # the function returns its rows as Arrow IPC blobs; a zero-copy pass unpacks them
-        grouping = [KG]
+        grouping = KG
         if self.range_partitions:
-            # Spark hashes the grouping columns to pick a partition: a salt per key group
-            # lands each key group in its range's partition (key_group_ranges.py)
-            df = df.withColumn(SALT, salt_column(F.col(KG), self.max_parallelism,
-                                                 self.range_partitions))
-            grouping.append(SALT)
-        out = df.groupBy(*grouping).applyInPandasWithState(
+            # Spark hashes the grouping column to pick a partition: the range key (key group
+            # plus a salt) lands each key group in its range's partition (key_group_ranges.py)
+            df = df.withColumn(RANGE_KEY, range_key_column(F.col(KG), self.max_parallelism,
+                                                           self.range_partitions))
+            grouping = RANGE_KEY
+        out = df.groupBy(grouping).applyInPandasWithState(
             group_function(spec), f"{BLOB} binary", _STATE_SCHEMA, "append", timeout)
         out = out.mapInArrow(unpack_blobs, ddl)
         return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,

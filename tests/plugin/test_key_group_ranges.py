@@ -1,5 +1,6 @@
 """key_group_ranges: salts that put each key group on the Spark partition of its contiguous
-range, checked against an independent scalar Murmur3 (Spark's hash agrees with it in
+range (BATCH's (key group, salt) ints, STREAMING's long range key), checked against an
+independent scalar Murmur3 (Spark's hash agrees with it in
 integration_tests/test_streaming.py) and Flink's range assignment."""
 
 from __future__ import annotations
@@ -10,8 +11,13 @@ from collections import Counter
 import numpy as np
 import pytest
 from pyspark_datastream.runtime.group_state import GroupSpec, check_partition
-from pyspark_datastream.spark_io.key_group_ranges import salts, spark_partition
+from pyspark_datastream.spark_io.key_group_ranges import (
+    salts,
+    spark_partition,
+    spark_partition_of_longs,
+)
 from pyspark_datastream.state_store.errors import JobExecutionError
+from pyspark_datastream.state_store.keygroups import key_group_of_range_key
 
 M32 = 0xFFFFFFFF
 
@@ -36,6 +42,23 @@ def murmur3_hash_int(value: int, seed: int) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+def murmur3_hash_long(value: int, seed: int) -> int:
+    """Murmur3 x86_32 of one 8-byte little-endian value: two blocks (low, high), length 8."""
+    h = seed & M32
+    for block in (value & M32, (value >> 32) & M32):
+        k = block * 0xCC9E2D51 & M32
+        k = _rotl(k, 15) * 0x1B873593 & M32
+        h ^= k
+        h = (_rotl(h, 13) * 5 + 0xE6546B64) & M32
+    h ^= 8
+    h ^= h >> 16
+    h = h * 0x85EBCA6B & M32
+    h ^= h >> 13
+    h = h * 0xC2B2AE35 & M32
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
 def scalar_partition(values: list[int], partitions: int) -> int:
     h = 42
     for v in values:
@@ -51,6 +74,26 @@ def test_vectorized_hash_equals_the_scalar_reference():
         got = spark_partition([np.array([a for a, _ in rows]), np.array([b for _, b in rows])],
                               partitions).tolist()
         assert got == [scalar_partition([a, b], partitions) for a, b in rows]
+
+
+def test_vectorized_long_hash_equals_the_scalar_reference():
+    rng = random.Random(6)
+    values = [rng.randrange(-2**63, 2**63) for _ in range(3000)] + [0, -1, 2**63 - 1, -2**63, 5 << 32]
+    for partitions in (1, 4, 7, 200):
+        got = spark_partition_of_longs(np.array(values, dtype=np.int64), partitions).tolist()
+        assert got == [murmur3_hash_long(v, 42) % partitions for v in values]
+
+
+@pytest.mark.parametrize("max_parallelism,partitions", [(128, 4), (128, 2), (7, 10), (32768, 200)])
+def test_range_keys_land_on_their_range_and_give_their_key_group_back(max_parallelism, partitions):
+    table = salts(max_parallelism, partitions, long_key=True)
+    for kg in range(0, max_parallelism, max(1, max_parallelism // 512)):
+        key = kg + (table[kg] << 32)
+        assert murmur3_hash_long(key, 42) % partitions == kg * partitions // max_parallelism
+        assert all(murmur3_hash_long(kg + (s << 32), 42) % partitions
+                   != kg * partitions // max_parallelism for s in range(table[kg]))
+        assert key_group_of_range_key(key) == kg
+    assert key_group_of_range_key(-1) == -1
 
 
 @pytest.mark.parametrize("max_parallelism,partitions",
