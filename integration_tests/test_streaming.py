@@ -318,3 +318,25 @@ def test_a_restart_with_other_shuffle_partitions_fails_clearly_or_keeps_the_lega
         spark.conf.set("spark.sql.shuffle.partitions", before)
     if ranges:  # planned with the checkpoint's number again, the job continues
         assert run() == [("a", 8), ("b", 11)]
+
+
+def test_a_checkpoint_of_the_hash_layout_is_refused_by_the_range_layout(spark, env_factory,
+                                                                       tmp_path):
+    """A checkpoint written with key groups placed by hash (grouped on the int key group) is
+    refused loudly when the job restarts with key-group ranges (a long range key): Spark's
+    state schema check, not a silent restart from empty state."""
+    src = str(tmp_path / "in")
+    add_file(src, [("a", 1), ("b", 10)], "f1")
+
+    def run(ranges: bool):
+        env = _streaming_env(env_factory, tmp_path, **{
+            "execution.streaming.key-group-ranges.enabled": str(ranges).lower()})
+        df = spark.readStream.schema(SCHEMA).parquet(src)
+        ds = env.from_dataframe(df).key_by(lambda r: r[0]).reduce(lambda x, y: (x[0], x[1] + y[1]))
+        return sorted(ds.execute_and_collect("layout-change"))
+
+    assert run(False) == [("a", 1), ("b", 10)]
+    add_file(src, [("a", 5)], "f2")
+    with pytest.raises(Exception, match="STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"):
+        run(True)
+    assert run(False) == [("a", 6)]  # the old layout continues from its checkpoint
