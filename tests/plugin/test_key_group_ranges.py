@@ -26,37 +26,32 @@ def _rotl(x: int, r: int) -> int:
     return ((x << r) | (x >> (32 - r))) & M32
 
 
-def murmur3_hash_int(value: int, seed: int) -> int:
-    """Murmur3 x86_32 of one 4-byte little-endian block, as a signed 32-bit int, written
-    from the algorithm's description (one ``mix`` of the block, then ``fmix`` of length 4)."""
-    k = (value & M32) * 0xCC9E2D51 & M32
-    k = _rotl(k, 15) * 0x1B873593 & M32
-    h = (seed & M32) ^ k
-    h = (_rotl(h, 13) * 5 + 0xE6546B64) & M32
-    h ^= 4
-    h ^= h >> 16
-    h = h * 0x85EBCA6B & M32
-    h ^= h >> 13
-    h = h * 0xC2B2AE35 & M32
-    h ^= h >> 16
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def murmur3_hash_long(value: int, seed: int) -> int:
-    """Murmur3 x86_32 of one 8-byte little-endian value: two blocks (low, high), length 8."""
+def murmur3_x86_32(blocks: list[int], seed: int) -> int:
+    """Murmur3 x86_32 of little-endian 4-byte ``blocks``, as a signed 32-bit int, written from
+    the algorithm's description: one ``mix`` per block, then ``fmix`` of the byte length."""
     h = seed & M32
-    for block in (value & M32, (value >> 32) & M32):
-        k = block * 0xCC9E2D51 & M32
+    for block in blocks:
+        k = (block & M32) * 0xCC9E2D51 & M32
         k = _rotl(k, 15) * 0x1B873593 & M32
         h ^= k
         h = (_rotl(h, 13) * 5 + 0xE6546B64) & M32
-    h ^= 8
+    h ^= 4 * len(blocks)
     h ^= h >> 16
     h = h * 0x85EBCA6B & M32
     h ^= h >> 13
     h = h * 0xC2B2AE35 & M32
     h ^= h >> 16
     return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def murmur3_hash_int(value: int, seed: int) -> int:
+    """Spark's hash of an int: one block."""
+    return murmur3_x86_32([value], seed)
+
+
+def murmur3_hash_long(value: int, seed: int) -> int:
+    """Spark's hash of a long: two blocks, the low then the high 32 bits."""
+    return murmur3_x86_32([value & M32, (value >> 32) & M32], seed)
 
 
 def scalar_partition(values: list[int], partitions: int) -> int:
