@@ -33,8 +33,6 @@ __all__ = ["VOID_NS", "fold_in_order", "reduce_entries"]
 #: Namespace bytes of keyed state without a namespace.
 VOID_NS = VOID_NAMESPACE_SERIALIZER.serialize(VOID_NAMESPACE)
 _KEY_GROUP = itemgetter(0)
-#: The protocol ``PickleSerializer`` writes.
-_PICKLE_PROTOCOL = 5
 
 
 def fold_in_order(reduce: Callable[[Any, Any], Any], name: str, keys: list[Any],
@@ -102,7 +100,7 @@ def reduce_entries(running: dict[Any, Any], key_bytes: Optional[Mapping[Any, byt
 def _pickled(values: list[Any]) -> list[bytes]:
     """``PickleSerializer`` bytes of each value; its error (naming the value) on failure."""
     try:
-        return list(map(pickle.dumps, values, repeat(_PICKLE_PROTOCOL)))
+        return list(map(pickle.dumps, values, repeat(PickleSerializer.PROTOCOL)))
     except Exception:
         serialize = PickleSerializer.INSTANCE.serialize
         return list(map(serialize, values))  # raises the serializer's error for the bad one

@@ -139,9 +139,9 @@ OPTIONS: dict[str, ConfigOption] = {
                      "expressions; results are identical.", check=_boolean),
         ConfigOption("execution.streaming.key-group-ranges.enabled", "true",
                      "STREAMING: put each Spark partition's key groups in one contiguous range, "
-                     "as Flink assigns them to subtasks (a salt column grouped on beside the "
-                     "key group), instead of Spark's hash of the key group alone; false keeps "
-                     "the layout of checkpoints written without it.", check=_boolean),
+                     "as Flink assigns them to subtasks (grouped on a long range key, the key "
+                     "group plus a salt), instead of Spark's hash of the key group alone; false "
+                     "keeps the layout of checkpoints written without it.", check=_boolean),
         ConfigOption("pipeline.processing-time.allow", None,
                      "ALLOW, IGNORE or FAIL use of processing time.",
                      batch_default="FAIL", streaming_default="ALLOW",

@@ -21,6 +21,7 @@ with (the runtime checks each key group's partition, ``GroupSpec.partitions``).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ import numpy as np
 from ..state_store.keygroups import RANGE_KEY_SHIFT, operator_index_for_key_group
 
 __all__ = ["RANGE_KEY", "spark_partition", "spark_partition_of_longs", "salts", "salt_column",
-           "range_key_column", "repartition_by_key_group_range"]
+           "range_key_column", "key_group_of_range_key_column", "repartition_by_key_group_range"]
 
 #: Name of STREAMING's grouping column: the key group plus its salt (a long).
 RANGE_KEY = "_kgr"
@@ -88,12 +89,13 @@ def spark_partition_of_longs(values: Any, partitions: int) -> np.ndarray:
         return _pmod(_hash_long(np.asarray(values, dtype=np.int64), seed), partitions)
 
 
-def salts(max_parallelism: int, partitions: int, long_key: bool = False) -> list[int]:
+@lru_cache(maxsize=16)
+def salts(max_parallelism: int, partitions: int, long_key: bool = False) -> tuple[int, ...]:
     """For each key group, the smallest salt ``s >= 0`` that puts it on partition
     ``kg * partitions // max_parallelism``: as the int columns ``(kg, s)`` (BATCH's
     repartitioning) or, with ``long_key``, as the long ``kg + (s << 32)`` (STREAMING's range
     key). About ``partitions`` candidates per key group; searched in blocks of 64 for all
-    open key groups at once."""
+    open key groups at once, once per layout (every keyed operator of a job shares it)."""
     target = np.array([operator_index_for_key_group(max_parallelism, partitions, g)
                        for g in range(max_parallelism)], dtype=np.int64)
     found = np.full(max_parallelism, -1, dtype=np.int64)
@@ -110,7 +112,7 @@ def salts(max_parallelism: int, partitions: int, long_key: bool = False) -> list
         found[open_groups[done]] = hit[done].argmax(axis=1) + start
         open_groups = open_groups[~done]
         start += step
-    return found.tolist()
+    return tuple(found.tolist())
 
 
 def salt_column(key_group: Any, max_parallelism: int, partitions: int,
@@ -132,6 +134,15 @@ def range_key_column(key_group: Any, max_parallelism: int, partitions: int) -> A
 
     salt = salt_column(key_group, max_parallelism, partitions, long_key=True)
     return key_group.cast("long") + F.shiftleft(salt.cast("long"), RANGE_KEY_SHIFT)
+
+
+def key_group_of_range_key_column(range_key: Any) -> Any:
+    """The key group of a range-key column, as an int Spark column: the Spark twin of
+    :func:`~pyspark_datastream.state_store.keygroups.key_group_of_range_key`."""
+    from pyspark.sql import functions as F
+
+    low = range_key.bitwiseAND(F.lit((1 << RANGE_KEY_SHIFT) - 1))
+    return F.when(range_key < 0, range_key).otherwise(low).cast("int")
 
 
 def repartition_by_key_group_range(df: Any, key_group: str, partitions: int,

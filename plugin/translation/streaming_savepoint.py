@@ -55,11 +55,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 from ..plan.graph import Transformation, is_keyed, upstream
 from ..runtime.encoding import KEY, KG, SIDE, TS, VALUE
 from ..savepoint.format import OperatorMetadata, SavepointMetadata
-from ..spark_io.key_group_ranges import RANGE_KEY
+from ..spark_io.key_group_ranges import RANGE_KEY, key_group_of_range_key_column
 from ..spark_io.progress import Heartbeat, fmt_count, observe, observed_metrics
 from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import SavepointFormatError
-from ..state_store.keygroups import RANGE_KEY_SHIFT
 from .batch_savepoint import (
     check_savepoint_uids,
     key_serializer_of,
@@ -288,10 +287,10 @@ class StreamingSavepointWrite:
                         reader = spark.read.format("statestore")
                         if batch_ids is not None:
                             reader = reader.option("batchId", int(batch_ids[name]))
-                        group = (f"CAST(key.{RANGE_KEY} & {(1 << RANGE_KEY_SHIFT) - 1} AS INT)"
-                                 if spec.partitions else "key._kg")
-                        raw = reader.load(checkpoint).selectExpr(
-                            f"{group} AS kg", "value.groupState.s AS s")
+                        group = (key_group_of_range_key_column(F.col(f"key.{RANGE_KEY}"))
+                                 if spec.partitions else F.col("key._kg"))
+                        raw = reader.load(checkpoint).select(
+                            group.alias("kg"), F.col("value.groupState.s").alias("s"))
                         exported = raw.mapInArrow(_export_pass(uid, spec), _ENTRY_DDL)
                         is_meta = F.col("state_name") == F.lit(_META)
                         exported, obs = observe(exported, f"savepoint export {uid}", {

@@ -366,10 +366,12 @@ class PickleSerializer(Stateless, TypeSerializer[Any]):
 
     NAME = "PickleSerializer"
     is_deterministic = False
+    #: The pickle protocol of every value it writes.
+    PROTOCOL = 5
 
     def serialize(self, value: Any) -> bytes:
         try:
-            return pickle.dumps(value, protocol=5)
+            return pickle.dumps(value, protocol=self.PROTOCOL)
         except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
             raise bad_value(self, value, "not picklable", exc) from exc
 
