@@ -25,27 +25,18 @@ as they came (see :meth:`KeyGroupRuntime._run_lean_reduce`).
 
 from __future__ import annotations
 
-import os
-import pickle
-import struct
-import tempfile
-import uuid
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sized
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from itertools import chain, count, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..state_store.backends import create_keyed_state_backend
 from ..state_store.bulk import paused_gc
-from ..state_store.entries import StateEntry, StateMetaInfo
+from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import (
     DataStreamError,
     JobExecutionError,
-    SavepointFormatError,
     SerializationError,
-    StateBackendError,
 )
 from ..state_store.serializers import PickleSerializer
 from .base import (
@@ -57,6 +48,7 @@ from .base import (
 )
 from .driver import key_deserializer, process_keyed_rows
 from .factory import KEYED_KINDS, make_keyed_operator
+from .keygroup_rocksdb import RocksDBKeyGroupStore, VersionPointer, drop_local_copies
 from .keygroup_state import decode_state, dump_state, encode_state, load_state, state_entries
 from .lean_reduce import VOID_NS, fold_in_order, reduce_entries
 
@@ -373,6 +365,48 @@ class KeyGroupRuntime:
                 backend.close()
         return self._reduce_metas
 
+    @property
+    def lean_reduce(self) -> bool:
+        """Whether this runtime's reduce takes the lean path (a plain reduce on the heap
+        backend: no operator, no backend; :meth:`_run_lean_reduce`)."""
+        return self._lean_reduce is not None
+
+    def lean_restored(self, state: Optional[bytes]) -> Optional[dict[bytes, tuple[Any, ...]]]:
+        """The ``_reduce`` entries of a lean reduce's ``state`` by key bytes (empty for
+        None); None when ``state`` holds anything else (e.g. restored from a savepoint
+        written by another operator layout): the operator path handles it then."""
+        from .keyed import REDUCE_STATE_NAME
+
+        restored: dict[bytes, tuple[Any, ...]] = {}
+        if state is not None:
+            state_metas, entries, timers, _ = load_state(state)
+            if state_metas != self._expected_reduce_metas() or timers:
+                return None
+            for entry in entries:
+                if entry[1] != REDUCE_STATE_NAME or entry[3] != VOID_NS or entry[4] != b"":
+                    return None
+                restored[entry[2]] = entry
+        return restored
+
+    def lean_state(self, running: dict[Any, Any], key_bytes: Optional[Mapping[Any, bytes]],
+                   restored: dict[bytes, tuple[Any, ...]],
+                   key_group: Optional[int]) -> tuple[Optional[bytes], int]:
+        """The state bytes (None: empty) and entry count of a lean reduce whose touched keys
+        now hold ``running`` (key -> value; keyed by their bytes when ``key_bytes`` is
+        None), started from ``restored`` (:func:`~.lean_reduce.reduce_entries`)."""
+        name = self.config.operator_name
+        try:
+            entries = reduce_entries(running, key_bytes, restored,
+                                     self.config.max_parallelism, key_group)
+        except SerializationError as exc:  # a state (or its snapshot) could not hold a value
+            raise_named_serialization_error(exc, name)
+        except DataStreamError:
+            raise
+        except Exception as exc:
+            raise _batch_failure(name, exc) from exc
+        return (dump_state(self._expected_reduce_metas(), entries) if entries else None,
+                len(entries))
+
     def _run_lean_reduce(self, state: Optional[bytes],
                          rows: Iterable[KeyGroupRow]) -> Optional[KeyGroupResult]:
         """``run`` for a plain rolling reduce on the heap backend, without a backend.
@@ -381,22 +415,12 @@ class KeyGroupRuntime:
         arrival order) and the same state (unified entries of the ``_reduce`` value
         state, canonical order, the same meta infos) as the operator path. A STREAMING
         reduce holds no timers, so watermarks, processing time and end of input emit
-        nothing. Returns None - before consuming ``rows`` - when ``state`` holds
-        anything else (e.g. restored from a savepoint written by another operator
-        layout): the operator path then handles this call.
+        nothing. Returns None - before consuming ``rows`` - when :meth:`lean_restored`
+        does not read ``state``: the operator path then handles this call.
         """
-        from .keyed import REDUCE_STATE_NAME
-
-        metas = self._expected_reduce_metas()
-        restored: dict[bytes, tuple[Any, ...]] = {}
-        if state is not None:
-            state_metas, entries, timers, _ = load_state(state)
-            if state_metas != metas or timers:
-                return None
-            for entry in entries:
-                if entry[1] != REDUCE_STATE_NAME or entry[3] != VOID_NS or entry[4] != b"":
-                    return None
-                restored[entry[2]] = entry
+        restored = self.lean_restored(state)
+        if restored is None:
+            return None
         name = self.config.operator_name
         reduce_function = self._lean_reduce
         assert reduce_function is not None
@@ -427,19 +451,15 @@ class KeyGroupRuntime:
                 running = {k: deserialize(restored[kb][5])
                            for k, kb in key_bytes.items() if kb in restored}
             results = fold_in_order(reduce_function.reduce, name, keys, elements, running)
-            entries_out = reduce_entries(running, key_bytes, restored,
-                                         self.config.max_parallelism, checked_group)
-        except SerializationError as exc:  # a state (or its snapshot) could not hold a value
+        except SerializationError as exc:
             raise_named_serialization_error(exc, name)
         except DataStreamError:
             raise
         except Exception as exc:
             raise _batch_failure(name, exc) from exc
-        result = KeyGroupResult(columns=(results, stamps), elements=len(results),
-                                state_entries=len(entries_out))
-        if entries_out:
-            result.state = dump_state(metas, entries_out)
-        return result
+        state_out, entries = self.lean_state(running, key_bytes, restored, checked_group)
+        return KeyGroupResult(state=state_out, elements=len(results), state_entries=entries,
+                              columns=(results, stamps))
 
 
 _new_tuple = tuple.__new__
@@ -460,314 +480,3 @@ def _plain_reduce_function(function: Any) -> Any:
     if kind.open is not Function.open or kind.close is not Function.close:
         return None
     return reduce_function
-
-
-# --------------------------------------------------------------------------------------------
-# RocksDB key-group store: local database + immutable versioned change files
-# --------------------------------------------------------------------------------------------
-#: Format tag of a RocksDB key group pointer (the only thing kept in GroupState).
-_POINTER_FORMAT = "pyspark-datastream/rocksdb-pointer/v1"
-_FILE_MAGIC = b"PDSKGV1\n"
-_U32 = struct.Struct(">I")
-_OP_DELETE = b"\x00"
-_OP_PUT = b"\x01"
-#: Local copies kept open per worker process (LRU); evicted ones are rebuilt from files.
-_LOCAL_COPIES: OrderedDict[tuple[str, int], _LocalCopy] = OrderedDict()
-
-
-@dataclass(frozen=True)
-class VersionPointer:
-    """What GroupState holds for a RocksDB key group: the version number and the
-    ordered chain of immutable files (one base, then deltas) that rebuild it."""
-
-    seq: int
-    files: tuple[str, ...]
-    sizes: tuple[int, ...]
-
-    def to_bytes(self) -> bytes:
-        return pickle.dumps((_POINTER_FORMAT, self.seq, self.files, self.sizes),
-                            pickle.HIGHEST_PROTOCOL)
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> VersionPointer:
-        try:
-            parts = pickle.loads(data)
-            tag = parts[0]
-        except Exception as exc:
-            raise SavepointFormatError(f"RocksDB key group pointer is unreadable: {exc}") from exc
-        if tag != _POINTER_FORMAT or len(parts) != 4:
-            raise SavepointFormatError(
-                f"RocksDB key group pointer has format {tag!r}, expected {_POINTER_FORMAT!r}; "
-                "was the job's state backend changed between runs?"
-            )
-        _, seq, files, sizes = parts
-        return cls(int(seq), tuple(files), tuple(sizes))
-
-
-@dataclass
-class _LocalCopy:
-    backend: Any
-    pointer: Optional[VersionPointer]
-    timers: set[bytes]
-
-
-def _file_seq(name: str) -> int:
-    try:
-        return int(name.split("-", 1)[0])
-    except ValueError:
-        return -1
-
-
-class RocksDBKeyGroupStore:
-    """Key group state in RocksDB for STREAMING: incremental, versioned, restorable anywhere.
-
-    * The working copy is a local rocksdict database per key group (under
-      ``local_dir``), kept open in the worker process between micro-batches.
-    * Each micro-batch's changes (raw rows put or deleted, timers added or removed,
-      the state meta infos) are written to ONE new immutable file
-      ``<checkpoint_dir>/kg-<n>/<seq>-<uuid>.delta``; every so often (when the
-      deltas outgrow the base, or the chain gets long) a full ``.base`` file
-      replaces the chain.
-    * GroupState keeps only the :class:`VersionPointer` (seq + file names).
-    * A call whose committed pointer differs from the local copy's (another
-      executor, a restart, or a retried batch whose local copy is ahead of the
-      commit) rebuilds the copy from the pointer's files.
-    * Files that no committed pointer can reach any more (older chains, files of
-      failed attempts) are deleted when the next version is written.
-
-    ``checkpoint_dir`` must be visible to every executor (a local path here).
-    """
-
-    def __init__(
-        self,
-        checkpoint_dir: str,
-        key_serializer: TypeSerializer[Any],
-        max_parallelism: int,
-        *,
-        local_dir: Optional[str] = None,
-        block_cache_size: int = 8 << 20,
-        write_buffer_size: int = 4 << 20,
-        max_open: int = 32,
-        max_chain: int = 16,
-        max_tracked_bytes: int = 4 << 20,
-    ) -> None:
-        self.checkpoint_dir = os.path.abspath(checkpoint_dir)
-        self.key_serializer = key_serializer
-        self.max_parallelism = max_parallelism
-        self.local_dir = local_dir or os.path.join(
-            tempfile.gettempdir(), "pyspark-datastream-local", str(os.getpid()))
-        self.block_cache_size = block_cache_size
-        self.write_buffer_size = write_buffer_size
-        self.max_open = max_open
-        self.max_chain = max_chain
-        #: a micro-batch changing more than this writes a full base (bounded memory)
-        self.max_tracked_bytes = max_tracked_bytes
-
-    # -- paths -----------------------------------------------------------------------------
-    def folder(self, key_group: int) -> str:
-        """Folder of one key group's version files."""
-        return os.path.join(self.checkpoint_dir, f"kg-{key_group:05d}")
-
-    def _new_backend(self, key_group: int) -> Any:
-        return create_keyed_state_backend(
-            "rocksdb", self.key_serializer, self.max_parallelism, range(key_group, key_group + 1),
-            directory=self.local_dir, block_cache_size=self.block_cache_size,
-            write_buffer_size=self.write_buffer_size, track_changes=True,
-            max_tracked_bytes=self.max_tracked_bytes)
-
-    # -- acquire / commit / abandon --------------------------------------------------------
-    def acquire(self, key_group: int, pointer: Optional[bytes]) -> Any:
-        """The backend holding exactly the committed state ``pointer`` of ``key_group``."""
-        wanted = VersionPointer.from_bytes(pointer) if pointer is not None else None
-        slot = (self.checkpoint_dir, key_group)
-        copy = _LOCAL_COPIES.get(slot)
-        if copy is not None and copy.pointer == wanted and wanted is not None:
-            _LOCAL_COPIES.move_to_end(slot)
-            return copy.backend
-        if copy is not None:  # stale: behind, or ahead of the commit (a retried batch)
-            self.abandon(key_group)
-        backend = self._new_backend(key_group)
-        try:
-            timers = self._rebuild(backend, key_group, wanted) if wanted is not None else set()
-        except BaseException:
-            backend.close()
-            raise
-        _LOCAL_COPIES[slot] = _LocalCopy(backend, wanted, timers)
-        while len(_LOCAL_COPIES) > self.max_open:
-            _, old = _LOCAL_COPIES.popitem(last=False)
-            old.backend.close()
-        return backend
-
-    def abandon(self, key_group: int) -> None:
-        """Drop the local copy (after a failure mid-batch its content is not committed)."""
-        copy = _LOCAL_COPIES.pop((self.checkpoint_dir, key_group), None)
-        if copy is not None:
-            copy.backend.close()
-
-    def commit(self, key_group: int, backend: Any) -> bytes:
-        """Write this micro-batch's changes as a new immutable version; the new pointer."""
-        slot = (self.checkpoint_dir, key_group)
-        copy = _LOCAL_COPIES.get(slot)
-        if copy is None or copy.backend is not backend:
-            raise JobExecutionError(
-                f"RocksDB key group {key_group}: commit() of a backend that acquire() did not "
-                "return (or that was evicted)")
-        previous = copy.pointer
-        changes = backend.take_changes()
-        timers = {e.encoded_key() for e in backend.timer_entries()}
-        metas = [m.to_dict() for m in backend.state_meta_infos()]
-        folder = self.folder(key_group)
-        os.makedirs(folder, exist_ok=True)
-        seq = (previous.seq if previous is not None else 0) + 1
-        delta_bytes = (sum(len(k) + len(v or b"") + 9 for k, v in changes.items())
-                       if changes is not None else 0)
-        rebase = (
-            changes is None or previous is None or not previous.files or len(previous.files) >= self.max_chain
-            or sum(previous.sizes[1:]) + delta_bytes > max(previous.sizes[0], 1 << 20)
-        )
-        if rebase:
-            name, size = self._write_file(
-                folder, seq, "base", metas, sorted(timers), [],
-                ((k, v) for k, v in backend.raw_items()))
-            pointer = VersionPointer(seq, (name,), (size,))
-        else:
-            assert previous is not None and changes is not None
-            added = sorted(timers - copy.timers)
-            removed = sorted(copy.timers - timers)
-            name, size = self._write_file(
-                folder, seq, "delta", metas, added, removed, sorted(changes.items()))
-            pointer = VersionPointer(seq, previous.files + (name,), previous.sizes + (size,))
-        copy.pointer = pointer
-        copy.timers = timers
-
-        self._collect(folder, previous, pointer)
-        return pointer.to_bytes()
-
-    # -- files -----------------------------------------------------------------------------
-    def _write_file(self, folder: str, seq: int, kind: str, metas: list[Any],
-                    timers_added: list[bytes], timers_removed: list[bytes],
-                    rows: Iterable[tuple[bytes, Optional[bytes]]]) -> tuple[str, int]:
-        name = f"{seq:012d}-{uuid.uuid4().hex[:12]}.{kind}"
-        header = pickle.dumps({"kind": kind, "seq": seq, "metas": metas,
-                               "timers_added": timers_added, "timers_removed": timers_removed},
-                              pickle.HIGHEST_PROTOCOL)
-        tmp = os.path.join(folder, f".{name}.tmp")
-        pack = _U32.pack
-        with open(tmp, "wb") as f:
-            f.write(_FILE_MAGIC + pack(len(header)) + header)
-            buf: list[bytes] = []
-            for key, value in rows:
-                if value is None:
-                    buf.append(_OP_DELETE + pack(len(key)) + key)
-                else:
-                    buf.append(_OP_PUT + pack(len(key)) + key + pack(len(value)) + value)
-                if len(buf) >= 4096:
-                    f.write(b"".join(buf))
-                    buf.clear()
-            f.write(b"".join(buf))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, os.path.join(folder, name))  # visible only when complete
-        return name, os.path.getsize(os.path.join(folder, name))
-
-    def _read_file(self, path: str) -> tuple[dict[str, Any], Iterator[tuple[bytes, Optional[bytes]]]]:
-        try:
-            f = open(path, "rb")
-        except OSError as exc:
-            raise StateBackendError(
-                f"RocksDB key group version file {path} is missing or unreadable: {exc}") from exc
-        magic = f.read(len(_FILE_MAGIC))
-        if magic != _FILE_MAGIC:
-            f.close()
-            raise SavepointFormatError(f"{path} is not a key group version file (magic {magic!r})")
-        (n,) = _U32.unpack(f.read(4))
-        header = pickle.loads(f.read(n))
-
-        def rows() -> Iterator[tuple[bytes, Optional[bytes]]]:
-            unpack = _U32.unpack
-            read = f.read
-            with f:  # streamed record by record: a base file may be larger than memory
-                while True:
-                    head = read(5)
-                    if not head:
-                        return
-                    if len(head) < 5:
-                        raise SavepointFormatError(f"{path} is truncated")
-                    key = read(unpack(head[1:5])[0])
-                    if head[:1] == _OP_PUT:
-                        value = read(unpack(read(4))[0])
-                        yield key, value
-                    else:
-                        yield key, None
-
-        return header, rows()
-
-    def _rebuild(self, backend: Any, key_group: int, pointer: VersionPointer) -> set[bytes]:
-        """Replay the pointer's files into an empty backend; the timer keys."""
-        from ..state_store.entries import decode_entry_key
-
-        folder = self.folder(key_group)
-        timers: set[bytes] = set()
-        metas: list[Any] = []
-        for name in pointer.files:
-            header, rows = self._read_file(os.path.join(folder, name))
-            if header["kind"] == "base":
-                timers = set()
-            timers.update(header["timers_added"])
-            timers.difference_update(header["timers_removed"])
-            metas = header["metas"]
-            backend.apply_changes(rows)
-        timer_entries = []
-        for raw in sorted(timers):
-            k = decode_entry_key(raw)
-            timer_entries.append(StateEntry(k.key_group, k.state_name, k.key, k.namespace,
-                                            k.user_key, b""))
-        backend.restore([StateMetaInfo.from_dict(m) for m in metas], timer_entries)
-        backend.take_changes()
-        return timers
-
-    def _collect(self, folder: str, previous: Optional[VersionPointer],
-                 current: VersionPointer) -> None:
-        """Delete files no committed pointer can reach: not in the previous (still the
-        committed one until this batch commits) nor the new pointer, and not newer
-        than the previous version (newer ones may belong to a running attempt)."""
-        keep = set(current.files) | set(previous.files if previous else ())
-        limit = previous.seq if previous else 0
-        for name in os.listdir(folder):
-            if name in keep or name.startswith("."):
-                continue
-            if _file_seq(name) <= limit:
-                try:
-                    os.remove(os.path.join(folder, name))
-                except FileNotFoundError:
-                    pass
-
-    # -- savepoint hooks -------------------------------------------------------------------
-    def export_entries(self, key_group: int, pointer: bytes
-                       ) -> tuple[list[StateMetaInfo], list[StateEntry]]:
-        """The committed state ``pointer`` as unified entries (for savepoints)."""
-        backend = self.acquire(key_group, pointer)
-        return backend.state_meta_infos(), list(backend.snapshot())
-
-    def import_entries(self, key_group: int, metas: Iterable[StateMetaInfo],
-                       entries: Iterable[StateEntry]) -> bytes:
-        """A first version of ``key_group`` from unified entries (start from a savepoint)."""
-        backend = self.acquire(key_group, None)
-        try:
-            backend.restore(list(metas), entries)
-            return self.commit(key_group, backend)
-        except BaseException:
-            self.abandon(key_group)
-            raise
-
-
-def drop_local_copies() -> int:
-    """Close (and delete) every local RocksDB copy of this process; how many there were.
-
-    A later call rebuilds from the committed version files, as a fresh executor does.
-    """
-    n = len(_LOCAL_COPIES)
-    while _LOCAL_COPIES:
-        _, copy = _LOCAL_COPIES.popitem()
-        copy.backend.close()
-    return n

@@ -1,0 +1,334 @@
+"""RocksDB key-group store of STREAMING keyed operators: a local database per key group
+plus immutable, versioned change files, so that GroupState holds only a small pointer
+(:class:`VersionPointer`) and the state can be restored on any executor.
+
+Used by :class:`~.keygroup.KeyGroupRuntime` when the job's state backend is RocksDB.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import tempfile
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..state_store.backends import create_keyed_state_backend
+from ..state_store.entries import StateEntry, StateMetaInfo
+from ..state_store.errors import JobExecutionError, SavepointFormatError, StateBackendError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..state_store.serializers import TypeSerializer
+
+__all__ = ["RocksDBKeyGroupStore", "VersionPointer", "drop_local_copies"]
+
+#: Format tag of a RocksDB key group pointer (the only thing kept in GroupState).
+_POINTER_FORMAT = "pyspark-datastream/rocksdb-pointer/v1"
+_FILE_MAGIC = b"PDSKGV1\n"
+_U32 = struct.Struct(">I")
+_OP_DELETE = b"\x00"
+_OP_PUT = b"\x01"
+#: Local copies kept open per worker process (LRU); evicted ones are rebuilt from files.
+_LOCAL_COPIES: OrderedDict[tuple[str, int], _LocalCopy] = OrderedDict()
+
+
+@dataclass(frozen=True)
+class VersionPointer:
+    """What GroupState holds for a RocksDB key group: the version number and the
+    ordered chain of immutable files (one base, then deltas) that rebuild it."""
+
+    seq: int
+    files: tuple[str, ...]
+    sizes: tuple[int, ...]
+
+    def to_bytes(self) -> bytes:
+        return pickle.dumps((_POINTER_FORMAT, self.seq, self.files, self.sizes),
+                            pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> VersionPointer:
+        try:
+            parts = pickle.loads(data)
+            tag = parts[0]
+        except Exception as exc:
+            raise SavepointFormatError(f"RocksDB key group pointer is unreadable: {exc}") from exc
+        if tag != _POINTER_FORMAT or len(parts) != 4:
+            raise SavepointFormatError(
+                f"RocksDB key group pointer has format {tag!r}, expected {_POINTER_FORMAT!r}; "
+                "was the job's state backend changed between runs?"
+            )
+        _, seq, files, sizes = parts
+        return cls(int(seq), tuple(files), tuple(sizes))
+
+
+@dataclass
+class _LocalCopy:
+    backend: Any
+    pointer: Optional[VersionPointer]
+    timers: set[bytes]
+
+
+def _file_seq(name: str) -> int:
+    try:
+        return int(name.split("-", 1)[0])
+    except ValueError:
+        return -1
+
+
+class RocksDBKeyGroupStore:
+    """Key group state in RocksDB for STREAMING: incremental, versioned, restorable anywhere.
+
+    * The working copy is a local rocksdict database per key group (under
+      ``local_dir``), kept open in the worker process between micro-batches.
+    * Each micro-batch's changes (raw rows put or deleted, timers added or removed,
+      the state meta infos) are written to ONE new immutable file
+      ``<checkpoint_dir>/kg-<n>/<seq>-<uuid>.delta``; every so often (when the
+      deltas outgrow the base, or the chain gets long) a full ``.base`` file
+      replaces the chain.
+    * GroupState keeps only the :class:`VersionPointer` (seq + file names).
+    * A call whose committed pointer differs from the local copy's (another
+      executor, a restart, or a retried batch whose local copy is ahead of the
+      commit) rebuilds the copy from the pointer's files.
+    * Files that no committed pointer can reach any more (older chains, files of
+      failed attempts) are deleted when the next version is written.
+
+    ``checkpoint_dir`` must be visible to every executor (a local path here).
+    """
+
+    def __init__(
+        self,
+        checkpoint_dir: str,
+        key_serializer: TypeSerializer[Any],
+        max_parallelism: int,
+        *,
+        local_dir: Optional[str] = None,
+        block_cache_size: int = 8 << 20,
+        write_buffer_size: int = 4 << 20,
+        max_open: int = 32,
+        max_chain: int = 16,
+        max_tracked_bytes: int = 4 << 20,
+    ) -> None:
+        self.checkpoint_dir = os.path.abspath(checkpoint_dir)
+        self.key_serializer = key_serializer
+        self.max_parallelism = max_parallelism
+        self.local_dir = local_dir or os.path.join(
+            tempfile.gettempdir(), "pyspark-datastream-local", str(os.getpid()))
+        self.block_cache_size = block_cache_size
+        self.write_buffer_size = write_buffer_size
+        self.max_open = max_open
+        self.max_chain = max_chain
+        #: a micro-batch changing more than this writes a full base (bounded memory)
+        self.max_tracked_bytes = max_tracked_bytes
+
+    # -- paths -----------------------------------------------------------------------------
+    def folder(self, key_group: int) -> str:
+        """Folder of one key group's version files."""
+        return os.path.join(self.checkpoint_dir, f"kg-{key_group:05d}")
+
+    def _new_backend(self, key_group: int) -> Any:
+        return create_keyed_state_backend(
+            "rocksdb", self.key_serializer, self.max_parallelism, range(key_group, key_group + 1),
+            directory=self.local_dir, block_cache_size=self.block_cache_size,
+            write_buffer_size=self.write_buffer_size, track_changes=True,
+            max_tracked_bytes=self.max_tracked_bytes)
+
+    # -- acquire / commit / abandon --------------------------------------------------------
+    def acquire(self, key_group: int, pointer: Optional[bytes]) -> Any:
+        """The backend holding exactly the committed state ``pointer`` of ``key_group``."""
+        wanted = VersionPointer.from_bytes(pointer) if pointer is not None else None
+        slot = (self.checkpoint_dir, key_group)
+        copy = _LOCAL_COPIES.get(slot)
+        if copy is not None and copy.pointer == wanted and wanted is not None:
+            _LOCAL_COPIES.move_to_end(slot)
+            return copy.backend
+        if copy is not None:  # stale: behind, or ahead of the commit (a retried batch)
+            self.abandon(key_group)
+        backend = self._new_backend(key_group)
+        try:
+            timers = self._rebuild(backend, key_group, wanted) if wanted is not None else set()
+        except BaseException:
+            backend.close()
+            raise
+        _LOCAL_COPIES[slot] = _LocalCopy(backend, wanted, timers)
+        while len(_LOCAL_COPIES) > self.max_open:
+            _, old = _LOCAL_COPIES.popitem(last=False)
+            old.backend.close()
+        return backend
+
+    def abandon(self, key_group: int) -> None:
+        """Drop the local copy (after a failure mid-batch its content is not committed)."""
+        copy = _LOCAL_COPIES.pop((self.checkpoint_dir, key_group), None)
+        if copy is not None:
+            copy.backend.close()
+
+    def commit(self, key_group: int, backend: Any) -> bytes:
+        """Write this micro-batch's changes as a new immutable version; the new pointer."""
+        slot = (self.checkpoint_dir, key_group)
+        copy = _LOCAL_COPIES.get(slot)
+        if copy is None or copy.backend is not backend:
+            raise JobExecutionError(
+                f"RocksDB key group {key_group}: commit() of a backend that acquire() did not "
+                "return (or that was evicted)")
+        previous = copy.pointer
+        changes = backend.take_changes()
+        timers = {e.encoded_key() for e in backend.timer_entries()}
+        metas = [m.to_dict() for m in backend.state_meta_infos()]
+        folder = self.folder(key_group)
+        os.makedirs(folder, exist_ok=True)
+        seq = (previous.seq if previous is not None else 0) + 1
+        delta_bytes = (sum(len(k) + len(v or b"") + 9 for k, v in changes.items())
+                       if changes is not None else 0)
+        rebase = (
+            changes is None or previous is None or not previous.files or len(previous.files) >= self.max_chain
+            or sum(previous.sizes[1:]) + delta_bytes > max(previous.sizes[0], 1 << 20)
+        )
+        if rebase:
+            name, size = self._write_file(
+                folder, seq, "base", metas, sorted(timers), [],
+                ((k, v) for k, v in backend.raw_items()))
+            pointer = VersionPointer(seq, (name,), (size,))
+        else:
+            assert previous is not None and changes is not None
+            added = sorted(timers - copy.timers)
+            removed = sorted(copy.timers - timers)
+            name, size = self._write_file(
+                folder, seq, "delta", metas, added, removed, sorted(changes.items()))
+            pointer = VersionPointer(seq, previous.files + (name,), previous.sizes + (size,))
+        copy.pointer = pointer
+        copy.timers = timers
+
+        self._collect(folder, previous, pointer)
+        return pointer.to_bytes()
+
+    # -- files -----------------------------------------------------------------------------
+    def _write_file(self, folder: str, seq: int, kind: str, metas: list[Any],
+                    timers_added: list[bytes], timers_removed: list[bytes],
+                    rows: Iterable[tuple[bytes, Optional[bytes]]]) -> tuple[str, int]:
+        name = f"{seq:012d}-{uuid.uuid4().hex[:12]}.{kind}"
+        header = pickle.dumps({"kind": kind, "seq": seq, "metas": metas,
+                               "timers_added": timers_added, "timers_removed": timers_removed},
+                              pickle.HIGHEST_PROTOCOL)
+        tmp = os.path.join(folder, f".{name}.tmp")
+        pack = _U32.pack
+        with open(tmp, "wb") as f:
+            f.write(_FILE_MAGIC + pack(len(header)) + header)
+            buf: list[bytes] = []
+            for key, value in rows:
+                if value is None:
+                    buf.append(_OP_DELETE + pack(len(key)) + key)
+                else:
+                    buf.append(_OP_PUT + pack(len(key)) + key + pack(len(value)) + value)
+                if len(buf) >= 4096:
+                    f.write(b"".join(buf))
+                    buf.clear()
+            f.write(b"".join(buf))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, os.path.join(folder, name))  # visible only when complete
+        return name, os.path.getsize(os.path.join(folder, name))
+
+    def _read_file(self, path: str) -> tuple[dict[str, Any], Iterator[tuple[bytes, Optional[bytes]]]]:
+        try:
+            f = open(path, "rb")
+        except OSError as exc:
+            raise StateBackendError(
+                f"RocksDB key group version file {path} is missing or unreadable: {exc}") from exc
+        magic = f.read(len(_FILE_MAGIC))
+        if magic != _FILE_MAGIC:
+            f.close()
+            raise SavepointFormatError(f"{path} is not a key group version file (magic {magic!r})")
+        (n,) = _U32.unpack(f.read(4))
+        header = pickle.loads(f.read(n))
+
+        def rows() -> Iterator[tuple[bytes, Optional[bytes]]]:
+            unpack = _U32.unpack
+            read = f.read
+            with f:  # streamed record by record: a base file may be larger than memory
+                while True:
+                    head = read(5)
+                    if not head:
+                        return
+                    if len(head) < 5:
+                        raise SavepointFormatError(f"{path} is truncated")
+                    key = read(unpack(head[1:5])[0])
+                    if head[:1] == _OP_PUT:
+                        value = read(unpack(read(4))[0])
+                        yield key, value
+                    else:
+                        yield key, None
+
+        return header, rows()
+
+    def _rebuild(self, backend: Any, key_group: int, pointer: VersionPointer) -> set[bytes]:
+        """Replay the pointer's files into an empty backend; the timer keys."""
+        from ..state_store.entries import decode_entry_key
+
+        folder = self.folder(key_group)
+        timers: set[bytes] = set()
+        metas: list[Any] = []
+        for name in pointer.files:
+            header, rows = self._read_file(os.path.join(folder, name))
+            if header["kind"] == "base":
+                timers = set()
+            timers.update(header["timers_added"])
+            timers.difference_update(header["timers_removed"])
+            metas = header["metas"]
+            backend.apply_changes(rows)
+        timer_entries = []
+        for raw in sorted(timers):
+            k = decode_entry_key(raw)
+            timer_entries.append(StateEntry(k.key_group, k.state_name, k.key, k.namespace,
+                                            k.user_key, b""))
+        backend.restore([StateMetaInfo.from_dict(m) for m in metas], timer_entries)
+        backend.take_changes()
+        return timers
+
+    def _collect(self, folder: str, previous: Optional[VersionPointer],
+                 current: VersionPointer) -> None:
+        """Delete files no committed pointer can reach: not in the previous (still the
+        committed one until this batch commits) nor the new pointer, and not newer
+        than the previous version (newer ones may belong to a running attempt)."""
+        keep = set(current.files) | set(previous.files if previous else ())
+        limit = previous.seq if previous else 0
+        for name in os.listdir(folder):
+            if name in keep or name.startswith("."):
+                continue
+            if _file_seq(name) <= limit:
+                try:
+                    os.remove(os.path.join(folder, name))
+                except FileNotFoundError:
+                    pass
+
+    # -- savepoint hooks -------------------------------------------------------------------
+    def export_entries(self, key_group: int, pointer: bytes
+                       ) -> tuple[list[StateMetaInfo], list[StateEntry]]:
+        """The committed state ``pointer`` as unified entries (for savepoints)."""
+        backend = self.acquire(key_group, pointer)
+        return backend.state_meta_infos(), list(backend.snapshot())
+
+    def import_entries(self, key_group: int, metas: Iterable[StateMetaInfo],
+                       entries: Iterable[StateEntry]) -> bytes:
+        """A first version of ``key_group`` from unified entries (start from a savepoint)."""
+        backend = self.acquire(key_group, None)
+        try:
+            backend.restore(list(metas), entries)
+            return self.commit(key_group, backend)
+        except BaseException:
+            self.abandon(key_group)
+            raise
+
+
+def drop_local_copies() -> int:
+    """Close (and delete) every local RocksDB copy of this process; how many there were.
+
+    A later call rebuilds from the committed version files, as a fresh executor does.
+    """
+    n = len(_LOCAL_COPIES)
+    while _LOCAL_COPIES:
+        _, copy = _LOCAL_COPIES.popitem()
+        copy.backend.close()
+    return n
