@@ -11,6 +11,7 @@ contiguous ranges, as Flink does.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 
 from .errors import KeyGroupError
 
@@ -18,6 +19,7 @@ __all__ = [
     "DEFAULT_MAX_PARALLELISM",
     "UPPER_BOUND_MAX_PARALLELISM",
     "assign_key_group",
+    "key_groups_of",
     "check_max_parallelism",
     "key_group_range_for_operator",
     "operator_index_for_key_group",
@@ -47,6 +49,11 @@ def check_max_parallelism(max_parallelism: int) -> int:
 def assign_key_group(key_bytes: bytes, max_parallelism: int) -> int:
     """Key group of a serialized key: ``crc32(key_bytes) % max_parallelism``."""
     return zlib.crc32(key_bytes) % max_parallelism
+
+
+def key_groups_of(key_bytes: Iterable[bytes], max_parallelism: int) -> list[int]:
+    """:func:`assign_key_group` of many serialized keys (one C-level map of the hash)."""
+    return [crc % max_parallelism for crc in map(zlib.crc32, key_bytes)]
 
 
 def operator_index_for_key_group(max_parallelism: int, parallelism: int, key_group: int) -> int:

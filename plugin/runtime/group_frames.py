@@ -29,11 +29,12 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any, Optional
 
+import numpy as np
 import pyarrow as pa
 
 from ..operators.keygroup import KeyGroupColumns
 from ..state_store.errors import JobExecutionError, SerializationError
-from ..state_store.keygroups import assign_key_group
+from ..state_store.keygroups import key_groups_of
 from ..state_store.row import named_row_class
 from .encoding import KEY, SIDE, TAG, TS, VALUE, Encoding, record_arrays, row_names, typed_encoding
 from .rows import RowShape, is_row_type
@@ -49,7 +50,11 @@ __all__ = [
     "output_encoding",
     "output_schema",
     "group_rows",
+    "processing_order",
+    "distinct_key_bytes",
+    "serialized_keys",
     "output_blobs",
+    "batch_blobs",
     "column_blobs",
     "unpack_blobs",
 ]
@@ -167,25 +172,39 @@ def _records(columns: list[list[Any]], enc: Encoding) -> list[Any]:
     return list(zip(*columns))
 
 
-def _distinct_key_bytes(keys: list[Any], serializer: Any,
-                        key_group: Optional[tuple[int, int]]) -> dict[Any, bytes]:
+def distinct_key_bytes(keys: list[Any], serializer: Any,
+                       key_group: Optional[tuple[int, int]]) -> dict[Any, bytes]:
     """The bytes of each distinct typed key (serialized once per call and, with
     ``key_group = (group, max parallelism)``, checked against Spark's ``_kg``)."""
     out = dict.fromkeys(keys)
-    for key in out:
-        try:
-            kb = out[key] = serializer.serialize(key)
-        except Exception as exc:
-            raise SerializationError(
-                f"cannot serialize key {key!r:.80} with {serializer!r}: {exc}") from exc
-        if key_group is not None:
-            own = assign_key_group(kb, key_group[1])
-            if own != key_group[0]:
-                raise JobExecutionError(
-                    f"key {key!r:.80}: Spark placed it in key group {key_group[0]} but "
-                    f"its bytes from {serializer!r} belong to key group {own} (native "
-                    "key bytes disagree)")
-    return out  # type: ignore[return-value]
+    return dict(zip(out, serialized_keys(list(out), serializer, key_group)))
+
+
+def serialized_keys(keys: list[Any], serializer: Any,
+                    key_group: Optional[tuple[int, int]]) -> list[bytes]:
+    """``serializer``'s bytes of each key (C-level maps: a call has up to hundreds of
+    thousands of distinct keys), each checked to belong to ``key_group`` (``(group, max
+    parallelism)``) when given: the key group Spark computed from its native key bytes."""
+    try:
+        out = list(map(serializer.serialize, keys))
+    except Exception:
+        for key in keys:  # find the key and report it
+            try:
+                serializer.serialize(key)
+            except Exception as exc:
+                raise SerializationError(
+                    f"cannot serialize key {key!r:.80} with {serializer!r}: {exc}") from exc
+        raise
+    if key_group is not None:
+        groups = np.asarray(key_groups_of(out, key_group[1]), dtype=np.int64)
+        wrong = np.flatnonzero(groups != key_group[0])
+        if len(wrong):
+            key, own = keys[int(wrong[0])], int(groups[wrong[0]])
+            raise JobExecutionError(
+                f"key {key!r:.80}: Spark placed it in key group {key_group[0]} but "
+                f"its bytes from {serializer!r} belong to key group {own} (native "
+                "key bytes disagree)")
+    return out
 
 
 def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
@@ -200,8 +219,6 @@ def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
     serialized with ``key_serializer`` and checked against ``key_group`` (``(group, max
     parallelism)``), and the columns hold each element's key value and those bytes
     (``KeyGroupColumns.key_values``/``key_bytes``)."""
-    import numpy as np
-
     keys: list[Any] = []
     stamps: list[Any] = []
     values: list[Any] = []
@@ -218,12 +235,35 @@ def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
         stamps.extend(_timestamps(pdf))
         if sided:
             sides.extend(pdf[SIDE].astype(int).tolist())
-    key_bytes = (_distinct_key_bytes(keys, key_serializer, key_group)
+    key_bytes = (distinct_key_bytes(keys, key_serializer, key_group)
                  if typed is not None else None)
     if key_bytes is not None and any(type(k) is float for k in key_bytes):
         # float keys are no dict keys: NaNs are unequal to each other and -0.0 == 0.0,
         # while their bytes decide what one key is
         keys, key_bytes = list(map(key_bytes.__getitem__, keys)), None
+    order = processing_order(frames, keys, stamps, sides if sided else None, key_bytes)
+    if order is not None and len(order) > 1:
+        take = itemgetter(*order.tolist())  # one C call per column
+        keys, stamps, values = list(take(keys)), list(take(stamps)), list(take(values))
+        if sided:
+            sides = list(take(sides))
+    if key_bytes is not None:
+        return KeyGroupColumns(None, stamps, values, sides if sided else None, key_values=keys,
+                               key_bytes=key_bytes,
+                               key_group=None if key_group is None else key_group[0])
+    return KeyGroupColumns(keys, stamps, values, sides if sided else None)
+
+
+def processing_order(frames: list[Any], keys: Any, stamps: Any, sides: Optional[Any] = None,
+                     key_bytes: Optional[dict[Any, bytes]] = None) -> Optional[Any]:
+    """The order (an index array; None: as given) in which one key group's records of
+    ``frames`` (concatenated) are processed: arrival order inside each upstream split
+    (``_seq``, and ``_seq_row`` for a file stream), each key's records of different splits
+    merged by event time (:func:`_merge_splits_by_event_time`). ``keys`` identify each
+    record's key (equal keys equal; mapped through ``key_bytes`` when given), ``stamps``
+    are their timestamps, ``sides`` their input sides (None: one input)."""
+    import numpy as np
+
     seq = frames[0][SEQ].to_numpy() if len(frames) == 1 else \
         np.concatenate([p[SEQ].to_numpy() for p in frames])
     order: Optional[Any] = None
@@ -239,21 +279,13 @@ def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
         # splits: a file of a file stream (its time and file hash), else a read partition
         split = [seq, rows_seq >> ROW_INDEX_BITS] if rows_seq is not None \
             else [seq >> SPLIT_SHIFT]
-        if sided:
+        if sides is not None:
             split.append(np.asarray(sides))
-        order = _merge_splits_by_event_time(
-            order, keys if key_bytes is None else list(map(key_bytes.__getitem__, keys)),
-            np.asarray(stamps, dtype=np.int64), split)
-    if order is not None and len(order) > 1:
-        take = itemgetter(*order.tolist())  # one C call per column
-        keys, stamps, values = list(take(keys)), list(take(stamps)), list(take(values))
-        if sided:
-            sides = list(take(sides))
-    if key_bytes is not None:
-        return KeyGroupColumns(None, stamps, values, sides if sided else None, key_values=keys,
-                               key_bytes=key_bytes,
-                               key_group=None if key_group is None else key_group[0])
-    return KeyGroupColumns(keys, stamps, values, sides if sided else None)
+        if key_bytes is not None:
+            keys = list(map(key_bytes.__getitem__, keys))
+        order = _merge_splits_by_event_time(order, keys, np.asarray(stamps, dtype=np.int64),
+                                            split)
+    return order
 
 
 def _merge_splits_by_event_time(order: Optional[Any], keys: list[Any], stamps: Any,
@@ -315,8 +347,6 @@ def column_blobs(out_tags: Optional[list[Optional[str]]], values: list[Any],
                  name: str = "") -> Optional[Any]:
     """:func:`output_blobs` of outputs given as columns (``out_tags`` None: every output is
     a main output, as ``KeyGroupResult.output_columns`` gives a lean reduce's)."""
-    import pandas as pd
-
     if out_tags is not None and (tags or set(out_tags) - {None}):
         kept = [i for i, t in enumerate(out_tags) if t is None or t in tags]
         out_tags = [out_tags[i] for i in kept]
@@ -336,7 +366,15 @@ def column_blobs(out_tags: Optional[list[Optional[str]]], values: list[Any],
         values = ([shape(v) for v in values] if out_tags is None else
                   [shape(v) if t is None else v for t, v in zip(out_tags, values)])
     arrays.extend(_payload_arrays(values, enc, name))
-    batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return batch_blobs(pa.RecordBatch.from_arrays(arrays, schema=schema))
+
+
+def batch_blobs(batch: pa.RecordBatch) -> Any:
+    """The output frame holding ``batch`` (the :func:`output_schema` layout): column ``_b``,
+    one Arrow IPC stream of at most :data:`BLOB_ROWS` records / ~:data:`BLOB_BYTES` per row."""
+    import pandas as pd
+
+    schema = batch.schema
     rows = batch.num_rows
     step = max(1, min(BLOB_ROWS, rows * BLOB_BYTES // max(batch.nbytes, 1)))
     blobs = []
