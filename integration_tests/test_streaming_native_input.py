@@ -100,3 +100,66 @@ def test_each_files_records_reach_their_key_in_file_order(spark, env_factory, tm
                 mine = [v for v in values if v in file_values]
                 assert mine == sorted(mine), (native, key, values)
         assert sorted(v for _, _, v in out) == [1, 2, 3, 10, 11, 12, 20, 21]
+
+
+def test_summing_reduces_run_on_columns_as_a_plain_model_sums_them(spark, env_factory, tmp_path,
+                                                                     caplog):
+    """A traced summing lambda and a built-in ``sum`` over several files and micro-batches:
+    every intermediate result per key, in file order, as an independent model computes it,
+    and as the per-record Python path gives it."""
+    import random
+
+    rng = random.Random(17)
+    keys = [f"user-{i}-{'é€𝄞'[i % 3]}" for i in range(150)]
+    src = str(tmp_path / "in3")
+    files = []
+    for f in range(5):
+        rows = [(rng.choice(keys), rng.randint(-10**12, 10**12), rng.randint(-1000, 1000))
+                for _ in range(rng.randint(800, 1500))]
+        files.append(rows)
+        os.makedirs(src, exist_ok=True)
+        path = os.path.join(src, f"part-{f}.parquet")
+        pq.write_table(pa.table({"k": pa.array([r[0] for r in rows], pa.string()),
+                                 "v": pa.array([r[1] for r in rows], pa.int64()),
+                                 "c": pa.array([r[2] for r in rows], pa.int32())}), path)
+        _mtime[0] += 10
+        os.utime(path, (_mtime[0], _mtime[0]))
+    triple = Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT()])
+
+    def run(name, native, reduce):
+        config = {"execution.checkpointing.dir": str(tmp_path / f"ckpt-{name}"),
+                  "execution.batch.native-pushdown.enabled": str(native).lower()}
+        env = env_factory("STREAMING", config)
+        stream = (spark.readStream.schema("k string, v long, c int")
+                  .option("maxFilesPerTrigger", 2).parquet(src))
+        ds = (env.from_dataframe(stream).map(lambda r: (r[0], r[1], r[2]), output_type=triple)
+              .key_by(lambda t: t[0]))
+        by_key: dict = {}
+        for record in reduce(ds).execute_and_collect(name):
+            by_key.setdefault(record[0], []).append(record)
+        return by_key
+
+    def model(step):
+        by_key: dict = {}
+        for rows in files:  # files in modification-time order, rows in file order
+            for row in rows:
+                seen = by_key.setdefault(row[0], [])
+                seen.append(step(seen[-1], row) if seen else row)
+        return by_key
+
+    summing = model(lambda a, b: (a[0], a[1] + b[1], a[2] + b[2]))
+    with caplog.at_level(logging.INFO, logger="pyspark_datastream"):
+        columns = run("columns-lambda", True,
+                      lambda ds: ds.reduce(lambda a, b: (a[0], a[1] + b[1], a[2] + b[2])))
+    assert "the reduce's fields ['first', 'sum', 'sum'] run on columns" in caplog.text
+    assert columns == summing
+    # per record in Python (keyed by a Python pass: its splits are read partitions, whose
+    # file order Spark does not keep, so only each key's count and final sums must agree)
+    python = run("python-lambda", False,
+                 lambda ds: ds.reduce(lambda a, b: (a[0], a[1] + b[1], a[2] + b[2])))
+    assert {k: (len(v), summing[k][-1] in v) for k, v in python.items()} == {
+        k: (len(v), True) for k, v in summing.items()}
+    assert all(type(r[1]) is int and type(r[2]) is int for rs in columns.values() for r in rs)
+    # sum(1): the other fields keep the key's first record's values
+    assert run("columns-sum", True, lambda ds: ds.sum(1)) == model(
+        lambda a, b: (a[0], a[1] + b[1], a[2]))

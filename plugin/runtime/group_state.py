@@ -16,6 +16,7 @@ from ..operators.broadcast_runtime import BroadcastKeyGroupRuntime
 from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
 from ..state_store.errors import JobExecutionError
 from ..state_store.keygroups import key_group_of_range_key, operator_index_for_key_group
+from .columnar_reduce import FieldReduce, run_field_reduce
 from .encoding import VALUE, Encoding
 from .group_frames import SEQ, SPLIT_SHIFT, TypedInput, column_blobs, group_rows
 from .passes import PassSpec, gc_paused, partition_id, run_pass
@@ -58,6 +59,9 @@ class GroupSpec:
     #: (grouped on the range key; each call checks its partition); 0: grouped on the key
     #: group, placed by Spark's hash of it
     partitions: int = 0
+    #: a reduce whose fields keep their first value or add up, run on the typed columns
+    #: (columnar_reduce.py; needs ``typed_input`` and a typed ``output_enc``)
+    field_reduce: Optional[FieldReduce] = None
 
 
 def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -109,11 +113,23 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         wm_s = int(state.getCurrentWatermarkMs())
         end = wm_s >= END_THRESHOLD
         watermark = wm_s - 1 if (spec.event_time and wm_s > 0 and not end) else MIN_WATERMARK
-        rows = (group_rows(frames, spec.typed_input, spec.sided, spec.key_serializer,
-                           (int(kg), int(spec.config["max_parallelism"]))) if frames else ())
         previous = state.get[0] if state.exists else None
         if restored is not None and previous is None:
             previous = runtime().restored_state(int(kg), restored)
+        if (spec.field_reduce is not None and frames and spec.typed_input is not None
+                and spec.output_enc is not None):
+            done = run_field_reduce(spec.field_reduce, spec.typed_input, spec.output_enc,
+                                    frames, previous, int(kg), spec.key_serializer, runtime())
+            if done is not None:  # a reduce holds no timers: no timeout to set
+                new_state, frame = done
+                if new_state is None:
+                    if state.exists:
+                        state.remove()
+                else:
+                    state.update((new_state,))
+                return frame
+        rows = (group_rows(frames, spec.typed_input, spec.sided, spec.key_serializer,
+                           (int(kg), int(spec.config["max_parallelism"]))) if frames else ())
         # ProcessingTimeTimeout: Spark times a group out by the batch's processing time, so the
         # operator's clock is that time (timers <= it fire; the next one sets the timeout)
         now_ms = (int(state.getCurrentProcessingTimeMs()) if spec.processing_timeout

@@ -108,7 +108,7 @@ from .steps import (
     union,
 )
 from .stream import Stream
-from .streaming_pushdown import native_keyed_input
+from .streaming_pushdown import field_reduce_plan, native_keyed_input
 from .streaming_queries import (
     is_connect,
     log_query_progress,
@@ -637,7 +637,9 @@ class StreamingTranslator:
                           (os.path.join(self.job_folder(), "state", stage)
                            if backend_kind == "rocksdb" else None), restoring,
                           processing_timeout, self._typed_inputs.get(node.id), out_enc,
-                          self.range_partitions)
+                          self.range_partitions,
+                          field_reduce_plan(kind, function, self._typed_inputs.get(node.id),
+                                            out_enc, backend_kind))
         self.group_specs[node.id] = spec
         payload = ", ".join(out_enc.spark_fields()) if out_enc is not None else f"{VALUE} binary"
         ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {payload}"

@@ -13,16 +13,18 @@ import logging
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..plan.graph import KeyByNode
-from ..runtime.encoding import KG, TS
+from ..runtime.columnar_reduce import FieldReduce
+from ..runtime.encoding import KG, TS, Encoding
 from ..runtime.group_frames import ROW_INDEX_BITS, SEQ, SEQ_ROW, TypedInput, typed_input
 from ..runtime.group_state import append_seq
 from .pushdown import traced_key_field
 from .stream import Stream
+from .tracing import field_plan, struct_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["native_keyed_input", "file_row_seq"]
+__all__ = ["native_keyed_input", "file_row_seq", "field_reduce_plan"]
 
 log = logging.getLogger("pyspark_datastream")
 
@@ -111,3 +113,32 @@ def native_keyed_input(parent: Stream, key_node: KeyByNode, max_parallelism: int
     log.info("STREAMING: %s computes key groups natively; records stay typed columns",
              key_node.name)
     return df, typed
+
+
+def field_reduce_plan(kind: str, function: Any, typed: Optional[TypedInput],
+                      out_enc: Optional[Encoding], backend_kind: str) -> Optional[FieldReduce]:
+    """How a STREAMING ``reduce`` over a native keyed input runs on its columns
+    (``runtime/columnar_reduce.py``): when the function is a built-in ``sum`` or traces to
+    fields that keep their value or add up (:func:`.tracing.field_plan`, as BATCH's native
+    aggregation), on integer, string and boolean fields of a plain tuple, on the heap
+    backend (the lean reduce's state); else None (the function runs per record)."""
+    if (kind != "reduce" or typed is None or out_enc is None or not out_enc.typed
+            or backend_kind != "hashmap" or typed.enc.shape != "tuple"
+            or out_enc.shape != "tuple" or typed.enc.type_info is None
+            or out_enc.type_info is None):
+        return None
+    types = [t.type_name for t in typed.enc.type_info.get_field_types()]  # type: ignore[attr-defined]
+    if [t.type_name for t in out_enc.type_info.get_field_types()] != types:  # type: ignore[attr-defined]
+        return None
+    plan = field_plan(function, struct_type(typed.enc), typed.key_index, types)
+    if plan is None or plan[0] != "fields":
+        return None
+    kinds = {"key": "first", "first": "first", "sum": "sum"}
+    if set(plan[1]) - set(kinds):
+        return None
+    try:
+        planned = FieldReduce(tuple(kinds[k] for k in plan[1]), tuple(types))
+    except ValueError:  # a type this path does not run
+        return None
+    log.info("STREAMING: the reduce's fields %s run on columns", list(planned.kinds))
+    return planned
