@@ -1,10 +1,13 @@
 """FLIP-140's WordCount at 1/10 scale: native Spark vs BATCH reduce vs BATCH sum vs
-STREAMING reduce (the same files as a file stream, available-now).
+STREAMING reduce (the same files as a file stream, available-now), twice.
 
 ``python -m benchmarks.wordcount [--records 4000000] [--keys 400000]`` generates its
 input as Parquet once (reused across runs), then in one process and one
 SparkSession times: native ``groupBy().count()``, the project's BATCH
 ``key_by().reduce(lambda)`` with a Python reduce function, and BATCH ``sum(1)``.
+STREAMING runs ``reduce(lambda a, b: (a[0], a[1] + b[1]))``, which the planner traces into
+a per-key running sum computed on the key group's columns (``streaming``), and the same
+reduce as a ``ReduceFunction`` class, called once per record (``streaming_python``).
 Results are checked against pandas. Each variant, the baseline included, runs
 once untimed (JVM code compilation, Python worker start-up) and then ``--repeat``
 times; the median counts, and ``runs`` in the JSON lists every timed run. The
@@ -58,8 +61,22 @@ def check(rows: list, expected: pd.Series, what: str) -> None:
         raise SystemExit(f"{what}: result differs from pandas ({len(got)} vs {len(expected)} keys)")
 
 
-def streaming_reduce(spark: object, path: str, schema: object, expected: pd.Series) -> float:
-    """STREAMING: the same Parquet files read as a file stream, available-now, Python reduce.
+def python_reduce() -> object:
+    """A reduce function no planner can read: a ``ReduceFunction`` subclass, every call
+    Python (defined on use: importing this module needs no Spark)."""
+    from pyspark_datastream import ReduceFunction
+
+    class PythonReduce(ReduceFunction):
+        def reduce(self, a: tuple, b: tuple) -> tuple:
+            return (a[0], a[1] + b[1])
+
+    return PythonReduce()
+
+
+def streaming_reduce(spark: object, path: str, schema: object, expected: pd.Series,
+                     python: bool = False) -> float:
+    """STREAMING: the same Parquet files read as a file stream, available-now, reduced by
+    the traceable lambda (``python``: by :func:`python_reduce`, one call per record).
 
     Every intermediate count is emitted (an upsert stream) into a Parquet file sink;
     the check takes the last (largest) count per word. Returns the query's seconds.
@@ -83,7 +100,8 @@ def streaming_reduce(spark: object, path: str, schema: object, expected: pd.Seri
         stream = spark.readStream.schema(schema).parquet(path)  # type: ignore[attr-defined]
         counts = (env.from_dataframe(stream)
                   .map(lambda r: (r[0], 1), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
-                  .key_by(lambda x: x[0]).reduce(lambda a, b: (a[0], a[1] + b[1])))
+                  .key_by(lambda x: x[0])
+                  .reduce(python_reduce() if python else lambda a, b: (a[0], a[1] + b[1])))
         out = os.path.join(work, "out")
         t = time.time()
         query = (counts.to_dataframe().writeStream.format("parquet").option("path", out)
@@ -103,11 +121,11 @@ def streaming_reduce(spark: object, path: str, schema: object, expected: pd.Seri
 
 
 def timed_streaming(spark: object, path: str, schema: object, expected: pd.Series,
-                    repeat: int) -> tuple[float, list[float]]:
+                    repeat: int, python: bool = False) -> tuple[float, list[float]]:
     """:func:`streaming_reduce`'s median over ``repeat`` runs after one untimed warm-up
     (each run is a new query with its own checkpoint, so each reads every file)."""
-    streaming_reduce(spark, path, schema, expected)
-    times = [streaming_reduce(spark, path, schema, expected) for _ in range(repeat)]
+    streaming_reduce(spark, path, schema, expected, python)
+    times = [streaming_reduce(spark, path, schema, expected, python) for _ in range(repeat)]
     return statistics.median(times), times
 
 
@@ -175,7 +193,6 @@ def main() -> None:
 
     from pyspark_datastream import (
         Configuration,
-        ReduceFunction,
         RuntimeExecutionMode,
         StreamExecutionEnvironment,
         Types,
@@ -208,14 +225,8 @@ def main() -> None:
         return env.from_dataframe(words).map(
             lambda r: (r[0], 1), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
 
-    class PythonReduce(ReduceFunction):
-        """A reduce function Spark cannot run natively: every call is Python."""
-
-        def reduce(self, a: tuple, b: tuple) -> tuple:
-            return (a[0], a[1] + b[1])
-
     def reduce() -> list:
-        with job().key_by(lambda x: x[0]).reduce(PythonReduce()).execute_and_collect() as it:
+        with job().key_by(lambda x: x[0]).reduce(python_reduce()).execute_and_collect() as it:
             return list(it)
 
     def sum_() -> list:
@@ -244,6 +255,9 @@ def main() -> None:
         with rss.phase("streaming"):
             streaming_s, streaming_runs = timed_streaming(spark, path, words.schema, expected,
                                                           args.repeat)
+        with rss.phase("streaming_python"):
+            python_s, python_runs = timed_streaming(spark, path, words.schema, expected,
+                                                    args.repeat, python=True)
         floor_s, floor_runs = None, []
         if args.floor:
             with rss.phase("streaming_floor"):
@@ -258,6 +272,10 @@ def main() -> None:
         "streaming_s": round(streaming_s, 3),
         "streaming_ratio": round(streaming_s / native_s, 3),
         "batch_speedup": round(streaming_s / reduce_s, 3),
+        # the same STREAMING job with a reduce function called once per record
+        "streaming_python_s": round(python_s, 3),
+        "streaming_python_ratio": round(python_s / native_s, 3),
+        "batch_speedup_python": round(python_s / reduce_s, 3),
         # with --floor: applyInPandasWithState alone on the same input, and the rest
         **({"streaming_floor_s": round(floor_s, 3),
             "streaming_floor_ratio": round(floor_s / native_s, 3),
@@ -267,13 +285,15 @@ def main() -> None:
         "load": [round(x, 2) for x in os.getloadavg()],
         "runs": {name: [round(t, 2) for t in runs] for name, runs in (
             ("native", native_runs), ("reduce", reduce_runs), ("sum", sum_runs),
-            ("streaming", streaming_runs), ("streaming_floor", floor_runs)) if runs},
+            ("streaming", streaming_runs), ("streaming_python", python_runs),
+            ("streaming_floor", floor_runs)) if runs},
         # MiB; a Python worker's RSS counts pages it shares with the daemon it forked from
         "peak_rss_mib": rss.summary(),
         "peak_rss_mib_by_variant": rss.by_phase(),
     }
     print(f"records={args.records} keys={args.keys}: native {native_s:.2f}s, "
-          f"reduce {reduce_s:.2f}s, sum {sum_s:.2f}s, streaming {streaming_s:.2f}s")
+          f"reduce {reduce_s:.2f}s, sum {sum_s:.2f}s, streaming {streaming_s:.2f}s, "
+          f"streaming_python {python_s:.2f}s")
     print(json.dumps(result))
 
 

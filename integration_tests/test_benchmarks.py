@@ -64,3 +64,17 @@ def test_savepoint_io_quick(tmp_path):
     assert result["savepoint_keys"] == result["keys"]
     assert result["savepoint_entries_by_state"]["sessions"] == result["keys"]
     assert set(result["targets_met"]) == {"batch_savepoint_ratio", "streaming_restore_ratio"}
+
+
+@pytest.mark.slow
+def test_wordcount_quick(tmp_path):
+    """Every variant's counts are checked against pandas inside the benchmark (it exits
+    non-zero on a difference); both STREAMING variants, the summing lambda on columns and
+    the ReduceFunction called per record, report their figures."""
+    result = _run("wordcount", str(tmp_path))
+    for field in ("native_s", "reduce_ratio", "sum_ratio", "streaming_ratio",
+                  "streaming_python_ratio", "batch_speedup", "batch_speedup_python",
+                  "peak_rss_mib", "runs", "load"):
+        assert field in result, field
+    assert set(result["runs"]) == {"native", "reduce", "sum", "streaming", "streaming_python"}
+    assert result["records"] == 200_000 and result["keys"] == 20_000
