@@ -35,14 +35,13 @@ from .group_frames import (
     serialized_keys,
 )
 
-__all__ = ["FieldReduce", "INTEGER_LIMITS", "KEY_TYPES", "FIRST_TYPES", "run_field_reduce"]
+__all__ = ["FieldReduce", "INTEGER_LIMITS", "FIRST_TYPES", "run_field_reduce"]
 
 #: The largest magnitude a sum of each integer type may reach on this path.
 INTEGER_LIMITS = {"LONG": 2**63 - 1, "INT": 2**31 - 1, "SHORT": 2**15 - 1, "BYTE": 2**7 - 1}
-#: Types of a key field whose values pandas hands over exactly and compares as Python does.
-KEY_TYPES = ("STRING",) + tuple(INTEGER_LIMITS)
-#: Types a ``first`` field may have.
-FIRST_TYPES = KEY_TYPES + ("BOOLEAN",)
+#: Types a ``first`` field may have: pandas hands them over exactly, and they compare (as
+#: keys) and pickle as the Python values do.
+FIRST_TYPES = ("STRING", "BOOLEAN") + tuple(INTEGER_LIMITS)
 _PY_TYPES: dict[str, Any] = {"STRING": str, "BOOLEAN": bool, **{t: int for t in INTEGER_LIMITS}}
 
 

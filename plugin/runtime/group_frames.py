@@ -185,8 +185,9 @@ def serialized_keys(keys: list[Any], serializer: Any,
     """``serializer``'s bytes of each key (C-level maps: a call has up to hundreds of
     thousands of distinct keys), each checked to belong to ``key_group`` (``(group, max
     parallelism)``) when given: the key group Spark computed from its native key bytes."""
+    many = getattr(serializer, "serialize_many", None)  # a batch form, where it has one
     try:
-        out = list(map(serializer.serialize, keys))
+        out = many(keys) if many is not None else list(map(serializer.serialize, keys))
     except Exception:
         for key in keys:  # find the key and report it
             try:

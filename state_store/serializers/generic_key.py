@@ -70,6 +70,10 @@ _LEX_DOUBLE = LexicographicDoubleSerializer.INSTANCE
 _UTC = _dt.timezone.utc
 
 
+def _has_nul(raw: bytes) -> bool:
+    return b"\x00" in raw
+
+
 def _escape(raw: bytes) -> bytes:
     return raw.replace(b"\x00", ESC_ZERO) + TERMINATOR
 
@@ -102,6 +106,18 @@ class GenericKeySerializer(Stateless, TypeSerializer[Any]):
 
     NAME = "GenericKeySerializer"
     is_deterministic = True
+
+    def serialize_many(self, values: list[Any]) -> list[bytes]:
+        """:meth:`serialize` of each value; a list of plain strings (the common key) is
+        encoded with C-level maps instead of one call per key."""
+        if set(map(type, values)) == {str}:
+            try:
+                raws = list(map(str.encode, values))
+            except UnicodeEncodeError:  # a lone surrogate: the per-key path handles it
+                return list(map(self.serialize, values))
+            if not any(map(_has_nul, raws)):
+                return [_B_STR + raw + TERMINATOR for raw in raws]
+        return list(map(self.serialize, values))
 
     def serialize(self, value: Any) -> bytes:
         t = type(value)

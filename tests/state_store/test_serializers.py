@@ -636,6 +636,16 @@ def test_generic_key_round_trip_determinism_and_prefix_freeness(a: Any, b: Any) 
         assert not ba.startswith(bb) and not bb.startswith(ba)
 
 
+@FAST
+@given(st.one_of(st.lists(st.text()), st.lists(keys)))
+def test_generic_key_serialize_many_equals_serialize_per_key(values: list[Any]) -> None:
+    ser = GenericKeySerializer.INSTANCE
+    assert ser.serialize_many(values) == [ser.serialize(v) for v in values]
+    # NULs and lone surrogates in a list of strings take the per-key escapes
+    tricky = values + ["a\x00b", "\ud800x"] if all(type(v) is str for v in values) else values
+    assert ser.serialize_many(tricky) == [ser.serialize(v) for v in tricky]
+
+
 def _canonical_equal(a: Any, b: Any) -> bool:
     """Values the encoding deliberately identifies: -0.0/0.0, and equal aware instants."""
     ser = GenericKeySerializer.INSTANCE
