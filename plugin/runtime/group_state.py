@@ -18,11 +18,11 @@ from ..state_store.errors import JobExecutionError
 from ..state_store.keygroups import key_group_of_range_key, operator_index_for_key_group
 from .columnar_reduce import FieldReduce, run_field_reduce
 from .encoding import VALUE, Encoding
-from .group_frames import SEQ, SPLIT_SHIFT, TypedInput, column_blobs, group_rows
+from .group_frames import BLOB, SEQ, SPLIT_SHIFT, TypedInput, column_blobs, group_rows
 from .passes import PassSpec, gc_paused, partition_id, run_pass
 
 __all__ = [
-    "END_OF_INPUT_MS", "END_THRESHOLD", "GroupSpec", "group_function",
+    "END_OF_INPUT_MS", "END_THRESHOLD", "FLUSH_BYTES", "GroupSpec", "group_function", "flushing",
     "stream_pass", "seq_pass", "append_seq", "check_partition",
 ]
 
@@ -30,6 +30,8 @@ __all__ = [
 END_OF_INPUT_MS = 253_402_300_799_000
 #: A Spark watermark at or above this (year ~5138) means "end of input".
 END_THRESHOLD = 100_000_000_000_000
+#: Output and state bytes after which a call makes PySpark's serializer cut its Arrow batch.
+FLUSH_BYTES = 32 << 20
 
 
 @dataclass
@@ -59,6 +61,9 @@ class GroupSpec:
     #: (grouped on the range key; each call checks its partition); 0: grouped on the key
     #: group, placed by Spark's hash of it
     partitions: int = 0
+    #: Spark's ``spark.sql.execution.arrow.maxRecordsPerBatch`` (0: no limit): a call pads
+    #: its output past it once :data:`FLUSH_BYTES` are pending (:func:`flushing`)
+    arrow_batch_rows: int = 0
     #: a reduce whose fields keep their first value or add up, run on the typed columns
     #: (columnar_reduce.py; needs ``typed_input`` and a typed ``output_enc``)
     field_reduce: Optional[FieldReduce] = None
@@ -87,9 +92,17 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
             holder["rt"] = rt
         return rt
 
+    unflushed = [0]  # output and state bytes PySpark's serializer holds for its next batch
+
     def fn(key: tuple[Any, ...], pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
         with gc_paused():
             frame = run(key, pdfs, state)
+        if spec.arrow_batch_rows > 0:
+            unflushed[0] += (0 if frame is None else sum(map(len, frame[BLOB])))
+            unflushed[0] += len(state.get[0]) if state.exists else 0
+            if unflushed[0] >= FLUSH_BYTES:
+                frame = flushing(frame, spec.arrow_batch_rows)
+                unflushed[0] = 0
         if frame is not None:
             yield frame
 
@@ -158,6 +171,23 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         return column_blobs(out_tags, values, stamps, spec.tags, spec.output_enc, spec.name)
 
     return fn
+
+
+def flushing(frame: Any, batch_rows: int) -> Any:
+    """``frame`` (None: no output) padded with null blobs to more than ``batch_rows`` rows.
+
+    PySpark's applyInPandasWithState serializer cuts its Arrow batches by output row count
+    alone (``spark.sql.execution.arrow.maxRecordsPerBatch``), and the state of every call
+    rides along: a few blob rows per key group never reach it, so a partition's whole output
+    and state (hundreds of MB at tens of millions of records) became one Arrow buffer in
+    the JVM's direct memory, which a 1 GB driver could not allocate. More rows than the
+    limit in one call make it cut the batch here; :func:`unpack_blobs` skips the nulls.
+    """
+    import pandas as pd
+
+    blobs = [] if frame is None else frame[BLOB].tolist()
+    blobs.extend([None] * (batch_rows + 1 - len(blobs)))
+    return pd.DataFrame({BLOB: pd.Series(blobs, dtype=object)})
 
 
 def check_partition(spec: GroupSpec, key_group: int) -> None:

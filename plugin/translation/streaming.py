@@ -145,6 +145,15 @@ def _shuffle_partitions(spark: Any) -> int:
         return 0
 
 
+def _arrow_batch_rows(spark: Any) -> int:
+    """The session's ``spark.sql.execution.arrow.maxRecordsPerBatch`` (0: no limit)."""
+    try:
+        return max(0, int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+                          or 10000))
+    except ValueError:
+        return 0
+
+
 class StreamingTranslator:
     """Turns a job graph into Spark streaming queries and runs them (STREAMING mode)."""
 
@@ -168,6 +177,8 @@ class StreamingTranslator:
             _shuffle_partitions(spark)
             if is_true(resolve(cfg, "execution.streaming.key-group-ranges.enabled", "STREAMING"))
             else 0)
+        #: PySpark cuts a stateful operator's output into Arrow batches by this row count
+        self.arrow_batch_rows = _arrow_batch_rows(spark)
         self._streams: dict[int, Stream] = {}
         self._tags = side_output_tags(nodes)
         # Restore (streaming_savepoint.py) is checked here, before anything runs, by
@@ -638,6 +649,7 @@ class StreamingTranslator:
                            if backend_kind == "rocksdb" else None), restoring,
                           processing_timeout, self._typed_inputs.get(node.id), out_enc,
                           self.range_partitions,
+                          self.arrow_batch_rows,
                           field_reduce_plan(kind, function, self._typed_inputs.get(node.id),
                                             out_enc, backend_kind))
         self.group_specs[node.id] = spec

@@ -264,3 +264,44 @@ def test_plan_from_traced_lambdas_and_built_in_sums_only():
     doubles = Types.TUPLE([Types.STRING(), Types.DOUBLE()])
     assert plan(lambda a, b: (a[0], a[1] + b[1]), t=doubles) is None
     assert plan(BuiltinAggregation("max", 1)) is None
+
+
+# -- PySpark's output batches ---------------------------------------------------------------
+
+
+def test_pending_output_past_the_threshold_makes_the_call_cut_pysparks_batch(monkeypatch):
+    """PySpark cuts applyInPandasWithState's Arrow batches by output rows only: once enough
+    bytes are pending, a call pads its blobs with nulls past the row limit; the records are
+    the same."""
+    from dataclasses import replace
+
+    from pyspark_datastream.runtime import group_state
+
+    rng = random.Random(3)
+    keys = _keys_of_group(30, seed=3)
+    frames = [_frames(rng, keys, 100, 2) for _ in range(3)]
+    plain = group_function(_spec(_add, True))
+    padded = group_function(replace(_spec(_add, True), arrow_batch_rows=40))
+    s_plain, s_padded = MemoryGroupState(), MemoryGroupState()
+    sizes = []
+    for batch in frames[:2]:  # under the threshold: nothing padded
+        out = list(padded((7,), iter(batch), s_padded))
+        sizes.append(len(out[0]))
+        assert _call(plain, batch, s_plain) == _unpack_frames(out)
+    assert sizes == [1, 1]
+    monkeypatch.setattr(group_state, "FLUSH_BYTES", 1)
+    out = list(padded((7,), iter(frames[2]), s_padded))
+    assert len(out[0]) == 41 and out[0][BLOB].iloc[1:].isna().all()
+    assert _unpack_frames(out) == _call(plain, frames[2], s_plain)
+    assert s_padded.value == s_plain.value
+    # a call without output still cuts the batch its state would ride in
+    empty = list(padded((7,), iter([]), s_padded))
+    assert len(empty[0]) == 41 and empty[0][BLOB].isna().all()
+    assert _unpack_frames(empty) == []
+
+
+def _unpack_frames(out):
+    blobs = pa.RecordBatch.from_arrays([pa.array(out[0][BLOB].tolist(), pa.binary())], [BLOB])
+    return pa.Table.from_batches(list(unpack_blobs(iter([blobs]))),
+                                 schema=None if out[0][BLOB].notna().any() else
+                                 pa.schema([])).to_pylist()
