@@ -58,9 +58,8 @@ bench-quick: setup
 	$(PY) -m benchmarks.wordcount --quick
 
 # FLIP-140's WordCount at full scale: 40M records, 4M keys; one untimed and three timed runs of
-# every variant (more than 22 minutes on 2 cores under load: a run stopped then had not finished;
-# on a quiet machine `--repeat 1`, one timed run per variant, took 10.5 minutes with generating
-# the data).
+# every variant (25.7 minutes on 2 cores at load 2.4-2.8, the data already generated; generating
+# it adds about a minute).
 bench-scale: setup
 	$(PY) -m benchmarks.wordcount --records 40000000 --keys 4000000
 
