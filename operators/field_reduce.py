@@ -84,11 +84,10 @@ def rolling_fields(codes: np.ndarray, kinds: Sequence[str], columns: Sequence[np
         # each key's sums: the running total minus the total before its first record
         before = np.zeros(keys, dtype=np.int64)
         before[sorted_codes[ends + 1]] = totals[ends]
-        offset = np.where(restored, start.astype(np.int64), 0) - before
-        in_order = totals + offset[sorted_codes]
+        final = np.where(restored, start.astype(np.int64), 0)  # each key's starting sum
+        in_order = totals + (final - before)[sorted_codes]
         result = np.empty(n, dtype=np.int64)
         result[order] = in_order
-        final = np.where(restored, start.astype(np.int64), 0)
         final[last_codes] = in_order[last]
         results.append(result)
         finals.append(final)

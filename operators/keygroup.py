@@ -26,6 +26,7 @@ as they came (see :meth:`KeyGroupRuntime._run_lean_reduce`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from contextlib import contextmanager
 from itertools import chain, count, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Optional
@@ -80,6 +81,21 @@ def _batch_failure(name: str, exc: Exception) -> JobExecutionError:
     """The error of a key group's micro-batch that failed on a foreign exception."""
     return JobExecutionError(
         f"operator {name!r}: key group micro-batch failed: {type(exc).__name__}: {exc}")
+
+
+@contextmanager
+def _failures_named(name: str) -> Iterator[None]:
+    """Errors of a key group's micro-batch, named for operator ``name``: a serializer's
+    error names it, the library's own pass as raised, a foreign one becomes
+    :func:`_batch_failure`."""
+    try:
+        yield
+    except SerializationError as exc:  # a state (or its snapshot) could not hold a value
+        raise_named_serialization_error(exc, name)
+    except DataStreamError:
+        raise
+    except Exception as exc:
+        raise _batch_failure(name, exc) from exc
 
 
 class KeyGroupColumns:
@@ -273,49 +289,44 @@ class KeyGroupRuntime:
         backend: Any = None
         committed = False
         try:
-            if store is not None:
-                backend = store.acquire(key_group, state)  # type: ignore[arg-type]
-            else:
-                backend = self.backend_factory()
-                if state is not None:
+            with _failures_named(name):
+                if store is not None:
+                    backend = store.acquire(key_group, state)  # type: ignore[arg-type]
+                else:
+                    backend = self.backend_factory()
+                    if state is not None:
+                        with paused_gc():
+                            raw_metas, rows_in, timers_in, _ = load_state(state)
+                            backend.restore([StateMetaInfo.from_dict(m) for m in raw_metas],
+                                            state_entries(rows_in))
+                            for timer_state, columns in timers_in:
+                                backend.restore_timer_columns(timer_state, columns)
+                operator.open(backend, self.config)
+                try:
+                    if processing_time is not None:
+                        outputs.extend(operator.advance_processing_time(processing_time))
+                    if watermark > MIN_WATERMARK:
+                        outputs.extend(operator.advance_watermark(min(watermark, MAX_WATERMARK)))
+                    outputs.extend(self._process(operator, backend, rows, result))
+                    if end_of_input:
+                        outputs.extend(operator.end_input())
+                    result.next_event_timer = operator.event_queue.peek_timestamp()
+                    result.next_processing_timer = operator.processing_queue.peek_timestamp()
+                finally:
+                    operator.close()
+                if store is not None:
+                    result.state = store.commit(key_group, backend)  # type: ignore[arg-type]
+                    committed = True
+                else:
                     with paused_gc():
-                        raw_metas, rows_in, timers_in, _ = load_state(state)
-                        backend.restore([StateMetaInfo.from_dict(m) for m in raw_metas],
-                                        state_entries(rows_in))
-                        for timer_state, columns in timers_in:
-                            backend.restore_timer_columns(timer_state, columns)
-            operator.open(backend, self.config)
-            try:
-                if processing_time is not None:
-                    outputs.extend(operator.advance_processing_time(processing_time))
-                if watermark > MIN_WATERMARK:
-                    outputs.extend(operator.advance_watermark(min(watermark, MAX_WATERMARK)))
-                outputs.extend(self._process(operator, backend, rows, result))
-                if end_of_input:
-                    outputs.extend(operator.end_input())
-                result.next_event_timer = operator.event_queue.peek_timestamp()
-                result.next_processing_timer = operator.processing_queue.peek_timestamp()
-            finally:
-                operator.close()
-            if store is not None:
-                result.state = store.commit(key_group, backend)  # type: ignore[arg-type]
-                committed = True
-            else:
-                with paused_gc():
-                    metas_out = backend.state_meta_infos()
-                    taken = backend.take_timer_columns()  # kept as columns, not entries
-                    rows_out = [tuple(e) for e in backend.snapshot()]
-                    timer_count = sum(columns.timer_count() for _, columns in taken)
-                    result.state_entries = len(rows_out) + timer_count
-                    if rows_out or timer_count:
-                        result.state = dump_state([m.to_dict() for m in metas_out], rows_out,
-                                                  taken, self.config.max_parallelism)
-        except SerializationError as exc:  # a state (or its snapshot) could not hold a value
-            raise_named_serialization_error(exc, name)
-        except DataStreamError:
-            raise
-        except Exception as exc:
-            raise _batch_failure(name, exc) from exc
+                        metas_out = backend.state_meta_infos()
+                        taken = backend.take_timer_columns()  # kept as columns, not entries
+                        rows_out = [tuple(e) for e in backend.snapshot()]
+                        timer_count = sum(columns.timer_count() for _, columns in taken)
+                        result.state_entries = len(rows_out) + timer_count
+                        if rows_out or timer_count:
+                            result.state = dump_state([m.to_dict() for m in metas_out], rows_out,
+                                                      taken, self.config.max_parallelism)
         finally:
             if store is None:
                 if backend is not None:
@@ -394,16 +405,9 @@ class KeyGroupRuntime:
         """The state bytes (None: empty) and entry count of a lean reduce whose touched keys
         now hold ``running`` (key -> value; keyed by their bytes when ``key_bytes`` is
         None), started from ``restored`` (:func:`~.lean_reduce.reduce_entries`)."""
-        name = self.config.operator_name
-        try:
+        with _failures_named(self.config.operator_name):
             entries = reduce_entries(running, key_bytes, restored,
                                      self.config.max_parallelism, key_group)
-        except SerializationError as exc:  # a state (or its snapshot) could not hold a value
-            raise_named_serialization_error(exc, name)
-        except DataStreamError:
-            raise
-        except Exception as exc:
-            raise _batch_failure(name, exc) from exc
         return (dump_state(self._expected_reduce_metas(), entries) if entries else None,
                 len(entries))
 
@@ -440,7 +444,7 @@ class KeyGroupRuntime:
                 elements.append(value)
         if key_bytes is None and set(map(type, keys)) - {bytes}:
             keys = [k if type(k) is bytes else bytes(k) for k in keys]  # e.g. bytearray
-        try:
+        with _failures_named(name):
             # running values of the keys this batch touches; a restored one is unpickled
             # here, the others keep their stored bytes
             deserialize = _PICKLE_SERIALIZER.deserialize
@@ -451,12 +455,6 @@ class KeyGroupRuntime:
                 running = {k: deserialize(restored[kb][5])
                            for k, kb in key_bytes.items() if kb in restored}
             results = fold_in_order(reduce_function.reduce, name, keys, elements, running)
-        except SerializationError as exc:
-            raise_named_serialization_error(exc, name)
-        except DataStreamError:
-            raise
-        except Exception as exc:
-            raise _batch_failure(name, exc) from exc
         state_out, entries = self.lean_state(running, key_bytes, restored, checked_group)
         return KeyGroupResult(state=state_out, elements=len(results), state_entries=entries,
                               columns=(results, stamps))

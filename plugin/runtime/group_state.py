@@ -135,11 +135,7 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
                                     frames, previous, int(kg), spec.key_serializer, runtime())
             if done is not None:  # a reduce holds no timers: no timeout to set
                 new_state, frame = done
-                if new_state is None:
-                    if state.exists:
-                        state.remove()
-                else:
-                    state.update((new_state,))
+                _commit(state, new_state)
                 return frame
         rows = (group_rows(frames, spec.typed_input, spec.sided, spec.key_serializer,
                            (int(kg), int(spec.config["max_parallelism"]))) if frames else ())
@@ -149,11 +145,7 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
                   else int(time.time() * 1000))
         result = runtime().run(previous, rows, watermark, end_of_input=end,
                                processing_time=now_ms, key_group=int(kg))
-        if result.state is None:
-            if state.exists:
-                state.remove()
-        else:
-            state.update((result.state,))
+        _commit(state, result.state)
         if spec.processing_timeout:
             if result.state is not None and result.next_processing_timer is not None:
                 state.setTimeoutDuration(max(result.next_processing_timer - now_ms, 1))
@@ -171,6 +163,14 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         return column_blobs(out_tags, values, stamps, spec.tags, spec.output_enc, spec.name)
 
     return fn
+
+
+def _commit(state: Any, data: Optional[bytes]) -> None:
+    """Hand a key group's new state bytes to Spark's GroupState (None: it holds nothing)."""
+    if data is not None:
+        state.update((data,))
+    elif state.exists:
+        state.remove()
 
 
 def flushing(frame: Any, batch_rows: int) -> Any:
