@@ -68,10 +68,9 @@ _B_ROW = bytes((_G_ROW,))
 _B_END = bytes((_G_END,))
 _LEX_DOUBLE = LexicographicDoubleSerializer.INSTANCE
 _UTC = _dt.timezone.utc
-
-
-def _has_nul(raw: bytes) -> bool:
-    return b"\x00" in raw
+#: the str tag and terminator as text (both ASCII) for :meth:`GenericKeySerializer.serialize_many`
+_S_STR = _B_STR.decode("ascii")
+_S_TERMINATOR = TERMINATOR.decode("ascii")
 
 
 def _escape(raw: bytes) -> bytes:
@@ -110,13 +109,13 @@ class GenericKeySerializer(Stateless, TypeSerializer[Any]):
     def serialize_many(self, values: list[Any]) -> list[bytes]:
         """:meth:`serialize` of each value; a list of plain strings (the common key) is
         encoded with C-level maps instead of one call per key."""
-        if set(map(type, values)) == {str}:
+        if set(map(type, values)) == {str} and "\x00" not in "".join(values):
+            # tag and terminator are ASCII: their UTF-8 is themselves, so each key is one
+            # encode of the framed string (no NUL to escape)
             try:
-                raws = list(map(str.encode, values))
+                return [(_S_STR + value + _S_TERMINATOR).encode() for value in values]
             except UnicodeEncodeError:  # a lone surrogate: the per-key path handles it
-                return list(map(self.serialize, values))
-            if not any(map(_has_nul, raws)):
-                return [_B_STR + raw + TERMINATOR for raw in raws]
+                pass
         return list(map(self.serialize, values))
 
     def serialize(self, value: Any) -> bytes:
