@@ -51,7 +51,7 @@ from .driver import key_deserializer, process_keyed_rows
 from .factory import KEYED_KINDS, make_keyed_operator
 from .keygroup_rocksdb import RocksDBKeyGroupStore, VersionPointer, drop_local_copies
 from .keygroup_state import decode_state, dump_state, encode_state, load_state, state_entries
-from .lean_reduce import VOID_NS, fold_in_order, reduce_entries
+from .lean_reduce import VOID_NS, fold_in_order, keyed_entries, reduce_entries
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend
@@ -408,6 +408,17 @@ class KeyGroupRuntime:
         with _failures_named(self.config.operator_name):
             entries = reduce_entries(running, key_bytes, restored,
                                      self.config.max_parallelism, key_group)
+        return (dump_state(self._expected_reduce_metas(), entries) if entries else None,
+                len(entries))
+
+    def lean_state_of(self, key_bytes: list[bytes], values: list[Any],
+                      restored: dict[bytes, tuple[Any, ...]],
+                      key_group: Optional[int]) -> tuple[Optional[bytes], int]:
+        """:meth:`lean_state` of touched keys given as their distinct bytes and values
+        (:func:`~.lean_reduce.keyed_entries`)."""
+        with _failures_named(self.config.operator_name):
+            entries = keyed_entries(key_bytes, values, restored,
+                                    self.config.max_parallelism, key_group)
         return (dump_state(self._expected_reduce_metas(), entries) if entries else None,
                 len(entries))
 

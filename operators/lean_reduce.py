@@ -8,9 +8,10 @@ element or per distinct key, so it stays in plain lists and dicts:
 
 * :func:`fold_in_order` - the fold, keyed by whatever identifies a key in the call (its
   bytes, or its typed value when the reader has the distinct keys' bytes apart);
-* :func:`reduce_entries` - the state entries after the fold: restored entries of
-  untouched keys as they came, each touched key's latest value (a None result clears the
-  key), in canonical order, sorted with C-level keys only.
+* :func:`reduce_entries` (:func:`keyed_entries` for keys given by their bytes) - the state
+  entries after the fold: restored entries of untouched keys as they came, each touched
+  key's latest value (a None result clears the key), in canonical order, sorted with
+  C-level keys only.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..state_store.serializers import PickleSerializer
 from .base import user_function_error
 from .keyed import REDUCE_STATE_NAME
 
-__all__ = ["VOID_NS", "fold_in_order", "reduce_entries"]
+__all__ = ["VOID_NS", "fold_in_order", "keyed_entries", "reduce_entries"]
 
 #: Namespace bytes of keyed state without a namespace.
 VOID_NS = VOID_NAMESPACE_SERIALIZER.serialize(VOID_NAMESPACE)
@@ -65,21 +66,34 @@ def reduce_entries(running: dict[Any, Any], key_bytes: Optional[Mapping[Any, byt
     """The ``_reduce`` entries of a key group after :func:`fold_in_order`.
 
     ``running`` maps each key the call touched to its latest value; ``key_bytes`` gives a
-    key's bytes (None: the keys are their bytes); ``restored`` maps key bytes to the
-    entries the call started from; ``key_group``, when the caller has checked it, is the
-    key group of every key (else each new key's is computed). Canonical order (the encoded
-    entry key's) is, for one state name and the void namespace, ``(key group, key length,
-    key bytes)``. Built with C-level maps and sorts: a call touches up to hundreds of
-    thousands of keys.
+    key's bytes (None: the keys are their bytes); the rest as :func:`keyed_entries`.
     """
     keys = list(running)
     kbs = keys if key_bytes is None else list(map(key_bytes.__getitem__, keys))
-    values = list(running.values())
+    return keyed_entries(kbs, list(running.values()), restored, max_parallelism, key_group)
+
+
+def keyed_entries(kbs: list[bytes], values: list[Any], restored: dict[bytes, tuple[Any, ...]],
+                  max_parallelism: int, key_group: Optional[int] = None) -> list[tuple[Any, ...]]:
+    """The ``_reduce`` entries of a key group whose touched keys (distinct ``kbs``, their
+    bytes) now hold ``values`` (a None value clears its key), started from ``restored``
+    (key bytes -> the entries the call started from; untouched ones are kept as they
+    came). ``key_group``, when the caller has checked it, is the key group of every key
+    (else each new key's is computed). Canonical order (the encoded entry key's) is, for
+    one state name and the void namespace, ``(key group, key length, key bytes)``. Built
+    with C-level maps and sorts: a call touches up to hundreds of thousands of keys.
+    """
     cleared = [kb for kb, value in zip(kbs, values) if value is None]
     if cleared:  # a None result clears the key's state
         kept = [(kb, value) for kb, value in zip(kbs, values) if value is not None]
         kbs, values = [kb for kb, _ in kept], [value for _, value in kept]
     payloads = _pickled(values)
+    if not restored and key_group is not None:  # one key group, nothing to merge
+        payload_of = dict(zip(kbs, payloads))
+        order = sorted(payload_of)
+        order.sort(key=len)  # stable: by length, then bytes
+        return list(zip(repeat(key_group), repeat(REDUCE_STATE_NAME), order, repeat(VOID_NS),
+                        repeat(b""), map(payload_of.__getitem__, order)))
     if key_group is not None:
         groups: Any = repeat(key_group)
     else:

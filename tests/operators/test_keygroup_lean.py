@@ -235,13 +235,16 @@ def test_state_entries_with_a_checked_key_group_restored_keys_and_cleared_keys()
             model.pop(key_bytes[k], None)
         else:
             model[key_bytes[k]] = v
-    expected = sorted(model, key=lambda kb: (len(kb), kb))
+    fresh = {key_bytes[k]: v for k, v in running.items() if v is not None}  # nothing restored
     for checked in (None, group):
-        entries = reduce_entries(running, key_bytes, restored, MAXP, checked)
-        assert [e[2] for e in entries] == expected
-        assert [pickle.loads(e[5]) for e in entries] == [model[kb] for kb in expected]
-        assert {(e[0], e[1], e[3], e[4]) for e in entries} == {(group, "_reduce", VOID_NS, b"")}
-        assert is_canonical([StateEntry(*e) for e in entries])
+        for start, want in ((restored, model), ({}, fresh)):
+            entries = reduce_entries(running, key_bytes, start, MAXP, checked)
+            order = sorted(want, key=lambda kb: (len(kb), kb))
+            assert [e[2] for e in entries] == order
+            assert [pickle.loads(e[5]) for e in entries] == [want[kb] for kb in order]
+            assert {(e[0], e[1], e[3], e[4]) for e in entries} == {
+                (group, "_reduce", VOID_NS, b"")}
+            assert is_canonical([StateEntry(*e) for e in entries])
 
 
 def test_an_unpicklable_result_is_a_serialization_error_naming_the_operator():
