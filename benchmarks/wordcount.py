@@ -9,8 +9,10 @@ STREAMING runs ``reduce(lambda a, b: (a[0], a[1] + b[1]))``, which the planner t
 a per-key running sum computed on the key group's columns (``streaming``), and the same
 reduce as a ``ReduceFunction`` class, called once per record (``streaming_python``).
 Results are checked against pandas. Each variant, the baseline included, runs
-once untimed (JVM code compilation, Python worker start-up) and then ``--repeat``
-times; the median counts, and ``runs`` in the JSON lists every timed run. The
+once untimed (JVM code compilation, Python worker start-up), then ``--repeat`` timed
+rounds run every variant once each, in turn (a slow spell of the machine then falls on
+all variants alike, not on the one that happened to be running); the median counts, and
+``runs`` in the JSON lists every timed run. The
 last line is JSON with ratios measured in this run, and the peak resident set size
 (``peak_rss_mib``, MiB) of the driver, the JVM and the Python workers (their sum),
 sampled every 0.25 s in a background thread, overall and per variant.
@@ -28,6 +30,7 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -120,15 +123,6 @@ def streaming_reduce(spark: object, path: str, schema: object, expected: pd.Seri
         shutil.rmtree(work, ignore_errors=True)
 
 
-def timed_streaming(spark: object, path: str, schema: object, expected: pd.Series,
-                    repeat: int, python: bool = False) -> tuple[float, list[float]]:
-    """:func:`streaming_reduce`'s median over ``repeat`` runs after one untimed warm-up
-    (each run is a new query with its own checkpoint, so each reads every file)."""
-    streaming_reduce(spark, path, schema, expected, python)
-    times = [streaming_reduce(spark, path, schema, expected, python) for _ in range(repeat)]
-    return statistics.median(times), times
-
-
 def streaming_floor(spark: object, path: str, schema: object) -> float:
     """What Spark's ``applyInPandasWithState`` itself costs on this input: the columns the
     STREAMING job hands it (key group, the record's two fields, the file order columns, a null
@@ -213,8 +207,8 @@ def main() -> None:
     words.count()  # warm up file listing and the JVM
 
     # Every variant is run once untimed (the JVM compiles its code paths, Python workers
-    # start and import the library), then timed --repeat times; the median counts. The
-    # baseline brings its result to the driver the way execute_and_collect does (Arrow),
+    # start and import the library), then --repeat timed rounds run each variant in turn;
+    # the median counts. The baseline brings its result to the driver the way execute_and_collect does (Arrow),
     # so the ratios compare the computation, not two ways of collecting.
     def native() -> list:
         rows = words.groupBy("word").count().toArrow().to_pylist()
@@ -237,38 +231,38 @@ def main() -> None:
         with job().key_by(lambda x: x[0]).sum(1).execute_and_collect() as it:
             return list(it)
 
-    def timed(run: object, what: str) -> tuple[float, list[float]]:
-        """Median seconds of ``args.repeat`` checked runs after one untimed warm-up."""
-        check(run(), expected, what)  # type: ignore[operator]
-        times = []
-        for _ in range(args.repeat):
+    def clocked(run: Callable[[], list], what: str) -> Callable[[], float]:
+        """``run`` as a checked run returning its seconds (the check is not timed)."""
+        def once() -> float:
             t = time.time()
-            rows = run()  # type: ignore[operator]
-            times.append(time.time() - t)
+            rows = run()
+            seconds = time.time() - t
             check(rows, expected, what)
-        return statistics.median(times), times
+            return seconds
+        return once
 
+    variants: dict[str, Callable[[], float]] = {
+        "native": clocked(native, "native"),
+        "reduce": clocked(reduce, "reduce"),
+        "sum": clocked(sum_, "sum"),
+        "streaming": lambda: streaming_reduce(spark, path, words.schema, expected),
+        "streaming_python": lambda: streaming_reduce(spark, path, words.schema, expected, True),
+    }
+    if args.floor:
+        variants["streaming_floor"] = lambda: streaming_floor(spark, path, words.schema)
+    runs: dict[str, list[float]] = {name: [] for name in variants}
     # peak RSS of the driver, the JVM and the Python workers, sampled while the variants run
     with RssSampler() as rss:
-        with rss.phase("native"):
-            native_s, native_runs = timed(native, "native")
-        with rss.phase("reduce"):
-            reduce_s, reduce_runs = timed(reduce, "reduce")
-        with rss.phase("sum"):
-            sum_s, sum_runs = timed(sum_, "sum")
-        with rss.phase("streaming"):
-            streaming_s, streaming_runs = timed_streaming(spark, path, words.schema, expected,
-                                                          args.repeat)
-        with rss.phase("streaming_python"):
-            python_s, python_runs = timed_streaming(spark, path, words.schema, expected,
-                                                    args.repeat, python=True)
-        floor_s, floor_runs = None, []
-        if args.floor:
-            with rss.phase("streaming_floor"):
-                streaming_floor(spark, path, words.schema)
-                floor_runs = [streaming_floor(spark, path, words.schema)
-                              for _ in range(args.repeat)]
-                floor_s = statistics.median(floor_runs)
+        for timed_round in range(args.repeat + 1):  # round 0 warms every variant up
+            for name, run in variants.items():
+                with rss.phase(name):
+                    seconds = run()
+                if timed_round:
+                    runs[name].append(seconds)
+    median = {name: statistics.median(times) for name, times in runs.items()}
+    native_s, reduce_s, sum_s = median["native"], median["reduce"], median["sum"]
+    streaming_s, python_s = median["streaming"], median["streaming_python"]
+    floor_s = median.get("streaming_floor")
 
     result = {
         "native_s": round(native_s, 3), "reduce_s": round(reduce_s, 3), "sum_s": round(sum_s, 3),
@@ -287,10 +281,7 @@ def main() -> None:
         "records": args.records, "keys": args.keys,
         # other work on the machine skews every ratio: report the 1/5/15-minute load with them
         "load": [round(x, 2) for x in os.getloadavg()],
-        "runs": {name: [round(t, 2) for t in runs] for name, runs in (
-            ("native", native_runs), ("reduce", reduce_runs), ("sum", sum_runs),
-            ("streaming", streaming_runs), ("streaming_python", python_runs),
-            ("streaming_floor", floor_runs)) if runs},
+        "runs": {name: [round(t, 2) for t in times] for name, times in runs.items()},
         # MiB; a Python worker's RSS counts pages it shares with the daemon it forked from
         "peak_rss_mib": rss.summary(),
         "peak_rss_mib_by_variant": rss.by_phase(),
