@@ -663,9 +663,11 @@ class StreamingTranslator:
         grouping = KG
         if self.range_partitions:
             # Spark hashes the grouping column to pick a partition: the range key (key group
-            # plus a salt) lands each key group in its range's partition (key_group_ranges.py)
+            # plus a salt) lands each key group in its range's partition (key_group_ranges.py).
+            # The function reads the key group from the range key, so _kg is not handed over:
+            # every column costs a conversion per record on both sides of the Arrow stream.
             df = df.withColumn(RANGE_KEY, range_key_column(F.col(KG), self.max_parallelism,
-                                                           self.range_partitions))
+                                                           self.range_partitions)).drop(KG)
             grouping = RANGE_KEY
         out = df.groupBy(grouping).applyInPandasWithState(
             group_function(spec), f"{BLOB} binary", _STATE_SCHEMA, "append", timeout)
