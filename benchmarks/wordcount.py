@@ -208,8 +208,9 @@ def main() -> None:
 
     # Every variant is run once untimed (the JVM compiles its code paths, Python workers
     # start and import the library), then --repeat timed rounds run each variant in turn;
-    # the median counts. The baseline brings its result to the driver the way execute_and_collect does (Arrow),
-    # so the ratios compare the computation, not two ways of collecting.
+    # the median counts. The baseline brings its result to the driver the way
+    # execute_and_collect does (Arrow), so the ratios compare the computation, not two ways
+    # of collecting.
     def native() -> list:
         rows = words.groupBy("word").count().toArrow().to_pylist()
         return [(r["word"], r["count"]) for r in rows]

@@ -25,7 +25,7 @@ as they came (see :meth:`KeyGroupRuntime._run_lean_reduce`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from collections.abc import Callable, Iterable, Iterator, Sized
 from contextlib import contextmanager
 from itertools import chain, count, repeat
 from operator import itemgetter
@@ -51,7 +51,7 @@ from .driver import key_deserializer, process_keyed_rows
 from .factory import KEYED_KINDS, make_keyed_operator
 from .keygroup_rocksdb import RocksDBKeyGroupStore, VersionPointer, drop_local_copies
 from .keygroup_state import decode_state, dump_state, encode_state, load_state, state_entries
-from .lean_reduce import VOID_NS, fold_in_order, keyed_entries, reduce_entries
+from .lean_reduce import VOID_NS, fold_in_order, keyed_entries
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend
@@ -399,22 +399,11 @@ class KeyGroupRuntime:
                 restored[entry[2]] = entry
         return restored
 
-    def lean_state(self, running: dict[Any, Any], key_bytes: Optional[Mapping[Any, bytes]],
+    def lean_state(self, key_bytes: list[bytes], values: list[Any],
                    restored: dict[bytes, tuple[Any, ...]],
                    key_group: Optional[int]) -> tuple[Optional[bytes], int]:
         """The state bytes (None: empty) and entry count of a lean reduce whose touched keys
-        now hold ``running`` (key -> value; keyed by their bytes when ``key_bytes`` is
-        None), started from ``restored`` (:func:`~.lean_reduce.reduce_entries`)."""
-        with _failures_named(self.config.operator_name):
-            entries = reduce_entries(running, key_bytes, restored,
-                                     self.config.max_parallelism, key_group)
-        return (dump_state(self._expected_reduce_metas(), entries) if entries else None,
-                len(entries))
-
-    def lean_state_of(self, key_bytes: list[bytes], values: list[Any],
-                      restored: dict[bytes, tuple[Any, ...]],
-                      key_group: Optional[int]) -> tuple[Optional[bytes], int]:
-        """:meth:`lean_state` of touched keys given as their distinct bytes and values
+        (their distinct ``key_bytes``) now hold ``values``, started from ``restored``
         (:func:`~.lean_reduce.keyed_entries`)."""
         with _failures_named(self.config.operator_name):
             entries = keyed_entries(key_bytes, values, restored,
@@ -466,7 +455,10 @@ class KeyGroupRuntime:
                 running = {k: deserialize(restored[kb][5])
                            for k, kb in key_bytes.items() if kb in restored}
             results = fold_in_order(reduce_function.reduce, name, keys, elements, running)
-        state_out, entries = self.lean_state(running, key_bytes, restored, checked_group)
+        touched = list(running)  # the keys' bytes, or their typed values mapped to bytes
+        kbs = touched if key_bytes is None else list(map(key_bytes.__getitem__, touched))
+        state_out, entries = self.lean_state(kbs, list(running.values()), restored,
+                                             checked_group)
         return KeyGroupResult(state=state_out, elements=len(results), state_entries=entries,
                               columns=(results, stamps))
 

@@ -8,8 +8,8 @@ element or per distinct key, so it stays in plain lists and dicts:
 
 * :func:`fold_in_order` - the fold, keyed by whatever identifies a key in the call (its
   bytes, or its typed value when the reader has the distinct keys' bytes apart);
-* :func:`reduce_entries` (:func:`keyed_entries` for keys given by their bytes) - the state
-  entries after the fold: restored entries of untouched keys as they came, each touched
+* :func:`keyed_entries` - the state entries after the fold, given each touched key's
+  bytes and latest value: restored entries of untouched keys as they came, each touched
   key's latest value (a None result clears the key), in canonical order, sorted with
   C-level keys only.
 """
@@ -17,7 +17,7 @@ element or per distinct key, so it stays in plain lists and dicts:
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from itertools import repeat
 from operator import itemgetter
 from typing import Any, Optional
@@ -29,7 +29,7 @@ from ..state_store.serializers import PickleSerializer
 from .base import user_function_error
 from .keyed import REDUCE_STATE_NAME
 
-__all__ = ["VOID_NS", "fold_in_order", "keyed_entries", "reduce_entries"]
+__all__ = ["VOID_NS", "fold_in_order", "keyed_entries"]
 
 #: Namespace bytes of keyed state without a namespace.
 VOID_NS = VOID_NAMESPACE_SERIALIZER.serialize(VOID_NAMESPACE)
@@ -58,19 +58,6 @@ def fold_in_order(reduce: Callable[[Any, Any], Any], name: str, keys: list[Any],
         running[key] = reduced
         append(reduced)
     return results
-
-
-def reduce_entries(running: dict[Any, Any], key_bytes: Optional[Mapping[Any, bytes]],
-                   restored: dict[bytes, tuple[Any, ...]], max_parallelism: int,
-                   key_group: Optional[int] = None) -> list[tuple[Any, ...]]:
-    """The ``_reduce`` entries of a key group after :func:`fold_in_order`.
-
-    ``running`` maps each key the call touched to its latest value; ``key_bytes`` gives a
-    key's bytes (None: the keys are their bytes); the rest as :func:`keyed_entries`.
-    """
-    keys = list(running)
-    kbs = keys if key_bytes is None else list(map(key_bytes.__getitem__, keys))
-    return keyed_entries(kbs, list(running.values()), restored, max_parallelism, key_group)
 
 
 def keyed_entries(kbs: list[bytes], values: list[Any], restored: dict[bytes, tuple[Any, ...]],

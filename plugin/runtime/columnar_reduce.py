@@ -99,7 +99,7 @@ def run_field_reduce(plan: FieldReduce, typed: TypedInput, out_enc: Encoding, fr
     results, finals = rolling_fields(codes, plan.kinds, columns, running, was_restored)
     # the state: each key's final value, keyed by its bytes
     values = list(zip(*[f.tolist() for f in finals]))
-    new_state, _ = runtime.lean_state_of(key_bytes, values, restored, key_group)
+    new_state, _ = runtime.lean_state(key_bytes, values, restored, key_group)
     schema = output_schema(out_enc, False)
     ts = (pa.nulls(len(stamps), pa.int64()) if nulls is not None and nulls.all()
           else pa.array(stamps, type=pa.int64(), mask=nulls))

@@ -197,12 +197,12 @@ def test_lean_outputs_come_as_columns_and_as_output_tuples():
 
 
 def test_state_entries_are_canonical_across_key_groups():
-    from pyspark_datastream.operators.lean_reduce import reduce_entries
+    from pyspark_datastream.operators.lean_reduce import keyed_entries
     from pyspark_datastream.state_store.keygroups import assign_key_group
 
     keys = [KS.serialize(k) for k in ("a", "bb", "ccc", "zz", "y", "x" * 40)]
     running = {kb: ("v", i) for i, kb in enumerate(keys)}
-    entries = reduce_entries(running, None, {}, 4)
+    entries = keyed_entries(list(running), list(running.values()), {}, 4)
     expected = sorted(keys, key=lambda kb: (assign_key_group(kb, 4), len(kb), kb))
     assert len({e[0] for e in entries}) > 1
     assert [e[2] for e in entries] == expected
@@ -215,7 +215,7 @@ def test_state_entries_with_a_checked_key_group_restored_keys_and_cleared_keys()
     per key, and what an independent model gives."""
     import random
 
-    from pyspark_datastream.operators.lean_reduce import VOID_NS, reduce_entries
+    from pyspark_datastream.operators.lean_reduce import VOID_NS, keyed_entries
     from pyspark_datastream.state_store.keygroups import assign_key_group
 
     rng = random.Random(3)
@@ -238,7 +238,8 @@ def test_state_entries_with_a_checked_key_group_restored_keys_and_cleared_keys()
     fresh = {key_bytes[k]: v for k, v in running.items() if v is not None}  # nothing restored
     for checked in (None, group):
         for start, want in ((restored, model), ({}, fresh)):
-            entries = reduce_entries(running, key_bytes, start, MAXP, checked)
+            entries = keyed_entries([key_bytes[k] for k in running], list(running.values()),
+                                    start, MAXP, checked)
             order = sorted(want, key=lambda kb: (len(kb), kb))
             assert [e[2] for e in entries] == order
             assert [pickle.loads(e[5]) for e in entries] == [want[kb] for kb in order]

@@ -173,10 +173,7 @@ def _spec(function, columnar):
 
 def _call(fn, frames, state):
     out = list(fn((7,), iter(frames), state))
-    if not out:
-        return []
-    blobs = pa.RecordBatch.from_arrays([pa.array(out[0][BLOB].tolist(), pa.binary())], [BLOB])
-    return pa.Table.from_batches(list(unpack_blobs(iter([blobs])))).to_pylist()
+    return _unpack_frames(out) if out else []
 
 
 def _add(a, b):
