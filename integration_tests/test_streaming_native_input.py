@@ -163,3 +163,47 @@ def test_summing_reduces_run_on_columns_as_a_plain_model_sums_them(spark, env_fa
     # sum(1): the other fields keep the key's first record's values
     assert run("columns-sum", True, lambda ds: ds.sum(1)) == model(
         lambda a, b: (a[0], a[1] + b[1], a[2]))
+
+
+class Stamped(KeyedProcessFunction):
+    """(key, the element's timestamp, value)."""
+
+    def process_element(self, value, ctx):
+        yield (ctx.get_current_key(), ctx.timestamp(), value[1])
+
+
+def test_records_without_timestamps_leave_ts_behind_and_read_none(spark, env_factory, tmp_path,
+                                                                 capsys):
+    """A file stream without a timestamp assigner hands the keyed operator no ``_ts`` column
+    (its records carry none); an assigner reading a field keeps it, and the function sees
+    each element's own timestamp either way."""
+    from pyspark_datastream import WatermarkStrategy
+
+    src = str(tmp_path / "stamps")
+    _file(src, [("a", 5), ("b", 3), ("a", 9)], "f1")
+    _file(src, [("b", 4), ("a", 1)], "f2")
+    out_t = Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])
+
+    def handed(name, timed):
+        config = {"execution.checkpointing.dir": str(tmp_path / f"ckpt-{name}")}
+        ds = env_factory("STREAMING", config).from_dataframe(
+            spark.readStream.schema(SCHEMA).parquet(src))
+        if timed:
+            ds = ds.assign_timestamps_and_watermarks(
+                WatermarkStrategy.for_monotonous_timestamps()
+                .with_timestamp_assigner(lambda r, _: r[1]))
+        out = ds.key_by(lambda r: r[0]).process(Stamped(), output_type=out_t)
+        capsys.readouterr()
+        out.to_dataframe().explain()
+        plan = capsys.readouterr().out
+        args = plan.split("FlatMapGroupsInPandasWithState fn(", 1)[1].split(")", 1)[0]
+        return {a.split("#")[0] for a in args.split(", ")}, sorted(
+            out.execute_and_collect(name), key=repr)
+
+    columns, rows = handed("untimed", False)
+    assert "_ts" not in columns and {"k", "v", "_seq", "_seq_row"} <= columns
+    assert sorted(rows) == [("a", None, 1), ("a", None, 5), ("a", None, 9),
+                            ("b", None, 3), ("b", None, 4)]
+    columns, rows = handed("timed", True)
+    assert "_ts" in columns
+    assert sorted(rows) == [("a", 1, 1), ("a", 5, 5), ("a", 9, 9), ("b", 3, 3), ("b", 4, 4)]
