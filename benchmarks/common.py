@@ -9,7 +9,9 @@
 * :class:`RssSampler`: a background thread sampling the resident set size of this process
   (the driver), of the JVM it started and of the Python workers under the JVM, keeping the
   peak of each (a worker's RSS counts pages it shares with the daemon it forked from, so
-  the workers' sum is an upper bound).
+  the workers' sum is an upper bound). Per phase, ``python_workers`` counts the workers that
+  ran in it (their CPU time grew): Spark keeps idle workers of earlier jobs alive for reuse,
+  and counting them would credit one variant with another's memory.
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ class RssSampler:
         self.peak: dict[str, float] = dict.fromkeys(self.KINDS, 0.0)
         self.phases: dict[str, dict[str, float]] = {}
         self._current: str | None = None
+        self._cpu_at_start: dict[int, float] = {}  # worker pid -> CPU seconds as the phase began
+        self._workers: list[Any] = []
         self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
 
     def __enter__(self) -> RssSampler:
@@ -92,7 +96,10 @@ class RssSampler:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
+        self.sample()  # the workers alive now, and their CPU time so far
+        at_start = {pid: cpu for pid, (_, cpu) in self._worker_stats().items()}
         with self._lock:
+            self._cpu_at_start = at_start
             self._current = name
             self.phases.setdefault(name, dict.fromkeys(self.KINDS, 0.0))
         try:
@@ -119,23 +126,42 @@ class RssSampler:
                     sizes["jvm"] += proc.memory_info().rss
             except ps.Error:
                 continue
+        workers = []
         for jvm in jvms:
             try:
-                workers = jvm.children(recursive=True)
+                workers.extend(p for p in jvm.children(recursive=True)
+                               if p.name().startswith("python"))
             except ps.Error:
                 continue
-            for proc in workers:
-                try:
-                    if proc.name().startswith("python"):
-                        sizes["python_workers"] += proc.memory_info().rss
-                except ps.Error:
-                    continue
+        with self._lock:
+            self._workers = workers
+        stats = self._worker_stats()
+        sizes["python_workers"] = sum(rss for rss, _ in stats.values())
         mib = {k: v / 2**20 for k, v in sizes.items()}
         with self._lock:
             for k, v in mib.items():
                 self.peak[k] = max(self.peak[k], v)
-                if self._current is not None:
-                    self.phases[self._current][k] = max(self.phases[self._current][k], v)
+            if self._current is not None:
+                start = self._cpu_at_start
+                ran = sum(rss for pid, (rss, cpu) in stats.items()
+                          if pid not in start or cpu > start[pid]) / 2**20
+                peaks = self.phases[self._current]
+                for k, v in {**mib, "python_workers": ran}.items():
+                    peaks[k] = max(peaks[k], v)
+
+    def _worker_stats(self) -> dict[int, tuple[int, float]]:
+        """pid -> (RSS bytes, CPU seconds) of the Python workers last seen."""
+        with self._lock:
+            workers = list(self._workers)
+        stats = {}
+        for proc in workers:
+            try:
+                with proc.oneshot():
+                    cpu = proc.cpu_times()
+                    stats[proc.pid] = (proc.memory_info().rss, cpu.user + cpu.system)
+            except self._psutil.Error:
+                continue
+        return stats
 
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):

@@ -15,7 +15,8 @@ all variants alike, not on the one that happened to be running); the median coun
 ``runs`` in the JSON lists every timed run. The
 last line is JSON with ratios measured in this run, and the peak resident set size
 (``peak_rss_mib``, MiB) of the driver, the JVM and the Python workers (their sum),
-sampled every 0.25 s in a background thread, overall and per variant.
+sampled every 0.25 s in a background thread, overall and per variant (a variant's
+Python-worker figure counts the workers that ran in it, not idle ones kept from before).
 
 ``--floor`` also times Spark's ``applyInPandasWithState`` alone over the columns the
 STREAMING job gives it, with a function that reads them and does nothing

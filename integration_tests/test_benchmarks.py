@@ -78,3 +78,8 @@ def test_wordcount_quick(tmp_path):
         assert field in result, field
     assert set(result["runs"]) == {"native", "reduce", "sum", "streaming", "streaming_python"}
     assert result["records"] == 200_000 and result["keys"] == 20_000
+    # a variant's Python-worker figure counts the workers that ran in it, not the idle ones
+    # Spark keeps from the variants before: native Spark's is below the Python reduce's
+    by_variant = result["peak_rss_mib_by_variant"]
+    assert by_variant["reduce"]["python_workers"] > 0
+    assert by_variant["native"]["python_workers"] < by_variant["reduce"]["python_workers"]
