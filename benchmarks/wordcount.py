@@ -126,12 +126,11 @@ def streaming_reduce(spark: object, path: str, schema: object, expected: pd.Seri
 
 def streaming_floor(spark: object, path: str, schema: object) -> float:
     """What Spark's ``applyInPandasWithState`` itself costs on this input: the columns the
-    STREAMING job hands it (the record's two fields, the file order columns, a null
-    watermark-tagged column and the range key: the key group plus the salt that puts it on
-    its range's partition; records without timestamps come without ``_ts``), grouped as the
-    job groups them, to a function that reads every frame and returns nothing, available-now
-    into a Parquet sink. No state, no output: the floor under any STREAMING keyed job on this
-    API. Returns the query's seconds.
+    STREAMING job hands it (the record's two fields, the file order columns, a null record
+    timestamp, a null watermark-tagged column and the range key: the key group plus the salt
+    that puts it on its range's partition), grouped as the job groups them, to a function that
+    reads every frame and returns nothing, available-now into a Parquet sink. No state, no
+    output: the floor under any STREAMING keyed job on this API. Returns the query's seconds.
     """
     import shutil
     import tempfile
@@ -151,7 +150,8 @@ def streaming_floor(spark: object, path: str, schema: object) -> float:
     try:
         word = F.col("word")
         stream = (spark.readStream.schema(schema).parquet(path)  # type: ignore[attr-defined]
-                  .select(F.pmod(F.crc32(word.cast("binary")), F.lit(128)).cast("int").alias("_kg"),
+                  .select(F.lit(None).cast("long").alias("_ts"),
+                          F.pmod(F.crc32(word.cast("binary")), F.lit(128)).cast("int").alias("_kg"),
                           word.alias("f0"), F.lit(1).cast("long").alias("f1"),
                           F.unix_millis(F.col("_metadata.file_modification_time")).alias("_seq"),
                           F.col("_metadata.row_index").alias("_seq_row"),

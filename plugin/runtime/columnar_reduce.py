@@ -134,11 +134,7 @@ def _columns(frames: list[Any], typed: TypedInput) -> Optional[list[np.ndarray]]
 
 
 def _stamps(frames: list[Any]) -> tuple[np.ndarray, Optional[np.ndarray]]:
-    """Each record's timestamp (int64) and which are null (None: none is; no ``_ts``
-    column: records without timestamps)."""
-    if TS not in frames[0].columns:
-        rows = sum(map(len, frames))
-        return np.zeros(rows, dtype=np.int64), np.ones(rows, dtype=bool)
+    """Each record's timestamp (int64) and which are null (None: none is)."""
     parts = [p[TS].to_numpy() for p in frames]
     ts = parts[0] if len(parts) == 1 else np.concatenate(parts)
     if ts.dtype.kind != "f":  # Spark hands a bigint column with nulls over as float64

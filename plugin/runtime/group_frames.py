@@ -149,10 +149,7 @@ def output_schema(enc: Optional[Encoding], tagged: bool) -> pa.Schema:
 
 # -- in ------------------------------------------------------------------------------------
 def _timestamps(pdf: Any) -> list[Any]:
-    """``_ts`` as ints / None (Spark hands a bigint column with nulls over as float64; an
-    input of records without timestamps has no ``_ts``)."""
-    if TS not in pdf.columns:
-        return [None] * len(pdf)
+    """``_ts`` as ints / None (Spark hands a bigint column with nulls over as float64)."""
     column = pdf[TS]
     if column.isna().all():
         return [None] * len(column)
@@ -279,8 +276,7 @@ def processing_order(frames: list[Any], keys: Any, stamps: Any, sides: Optional[
             order = np.lexsort((rows_seq, seq))
     elif len(seq) > 1 and not bool((seq[1:] >= seq[:-1]).all()):
         order = np.argsort(seq, kind="stable")
-    if (len(seq) > 1 and TS in frames[0].columns
-            and not any(bool(p[TS].isna().any()) for p in frames)):
+    if len(seq) > 1 and not any(bool(p[TS].isna().any()) for p in frames):
         # splits: a file of a file stream (its time and file hash), else a read partition
         split = [seq, rows_seq >> ROW_INDEX_BITS] if rows_seq is not None \
             else [seq >> SPLIT_SHIFT]

@@ -371,8 +371,7 @@ class BatchSavepointWrite:
                     meta = StateMetaInfo.from_dict(d)
                     metas[meta.name] = meta
         return replace(stream, df=main, enc=enc, keyed=None, chain=(), co_stage=None,
-                       sided=False, tagged=bool(tags), name=node.name, stage=None,
-                       untimed=False)
+                       sided=False, tagged=bool(tags), name=node.name, stage=None)
 
     def entry_count(self) -> Optional[int]:
         """State entries the keyed passes produced for the savepoint, or None when a count

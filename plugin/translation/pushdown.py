@@ -52,7 +52,7 @@ def native_map(node: ChainNode, parent: Stream) -> Optional[Stream]:
             for e, t, c in zip(exprs, ddl, out_enc.columns)]
     df = parent.df.select(col(TS), *cols)
     log.info("%s runs as a native Spark projection", node.name)
-    return Stream(df, out_enc, out_t, name=node.name, untimed=parent.untimed)
+    return Stream(df, out_enc, out_t, name=node.name)
 
 
 def native_timestamps(node: ChainNode, parent: Stream) -> Optional[Stream]:

@@ -110,8 +110,7 @@ def fused_chain(parent: Stream, node: ChainNode, stage: Optional[int]) -> Stream
     """``parent`` with ``node``'s stage appended to its pending work (run in the same pass;
     ``stage``: the progress stage of that pass)."""
     return replace(parent, chain=chain_before(parent) + ((node.stage, node.function),),
-                   type_info=node.output_type, name=node.name, stage=stage,
-                   untimed=False)  # a chained stage may assign timestamps
+                   type_info=node.output_type, name=node.name, stage=stage)
 
 
 def co_chain_input(t: StreamTranslator, node: CoChainNode) -> DataFrame:
@@ -164,7 +163,7 @@ def dataframe_source(df: DataFrame, node: SourceNode) -> Stream:
     cols = tuple(df.columns)
     enc = typed_encoding(node.output_type, columns=cols)  # ROW: records are Rows
     df = df.select(lit(None).cast("bigint").alias(TS), *[col(f"`{c}`") for c in cols])
-    return Stream(df, enc, node.output_type, name=node.name, untimed=True)
+    return Stream(df, enc, node.output_type, name=node.name)
 
 
 def materialize_shared(t: StreamTranslator, stream: Stream, node: Transformation,

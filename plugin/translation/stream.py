@@ -34,9 +34,6 @@ class Stream:
     name: str = ""
     tagged: bool = False  # df carries a _tag column (side outputs present)
     stage: Optional[int] = None  # progress stage of the pending work (None: none / not tracked)
-    #: every record's ``_ts`` is null by construction (a source without timestamps, then
-    #: native projections only): a STREAMING keyed operator is not handed the column
-    untimed: bool = False
 
     @property
     def pending(self) -> bool:

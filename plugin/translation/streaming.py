@@ -220,8 +220,6 @@ class StreamingTranslator:
         self.query_roots: dict[str, Transformation] = {}
         #: keyed node id -> how its function reads its native keyed input
         self._typed_inputs: dict[int, TypedInput] = {}
-        # keyed operators whose input records carry no timestamp: not handed a null _ts
-        self._untimed_inputs: set[int] = set()
         #: keyed node id -> the query staging its output for several consumers
         self.staged_outputs: dict[int, str] = {}
         #: when a list, run_query only starts each query and appends ``(name, query)``
@@ -560,8 +558,6 @@ class StreamingTranslator:
             return None
         df, typed = native
         self._typed_inputs[consumer.id] = typed
-        if parent.untimed:
-            self._untimed_inputs.add(consumer.id)
         return df
 
     def _through_files(self, df: DataFrame, name: str) -> DataFrame:
@@ -639,10 +635,7 @@ class StreamingTranslator:
         # PySpark hands a timestamp column to pandas one value at a time (~0.3 s of CPU per 4M
         # records) where a bigint one is a single array conversion.
         # (a select, not withColumn: over Spark Connect withColumn drops the alias metadata)
-        # Records without timestamps leave _ts behind (the runtime reads an absent _ts as
-        # all null): each column handed over costs a conversion per record.
-        dropped = (_ET, TS) if node.id in self._untimed_inputs else (_ET,)
-        df = df.select(*[F.col(f"`{c}`") for c in df.columns if c not in dropped],
+        df = df.select(*[F.col(f"`{c}`") for c in df.columns if c != _ET],
                        F.lit(None).cast("long").alias(
                            _ET, metadata={"spark.watermarkDelayMs": delay}))
         tags = self._tags.get(node.id, frozenset())

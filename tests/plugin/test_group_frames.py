@@ -88,18 +88,6 @@ def test_file_stream_rows_follow_file_time_then_file_and_row():
     assert [v[1] for v in in_order.values] == [20, 10, 11, 30, 31]
 
 
-def test_frames_without_ts_read_as_records_without_timestamps():
-    # records without timestamps come without the column: each one's timestamp is None and
-    # the files keep their (time, file and row) order, not merged by event time
-    late = _frame([("a", 30), ("b", 31)], [200, 200]).drop(columns="_ts")
-    late[SEQ_ROW] = np.array([(7 << 42) | 0, (7 << 42) | 1], dtype=np.int64)
-    early = _frame([("a", 10), ("a", 11)], [100, 100]).drop(columns="_ts")
-    early[SEQ_ROW] = np.array([(9 << 42) | 1, (9 << 42) | 0], dtype=np.int64)
-    cols = group_rows([late, early], TYPED, False, KS)
-    assert [v[1] for v in cols.values] == [11, 10, 30, 31]
-    assert list(cols.timestamps) == [None] * 4
-
-
 def test_flagged_nulls_come_back_as_none_and_null_keys_are_keys():
     typed = TypedInput(typed_encoding(PAIR), key_index=0, null_flags=(1,))
     f = _frame([("a", None), (None, 2**60 + 1)], [0, 1], flags=True)
