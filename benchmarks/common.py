@@ -83,7 +83,6 @@ class RssSampler:
         self.phases: dict[str, dict[str, float]] = {}
         self._current: str | None = None
         self._cpu_at_start: dict[int, float] = {}  # worker pid -> CPU seconds as the phase began
-        self._workers: list[Any] = []
         self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
 
     def __enter__(self) -> RssSampler:
@@ -96,8 +95,8 @@ class RssSampler:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        self.sample()  # the workers alive now, and their CPU time so far
-        at_start = {pid: cpu for pid, (_, cpu) in self._worker_stats().items()}
+        # the workers alive now, and their CPU time so far
+        at_start = {pid: cpu for pid, (_, cpu) in self.sample().items()}
         with self._lock:
             self._cpu_at_start = at_start
             self._current = name
@@ -109,15 +108,16 @@ class RssSampler:
             with self._lock:
                 self._current = None
 
-    def sample(self) -> None:
-        """Take one sample now (the thread calls this every interval)."""
+    def sample(self) -> dict[int, tuple[int, float]]:
+        """Take one sample now (the thread calls this every interval); returns each Python
+        worker's pid -> (RSS bytes, CPU seconds)."""
         ps = self._psutil
         sizes = dict.fromkeys(self.KINDS, 0)
         try:
             sizes["driver"] = self._me.memory_info().rss
             children = self._me.children(recursive=True)
         except ps.Error:
-            return
+            return {}
         jvms = []
         for proc in children:
             try:
@@ -126,42 +126,33 @@ class RssSampler:
                     sizes["jvm"] += proc.memory_info().rss
             except ps.Error:
                 continue
-        workers = []
+        workers: dict[int, tuple[int, float]] = {}
         for jvm in jvms:
             try:
-                workers.extend(p for p in jvm.children(recursive=True)
-                               if p.name().startswith("python"))
+                procs = jvm.children(recursive=True)
             except ps.Error:
                 continue
-        with self._lock:
-            self._workers = workers
-        stats = self._worker_stats()
-        sizes["python_workers"] = sum(rss for rss, _ in stats.values())
+            for proc in procs:
+                try:  # a worker that exits meanwhile is skipped, not the ones after it
+                    with proc.oneshot():
+                        if proc.name().startswith("python"):
+                            cpu = proc.cpu_times()
+                            workers[proc.pid] = (proc.memory_info().rss, cpu.user + cpu.system)
+                except ps.Error:
+                    continue
+        sizes["python_workers"] = sum(rss for rss, _ in workers.values())
         mib = {k: v / 2**20 for k, v in sizes.items()}
         with self._lock:
             for k, v in mib.items():
                 self.peak[k] = max(self.peak[k], v)
             if self._current is not None:
                 start = self._cpu_at_start
-                ran = sum(rss for pid, (rss, cpu) in stats.items()
+                ran = sum(rss for pid, (rss, cpu) in workers.items()
                           if pid not in start or cpu > start[pid]) / 2**20
                 peaks = self.phases[self._current]
                 for k, v in {**mib, "python_workers": ran}.items():
                     peaks[k] = max(peaks[k], v)
-
-    def _worker_stats(self) -> dict[int, tuple[int, float]]:
-        """pid -> (RSS bytes, CPU seconds) of the Python workers last seen."""
-        with self._lock:
-            workers = list(self._workers)
-        stats = {}
-        for proc in workers:
-            try:
-                with proc.oneshot():
-                    cpu = proc.cpu_times()
-                    stats[proc.pid] = (proc.memory_info().rss, cpu.user + cpu.system)
-            except self._psutil.Error:
-                continue
-        return stats
+        return workers
 
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):
