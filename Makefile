@@ -58,7 +58,7 @@ bench-quick: setup
 	$(PY) -m benchmarks.wordcount --quick
 
 # FLIP-140's WordCount at full scale: 40M records, 4M keys; one untimed run of every variant,
-# then three timed rounds of every variant in turn (29.8 minutes on 2 cores at load 2.0-2.3,
+# then three timed rounds of every variant in turn (28.9 minutes on 2 cores at load 2.2-2.3,
 # the data already generated; generating it adds about a minute).
 bench-scale: setup
 	$(PY) -m benchmarks.wordcount --records 40000000 --keys 4000000
