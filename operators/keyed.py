@@ -482,6 +482,10 @@ class KeyedProcessOperator(_ProcessOperatorBase):
             )
         self.function = function
         self._runtime_function = runtime_function
+        #: the user's method an error names
+        self._what = ("map" if isinstance(function, MapFunction) else
+                      "flat_map" if isinstance(function, FlatMapFunction) else
+                      "filter" if isinstance(function, FilterFunction) else "process_element")
 
     def open_operator(self) -> None:
         super().open_operator()
@@ -504,11 +508,11 @@ class KeyedProcessOperator(_ProcessOperatorBase):
                     else:
                         append(_make_output((None, item, timestamp)))
         except SerializationError as exc:
-            raise_named_serialization_error(exc, self.operator_name, "process_element", value)
+            raise_named_serialization_error(exc, self.operator_name, self._what, value)
         except DataStreamError:
             raise
         except Exception as exc:
-            raise user_function_error(self.operator_name, "process_element", value, exc) from exc
+            raise user_function_error(self.operator_name, self._what, value, exc) from exc
         return out
 
 

@@ -53,7 +53,7 @@ from ..plan.graph import (
 from ..results import CloseableIterator
 from ..state_store.descriptors import MapStateDescriptor
 from ..state_store.errors import GraphBuildError
-from ..state_store.functions import AggregateFunction
+from ..state_store.functions import AggregateFunction, Function
 from ..state_store.serializers import GenericKeySerializer
 from ..state_store.typeinfo import TypeInformation
 from .watermarks import WatermarkStrategy
@@ -337,6 +337,12 @@ class DataStreamSink:
         return self
 
 
+def _opens(function: Any) -> bool:
+    """Whether ``function`` (a Function) defines its own ``open(runtime_context)``: the
+    only way a map, flat_map or filter function reaches keyed state."""
+    return type(function).open is not Function.open
+
+
 class KeyedStream(DataStream):
     """A stream partitioned by key; keyed operators see per-key state and timers."""
 
@@ -358,6 +364,29 @@ class KeyedStream(DataStream):
                 f"operator '{name}': KeyedStream.process needs a KeyedProcessFunction, got {func!r}"
             )
         return self._keyed("process", func, _check_type(output_type, "process"), name)
+
+    # A map, flat_map or filter function object after key_by runs keyed, as in Flink: the
+    # runtime context its open() receives reads the current key's state. Only a function
+    # with its own open() can reach that context; every other one (lambdas included) stays
+    # a stateless step, which needs no shuffle or sort.
+    def map(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        f = as_map_function(func)
+        if not _opens(f):
+            return super().map(func, output_type)
+        return self._keyed("process", f, _check_type(output_type, "map"), _fn_name(func, "Map"))
+
+    def flat_map(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        f = as_flat_map_function(func)
+        if not _opens(f):
+            return super().flat_map(func, output_type)
+        return self._keyed("process", f, _check_type(output_type, "flat_map"),
+                           _fn_name(func, "FlatMap"))
+
+    def filter(self, func: Any) -> DataStream:
+        f = as_filter_function(func)
+        if not _opens(f):
+            return super().filter(func)
+        return self._keyed("process", f, self._key_node.output_type, _fn_name(func, "Filter"))
 
     def reduce(self, func: Any) -> DataStream:
         f = as_reduce_function(func)
@@ -564,7 +593,10 @@ class _Windowed:
 
     def _build(self, kind: str, function: Any, name: str, output_type: Any,
                window_function: Any = None, state_type: Any = None) -> DataStream:
-        spec = WindowSpec(self._assigner, kind, function, trigger=self._trigger,
+        trigger = self._trigger
+        if trigger is None:  # PyFlink's WindowAssigner.get_default_trigger(env)
+            trigger = self._assigner.get_default_trigger(self._keyed_stream._env)
+        spec = WindowSpec(self._assigner, kind, function, trigger=trigger,
                           allowed_lateness=self._allowed_lateness, late_output_tag=self._late_tag,
                           window_function=window_function, state_type=state_type)
         key_node = self._keyed_stream._key_node
