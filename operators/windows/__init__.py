@@ -31,6 +31,7 @@ from .assigners import (
     WindowAssignerContext,
     to_window_millis,
 )
+from .continuous_triggers import ContinuousEventTimeTrigger, ContinuousProcessingTimeTrigger
 from .functions import ProcessWindowFunction
 from .operator import WindowOperator
 from .spec import MERGING_WINDOWS_STATE, WINDOW_CONTENTS_STATE, WindowSpec
@@ -59,6 +60,8 @@ __all__ = [
     "CountTrigger",
     "PurgingTrigger",
     "NeverTrigger",
+    "ContinuousEventTimeTrigger",
+    "ContinuousProcessingTimeTrigger",
     "WindowAssigner",
     "WindowAssignerContext",
     "MergingWindowAssigner",
