@@ -132,6 +132,8 @@ from .operators.window_functions import (
     WindowFunction,
 )
 from .operators.windows import (
+    ContinuousEventTimeTrigger,
+    ContinuousProcessingTimeTrigger,
     CountTrigger,
     DynamicEventTimeSessionWindows,
     DynamicProcessingTimeSessionWindows,
@@ -153,7 +155,13 @@ from .operators.windows import (
     TumblingProcessingTimeWindows,
     WindowAssigner,
 )
-from .state_store.namespaces import CountWindow, GlobalWindow
+from .state_store.namespaces import (
+    CountWindow,
+    CountWindowSerializer,
+    GlobalWindow,
+    GlobalWindowSerializer,
+    TimeWindowSerializer,
+)
 
 __version__ = "0.1.0"
 
@@ -164,12 +172,13 @@ __all__ = [
     "BroadcastState", "BroadcastStateError", "BroadcastStream", "CheckpointMismatchError",
     "CheckpointRootError", "CloseableIterator", "CoFlatMapFunction",
     "CoMapFunction", "Configuration", "ConfigurationError", "ConnectedStreams", "CoProcessFunction",
-    "CountSlidingWindowAssigner", "CountTrigger", "CountTumblingWindowAssigner", "CountWindow",
+    "ContinuousEventTimeTrigger", "ContinuousProcessingTimeTrigger",
+    "CountSlidingWindowAssigner", "CountTrigger", "CountTumblingWindowAssigner", "CountWindow", "CountWindowSerializer",
     "DataStream", "DataStreamError", "DataStreamSink", "default_local_session", "Duration",
     "DynamicEventTimeSessionWindows", "DynamicProcessingTimeSessionWindows",
     "EmbeddedRocksDBStateBackend", "EndOfStreamWindows", "EventTimeSessionWindows",
     "EventTimeTrigger", "FilterFunction", "FlatMapFunction", "Function", "GlobalWindow",
-    "GlobalWindows", "GraphBuildError", "HashMapStateBackend", "IncompatibleStateError",
+    "GlobalWindowSerializer", "GlobalWindows", "GraphBuildError", "HashMapStateBackend", "IncompatibleStateError",
     "JobClient", "JobExecutionError", "JobExecutionResult", "JobStatus",
     "KeyedBroadcastProcessFunction", "KeyedCoProcessFunction",
     "KeyedCoProcessFunctionTestHarness", "KeyedOperatorTestHarness", "KeyedProcessFunction",
@@ -191,7 +200,7 @@ __all__ = [
     "StateDescriptor", "StateDescriptorError", "StateError", "StateTtlConfig",
     "StreamExecutionEnvironment",
     "TemporalListState", "TemporalValue", "TemporalValueState", "Time", "TimeDomain",
-    "TimestampAssigner", "TimeWindow", "Trigger", "TriggerResult", "TumblingEventTimeWindows",
+    "TimestampAssigner", "TimeWindow", "TimeWindowSerializer", "Trigger", "TriggerResult", "TumblingEventTimeWindows",
     "TumblingProcessingTimeWindows", "TypeInformation", "Types", "TypeSerializer",
     "UnclaimedStateError", "UserFunctionError", "ValueState", "ValueStateDescriptor",
     "WatermarkStrategy", "WindowAssigner", "WindowedStream", "WindowFunction",

@@ -81,7 +81,7 @@ class WindowSpec:
                 f"window_function must be a ProcessWindowFunction, got {window_function!r:.80}"
             )
         if trigger is None:
-            trigger = assigner.get_default_trigger()
+            trigger = assigner.get_default_trigger(None)  # no environment at this level
         if not isinstance(trigger, Trigger):
             raise GraphBuildError(f"trigger(): needs a Trigger, got {trigger!r:.80}")
         if assigner.is_merging() and not trigger.can_merge():
