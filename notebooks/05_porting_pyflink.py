@@ -114,8 +114,9 @@ assert alerts == [("acct-1", 900.0)]
 # MAGIC ## What differs from PyFlink
 # MAGIC * `env` uses the active SparkSession (or starts a local one); `parallelism` means Spark partitions.
 # MAGIC * Results: `to_dataframe()` gives a Spark DataFrame (typed by `output_type`).
-# MAGIC * Not supported: broadcast state, iterations, async I/O, state TTL, Flink connectors
-# MAGIC   (read Kafka/files with Spark and use `from_dataframe`).
+# MAGIC * Not supported: iterations, async I/O, queryable state, custom partitioners, the Table API,
+# MAGIC   Flink connectors (read Kafka/files with Spark and use `from_dataframe`); the README lists
+# MAGIC   the rest.
 
 # COMMAND ----------
 

@@ -1,0 +1,240 @@
+"""PyFlink programs as their documentation writes them, ported by changing imports.
+
+* Map, flat_map and filter functions after ``key_by`` read keyed state, as in Flink: a
+  function object with its own ``open(runtime_context)`` runs as a keyed operator.
+  Flink's "Working with State" ``CountWindowAverage`` over ``(1, 3), (1, 5), (1, 7),
+  (1, 4), (1, 2)`` prints ``(1, 4)`` and ``(1, 5)``.
+* A custom ``WindowAssigner`` written to PyFlink's signatures (``get_default_trigger(env)``,
+  ``TimeWindowSerializer``).
+* ``ContinuousEventTimeTrigger`` (PyFlink's ``tumbling_time_window_with_continuous_trigger``
+  example): a 10 ms window fires at every 5 ms of event time and at its end.
+
+Expected values come from Flink's documentation and semantics or are counted here from the
+input, independently of the job.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+from pyspark_datastream import (
+    ContinuousEventTimeTrigger,
+    EventTimeTrigger,
+    FilterFunction,
+    FlatMapFunction,
+    MapFunction,
+    ProcessWindowFunction,
+    ReduceFunction,
+    RuntimeContext,
+    Time,
+    TimestampAssigner,
+    TimeWindow,
+    TimeWindowSerializer,
+    TumblingEventTimeWindows,
+    Types,
+    UserFunctionError,
+    ValueStateDescriptor,
+    WatermarkStrategy,
+    WindowAssigner,
+)
+from pyspark_datastream.plan.graph import ChainNode, KeyedNode
+
+
+def _conf(tmp_path) -> dict:
+    return {"execution.checkpointing.dir": str(tmp_path / "ckpt")}
+
+
+class CountWindowAverage(FlatMapFunction):
+    """Flink's state documentation example: the average of every two values of a key."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.sum = runtime_context.get_state(
+            ValueStateDescriptor("average", Types.PICKLED_BYTE_ARRAY()))
+
+    def flat_map(self, value):
+        current = self.sum.value() or (0, 0)
+        current = (current[0] + 1, current[1] + value[1])
+        self.sum.update(current)
+        if current[0] >= 2:
+            self.sum.clear()
+            yield value[0], int(current[1] / current[0])
+
+
+class RunningCount(MapFunction):
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def map(self, value):
+        n = (self.count.value() or 0) + 1
+        self.count.update(n)
+        return value[0], n
+
+
+class EveryThird(FilterFunction):
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.seen = runtime_context.get_state(ValueStateDescriptor("seen", Types.LONG()))
+
+    def filter(self, value) -> bool:
+        n = (self.seen.value() or 0) + 1
+        self.seen.update(n)
+        return n % 3 == 0
+
+
+class EvenCounts(FlatMapFunction):
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def flat_map(self, value):
+        n = (self.count.value() or 0) + 1
+        self.count.update(n)
+        if n % 2 == 0:
+            yield value[0], n
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_flink_docs_count_window_average(env_factory, tmp_path, mode):
+    env = env_factory(mode, _conf(tmp_path))
+    ds = env.from_collection([(1, 3), (1, 5), (1, 7), (1, 4), (1, 2)])
+    averages = ds.key_by(lambda row: row[0]).flat_map(CountWindowAverage())
+    with averages.execute_and_collect() as it:
+        assert sorted(it) == [(1, 4), (1, 5)]
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_keyed_map_filter_flat_map_state_is_per_key(spark, env_factory, tmp_path, mode):
+    rng = random.Random(17)
+    records = [(f"k{rng.randrange(23)}", rng.randrange(1000)) for _ in range(3000)]
+    df = spark.createDataFrame(records, "key string, value bigint").repartition(3)
+    per_key = Counter(key for key, _ in records)
+    pair = Types.TUPLE([Types.STRING(), Types.LONG()])
+    env = env_factory(mode, _conf(tmp_path))
+    keyed = env.from_dataframe(df).key_by(lambda r: r[0])
+    counts = keyed.map(RunningCount(), output_type=pair)
+    kept = keyed.filter(EveryThird()).map(lambda r: r[0], output_type=Types.STRING())
+    evens = keyed.flat_map(EvenCounts(), output_type=pair)
+    with counts.execute_and_collect() as it:
+        got_counts = sorted(it)
+    with kept.execute_and_collect() as it:
+        got_kept = Counter(it)
+    with evens.execute_and_collect() as it:
+        got_evens = sorted(it)
+    assert got_counts == sorted((k, i) for k, n in per_key.items() for i in range(1, n + 1))
+    assert got_kept == Counter({k: n // 3 for k, n in per_key.items() if n >= 3})
+    assert got_evens == sorted((k, i) for k, n in per_key.items() for i in range(2, n + 1, 2))
+
+
+def test_only_functions_with_open_become_keyed_operators(env_factory):
+    """A lambda or a function without ``open`` cannot reach keyed state: it stays a
+    stateless step (no shuffle, no sort)."""
+
+    class Plain(MapFunction):
+        def map(self, value):
+            return value
+
+    keyed = env_factory("BATCH").from_collection([(1, 2)]).key_by(lambda r: r[0])
+    assert isinstance(keyed.map(lambda r: r)._node, ChainNode)
+    assert isinstance(keyed.map(Plain())._node, ChainNode)
+    assert isinstance(keyed.filter(lambda r: True)._node, ChainNode)
+    assert isinstance(keyed.map(RunningCount())._node, KeyedNode)
+    assert isinstance(keyed.filter(EveryThird())._node, KeyedNode)
+    assert isinstance(keyed.flat_map(EvenCounts())._node, KeyedNode)
+
+
+def test_a_failing_keyed_map_names_the_operator_the_method_and_the_record(env_factory):
+    class Exploding(MapFunction):
+        def open(self, runtime_context):
+            self.count = runtime_context.get_state(ValueStateDescriptor("n", Types.LONG()))
+
+        def map(self, value):
+            if value[1] == 13:
+                raise ValueError("unlucky value")
+            return value
+
+    env = env_factory("BATCH")
+    ds = env.from_collection([("a", 1), ("a", 13)]).key_by(lambda r: r[0]).map(Exploding())
+    with pytest.raises(UserFunctionError) as info:
+        with ds.execute_and_collect() as it:
+            list(it)
+    message = str(info.value)
+    assert "operator 'Exploding': map failed on ('a', 13)" in message
+    assert 'raise ValueError("unlucky value")' in message  # the user's own frame
+
+
+class FiveMsWindows(WindowAssigner):
+    """A custom assigner written to PyFlink's signatures (``get_default_trigger(env)``)."""
+
+    def assign_windows(self, element, timestamp, context):
+        return [TimeWindow(timestamp - timestamp % 5, timestamp - timestamp % 5 + 5)]
+
+    def get_default_trigger(self, env):
+        assert env is not None  # PyFlink hands over the execution environment
+        return EventTimeTrigger()
+
+    def get_window_serializer(self):
+        return TimeWindowSerializer()
+
+    def is_event_time(self) -> bool:
+        return True
+
+
+class SumSecond(ReduceFunction):
+    def reduce(self, a, b):
+        return a[0], a[1] + b[1], a[2]
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_a_custom_window_assigner_with_pyflink_signatures(env_factory, tmp_path, mode):
+    events = [("hi", 1, 1), ("hi", 2, 3), ("hi", 4, 6), ("hi", 8, 9), ("hello", 16, 2)]
+    expected = Counter()
+    for key, value, ts in events:
+        expected[(key, ts - ts % 5)] += value
+    env = env_factory(mode, _conf(tmp_path))
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        _ThirdField())
+    sums = (env.from_collection(events)
+            .assign_timestamps_and_watermarks(strategy)
+            .key_by(lambda e: e[0])
+            .window(FiveMsWindows())
+            .reduce(SumSecond()))
+    with sums.execute_and_collect() as it:
+        got = Counter({(k, ts - ts % 5): v for k, v, ts in it})
+    assert got == expected
+
+
+class _ThirdField(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value[2]
+
+
+class CountWithWindow(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        window = context.window()
+        yield key, window.start, window.end, len(list(elements))
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_pyflink_tumbling_window_with_continuous_event_time_trigger(env_factory, tmp_path, mode):
+    """A bounded input's watermark passes every timer at its end: window [0, 10) fires at 5
+    and at its end 9, each time with all 7 of its elements; [10, 20) gets its first element
+    at 15, so its next interval ends at 20, capped at its end 19: one firing."""
+    data = [("hi", 1), ("hi", 2), ("hi", 3), ("hi", 4), ("hi", 5), ("hi", 8), ("hi", 9),
+            ("hi", 15)]
+    env = env_factory(mode, _conf(tmp_path))
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        _SecondField())
+    counts = (env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.INT()]))
+              .assign_timestamps_and_watermarks(strategy)
+              .key_by(lambda x: x[0], key_type=Types.STRING())
+              .window(TumblingEventTimeWindows.of(Time.milliseconds(10)))
+              .trigger(ContinuousEventTimeTrigger.of(Time.milliseconds(5)))
+              .process(CountWithWindow(),
+                       Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG(), Types.INT()])))
+    with counts.execute_and_collect() as it:
+        assert sorted(it) == [("hi", 0, 10, 7), ("hi", 0, 10, 7), ("hi", 10, 20, 1)]
+
+
+class _SecondField(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return int(value[1])
