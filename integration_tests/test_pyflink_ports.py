@@ -20,10 +20,12 @@ from collections import Counter
 
 import pytest
 from pyspark_datastream import (
+    ConfigurationError,
     ContinuousEventTimeTrigger,
     EventTimeTrigger,
     FilterFunction,
     FlatMapFunction,
+    GraphBuildError,
     MapFunction,
     ProcessWindowFunction,
     ReduceFunction,
@@ -238,3 +240,25 @@ def test_pyflink_tumbling_window_with_continuous_event_time_trigger(env_factory,
 class _SecondField(TimestampAssigner):
     def extract_timestamp(self, value, record_timestamp):
         return int(value[1])
+
+
+def test_scheduling_hints_are_accepted_checked_and_change_nothing(env_factory):
+    """Flink's chaining, slot-sharing and description hints never change results; Spark
+    schedules its own tasks. A wrong argument fails where it is written."""
+    env = env_factory("BATCH")
+    assert env.set_buffer_timeout(-1) is env and env.get_buffer_timeout() == -1
+    doubled = (env.from_collection([1, 2, 3], type_info=Types.LONG())
+               .map(lambda x: x * 2, output_type=Types.LONG())
+               .set_description("doubles every value")
+               .start_new_chain().disable_chaining().slot_sharing_group("heavy"))
+    assert doubled._node.description == "doubles every value"
+    with doubled.execute_and_collect() as it:
+        assert sorted(it) == [2, 4, 6]
+    with pytest.raises(GraphBuildError, match=r"slot_sharing_group\(\) needs a non-empty name"):
+        doubled.slot_sharing_group("")
+    with pytest.raises(GraphBuildError, match=r"set_description\(\) needs a str, got 7"):
+        doubled.set_description(7)
+    with pytest.raises(ConfigurationError, match="timeout_millis must be an int >= -1, got -2"):
+        env.set_buffer_timeout(-2)
+    sink = doubled.print()
+    assert sink.disable_chaining().set_description("stdout") is sink

@@ -56,6 +56,7 @@ from ..state_store.errors import GraphBuildError
 from ..state_store.functions import AggregateFunction, Function
 from ..state_store.serializers import GenericKeySerializer
 from ..state_store.typeinfo import TypeInformation
+from .hints import SchedulingHints
 from .watermarks import WatermarkStrategy
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ def _fn_name(fn: Any, default: str) -> str:
     return cls if cls not in ("function", "builtin_function_or_method") else default
 
 
-class DataStream:
+class DataStream(SchedulingHints):
     """A stream of records of one type."""
 
     def __init__(self, env: StreamEnvironment, node: Transformation) -> None:
@@ -322,7 +323,7 @@ class DataStream:
         return PartitionWindowedStream(self)
 
 
-class DataStreamSink:
+class DataStreamSink(SchedulingHints):
     """Handle on a declared sink (``uid``/``name`` as in PyFlink)."""
 
     def __init__(self, node: SinkNode) -> None:

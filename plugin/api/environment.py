@@ -83,6 +83,7 @@ class StreamExecutionEnvironment:
             self._config.get_string("state.backend.type", "hashmap") or "hashmap"
         )
         self._last_progress: list[dict[str, Any]] = []
+        self._buffer_timeout = 100  # Flink's default; see set_buffer_timeout
 
     @staticmethod
     def get_execution_environment(configuration: Optional[Configuration] = None,
@@ -128,6 +129,21 @@ class StreamExecutionEnvironment:
     def get_max_parallelism(self) -> int:
         configured = self._config.get_integer("pipeline.max-parallelism")
         return check_max_parallelism(128 if configured is None else configured)
+
+    def set_buffer_timeout(self, timeout_millis: int) -> StreamExecutionEnvironment:
+        """Flink's network buffer flush interval (-1: when full; 0: every record). Spark
+        moves data between stages in whole partitions or micro-batches: checked and kept,
+        no other effect (latency follows the trigger)."""
+        if isinstance(timeout_millis, bool) or not isinstance(timeout_millis, int) \
+                or timeout_millis < -1:
+            raise ConfigurationError(
+                f"set_buffer_timeout: timeout_millis must be an int >= -1, got {timeout_millis!r}")
+        self._buffer_timeout = timeout_millis
+        return self
+
+    def get_buffer_timeout(self) -> int:
+        """The value given to :meth:`set_buffer_timeout` (Flink's default: 100 ms)."""
+        return self._buffer_timeout
 
     def set_state_backend(self, state_backend: Union[StateBackend, str]) -> StreamExecutionEnvironment:
         self._state_backend = backend_spec(state_backend)

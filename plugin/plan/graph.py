@@ -47,6 +47,8 @@ class Transformation:
     id: int = field(default_factory=lambda: next(_ids))
     uid: Optional[str] = None
     parallelism: Optional[int] = None
+    #: ``set_description(...)``: shown nowhere by Spark, kept for the program's readers
+    description: Optional[str] = None
 
     def describe(self) -> str:
         """How errors name this operator."""

@@ -1,0 +1,54 @@
+"""PyFlink's operator hints that only steer Flink's scheduler, accepted so programs port.
+
+Flink chains operators into tasks, places tasks in slot-sharing groups and shows each
+operator's description in its web UI. None of these changes what a job computes. Spark
+fuses the stages of a pass itself and schedules its tasks on executors, so here the hints
+are checked (a wrong argument fails where it is written) and have no other effect; a
+description is kept on the job graph.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from ..state_store.errors import GraphBuildError
+
+__all__ = ["SchedulingHints"]
+
+_Self = TypeVar("_Self", bound="SchedulingHints")
+
+
+class SchedulingHints:
+    """``set_description``, ``start_new_chain``, ``disable_chaining``, ``slot_sharing_group``
+    for a stream or sink handle holding its graph node in ``_node``."""
+
+    _node: Any
+
+    def set_description(self: _Self, description: str) -> _Self:
+        """Describe the operator (kept on the job graph as ``description``)."""
+        if not isinstance(description, str):
+            raise GraphBuildError(
+                f"{self._node.describe()}: set_description() needs a str, got {description!r:.80}")
+        self._node.description = description
+        return self
+
+    def start_new_chain(self: _Self) -> _Self:
+        """Flink: start a new task chain here. Spark fuses stages itself: no effect."""
+        return self
+
+    def disable_chaining(self: _Self) -> _Self:
+        """Flink: never chain this operator. Spark fuses stages itself: no effect."""
+        return self
+
+    def slot_sharing_group(self: _Self, slot_sharing_group: Any) -> _Self:
+        """Flink: the slot-sharing group (a name or a ``SlotSharingGroup``) of the operator.
+        Spark schedules tasks on its executors: checked, no effect."""
+        name = slot_sharing_group
+        if not isinstance(name, str):
+            get_name = getattr(slot_sharing_group, "get_name", None)
+            name = get_name() if callable(get_name) else None
+        if not isinstance(name, str) or not name:
+            raise GraphBuildError(
+                f"{self._node.describe()}: slot_sharing_group() needs a non-empty name or a "
+                f"SlotSharingGroup, got {slot_sharing_group!r:.80}")
+        return self
