@@ -3,11 +3,14 @@
 * Map, flat_map and filter functions after ``key_by`` read keyed state, as in Flink: a
   function object with its own ``open(runtime_context)`` runs as a keyed operator.
   Flink's "Working with State" ``CountWindowAverage`` over ``(1, 3), (1, 5), (1, 7),
-  (1, 4), (1, 2)`` prints ``(1, 4)`` and ``(1, 5)``.
+  (1, 4), (1, 2)`` prints ``(1, 4)`` and ``(1, 5)``. Its state hands over from a BATCH
+  savepoint to a STREAMING run like any keyed operator's.
 * A custom ``WindowAssigner`` written to PyFlink's signatures (``get_default_trigger(env)``,
   ``TimeWindowSerializer``).
 * ``ContinuousEventTimeTrigger`` (PyFlink's ``tumbling_time_window_with_continuous_trigger``
   example): a 10 ms window fires at every 5 ms of event time and at its end.
+* Flink's scheduling hints (chaining, slot sharing, descriptions, buffer timeout) are
+  accepted and change nothing.
 
 Expected values come from Flink's documentation and semantics or are counted here from the
 input, independently of the job.
@@ -18,8 +21,12 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 from pyspark_datastream import (
+    Configuration,
     ConfigurationError,
     ContinuousEventTimeTrigger,
     EventTimeTrigger,
@@ -30,6 +37,8 @@ from pyspark_datastream import (
     ProcessWindowFunction,
     ReduceFunction,
     RuntimeContext,
+    RuntimeExecutionMode,
+    StreamExecutionEnvironment,
     Time,
     TimestampAssigner,
     TimeWindow,
@@ -262,3 +271,50 @@ def test_scheduling_hints_are_accepted_checked_and_change_nothing(env_factory):
         env.set_buffer_timeout(-2)
     sink = doubled.print()
     assert sink.disable_chaining().set_description("stdout") is sink
+
+
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_a_keyed_map_hands_its_state_from_batch_to_streaming(spark, tmp_path, backend):
+    """BATCH over part A with a savepoint, then STREAMING over part B restored from it: each
+    key's running count goes on from where part A left it (counted here from the input)."""
+    rng = random.Random(29)
+    parts = {name: [(f"k{rng.randrange(31)}", rng.randrange(100)) for _ in range(size)]
+             for name, size in (("a", 2400), ("b", 1600))}
+    frames = {}
+    for name, rows in parts.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        for i in range(3):  # several files, read as several Spark partitions
+            chunk = rows[i::3]
+            pq.write_table(pa.table({"key": [k for k, _ in chunk], "value": [v for _, v in chunk]}),
+                           str(folder / f"part-{i}.parquet"))
+        frames[name] = spark.read.parquet(str(folder))
+    pair = Types.TUPLE([Types.STRING(), Types.LONG()])
+
+    def run(mode: str, df, out: str, name: str, savepoint: str | None = None,
+            **config: str) -> None:
+        conf = Configuration()
+        for key, value in {"state.backend.type": backend, **config}.items():
+            conf.set_string(key, value)
+        env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
+        env.set_runtime_mode(RuntimeExecutionMode[mode])
+        env.set_parallelism(2)
+        (env.from_dataframe(df).key_by(lambda r: r[0], key_type=Types.STRING())
+         .map(RunningCount(), output_type=pair).uid("counts").sink_to_delta(out))
+        env.execute(name, savepoint_path=savepoint)
+
+    savepoint = str(tmp_path / "savepoint")
+    out_a, out_b = str(tmp_path / "out-a"), str(tmp_path / "out-b")
+    run("BATCH", frames["a"], out_a, "counts-a", savepoint=savepoint)
+    run("STREAMING", frames["b"], out_b, "counts-b",
+        **{"execution.savepoint.path": savepoint,
+           "execution.checkpointing.dir": str(tmp_path / "ckpt")})
+    before = Counter(k for k, _ in parts["a"])
+    after = Counter(k for k, _ in parts["b"])
+
+    def rows(out: str) -> list:
+        return sorted(tuple(r.values()) for r in DeltaTable(out).to_pyarrow_table().to_pylist())
+
+    assert rows(out_a) == sorted((k, i) for k, n in before.items() for i in range(1, n + 1))
+    assert rows(out_b) == sorted((k, before[k] + i) for k, n in after.items()
+                                 for i in range(1, n + 1))
