@@ -23,14 +23,8 @@ from .triggers import OnMergeContext, Trigger, TriggerContext, TriggerResult
 __all__ = ["ContinuousEventTimeTrigger", "ContinuousProcessingTimeTrigger"]
 
 
-def _earliest(a: int, b: int) -> int:
-    return a if a <= b else b
-
-
 class _ContinuousTrigger(Trigger):
     """The part both clocks share: the interval and the next firing time in state."""
-
-    _clock = ""
 
     def __init__(self, interval: Any) -> None:
         name = type(self).__name__
@@ -39,7 +33,7 @@ class _ContinuousTrigger(Trigger):
             raise GraphBuildError(f"{name}.of(interval): interval must be > 0 ms, "
                                   f"got {self.interval}")
         self.state_descriptor = ReducingStateDescriptor(
-            "_trigger_fire_time", _earliest, LongSerializer(), _internal=True)
+            "_trigger_fire_time", min, LongSerializer(), _internal=True)  # merged: earliest
 
     def __getstate__(self) -> int:
         return self.interval
