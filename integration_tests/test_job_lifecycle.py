@@ -194,3 +194,37 @@ def test_print_and_collect_jobs_run_on_a_temporary_checkpoint_removed_afterwards
                             ).from_collection([3, 1, 2], Types.LONG()).execute_and_collect()
     assert sorted(collected) == [1, 2, 3]
     assert not root.exists() and os.listdir(private_tmp) == []
+
+
+@pytest.mark.parametrize("written, resumed", [("false", "true"), ("true", "false")])
+def test_a_checkpoint_resumes_only_with_the_timeout_layout_it_was_written_with(
+        spark, env_factory, tmp_path, capsys, written, resumed):
+    """A running count over a file stream without watermarks has nothing that can time out:
+    it runs without Spark's GroupState timeout unless timeout-free operators are turned off
+    (the layout of older checkpoints). Resumed with the other setting, the checkpoint is
+    refused with a CheckpointMismatchError naming the option and the value it was written
+    with, and nothing is emitted; resumed as written, it continues on its state exactly."""
+    src, root = str(tmp_path / "in"), str(tmp_path / "root")
+
+    def run(value: str) -> list[str]:
+        env = env_factory("STREAMING", {"execution.checkpointing.dir": root,
+                                        "execution.streaming.timeout-free-operators.enabled":
+                                            value})
+        _counted(env, spark, src).print()
+        try:
+            env.execute("counts")
+        finally:
+            printed = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("(")]
+        return printed
+
+    _add_file(src, ["a", "b", "a"], "f1")
+    assert sorted(run(written)) == sorted(str(r) for r in _running_counts([], ["a", "b", "a"]))
+    _add_file(src, ["b", "c", "b"], "f2")
+    with pytest.raises(CheckpointMismatchError) as err:
+        run(resumed)
+    text = str(err.value)
+    assert f"execution.streaming.timeout-free-operators.enabled={written}" in text
+    assert "'counts'" in text and "savepoint" in text
+    assert capsys.readouterr().out.count("(") == 0
+    assert sorted(run(written)) == sorted(
+        str(r) for r in _running_counts(["a", "b", "a"], ["b", "c", "b"]))

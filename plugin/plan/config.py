@@ -142,6 +142,11 @@ OPTIONS: dict[str, ConfigOption] = {
                      "as Flink assigns them to subtasks (grouped on a long range key, the key "
                      "group plus a salt), instead of Spark's hash of the key group alone; false "
                      "keeps the layout of checkpoints written without it.", check=_boolean),
+        ConfigOption("execution.streaming.timeout-free-operators.enabled", "true",
+                     "STREAMING: a keyed operator that nothing can time out (no event time, an "
+                     "unbounded input, no processing-time timers) runs with Spark's NoTimeout "
+                     "and no watermark column; false gives it an event-time timeout, the state "
+                     "layout of checkpoints written without this option.", check=_boolean),
         ConfigOption("pipeline.processing-time.allow", None,
                      "ALLOW, IGNORE or FAIL use of processing time.",
                      batch_default="FAIL", streaming_default="ALLOW",

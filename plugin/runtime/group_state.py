@@ -67,6 +67,10 @@ class GroupSpec:
     #: a reduce whose fields keep their first value or add up, run on the typed columns
     #: (columnar_reduce.py; needs ``typed_input`` and a typed ``output_enc``)
     field_reduce: Optional[FieldReduce] = None
+    #: the query sets a GroupState timeout kind and a watermark; False for an operator on an
+    #: unbounded input with neither event time nor processing-time timeouts, where no
+    #: watermark advances and nothing times out (its watermark is then Flink's initial one)
+    timeouts: bool = True
 
 
 def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -123,7 +127,7 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
                 if m.any():
                     restored = bytes(p[m][VALUE].iloc[0])
             frames = [p[~m] for p, m in zip(frames, marks) if (~m).any()]
-        wm_s = int(state.getCurrentWatermarkMs())
+        wm_s = int(state.getCurrentWatermarkMs()) if spec.timeouts else 0
         end = wm_s >= END_THRESHOLD
         watermark = wm_s - 1 if (spec.event_time and wm_s > 0 and not end) else MIN_WATERMARK
         previous = state.get[0] if state.exists else None
@@ -149,7 +153,7 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         if spec.processing_timeout:
             if result.state is not None and result.next_processing_timer is not None:
                 state.setTimeoutDuration(max(result.next_processing_timer - now_ms, 1))
-        elif not end and result.state is not None:
+        elif spec.timeouts and not end and result.state is not None:
             due = []
             if result.next_event_timer is not None:
                 # Timers beyond the end-of-input sentinel (e.g. EndOfStreamWindows' timer at

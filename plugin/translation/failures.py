@@ -18,9 +18,15 @@ from contextlib import contextmanager
 from typing import Optional
 
 from ..state_store import errors
-from ..state_store.errors import DataStreamError, JobExecutionError, SourceSchemaError
+from ..state_store.errors import (
+    CheckpointMismatchError,
+    DataStreamError,
+    JobExecutionError,
+    SourceSchemaError,
+)
 
-__all__ = ["embedded_error", "job_failure", "schema_change", "surfacing"]
+__all__ = ["embedded_error", "job_failure", "schema_change", "surfacing",
+           "timeout_layout_change"]
 
 _MARK = re.compile(r"(?:pyspark_datastream\.)?state_store\.errors\.(\w+): ")
 #: where the worker's Python text ends: JVM frames and Spark's trailers
@@ -100,7 +106,7 @@ def job_failure(exc: BaseException, context: str) -> DataStreamError:
         return found
     if isinstance(exc, DataStreamError):
         return exc
-    changed = schema_change(exc, context)
+    changed = schema_change(exc, context) or timeout_layout_change(exc, context)
     if changed is not None:
         return changed
     first = (str(getattr(exc, "desc", None) or exc).strip().splitlines() or [repr(exc)])[0]
@@ -117,3 +123,31 @@ def surfacing(context: str) -> Iterator[None]:
         if failure is exc:
             raise
         raise failure from exc
+
+
+#: Spark's refusal of a GroupState checkpoint whose rows differ from the operator's
+_STATE_VALUE_CHANGE = re.compile(r"STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE.*?Existing "
+                                 r"value_schema=(?P<old>.*?) and new value_schema=(?P<new>.*?)\.",
+                                 re.S)
+_TIMEOUT_OPTION = "execution.streaming.timeout-free-operators.enabled"
+
+
+def timeout_layout_change(exc: BaseException, context: str) -> Optional[CheckpointMismatchError]:
+    """A CheckpointMismatchError when ``exc`` is Spark refusing a keyed operator's
+    checkpoint because its state rows have a timeout column the operator now lacks (or the
+    reverse): the checkpoint was written with the other value of the timeout-free option."""
+    for text in _texts(exc):
+        found = _STATE_VALUE_CHANGE.search(text)
+        if found is None:
+            continue
+        had, has = "timeoutTimestamp" in found["old"], "timeoutTimestamp" in found["new"]
+        if had == has:
+            return None
+        written = "false (or by a version of pyspark-datastream without it)" if had else "true"
+        return CheckpointMismatchError(
+            f"the checkpoint of {context} holds keyed state {'with' if had else 'without'} "
+            f"Spark's GroupState timeout column, and this run's operator runs "
+            f"{'without' if had else 'with'} a timeout: the checkpoint was written with "
+            f"{_TIMEOUT_OPTION}={written}. Resume it with that setting, or restore a savepoint "
+            f"of the old run into a new job")
+    return None

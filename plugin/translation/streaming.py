@@ -8,7 +8,9 @@ Mapping:
   with ``GroupStateTimeout.EventTimeTimeout`` (``ProcessingTimeTimeout`` for an
   operator without event time on an unbounded input under a processing-time
   trigger, so its processing-time timers fire between data; see
-  ``timecheck.py`` for what is refused): ONE call per key group per
+  ``timecheck.py`` for what is refused; ``NoTimeout`` and no watermark for an
+  operator nothing can time out: no event time, an unbounded input and no
+  processing-time timers): ONE call per key group per
   micro-batch runs all of its keys through ``operators.keygroup.KeyGroupRuntime``;
   the key group's state (heap backend entries, unified layout) lives in
   GroupState, so Spark's commit protocol decides what state is live.
@@ -177,6 +179,9 @@ class StreamingTranslator:
             _shuffle_partitions(spark)
             if is_true(resolve(cfg, "execution.streaming.key-group-ranges.enabled", "STREAMING"))
             else 0)
+        #: operators that nothing can time out run without a GroupState timeout (stateful())
+        self.timeout_free = is_true(
+            resolve(cfg, "execution.streaming.timeout-free-operators.enabled", "STREAMING"))
         #: PySpark cuts a stateful operator's output into Arrow batches by this row count
         self.arrow_batch_rows = _arrow_batch_rows(spark)
         self._streams: dict[int, Stream] = {}
@@ -625,19 +630,16 @@ class StreamingTranslator:
             df = df.unionByName(self._sentinel(f"{stage}-end-of-input", df.schema))
         ws = self.watermark_strategy(node)
         processing_timeout = self._processing_timeout(node, function, ws)
-        delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
-        has_ts = F.col(TS).isNotNull() if ws is not None else F.col(KG) < 0
-        df = (df.withColumn(_ET, F.when(has_ts, F.timestamp_millis(F.col(TS))))
-              .withWatermark(_ET, f"{delay} milliseconds"))
-        # Keep a watermark-tagged column (Spark requires one for EventTimeTimeout) but make it
-        # null: Spark's late-row filter then drops nothing, as Flink's process functions see
-        # late elements. A bigint, not a timestamp: the watermark is computed upstream, and
-        # PySpark hands a timestamp column to pandas one value at a time (~0.3 s of CPU per 4M
-        # records) where a bigint one is a single array conversion.
-        # (a select, not withColumn: over Spark Connect withColumn drops the alias metadata)
-        df = df.select(*[F.col(f"`{c}`") for c in df.columns if c != _ET],
-                       F.lit(None).cast("long").alias(
-                           _ET, metadata={"spark.watermarkDelayMs": delay}))
+        # Without event time, on an unbounded input and without processing-time timers, no
+        # watermark ever advances and no group can time out: such an operator gets neither
+        # (NoTimeout), which spares Spark a column and its watermark tracking. Operators with
+        # processing-time timers keep a timeout whatever the trigger: Spark's state rows
+        # carry a timeout column exactly when the operator has a timeout kind, so a
+        # checkpoint stays resumable when the trigger changes.
+        timeouts = (ws is not None or self.bounded or not self.timeout_free
+                    or processing_time_use(function) is not None)
+        if timeouts:
+            df = self._watermarked(df, ws)
         tags = self._tags.get(node.id, frozenset())
         backend = backend or self.backend
         backend_kind = "rocksdb" if backend[0] == "rocksdb" else "hashmap"
@@ -653,12 +655,14 @@ class StreamingTranslator:
                           self.range_partitions,
                           self.arrow_batch_rows,
                           field_reduce_plan(kind, function, self._typed_inputs.get(node.id),
-                                            out_enc, backend_kind))
+                                            out_enc, backend_kind),
+                          timeouts)
         self.group_specs[node.id] = spec
         payload = ", ".join(out_enc.spark_fields()) if out_enc is not None else f"{VALUE} binary"
         ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {payload}"
         timeout = (GroupStateTimeout.ProcessingTimeTimeout if processing_timeout
-                   else GroupStateTimeout.EventTimeTimeout)
+                   else GroupStateTimeout.EventTimeTimeout if timeouts
+                   else GroupStateTimeout.NoTimeout)
         # the function returns its rows as Arrow IPC blobs; a zero-copy pass unpacks them
         grouping = KG
         if self.range_partitions:
@@ -675,6 +679,26 @@ class StreamingTranslator:
         return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
                       node.output_type, name=node.name,
                       tagged=bool(tags))
+
+    def _watermarked(self, df: DataFrame, ws: Any) -> DataFrame:
+        """``df`` with the watermark-tagged ``_et`` column a GroupState timeout needs: the
+        watermark follows the records' event time (``ws``; else only the end-of-input
+        sentinel's), and the column handed to the operator is null."""
+        from pyspark.sql import functions as F
+
+        delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
+        has_ts = F.col(TS).isNotNull() if ws is not None else F.col(KG) < 0
+        df = (df.withColumn(_ET, F.when(has_ts, F.timestamp_millis(F.col(TS))))
+              .withWatermark(_ET, f"{delay} milliseconds"))
+        # Keep a watermark-tagged column (Spark requires one for EventTimeTimeout) but make it
+        # null: Spark's late-row filter then drops nothing, as Flink's process functions see
+        # late elements. A bigint, not a timestamp: the watermark is computed upstream, and
+        # PySpark hands a timestamp column to pandas one value at a time (~0.3 s of CPU per 4M
+        # records) where a bigint one is a single array conversion.
+        # (a select, not withColumn: over Spark Connect withColumn drops the alias metadata)
+        return df.select(*[F.col(f"`{c}`") for c in df.columns if c != _ET],
+                         F.lit(None).cast("long").alias(
+                             _ET, metadata={"spark.watermarkDelayMs": delay}))
 
     def _processing_timeout(self, node: Transformation, function: Any, ws: Any) -> bool:
         """Whether the operator's GroupState timeout runs on processing time.
