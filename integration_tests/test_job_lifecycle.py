@@ -14,7 +14,12 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyspark_datastream import CheckpointMismatchError, CheckpointRootError, Types
+from pyspark_datastream import (
+    CheckpointMismatchError,
+    CheckpointRootError,
+    KeyedProcessFunction,
+    Types,
+)
 
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 SCHEMA = "k string, v long"
@@ -228,3 +233,41 @@ def test_a_checkpoint_resumes_only_with_the_timeout_layout_it_was_written_with(
     assert capsys.readouterr().out.count("(") == 0
     assert sorted(run(written)) == sorted(
         str(r) for r in _running_counts(["a", "b", "a"], ["b", "c", "b"]))
+
+
+class _Watching(KeyedProcessFunction):
+    """Per element ('seen', key, the watermark it sees), registering an event-time timer
+    at 0; a firing timer emits ('fired', key, its time)."""
+
+    def process_element(self, value, ctx):
+        ctx.timer_service().register_event_time_timer(0)
+        yield ("seen", value[0], ctx.timer_service().current_watermark())
+
+    def on_timer(self, timestamp, ctx):
+        yield ("fired", ctx.get_current_key(), timestamp)
+
+
+@pytest.mark.parametrize("timeout_free", ["true", "false"])
+def test_without_watermarks_an_unbounded_streams_event_time_timers_never_fire(
+        spark, env_factory, tmp_path, capsys, timeout_free):
+    """Flink: a stream without watermarks keeps the initial watermark (Long.MIN_VALUE) and
+    never fires event-time timers until a bounded input ends. An unbounded file stream
+    resumed over two runs, with and without the timeout-free layout: every element sees
+    Long.MIN_VALUE and no timer fires."""
+    src, root = str(tmp_path / "in"), str(tmp_path / "root")
+    triple = Types.TUPLE([Types.STRING(), Types.STRING(), Types.LONG()])
+
+    def run() -> list[str]:
+        env = env_factory("STREAMING", {"execution.checkpointing.dir": root,
+                                        "execution.streaming.timeout-free-operators.enabled":
+                                            timeout_free})
+        (env.from_dataframe(spark.readStream.schema(SCHEMA).parquet(src))
+         .key_by(lambda r: r[0]).process(_Watching(), output_type=triple).print())
+        env.execute("watching")
+        return [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("(")]
+
+    low = -(2**63)
+    _add_file(src, ["a", "b", "a"], "f1")
+    assert sorted(run()) == sorted(str(("seen", k, low)) for k in ["a", "b", "a"])
+    _add_file(src, ["b", "c"], "f2")
+    assert sorted(run()) == sorted(str(("seen", k, low)) for k in ["b", "c"])
