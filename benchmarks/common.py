@@ -2,7 +2,7 @@
 
 * :func:`local_session`: the local SparkSession a program gets from
   ``StreamExecutionEnvironment.get_execution_environment()`` (``local[2]`` unless one is
-  active), with Spark's log quieted.
+  active), with Spark's log quieted; optionally with a given JVM heap (``--driver-memory``).
 * :func:`timed`: a variant runs once untimed (the JVM compiles its code paths, Python
   workers start and import the library), then ``repeat`` times; the median counts and
   every timed run is kept for the JSON. Each run's result is checked.
@@ -28,9 +28,21 @@ from typing import Any
 __all__ = ["local_session", "timed", "progress", "load", "RssSampler"]
 
 
-def local_session() -> Any:
-    """The SparkSession a DataStream program gets by default (``local[2]``, 4 shuffle partitions)."""
+def local_session(driver_memory: str | None = None) -> Any:
+    """The SparkSession a DataStream program gets by default (``local[2]``, 4 shuffle partitions).
+
+    ``driver_memory`` (e.g. ``"2g"``) sizes the JVM's heap the way ``spark-submit
+    --driver-memory`` does (local mode runs every task in that JVM); it needs a JVM not yet
+    started, so it raises if a session is already active.
+    """
+    from pyspark.sql import SparkSession
     from pyspark_datastream import StreamExecutionEnvironment
+
+    if driver_memory is not None:
+        if SparkSession.getActiveSession() is not None:
+            raise RuntimeError(f"driver_memory={driver_memory!r}: a SparkSession is already "
+                               "active, its JVM heap is fixed")
+        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {driver_memory} pyspark-shell"
 
     spark = StreamExecutionEnvironment.get_execution_environment().spark
     spark.sparkContext.setLogLevel("ERROR")

@@ -181,6 +181,8 @@ def main() -> None:
                              "(streaming_floor_ratio: what STREAMING cannot go below)")
     parser.add_argument("--quick", action="store_true",
                         help="200k records, 20k keys, one timed run (a smoke run)")
+    parser.add_argument("--driver-memory", default=None,
+                        help="the JVM heap of the local session, e.g. 2g (default: Spark's, 1g)")
     args = parser.parse_args()
     if args.quick:
         args.records, args.keys, args.repeat = 200_000, 20_000, 1
@@ -197,7 +199,7 @@ def main() -> None:
     path = os.path.abspath(os.path.join(args.data, f"words-{args.records}-{args.keys}"))
     generate(path, args.records, args.keys)
     expected = expected_counts(path)
-    spark = local_session()
+    spark = local_session(args.driver_memory)
     spark.conf.set("spark.sql.shuffle.partitions", "4")
     words = spark.read.parquet(path)
     words.count()  # warm up file listing and the JVM
@@ -275,7 +277,7 @@ def main() -> None:
         **({"streaming_floor_s": round(floor_s, 3),
             "streaming_floor_ratio": round(floor_s / native_s, 3),
             "streaming_over_floor": round(streaming_s / floor_s, 3)} if floor_s else {}),
-        "records": args.records, "keys": args.keys,
+        "records": args.records, "keys": args.keys, "driver_memory": args.driver_memory or "1g",
         # other work on the machine skews every ratio: report the 1/5/15-minute load with them
         "load": [round(x, 2) for x in os.getloadavg()],
         "runs": {name: [round(t, 2) for t in times] for name, times in runs.items()},
