@@ -42,7 +42,8 @@ def local_session(driver_memory: str | None = None) -> Any:
         if SparkSession.getActiveSession() is not None:
             raise RuntimeError(f"driver_memory={driver_memory!r}: a SparkSession is already "
                                "active, its JVM heap is fixed")
-        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {driver_memory} pyspark-shell"
+        submit = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")  # keep other options
+        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {driver_memory} {submit}"
 
     spark = StreamExecutionEnvironment.get_execution_environment().spark
     spark.sparkContext.setLogLevel("ERROR")

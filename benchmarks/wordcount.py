@@ -22,6 +22,10 @@ Python-worker figure counts the workers that ran in it, not idle ones kept from 
 STREAMING job gives it, with a function that reads them and does nothing
 (``streaming_floor_ratio`` against native, ``streaming_over_floor`` for the job against it):
 the part of the STREAMING figure that no work in this library can remove.
+
+``--driver-memory`` sizes the local session's JVM heap; ``--state-store rocksdb`` runs the
+STREAMING variants on Spark's RocksDB state store provider (state off the JVM heap) instead
+of Spark's default HDFS-backed one (``make bench-scale`` runs 40M records so).
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+
+STATE_STORES = {
+    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+}
 
 
 def generate(path: str, records: int, keys: int, seed: int = 42) -> None:
@@ -183,6 +192,9 @@ def main() -> None:
                         help="200k records, 20k keys, one timed run (a smoke run)")
     parser.add_argument("--driver-memory", default=None,
                         help="the JVM heap of the local session, e.g. 2g (default: Spark's, 1g)")
+    parser.add_argument("--state-store", choices=sorted(STATE_STORES), default="hdfs",
+                        help="Spark's state store provider for the STREAMING variants: hdfs "
+                             "(Spark's default: state on the JVM heap) or rocksdb (off the heap)")
     args = parser.parse_args()
     if args.quick:
         args.records, args.keys, args.repeat = 200_000, 20_000, 1
@@ -201,6 +213,7 @@ def main() -> None:
     expected = expected_counts(path)
     spark = local_session(args.driver_memory)
     spark.conf.set("spark.sql.shuffle.partitions", "4")
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", STATE_STORES[args.state_store])
     words = spark.read.parquet(path)
     words.count()  # warm up file listing and the JVM
 
@@ -278,6 +291,7 @@ def main() -> None:
             "streaming_floor_ratio": round(floor_s / native_s, 3),
             "streaming_over_floor": round(streaming_s / floor_s, 3)} if floor_s else {}),
         "records": args.records, "keys": args.keys, "driver_memory": args.driver_memory or "1g",
+        "state_store": args.state_store,
         # other work on the machine skews every ratio: report the 1/5/15-minute load with them
         "load": [round(x, 2) for x in os.getloadavg()],
         "runs": {name: [round(t, 2) for t in times] for name, times in runs.items()},

@@ -20,9 +20,9 @@ from jvm_options import submit_env
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _run(module: str, data: str) -> dict:
+def _run(module: str, data: str, *args: str) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-m", f"benchmarks.{module}", "--quick", "--data", data],
+        [sys.executable, "-m", f"benchmarks.{module}", "--quick", "--data", data, *args],
         cwd=ROOT, capture_output=True, text=True, timeout=600, env=submit_env())
     assert proc.returncode == 0, (
         f"benchmarks.{module} --quick failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
@@ -70,8 +70,11 @@ def test_savepoint_io_quick(tmp_path):
 def test_wordcount_quick(tmp_path):
     """Every variant's counts are checked against pandas inside the benchmark (it exits
     non-zero on a difference); both STREAMING variants, the summing lambda on columns and
-    the ReduceFunction called per record, report their figures."""
-    result = _run("wordcount", str(tmp_path))
+    the ReduceFunction called per record, report their figures. Run as ``make bench-scale``
+    runs it: on Spark's RocksDB state store provider (here with a given JVM heap as well)."""
+    result = _run("wordcount", str(tmp_path), "--state-store", "rocksdb",
+                  "--driver-memory", "1200m")
+    assert result["state_store"] == "rocksdb" and result["driver_memory"] == "1200m"
     for field in ("native_s", "reduce_ratio", "sum_ratio", "streaming_ratio",
                   "streaming_python_ratio", "batch_speedup", "batch_speedup_python",
                   "peak_rss_mib", "runs", "load"):

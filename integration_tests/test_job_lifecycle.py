@@ -271,3 +271,49 @@ def test_without_watermarks_an_unbounded_streams_event_time_timers_never_fire(
     assert sorted(run()) == sorted(str(("seen", k, low)) for k in ["a", "b", "a"])
     _add_file(src, ["b", "c"], "f2")
     assert sorted(run()) == sorted(str(("seen", k, low)) for k in ["b", "c"])
+
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+@pytest.mark.parametrize("timeout_free", ["true", "false"])
+def test_state_in_sparks_rocksdb_state_store_resumes_across_runs(
+        spark, env_factory, tmp_path, timeout_free):
+    """The README advises Spark's RocksDB state store provider for large state (it keeps
+    state off the JVM heap). Under it, the user's own writeStream resumes a running count
+    across two available-now runs exactly, with and without Spark's timeout column in the
+    state rows; the checkpoint keeps the provider it was started with when the second run's
+    session has Spark's default."""
+    src, out, ck = str(tmp_path / "in"), str(tmp_path / "out"), str(tmp_path / "user-ck")
+    batches = [["a", "b", "a", "c"] * 3, ["a", "c", "d", "a", "b", "e"]]
+    key = "spark.sql.streaming.stateStore.providerClass"
+    before = spark.conf.get(key)
+
+    def run() -> set[tuple[str, int]]:
+        env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "root"),
+                                        "execution.streaming.timeout-free-operators.enabled":
+                                            timeout_free})
+        query = (_counted(env, spark, src).to_dataframe().writeStream.format("parquet")
+                 .option("path", out).option("checkpointLocation", ck)
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        assert query.exception() is None
+        return {(r[0], r[1]) for r in spark.read.parquet(out).collect()}
+
+    spark.conf.set(key, ROCKSDB_PROVIDER)
+    try:
+        _add_file(src, batches[0], "f1")
+        first = run()
+        assert first == _running_counts([], batches[0])
+    finally:
+        spark.conf.set(key, before)
+    # resumed from a session on Spark's default provider: the checkpoint keeps its own
+    _add_file(src, batches[1], "f2")
+    assert run() - first == _running_counts(batches[0], batches[1])
+    offsets = sorted((n for n in os.listdir(os.path.join(ck, "offsets")) if n.isdigit()), key=int)
+    with open(os.path.join(ck, "offsets", offsets[-1])) as fh:
+        assert ROCKSDB_PROVIDER in fh.read()
+    # the provider's own files, not the HDFS-backed store's delta files
+    state_files = [f for _, _, files in os.walk(os.path.join(ck, "state")) for f in files]
+    assert any(f.endswith((".zip", ".changelog")) for f in state_files), state_files
+    assert not any(f.endswith(".delta") for f in state_files), state_files
