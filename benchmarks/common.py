@@ -3,9 +3,10 @@
 * :func:`local_session`: the local SparkSession a program gets from
   ``StreamExecutionEnvironment.get_execution_environment()`` (``local[2]`` unless one is
   active), with Spark's log quieted; optionally with a given JVM heap (``--driver-memory``).
-* :func:`timed`: a variant runs once untimed (the JVM compiles its code paths, Python
-  workers start and import the library), then ``repeat`` times; the median counts and
-  every timed run is kept for the JSON. Each run's result is checked.
+* :func:`timed_rounds`: an untimed round of every variant (the JVM compiles its code paths,
+  Python workers start and import the library), then ``repeat`` rounds running every
+  variant in turn; each variant's median counts and every timed run is kept for the JSON.
+  Each run's result is checked.
 * :class:`RssSampler`: a background thread sampling the resident set size of this process
   (the driver), of the JVM it started and of the Python workers under the JVM, keeping the
   peak of each (a worker's RSS counts pages it shares with the daemon it forked from, so
@@ -22,10 +23,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
-__all__ = ["local_session", "timed", "progress", "load", "RssSampler"]
+__all__ = ["local_session", "timed_rounds", "progress", "load", "RssSampler"]
 
 
 def local_session(driver_memory: str | None = None) -> Any:
@@ -55,22 +56,32 @@ def progress(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def timed(run: Callable[[], Any], check: Callable[[Any], None], repeat: int,
-          warmup: bool = True, name: str = "") -> tuple[float, list[float]]:
-    """Median seconds of ``repeat`` runs of ``run`` (after one untimed run when ``warmup``),
-    and every timed run; ``check`` gets each run's result (outside the timing) and raises
-    when it is wrong. Each run's time goes to stderr as it ends."""
-    times = []
+def timed_rounds(variants: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]],
+                 repeat: int, warmup: bool = True,
+                 rss: RssSampler | None = None) -> dict[str, tuple[float, list[float]]]:
+    """Each variant's median seconds over ``repeat`` rounds, and its timed runs.
+
+    ``variants`` maps a name to ``(run, check)``; ``check`` gets the run's result (outside
+    the timing) and raises when it is wrong. A round runs every variant once, in the given
+    order, so a slow spell of the machine falls on all of them alike rather than on the
+    variant that happened to be running; with ``warmup`` an untimed round goes first (the
+    JVM compiles its code paths, Python workers start and import the library). With
+    ``rss``, each run is sampled as a phase of its variant's name. Each run's time goes to
+    stderr as it ends.
+    """
+    times: dict[str, list[float]] = {name: [] for name in variants}
     for i in range(repeat + warmup):
-        start = time.perf_counter()
-        result = run()
-        seconds = time.perf_counter() - start
-        check(result)
-        if i >= warmup:
-            times.append(seconds)
-        progress(f"{name} {'warm-up' if i < warmup else f'run {i + 1 - warmup}'}: "
-                 f"{seconds:.2f} s, checked")
-    return statistics.median(times), times
+        for name, (run, check) in variants.items():
+            with rss.phase(name) if rss is not None else nullcontext():
+                start = time.perf_counter()
+                result = run()
+                seconds = time.perf_counter() - start
+            check(result)
+            if i >= warmup:
+                times[name].append(seconds)
+            progress(f"{name} {'warm-up' if i < warmup else f'run {i + 1 - warmup}'}: "
+                     f"{seconds:.2f} s, checked")
+    return {name: (statistics.median(runs), runs) for name, runs in times.items()}
 
 
 def load() -> list[float]:

@@ -21,7 +21,8 @@ Every result is checked against the baseline's, and the run fails if one differs
 file stream is unbounded, so the STREAMING run ends with the watermark of its input
 (max event time - 5 s - 1 ms): a session whose timer (last click + gap) is later is still
 open and not emitted yet; its check expects exactly the baseline's other session ends.
-Each variant runs once untimed, then ``--repeat`` times; the median counts (``--quick``:
+An untimed round runs every variant once, then ``--repeat`` rounds run every variant in
+turn (a slow spell of the machine falls on all of them alike); each median counts (``--quick``:
 a small input, one timed run, no warm-up: a smoke run whose figures mean nothing). The
 last line is JSON; the ratios are the variants' medians over the baseline's in this run.
 """
@@ -49,7 +50,7 @@ from pyspark_datastream import (
     WatermarkStrategy,
 )
 
-from benchmarks.common import RssSampler, load, local_session, timed
+from benchmarks.common import RssSampler, load, local_session, timed_rounds
 
 __all__ = ["Sessionize", "main"]
 
@@ -252,31 +253,32 @@ def main(argv: list[str] | None = None) -> int:
         with RssSampler() as rss:
             bench = Bench(spark, data, work)
             spark.read.parquet(bench.files("ordered")).count()  # file listing, JVM start
-            results: dict[str, tuple[float, list[float]]] = {}
             # the baseline's first result is the expected one; its later runs must equal it
             expected: Any = None
+            expected_streaming: Any = None
+            open_at_end: Any = None
 
             def check_baseline(out: str) -> None:
-                nonlocal expected
+                nonlocal expected, expected_streaming, open_at_end
                 if expected is None:
                     expected = bench.read(out)
+                    open_at_end = still_open(expected)
+                    expected_streaming = expected[~open_at_end].reset_index(drop=True)
                 bench.check(out, expected, "baseline (run to run)")
 
-            with rss.phase("baseline"):
-                results["baseline"] = timed(lambda: bench.baseline("ordered"), check_baseline,
-                                            repeat, warmup, "baseline")
-            open_at_end = still_open(expected)
-            expected_streaming = expected[~open_at_end].reset_index(drop=True)
+            def against(name: str, streaming: bool = False) -> Any:
+                return lambda out: bench.check(
+                    out, expected_streaming if streaming else expected, name)
 
-            def variant(name: str, run: Any, want: Any) -> None:
-                with rss.phase(name):
-                    results[name] = timed(run, lambda out: bench.check(out, want, name),
-                                          repeat, warmup, name)
-
-            variant("batch", lambda: bench.batch("ordered"), expected)
-            variant("streaming", bench.streaming, expected_streaming)
-            variant("baseline_shuffled", lambda: bench.baseline("shuffled"), expected)
-            variant("batch_shuffled", lambda: bench.batch("shuffled"), expected)
+            # the baseline runs first in every round, so the others compare with its result
+            results = timed_rounds({
+                "baseline": (lambda: bench.baseline("ordered"), check_baseline),
+                "batch": (lambda: bench.batch("ordered"), against("batch")),
+                "streaming": (bench.streaming, against("streaming", streaming=True)),
+                "baseline_shuffled": (lambda: bench.baseline("shuffled"),
+                                      against("baseline_shuffled")),
+                "batch_shuffled": (lambda: bench.batch("shuffled"), against("batch_shuffled")),
+            }, repeat, warmup, rss)
         med = {name: r[0] for name, r in results.items()}
         ratios = {
             "batch_ratio": med["batch"] / med["baseline"],
