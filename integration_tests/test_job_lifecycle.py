@@ -53,6 +53,17 @@ def _counted(env, spark, src):
             .key_by(lambda r: r[0]).sum(1))
 
 
+def _counts_written(env, spark, src: str, out: str, ck: str) -> set[tuple[str, int]]:
+    """The running counts of ``src`` through the user's own writeStream (Parquet at ``out``,
+    checkpoint ``ck``), available-now; every row the sink holds afterwards."""
+    query = (_counted(env, spark, src).to_dataframe().writeStream.format("parquet")
+             .option("path", out).option("checkpointLocation", ck)
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert query.exception() is None
+    return {(r[0], r[1]) for r in spark.read.parquet(out).collect()}
+
+
 @pytest.fixture
 def private_tmp(tmp_path, monkeypatch):
     """``tempfile``'s folder for this test only: temporary checkpoints land (and must be
@@ -75,12 +86,7 @@ def test_to_dataframe_with_the_users_write_stream_resumes_its_state_across_runs(
     def run():  # a fresh program each time, as a scheduled notebook would be
         env = env_factory("STREAMING", {"execution.checkpointing.dir": root,
                                         "state.backend.type": backend})
-        query = (_counted(env, spark, src).to_dataframe().writeStream.format("parquet")
-                 .option("path", out).option("checkpointLocation", ck)
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
-        assert query.exception() is None
-        return {(r[0], r[1]) for r in spark.read.parquet(out).collect()}
+        return _counts_written(env, spark, src, out, ck)
 
     _add_file(src, batches[0], "f1")
     first = run()
@@ -293,12 +299,7 @@ def test_state_in_sparks_rocksdb_state_store_resumes_across_runs(
         env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "root"),
                                         "execution.streaming.timeout-free-operators.enabled":
                                             timeout_free})
-        query = (_counted(env, spark, src).to_dataframe().writeStream.format("parquet")
-                 .option("path", out).option("checkpointLocation", ck)
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
-        assert query.exception() is None
-        return {(r[0], r[1]) for r in spark.read.parquet(out).collect()}
+        return _counts_written(env, spark, src, out, ck)
 
     spark.conf.set(key, ROCKSDB_PROVIDER)
     try:
