@@ -298,13 +298,8 @@ class AbstractKeyedOperator(KeyedOperator):
             if not self.processing_queue and self.timer_listener is None:
                 # the common case: only event-time timers (e.g. the reduce operator's)
                 clock.watermark = MAX_WATERMARK
-                switch = self._switch_key
-                on_event_time = self.on_event_time
                 out: list[Output] = []
-                extend = out.extend
-                for timer in event_queue.poll_until(MAX_WATERMARK):
-                    switch(timer)
-                    extend(on_event_time(timer[0], timer[2]))
+                self._fire_all_event_timers(out)
                 if not self.processing_queue:
                     return out
                 out.extend(self._drain_all())
@@ -313,6 +308,16 @@ class AbstractKeyedOperator(KeyedOperator):
         finally:
             clock.watermark = MIN_WATERMARK
             clock.quiescing = False
+
+    def _fire_all_event_timers(self, out: list[Output]) -> None:
+        """BATCH end of key: fire every event timer in order into ``out`` (the watermark is
+        MAX, so timers registered while firing fire too)."""
+        switch = self._switch_key
+        on_event_time = self.on_event_time
+        extend = out.extend
+        for timer in self.event_queue.poll_until(MAX_WATERMARK):
+            switch(timer)
+            extend(on_event_time(timer[0], timer[2]))
 
     def end_input(self) -> Iterable[Output]:
         """End of input: watermark MAX, fire all remaining timers (lazy: iterate the result).
@@ -461,6 +466,33 @@ class _ProcessOperatorBase(AbstractKeyedOperator):
 
     def on_event_time(self, timestamp: int, namespace: Any) -> list[Output]:
         return self._timer(timestamp, _EVENT_TIME)
+
+    def _fire_all_event_timers(self, out: list[Output]) -> None:
+        """``_timer`` for every due event timer, inlined: BATCH fires one per record of a
+        keyed process function like a sessionizer, so the per-timer calls and lists count."""
+        ctx = self._timer_ctx
+        ctx.timer_domain = _EVENT_TIME
+        ctx.side_outputs = out
+        on_timer = self._on_timer
+        backend = self.backend
+        current = backend.current_key_and_bytes
+        for timer in self.event_queue.poll_until(MAX_WATERMARK):
+            if current()[1] != timer.key_bytes:
+                backend.set_current_key(timer.key, timer.key_bytes)
+            timestamp = timer[0]
+            ctx.element_timestamp = timestamp
+            try:
+                result = on_timer(timestamp, ctx)
+                if result is not None:
+                    collect_outputs(result, out, timestamp)
+            except SerializationError as exc:
+                raise_named_serialization_error(
+                    exc, self.operator_name, "on_timer (EVENT_TIME)", timestamp)
+            except DataStreamError:
+                raise
+            except Exception as exc:
+                raise user_function_error(
+                    self.operator_name, "on_timer (EVENT_TIME)", timestamp, exc) from exc
 
     def on_processing_time(self, timestamp: int, namespace: Any) -> list[Output]:
         return self._timer(timestamp, _PROCESSING_TIME)

@@ -274,6 +274,54 @@ def test_batch_perfect_watermark_and_timers_at_end_of_key(drive, backend) -> Non
     assert values(d.operator.end_input()) == []
 
 
+@pytest.mark.parametrize("backend", ["heap", "single_key"])
+def test_batch_end_of_key_timers_give_what_end_of_input_gives(drive, backend) -> None:
+    """BATCH fires a key's event timers at end_key on an inlined path; each timer's main and
+    side outputs, in order and with the timer's timestamp, and what on_timer's context says,
+    equal what the general path gives when end_input fires the same timers."""
+    pushes = [("event", 30), ("side", None), ("event", 10), ("event", 30), ("event", 20)]
+
+    def run(end: str) -> tuple[list, list]:
+        fn = Recorder()
+        d = drive(KeyedProcessOperator(fn), "BATCH", backend)
+        for v in pushes:
+            d.push("k", v if v[1] is not None else "side")
+        out = list(getattr(d.operator, end)())
+        return ([(o.tag, o.value, o.timestamp) for o in out],
+                [e for e in fn.log if e[0] == "timer"])
+
+    by_key, by_input = run("end_key"), run("end_input")
+    assert by_key == by_input
+    outputs, timers = by_key
+    assert outputs == [
+        (None, ("fired", "k", 10, "EVENT_TIME"), 10), (SIDE.tag_id, ("side-fired", 10), 10),
+        (None, ("fired", "k", 20, "EVENT_TIME"), 20), (SIDE.tag_id, ("side-fired", 20), 20),
+        (None, ("fired", "k", 30, "EVENT_TIME"), 30), (SIDE.tag_id, ("side-fired", 30), 30),
+    ]
+    assert timers == [("timer", t, t, "k", TimeDomain.EVENT_TIME, MAX_WATERMARK)
+                      for t in (10, 20, 30)]
+
+
+@pytest.mark.parametrize("backend", ["heap", "single_key"])
+def test_batch_on_timer_error_at_end_of_key_names_operator_and_timer(drive, backend) -> None:
+    class Boom(KeyedProcessFunction):
+        def process_element(self, value, ctx):
+            ctx.timer_service().register_event_time_timer(value)
+
+        def on_timer(self, timestamp, ctx):
+            if timestamp == 7:
+                raise KeyError("nope")
+            yield timestamp
+
+    d = drive(KeyedProcessOperator(Boom()), "BATCH", backend, operator_name="boom")
+    for v in (7, 3):
+        d.push("a", v)
+    with pytest.raises(JobExecutionError,
+                       match=r"operator 'boom': on_timer \(EVENT_TIME\) failed on 7: KeyError") as info:
+        list(d.operator.end_key())
+    assert isinstance(info.value.__cause__, KeyError)
+
+
 def test_batch_hash_mode_fires_everything_at_end_input(drive) -> None:
     d = drive(KeyedProcessOperator(Recorder()), "BATCH", "heap")
     d.push("b", ("event", 5))
