@@ -290,7 +290,9 @@ def main() -> None:
         **({"streaming_floor_s": round(floor_s, 3),
             "streaming_floor_ratio": round(floor_s / native_s, 3),
             "streaming_over_floor": round(streaming_s / floor_s, 3)} if floor_s else {}),
-        "records": args.records, "keys": args.keys, "driver_memory": args.driver_memory or "1g",
+        "records": args.records, "keys": args.keys,
+        # the heap the session got (unset: Spark's default, 1g)
+        "driver_memory": spark.sparkContext.getConf().get("spark.driver.memory", "1g"),
         "state_store": args.state_store,
         # other work on the machine skews every ratio: report the 1/5/15-minute load with them
         "load": [round(x, 2) for x in os.getloadavg()],

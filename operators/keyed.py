@@ -443,11 +443,15 @@ class _ProcessOperatorBase(AbstractKeyedOperator):
     def close_operator(self) -> None:
         self._runtime_function.close()
 
-    def _timer(self, timestamp: int, domain: TimeDomain) -> list[Output]:
+    def _timer(self, timestamp: int, domain: TimeDomain,
+               out: list[Output] | None = None) -> list[Output]:
+        """Call the user's on_timer; its outputs (side outputs too) go to ``out`` (a new list
+        when None), which is returned."""
         ctx = self._timer_ctx
         ctx.element_timestamp = timestamp
         ctx.timer_domain = domain
-        out: list[Output] = []
+        if out is None:
+            out = []
         ctx.side_outputs = out
         try:
             result = self._on_timer(timestamp, ctx)
@@ -468,31 +472,14 @@ class _ProcessOperatorBase(AbstractKeyedOperator):
         return self._timer(timestamp, _EVENT_TIME)
 
     def _fire_all_event_timers(self, out: list[Output]) -> None:
-        """``_timer`` for every due event timer, inlined: BATCH fires one per record of a
-        keyed process function like a sessionizer, so the per-timer calls and lists count."""
-        ctx = self._timer_ctx
-        ctx.timer_domain = _EVENT_TIME
-        ctx.side_outputs = out
-        on_timer = self._on_timer
-        backend = self.backend
-        current = backend.current_key_and_bytes
+        """As the base class does, but each timer's outputs go straight into ``out``: BATCH
+        fires one timer per record of a keyed process function like a sessionizer, so the
+        ``on_event_time`` hop and a list per timer count."""
+        switch = self._switch_key
+        fire = self._timer
         for timer in self.event_queue.poll_until(MAX_WATERMARK):
-            if current()[1] != timer.key_bytes:
-                backend.set_current_key(timer.key, timer.key_bytes)
-            timestamp = timer[0]
-            ctx.element_timestamp = timestamp
-            try:
-                result = on_timer(timestamp, ctx)
-                if result is not None:
-                    collect_outputs(result, out, timestamp)
-            except SerializationError as exc:
-                raise_named_serialization_error(
-                    exc, self.operator_name, "on_timer (EVENT_TIME)", timestamp)
-            except DataStreamError:
-                raise
-            except Exception as exc:
-                raise user_function_error(
-                    self.operator_name, "on_timer (EVENT_TIME)", timestamp, exc) from exc
+            switch(timer)
+            fire(timer[0], _EVENT_TIME, out)
 
     def on_processing_time(self, timestamp: int, namespace: Any) -> list[Output]:
         return self._timer(timestamp, _PROCESSING_TIME)

@@ -279,13 +279,13 @@ def test_batch_end_of_key_timers_give_what_end_of_input_gives(drive, backend) ->
     """BATCH fires a key's event timers at end_key on an inlined path; each timer's main and
     side outputs, in order and with the timer's timestamp, and what on_timer's context says,
     equal what the general path gives when end_input fires the same timers."""
-    pushes = [("event", 30), ("side", None), ("event", 10), ("event", 30), ("event", 20)]
+    pushes = [("event", 30), "side", ("event", 10), ("event", 30), ("event", 20)]
 
     def run(end: str) -> tuple[list, list]:
         fn = Recorder()
         d = drive(KeyedProcessOperator(fn), "BATCH", backend)
         for v in pushes:
-            d.push("k", v if v[1] is not None else "side")
+            d.push("k", v)
         out = list(getattr(d.operator, end)())
         return ([(o.tag, o.value, o.timestamp) for o in out],
                 [e for e in fn.log if e[0] == "timer"])
