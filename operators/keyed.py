@@ -24,7 +24,7 @@ Time semantics:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..state_store.descriptors import ValueStateDescriptor
 from ..state_store.errors import (
@@ -86,8 +86,9 @@ REDUCE_STATE_NAME = "_reduce"
 TimerListener = Callable[[int, Any, TimeDomain], None]
 
 _EMPTY: tuple[Output, ...] = ()
-#: ``Output._make``: builds an Output from a 3-tuple faster than ``Output(...)``.
-_make_output = Output._make
+#: ``_new_tuple(Output, (tag, value, ts))`` builds an Output in C (``Output(...)`` and
+#: ``Output._make`` are Python calls; an output is built per record)
+_new_tuple = tuple.__new__
 _EVENT_TIME = TimeDomain.EVENT_TIME
 _PROCESSING_TIME = TimeDomain.PROCESSING_TIME
 
@@ -100,7 +101,7 @@ def collect_outputs(result: Any, out: list[Output], ts: int | None) -> None:
         if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
             append(Output(item[0].tag_id, item[1], ts))
         else:
-            append(_make_output((None, item, ts)))
+            append(_new_tuple(Output, (None, item, ts)))
 
 
 class AbstractKeyedOperator(KeyedOperator):
@@ -229,7 +230,7 @@ class AbstractKeyedOperator(KeyedOperator):
         on_event_time = self.on_event_time
         for timer in self.event_queue.poll_until(up_to):
             switch(timer)
-            ts, key, namespace = timer
+            ts, key, namespace, _ = timer
             if listener is not None:
                 listener(ts, key, _EVENT_TIME)
             yield from on_event_time(ts, namespace)
@@ -241,7 +242,7 @@ class AbstractKeyedOperator(KeyedOperator):
         on_processing_time = self.on_processing_time
         for timer in self.processing_queue.poll_until(up_to):
             switch(timer)
-            ts, key, namespace = timer
+            ts, key, namespace, _ = timer
             now = clock.processing_time
             if now is None or ts > now:
                 clock.processing_time = ts
@@ -457,29 +458,53 @@ class _ProcessOperatorBase(AbstractKeyedOperator):
             result = self._on_timer(timestamp, ctx)
             if result is not None:
                 collect_outputs(result, out, timestamp)
-        except SerializationError as exc:
+        except Exception as exc:
+            self._on_timer_failed(exc, timestamp, domain)
+        return out
+
+    def _on_timer_failed(self, exc: Exception, timestamp: int, domain: TimeDomain) -> NoReturn:
+        """Raise what an exception out of the user's on_timer becomes: ours unchanged, a
+        serialization error and any other named after the operator and the timer."""
+        if isinstance(exc, SerializationError):
             raise_named_serialization_error(
                 exc, self.operator_name, f"on_timer ({domain.name})", timestamp)
-        except DataStreamError:
-            raise
-        except Exception as exc:
-            raise user_function_error(
-                self.operator_name, f"on_timer ({domain.name})", timestamp, exc
-            ) from exc
-        return out
+        if isinstance(exc, DataStreamError):
+            raise exc
+        raise user_function_error(
+            self.operator_name, f"on_timer ({domain.name})", timestamp, exc
+        ) from exc
 
     def on_event_time(self, timestamp: int, namespace: Any) -> list[Output]:
         return self._timer(timestamp, _EVENT_TIME)
 
     def _fire_all_event_timers(self, out: list[Output]) -> None:
-        """As the base class does, but each timer's outputs go straight into ``out``: BATCH
-        fires one timer per record of a keyed process function like a sessionizer, so the
-        ``on_event_time`` hop and a list per timer count."""
-        switch = self._switch_key
-        fire = self._timer
-        for timer in self.event_queue.poll_until(MAX_WATERMARK):
-            switch(timer)
-            fire(timer[0], _EVENT_TIME, out)
+        """As the base class does, in one loop: BATCH fires one timer per record of a keyed
+        process function like a sessionizer, so per timer only what changes is set (the
+        key when it differs, the timestamp) and the outputs go straight into ``out``."""
+        backend = self.backend
+        current = backend.current_key_and_bytes()[1]
+        ctx = self._timer_ctx
+        ctx.timer_domain = _EVENT_TIME
+        ctx.side_outputs = out
+        on_timer = self._on_timer
+        append = out.append
+        timestamp = MAX_WATERMARK
+        try:
+            for timestamp, key, _, key_bytes in self.event_queue.poll_until(MAX_WATERMARK):
+                if key_bytes != current:
+                    backend.set_current_key(key, key_bytes)
+                    current = key_bytes
+                ctx.element_timestamp = timestamp
+                result = on_timer(timestamp, ctx)
+                if result is not None:
+                    for item in result:  # collect_outputs, inlined
+                        if (type(item) is tuple and len(item) == 2
+                                and isinstance(item[0], OutputTag)):
+                            append(Output(item[0].tag_id, item[1], timestamp))
+                        else:
+                            append(_new_tuple(Output, (None, item, timestamp)))
+        except Exception as exc:
+            self._on_timer_failed(exc, timestamp, _EVENT_TIME)
 
     def on_processing_time(self, timestamp: int, namespace: Any) -> list[Output]:
         return self._timer(timestamp, _PROCESSING_TIME)
@@ -525,7 +550,7 @@ class KeyedProcessOperator(_ProcessOperatorBase):
                     if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
                         append(Output(item[0].tag_id, item[1], timestamp))
                     else:
-                        append(_make_output((None, item, timestamp)))
+                        append(_new_tuple(Output, (None, item, timestamp)))
         except SerializationError as exc:
             raise_named_serialization_error(exc, self.operator_name, self._what, value)
         except DataStreamError:
@@ -661,13 +686,13 @@ class ReduceOperator(AbstractKeyedOperator):
                 self._update(result)
                 return _EMPTY
         self._update(result)
-        return [_make_output((None, result, timestamp))]
+        return [_new_tuple(Output, (None, result, timestamp))]
 
     def on_event_time(self, timestamp: int, namespace: Any) -> list[Output] | tuple[Output, ...]:
         value = self._value()
         if value is None:
             return _EMPTY
-        return [_make_output((None, value, timestamp))]
+        return [_new_tuple(Output, (None, value, timestamp))]
 
     def end_key(self) -> Iterable[Output]:
         """BATCH stop-with-savepoint: emit the key's final value without the internal
@@ -676,7 +701,7 @@ class ReduceOperator(AbstractKeyedOperator):
             value = self._value()
             out = list(super().end_key())
             if value is not None:
-                out.insert(0, _make_output((None, value, MAX_WATERMARK)))
+                out.insert(0, _new_tuple(Output, (None, value, MAX_WATERMARK)))
             return out
         return super().end_key()
 

@@ -34,6 +34,8 @@ from .serializers import TypeSerializer
 __all__ = ["CurrentKeySource", "Timer", "TimerColumns", "TimerQueue"]
 
 _SIGN = 1 << 63
+#: the largest timestamp (a long): polling up to it fires every timer
+_LAST_TIMESTAMP = (1 << 63) - 1
 _MASK64 = (1 << 64) - 1
 _pack_u64 = struct.Struct(">Q").pack
 _new_tuple = tuple.__new__
@@ -58,25 +60,18 @@ class CurrentKeySource(Protocol):
         """``(key, key bytes)`` of the current key; key bytes None when no key is set."""
 
 
-class _TimerTuple(NamedTuple):
+class Timer(NamedTuple):
+    """A fired timer: ``(timestamp, key, namespace, key_bytes)``.
+
+    ``key_bytes`` is the serialized key, so ``backend.set_current_key(timer.key,
+    timer.key_bytes)`` needs no serialization. A plain named tuple (no per-timer
+    attribute dictionary): BATCH fires one timer per record of a sessionizer.
+    """
+
     timestamp: int
     key: Any
     namespace: Any
-
-
-class Timer(_TimerTuple):
-    """A fired timer: unpacks as ``(timestamp, key, namespace)``.
-
-    ``key_bytes`` (an extra attribute, not a tuple field) holds the serialized key,
-    so ``backend.set_current_key(timer.key, timer.key_bytes)`` needs no serialization.
-    """
-
     key_bytes: bytes
-
-    def __new__(cls, timestamp: int, key: Any, namespace: Any, key_bytes: bytes) -> Timer:
-        self = _new_tuple(cls, (timestamp, key, namespace))
-        self.key_bytes = key_bytes
-        return self
 
 
 def encode_timestamps(stamps: Iterable[int]) -> list[bytes]:
@@ -231,10 +226,16 @@ class TimerQueue:
         """Remove and yield every timer with ``timestamp <= timestamp`` in timer order.
 
         Timers added while iterating (e.g. by ``on_timer``) are yielded too when due.
+        At the last timestamp (end of input, a BATCH key's end) every timer is due: the
+        heap is sorted once into the run, so each timer costs a ``list.pop``, not a heap pop.
         """
         heap = self._heap  # these lists change in place only, so the references stay valid
         run = self._run
         fresh = self._fresh
+        if timestamp >= _LAST_TIMESTAMP and heap and not run:
+            run += heap
+            heap.clear()
+            run.sort(reverse=True)
         take = self._live.pop
         new = _new_tuple
         while True:
@@ -261,9 +262,7 @@ class TimerQueue:
             info = take(item, None)
             if info is None:  # deleted, or a duplicate of a timer that already fired
                 continue
-            timer = new(Timer, (item[0], info[0], info[1]))
-            timer.key_bytes = item[1]
-            yield timer
+            yield new(Timer, (item[0], info[0], info[1], item[1]))
 
     def timers_for_current_key(self) -> list[tuple[int, Any]]:
         """``(timestamp, namespace)`` of the current key's timers, in timer order.

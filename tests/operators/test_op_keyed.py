@@ -303,6 +303,34 @@ def test_batch_end_of_key_timers_give_what_end_of_input_gives(drive, backend) ->
 
 
 @pytest.mark.parametrize("backend", ["heap", "single_key"])
+def test_batch_end_of_key_orders_timers_changed_while_firing(drive, backend) -> None:
+    """Watermark MAX fires every timer in timestamp order, as Flink polls its queue one timer
+    at a time: one registered by on_timer earlier than the pending ones fires before them,
+    a pending one it deletes never fires; a yielded ``(tag, value)`` is a side output."""
+
+    class Rewire(KeyedProcessFunction):
+        def process_element(self, value, ctx):
+            ctx.timer_service().register_event_time_timer(value)
+
+        def on_timer(self, timestamp, ctx):
+            timers = ctx.timer_service()
+            if timestamp == 10:
+                timers.register_event_time_timer(15)  # before the pending 20: fires next
+                timers.delete_event_time_timer(30)  # pending: never fires
+            if timestamp == 15:
+                timers.register_event_time_timer(12)  # in the past of the watermark: due now
+                yield SIDE, ("side", timestamp)
+            yield timestamp
+
+    d = drive(KeyedProcessOperator(Rewire()), "BATCH", backend)
+    for v in (30, 40, 10, 20):
+        d.push("a", v)
+    out = [(o.tag, o.value, o.timestamp) for o in d.operator.end_key()]
+    assert out == [(None, 10, 10), (SIDE.tag_id, ("side", 15), 15), (None, 15, 15),
+                   (None, 12, 12), (None, 20, 20), (None, 40, 40)]
+
+
+@pytest.mark.parametrize("backend", ["heap", "single_key"])
 def test_batch_on_timer_error_at_end_of_key_names_operator_and_timer(drive, backend) -> None:
     class Boom(KeyedProcessFunction):
         def process_element(self, value, ctx):

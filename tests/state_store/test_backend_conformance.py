@@ -163,7 +163,7 @@ def _snapshot_of(name: str, program: list[Any]) -> tuple[list[Any], list[StateEn
 
 
 def _drain_timers(backend: KeyedStateBackend) -> list[tuple[int, Any, Any]]:
-    return [tuple(t) for t in backend.timer_queue("event", WINDOWS).poll_until(1 << 40)]
+    return [t[:3] for t in backend.timer_queue("event", WINDOWS).poll_until(1 << 40)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -594,10 +594,12 @@ class TestBackendConformance(TtlConformance):
         assert queue.peek_timestamp() == 9
         assert queue.timers_for_current_key() == [(9, w1), (9, w2), (19, w2)]
         fired = list(queue.poll_until(9))
-        assert fired == [(9, "k", w1), (9, "k", w2)]
-        assert isinstance(fired[0], Timer) and fired[0].key_bytes == backend.get_current_key_bytes()
+        key_bytes = backend.get_current_key_bytes()
+        assert fired == [(9, "k", w1, key_bytes), (9, "k", w2, key_bytes)]
+        assert isinstance(fired[0], Timer) and fired[0].key_bytes == key_bytes
+        assert (fired[0].timestamp, fired[0].key, fired[0].namespace) == (9, "k", w1)
         assert queue.peek_timestamp() == 19
-        assert list(queue.poll_until(100)) == [(19, "k", w2)]
+        assert list(queue.poll_until(100)) == [(19, "k", w2, key_bytes)]
         assert len(queue) == 0 and queue.peek_timestamp() is None
 
     def test_timers_of_several_keys_fire_in_order(self, backend: KeyedStateBackend) -> None:

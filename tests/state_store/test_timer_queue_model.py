@@ -86,7 +86,8 @@ class QueueAndModel:
             expected = self.model.pop(0)
             assert expected[0] <= timestamp
             assert (timer.timestamp, timer.key_bytes, WINDOWS.serialize(timer.namespace)) == expected
-            assert timer == (expected[0], self.objects[expected[1]], self.objects[expected[2]])
+            assert timer == (expected[0], self.objects[expected[1]], self.objects[expected[2]],
+                             expected[1])
             fired += 1
             if limit is not None and fired >= limit:
                 return  # the generator is abandoned half-way
