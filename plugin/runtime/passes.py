@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import pyarrow as pa
 
@@ -200,8 +200,8 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
 
     key_field = spec.keyed.key_field if spec.keyed is not None else None
     counted = spec.keyed is not None and spec.keyed.counted
-    key_cache: list[Any] = [_NO_KEY, b"",
-                            spec.keyed.key_serializer.serialize if spec.keyed is not None else None]
+    serialize_key: Optional[Callable[[Any], bytes]] = (
+        spec.keyed.key_serializer.serialize if spec.keyed is not None else None)
 
     def records() -> Iterator[tuple[Any, ...]]:
         for b in batches:
@@ -218,8 +218,8 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                 values, ts = _repeated(values, counts), _repeated(ts, counts)
                 if spec.sided:
                     sides = _repeated(sides, counts)  # type: ignore[arg-type]
-            if key_field is not None:
-                yield from _keys_from_field(values, ts, sides, key_field, key_cache)
+            if key_field is not None and serialize_key is not None:
+                yield from _keys_from_field(values, ts, sides, key_field, serialize_key)
             elif keyed:
                 yield from zip(b.column(KEY).to_pylist(), ts, values, sides)
             else:
@@ -505,18 +505,17 @@ def _fold_run(reduce: Any, fold: Any, acc: Any, values: list[Any], start: int, e
         raise user_function_error(name, "reduce", values[end - 1], first) from first
 
 
-def _keys_from_field(values: list[Any], ts: list[Any], sides: Any, index: int,
-                     cache: list[Any]) -> Iterator[tuple[Any, ...]]:
-    """(key bytes, ts, value, side) for records keyed by one field, sorted by it: the key
-    serializer runs once per run of equal keys (``cache`` = [last key, its bytes, serialize])."""
-    last, last_bytes, serialize = cache
+def _keys_from_field(values: list[Any], ts: list[Any], sides: Iterable[Any], index: int,
+                     serialize: Callable[[Any], bytes]) -> Iterator[tuple[Any, ...]]:
+    """(key bytes, ts, value, side) for records keyed by their field ``index``: each distinct
+    key of the batch is serialized once and the rows are zipped in C. The field is one
+    typed column (strings or integers), so keys that are equal are the same key."""
     # the tuple's own item lookup, in C: records may be Rows, whose [] is a Python method
-    keys = map(_ITEM, values, itertools.repeat(index))
-    for v, k, t, s in zip(values, keys, ts, sides):
-        if k != last or type(k) is not type(last):
-            last, last_bytes = k, serialize(k)
-        yield last_bytes, t, v, s
-    cache[0], cache[1] = last, last_bytes
+    keys = list(map(_ITEM, values, itertools.repeat(index)))
+    key_bytes = dict.fromkeys(keys)
+    for key in key_bytes:
+        key_bytes[key] = serialize(key)
+    return zip(map(key_bytes.__getitem__, keys), ts, values, sides)
 
 
 def _run_fast(spec: PassSpec, chain: Any, decode: Any, writer: ColumnWriter,
