@@ -310,13 +310,14 @@ class AbstractKeyedOperator(KeyedOperator):
             clock.watermark = MIN_WATERMARK
             clock.quiescing = False
 
-    def _fire_all_event_timers(self, out: list[Output]) -> None:
-        """BATCH end of key: fire every event timer in order into ``out`` (the watermark is
-        MAX, so timers registered while firing fire too)."""
+    def _fire_all_event_timers(self, out: list[Output], up_to: int = MAX_WATERMARK) -> None:
+        """BATCH end of key: fire the event timers up to ``up_to`` (the clock's watermark) in
+        order into ``out``; timers registered while firing fire too when due. Without a
+        timer listener."""
         switch = self._switch_key
         on_event_time = self.on_event_time
         extend = out.extend
-        for timer in self.event_queue.poll_until(MAX_WATERMARK):
+        for timer in self.event_queue.poll_until(up_to):
             switch(timer)
             extend(on_event_time(timer[0], timer[2]))
 
@@ -337,7 +338,11 @@ class AbstractKeyedOperator(KeyedOperator):
         clock = self.clock
         clock.watermark = watermark
         try:
-            return list(self._fire_event_timers(watermark))
+            if self.timer_listener is not None:
+                return list(self._fire_event_timers(watermark))
+            out: list[Output] = []
+            self._fire_all_event_timers(out, watermark)
+            return out
         finally:
             clock.watermark = MIN_WATERMARK
 
@@ -477,7 +482,7 @@ class _ProcessOperatorBase(AbstractKeyedOperator):
     def on_event_time(self, timestamp: int, namespace: Any) -> list[Output]:
         return self._timer(timestamp, _EVENT_TIME)
 
-    def _fire_all_event_timers(self, out: list[Output]) -> None:
+    def _fire_all_event_timers(self, out: list[Output], up_to: int = MAX_WATERMARK) -> None:
         """As the base class does, in one loop: BATCH fires one timer per record of a keyed
         process function like a sessionizer, so per timer only what changes is set (the
         key when it differs, the timestamp) and the outputs go straight into ``out``."""
@@ -488,9 +493,9 @@ class _ProcessOperatorBase(AbstractKeyedOperator):
         ctx.side_outputs = out
         on_timer = self._on_timer
         append = out.append
-        timestamp = MAX_WATERMARK
+        timestamp = up_to
         try:
-            for timestamp, key, _, key_bytes in self.event_queue.poll_until(MAX_WATERMARK):
+            for timestamp, key, _, key_bytes in self.event_queue.poll_until(up_to):
                 if key_bytes != current:
                     backend.set_current_key(key, key_bytes)
                     current = key_bytes

@@ -55,6 +55,7 @@ __all__ = [
     "decode_timestamp",
     "prefix_successor",
     "sort_canonical",
+    "canonical_sort_key",
     "concat_canonical",
     "join_parts",
     "is_canonical",
@@ -279,6 +280,18 @@ _KEY = itemgetter(2)
 _NAMESPACE = itemgetter(3)
 _USER_KEY = itemgetter(4)
 _GROUP_AND_NAME = itemgetter(0, 1)
+
+
+def canonical_sort_key(entry: StateEntry) -> tuple[int, str, int, bytes, int, bytes, bytes]:
+    """A sort key that orders entries as their encoded keys do, without encoding them.
+
+    Each part of the layout compares as its tuple item: the big-endian key group as the int,
+    the NUL-terminated UTF-8 name as the str (code point order is UTF-8 byte order, and no
+    name holds NUL), each length-prefixed part as ``(length, bytes)``, the user key (the
+    tail) as bytes. For the few entries of one key, where encoding would cost more than
+    the sort."""
+    key_group, name, key, namespace, user_key, _ = entry
+    return key_group, name, len(key), key, len(namespace), namespace, user_key
 
 
 def sort_canonical(entries: Iterable[StateEntry]) -> list[StateEntry]:

@@ -25,7 +25,7 @@ from operator import itemgetter, not_
 from typing import Any, NamedTuple, Protocol
 
 from .bulk import paused_gc
-from .entries import StateEntry, encode_key_group, join_parts, timer_state_name
+from .entries import StateEntry, encode_key_group, encode_timestamp, join_parts, timer_state_name
 from .errors import SavepointFormatError, StateError
 from .keygroups import assign_key_group
 from .namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
@@ -303,6 +303,11 @@ class TimerQueue:
         live = self._live
         if not live:
             return []
+        if len(live) == 1:  # e.g. a BATCH key's one pending timer, snapshotted at its end
+            ((stamp, key_bytes, namespace),) = live
+            return [_new_tuple(StateEntry, (
+                assign_key_group(key_bytes, max_parallelism), timer_state_name(self.name),
+                key_bytes, namespace, encode_timestamp(stamp), b""))]
         with paused_gc():
             return self._snapshot_entries(max_parallelism)
 

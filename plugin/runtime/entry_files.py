@@ -13,6 +13,7 @@ version after every sink succeeded.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import uuid
@@ -28,6 +29,9 @@ __all__ = ["EntryFiles", "EntryFileWriter", "entry_file_name", "meta_file_name"]
 
 #: Entries buffered before they become one Parquet row group
 _ROW_GROUP = 131_072
+_FIELDS = len(StateEntry._fields)
+_ROW_GROUP_FIELDS = _ROW_GROUP * _FIELDS
+_chain = itertools.chain
 
 
 def entry_file_name(operator_index: int, subtask: int) -> str:
@@ -74,7 +78,8 @@ class EntryFileWriter:
         self.subtask = subtask
         self._kinds_of = kinds
         self._kinds: dict[str, str] = {}
-        self._buffer: list[StateEntry] = []
+        #: the fields of the entries not yet written, one after another
+        self._buffer: list[Any] = []
         self._writer: Any = None
         self._tmp = os.path.join(
             files.folder, f".{entry_file_name(files.operator_index, subtask)}."
@@ -83,9 +88,14 @@ class EntryFileWriter:
         self.done = False
 
     def add(self, entries: Iterable[StateEntry]) -> list[Any]:
-        """Buffer entries (a key's, in canonical order); a full buffer becomes a row group."""
-        self._buffer.extend(entries)
-        if len(self._buffer) >= _ROW_GROUP:
+        """Buffer entries (a key's, in canonical order); a full buffer becomes a row group.
+
+        The buffer is flat (six fields per entry): ints, strings and bytes the garbage
+        collector does not track, where a list of entry tuples would be traversed by
+        every collection while the pass runs."""
+        buffer = self._buffer
+        buffer.extend(_chain(*entries))
+        if len(buffer) >= _ROW_GROUP_FIELDS:
             self._flush()
         return []
 
@@ -116,11 +126,11 @@ class EntryFileWriter:
         if not self.done and os.path.exists(self._tmp):
             os.remove(self._tmp)
 
-    def _kinds_for(self, names: tuple[str, ...], key_groups: tuple[int, ...]) -> list[str]:
+    def _kinds_for(self, names: list[str], key_groups: list[int]) -> list[str]:
         """``kind`` of each entry: its state's, or the broadcast kind for operator state."""
         if min(key_groups) < 0:
             broadcast = self.files.broadcast_kind
-            return [broadcast if kg < 0 else self._kinds_for((name,), (kg,))[0]
+            return [broadcast if kg < 0 else self._kinds_for([name], [kg])[0]
                     for kg, name in zip(key_groups, names)]
         known = self._kinds
         if not known.keys() >= set(names):
@@ -135,11 +145,14 @@ class EntryFileWriter:
     def _flush(self) -> None:
         import pyarrow.parquet as pq
 
-        entries, self._buffer = self._buffer, []
-        if not entries:
+        fields, self._buffer = self._buffer, []
+        if not fields:
             return
-        key_group, names, keys, namespaces, user_keys, values = zip(*entries)
-        columns = {"kind": self._kinds_for(names, key_group), "operator_uid": [self.files.operator_uid] * len(entries),
+        key_group, names, keys, namespaces, user_keys, values = (
+            fields[i::_FIELDS] for i in range(_FIELDS))  # StateEntry's field order
+        n = len(key_group)
+        columns = {"kind": self._kinds_for(names, key_group),
+                   "operator_uid": [self.files.operator_uid] * n,
                    "key_group": key_group, "key": keys, "state_name": names,
                    "namespace": namespaces, "user_key": user_keys, "value": values}
         schema = self.files.schema
@@ -149,4 +162,4 @@ class EntryFileWriter:
             os.makedirs(self.files.folder, exist_ok=True)
             self._writer = pq.ParquetWriter(self._tmp, schema, compression="snappy")
         self._writer.write_table(table)
-        self.rows += len(entries)
+        self.rows += n

@@ -148,7 +148,7 @@ class PyState(InternalKvState):
         self._remove()
 
     # -- per-kind layout ----------------------------------------------------------------------------
-    def _container_entries(self, container: Any) -> Iterator[tuple[bytes, bytes]]:
+    def _container_entries(self, container: Any) -> Iterable[tuple[bytes, bytes]]:
         """``(user key, value bytes)`` of one container."""
         raise NotImplementedError
 
@@ -194,8 +194,8 @@ class PyValueState(PyState, InternalValueState):
         else:
             self._put(value)
 
-    def _container_entries(self, container: Any) -> Iterator[tuple[bytes, bytes]]:
-        yield b"", self._value_serializer.serialize(container)
+    def _container_entries(self, container: Any) -> Iterable[tuple[bytes, bytes]]:
+        return ((b"", self._value_serializer.serialize(container)),)
 
     def _build_container(self, rows: list[tuple[bytes, bytes]]) -> Any:
         return self._value_serializer.deserialize(rows[-1][1])
@@ -383,8 +383,8 @@ class PyReducingState(PyState, InternalReducingState):
         else:
             self._put(value)
 
-    def _container_entries(self, container: Any) -> Iterator[tuple[bytes, bytes]]:
-        yield b"", self._value_serializer.serialize(container)
+    def _container_entries(self, container: Any) -> Iterable[tuple[bytes, bytes]]:
+        return ((b"", self._value_serializer.serialize(container)),)
 
     def _build_container(self, rows: list[tuple[bytes, bytes]]) -> Any:
         return self._value_serializer.deserialize(rows[-1][1])
@@ -426,8 +426,8 @@ class PyAggregatingState(PyState, InternalAggregatingState):
         else:
             self._put(value)
 
-    def _container_entries(self, container: Any) -> Iterator[tuple[bytes, bytes]]:
-        yield b"", self._value_serializer.serialize(container)
+    def _container_entries(self, container: Any) -> Iterable[tuple[bytes, bytes]]:
+        return ((b"", self._value_serializer.serialize(container)),)
 
     def _build_container(self, rows: list[tuple[bytes, bytes]]) -> Any:
         return self._value_serializer.deserialize(rows[-1][1])

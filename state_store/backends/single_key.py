@@ -11,12 +11,12 @@ dict. No key groups are tracked per access, which makes it the fastest backend.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ..backend import InternalKvState, KeyedStateBackend, TimerQueue
 from ..descriptors import StateDescriptor
-from ..entries import StateEntry, StateKind, StateMetaInfo
+from ..entries import StateEntry, StateKind, StateMetaInfo, canonical_sort_key
 from ..errors import StateBackendError, StateError
 from ..keygroups import DEFAULT_MAX_PARALLELISM
 from ..namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
@@ -37,6 +37,7 @@ from ._pystates import (
 __all__ = ["SingleKeyStateBackend"]
 
 _crc32 = zlib.crc32
+_new_tuple = tuple.__new__
 
 
 class _SingleKeyStorage:
@@ -71,6 +72,29 @@ class _SingleKeyStorage:
             if state_name == name:
                 yield backend._key_bytes, namespace, container
 
+    def snapshot_entries(self, key_group: int) -> Iterator[StateEntry]:
+        """The current key's entries of this state (unsorted)."""
+        backend = self._backend
+        key_bytes = backend._key_bytes
+        if key_bytes is None or key_group != backend.get_current_key_group():
+            return iter(())
+        name = self._name
+        entries: list[StateEntry] = []
+        for (state_name, namespace), container in backend._store.items():
+            if state_name == name:
+                entries.extend(self.container_snapshot(key_group, key_bytes, namespace,
+                                                       container))
+        return iter(entries)
+
+    def container_snapshot(self, key_group: int, key_bytes: bytes, namespace: Any,
+                           container: Any) -> Sequence[StateEntry]:
+        """The entries of one container of the current key (a BATCH savepoint snapshots
+        every key at its end, so the backend builds them in one pass over its store)."""
+        name = self._name
+        ns_bytes = self.namespace_serializer.serialize(namespace)  # type: ignore[attr-defined]
+        return [_new_tuple(StateEntry, (key_group, name, key_bytes, ns_bytes, user_key, value))
+                for user_key, value in self._container_entries(container)]  # type: ignore[attr-defined]
+
     def _place(self, key_group: int, key_bytes: bytes, namespace: Any, container: Any) -> None:
         backend = self._backend
         if key_bytes != backend._key_bytes:
@@ -89,6 +113,12 @@ class _SingleKeyStorage:
 
 class SingleKeyValueState(_SingleKeyStorage, PyValueState):
     """Value state with the container lookups inlined (the hot path)."""
+
+    def container_snapshot(self, key_group: int, key_bytes: bytes, namespace: Any,
+                           container: Any) -> Sequence[StateEntry]:
+        return (_new_tuple(StateEntry, (
+            key_group, self._name, key_bytes, self.namespace_serializer.serialize(namespace),
+            b"", self._value_serializer.serialize(container))),)
 
     def value(self) -> Any:
         return self._backend._store.get(self._slot)
@@ -257,22 +287,36 @@ class SingleKeyStateBackend(KeyedStateBackend):
         self._check_open()
         if self._key_bytes is None:
             return iter(())
-        key_group = self.get_current_key_group()
+        key_bytes = self._key_bytes
+        key_group = _crc32(key_bytes) % self.max_parallelism
         if key_groups is not None and key_group not in set(key_groups):
             return iter(())
         batch: list[StateEntry] = []
-        if self._store:
-            # only the states this key holds (the store is the current key's alone)
-            held = {name for name, _ in self._store}
-            for name, registration in self._states.items():
-                if name in held:
-                    batch.extend(registration.state.snapshot_entries(key_group))  # type: ignore[attr-defined]
+        store = self._store
+        if store:
+            # one pass over the store (the current key's alone); a TTL state snapshots
+            # itself, once (it leaves out expired values)
+            states = self._states
+            wrapped: set[str] = set()
+            for (name, namespace), container in store.items():
+                state = states[name].state
+                if isinstance(state, _SingleKeyStorage):
+                    batch.extend(state.container_snapshot(key_group, key_bytes, namespace,
+                                                          container))
+                elif name not in wrapped:
+                    wrapped.add(name)
+                    batch.extend(state.snapshot_entries(key_group))  # type: ignore[attr-defined]
         for entries in self._pending_states.values():
             batch.extend(entries)
-        if self._timer_queues or self._pending_timers or self._pending_timer_columns:
+        if self._pending_timers or self._pending_timer_columns:
             batch.extend(self.timer_entries())
+        else:
+            for queue in self._timer_queues.values():
+                if queue:
+                    batch.extend(queue.snapshot_entries(self.max_parallelism))
         if len(batch) > 1:
-            batch.sort(key=StateEntry.encoded_key)
+            # one key's few entries: comparing tuples is cheaper than encoding entry keys
+            batch.sort(key=canonical_sort_key)
         return iter(batch)
 
     def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:

@@ -9,6 +9,7 @@ from pyspark_datastream.state_store.entries import (
     StateEntry,
     StateKind,
     StateMetaInfo,
+    canonical_sort_key,
     decode_entry_key,
     decode_index,
     decode_timestamp,
@@ -55,6 +56,24 @@ def test_canonical_order_is_field_order(
         return (p[0], p[1].encode(), len(p[2]), p[2], len(p[3]), p[3], p[4])
 
     assert (encode_entry_key(*a) < encode_entry_key(*b)) == (field_order(a) < field_order(b))
+
+
+@given(st.lists(st.tuples(ENTRY_KEYS, st.binary(max_size=2)), max_size=12))
+def test_canonical_sort_key_orders_as_encoded_keys(
+    rows: list[tuple[tuple[int, str, bytes, bytes, bytes], bytes]]
+) -> None:
+    """Sorting by the tuple key gives the list sorting by encoded keys gives (stable)."""
+    entries = [StateEntry(*parts, value) for parts, value in rows]
+    assert sorted(entries, key=canonical_sort_key) == sorted(entries, key=StateEntry.encoded_key)
+
+
+def test_canonical_sort_key_compares_names_as_utf8_bytes() -> None:
+    """A name and its extension, and non-ASCII names whose UTF-16 order differs from
+    their UTF-8 order."""
+    names = ["a", "a\x01", "ab", "\uffff", "\U0001f600", "\u00e9", "_timer/event"]
+    entries = [StateEntry(3, name, b"k", b"", b"", b"") for name in names]
+    by_bytes = sorted(names, key=lambda n: n.encode("utf-8") + b"\x00")
+    assert [e.state_name for e in sorted(entries, key=canonical_sort_key)] == by_bytes
 
 
 @given(st.integers(-(1 << 63), (1 << 63) - 1), st.integers(-(1 << 63), (1 << 63) - 1))
