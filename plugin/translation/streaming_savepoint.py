@@ -341,38 +341,46 @@ class StreamingSavepointWrite:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def _pack_pass(metas: list[dict[str, Any]], sided: bool, broadcast: Optional[Any] = None
-               ) -> Callable[[Any], Any]:
-    """``applyInPandas`` per key group: its savepoint entries -> one restore row (with
-    ``broadcast`` = ``(meta infos, entries)``, the broadcast state every key group gets;
-    rows without a key then only mark a key group)."""
+def _pack_pass(metas: list[dict[str, Any]], fields: list[str],
+               broadcast: Optional[Any] = None) -> Callable[[Any], Any]:
+    """``applyInArrow`` per key group: its savepoint entries -> one restore row with the
+    keyed input's ``fields`` (with ``broadcast`` = ``(meta infos, entries)``, the broadcast
+    state every key group gets; rows without a key then only mark a key group).
 
-    def fn(pdf: Any) -> Any:
-        import pandas as pd
+    Arrow sorts the entries (so a retried task packs the same bytes) and hands them over as
+    plain tuples: a key group of a million-key savepoint holds thousands of entries."""
+
+    def fn(table: Any) -> Any:
+        from itertools import repeat
+
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
         from ..operators.broadcast_runtime import wrap_state
-        from ..operators.keygroup import encode_state
-        from ..state_store.entries import StateEntry
+        from ..operators.keygroup_state import dump_state
 
-        kg = int(pdf["key_group"].iloc[0])
-        pdf = pdf[pdf["key"].notna()].sort_values(
-            ["key", "state_name", "namespace", "user_key"], kind="stable")
-        entries = [StateEntry(kg, n, bytes(k), bytes(ns or b""), bytes(uk or b""), bytes(v or b""))
-                   for k, n, ns, uk, v in zip(pdf["key"], pdf["state_name"], pdf["namespace"],
-                                              pdf["user_key"], pdf["value"])]
-        value = encode_state((StateMetaInfo.from_dict(m) for m in metas), entries)
+        kg = int(table.column("key_group")[0].as_py())
+        table = table.filter(pc.is_valid(table.column("key")))
+        parts = {name: table.column(name) for name in ("key", "state_name")}
+        for name in ("namespace", "user_key", "value"):
+            column = table.column(name)
+            parts[name] = pc.fill_null(column, pa.scalar(b"", column.type))
+        ordered = pa.table(parts).sort_by(
+            [(name, "ascending") for name in ("key", "state_name", "namespace", "user_key")])
+        rows = list(zip(repeat(kg), *(ordered.column(name).to_pylist() for name in (
+            "state_name", "key", "namespace", "user_key", "value"))))  # StateEntry's order
+        value: Optional[bytes] = dump_state(metas, rows)
         if broadcast is not None:
-            value = wrap_state(value if entries else None, *broadcast) or value
-        data: dict[str, Any] = {
-            TS: pd.array([None], dtype="Int64"),
-            KG: pd.array([kg], dtype="int32"),
-            KEY: pd.Series([None], dtype=object),
-            VALUE: pd.Series([value], dtype=object),
-            "_seq": pd.array([RESTORE_SEQ], dtype="int64"),
+            value = wrap_state(value if rows else None, *broadcast) or value
+        columns = {
+            TS: pa.array([None], pa.int64()),
+            KG: pa.array([kg], pa.int32()),
+            KEY: pa.array([None], pa.binary()),
+            VALUE: pa.array([value], pa.binary()),
+            "_seq": pa.array([RESTORE_SEQ], pa.int64()),
+            SIDE: pa.array([0], pa.int32()),
         }
-        if sided:
-            data[SIDE] = pd.array([0], dtype="int32")
-        return pd.DataFrame(data)
+        return pa.table({name: columns[name] for name in fields})
 
     return fn
 
@@ -393,7 +401,6 @@ def restore_rows_folder(translator: Any, node: Transformation, folder: str, sche
     entries = load_operator_state(translator.spark, restore.path, node.effective_uid(),
                                   max_parallelism=translator.max_parallelism,
                                   version=restore.version)
-    sided = SIDE in schema.fieldNames()
     entries, obs_in = observe(entries, f"restore entries {node.effective_uid()}",
                               {"entries": F.count(F.lit(1))})
     broadcast = restored_broadcast(restore, node)
@@ -401,8 +408,8 @@ def restore_rows_folder(translator: Any, node: Transformation, folder: str, sche
         every = translator.spark.range(translator.max_parallelism).select(
             F.col("id").cast("int").alias("key_group"))
         entries = entries.unionByName(every, allowMissingColumns=True)
-    packed = entries.groupBy("key_group").applyInPandas(
-        _pack_pass([m.to_dict() for m in op.states], sided, broadcast), schema)
+    packed = entries.groupBy("key_group").applyInArrow(
+        _pack_pass([m.to_dict() for m in op.states], schema.fieldNames(), broadcast), schema)
     packed, obs_out = observe(packed, f"restore key groups {node.effective_uid()}",
                               {"key_groups": F.count(F.lit(1))})
     tmp = f"{folder}.tmp-{os.getpid()}"
