@@ -179,6 +179,22 @@ def streaming_floor(spark: object, path: str, schema: object) -> float:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _streaming_figures(native_s: float, reduce_s: float, streaming_s: float | None,
+                       python_s: float | None) -> dict[str, float]:
+    """The STREAMING fields of the JSON (none with --batch-only)."""
+    if streaming_s is None or python_s is None:
+        return {}
+    return {
+        "streaming_s": round(streaming_s, 3),
+        "streaming_ratio": round(streaming_s / native_s, 3),
+        "batch_speedup": round(streaming_s / reduce_s, 3),
+        # the same STREAMING job with a reduce function called once per record
+        "streaming_python_s": round(python_s, 3),
+        "streaming_python_ratio": round(python_s / native_s, 3),
+        "batch_speedup_python": round(python_s / reduce_s, 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=4_000_000)
@@ -192,6 +208,10 @@ def main() -> None:
                         help="200k records, 20k keys, one timed run (a smoke run)")
     parser.add_argument("--driver-memory", default=None,
                         help="the JVM heap of the local session, e.g. 2g (default: Spark's, 1g)")
+    parser.add_argument("--batch-only", action="store_true",
+                        help="native and the BATCH variants only: the Python workers then run "
+                             "nothing but BATCH, so their peak RSS is BATCH's own (compare it "
+                             "across --keys)")
     parser.add_argument("--state-store", choices=sorted(STATE_STORES), default="hdfs",
                         help="Spark's state store provider for the STREAMING variants: hdfs "
                              "(Spark's default: state on the JVM heap) or rocksdb (off the heap)")
@@ -262,6 +282,9 @@ def main() -> None:
     }
     if args.floor:
         variants["streaming_floor"] = lambda: streaming_floor(spark, path, words.schema)
+    if args.batch_only:
+        variants = {name: run for name, run in variants.items()
+                    if name in ("native", "reduce", "sum")}
     runs: dict[str, list[float]] = {name: [] for name in variants}
     # peak RSS of the driver, the JVM and the Python workers, sampled while the variants run
     with RssSampler() as rss:
@@ -273,27 +296,22 @@ def main() -> None:
                     runs[name].append(seconds)
     median = {name: statistics.median(times) for name, times in runs.items()}
     native_s, reduce_s, sum_s = median["native"], median["reduce"], median["sum"]
-    streaming_s, python_s = median["streaming"], median["streaming_python"]
+    streaming_s, python_s = median.get("streaming"), median.get("streaming_python")
     floor_s = median.get("streaming_floor")
 
     result = {
         "native_s": round(native_s, 3), "reduce_s": round(reduce_s, 3), "sum_s": round(sum_s, 3),
         "reduce_ratio": round(reduce_s / native_s, 3), "sum_ratio": round(sum_s / native_s, 3),
-        "streaming_s": round(streaming_s, 3),
-        "streaming_ratio": round(streaming_s / native_s, 3),
-        "batch_speedup": round(streaming_s / reduce_s, 3),
-        # the same STREAMING job with a reduce function called once per record
-        "streaming_python_s": round(python_s, 3),
-        "streaming_python_ratio": round(python_s / native_s, 3),
-        "batch_speedup_python": round(python_s / reduce_s, 3),
+        **_streaming_figures(native_s, reduce_s, streaming_s, python_s),
         # with --floor: applyInPandasWithState alone on the same input, and the rest
         **({"streaming_floor_s": round(floor_s, 3),
             "streaming_floor_ratio": round(floor_s / native_s, 3),
-            "streaming_over_floor": round(streaming_s / floor_s, 3)} if floor_s else {}),
+            "streaming_over_floor": round(streaming_s / floor_s, 3)} if floor_s and streaming_s else {}),
         "records": args.records, "keys": args.keys,
         # the heap the session got (unset: Spark's default, 1g)
         "driver_memory": spark.sparkContext.getConf().get("spark.driver.memory", "1g"),
         "state_store": args.state_store,
+        "batch_only": args.batch_only,
         # other work on the machine skews every ratio: report the 1/5/15-minute load with them
         "load": [round(x, 2) for x in os.getloadavg()],
         "runs": {name: [round(t, 2) for t in times] for name, times in runs.items()},
@@ -301,9 +319,10 @@ def main() -> None:
         "peak_rss_mib": rss.summary(),
         "peak_rss_mib_by_variant": rss.by_phase(),
     }
+    streaming = ("" if streaming_s is None or python_s is None else
+                 f", streaming {streaming_s:.2f}s, streaming_python {python_s:.2f}s")
     print(f"records={args.records} keys={args.keys}: native {native_s:.2f}s, "
-          f"reduce {reduce_s:.2f}s, sum {sum_s:.2f}s, streaming {streaming_s:.2f}s, "
-          f"streaming_python {python_s:.2f}s")
+          f"reduce {reduce_s:.2f}s, sum {sum_s:.2f}s{streaming}")
     print(json.dumps(result))
 
 

@@ -86,3 +86,15 @@ def test_wordcount_quick(tmp_path):
     by_variant = result["peak_rss_mib_by_variant"]
     assert by_variant["reduce"]["python_workers"] > 0
     assert by_variant["native"]["python_workers"] < by_variant["reduce"]["python_workers"]
+
+
+@pytest.mark.slow
+def test_wordcount_batch_only_quick(tmp_path):
+    """``--batch-only``: native and the BATCH variants, their Python workers never ran a
+    STREAMING variant, so the reduce's worker figure is BATCH's own; no STREAMING field."""
+    result = _run("wordcount", str(tmp_path), "--batch-only")
+    assert result["batch_only"] is True
+    assert set(result["runs"]) == {"native", "reduce", "sum"}
+    assert "streaming_ratio" not in result and "batch_speedup" not in result
+    assert result["reduce_ratio"] > 0 and result["sum_ratio"] > 0
+    assert result["peak_rss_mib_by_variant"]["reduce"]["python_workers"] > 0
