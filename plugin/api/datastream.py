@@ -57,6 +57,7 @@ from ..state_store.functions import AggregateFunction, Function
 from ..state_store.serializers import GenericKeySerializer
 from ..state_store.typeinfo import TypeInformation
 from .hints import SchedulingHints
+from .partitioning import KeyedPartitioning, Partitioning
 from .watermarks import WatermarkStrategy
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def _fn_name(fn: Any, default: str) -> str:
     return cls if cls not in ("function", "builtin_function_or_method") else default
 
 
-class DataStream(SchedulingHints):
+class DataStream(SchedulingHints, Partitioning):
     """A stream of records of one type."""
 
     def __init__(self, env: StreamEnvironment, node: Transformation) -> None:
@@ -344,7 +345,7 @@ def _opens(function: Any) -> bool:
     return type(function).open is not Function.open
 
 
-class KeyedStream(DataStream):
+class KeyedStream(KeyedPartitioning, DataStream):
     """A stream partitioned by key; keyed operators see per-key state and timers."""
 
     def __init__(self, env: StreamEnvironment, node: KeyByNode) -> None:
