@@ -444,11 +444,13 @@ class KeyedStateBackend(ABC):
         """Entries of every timer (live queues and restored, unclaimed ones); unsorted."""
         entries: list[StateEntry] = []
         for queue in self._timer_queues.values():
-            entries.extend(queue.snapshot_entries(self.max_parallelism))
+            if queue:
+                entries.extend(queue.snapshot_entries(self.max_parallelism))
         for pending in self._pending_timers.values():
             entries.extend(pending)
-        for pending in self._pending_column_entries():
-            entries.extend(pending)
+        if self._pending_timer_columns:  # no generator when none (a BATCH key's snapshot)
+            for pending in self._pending_column_entries():
+                entries.extend(pending)
         return entries
 
     def timer_runs(self) -> list[list[StateEntry]]:

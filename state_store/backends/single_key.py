@@ -72,20 +72,6 @@ class _SingleKeyStorage:
             if state_name == name:
                 yield backend._key_bytes, namespace, container
 
-    def snapshot_entries(self, key_group: int) -> Iterator[StateEntry]:
-        """The current key's entries of this state (unsorted)."""
-        backend = self._backend
-        key_bytes = backend._key_bytes
-        if key_bytes is None or key_group != backend.get_current_key_group():
-            return iter(())
-        name = self._name
-        entries: list[StateEntry] = []
-        for (state_name, namespace), container in backend._store.items():
-            if state_name == name:
-                entries.extend(self.container_snapshot(key_group, key_bytes, namespace,
-                                                       container))
-        return iter(entries)
-
     def container_snapshot(self, key_group: int, key_bytes: bytes, namespace: Any,
                            container: Any) -> Sequence[StateEntry]:
         """The entries of one container of the current key (a BATCH savepoint snapshots
@@ -308,12 +294,8 @@ class SingleKeyStateBackend(KeyedStateBackend):
                     batch.extend(state.snapshot_entries(key_group))  # type: ignore[attr-defined]
         for entries in self._pending_states.values():
             batch.extend(entries)
-        if self._pending_timers or self._pending_timer_columns:
+        if self._timer_queues or self._pending_timers or self._pending_timer_columns:
             batch.extend(self.timer_entries())
-        else:
-            for queue in self._timer_queues.values():
-                if queue:
-                    batch.extend(queue.snapshot_entries(self.max_parallelism))
         if len(batch) > 1:
             # one key's few entries: comparing tuples is cheaper than encoding entry keys
             batch.sort(key=canonical_sort_key)
