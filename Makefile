@@ -4,11 +4,12 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+JARS := $(VENV)/jars/.resolved
 SRC := plugin operators state_store
 
 .PHONY: setup test unit integration lint demo bench bench-quick bench-scale clean check-java
 
-setup: $(STAMP)
+setup: $(STAMP) $(JARS)
 
 check-java:
 	@command -v java >/dev/null 2>&1 || { \
@@ -24,6 +25,11 @@ $(STAMP): setup.cfg pyproject.toml | check-java
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $(STAMP)
+
+# Spark's Delta Lake and s3a connector jars matching the installed pyspark, resolved from Maven
+# Central into the venv once (needs `mvn`); tests pass them to spark.jars, nothing downloads later.
+$(JARS): $(STAMP) integration_tests/jars.py
+	$(PY) integration_tests/jars.py install
 
 lint: setup
 	$(PY) -m ruff check $(SRC) tests integration_tests benchmarks examples notebooks

@@ -24,11 +24,15 @@ def spark():
         p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from jars import delta_spark_conf
     from jvm_options import JVM_OPTS
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    for key, value in delta_spark_conf().items():  # Spark's Delta and s3a (make setup)
+        builder = builder.config(key, value)
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("pyspark-datastream-tests")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.default.parallelism", "2")
@@ -39,11 +43,27 @@ def spark():
         .config("spark.driver.extraJavaOptions", JVM_OPTS)  # see jvm_options.py
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")
+        # Spark's Delta rebuilds a snapshot with 50 tasks by default: slow on 2 cores.
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        # The session has Spark's Delta, so "auto" would pick it; the suite's default stays
+        # delta-rs (the writer of sessions without Delta) and `spark_delta` switches per test.
+        .config("pyspark_datastream.delta.writer", "delta-rs")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture
+def spark_delta(spark):
+    """The shared session with Spark's own Delta Lake as the project's Delta writer and
+    reader (``pyspark_datastream.delta.writer=spark``) for one test."""
+    spark.conf.set("pyspark_datastream.delta.writer", "spark")
+    try:
+        yield spark
+    finally:
+        spark.conf.set("pyspark_datastream.delta.writer", "delta-rs")
 
 
 @pytest.fixture
