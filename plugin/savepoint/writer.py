@@ -13,7 +13,7 @@ that commits in the meantime makes this commit fail with :class:`SavepointConfli
 (delta-rs conflict checking: both remove the same files; creating a new table twice:
 "already exists"). A failure before the commit removes the folder: no new version. When
 the Spark session has Delta (``session_has_delta``) the rows are written with
-``format("delta")`` instead (not exercised here: no Delta jars on this machine).
+``format("delta")`` instead (integration_tests/test_spark_delta.py).
 
 The file layout (:func:`file_count`, :func:`range_partition`, :func:`write_order_of`) is
 public because the bootstrap writer orders its source rows the same way before encoding.
@@ -264,8 +264,17 @@ def _write_order() -> Any:
 
 def _write_with_spark_delta(spark: SparkSession, path: str, df: DataFrame,
                             metadata: SavepointMetadata) -> int:
-    """Spark ``format("delta")`` writer (sessions with Delta); untested on this machine."""
-    meta = spark.createDataFrame([metadata_row(metadata)], schema=df.schema)
+    """Spark ``format("delta")`` writer (sessions with Delta): the metadata row and the
+    entries in one ``overwrite`` commit. The target is checked as for delta-rs first (a
+    Delta table that is not a savepoint, or a foreign non-empty folder, is refused before
+    anything is written); a failed write commits no version."""
+    from ..state_store.errors import JobExecutionError
+    from .format import savepoint_ddl
+
+    _check_target(local_path(path))
+    # the metadata row's operator_uid is null: its schema, not the entries' (whose columns
+    # may be non-nullable), is the table's, as with delta-rs
+    meta = spark.createDataFrame([metadata_row(metadata)], schema=savepoint_ddl())
     start = time.monotonic()
     try:
         with Heartbeat(f"writing savepoint {path} with Spark's Delta writer"):
@@ -274,7 +283,9 @@ def _write_with_spark_delta(spark: SparkSession, path: str, df: DataFrame,
         if "Concurrent" in type(exc).__name__ or "Concurrent" in str(exc)[:500]:
             raise SavepointConflictError(
                 f"savepoint at {path}: another writer committed concurrently: {exc}") from exc
-        raise
+        raise JobExecutionError(
+            f"writing the savepoint at {path} failed (no version was committed): "
+            f"{type(exc).__name__}: {str(exc)[:2000]}") from exc
     hist = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()
     version = int(hist[0]["version"]) if hist else 0
     log.info("savepoint %s: Delta version %d written by Spark's Delta writer in %.1f s", path,
