@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import glob
+import json
+import os
+
 import pytest
 from pyspark_datastream import (
     Duration,
@@ -321,6 +325,7 @@ def test_union_of_keyed_outputs_and_their_side_output(env_factory, mode):
     assert out == sorted(expected)
 
 
+@pytest.mark.compat
 def test_two_stage_keyed_job(env_factory):
     env = env_factory("BATCH")
     data = [("u1", "fr"), ("u2", "fr"), ("u1", "fr"), ("u3", "de"), ("u3", "de"), ("u4", "de")]
@@ -391,8 +396,13 @@ def test_user_function_error_is_clear(env_factory):
         list(out.execute_and_collect())
 
 
-def test_sink_to_delta_and_print(env_factory, tmp_path, capsys):
+@pytest.mark.compat
+@pytest.mark.parametrize("writer", ["delta-rs", "spark"])
+def test_sink_to_delta_and_print(env_factory, tmp_path, capsys, request, writer):
     from deltalake import DeltaTable
+
+    if writer == "spark":
+        request.getfixturevalue("spark_delta")  # Spark's format("delta") writes the sink
 
     env = env_factory("BATCH")
     ds = env.from_collection([("a", 1), ("b", 2)]).map(
@@ -413,6 +423,10 @@ def test_sink_to_delta_and_print(env_factory, tmp_path, capsys):
     env2.execute()
     assert DeltaTable(path).version() == 1
     assert len(DeltaTable(path).to_pyarrow_table()) == 3
+    engines = [json.loads(line)["commitInfo"].get("engineInfo", "")
+               for name in sorted(glob.glob(os.path.join(path, "_delta_log", "*.json")))
+               for line in open(name, encoding="utf-8") if '"commitInfo"' in line]
+    assert [("Delta-Lake/" in e) for e in engines] == [writer == "spark"] * 2
 
 
 def test_native_key_bytes_equal_python_serializers(spark):

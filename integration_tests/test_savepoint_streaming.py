@@ -94,6 +94,7 @@ def test_streaming_restore_ignores_batch_only_sorted_inputs_option(env_factory, 
     assert sorted(out_a + results[1]) == out_ab
 
 
+@pytest.mark.compat
 def test_handoff_counting_rocksdb(env_factory, spark, tmp_path):
     """Counting with the rocksdb backend: STREAMING(A) savepoint equals BATCH(A)'s; BATCH(A)
     -> savepoint -> STREAMING(B) continues the counts."""

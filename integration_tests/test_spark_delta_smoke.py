@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import deltalake
+import pytest
+
+pytestmark = pytest.mark.compat
 
 
 def test_spark_delta_writes_a_table_delta_rs_reads(spark_delta, tmp_path):

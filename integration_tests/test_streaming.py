@@ -70,6 +70,7 @@ def _per_key(records, key_index):
     return out
 
 
+@pytest.mark.compat
 def test_running_reduce_emits_every_value_and_a_second_run_continues_from_checkpoint(
         spark, env_factory, tmp_path):
     src = str(tmp_path / "in")
@@ -152,6 +153,7 @@ class SumThenReport(KeyedProcessFunction):
         yield (ctx.get_current_key(), self.last.value())
 
 
+@pytest.mark.compat
 def test_multi_stage_job_runs_as_chained_checkpointed_queries(spark, env_factory, tmp_path):
     data = [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 6)]
     env = _streaming_env(env_factory, tmp_path)
