@@ -3,7 +3,8 @@
 ``python streaming_harness.py --src DIR --ckpt DIR --out DIR --backend hashmap|rocksdb``
 runs one keyed STREAMING job in its own driver process (own JVM): a running sum per
 key (ValueState) over a Parquet file stream read one file per micro-batch, written
-by Spark's exactly-once Parquet file sink (``--sink delta``: by ``sink_to_delta``). The
+by Spark's exactly-once Parquet file sink (``--sink delta``: by ``sink_to_delta``, through
+delta-rs, or with ``--delta-writer spark`` through Spark's own Delta Lake). The
 test kills it with SIGKILL at random moments (or arms a named crash point, see
 ``pyspark_datastream.runtime.faults``) and restarts it from the same checkpoint;
 :func:`expected_output` is what an uninterrupted run emits.
@@ -108,9 +109,11 @@ def running_sum_stream(env: Any, spark: Any, src: str) -> Any:
         RunningSum(), output_type=Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()]))
 
 
-def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet") -> None:
+def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
+            delta_writer: str = "delta-rs") -> None:
     """The job itself (runs in the child process); ``sink="delta"``: into the Delta table
-    ``out`` through ``sink_to_delta`` (the job's checkpoint root is ``ckpt/job``)."""
+    ``out`` through ``sink_to_delta`` (the job's checkpoint root is ``ckpt/job``), written by
+    ``delta_writer`` (``spark``: Spark's Delta, the jars of ``make setup``)."""
     from jvm_options import JVM_OPTS
     from pyspark.sql import SparkSession
     from pyspark_datastream import (
@@ -119,7 +122,15 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet") 
         StreamExecutionEnvironment,
     )
 
-    spark = (SparkSession.builder.master("local[2]").appName("pds-harness")
+    builder = SparkSession.builder
+    if delta_writer == "spark":
+        from jars import delta_spark_conf
+
+        for key, value in delta_spark_conf().items():
+            builder = builder.config(key, value)
+        builder = builder.config("spark.databricks.delta.snapshotPartitions", "2")
+    builder = builder.config("pyspark_datastream.delta.writer", delta_writer)
+    spark = (builder.master("local[2]").appName("pds-harness")
              .config("spark.sql.shuffle.partitions", "4")
              .config("spark.ui.enabled", "false")
              .config("spark.sql.session.timeZone", "UTC")
@@ -147,7 +158,8 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet") 
 
 
 def start(src: str, ckpt: str, out: str, backend: str, log: str, sink: str = "parquet",
-          extra_env: Optional[dict[str, str]] = None) -> subprocess.Popen:
+          extra_env: Optional[dict[str, str]] = None,
+          delta_writer: str = "delta-rs") -> subprocess.Popen:
     """Start the job as a child process in its own process group (driver + JVM + workers)."""
     env = dict(os.environ, **(extra_env or {}))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, env.get("PYTHONPATH", "")) if p)
@@ -156,7 +168,8 @@ def start(src: str, ckpt: str, out: str, backend: str, log: str, sink: str = "pa
     with open(log, "ab") as f:
         return subprocess.Popen(
             [sys.executable, os.path.join(HERE, "streaming_harness.py"), "--src", src,
-             "--ckpt", ckpt, "--out", out, "--backend", backend, "--sink", sink],
+             "--ckpt", ckpt, "--out", out, "--backend", backend, "--sink", sink,
+             "--delta-writer", delta_writer],
             stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
 
@@ -196,7 +209,8 @@ if __name__ == "__main__":
     for name in ("--src", "--ckpt", "--out", "--backend"):
         parser.add_argument(name, required=True)
     parser.add_argument("--sink", default="parquet", choices=["parquet", "delta"])
+    parser.add_argument("--delta-writer", default="delta-rs", choices=["delta-rs", "spark"])
     a = parser.parse_args()
     import streaming_harness  # the job's functions under their module name, not __main__'s
 
-    streaming_harness.run_job(a.src, a.ckpt, a.out, a.backend, a.sink)
+    streaming_harness.run_job(a.src, a.ckpt, a.out, a.backend, a.sink, a.delta_writer)

@@ -177,6 +177,25 @@ def test_two_runs_committing_the_same_batches_at_once_write_each_once(tmp_path, 
     assert DeltaTable(table).transaction_version(app_id) == len(batches) - 1
 
 
+def _writer_session(request, writer: str):
+    """The shared session with ``writer`` (delta-rs, or Spark's Delta) writing the sink."""
+    return request.getfixturevalue("spark_delta" if writer == "spark" else "spark")
+
+
+def _engines(path: str) -> set[str]:
+    """The engines that committed the Delta table at ``path`` (its log's commitInfo)."""
+    found = set()
+    for name in glob.glob(os.path.join(path, "_delta_log", "*.json")):
+        with open(name, encoding="utf-8") as f:
+            for line in f:
+                if '"commitInfo"' in line:
+                    info = json.loads(line)["commitInfo"]
+                    found.add("spark" if "Delta-Lake/" in str(info.get("engineInfo", ""))
+                              else "delta-rs" if str(info.get("clientVersion", "")).startswith(
+                                  "delta-rs") else "unknown")
+    return found
+
+
 def _run_delta_job(spark, env_factory, src: str, root: str, out: str, backend: str) -> dict:
     env = env_factory("STREAMING", {"execution.checkpointing.dir": root,
                                     "state.backend.type": backend})
@@ -184,8 +203,11 @@ def _run_delta_job(spark, env_factory, src: str, root: str, out: str, backend: s
     return env.execute("delta-sink").sink_counts
 
 
+@pytest.mark.compat
+@pytest.mark.parametrize("writer", ["delta-rs", "spark"])
 def test_streaming_batch_replayed_after_the_sink_committed_adds_nothing(
-        spark, env_factory, tmp_path):
+        request, env_factory, tmp_path, writer):
+    spark = _writer_session(request, writer)
     rng = random.Random("delta-replay")
     files = _random_files(rng, 4)
     expected = harness.expected_output(files)
@@ -217,12 +239,16 @@ def test_streaming_batch_replayed_after_the_sink_committed_adds_nothing(
     _run_delta_job(spark, env_factory, src, str(tmp_path / "ckpt2"), out, "hashmap")
     assert sorted(_table_rows(out)) == sorted(expected * 2)
     assert len(_txn_app_ids(out)) == 2
+    assert _engines(out) == {writer}
 
 
-@pytest.mark.parametrize("backend,point", [("hashmap", "delta.after-write"),
-                                           ("rocksdb", "delta.after-commit")])
+@pytest.mark.parametrize("writer,backend,point", [
+    ("delta-rs", "hashmap", "delta.after-write"), ("delta-rs", "rocksdb", "delta.after-commit"),
+    # Spark's Delta writes and commits in one call: killed before it, or after its commit
+    ("spark", "hashmap", "delta.before-write"), ("spark", "rocksdb", "delta.after-commit")])
 def test_spark_job_killed_inside_the_delta_sink_then_restarted_writes_every_upsert_once(
-        spark, env_factory, tmp_path, backend, point):
+        request, env_factory, tmp_path, writer, backend, point):
+    spark = _writer_session(request, writer)
     rng = random.Random(f"delta-e2e-{backend}")
     files = _random_files(rng, 5)
     src, ckpt, out = (str(tmp_path / d) for d in ("in", "ckpt", "out"))
@@ -230,7 +256,7 @@ def test_spark_job_killed_inside_the_delta_sink_then_restarted_writes_every_upse
     log = str(tmp_path / "driver.log")
     # the driver (and with it its JVM and Python workers) dies in the sink of micro-batch 1
     proc = harness.start(src, ckpt, out, backend, log, sink="delta",
-                         extra_env={KILL_AT_ENV: f"{point}:2"})
+                         extra_env={KILL_AT_ENV: f"{point}:2"}, delta_writer=writer)
     try:
         code = proc.wait(timeout=300)
     finally:
@@ -244,6 +270,8 @@ def test_spark_job_killed_inside_the_delta_sink_then_restarted_writes_every_upse
     if point == "delta.after-write":  # batch 1's files written, never committed
         assert committed == 0
         assert len(_orphans(out)) == 1 and "-b1-" in _orphans(out).pop()
+    elif point == "delta.before-write":  # batch 1 never reached the table
+        assert committed == 0 and _orphans(out) == set()
     else:  # batch 1 committed to Delta, not to Spark's commit log: it runs again
         assert committed == 1 and _orphans(out) == set()
     # restarted over the same checkpoint (same job name and root), in this process
@@ -252,3 +280,49 @@ def test_spark_job_killed_inside_the_delta_sink_then_restarted_writes_every_upse
     assert harness.exactly_once_violations(rows, files) == []
     assert sorted(rows) == sorted(harness.expected_output(files))
     assert _txn_app_ids(out) == {app_id}  # the restarted query kept its application id
+    assert _engines(out) == {writer}
+
+
+def _slow(value: int) -> int:
+    time.sleep(2.0)  # both runs are past Delta's "already committed?" check before either commits
+    return value
+
+
+@pytest.mark.compat
+def test_spark_delta_two_runs_of_one_batch_at_once_commit_it_once(spark_delta, tmp_path):
+    """The race of two jobs on one checkpoint, with Spark's Delta: two runs of micro-batch 1
+    at once (threads of one session, each writing a slow DataFrame) both find the batch not
+    yet committed, write, and commit; Delta lets one commit and fails the other with a
+    concurrent-transaction conflict, which the sink must take as "done by the other run"."""
+    import threading
+
+    from pyspark.sql import functions as F
+    from pyspark_datastream.translation.delta_sink import write_batch
+
+    spark = spark_delta
+    path, app_id = str(tmp_path / "table"), f"{APP_ID_PREFIX}spark-race"
+    schema = "f0 string, f1 long, f2 long"
+    first, second = [("a", 1, 1), ("b", 2, 1)], [("a", 4, 2), ("c", 7, 1), ("b", 3, 2)]
+    assert write_batch(spark, spark.createDataFrame(first, schema), path, app_id, 0) == 2
+    slow = F.udf(_slow, "long")
+    barrier = threading.Barrier(2, timeout=60)
+    results: list = []
+
+    def run() -> None:
+        df = spark.createDataFrame(second, schema).coalesce(1).withColumn("f1", slow("f1"))
+        barrier.wait()
+        try:
+            results.append(write_batch(spark, df, path, app_id, 1))
+        except Exception as exc:  # noqa: BLE001 - recorded, the assertion below shows it
+            results.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert sorted(results, key=repr) == [0, 3], results
+    assert sorted(_table_rows(path)) == sorted(first + second)
+    table = DeltaTable(path)
+    assert table.transaction_version(app_id) == 1 and table.version() == 1
+    assert _engines(path) == {"spark"}

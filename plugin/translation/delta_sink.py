@@ -13,7 +13,8 @@ batch id and the same rows. The sink makes the second run a no-op:
   readable) derives it from the checkpoint location.
 * **Spark's Delta** (``session_has_delta``): the ``txnAppId``/``txnVersion`` write options;
   Delta skips a batch whose version it has recorded for that id (without running its
-  DataFrame, so the sink then drains it, as below).
+  DataFrame, so the sink then drains it, as below). A run that loses a concurrent commit of
+  the same batch gets Delta's conflict and writes again, which Delta then skips.
 * **delta-rs**: :func:`commit_batch`. If the table's ``transaction_version(app_id)`` is
   already ``>= batch_id`` the batch is skipped (its DataFrame still runs, into Spark's
   ``noop`` sink: :func:`drain`). Otherwise the executors write the data
@@ -200,20 +201,56 @@ def write_batch(spark: SparkSession, df: DataFrame, path: str, app_id: str, batc
     """Write micro-batch ``batch_id`` of ``df`` to the Delta table at ``path`` exactly once;
     return the rows added (0 when the table already holds this batch)."""
     if session_has_delta(spark):
+        return _write_batch_spark_delta(spark, df, path, app_id, batch_id, mode)
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return commit_batch(path, app_id, batch_id,
+                        lambda folder: write_parquet_files(spark, df, folder),
+                        to_arrow_schema(df.schema), mode, skipped=lambda: drain(df))
+
+
+#: Spark's Delta's optimistic-concurrency failures (``io.delta.exceptions``): another commit
+#: won the version this write read
+_SPARK_DELTA_CONFLICTS = ("ConcurrentTransactionException", "ConcurrentAppendException",
+                          "ConcurrentWriteException", "MetadataChangedException",
+                          "ProtocolChangedException", "DeltaConcurrentModificationException")
+
+
+def _spark_delta_conflict(exc: Exception) -> bool:
+    text = f"{type(exc).__name__} {str(exc)[:4000]}"
+    return any(name in text for name in _SPARK_DELTA_CONFLICTS)
+
+
+def _write_batch_spark_delta(spark: SparkSession, df: DataFrame, path: str, app_id: str,
+                             batch_id: int, mode: str) -> int:
+    """:func:`write_batch` with Spark's Delta: the ``txnAppId``/``txnVersion`` options make
+    Delta skip a batch it recorded for ``app_id``. A concurrent run of the same batch (two
+    jobs on one checkpoint) that commits first makes this commit fail with a Delta conflict:
+    the write is tried again, and Delta then skips it (or, for another conflict, commits it)."""
+    kill_point("delta.before-write")
+    failure: Exception = DeltaCommitConflict("no attempt")
+    for attempt in range(COMMIT_ATTEMPTS):
+        if attempt:
+            time.sleep(0.05 * attempt)
         before = _spark_delta_version(spark, path)
-        (df.write.format("delta").mode(mode).option("txnAppId", app_id)
-         .option("txnVersion", batch_id).save(path))
+        try:
+            (df.write.format("delta").mode(mode).option("txnAppId", app_id)
+             .option("txnVersion", batch_id).save(path))
+        except Exception as exc:  # noqa: BLE001 - Delta's conflicts are Py4J errors here
+            if not _spark_delta_conflict(exc):
+                raise
+            log.info("Delta table %s: micro-batch %d of %s lost a concurrent commit (%s); "
+                     "trying again", path, batch_id, app_id, str(exc).splitlines()[0][:200])
+            failure = exc
+            continue
         kill_point("delta.after-commit")
         rows = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()
         if not rows or int(rows[0]["version"]) == before:
             drain(df)  # Delta skipped a batch it had recorded for this application id
             return 0
         return int((rows[0]["operationMetrics"] or {}).get("numOutputRows", 0))
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return commit_batch(path, app_id, batch_id,
-                        lambda folder: write_parquet_files(spark, df, folder),
-                        to_arrow_schema(df.schema), mode, skipped=lambda: drain(df))
+    raise DeltaCommitConflict(f"micro-batch {batch_id} of {app_id} could not be committed to "
+                              f"{path} after {COMMIT_ATTEMPTS} attempts: {failure}") from failure
 
 
 def drain(df: DataFrame) -> None:
