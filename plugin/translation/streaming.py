@@ -162,6 +162,9 @@ class StreamingTranslator:
     mode = "STREAMING"
 
     def __init__(self, plan: JobPlan, spark: SparkSession) -> None:
+        from ..spark_io.versions import check_streaming_versions
+
+        check_streaming_versions()  # a pyspark/pyarrow pair that cannot run: before anything
         self.plan = plan
         self.spark = spark
         self.job_name = job_name = plan.job_name
