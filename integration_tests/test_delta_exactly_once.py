@@ -74,12 +74,22 @@ def _table_rows(path: str) -> list[tuple]:
 
 
 def _orphans(path: str) -> set[str]:
-    """Data folders in the table directory that no Delta version references."""
+    """Data folders (delta-rs) or files (Spark's Delta) in the table directory that no Delta
+    version references."""
     if not os.path.isdir(path):
         return set()
     uris = DeltaTable(path).file_uris() if DeltaTable.is_deltatable(path) else []
     live = {os.path.relpath(u.removeprefix("file://"), path).split(os.sep)[0] for u in uris}
-    return {d for d in os.listdir(path) if d.startswith("part-") and d not in live}
+    return {d for d in os.listdir(path) if d.startswith("part-") and d not in live
+            and not _empty_file(os.path.join(path, d))}
+
+
+def _empty_file(path: str) -> bool:
+    """A Parquet file of no rows (Spark's Delta writes one for an empty task's output and
+    leaves it out of the commit): not a leftover of a killed run."""
+    import pyarrow.parquet as pq
+
+    return os.path.isfile(path) and pq.ParquetFile(path).metadata.num_rows == 0
 
 
 def _txn_app_ids(path: str) -> set[str]:
