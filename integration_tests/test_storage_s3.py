@@ -1,0 +1,98 @@
+"""STREAMING jobs with their checkpoint root on object storage: a real S3 server (moto, in
+server mode on loopback; conftest ``s3_server``) that Spark's s3a connector and the
+project's Python side both reach through the session's Hadoop configuration alone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections import defaultdict
+
+from pyspark_datastream import ConfigurationError, Types
+from test_streaming import SCHEMA, add_file
+
+PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
+FIRST = [("apple", 3), ("avocado", 5), ("banana", 2), ("apple", 4), ("cherry", 7),
+         ("blueberry", 1), ("cherry", 1)]
+SECOND = [("banana", 9), ("apricot", 1), ("cherry", 2), ("date", 6), ("apple", 1)]
+
+
+def expected_max_per_letter(rows: list[tuple[str, int]]) -> dict[str, int]:
+    """Plain Python: per first letter, the largest total of one word."""
+    totals: dict[str, int] = defaultdict(int)
+    for word, n in rows:
+        totals[word] += n
+    out: dict[str, int] = {}
+    for word, total in totals.items():
+        out[word[0]] = max(out.get(word[0], 0), total)
+    return out
+
+
+def final_per_letter(records: list[tuple[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for letter, value in records:
+        out[letter] = max(out.get(letter, 0), value)
+    return out
+
+
+def two_stage(env, spark, src: str):
+    """Stage 1: running total per word; stage 2: running max of those per first letter."""
+    df = spark.readStream.schema(SCHEMA).parquet(src)
+    return (env.from_dataframe(df)
+            .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+            .map(lambda r: (r[0][:1], r[1]), output_type=PAIR)
+            .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], max(a[1], b[1]))))
+
+
+def _run(env_factory, spark, root: str, src: str) -> list[tuple[str, int]]:
+    env = env_factory("STREAMING", {"execution.checkpointing.dir": root,
+                                    "state.backend.type": "rocksdb"})
+    return list(two_stage(env, spark, src).execute_and_collect("two-stage-rocksdb"))
+
+
+def test_two_stage_rocksdb_job_resumes_from_a_checkpoint_root_on_s3(
+        spark, env_factory, s3_server, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing may land in the working directory
+    root = f"s3a://{s3_server.bucket}/resume/ckpt"
+    src_s3, src_local = str(tmp_path / "in-s3"), str(tmp_path / "in-local")
+    for src in (src_s3, src_local):
+        add_file(src, FIRST, "f1")
+
+    first_s3 = _run(env_factory, spark, root, src_s3)
+    first_local = _run(env_factory, spark, str(tmp_path / "ckpt"), src_local)
+    assert final_per_letter(first_s3) == expected_max_per_letter(FIRST)
+    assert final_per_letter(first_local) == final_per_letter(first_s3)
+
+    keys = s3_server.keys("resume/ckpt/two-stage-rocksdb/")
+    assert "resume/ckpt/two-stage-rocksdb/_job.json" in keys
+    version_files = [k for k in keys if "/state/" in k and "/kg-" in k]
+    assert version_files and all(k.endswith((".base", ".delta")) for k in version_files)
+    assert any("/checkpoint/commits/" in k for k in keys)  # Spark's own checkpoint, via s3a
+
+    for src in (src_s3, src_local):
+        add_file(src, SECOND, "f2")
+    second_s3 = _run(env_factory, spark, root, src_s3)
+    second_local = _run(env_factory, spark, str(tmp_path / "ckpt"), src_local)
+    # only the new input was read, on top of the state kept on S3
+    assert {w for w, _ in second_s3} <= {w[0] for w, _ in SECOND}
+    both = {**final_per_letter(first_s3), **final_per_letter(second_s3)}
+    assert both == expected_max_per_letter(FIRST + SECOND)
+    assert sorted(second_s3) == sorted(second_local)
+    assert sorted(os.listdir(tmp_path)) == ["ckpt", "in-local", "in-s3"]
+
+
+def test_an_unserved_scheme_is_refused_when_the_job_is_built(spark, env_factory, tmp_path):
+    env = env_factory("STREAMING", {
+        "execution.checkpointing.dir": "abfss://c@acct.dfs.core.windows.net/ckpt"})
+    src = str(tmp_path / "in")
+    add_file(src, FIRST, "f1")
+    try:
+        two_stage(env, spark, src).execute_and_collect("refused")
+    except ConfigurationError as exc:
+        text = str(exc)
+        assert "execution.checkpointing.dir" in text and "'abfss:'" in text and "s3a://" in text
+    else:
+        raise AssertionError("abfss:// was accepted")
+    assert not os.path.exists(tmp_path / "abfss:")
