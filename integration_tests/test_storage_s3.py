@@ -5,9 +5,6 @@ project's Python side both reach through the session's Hadoop configuration alon
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 from collections import defaultdict
 
 from pyspark_datastream import ConfigurationError, Types
