@@ -5,6 +5,9 @@ project's Python side both reach through the session's Hadoop configuration alon
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 from collections import defaultdict
 
 from pyspark_datastream import ConfigurationError, Types
@@ -93,3 +96,44 @@ def test_an_unserved_scheme_is_refused_when_the_job_is_built(spark, env_factory,
     else:
         raise AssertionError("abfss:// was accepted")
     assert not os.path.exists(tmp_path / "abfss:")
+
+
+_FILE_URI_JOB = textwrap.dedent("""
+    import sys
+    from pyspark.sql import SparkSession
+    from pyspark_datastream import Configuration, StreamExecutionEnvironment, Types
+
+    root = sys.argv[1]
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    conf = Configuration()
+    conf.set_string("execution.runtime-mode", "STREAMING")
+    conf.set_string("execution.checkpointing.dir", root)
+    conf.set_string("state.backend.type", "rocksdb")
+    env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
+    env.set_parallelism(2)
+    pair = Types.TUPLE([Types.STRING(), Types.LONG()])
+    ds = (env.from_collection([("a", 1), ("b", 2), ("a", 3)], pair)
+          .key_by(lambda r: r[0]).reduce(lambda x, y: (x[0], x[1] + y[1]))
+          .map(lambda r: ("all", r[1]), output_type=pair)
+          .key_by(lambda r: r[0]).reduce(lambda x, y: (x[0], max(x[1], y[1]))))
+    print("RESULT", max(v for _, v in ds.execute_and_collect("file-uri-job")))
+    spark.stop()
+""")
+
+
+def test_a_file_uri_root_keeps_everything_there_and_nothing_under_the_working_dir(tmp_path):
+    """FACTS.md: ``file:/abs`` roots used to land under ``./file:/abs`` of every process."""
+    cwd, ckpt = tmp_path / "cwd", tmp_path / "ckpt"
+    cwd.mkdir()
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    done = subprocess.run([sys.executable, "-c", _FILE_URI_JOB, f"file:{ckpt}"], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "RESULT 4" in done.stdout  # a: 1, 4; b: 2 -> the largest total is 4
+    assert os.listdir(cwd) == [], os.listdir(cwd)
+    job = ckpt / "file-uri-job"
+    assert (job / "_job.json").is_file()
+    kg_files = [f for _, _, files in os.walk(job / "state") for f in files
+                if f.endswith(".base")]
+    assert kg_files
