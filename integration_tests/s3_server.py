@@ -71,6 +71,9 @@ def start(bucket: str = "pds-test") -> S3Server:
 
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     server.start()
     s3 = S3Server(server, port, bucket)
     s3.client().create_bucket(Bucket=bucket)
