@@ -137,3 +137,56 @@ def test_a_file_uri_root_keeps_everything_there_and_nothing_under_the_working_di
     kg_files = [f for _, _, files in os.walk(job / "state") for f in files
                 if f.endswith(".base")]
     assert kg_files
+
+
+def _count_run(env_factory, tmp_path, mode, data, out, config, savepoint_path=None):
+    from test_savepoint_batch import Count, _stream
+
+    env = env_factory(mode, config)
+    _stream(env, data, Count(), uid="count").sink_to_delta(str(tmp_path / out))
+    env.execute("count", savepoint_path=savepoint_path)
+    from deltalake import DeltaTable
+
+    return sorted(tuple(r.values()) for r in
+                  DeltaTable(str(tmp_path / out)).to_pyarrow_table().to_pylist())
+
+
+def _counts(rows: list[tuple[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for key, *_ in rows:
+        out[key] += 1
+    return dict(out)
+
+
+def test_a_streaming_savepoint_on_s3_restores_into_batch_and_back(
+        spark, env_factory, s3_server, tmp_path):
+    from test_savepoint_batch import DATA_A, DATA_B
+    from test_savepoint_streaming import _entry_rows
+
+    bucket = f"s3a://{s3_server.bucket}/handoff"
+    rocks = {"state.backend.type": "rocksdb"}
+    # STREAMING(A) with its root on S3 stops with a savepoint on S3; the same on local disk
+    out_s3 = _count_run(env_factory, tmp_path, "STREAMING", DATA_A, "a-s3",
+                        {**rocks, "execution.checkpointing.dir": f"{bucket}/ckpt"},
+                        f"{bucket}/sp-a")
+    out_local = _count_run(env_factory, tmp_path, "STREAMING", DATA_A, "a-local",
+                           {**rocks, "execution.checkpointing.dir": str(tmp_path / "ckpt")},
+                           str(tmp_path / "sp-a"))
+    assert out_s3 == out_local
+    assert {k: max(n for kk, n in out_s3 if kk == k) for k, _ in out_s3} == _counts(DATA_A)
+    assert any(k.startswith("handoff/sp-a/_delta_log/") for k in s3_server.keys("handoff/"))
+    assert _entry_rows(spark, f"{bucket}/sp-a", "count") == \
+        _entry_rows(spark, str(tmp_path / "sp-a"), "count")
+
+    # restore into BATCH(B) from S3, and write its savepoint back to S3
+    out_batch = _count_run(env_factory, tmp_path, "BATCH", DATA_B, "b-batch",
+                           {"execution.savepoint.path": f"{bucket}/sp-a"})
+    expected = _counts(DATA_A + DATA_B)
+    final = {k: max(n for kk, n in out_s3 + out_batch if kk == k) for k in expected}
+    assert final == expected
+
+    # and back: STREAMING(B) on S3 restored from the S3 savepoint gives the same counts
+    out_stream = _count_run(env_factory, tmp_path, "STREAMING", DATA_B, "b-stream",
+                            {**rocks, "execution.checkpointing.dir": f"{bucket}/ckpt-b",
+                             "execution.savepoint.path": f"{bucket}/sp-a"})
+    assert out_stream == out_batch

@@ -18,6 +18,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..state_store.errors import ConfigurationError, DataStreamError, JobExecutionError
+from ..state_store.storage import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -80,8 +81,11 @@ def session_has_delta(spark: SparkSession) -> bool:
 
 
 def local_path(path: str) -> str:
-    """``path`` without a ``file://`` scheme."""
-    return path[len("file://"):] if path.startswith("file://") else path
+    """``path`` as the storage layer keeps it (``file:``/``file://`` dropped, relative made
+    absolute, object-store URIs kept); an unserved scheme is a ConfigurationError."""
+    from ..state_store.storage import normalize_uri
+
+    return normalize_uri(path, "Delta table path")
 
 
 def write_delta(spark: SparkSession, df: DataFrame, path: str, mode: str = "append",
@@ -135,29 +139,37 @@ def write_parquet_files(spark: SparkSession, df: DataFrame, target: str) -> None
             spark.conf.set("spark.sql.parquet.outputTimestampType", previous)
 
 
-def add_actions_for_folder(root: str, folder: str) -> tuple[list[Any], int]:
+def add_actions_for_folder(root: str, folder: str,
+                           storage: Optional[Storage] = None) -> tuple[list[Any], int]:
     """One delta-rs ``AddAction`` per Parquet file under ``root/folder``, and the row count.
 
-    Only file metadata is read (row counts from Parquet footers), on the driver.
+    Only file metadata is read (row counts from Parquet footers), on the driver, through
+    the storage layer (``root`` may be an object-store URI).
     """
+    import posixpath
+
+    import pyarrow.fs as pafs
     import pyarrow.parquet as pq
     from deltalake.transaction import AddAction
 
+    storage = storage or Storage()
+    fs, base = storage.resolve(root)
+    infos = fs.get_file_info(pafs.FileSelector(posixpath.join(base, folder), recursive=True,
+                                               allow_not_found=True))
     actions = []
     total = 0
-    for dirpath, _dirs, files in os.walk(os.path.join(root, folder)):
-        for name in sorted(files):
-            if not name.endswith(".parquet"):
-                continue
-            full = os.path.join(dirpath, name)
-            n = pq.ParquetFile(full).metadata.num_rows
-            total += n
-            st = os.stat(full)
-            actions.append(AddAction(
-                path=os.path.relpath(full, root), size=st.st_size, partition_values={},
-                modification_time=int(st.st_mtime * 1000), data_change=True,
-                stats=json.dumps({"numRecords": n}),
-            ))
+    for info in sorted(infos, key=lambda i: i.path):
+        if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
+            continue
+        with fs.open_input_file(info.path) as f:
+            n = pq.ParquetFile(f).metadata.num_rows
+        total += n
+        mtime = info.mtime.timestamp() if info.mtime is not None else time.time()
+        actions.append(AddAction(
+            path=posixpath.relpath(info.path, base), size=int(info.size), partition_values={},
+            modification_time=int(mtime * 1000), data_change=True,
+            stats=json.dumps({"numRecords": n}),
+        ))
     return actions, total
 
 
@@ -205,7 +217,11 @@ def read_delta(spark: SparkSession, path: str, version: Optional[int] = None) ->
         return reader.load(path)
     from deltalake import DeltaTable
 
-    table = DeltaTable(local_path(path), version=version)
+    from .storage_conf import delta_options, session_storage
+
+    root = local_path(path)
+    table = DeltaTable(root, version=version,
+                       storage_options=delta_options(root, session_storage(spark)))
     uris = table.file_uris()
     if not uris:
         from pyspark.sql.pandas.types import from_arrow_schema

@@ -15,7 +15,8 @@ from ..plan.config import resolve
 from ..state_store.errors import ConfigurationError
 from ..state_store.storage import Storage, StorageOptions, normalize_uri
 
-__all__ = ["S3_KEYS", "job_storage", "storage_options", "storage_root"]
+__all__ = ["S3_KEYS", "delta_options", "job_storage", "session_storage", "storage_options",
+           "storage_root"]
 
 #: option field -> (the job's override key, the Hadoop key)
 S3_KEYS: dict[str, tuple[str, str]] = {
@@ -66,7 +67,7 @@ def storage_options(config: Any, spark: Any) -> StorageOptions:
     hadoop = _hadoop_conf(spark) if spark is not None else None
     values: dict[str, Any] = {}
     for field, (override, hadoop_key) in S3_KEYS.items():
-        raw = resolve(config, override, None)
+        raw = resolve(config, override, None) if config is not None else None
         source = override
         if raw in (None, ""):
             raw, source = _session_value(spark, hadoop, hadoop_key), hadoop_key
@@ -106,3 +107,55 @@ def job_storage(config: Any, spark: Any) -> Storage:
         the storage.
     """
     return Storage(storage_options(config, spark))
+
+
+def session_storage(spark: Any = None) -> Storage:
+    """The :class:`Storage` of the session's Hadoop conf alone (savepoints and Delta tables,
+    which take no job configuration).
+
+    Args:
+        spark: the session; the active one when None.
+    Returns:
+        the storage.
+    """
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+    return Storage(storage_options(None, spark))
+
+
+def delta_options(uri: str, storage: Storage) -> Optional[dict[str, str]]:
+    """delta-rs ``storage_options`` for the table at ``uri`` (None: a local table).
+
+    Args:
+        uri: the table's normalized path or URI.
+        storage: the storage layer whose options apply.
+    Returns:
+        the options, or None.
+    """
+    if storage.is_local(uri):
+        return None
+    o = storage.options
+    out: dict[str, str] = {}
+    if uri.split(":", 1)[0].lower() in ("s3a", "s3", "s3n"):
+        # S3 has no atomic rename: commits use conditional writes (If-None-Match)
+        out["conditional_put"] = "etag"
+        if o.s3_endpoint:
+            endpoint = o.s3_endpoint
+            if "://" not in endpoint:
+                endpoint = ("http://" if o.s3_ssl is False else "https://") + endpoint
+            out["AWS_ENDPOINT_URL"] = endpoint
+            if endpoint.startswith("http://"):
+                out["AWS_ALLOW_HTTP"] = "true"
+        if o.s3_access_key:
+            out["AWS_ACCESS_KEY_ID"] = o.s3_access_key
+        if o.s3_secret_key:
+            out["AWS_SECRET_ACCESS_KEY"] = o.s3_secret_key
+        if o.s3_session_token:
+            out["AWS_SESSION_TOKEN"] = o.s3_session_token
+        if o.s3_region or o.s3_endpoint:
+            out["AWS_REGION"] = o.s3_region or "us-east-1"
+        if o.s3_path_style is not None:
+            out["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false" if o.s3_path_style else "true"
+    return out

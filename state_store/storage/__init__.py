@@ -12,6 +12,7 @@ written then renamed, an object is written once), and readers open files by exac
 
 from __future__ import annotations
 
+import io
 import os
 import posixpath
 import uuid
@@ -367,6 +368,21 @@ class Storage:
         except FileNotFoundError:
             pass
 
+    def delete(self, uri: str) -> None:
+        """Delete ``uri``, a file or a folder with its content, if it exists.
+
+        Args:
+            uri: a path or URI.
+        """
+        import pyarrow.fs as pafs
+
+        fs, path = self.resolve(uri)
+        kind = fs.get_file_info(path).type
+        if kind == pafs.FileType.Directory:
+            self.delete_dir(uri)
+        elif kind != pafs.FileType.NotFound:
+            self.delete_file(uri)
+
     def checked_read(self, uri: str, what: str) -> bytes:
         """:meth:`read_bytes`, a missing or unreadable file raising StateBackendError.
 
@@ -382,20 +398,9 @@ class Storage:
             raise StateBackendError(f"{what} {uri} is missing or unreadable: {exc}") from exc
 
 
-class _Buffer:
-    """An in-memory write target for one object (uploaded whole by :meth:`open_output`)."""
+class _Buffer(io.BytesIO):
+    """An in-memory write target for one object (uploaded whole by :meth:`open_output`);
+    a writer closing it (as pyarrow's Parquet writer may) leaves it readable."""
 
-    def __init__(self) -> None:
-        self._parts: list[bytes] = []
-
-    def write(self, data: bytes) -> int:
-        self._parts.append(bytes(data))
-        return len(data)
-
-    def flush(self) -> None:
+    def close(self) -> None:
         pass
-
-    def getvalue(self) -> bytes:
-        value = b"".join(self._parts)
-        self._parts = [value]
-        return value
