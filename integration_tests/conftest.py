@@ -69,7 +69,7 @@ def s3_server(spark):
     yield s3
     for key in s3.hadoop_conf():
         hadoop.unset(key)
-    s3.server.stop()
+    s3.stop()
 
 
 @pytest.fixture

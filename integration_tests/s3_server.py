@@ -22,11 +22,20 @@ def free_port() -> int:
 
 @dataclass
 class S3Server:
-    """A started moto server and its bucket."""
+    """A started moto server process and its bucket."""
 
-    server: Any
+    process: Any
     port: int
     bucket: str
+
+    def stop(self) -> None:
+        """Stop the server process (by its own id)."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - it did not exit: kill it
+            self.process.kill()
+            self.process.wait(timeout=10)
 
     @property
     def endpoint(self) -> str:
@@ -66,15 +75,27 @@ class S3Server:
 
 
 def start(bucket: str = "pds-test") -> S3Server:
-    """Start moto's server on 127.0.0.1 at a free port and create ``bucket``."""
-    from moto.server import ThreadedMotoServer
+    """Start moto's server in its own process on 127.0.0.1 at a free port and create
+    ``bucket``. Its own process: delta-rs may hold the GIL while it waits for an answer,
+    which a server thread in the same process could then never give."""
+    import subprocess
+    import sys
+    import time
 
     port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    import logging
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-    server.start()
-    s3 = S3Server(server, port, bucket)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"moto server did not start on port {port}") from None
+            time.sleep(0.2)
+    s3 = S3Server(process, port, bucket)
     s3.client().create_bucket(Bucket=bucket)
     return s3

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Optional
@@ -99,8 +97,10 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, mode: str = "appe
         hist = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()
         metrics = hist[0]["operationMetrics"] if hist else {}
         return int((metrics or {}).get("numOutputRows", 0))
+    from .storage_conf import session_storage
+
     folder = new_folder_name()
-    target = os.path.join(local_path(path), folder)
+    target = Storage.join(local_path(path), folder)
     write_parquet_files(spark, df, target)
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -108,7 +108,7 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, mode: str = "appe
     try:
         return commit_parquet_folder(path, folder, schema, mode, configuration)
     except Exception:
-        shutil.rmtree(target, ignore_errors=True)
+        session_storage(spark).delete_dir(target)
         raise
 
 
@@ -132,7 +132,9 @@ def write_parquet_files(spark: SparkSession, df: DataFrame, target: str) -> None
         with Heartbeat(f"writing Delta data files into {target} (executors)"):
             df.write.mode("error").parquet(target)
     except Exception as exc:
-        shutil.rmtree(target, ignore_errors=True)
+        from .storage_conf import session_storage
+
+        session_storage(spark).delete_dir(target)
         raise JobExecutionError(f"writing Delta data files into {target} failed: {exc}") from exc
     finally:
         if previous is not None:
@@ -180,18 +182,22 @@ def commit_parquet_folder(path: str, folder: str, arrow_schema: Any, mode: str =
     from deltalake.exceptions import CommitFailedError
     from deltalake.transaction import create_table_with_add_actions
 
+    from .storage_conf import delta_options, session_storage
+
     root = local_path(path)
+    storage = session_storage()
+    options = delta_options(root, storage)
     start = time.monotonic()
-    actions, total = add_actions_for_folder(root, folder)
+    actions, total = add_actions_for_folder(root, folder, storage)
     schema = Schema.from_arrow(arrow_schema)
     try:
-        if DeltaTable.is_deltatable(root):
-            table = DeltaTable(root)
+        if DeltaTable.is_deltatable(root, storage_options=options):
+            table = DeltaTable(root, storage_options=options)
             table.create_write_transaction(actions, mode=mode, schema=schema)
             version = int(table.version()) + 1
         else:
             create_table_with_add_actions(root, schema, actions, mode="error",
-                                          configuration=configuration)
+                                          configuration=configuration, storage_options=options)
             version = 0
     except CommitFailedError as exc:
         raise DeltaCommitConflict(f"concurrent commit to the Delta table at {path}: {exc}") from exc
@@ -205,7 +211,11 @@ def delta_file_uris(path: str, version: Optional[int] = None) -> list[str]:
     """Data files of the Delta table at ``path`` (latest version unless ``version``)."""
     from deltalake import DeltaTable
 
-    return DeltaTable(local_path(path), version=version).file_uris()
+    from .storage_conf import delta_options, session_storage
+
+    root = local_path(path)
+    return DeltaTable(root, version=version,
+                      storage_options=delta_options(root, session_storage())).file_uris()
 
 
 def read_delta(spark: SparkSession, path: str, version: Optional[int] = None) -> DataFrame:
