@@ -139,16 +139,24 @@ def test_a_file_uri_root_keeps_everything_there_and_nothing_under_the_working_di
     assert kg_files
 
 
-def _count_run(env_factory, tmp_path, mode, data, out, config, savepoint_path=None):
+def _count_run(env_factory, mode, data, out, config, savepoint_path=None, s3=None):
+    """Count per key (uid ``count``), then the running max of the counts per key (uid
+    ``max``, a second keyed stage), into the Delta table ``out``; its rows, sorted."""
+    from deltalake import DeltaTable
     from test_savepoint_batch import Count, _stream
 
     env = env_factory(mode, config)
-    _stream(env, data, Count(), uid="count").sink_to_delta(str(tmp_path / out))
+    (_stream(env, data, Count(), uid="count")
+     .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], max(a[1], b[1]))).uid("max")
+     .sink_to_delta(out))
     env.execute("count", savepoint_path=savepoint_path)
-    from deltalake import DeltaTable
-
-    return sorted(tuple(r.values()) for r in
-                  DeltaTable(str(tmp_path / out)).to_pyarrow_table().to_pylist())
+    options = None
+    if out.startswith("s3a://"):
+        options = {"AWS_ENDPOINT_URL": s3.endpoint, "AWS_ACCESS_KEY_ID": "testing-access",
+                   "AWS_SECRET_ACCESS_KEY": "testing-secret", "AWS_REGION": "us-east-1",
+                   "AWS_ALLOW_HTTP": "true"}
+    table = DeltaTable(out, storage_options=options)
+    return sorted(tuple(r.values()) for r in table.to_pyarrow_table().to_pylist())
 
 
 def _counts(rows: list[tuple[str, int]]) -> dict[str, int]:
@@ -158,35 +166,67 @@ def _counts(rows: list[tuple[str, int]]) -> dict[str, int]:
     return dict(out)
 
 
-def test_a_streaming_savepoint_on_s3_restores_into_batch_and_back(
+def _final(*outputs: list[tuple[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for rows in outputs:
+        for key, n in rows:
+            out[key] = max(out.get(key, 0), n)
+    return out
+
+
+def test_a_two_stage_streaming_savepoint_on_s3_restores_into_batch_and_back(
         spark, env_factory, s3_server, tmp_path):
+    """Checkpoint root, savepoint and Delta sink on s3a://, against the same job on local
+    disk and plain-Python counts."""
     from test_savepoint_batch import DATA_A, DATA_B
     from test_savepoint_streaming import _entry_rows
 
     bucket = f"s3a://{s3_server.bucket}/handoff"
     rocks = {"state.backend.type": "rocksdb"}
-    # STREAMING(A) with its root on S3 stops with a savepoint on S3; the same on local disk
-    out_s3 = _count_run(env_factory, tmp_path, "STREAMING", DATA_A, "a-s3",
+    out_s3 = _count_run(env_factory, "STREAMING", DATA_A, f"{bucket}/out-a",
                         {**rocks, "execution.checkpointing.dir": f"{bucket}/ckpt"},
-                        f"{bucket}/sp-a")
-    out_local = _count_run(env_factory, tmp_path, "STREAMING", DATA_A, "a-local",
+                        f"{bucket}/sp-a", s3_server)
+    out_local = _count_run(env_factory, "STREAMING", DATA_A, str(tmp_path / "out-a"),
                            {**rocks, "execution.checkpointing.dir": str(tmp_path / "ckpt")},
                            str(tmp_path / "sp-a"))
     assert out_s3 == out_local
-    assert {k: max(n for kk, n in out_s3 if kk == k) for k, _ in out_s3} == _counts(DATA_A)
-    assert any(k.startswith("handoff/sp-a/_delta_log/") for k in s3_server.keys("handoff/"))
-    assert _entry_rows(spark, f"{bucket}/sp-a", "count") == \
-        _entry_rows(spark, str(tmp_path / "sp-a"), "count")
+    assert _final(out_s3) == _counts(DATA_A)
+    keys = s3_server.keys("handoff/")
+    assert any(k.startswith("handoff/sp-a/_delta_log/") for k in keys)
+    assert any(k.startswith("handoff/out-a/_delta_log/") for k in keys)
+    for uid in ("count", "max"):
+        assert _entry_rows(spark, f"{bucket}/sp-a", uid) == \
+            _entry_rows(spark, str(tmp_path / "sp-a"), uid)
 
-    # restore into BATCH(B) from S3, and write its savepoint back to S3
-    out_batch = _count_run(env_factory, tmp_path, "BATCH", DATA_B, "b-batch",
+    # restore into BATCH(B) from the savepoint on S3
+    out_batch = _count_run(env_factory, "BATCH", DATA_B, str(tmp_path / "b-batch"),
                            {"execution.savepoint.path": f"{bucket}/sp-a"})
-    expected = _counts(DATA_A + DATA_B)
-    final = {k: max(n for kk, n in out_s3 + out_batch if kk == k) for k in expected}
-    assert final == expected
+    assert _final(out_s3, out_batch) == _counts(DATA_A + DATA_B)
 
-    # and back: STREAMING(B) on S3 restored from the S3 savepoint gives the same counts
-    out_stream = _count_run(env_factory, tmp_path, "STREAMING", DATA_B, "b-stream",
+    # and back into STREAMING(B) on S3 from the same savepoint: the same final values for
+    # the keys of B (a BATCH reduce emits only its final value, and does so for restored
+    # keys without input too; a STREAMING one emits every update of the keys it sees)
+    out_stream = _count_run(env_factory, "STREAMING", DATA_B, f"{bucket}/out-b",
                             {**rocks, "execution.checkpointing.dir": f"{bucket}/ckpt-b",
-                             "execution.savepoint.path": f"{bucket}/sp-a"})
-    assert out_stream == out_batch
+                             "execution.savepoint.path": f"{bucket}/sp-a"}, s3=s3_server)
+    of_b = _counts(DATA_B)
+    expected_b = {k: n for k, n in _counts(DATA_A + DATA_B).items() if k in of_b}
+    assert _final(out_stream) == expected_b
+    assert {k: n for k, n in _final(out_batch).items() if k in of_b} == expected_b
+
+
+def test_a_batch_savepoint_to_object_storage_is_refused_before_anything_runs(
+        env_factory, s3_server, tmp_path, monkeypatch):
+    from test_savepoint_batch import DATA_A, Count, _stream
+
+    monkeypatch.chdir(tmp_path)
+    env = env_factory("BATCH")
+    _stream(env, DATA_A, Count(), uid="count").sink_to_delta(str(tmp_path / "out"))
+    try:
+        env.execute("batch-to-s3", savepoint_path=f"s3a://{s3_server.bucket}/batch-sp")
+    except ConfigurationError as exc:
+        assert "savepoint_path" in str(exc) and "s3a://" in str(exc)
+    else:
+        raise AssertionError("a BATCH savepoint to s3a:// was accepted")
+    assert os.listdir(tmp_path) == []
+    assert s3_server.keys("batch-sp") == []
