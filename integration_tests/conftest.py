@@ -55,6 +55,23 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def s3_server(spark):
+    """A real S3 server (moto, loopback, ephemeral port) for the session; the shared
+    session's Hadoop configuration points s3a at it, and nothing else: the project's Python
+    side finds the endpoint and credentials there (spark_io/storage_conf.py)."""
+    import s3_server as server_module
+
+    s3 = server_module.start()
+    hadoop = spark._jsc.hadoopConfiguration()
+    for key, value in s3.hadoop_conf().items():
+        hadoop.set(key, value)
+    yield s3
+    for key in s3.hadoop_conf():
+        hadoop.unset(key)
+    s3.stop()
+
+
 @pytest.fixture
 def spark_delta(spark):
     """The shared session with Spark's own Delta Lake as the project's Delta writer and

@@ -7,6 +7,8 @@ Used by :class:`~.keygroup.KeyGroupRuntime` when the job's state backend is Rock
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import pickle
 import struct
@@ -20,15 +22,21 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..state_store.backends import create_keyed_state_backend
 from ..state_store.entries import StateEntry, StateMetaInfo
 from ..state_store.errors import JobExecutionError, SavepointFormatError, StateBackendError
+from ..state_store.storage import Storage
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.serializers import TypeSerializer
 
 __all__ = ["RocksDBKeyGroupStore", "VersionPointer", "drop_local_copies"]
 
-#: Format tag of a RocksDB key group pointer (the only thing kept in GroupState).
-_POINTER_FORMAT = "pyspark-datastream/rocksdb-pointer/v1"
-_FILE_MAGIC = b"PDSKGV1\n"
+#: Format tag of a RocksDB key group pointer (the only thing kept in GroupState): JSON
+#: since v2; v1 (a pickled tuple of plain values) is still read, by an unpickler that
+#: refuses every global, so a crafted pointer or file cannot run code.
+_POINTER_FORMAT = "pyspark-datastream/rocksdb-pointer/v2"
+_POINTER_FORMAT_V1 = "pyspark-datastream/rocksdb-pointer/v1"
+#: version file magic: v2 has a JSON header, v1 a pickled one of plain values
+_FILE_MAGIC = b"PDSKGV2\n"
+_FILE_MAGIC_V1 = b"PDSKGV1\n"
 _U32 = struct.Struct(">I")
 _OP_DELETE = b"\x00"
 _OP_PUT = b"\x01"
@@ -46,23 +54,76 @@ class VersionPointer:
     sizes: tuple[int, ...]
 
     def to_bytes(self) -> bytes:
-        return pickle.dumps((_POINTER_FORMAT, self.seq, self.files, self.sizes),
-                            pickle.HIGHEST_PROTOCOL)
+        """The pointer as versioned JSON (what GroupState keeps).
+
+        Returns:
+            its bytes.
+        """
+        return json.dumps({"format": _POINTER_FORMAT, "seq": self.seq,
+                           "files": list(self.files), "sizes": list(self.sizes)},
+                          separators=(",", ":")).encode("utf-8")
 
     @classmethod
     def from_bytes(cls, data: bytes) -> VersionPointer:
+        """A pointer read back (JSON, or a v1 pointer through :func:`_plain_loads`).
+
+        Args:
+            data: what GroupState kept.
+        Returns:
+            the pointer.
+        Raises:
+            SavepointFormatError: it is not a pointer of a known format.
+        """
         try:
-            parts = pickle.loads(data)
+            if data[:1] == b"{":
+                doc = json.loads(data.decode("utf-8"))
+                parts = (doc.get("format"), doc.get("seq"), doc.get("files"), doc.get("sizes"))
+            else:
+                parts = _plain_loads(data)
             tag = parts[0]
         except Exception as exc:
             raise SavepointFormatError(f"RocksDB key group pointer is unreadable: {exc}") from exc
-        if tag != _POINTER_FORMAT or len(parts) != 4:
+        if tag not in (_POINTER_FORMAT, _POINTER_FORMAT_V1) or len(parts) != 4:
             raise SavepointFormatError(
                 f"RocksDB key group pointer has format {tag!r}, expected {_POINTER_FORMAT!r}; "
                 "was the job's state backend changed between runs?"
             )
         _, seq, files, sizes = parts
-        return cls(int(seq), tuple(files), tuple(sizes))
+        if not all(isinstance(f, str) and "/" not in f and not f.startswith(".")
+                   for f in files):
+            raise SavepointFormatError(f"RocksDB key group pointer names bad files {files!r}")
+        return cls(int(seq), tuple(files), tuple(int(n) for n in sizes))
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Reads pickles of plain values only (v1 metadata): every global is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise SavepointFormatError(
+            f"refusing to load {module}.{name} from a key group pointer or file header "
+            "(project metadata holds plain values only)")
+
+
+def _plain_loads(data: bytes) -> Any:
+    return _PlainUnpickler(io.BytesIO(data)).load()
+
+
+def _encode_header(header: dict[str, Any]) -> bytes:
+    doc = dict(header)
+    doc["format"] = 2
+    doc["timers_added"] = [t.hex() for t in header["timers_added"]]
+    doc["timers_removed"] = [t.hex() for t in header["timers_removed"]]
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def _decode_header(data: bytes) -> dict[str, Any]:
+    doc = json.loads(data.decode("utf-8"))
+    if doc.get("format") != 2:
+        raise SavepointFormatError(f"unknown key group version file header format "
+                                   f"{doc.get('format')!r}")
+    doc["timers_added"] = [bytes.fromhex(t) for t in doc["timers_added"]]
+    doc["timers_removed"] = [bytes.fromhex(t) for t in doc["timers_removed"]]
+    return doc
 
 
 @dataclass
@@ -96,7 +157,11 @@ class RocksDBKeyGroupStore:
     * Files that no committed pointer can reach any more (older chains, files of
       failed attempts) are deleted when the next version is written.
 
-    ``checkpoint_dir`` must be visible to every executor (a local path here).
+    ``checkpoint_dir`` (a path or URI of the storage layer, ``state_store/storage``) must be
+    visible to every executor: on a cluster, a shared filesystem or an object store. Each
+    version file is written once under a unique per-attempt name and read by the exact name
+    the committed pointer holds, so a retried or zombie attempt cannot change what a
+    committed version reads, and nothing depends on listing a folder right after a write.
     """
 
     def __init__(
@@ -111,8 +176,11 @@ class RocksDBKeyGroupStore:
         max_open: int = 32,
         max_chain: int = 16,
         max_tracked_bytes: int = 4 << 20,
+        storage: Optional[Storage] = None,
     ) -> None:
-        self.checkpoint_dir = os.path.abspath(checkpoint_dir)
+        self.storage = storage or Storage()
+        self.checkpoint_dir = (os.path.abspath(checkpoint_dir) if Storage.is_local(checkpoint_dir)
+                               else checkpoint_dir.rstrip("/"))
         self.key_serializer = key_serializer
         self.max_parallelism = max_parallelism
         self.local_dir = local_dir or os.path.join(
@@ -127,7 +195,7 @@ class RocksDBKeyGroupStore:
     # -- paths -----------------------------------------------------------------------------
     def folder(self, key_group: int) -> str:
         """Folder of one key group's version files."""
-        return os.path.join(self.checkpoint_dir, f"kg-{key_group:05d}")
+        return Storage.join(self.checkpoint_dir, f"kg-{key_group:05d}")
 
     def _new_backend(self, key_group: int) -> Any:
         return create_keyed_state_backend(
@@ -178,7 +246,6 @@ class RocksDBKeyGroupStore:
         timers = {e.encoded_key() for e in backend.timer_entries()}
         metas = [m.to_dict() for m in backend.state_meta_infos()]
         folder = self.folder(key_group)
-        os.makedirs(folder, exist_ok=True)
         seq = (previous.seq if previous is not None else 0) + 1
         delta_bytes = (sum(len(k) + len(v or b"") + 9 for k, v in changes.items())
                        if changes is not None else 0)
@@ -209,13 +276,13 @@ class RocksDBKeyGroupStore:
                     timers_added: list[bytes], timers_removed: list[bytes],
                     rows: Iterable[tuple[bytes, Optional[bytes]]]) -> tuple[str, int]:
         name = f"{seq:012d}-{uuid.uuid4().hex[:12]}.{kind}"
-        header = pickle.dumps({"kind": kind, "seq": seq, "metas": metas,
-                               "timers_added": timers_added, "timers_removed": timers_removed},
-                              pickle.HIGHEST_PROTOCOL)
-        tmp = os.path.join(folder, f".{name}.tmp")
+        header = _encode_header({"kind": kind, "seq": seq, "metas": metas,
+                                 "timers_added": timers_added, "timers_removed": timers_removed})
         pack = _U32.pack
-        with open(tmp, "wb") as f:
-            f.write(_FILE_MAGIC + pack(len(header)) + header)
+        size = 0
+        # visible only when complete (storage layer: rename locally, one upload remotely)
+        with self.storage.open_output(Storage.join(folder, name)) as f:
+            size += f.write(_FILE_MAGIC + pack(len(header)) + header)
             buf: list[bytes] = []
             for key, value in rows:
                 if value is None:
@@ -223,26 +290,31 @@ class RocksDBKeyGroupStore:
                 else:
                     buf.append(_OP_PUT + pack(len(key)) + key + pack(len(value)) + value)
                 if len(buf) >= 4096:
-                    f.write(b"".join(buf))
+                    size += f.write(b"".join(buf))
                     buf.clear()
-            f.write(b"".join(buf))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, os.path.join(folder, name))  # visible only when complete
-        return name, os.path.getsize(os.path.join(folder, name))
+            size += f.write(b"".join(buf))
+        return name, size
 
     def _read_file(self, path: str) -> tuple[dict[str, Any], Iterator[tuple[bytes, Optional[bytes]]]]:
         try:
-            f = open(path, "rb")
+            f = self.storage.open_input(path)
         except OSError as exc:
             raise StateBackendError(
                 f"RocksDB key group version file {path} is missing or unreadable: {exc}") from exc
         magic = f.read(len(_FILE_MAGIC))
-        if magic != _FILE_MAGIC:
+        if magic not in (_FILE_MAGIC, _FILE_MAGIC_V1):
             f.close()
             raise SavepointFormatError(f"{path} is not a key group version file (magic {magic!r})")
         (n,) = _U32.unpack(f.read(4))
-        header = pickle.loads(f.read(n))
+        try:
+            raw = f.read(n)
+            header = _decode_header(raw) if magic == _FILE_MAGIC else _plain_loads(raw)
+        except SavepointFormatError:
+            f.close()
+            raise
+        except Exception as exc:
+            f.close()
+            raise SavepointFormatError(f"{path}: unreadable header ({exc})") from exc
 
         def rows() -> Iterator[tuple[bytes, Optional[bytes]]]:
             unpack = _U32.unpack
@@ -271,7 +343,7 @@ class RocksDBKeyGroupStore:
         timers: set[bytes] = set()
         metas: list[Any] = []
         for name in pointer.files:
-            header, rows = self._read_file(os.path.join(folder, name))
+            header, rows = self._read_file(Storage.join(folder, name))
             if header["kind"] == "base":
                 timers = set()
             timers.update(header["timers_added"])
@@ -294,14 +366,11 @@ class RocksDBKeyGroupStore:
         than the previous version (newer ones may belong to a running attempt)."""
         keep = set(current.files) | set(previous.files if previous else ())
         limit = previous.seq if previous else 0
-        for name in os.listdir(folder):
+        for name in self.storage.list_names(folder):  # clean-up only: a miss waits a batch
             if name in keep or name.startswith("."):
                 continue
             if _file_seq(name) <= limit:
-                try:
-                    os.remove(os.path.join(folder, name))
-                except FileNotFoundError:
-                    pass
+                self.storage.delete_file(Storage.join(folder, name))
 
     # -- savepoint hooks -------------------------------------------------------------------
     def export_entries(self, key_group: int, pointer: bytes

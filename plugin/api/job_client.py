@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import os
 import threading
 import time
 import uuid
@@ -46,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..plan.graph import SinkNode
 from ..state_store.errors import JobExecutionError, SavepointError
+from ..state_store.storage import Storage
 
 if TYPE_CHECKING:
     from ..results import JobExecutionResult
@@ -67,25 +67,22 @@ class JobStatus(str, enum.Enum):
     FAILED = "FAILED"
 
 
-def _last_batch_id(folder: str) -> Optional[int]:
+def _last_batch_id(storage: Storage, folder: str) -> Optional[int]:
     """The highest batch id among the log files in ``folder`` (``N`` or ``N.compact``);
     None when there are none."""
-    try:
-        heads = [n.split(".")[0] for n in os.listdir(folder)]
-    except FileNotFoundError:
-        return None
+    heads = [n.split(".")[0] for n in storage.list_names(folder)]
     ids = [int(h) for h in heads if h.isdigit()]
     return max(ids) if ids else None
 
 
-def _last_committed_batch(checkpoint: str) -> Optional[int]:
+def _last_committed_batch(storage: Storage, checkpoint: str) -> Optional[int]:
     """The highest batch id in ``<checkpoint>/commits`` (None when none committed yet)."""
-    return _last_batch_id(os.path.join(checkpoint, "commits"))
+    return _last_batch_id(storage, Storage.join(checkpoint, "commits"))
 
 
-def _last_sink_batch(data: str) -> Optional[int]:
+def _last_sink_batch(storage: Storage, data: str) -> Optional[int]:
     """The highest batch id in the file sink log ``<data>/_spark_metadata`` (None if none)."""
-    return _last_batch_id(os.path.join(data, "_spark_metadata"))
+    return _last_batch_id(storage, Storage.join(data, "_spark_metadata"))
 
 
 class JobClient:
@@ -333,7 +330,7 @@ class JobClient:
                 "sources")
 
     def _checkpoint(self, name: str) -> str:
-        return os.path.join(self._translator.job_folder(), name, "checkpoint")
+        return Storage.join(self._translator.job_folder(), name, "checkpoint")
 
     def _holds_state(self, name: str) -> bool:
         from ..translation.streaming_savepoint import keyed_nodes_in_query
@@ -347,11 +344,12 @@ class JobClient:
         downstream query (a file sink under ``<root>/<name>/data``) and its sink log holds
         a batch its commit log does not (a stop interrupted that batch between the two
         writes); None when its staged output and its committed state agree."""
-        data = os.path.join(self._translator.job_folder(), name, "data")
-        if not os.path.isdir(data):
+        storage = self._translator.storage
+        data = Storage.join(self._translator.job_folder(), name, "data")
+        if not storage.exists(data):
             return None
-        staged = _last_sink_batch(data)
-        committed = _last_committed_batch(self._checkpoint(name))
+        staged = _last_sink_batch(storage, data)
+        committed = _last_committed_batch(storage, self._checkpoint(name))
         if staged is not None and (committed is None or staged > committed):
             return staged, committed
         return None
@@ -390,7 +388,7 @@ class JobClient:
         batch_ids: dict[str, int] = {}
         progress: list[dict[str, Any]] = []
         for name, q in self._queries:
-            bid = _last_committed_batch(self._checkpoint(name))
+            bid = _last_committed_batch(self._translator.storage, self._checkpoint(name))
             if bid is None:
                 continue
             batch_ids[name] = bid

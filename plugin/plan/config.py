@@ -158,6 +158,27 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("execution.checkpointing.dir", None,
                      "STREAMING: Spark checkpointLocation root (required when execute() "
                      "writes to a sink).", check=_path),
+        ConfigOption("s3.endpoint", None,
+                     "S3 endpoint of the Python side (checkpoint root, savepoints); default: "
+                     "the session's fs.s3a.endpoint, else AWS's.", check=_path),
+        ConfigOption("s3.access-key", None,
+                     "S3 access key of the Python side; default: fs.s3a.access.key, else the "
+                     "environment's credential chain.", check=_path),
+        ConfigOption("s3.secret-key", None,
+                     "S3 secret key of the Python side; default: fs.s3a.secret.key.",
+                     check=_path),
+        ConfigOption("s3.session-token", None,
+                     "S3 session token of the Python side; default: fs.s3a.session.token.",
+                     check=_path),
+        ConfigOption("s3.path.style.access", None,
+                     "true: path-style S3 requests; default: fs.s3a.path.style.access.",
+                     check=_boolean),
+        ConfigOption("s3.connection.ssl.enabled", None,
+                     "false: plain HTTP to the S3 endpoint; default: "
+                     "fs.s3a.connection.ssl.enabled.", check=_boolean),
+        ConfigOption("s3.endpoint.region", None,
+                     "S3 region of the Python side; default: fs.s3a.endpoint.region.",
+                     check=_path),
         ConfigOption("execution.streaming.trigger", "available-now",
                      "STREAMING trigger: available-now, once or processing-time=<duration>.",
                      check=_trigger),

@@ -16,6 +16,7 @@ from ..operators.broadcast_runtime import BroadcastKeyGroupRuntime
 from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
 from ..state_store.errors import JobExecutionError
 from ..state_store.keygroups import key_group_of_range_key, operator_index_for_key_group
+from ..state_store.storage import Storage
 from .columnar_reduce import FieldReduce, run_field_reduce
 from .encoding import VALUE, Encoding
 from .group_frames import BLOB, SEQ, SPLIT_SHIFT, TypedInput, column_blobs, group_rows
@@ -71,6 +72,8 @@ class GroupSpec:
     #: unbounded input with neither event time nor processing-time timeouts, where no
     #: watermark advances and nothing times out (its watermark is then Flink's initial one)
     timeouts: bool = True
+    #: the job's storage layer (state_store/storage), where ``state_dir`` lives
+    storage: Optional[Storage] = None
 
 
 def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -88,6 +91,7 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
                 assert spec.state_dir is not None
                 store = RocksDBKeyGroupStore(
                     spec.state_dir, spec.key_serializer, int(c["max_parallelism"]),
+                    storage=spec.storage,
                     local_dir=options.get("local_dir"),
                     block_cache_size=int(options.get("block_cache_size") or 8 << 20),
                     write_buffer_size=int(options.get("write_buffer_size") or 4 << 20))

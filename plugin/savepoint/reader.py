@@ -11,12 +11,13 @@ reader and inspection open tables through :func:`open_table` too.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..spark_io.storage_conf import delta_options, session_storage
 from ..state_store.entries import StateEntry
 from ..state_store.errors import SavepointFormatError, SavepointNotFoundError
 from ..state_store.keygroups import check_max_parallelism
+from ..state_store.storage import Storage, normalize_uri
 from .format import BROADCAST_KIND, METADATA_KIND, SavepointMetadata
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "local_path",
     "is_delta_table",
+    "table_options",
     "open_table",
     "read_metadata",
     "savepoint_versions",
@@ -35,8 +37,14 @@ __all__ = [
 
 
 def local_path(path: str) -> str:
-    """``path`` without a ``file://`` scheme (delta-rs and ``os`` take plain paths)."""
-    return path[len("file://"):] if path.startswith("file://") else path
+    """``path`` as the storage layer keeps it (``file:``/``file://`` dropped, a relative path
+    made absolute, an object-store URI kept); an unserved scheme is a ConfigurationError."""
+    return normalize_uri(path, "savepoint path")
+
+
+def table_options(root: str) -> Optional[dict[str, str]]:
+    """delta-rs ``storage_options`` of the table at ``root`` (the session's S3 settings)."""
+    return delta_options(root, session_storage())
 
 
 def is_delta_table(root: str) -> bool:
@@ -44,7 +52,7 @@ def is_delta_table(root: str) -> bool:
     from deltalake import DeltaTable
 
     try:
-        return bool(DeltaTable.is_deltatable(root))
+        return bool(DeltaTable.is_deltatable(root, storage_options=table_options(root)))
     except Exception:  # noqa: BLE001 - unreadable path: not a table
         return False
 
@@ -58,17 +66,17 @@ def open_table(path: str, version: Optional[int]) -> Any:
     from deltalake import DeltaTable
 
     root = local_path(path)
-    log_dir = os.path.join(root, "_delta_log")
-    commits = sorted(n for n in os.listdir(log_dir) if n.endswith(".json")) \
-        if os.path.isdir(log_dir) else []
+    options = table_options(root)
+    log_dir = Storage.join(root, "_delta_log")
+    commits = sorted(n for n in session_storage().list_names(log_dir) if n.endswith(".json"))
     if not commits and not is_delta_table(root):
         raise SavepointNotFoundError(f"{path} is not a savepoint: no Delta table there")
     try:
-        table = DeltaTable(root, version=version)
+        table = DeltaTable(root, version=version, storage_options=options)
     except Exception as exc:  # noqa: BLE001 - foreign error: a missing version or a bad log
         if version is not None:
             try:
-                latest = DeltaTable(root).version()
+                latest = DeltaTable(root, storage_options=options).version()
             except Exception:  # noqa: BLE001 - the log itself is unreadable: below
                 latest = None
             if latest is not None:

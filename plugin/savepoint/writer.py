@@ -22,8 +22,6 @@ public because the bootstrap writer orders its source rows the same way before e
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Optional
@@ -32,8 +30,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..spark_io.progress import Heartbeat
+from ..spark_io.storage_conf import session_storage
 from ..state_store.errors import SavepointConflictError, SavepointError, SavepointFormatError
 from ..state_store.keygroups import check_max_parallelism
+from ..state_store.storage import Storage
 from .format import (
     BROADCAST_KIND,
     ENTRY_COLUMNS,
@@ -42,7 +42,7 @@ from .format import (
     metadata_row,
     savepoint_arrow_schema,
 )
-from .reader import is_delta_table, local_path
+from .reader import is_delta_table, local_path, table_options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -90,7 +90,7 @@ def _check_target(root: str) -> Any:
     from deltalake import DeltaTable
 
     if is_delta_table(root):
-        table = DeltaTable(root)
+        table = DeltaTable(root, storage_options=table_options(root))
         names = [f.name for f in table.schema().fields]
         expected = [n for n, _ in savepoint_arrow_schema_columns()]
         if names != expected:
@@ -99,8 +99,9 @@ def _check_target(root: str) -> Any:
                 f"{expected}); refusing to overwrite it"
             )
         return table
-    if os.path.isdir(root):
-        foreign = [n for n in os.listdir(root) if not _is_savepoint_part(root, n)]
+    names = session_storage().list_names(root)
+    if names:
+        foreign = [n for n in names if not _is_savepoint_part(root, n)]
         if foreign:
             raise SavepointError(
                 f"{root} exists, is not empty and is not a Delta table (it holds "
@@ -113,11 +114,11 @@ def _check_target(root: str) -> Any:
 
 def _is_savepoint_part(root: str, name: str) -> bool:
     """A savepoint writer's data folder, or a Delta log with no readable commit yet."""
-    if name.startswith("savepoint-") and os.path.isdir(os.path.join(root, name)):
+    if name.startswith("savepoint-"):
         return True
-    log_dir = os.path.join(root, name)
-    return name == "_delta_log" and os.path.isdir(log_dir) and not any(
-        n.endswith(".json") for n in os.listdir(log_dir))
+    log_dir = Storage.join(root, name)
+    return name == "_delta_log" and not any(
+        n.endswith(".json") for n in session_storage().list_names(log_dir))
 
 
 def savepoint_arrow_schema_columns() -> list[tuple[str, Any]]:
@@ -307,27 +308,26 @@ class SavepointFolder:
     def __init__(self, path: str) -> None:
         self.path = path
         self.root = local_path(path)
+        #: the storage layer of the table (the session's S3 settings for an s3a:// one)
+        self.storage = session_storage()
         self._table = _check_target(self.root)
         self.folder = f"savepoint-{int(time.time() * 1000)}-{uuid.uuid4().hex[:12]}"
-        #: absolute path of the folder the data files go into
-        self.target = os.path.join(self.root, self.folder)
+        #: absolute path (or URI) of the folder the data files go into
+        self.target = Storage.join(self.root, self.folder)
 
     def commit(self, metadata: SavepointMetadata) -> int:
         """Write the metadata row, drop what is not a data file (partial files of failed
         tasks), commit; return the new version."""
         try:
-            os.makedirs(self.target, exist_ok=True)
-            for name in os.listdir(self.target):
-                if not name.endswith(".parquet"):
-                    full = os.path.join(self.target, name)
-                    if os.path.isdir(full):
-                        shutil.rmtree(full)
-                    else:
-                        os.remove(full)
+            storage = self.storage
+            for name in storage.list_names(self.target):
+                if not name.endswith(".parquet"):  # _SUCCESS, leftovers of failed tasks
+                    storage.delete(Storage.join(self.target, name))
             meta = pa.Table.from_pylist([metadata_row(metadata)], schema=savepoint_arrow_schema())
-            pq.write_table(meta, os.path.join(self.target, "part-metadata.parquet"))
+            with storage.open_output(Storage.join(self.target, "part-metadata.parquet")) as f:
+                pq.write_table(meta, f)
             with Heartbeat(f"committing savepoint {self.path}"):
-                return _commit(self.root, self.folder, self._table)
+                return _commit(self.root, self.folder, self._table, storage)
         except SavepointError:
             self.discard()
             raise
@@ -342,7 +342,7 @@ class SavepointFolder:
 
     def discard(self) -> None:
         """Remove the folder and everything written into it (no version is added)."""
-        shutil.rmtree(self.target, ignore_errors=True)
+        self.storage.delete_dir(self.target)
 
 
 def _write_with_delta_rs(spark: SparkSession, path: str, df: DataFrame,
@@ -370,14 +370,14 @@ def _write_with_delta_rs(spark: SparkSession, path: str, df: DataFrame,
     return version
 
 
-def _commit(root: str, folder: str, table: Any) -> int:
+def _commit(root: str, folder: str, table: Any, storage: Storage) -> int:
     from deltalake import CommitProperties, Schema
     from deltalake.exceptions import CommitFailedError, DeltaError
     from deltalake.transaction import create_table_with_add_actions
 
     from ..spark_io.delta_io import add_actions_for_folder
 
-    actions, rows = add_actions_for_folder(root, folder)
+    actions, rows = add_actions_for_folder(root, folder, storage)
     # rows include the one metadata row (its own file)
     log.info("savepoint %s: %s entries written in %d files, %s bytes; committing", root,
              f"{max(rows - 1, 0):,}", len(actions), f"{sum(a.size for a in actions):,}")
@@ -387,6 +387,7 @@ def _commit(root: str, folder: str, table: Any) -> int:
     try:
         if table is None:
             create_table_with_add_actions(root, schema, actions, mode="error",
+                                          storage_options=table_options(root),
                                           commit_properties=props)
             return 0
         table.create_write_transaction(actions, mode="overwrite", schema=schema,

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..state_store.errors import ConfigurationError, DataStreamError, JobExecutionError
+from ..state_store.storage import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -80,8 +79,11 @@ def session_has_delta(spark: SparkSession) -> bool:
 
 
 def local_path(path: str) -> str:
-    """``path`` without a ``file://`` scheme."""
-    return path[len("file://"):] if path.startswith("file://") else path
+    """``path`` as the storage layer keeps it (``file:``/``file://`` dropped, relative made
+    absolute, object-store URIs kept); an unserved scheme is a ConfigurationError."""
+    from ..state_store.storage import normalize_uri
+
+    return normalize_uri(path, "Delta table path")
 
 
 def write_delta(spark: SparkSession, df: DataFrame, path: str, mode: str = "append",
@@ -95,8 +97,10 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, mode: str = "appe
         hist = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()
         metrics = hist[0]["operationMetrics"] if hist else {}
         return int((metrics or {}).get("numOutputRows", 0))
+    from .storage_conf import session_storage
+
     folder = new_folder_name()
-    target = os.path.join(local_path(path), folder)
+    target = Storage.join(local_path(path), folder)
     write_parquet_files(spark, df, target)
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -104,7 +108,7 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, mode: str = "appe
     try:
         return commit_parquet_folder(path, folder, schema, mode, configuration)
     except Exception:
-        shutil.rmtree(target, ignore_errors=True)
+        session_storage(spark).delete_dir(target)
         raise
 
 
@@ -128,36 +132,46 @@ def write_parquet_files(spark: SparkSession, df: DataFrame, target: str) -> None
         with Heartbeat(f"writing Delta data files into {target} (executors)"):
             df.write.mode("error").parquet(target)
     except Exception as exc:
-        shutil.rmtree(target, ignore_errors=True)
+        from .storage_conf import session_storage
+
+        session_storage(spark).delete_dir(target)
         raise JobExecutionError(f"writing Delta data files into {target} failed: {exc}") from exc
     finally:
         if previous is not None:
             spark.conf.set("spark.sql.parquet.outputTimestampType", previous)
 
 
-def add_actions_for_folder(root: str, folder: str) -> tuple[list[Any], int]:
+def add_actions_for_folder(root: str, folder: str,
+                           storage: Optional[Storage] = None) -> tuple[list[Any], int]:
     """One delta-rs ``AddAction`` per Parquet file under ``root/folder``, and the row count.
 
-    Only file metadata is read (row counts from Parquet footers), on the driver.
+    Only file metadata is read (row counts from Parquet footers), on the driver, through
+    the storage layer (``root`` may be an object-store URI).
     """
+    import posixpath
+
+    import pyarrow.fs as pafs
     import pyarrow.parquet as pq
     from deltalake.transaction import AddAction
 
+    storage = storage or Storage()
+    fs, base = storage.resolve(root)
+    infos = fs.get_file_info(pafs.FileSelector(posixpath.join(base, folder), recursive=True,
+                                               allow_not_found=True))
     actions = []
     total = 0
-    for dirpath, _dirs, files in os.walk(os.path.join(root, folder)):
-        for name in sorted(files):
-            if not name.endswith(".parquet"):
-                continue
-            full = os.path.join(dirpath, name)
-            n = pq.ParquetFile(full).metadata.num_rows
-            total += n
-            st = os.stat(full)
-            actions.append(AddAction(
-                path=os.path.relpath(full, root), size=st.st_size, partition_values={},
-                modification_time=int(st.st_mtime * 1000), data_change=True,
-                stats=json.dumps({"numRecords": n}),
-            ))
+    for info in sorted(infos, key=lambda i: i.path):
+        if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
+            continue
+        with fs.open_input_file(info.path) as f:
+            n = pq.ParquetFile(f).metadata.num_rows
+        total += n
+        mtime = info.mtime.timestamp() if info.mtime is not None else time.time()
+        actions.append(AddAction(
+            path=posixpath.relpath(info.path, base), size=int(info.size), partition_values={},
+            modification_time=int(mtime * 1000), data_change=True,
+            stats=json.dumps({"numRecords": n}),
+        ))
     return actions, total
 
 
@@ -168,18 +182,22 @@ def commit_parquet_folder(path: str, folder: str, arrow_schema: Any, mode: str =
     from deltalake.exceptions import CommitFailedError
     from deltalake.transaction import create_table_with_add_actions
 
+    from .storage_conf import delta_options, session_storage
+
     root = local_path(path)
+    storage = session_storage()
+    options = delta_options(root, storage)
     start = time.monotonic()
-    actions, total = add_actions_for_folder(root, folder)
+    actions, total = add_actions_for_folder(root, folder, storage)
     schema = Schema.from_arrow(arrow_schema)
     try:
-        if DeltaTable.is_deltatable(root):
-            table = DeltaTable(root)
+        if DeltaTable.is_deltatable(root, storage_options=options):
+            table = DeltaTable(root, storage_options=options)
             table.create_write_transaction(actions, mode=mode, schema=schema)
             version = int(table.version()) + 1
         else:
             create_table_with_add_actions(root, schema, actions, mode="error",
-                                          configuration=configuration)
+                                          configuration=configuration, storage_options=options)
             version = 0
     except CommitFailedError as exc:
         raise DeltaCommitConflict(f"concurrent commit to the Delta table at {path}: {exc}") from exc
@@ -193,7 +211,11 @@ def delta_file_uris(path: str, version: Optional[int] = None) -> list[str]:
     """Data files of the Delta table at ``path`` (latest version unless ``version``)."""
     from deltalake import DeltaTable
 
-    return DeltaTable(local_path(path), version=version).file_uris()
+    from .storage_conf import delta_options, session_storage
+
+    root = local_path(path)
+    return DeltaTable(root, version=version,
+                      storage_options=delta_options(root, session_storage())).file_uris()
 
 
 def read_delta(spark: SparkSession, path: str, version: Optional[int] = None) -> DataFrame:
@@ -205,7 +227,11 @@ def read_delta(spark: SparkSession, path: str, version: Optional[int] = None) ->
         return reader.load(path)
     from deltalake import DeltaTable
 
-    table = DeltaTable(local_path(path), version=version)
+    from .storage_conf import delta_options, session_storage
+
+    root = local_path(path)
+    table = DeltaTable(root, version=version,
+                       storage_options=delta_options(root, session_storage(spark)))
     uris = table.file_uris()
     if not uris:
         from pyspark.sql.pandas.types import from_arrow_schema

@@ -281,6 +281,15 @@ class BatchSavepointWrite:
     def __init__(self, translator: Any, path: str) -> None:
         self.translator = translator
         self.path = path
+        from ..savepoint.reader import local_path
+        from ..state_store.storage import Storage
+
+        if not Storage.is_local(local_path(path)):
+            raise ConfigurationError(
+                f"savepoint_path {path!r}: a BATCH job writes its savepoint entries from the "
+                "keyed passes to a local or mounted path only (object storage is supported for "
+                "STREAMING savepoints and for restoring); write it to a shared filesystem or a "
+                "Volume (/Volumes/...), or run the job in STREAMING")
         if not translator.sorted_inputs:
             raise ConfigurationError(
                 "writing a savepoint in BATCH needs sorted inputs "

@@ -34,7 +34,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -47,7 +46,9 @@ from ..spark_io.delta_io import (
     session_has_delta,
     write_parquet_files,
 )
+from ..spark_io.storage_conf import delta_options, session_storage
 from ..state_store.errors import DataStreamError, JobExecutionError
+from ..state_store.storage import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,8 +75,9 @@ def query_app_id(spark: Any, checkpoint: str) -> str:
             query_id = None
     if not query_id:
         try:
-            with open(os.path.join(local_path(checkpoint), "metadata"), encoding="utf-8") as f:
-                query_id = json.load(f).get("id")
+            raw = session_storage(spark).read_bytes(
+                Storage.join(local_path(checkpoint), "metadata"))
+            query_id = json.loads(raw.decode("utf-8")).get("id")
         except (OSError, ValueError, AttributeError):
             query_id = None
     if query_id:
@@ -84,13 +86,13 @@ def query_app_id(spark: Any, checkpoint: str) -> str:
     return f"{APP_ID_PREFIX}checkpoint-{digest}"
 
 
-def _committed(root: str, app_id: str) -> int:
+def _committed(root: str, app_id: str, options: Optional[dict[str, str]] = None) -> int:
     """The last batch id the table recorded for ``app_id`` (-1: none, or no table)."""
     from deltalake import DeltaTable
 
-    if not DeltaTable.is_deltatable(root):
+    if not DeltaTable.is_deltatable(root, storage_options=options):
         return -1
-    version = DeltaTable(root).transaction_version(app_id)
+    version = DeltaTable(root, storage_options=options).transaction_version(app_id)
     return -1 if version is None else int(version)
 
 
@@ -110,7 +112,9 @@ def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[s
     from deltalake.transaction import create_table_with_add_actions
 
     root = local_path(path)
-    done = _committed(root, app_id)
+    storage = session_storage()
+    options = delta_options(root, storage)
+    done = _committed(root, app_id, options)
     if done >= batch_id:
         log.info("Delta table %s: micro-batch %d of %s is already committed (up to %d); "
                  "skipped", path, batch_id, app_id, done)
@@ -119,18 +123,18 @@ def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[s
         return 0
     kill_point("delta.before-write")
     folder = new_folder_name(f"-b{batch_id}")
-    target = os.path.join(root, folder)
+    target = Storage.join(root, folder)
     try:
         write_files(target)
     except DataStreamError:
-        shutil.rmtree(target, ignore_errors=True)
+        storage.delete_dir(target)
         raise
     except Exception as exc:
-        shutil.rmtree(target, ignore_errors=True)
+        storage.delete_dir(target)
         raise JobExecutionError(f"writing micro-batch {batch_id} into {path} failed: {exc}") from exc
     kill_point("delta.after-write")
     start = time.monotonic()
-    actions, total = add_actions_for_folder(root, folder)
+    actions, total = add_actions_for_folder(root, folder, storage)
     schema = Schema.from_arrow(arrow_schema)
     props = CommitProperties(max_commit_retries=0,
                              app_transactions=[Transaction(app_id, batch_id)])
@@ -138,15 +142,16 @@ def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[s
     for attempt in range(COMMIT_ATTEMPTS):
         if attempt:
             time.sleep(0.05 * attempt)
-            if _committed(root, app_id) >= batch_id:  # a concurrent run of this batch won
-                return _lost(root, folder, total, path, batch_id, app_id)
-        creating = not DeltaTable.is_deltatable(root)
+            if _committed(root, app_id, options) >= batch_id:  # a concurrent run won
+                return _lost(root, folder, total, path, batch_id, app_id, storage)
+        creating = not DeltaTable.is_deltatable(root, storage_options=options)
         try:
             if creating:
                 create_table_with_add_actions(root, schema, actions, mode="error",
+                                              storage_options=options,
                                               commit_properties=props)
             else:
-                table = DeltaTable(root)
+                table = DeltaTable(root, storage_options=options)
                 recorded = table.transaction_version(app_id)
                 if recorded is not None and recorded >= batch_id:
                     continue  # recognised as done at the top of the next attempt
@@ -156,10 +161,10 @@ def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[s
             failure = exc
             continue
         except DeltaError as exc:
-            if creating and DeltaTable.is_deltatable(root):
+            if creating and DeltaTable.is_deltatable(root, storage_options=options):
                 failure = exc  # another run created the table first
                 continue
-            shutil.rmtree(target, ignore_errors=True)
+            storage.delete_dir(target)
             raise JobExecutionError(f"committing micro-batch {batch_id} to {path} failed: "
                                     f"{exc}") from exc
         kill_point("delta.after-commit")
@@ -167,22 +172,24 @@ def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[s
                  "%.2f s", path, batch_id, app_id, f"{total:,}", len(actions),
                  time.monotonic() - start)
         return total
-    if _committed(root, app_id) >= batch_id:
-        return _lost(root, folder, total, path, batch_id, app_id)
-    shutil.rmtree(target, ignore_errors=True)
+    if _committed(root, app_id, options) >= batch_id:
+        return _lost(root, folder, total, path, batch_id, app_id, storage)
+    storage.delete_dir(target)
     raise DeltaCommitConflict(f"micro-batch {batch_id} of {app_id} could not be committed to "
                               f"{path} after {COMMIT_ATTEMPTS} attempts: {failure}") from failure
 
 
-def _lost(root: str, folder: str, total: int, path: str, batch_id: int, app_id: str) -> int:
+def _lost(root: str, folder: str, total: int, path: str, batch_id: int, app_id: str,
+          storage: Storage) -> int:
     """The table holds the batch after a failed commit: another run's commit (remove this
     run's files, 0 rows) or, when the log references them, this run's own (its rows)."""
     from deltalake import DeltaTable
 
     marker = f"/{folder}/"
-    if any(marker in uri for uri in DeltaTable(root).file_uris()):
+    table = DeltaTable(root, storage_options=delta_options(root, storage))
+    if any(marker in uri for uri in table.file_uris()):
         return total  # the commit went through although it reported a failure
-    shutil.rmtree(os.path.join(root, folder), ignore_errors=True)
+    storage.delete_dir(Storage.join(root, folder))
     log.info("Delta table %s: micro-batch %d of %s was committed by a concurrent run; this "
              "run's files removed", path, batch_id, app_id)
     return 0

@@ -37,6 +37,7 @@ from typing import Any, Optional
 from ..plan.config import resolve
 from ..plan.graph import KeyByNode, SinkNode, SourceNode, Transformation
 from ..state_store.errors import CheckpointMismatchError, CheckpointRootError
+from ..state_store.storage import Storage, normalize_uri
 
 __all__ = [
     "MANIFEST",
@@ -203,10 +204,6 @@ def configured_root(config: Any, spark: Any) -> tuple[Optional[str], str]:
     return None, ""
 
 
-def _local(path: str) -> str:
-    return path[len("file://"):] if path.startswith("file://") else path
-
-
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "job"
 
@@ -215,9 +212,12 @@ class JobCheckpoint:
     """The job folder of one STREAMING job: resolved, checked and created once."""
 
     def __init__(self, job_name: str, root: Optional[str], root_source: str,
-                 description: dict[str, Any]) -> None:
+                 description: dict[str, Any], storage: Optional[Storage] = None) -> None:
         self.job_name = job_name
-        self.root = root
+        #: the root as the storage layer keeps it (ConfigurationError for a scheme it cannot
+        #: serve, here, before anything runs)
+        self.root = normalize_uri(root, root_source or "checkpoint root") if root else None
+        self.storage = storage or Storage()
         self.root_source = root_source
         self.description = description
         self.fingerprint = fingerprint(description)
@@ -236,7 +236,7 @@ class JobCheckpoint:
         """``<root>/<job name>`` of a durable job (None for a temporary one)."""
         if self.is_temporary or self.root is None:
             return None
-        return os.path.join(_local(self.root), _safe(self.job_name))
+        return Storage.join(self.root, _safe(self.job_name))
 
     def plan(self, ephemeral: str, purpose: str) -> None:
         """Fix how the job may keep its checkpoints (one of :data:`EPHEMERAL_MODES`) and
@@ -259,10 +259,9 @@ class JobCheckpoint:
                 "execute_and_collect() run on a temporary checkpoint.")
 
     def _check(self, folder: str) -> None:
-        path = os.path.join(folder, MANIFEST)
+        path = Storage.join(folder, MANIFEST)
         try:
-            with open(path, encoding="utf-8") as f:
-                manifest = json.load(f)
+            manifest = json.loads(self.storage.read_bytes(path).decode("utf-8"))
         except FileNotFoundError:
             return
         except (OSError, ValueError) as exc:
@@ -298,15 +297,13 @@ class JobCheckpoint:
             folder = durable
             log.info("STREAMING job %r: checkpoint %s (root from %s)", self.job_name, folder,
                      self.root_source)
-        os.makedirs(folder, exist_ok=True)
-        manifest = os.path.join(folder, MANIFEST)
-        if not os.path.exists(manifest):
-            tmp = f"{manifest}.tmp-{os.getpid()}"
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"job_name": self.job_name, "fingerprint": self.fingerprint,
-                           "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                           "graph": self.description}, f, indent=1, sort_keys=True)
-            os.replace(tmp, manifest)
+        self.storage.makedirs(folder)
+        manifest = Storage.join(folder, MANIFEST)
+        if not self.storage.exists(manifest):
+            self.storage.write_bytes(manifest, json.dumps(
+                {"job_name": self.job_name, "fingerprint": self.fingerprint,
+                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                 "graph": self.description}, indent=1, sort_keys=True).encode("utf-8"))
         self._folder = folder
         return folder
 

@@ -42,7 +42,6 @@ Mapping:
 from __future__ import annotations
 
 import logging
-import os
 import pickle
 import uuid
 from typing import TYPE_CHECKING, Any, Optional
@@ -86,6 +85,7 @@ from ..runtime.group_state import (
 from ..runtime.passes import PassSpec, output_ddl
 from ..spark_io.columns import lit
 from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column
+from ..spark_io.storage_conf import job_storage
 from ..state_store.errors import ConfigurationError, GraphBuildError
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
 from .pushdown import native_map
@@ -116,7 +116,8 @@ from .streaming_queries import (
     log_query_progress,
     progress_row,
     run_query,
-    write_atomically,
+    write_df_once,
+    write_table_once,
 )
 from .timecheck import processing_time_use
 
@@ -206,8 +207,12 @@ class StreamingTranslator:
             )
         self.trigger = parse_trigger(resolve(cfg, "execution.streaming.trigger", "STREAMING"))
         root, where = configured_root(cfg, self.spark)  # job_identity.py: the job folder
+        #: the storage layer of every file the job writes outside Spark (options from the
+        #: session's Hadoop conf, spark_io/storage_conf.py); pickled to executors with specs
+        self.storage = job_storage(cfg, self.spark)
         self.job = JobCheckpoint(job_name, root, where,
-                                 describe_graph(nodes, self.max_parallelism, self.backend[0]))
+                                 describe_graph(nodes, self.max_parallelism, self.backend[0]),
+                                 self.storage)
         #: how an execute_and_collect() keeps its checkpoint (the environment sets "always"
         #: for an unnamed one: a one-off job)
         self.collect_ephemeral = "if-no-root"
@@ -345,7 +350,7 @@ class StreamingTranslator:
                 total = [0]
                 # exactly-once: each micro-batch is one idempotent Delta commit (delta_sink.py)
                 write = micro_batch_writer(self.spark, sink.options["path"], sink.options["mode"],
-                                           os.path.join(self.job_folder(), name, "checkpoint"), total)
+                                           self.storage.join(self.job_folder(), name, "checkpoint"), total)
                 self._run_prerequisites()
                 run_query(self, name, df.writeStream.foreachBatch(write))
                 if not connect:  # the counter lives where foreachBatch ran (see above)
@@ -481,29 +486,25 @@ class StreamingTranslator:
         spark = self.spark
         if node.kind == "collection" or not getattr(node.payload, "isStreaming", True):
             # a bounded source is staged once, in the job folder (a streaming one is not)
-            folder = os.path.join(self.job_folder(), "sources",
+            folder = self.storage.join(self.job_folder(), "sources",
                                   str(self._source_ordinals.get(node.id, 0)))
         if node.kind == "collection":
             ddl = f"{TS} bigint, {VALUE} binary"
-            if not os.path.isdir(folder):
+            if not self.storage.exists(self.storage.join(folder, "part-0.parquet")):
                 import pyarrow as pa
-                import pyarrow.parquet as pq
 
                 table = pa.table({
                     TS: pa.array([None] * len(node.payload), type=pa.int64()),
                     VALUE: pa.array([pickle.dumps(v, pickle.HIGHEST_PROTOCOL) for v in node.payload],
                                     type=pa.binary()),
                 })
-                write_atomically(folder, lambda tmp: pq.write_table(table, os.path.join(tmp, "part-0.parquet")))
+                write_table_once(self.storage, folder, "part-0.parquet", table)
             df = spark.readStream.schema(ddl).parquet(folder)
             return Stream(df, PICKLED, node.output_type, name=node.name)
         if node.kind == "dataframe":
             df = node.payload
             if not df.isStreaming:
-                if not os.path.isdir(folder):
-                    tmp = folder + ".tmp"
-                    df.write.mode("overwrite").parquet(tmp)
-                    os.replace(tmp, folder)
+                write_df_once(self.storage, folder, df)
                 df = spark.readStream.schema(df.schema).parquet(folder)
             return dataframe_source(df, node)
         raise GraphBuildError(f"{node.describe()}: unknown source kind {node.kind!r}")
@@ -570,9 +571,9 @@ class StreamingTranslator:
 
     def _through_files(self, df: DataFrame, name: str) -> DataFrame:
         """Run ``df`` as its own query into a Parquet file sink; read it back as a stream."""
-        folder = os.path.join(self.job_folder(), name)
-        data = os.path.join(folder, "data")
-        os.makedirs(data, exist_ok=True)
+        folder = self.storage.join(self.job_folder(), name)
+        data = self.storage.join(folder, "data")
+        self.storage.makedirs(data)  # a file stream needs its folder to exist
         writer = df.writeStream.format("parquet").option("path", data)
         self._prerequisites.append((name, writer))
         return self.spark.readStream.schema(df.schema).parquet(data)
@@ -588,10 +589,9 @@ class StreamingTranslator:
     def _sentinel(self, name: str, schema: Any) -> DataFrame:
         """A one-row stream: key group -1 at END_OF_INPUT_MS (the end-of-input signal)."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        folder = os.path.join(self.job_folder(), name)
-        if not os.path.isdir(folder):
+        folder = self.storage.join(self.job_folder(), name)
+        if not self.storage.exists(self.storage.join(folder, "eoi.parquet")):
             cols: dict[str, Any] = {}
             for f in schema.fields:
                 if f.name == TS:
@@ -609,7 +609,7 @@ class StreamingTranslator:
 
                     cols[f.name] = pa.nulls(1, type=to_arrow_type(f.dataType, timezone="UTC"))
             table = pa.table(cols)
-            write_atomically(folder, lambda tmp: pq.write_table(table, os.path.join(tmp, "eoi.parquet")))
+            write_table_once(self.storage, folder, "eoi.parquet", table)
         return self.spark.readStream.schema(schema).parquet(folder)
 
     def stateful(self, node: Transformation, df: DataFrame, kind: str, function: Any,
@@ -625,7 +625,7 @@ class StreamingTranslator:
         if restoring:
             from .streaming_savepoint import restore_rows_folder
 
-            folder = os.path.join(self.job_folder(), f"{stage}-restore")
+            folder = self.storage.join(self.job_folder(), f"{stage}-restore")
             restore_rows_folder(self, node, folder, df.schema)
             df = df.unionByName(self.spark.readStream.schema(df.schema).parquet(folder))
         if self.bounded and self._savepoint_run is None:
@@ -652,14 +652,14 @@ class StreamingTranslator:
         spec = GroupSpec(node.name, kind, function, key_serializer, dict(self.op_config),
                           ws is not None, sided, tags,
                           (backend_kind, dict(backend[1] or {})),
-                          (os.path.join(self.job_folder(), "state", stage)
+                          (self.storage.join(self.job_folder(), "state", stage)
                            if backend_kind == "rocksdb" else None), restoring,
                           processing_timeout, self._typed_inputs.get(node.id), out_enc,
                           self.range_partitions,
                           self.arrow_batch_rows,
                           field_reduce_plan(kind, function, self._typed_inputs.get(node.id),
                                             out_enc, backend_kind),
-                          timeouts)
+                          timeouts, self.storage)
         self.group_specs[node.id] = spec
         payload = ", ".join(out_enc.spark_fields()) if out_enc is not None else f"{VALUE} binary"
         ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {payload}"

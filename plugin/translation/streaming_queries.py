@@ -12,9 +12,10 @@ import json
 import logging
 import os
 import time
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Optional, Protocol
 
 from ..runtime.group_state import END_THRESHOLD
+from ..state_store.storage import Storage
 from .failures import job_failure
 
 __all__ = [
@@ -22,7 +23,8 @@ __all__ = [
     "progress_row",
     "as_dict",
     "is_connect",
-    "write_atomically",
+    "write_df_once",
+    "write_table_once",
     "start_query",
     "run_query",
     "log_query_progress",
@@ -69,12 +71,42 @@ def is_connect(spark: Any) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def write_atomically(folder: str, write: Callable[[str], None]) -> None:
-    """Create ``folder`` whole or not at all: ``write`` fills a temporary one, then renamed."""
-    tmp = f"{folder}.tmp-{os.getpid()}"
-    os.makedirs(tmp, exist_ok=True)
-    write(tmp)
-    os.replace(tmp, folder)
+def write_table_once(storage: Storage, folder: str, file_name: str, table: Any) -> None:
+    """Write the Arrow ``table`` as the one Parquet file ``<folder>/<file_name>`` unless an
+    earlier run did: the file becomes visible complete (storage layer), and its name is the
+    done-marker (no listing).
+
+    Args:
+        storage: the job's storage layer.
+        folder: the folder (path or URI) a file stream reads.
+        file_name: the file's name.
+        table: its rows.
+    """
+    import pyarrow.parquet as pq
+
+    path = Storage.join(folder, file_name)
+    if storage.exists(path):
+        return
+    with storage.open_output(path) as f:
+        pq.write_table(table, f)
+
+
+def write_df_once(storage: Storage, folder: str, df: Any) -> bool:
+    """Write ``df`` as Parquet into ``folder`` with Spark (its Hadoop filesystem) unless an
+    earlier run completed it: Spark's ``_SUCCESS`` marker, written last by its committer, is
+    the done-marker; a partial folder of an interrupted run is overwritten.
+
+    Args:
+        storage: the job's storage layer.
+        folder: the target folder (path or URI).
+        df: a bounded DataFrame.
+    Returns:
+        True when this call wrote it.
+    """
+    if storage.exists(Storage.join(folder, "_SUCCESS")):
+        return False
+    df.write.mode("overwrite").parquet(folder)
+    return True
 
 
 def as_dict(progress: Any) -> dict[str, Any]:

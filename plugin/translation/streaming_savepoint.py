@@ -46,10 +46,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
-import tempfile
 import time
+import uuid
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from ..plan.graph import Transformation, is_keyed, upstream
@@ -59,6 +57,7 @@ from ..spark_io.key_group_ranges import RANGE_KEY, key_group_of_range_key_column
 from ..spark_io.progress import Heartbeat, fmt_count, observe, observed_metrics
 from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import SavepointFormatError
+from ..state_store.storage import Storage
 from .batch_savepoint import (
     check_savepoint_uids,
     key_serializer_of,
@@ -66,6 +65,7 @@ from .batch_savepoint import (
     operator_states,
 )
 from .broadcast import broadcast_meta_infos, restored_broadcast
+from .streaming_queries import write_df_once
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -114,10 +114,8 @@ def _watermark_forwarded(key_node: Transformation) -> bool:
     return False
 
 
-def _write_carrier(folder: str, schema: Any, event_time: int) -> None:
+def _write_carrier(storage: Storage, folder: str, schema: Any, event_time: int) -> None:
     """One Parquet file with one row of ``schema``: key group -1 at ``event_time``."""
-    import uuid
-
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -126,9 +124,8 @@ def _write_carrier(folder: str, schema: Any, event_time: int) -> None:
     values = {TS: event_time, KG: -1, "_seq": 0, SIDE: 0}
     table = pa.table({f.name: pa.array([values.get(f.name)], type=f.type) for f in arrow})
     name = f"carrier-{uuid.uuid4().hex[:12]}.parquet"
-    tmp = os.path.join(folder, f".{name}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, os.path.join(folder, name))
+    with storage.open_output(storage.join(folder, name)) as f:  # visible only complete
+        pq.write_table(table, f)
 
 
 def _spark_watermark_ms(text: Optional[str]) -> int:
@@ -170,6 +167,7 @@ def _export_pass(uid: str, spec: Any) -> Callable[[Iterator[Any]], Iterator[Any]
                     if store is None:
                         store = RocksDBKeyGroupStore(
                             spec.state_dir, spec.key_serializer, maxp,
+                            storage=spec.storage,
                             local_dir=options.get("local_dir"),
                             block_cache_size=int(options.get("block_cache_size") or 8 << 20),
                             write_buffer_size=int(options.get("write_buffer_size") or 4 << 20))
@@ -215,8 +213,8 @@ class StreamingSavepointWrite:
         strategy = t.watermark_strategy(consumer)
         if strategy is None or not _watermark_forwarded(key_node):
             return df
-        folder = os.path.join(t.job_folder(), carrier or f"{name}-watermark")
-        os.makedirs(folder, exist_ok=True)
+        folder = t.storage.join(t.job_folder(), carrier or f"{name}-watermark")
+        t.storage.makedirs(folder)
         self._carriers.setdefault(name, []).append(
             (folder, df.schema, int(strategy.out_of_orderness_ms or 0)))
         return df.unionByName(t.spark.readStream.schema(df.schema).parquet(folder))
@@ -232,7 +230,7 @@ class StreamingSavepointWrite:
         if mark <= 0:
             return  # no watermark advanced upstream: nothing to forward
         for folder, schema, delay in carriers:
-            _write_carrier(folder, schema, mark + delay)
+            _write_carrier(self.translator.storage, folder, schema, mark + delay)
         log.info("STREAMING savepoint: watermark %d of query %s forwarded to %d consumer(s)",
                  mark, name, len(carriers))
 
@@ -265,7 +263,8 @@ class StreamingSavepointWrite:
 
         t = self.translator
         spark = t.spark
-        staging = tempfile.mkdtemp(prefix="pyspark-datastream-savepoint-")
+        # in the job folder, which every executor reaches (not the driver's temporary dir)
+        staging = t.storage.join(t.job_folder(), f"_savepoint-staging-{uuid.uuid4().hex[:12]}")
         start = time.monotonic()
         total_entries: Optional[int] = 0
         try:
@@ -280,10 +279,10 @@ class StreamingSavepointWrite:
                 spec = t.group_specs.get(node.id)
                 if name is not None and spec is not None:
                     names.append(name)
-                    checkpoint = os.path.join(t.job_folder(), name, "checkpoint")
+                    checkpoint = t.storage.join(t.job_folder(), name, "checkpoint")
                     pinned = batch_ids is None or name in batch_ids
-                    if pinned and os.path.isdir(os.path.join(checkpoint, "state")):
-                        folder = os.path.join(staging, f"op-{len(parts)}")
+                    if pinned and t.storage.exists(t.storage.join(checkpoint, "state")):
+                        folder = t.storage.join(staging, f"op-{len(parts)}")
                         reader = spark.read.format("statestore")
                         if batch_ids is not None:
                             reader = reader.option("batchId", int(batch_ids[name]))
@@ -338,7 +337,7 @@ class StreamingSavepointWrite:
                      self.path, version, sorted(ops), time.monotonic() - start)
             return version
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            t.storage.delete_dir(staging)
 
 
 def _pack_pass(metas: list[dict[str, Any]], fields: list[str],
@@ -392,7 +391,8 @@ def restore_rows_folder(translator: Any, node: Transformation, folder: str, sche
 
     from ..savepoint import load_operator_state
 
-    if os.path.isdir(folder):
+    storage = translator.storage
+    if storage.exists(storage.join(folder, "_SUCCESS")):
         return  # written by an earlier run of this job: the file stream already knows it
     restore = translator.restore
     op = restore.metadata.operators.get(node.effective_uid())
@@ -412,12 +412,9 @@ def restore_rows_folder(translator: Any, node: Transformation, folder: str, sche
         _pack_pass([m.to_dict() for m in op.states], schema.fieldNames(), broadcast), schema)
     packed, obs_out = observe(packed, f"restore key groups {node.effective_uid()}",
                               {"key_groups": F.count(F.lit(1))})
-    tmp = f"{folder}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
     start = time.monotonic()
     with Heartbeat(f"loading the savepoint state of {node.describe()} from {restore.path}"):
-        packed.write.parquet(tmp)
-    os.replace(tmp, folder)
+        write_df_once(storage, folder, packed)  # Spark's _SUCCESS, written last, marks it done
     log.info("STREAMING restore: %s state entries in %s key groups of %s loaded from savepoint "
              "%s in %.1f s, staged in %s", fmt_count((observed_metrics(obs_in) or {}).get("entries")),
              fmt_count((observed_metrics(obs_out) or {}).get("key_groups")), node.describe(),
