@@ -254,7 +254,7 @@ class StreamingTranslator:
         """A streaming DataFrame of ``node``'s records (upstream keyed stages run first)."""
         # the caller's query checkpoint will point into what the job keeps outside it
         self.job.plan("never", TO_DATAFRAME_KEEPS)
-        df = typed_df(self, self.translate(node), node)
+        df = typed_df(self, self.input_stream(node), node)
         self._run_prerequisites()
         return df
 
@@ -266,7 +266,7 @@ class StreamingTranslator:
             self.release()
 
     def _collect(self, node: Transformation) -> CloseableIterator:
-        stream = self.translate(node)
+        stream = self.input_stream(node)  # its main output: never its side outputs
         df, decode = collectable(self, stream, node)
         self._run_prerequisites()
         rows: list[Any] = []
@@ -315,7 +315,7 @@ class StreamingTranslator:
         connect = is_connect(self.spark)
         for i, sink in enumerate(sinks):
             source = sink.inputs[0]
-            stream = self.translate(source)
+            stream = self.input_stream(source)  # the main output: never its side outputs
             name = f"sink-{sink.uid or i}"
             self.query_roots[name] = source
             if self._savepoint_run is not None:
