@@ -165,6 +165,8 @@ class StreamingTranslator:
         self.plan = plan
         self.spark = spark
         self.job_name = job_name = plan.job_name
+        #: this run of the job: workers keep its operators' function instances under it
+        self.run_id = uuid.uuid4().hex
         self.nodes = nodes = list(plan.nodes)
         self.consumers = consumers(nodes)
         cfg = plan.config
@@ -656,7 +658,7 @@ class StreamingTranslator:
                           self.arrow_batch_rows,
                           field_reduce_plan(kind, function, self._typed_inputs.get(node.id),
                                             out_enc, backend_kind),
-                          timeouts)
+                          timeouts, f"{self.job_name}#{node.id}", self.run_id)
         self.group_specs[node.id] = spec
         payload = ", ".join(out_enc.spark_fields()) if out_enc is not None else f"{VALUE} binary"
         ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {payload}"
