@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from deltalake import DeltaTable
 from pyspark_datastream import (
+    CoMapFunction,
     CoProcessFunction,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
@@ -145,3 +146,24 @@ def test_collect_delta_and_dataframe_of_the_main_output_get_no_side_output(
         finally:
             spark.catalog.dropTempView("side_output_main")
         assert sorted(r[0] for r in rows) == _expected_main("process")
+
+
+class TagSides(CoMapFunction):
+    def map1(self, value):
+        return f"side {value}"
+
+    def map2(self, value):
+        return f"main {value}"
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_a_keyed_stages_side_output_connected_with_its_main_output(env_factory, tmp_path, mode):
+    """Found by the sweep: in STREAMING, connecting a keyed stage's side output with its main
+    output put the stage twice in one query, which Spark refuses ("Multiple
+    applyInPandasWithStates are not supported")."""
+    env = env_factory(mode, _conf(tmp_path))
+    main = _split(env, "keyed", typed=True)
+    got = sorted(main.get_side_output(ODD).connect(main).map(TagSides()).execute_and_collect())
+    expected = sorted([f"side {v}" for v in EXPECTED_SIDE]
+                      + [f"main {m}" for m in _expected_main("keyed")])
+    assert got == expected
