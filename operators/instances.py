@@ -36,11 +36,16 @@ def subtask_of(key_group: int, parallelism: int, max_parallelism: int) -> int:
     return key_group * parallelism // max_parallelism
 
 
+#: PyFlink's state methods (and this product's sorted/temporal ones) bound at each call
+_METHODS = ("value", "update", "clear", "get", "add", "add_all", "put", "put_all", "remove",
+            "contains", "keys", "values", "items", "is_empty", "first_entry", "last_entry")
+
+
 class _StateHandle:
     """A state taken by a long-lived function: each use reads the state of the backend the
     current call runs on (rebound by :meth:`InstanceContext.bind`)."""
 
-    __slots__ = ("_method", "_descriptor", "_state")
+    __slots__ = ("_method", "_descriptor", "_state", "__dict__")
 
     def __init__(self, method: str, descriptor: Any) -> None:
         self._method = method
@@ -48,7 +53,15 @@ class _StateHandle:
         self._state: Any = None
 
     def _bind(self, backend: Any) -> None:
-        self._state = getattr(backend, self._method)(self._descriptor)
+        self._state = state = getattr(backend, self._method)(self._descriptor)
+        # the state's common methods as attributes of the handle: a call costs what a call
+        # on the state costs (anything else goes through __getattr__)
+        methods = self.__dict__
+        methods.clear()
+        for name in _METHODS:
+            method = getattr(state, name, None)
+            if method is not None:
+                methods[name] = method
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._state, name)
