@@ -184,3 +184,52 @@ def test_row_outputs_keep_the_output_type_contract(env_factory, tmp_path, mode):
     with pytest.raises(OutputTypeError, match=r"operator 'Map': record \('x', [12], 3\) has 3 "
                                               r"fields but the declared output_type has 2"):
         list(wrong_arity.execute_and_collect())
+
+
+class CountWithTimeoutFunction(KeyedProcessFunction):
+    """Flink's process-function documentation example, as its Python version writes it: the
+    count of a key, kept in a Row in ValueState and changed in place, emitted once the key
+    has had no update for 60 s of event time."""
+
+    def __init__(self):
+        self.state = None
+
+    def open(self, runtime_context):
+        self.state = runtime_context.get_state(ValueStateDescriptor(
+            "my_state", Types.ROW([Types.STRING(), Types.LONG(), Types.LONG()])))
+
+    def process_element(self, value, ctx):
+        current = self.state.value()
+        if current is None:
+            current = Row(value.f0, 0, 0)
+        current[1] += 1
+        current[2] = ctx.timestamp()
+        self.state.update(current)
+        ctx.timer_service().register_event_time_timer(current[2] + 60000)
+
+    def on_timer(self, timestamp, ctx):
+        result = self.state.value()
+        if timestamp == result[2] + 60000:
+            yield result[0], result[1]
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_flinks_count_with_timeout_function_changes_a_row_in_state(env_factory, tmp_path, mode):
+    """Every key's events lie within 50 s, keys hours apart: each key emits (key, its count)
+    once, after 60 s without an update (at the latest at the end of the input)."""
+    env = env_factory(mode, _conf(tmp_path))
+    env.set_parallelism(1)
+    events = []
+    for k in range(12):
+        for j in range(k % 4 + 1):
+            events.append((f"key{k}", k * 3_600_000 + j * 10_000))
+    pair = Types.ROW([Types.STRING(), Types.LONG()])
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        lambda r, _: r.f1)
+    out = (env.from_collection(events, type_info=pair)
+           .assign_timestamps_and_watermarks(strategy)
+           .key_by(lambda r: r.f0)
+           .process(CountWithTimeoutFunction(),
+                    output_type=Types.TUPLE([Types.STRING(), Types.LONG()])))
+    expected = sorted((f"key{k}", k % 4 + 1) for k in range(12))
+    assert sorted(out.execute_and_collect()) == expected

@@ -166,3 +166,38 @@ def test_the_delta_writer_spark_conf_is_checked_when_the_job_is_built(spark, env
         assert not (tmp_path / "out").exists()
     finally:
         spark.conf.unset("pyspark_datastream.delta.writer")
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+@pytest.mark.parametrize("sink", ["delta", "print", "collect", "keyed-delta"])
+def test_a_source_column_whose_type_changed_is_a_source_schema_error_in_every_sink(
+        spark, env_factory, tmp_path, mode, sink):
+    """The mismatch is the error's first line whatever reads the source: a Delta sink's
+    writer, a print sink, a collect; with or without a keyed stage before it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "events"
+    src.mkdir()
+    pq.write_table(pa.table({"k": ["a", "b"], "v": pa.array([1, 2], pa.int64())}),
+                   str(src / "p1.parquet"))
+    pq.write_table(pa.table({"k": ["a"], "v": ["3"]}), str(src / "p2.parquet"))  # v: str
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+    reader = spark.read if mode == "BATCH" else spark.readStream
+    events = env.from_dataframe(reader.schema("k string, v long").parquet(str(src)))
+    pair = Types.TUPLE([Types.STRING(), Types.LONG()])
+    if sink.startswith("keyed"):
+        out = events.key_by(lambda r: r[0]).map(lambda r: (r[0], r[1]), output_type=pair)
+    else:
+        out = events.map(lambda r: (r[0], r[1] * 2), output_type=pair)
+    expected = (r"^source column 'v' changed type: the program reads it as bigint .*"
+                r"p2.parquet holds BINARY")
+    with pytest.raises(SourceSchemaError, match=expected):
+        if sink == "collect":
+            list(out.execute_and_collect())
+        else:
+            if sink.endswith("delta"):
+                out.sink_to_delta(str(tmp_path / "out"))
+            else:
+                out.print()
+            env.execute("schema change")

@@ -465,10 +465,10 @@ class BroadcastProcessOperator(AbstractKeyedOperator):
         self._process = function.process_element
         self._process_broadcast = function.process_broadcast_element
         self._on_timer = getattr(function, "on_timer", None)
-        function.open(runtime_context)
+        self.open_function(function, runtime_context)
 
     def close_operator(self) -> None:
-        self.spec.function.close()
+        self.close_function(self.spec.function)
 
     def declared(self, descriptor: Any, method: str) -> MapStateDescriptor:
         """The declared descriptor ``descriptor`` names; ``StateDescriptorError`` otherwise."""

@@ -123,6 +123,12 @@ class AbstractKeyedOperator(KeyedOperator):
     #: BATCH behaviour (watermark MAX).
     savepoint_watermark: int | None = None
 
+    #: STREAMING (set by the key group runtime, not pickled): the long-lived parallel
+    #: instance (operators/instances.py) whose functions and RuntimeContext this call uses;
+    #: its functions are opened once for the run and closed when the run ends. None: the
+    #: operator opens and closes its functions itself (BATCH, tests).
+    instance: Any = None
+
     def __init__(self, name: str | None = None) -> None:
         self.name = name
         #: Optional ``listener(timestamp, key, time_domain)`` called before each timer fires.
@@ -163,7 +169,12 @@ class AbstractKeyedOperator(KeyedOperator):
         ns_ser = self.timer_namespace_serializer
         self.event_queue = backend.timer_queue(EVENT_TIME_QUEUE, ns_ser)
         self.processing_queue = backend.timer_queue(PROCESSING_TIME_QUEUE, ns_ser)
-        self.runtime_context = RuntimeContext(config, backend)
+        instance = self.instance
+        if instance is None:
+            self.runtime_context = RuntimeContext(config, backend)
+        else:  # a long-lived instance: its states follow this call's backend
+            instance.context.bind(backend)
+            self.runtime_context = instance.context
         self._fire_processing_at_end = config.processing_time_end_of_input == "FIRE_AND_QUIESCE"
         if self.batch and getattr(backend, "backend_name", "") == "single_key":
             backend.add_key_change_listener(self._check_key_ended)
@@ -180,7 +191,20 @@ class AbstractKeyedOperator(KeyedOperator):
             ) from exc
 
     def open_operator(self) -> None:
-        """Hook: open user functions, acquire internal state."""
+        """Hook: open user functions (:meth:`open_function`), acquire internal state."""
+
+    def open_function(self, function: Any, runtime_context: Any = None) -> None:
+        """Open a user function: now, or once per long-lived instance (``instance``)."""
+        context = self.runtime_context if runtime_context is None else runtime_context
+        if self.instance is None:
+            function.open(context)
+        else:
+            self.instance.open(function, context)
+
+    def close_function(self, function: Any) -> None:
+        """Close a user function, unless a long-lived instance closes it when its run ends."""
+        if self.instance is None:
+            function.close()
 
     def _check_key_ended(self, new_key: Any, new_key_bytes: bytes) -> None:
         """Single-key backend, BATCH: refuse to drop a key whose timers never fired."""
@@ -443,11 +467,11 @@ class _ProcessOperatorBase(AbstractKeyedOperator):
         )
         self._ctx = KeyedContextImpl(timer_service, self.operator_name, backend)
         self._timer_ctx = OnTimerContextImpl(timer_service, self.operator_name, backend)
-        self._runtime_function.open(self.runtime_context)
+        self.open_function(self._runtime_function)
         self._on_timer = self._runtime_function.on_timer
 
     def close_operator(self) -> None:
-        self._runtime_function.close()
+        self.close_function(self._runtime_function)
 
     def _timer(self, timestamp: int, domain: TimeDomain,
                out: list[Output] | None = None) -> list[Output]:
@@ -664,10 +688,10 @@ class ReduceOperator(AbstractKeyedOperator):
         self._update = state.update
         self._add_timer = self.event_queue.add
         self._reduce = self.reduce_function.reduce
-        self.reduce_function.open(self.runtime_context)
+        self.open_function(self.reduce_function)
 
     def close_operator(self) -> None:
-        self.reduce_function.close()
+        self.close_function(self.reduce_function)
 
     def process_element(
         self, value: Any, timestamp: int | None, input_index: int = 0

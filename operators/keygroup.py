@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sized
 from contextlib import contextmanager
+from dataclasses import replace
 from itertools import chain, count, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Optional
@@ -49,6 +50,7 @@ from .base import (
 )
 from .driver import key_deserializer, process_keyed_rows
 from .factory import KEYED_KINDS, make_keyed_operator
+from .instances import SubtaskInstance, subtask_of
 from .keygroup_rocksdb import RocksDBKeyGroupStore, VersionPointer, drop_local_copies
 from .keygroup_state import decode_state, dump_state, encode_state, load_state, state_entries
 from .lean_reduce import VOID_NS, fold_in_order, keyed_entries
@@ -216,8 +218,11 @@ class KeyGroupRuntime:
     """Runs one keyed operator over the elements of one key group, one micro-batch at a time.
 
     ``backend_factory()`` returns a fresh, empty keyed backend (heap by default);
-    a new operator instance is opened and closed per call so that no runtime
-    object survives between micro-batches - only the state bytes do.
+    a new operator is opened and closed per call on the key group's backend, so only the
+    state bytes carry state between micro-batches. The user's function is not per call: a
+    call for a key group (``key_group`` given) runs the function instance of the key
+    group's subtask in ``instances`` (operators/instances.py: made, and opened, the first
+    time; default: kept by this runtime), as Flink runs one instance per parallel instance.
     """
 
     def __init__(
@@ -228,6 +233,8 @@ class KeyGroupRuntime:
         config: OperatorConfig,
         backend_factory: Optional[Callable[[], KeyedStateBackend]] = None,
         store: Optional[RocksDBKeyGroupStore] = None,
+        instances: Optional[dict[int, SubtaskInstance]] = None,
+        parallel_instances: Optional[int] = None,
     ) -> None:
         if kind not in KEYED_KINDS:
             raise JobExecutionError(
@@ -253,6 +260,11 @@ class KeyGroupRuntime:
         self._lean_reduce = _plain_reduce_function(function) if lean else None
         #: meta infos (as dicts) a heap ReduceOperator snapshots; computed on first use
         self._reduce_metas: Optional[list[dict[str, Any]]] = None
+        #: subtask index -> the long-lived instance of the function (instances.py)
+        self.instances: dict[int, SubtaskInstance] = {} if instances is None else instances
+        #: how many parallel instances the key groups are split into (Flink's ranges; the
+        #: number of Spark partitions a STREAMING stage runs on; None: the parallelism)
+        self.parallel_instances = parallel_instances or config.parallelism
 
     def _heap_backend(self) -> KeyedStateBackend:
         return create_keyed_state_backend("hashmap", self.key_serializer, self.config.max_parallelism)
@@ -336,8 +348,27 @@ class KeyGroupRuntime:
         return result
 
     def new_operator(self, key_group: Optional[int]) -> Any:
-        """A fresh, unopened operator for one call (subclasses prepare it further)."""
-        return make_keyed_operator(self.kind, self.function)
+        """A fresh, unopened operator for one call (subclasses prepare it further), running
+        the function instance of ``key_group``'s subtask (None: a function of its own)."""
+        if key_group is None:
+            return make_keyed_operator(self.kind, self.function)
+        config, parallel = self.config, self.parallel_instances
+        subtask = subtask_of(key_group, parallel, config.max_parallelism)
+        instance = self.instances.get(subtask)
+        if instance is None:
+            instance = SubtaskInstance(self.function, replace(
+                config, subtask_index=subtask, parallelism=parallel))
+            self.instances[subtask] = instance
+        operator = make_keyed_operator(self.kind, instance.function)
+        operator.instance = instance
+        return operator
+
+    def close_instances(self) -> None:
+        """Close the function instances this runtime made (the end of its run)."""
+        instances = list(self.instances.values())
+        self.instances.clear()
+        for instance in instances:
+            instance.close()
 
     def restored_state(self, key_group: int, data: bytes) -> bytes:
         """The committed state of a key group that starts from savepoint restore bytes

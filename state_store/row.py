@@ -1,19 +1,25 @@
 """``Row``: the value type of ``Types.ROW`` / ``Types.ROW_NAMED``.
 
-A small, immutable record as PyFlink's ``pyflink.common.Row`` is used: ``Row(1, "a")``,
+A small record as PyFlink's ``pyflink.common.Row`` is used: ``Row(1, "a")``,
 ``Row(name="Alice", age=11)``, index access (``row[0]``), name access (``row["name"]``,
 ``row.name``), ``as_dict()``, ``set_field_names()``, the ``Row("name", "age")`` factory
-and pickling. It is a ``tuple`` subclass, so code written for tuples keeps working: a Row
-is hashable, ordered, unpacks, has a ``len`` and equals the tuple of its values *by
-position*; field names never take part in equality or hashing
-(``Row(a=1) == Row(b=1) == (1,)``).
+and pickling. As PyFlink's, it is mutable in place by index and by name
+(``row[1] += 1``, ``row["count"] = 3``; a slice of the same length too) but not by attribute
+(``row.count = 3`` raises AttributeError, as in PyFlink), its hash is the hash of the tuple of
+its values (so a Row used as a key must not be changed while it is one, as in PyFlink), and
+its ``repr`` is PyFlink's: ``<Row('a', 2)>`` unnamed, ``Row(a='x', b=2)`` named.
+
+It is a ``tuple`` subclass, so code written for tuples keeps working: a Row is hashable,
+ordered, unpacks, has a ``len`` and equals the tuple of its values *by position*; field
+names never take part in equality or hashing (``Row(a=1) == Row(b=1) == (1,)``). The
+in-place change writes the tuple's item slot (CPython; a Row is always its own object, never
+a shared or cached tuple), so every reader of the record sees the new value.
 
 Differences from PyFlink's Row, on purpose:
 
-* immutable (Rows are used as keys, so they must be hashable and stable); only the field
-  names can be set afterwards (``set_field_names``), as they take no part in equality;
 * equal to the tuple of its values (PyFlink's Row equals only Rows), so a program that
   compares records with tuples keeps working;
+* its length is fixed (a slice assignment must keep it);
 * keyword fields keep the order they were given in (as PySpark's Row does since 3.0)
   instead of being sorted by name;
 * no ``RowKind`` (this product has no changelog streams).
@@ -33,6 +39,9 @@ without importing ``typeinfo``; ``typeinfo`` re-exports it.
 
 from __future__ import annotations
 
+import ctypes
+import gc
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
@@ -48,6 +57,36 @@ except ImportError:  # pragma: no cover - other Python implementations
         return property(lambda row: _tuple_item(row, index), doc=doc)
 
 
+# In-place item writes (PyFlink's Row is mutable; this one is a tuple for speed). A tuple's
+# items are an array of object pointers right after its fixed header (``__basicsize__``);
+# from CPython 3.14 that header ends with a cached hash, reset after a write.
+_ITEMS = tuple.__basicsize__
+_PTR = ctypes.sizeof(ctypes.c_void_p)
+_HASH_CACHE = _ITEMS - _PTR if sys.version_info >= (3, 14) else None
+_incref = ctypes.pythonapi.Py_IncRef
+_incref.argtypes = [ctypes.py_object]
+_decref = ctypes.pythonapi.Py_DecRef
+_decref.argtypes = [ctypes.c_void_p]
+_gc_track = ctypes.pythonapi.PyObject_GC_Track
+_gc_track.argtypes = [ctypes.py_object]
+
+
+def _write_item(row: tuple, index: int, value: Any) -> None:
+    """Replace item ``index`` (already checked in range) of ``row`` in place."""
+    slot = ctypes.c_void_p.from_address(id(row) + _ITEMS + index * _PTR)
+    old = slot.value
+    _incref(value)
+    slot.value = id(value)
+    if old:
+        _decref(old)
+    if _HASH_CACHE is not None:
+        ctypes.c_ssize_t.from_address(id(row) + _HASH_CACHE).value = -1
+    if not gc.is_tracked(row) and gc.is_tracked(value):
+        # CPython untracks tuples of atomic values; one now holding a container is tracked
+        # again so that cycles through it are still collected
+        _gc_track(row)
+
+
 class _BothForms(TypeError, ValueError):
     """Positional and keyword values given together (PyFlink raises ValueError there)."""
 
@@ -57,7 +96,7 @@ class _NoField(KeyError, ValueError):
 
 
 class Row(tuple):
-    """Immutable record of positional values with optional field names."""
+    """Record of positional values with optional field names, changeable by index and name."""
 
     __slots__ = ()
     #: the field names (None: an unnamed Row); a class attribute of the named subclasses
@@ -139,8 +178,39 @@ class Row(tuple):
             return tuple.__getitem__(self, fields.index(item))
         raise AttributeError(f"Row has no field {item!r} (fields: {self.get_field_names()})")
 
+    def __setitem__(self, item: Any, value: Any) -> None:
+        """``row[1] = v``, ``row["name"] = v``, ``row[0:2] = (a, b)`` (same length), in place."""
+        n = tuple.__len__(self)
+        if isinstance(item, slice):
+            indices = range(*item.indices(n))
+            values = list(value)
+            if len(values) != len(indices):
+                raise ValueError(
+                    f"Row has a fixed length of {n}: cannot assign {len(values)} values to a "
+                    f"slice of {len(indices)}")
+            for i, v in zip(indices, values, strict=True):
+                _write_item(self, i, v)
+            return
+        if isinstance(item, str):
+            fields = self._fields
+            if fields is None or item not in fields:
+                raise _NoField(f"Row has no field {item!r} (fields: {self.get_field_names()})")
+            _write_item(self, fields.index(item), value)
+            return
+        try:
+            i = item.__index__()
+        except AttributeError:
+            raise TypeError(
+                f"Row indices must be integers, slices or field names, not "
+                f"{type(item).__name__}") from None
+        if not -n <= i < n:
+            raise IndexError(f"Row index {i} out of range (the Row has {n} fields)")
+        _write_item(self, i % n if n else i, value)
+
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"Row is immutable: cannot set {name!r}")
+        # PyFlink's Row refuses attribute assignment too (set a field with row["name"] = v)
+        raise AttributeError(
+            f"cannot set attribute {name!r} of a Row: set a field with row[{name!r}] = value")
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _make_row, (self._fields, tuple(self))
@@ -148,7 +218,7 @@ class Row(tuple):
     def __repr__(self) -> str:
         fields = self._fields
         if fields is None:
-            return "Row(" + ", ".join(repr(v) for v in self) + ")"
+            return "<Row(" + ", ".join(repr(v) for v in self) + ")>"
         return "Row(" + ", ".join(f"{k}={v!r}" for k, v in zip(fields, self, strict=False)) + ")"
 
 

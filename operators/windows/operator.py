@@ -62,6 +62,10 @@ class _PassThroughWindowFunction(ProcessWindowFunction):
         return "PassThrough"
 
 
+#: stateless, so one serves every window operator (a long-lived instance opens it once)
+_PASS_THROUGH = _PassThroughWindowFunction()
+
+
 class _WindowTriggerContext(OnMergeContext):
     """Trigger context bound to the operator; ``window`` is set before each call."""
 
@@ -212,19 +216,19 @@ class WindowOperator(AbstractKeyedOperator):
             )
         self.window_function = (
             spec.function if spec.kind == "process"
-            else spec.window_function or _PassThroughWindowFunction()
+            else spec.window_function or _PASS_THROUGH
         )
         self.trigger_ctx = _WindowTriggerContext(self)
         self.process_ctx = _ProcessWindowContext(self)
         self.assigner_ctx = _AssignerContext(self)
-        self.trigger.open(self.runtime_context)
+        self.open_function(self.trigger)
         if spec.kind != "process":
-            spec.function.open(self.runtime_context)
-        self.window_function.open(self.runtime_context)
+            self.open_function(spec.function)
+        self.open_function(self.window_function)
 
     def close_operator(self) -> None:
         for function in (self.window_function, self.spec.function, self.trigger):
-            function.close()
+            self.close_function(function)
 
     # -- helpers -------------------------------------------------------------------------
 

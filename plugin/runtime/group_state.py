@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from ..operators.base import MIN_WATERMARK, OperatorConfig
 from ..operators.broadcast_runtime import BroadcastKeyGroupRuntime
+from ..operators.instances import run_instances
 from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
 from ..state_store.errors import JobExecutionError
 from ..state_store.keygroups import key_group_of_range_key, operator_index_for_key_group
@@ -74,6 +75,11 @@ class GroupSpec:
     timeouts: bool = True
     #: the job's storage layer (state_store/storage), where ``state_dir`` lives
     storage: Optional[Storage] = None
+    #: the operator in its job (``<job name>#<node id>``) and the run (one translation of the
+    #: job): with the query's id, what a worker keeps the operator's long-lived function
+    #: instances under (operators/instances.py; a later run closes the earlier one's)
+    instance_key: str = ""
+    run_id: str = ""
 
 
 def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -96,7 +102,11 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
                     block_cache_size=int(options.get("block_cache_size") or 8 << 20),
                     write_buffer_size=int(options.get("write_buffer_size") or 4 << 20))
             runtime_class = BroadcastKeyGroupRuntime if spec.kind == "broadcast" else KeyGroupRuntime
-            rt = runtime_class(spec.kind, spec.function, spec.key_serializer, cfg, store=store)
+            query = _query_id()
+            instances = run_instances(f"{spec.instance_key}/{query}", f"{spec.run_id}/{query}")
+            # the stage's parallel instances are its Spark partitions (key group ranges)
+            rt = runtime_class(spec.kind, spec.function, spec.key_serializer, cfg, store=store,
+                               instances=instances, parallel_instances=spec.partitions or None)
             holder["rt"] = rt
         return rt
 
@@ -171,6 +181,17 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         return column_blobs(out_tags, values, stamps, spec.tags, spec.output_enc, spec.name)
 
     return fn
+
+
+def _query_id() -> str:
+    """The id of the streaming query this task belongs to ("" outside one): two queries of
+    one run that compute the same keyed stage keep separate function instances."""
+    from pyspark.taskcontext import TaskContext
+
+    context = TaskContext.get()
+    if context is None:
+        return ""
+    return context.getLocalProperty("sql.streaming.queryId") or ""
 
 
 def _commit(state: Any, data: Optional[bytes]) -> None:

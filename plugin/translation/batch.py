@@ -131,7 +131,7 @@ class BatchTranslator:
 
     # -- public entry points ------------------------------------------------------
     def to_dataframe(self, node: Transformation) -> DataFrame:
-        return typed_df(self, self.translate(node), node)
+        return typed_df(self, self.input_stream(node), node)
 
     def collect(self, node: Transformation) -> CloseableIterator:
         progress = self._start_progress()
@@ -160,7 +160,7 @@ class BatchTranslator:
 
     def _collect_plan(self, node: Transformation) -> tuple[DataFrame, Any]:
         """The DataFrame to collect for ``node`` and the decoder of its Arrow batches."""
-        stream = self.translate(node)
+        stream = self.input_stream(node)  # its main output: never its side outputs
         df, enc = collectable_arrow(self, stream, node)
         decode, check = make_decoder(enc), output_check(node.output_type, enc, node.name)
         if check is None:

@@ -261,9 +261,9 @@ def final_watermark(translator: Any) -> Optional[int]:
         strategy = node.watermark_strategy
         if strategy is None or strategy.out_of_orderness_ms is None:
             continue
-        stream = translator.translate(node)
+        stream = translator.input_stream(node)
         df = stream.df
-        if stream.pending or stream.tagged:
+        if stream.pending:
             df = translator.materialize(stream, translator.preferred_encoding(stream.type_info),
                                          name=node.name)
         action = getattr(translator, "action", None)

@@ -101,12 +101,21 @@ def job_failure(exc: BaseException, context: str) -> DataStreamError:
     """The error to raise for ``exc``, a failure of ``context`` (e.g. ``"collect of 'x'"``):
     the executor's typed error when ``exc`` carries one, else a JobExecutionError."""
     found = embedded_error(exc)
+    if found is not None and type(found) is not JobExecutionError:
+        found.args = (f"{found}\n(while running {context})",)
+        return found
+    # A source file that no longer fits the read schema fails whatever reads it (a Delta
+    # writer, a foreachBatch sink) and arrives wrapped in their generic JobExecutionError:
+    # its cause is the error, named on the first line
+    changed = schema_change(exc, context)
+    if changed is not None:
+        return changed
     if found is not None:
         found.args = (f"{found}\n(while running {context})",)
         return found
     if isinstance(exc, DataStreamError):
         return exc
-    changed = schema_change(exc, context) or timeout_layout_change(exc, context)
+    changed = timeout_layout_change(exc, context)
     if changed is not None:
         return changed
     first = (str(getattr(exc, "desc", None) or exc).strip().splitlines() or [repr(exc)])[0]

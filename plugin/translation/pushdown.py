@@ -18,7 +18,7 @@ from ..runtime.fastpath import plain_callable
 from ..runtime.spark_types import is_spark_mappable
 from ..spark_io.columns import col
 from .stream import Stream
-from .tracing import Expr, struct_type, to_column, trace
+from .tracing import Expr, Untraceable, struct_type, to_column, trace
 
 __all__ = ["native_map", "native_timestamps", "traced_key_field"]
 
@@ -48,8 +48,11 @@ def native_map(node: ChainNode, parent: Stream) -> Optional[Stream]:
     elif len(exprs) != len(out_enc.columns):
         return None
     ddl = [f.split(" ", 1)[1] for f in out_enc.spark_fields()]
-    cols = [to_column(e, [list(parent.enc.columns)]).cast(t).alias(c)
-            for e, t, c in zip(exprs, ddl, out_enc.columns)]
+    try:
+        cols = [to_column(e, [list(parent.enc.columns)]).cast(t).alias(c)
+                for e, t, c in zip(exprs, ddl, out_enc.columns)]
+    except Untraceable:
+        return None
     df = parent.df.select(col(TS), *cols)
     log.info("%s runs as a native Spark projection", node.name)
     return Stream(df, out_enc, out_t, name=node.name)

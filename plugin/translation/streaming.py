@@ -91,7 +91,6 @@ from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, de
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
 from .steps import (
-    co_chain_input,
     collectable,
     dataframe_source,
     fan_out,
@@ -169,6 +168,8 @@ class StreamingTranslator:
         self.plan = plan
         self.spark = spark
         self.job_name = job_name = plan.job_name
+        #: this run of the job: workers keep its operators' function instances under it
+        self.run_id = uuid.uuid4().hex
         self.nodes = nodes = list(plan.nodes)
         self.consumers = consumers(nodes)
         cfg = plan.config
@@ -262,7 +263,7 @@ class StreamingTranslator:
         """A streaming DataFrame of ``node``'s records (upstream keyed stages run first)."""
         # the caller's query checkpoint will point into what the job keeps outside it
         self.job.plan("never", TO_DATAFRAME_KEEPS)
-        df = typed_df(self, self.translate(node), node)
+        df = typed_df(self, self.input_stream(node), node)
         self._run_prerequisites()
         return df
 
@@ -274,7 +275,7 @@ class StreamingTranslator:
             self.release()
 
     def _collect(self, node: Transformation) -> CloseableIterator:
-        stream = self.translate(node)
+        stream = self.input_stream(node)  # its main output: never its side outputs
         df, decode = collectable(self, stream, node)
         self._run_prerequisites()
         rows: list[Any] = []
@@ -323,7 +324,7 @@ class StreamingTranslator:
         connect = is_connect(self.spark)
         for i, sink in enumerate(sinks):
             source = sink.inputs[0]
-            stream = self.translate(source)
+            stream = self.input_stream(source)  # the main output: never its side outputs
             name = f"sink-{sink.uid or i}"
             self.query_roots[name] = source
             if self._savepoint_run is not None:
@@ -409,7 +410,11 @@ class StreamingTranslator:
 
             return streaming_broadcast(self, node)
         if isinstance(node, CoChainNode):
-            return Stream(co_chain_input(self, node), PICKLED, node.output_type,
+            parts = []
+            for side, s in enumerate(self._stateful_apart(node, "connect")):
+                df = self.materialize(s, PICKLED, name=node.name)
+                parts.append(df.select(TS, VALUE, lit(side).alias(SIDE)))
+            return Stream(parts[0].unionByName(parts[1]), PICKLED, node.output_type,
                           co_stage=(node.stage, node.function), sided=True, name=node.name)
         if isinstance(node, UnionNode):
             return union(self, node, self._union_inputs(node))
@@ -455,17 +460,23 @@ class StreamingTranslator:
                       name=shared.name)
 
     def _union_inputs(self, node: UnionNode) -> list[Stream]:
+        """The inputs of a union (:meth:`_stateful_apart`)."""
+        return self._stateful_apart(node, "union")
+
+    def _stateful_apart(self, node: Transformation, label: str) -> list[Stream]:
         """Spark refuses two ``applyInPandasWithState`` in one query: when several inputs of
-        a union run keyed stages, each of them runs as its own query staged through files."""
+        a union or a (non-keyed) connect run keyed stages - also one keyed stage reached
+        twice, through its main and a side output - each of them runs as its own query
+        staged through files."""
         streams = [self.input_stream(p) for p in node.inputs]
         stateful = [i for i, p in enumerate(node.inputs)
                     if any(is_keyed(n) for n in upstream(p, is_keyed, include_self=True))]
         if len(stateful) < 2:
             return streams
-        ordinal = [n.id for n in self.nodes if isinstance(n, UnionNode)].index(node.id)
+        ordinal = [n.id for n in self.nodes if type(n) is type(node)].index(node.id)
         for i in stateful:
             # names must be stable across runs of the same job (node ids are not)
-            name = f"{node.uid or f'union{ordinal}'}-{i}-input"
+            name = f"{node.uid or f'{label}{ordinal}'}-{i}-input"
             self.query_roots[name] = node.inputs[i]
             if self._savepoint_run is not None:
                 self._savepoint_run.queries[name] = node.inputs[i]
@@ -659,7 +670,8 @@ class StreamingTranslator:
                           self.arrow_batch_rows,
                           field_reduce_plan(kind, function, self._typed_inputs.get(node.id),
                                             out_enc, backend_kind),
-                          timeouts, self.storage)
+                          timeouts, self.storage, f"{self.job_name}#{node.id}",
+                          self.run_id)
         self.group_specs[node.id] = spec
         payload = ", ".join(out_enc.spark_fields()) if out_enc is not None else f"{VALUE} binary"
         ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {payload}"

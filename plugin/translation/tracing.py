@@ -156,6 +156,11 @@ def to_column(expr: Expr, columns: list[list[str]]) -> Any:
         return F.col(f"`{columns[inp][idx]}`")
     if expr.op == "const":
         return F.lit(expr.args[0])
+    if expr.op == "input":  # the whole record (``lambda r: r``): a one-column input's column
+        names = columns[expr.args[0]]
+        if len(names) != 1:
+            raise Untraceable("a whole record of several columns")
+        return F.col(f"`{names[0]}`")
     a, b = (to_column(e, columns) for e in expr.args)
     if expr.op == "+":
         return a + b

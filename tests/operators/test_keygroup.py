@@ -147,3 +147,58 @@ def test_timers_kept_as_columns_decode_to_canonical_entries_and_v1_bytes_still_r
     from_v1 = rt.run(v1, more, watermark=700)
     assert _values(from_v2) == _values(from_v1) and len(_values(from_v2)) > 50
     assert decode_state(from_v2.state) == decode_state(from_v1.state)
+
+
+class Lifecycle(KeyedProcessFunction):
+    """Records its open/close calls and counts elements in an instance attribute."""
+
+    def __init__(self):
+        self.log = []
+        self.seen = 0
+
+    def open(self, runtime_context):
+        self.log.append(("open", runtime_context.get_index_of_this_subtask(),
+                         runtime_context.get_number_of_parallel_subtasks()))
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def close(self):
+        self.log.append(("close",))
+
+    def process_element(self, value, ctx):
+        self.seen += 1
+        self.count.update((self.count.value() or 0) + 1)
+        yield ctx.get_current_key(), self.count.value(), self.seen
+
+
+def test_one_function_instance_per_subtask_opened_once_across_key_groups_and_batches():
+    """Flink: one instance per parallel instance, open() once; its states (taken in open())
+    follow the key group of each call; close() when the run ends."""
+    template = Lifecycle()
+    rt = KeyGroupRuntime("process", template, KS, _cfg(parallelism=2, max_parallelism=4))
+    states = {}
+    for batch in range(3):
+        for kg, key in ((0, "a"), (1, "b"), (2, "c"), (3, "d")):
+            result = rt.run(states.get(kg), _rows((key, batch, batch)), key_group=kg)
+            states[kg] = result.state
+            assert _values(result)[0][:2] == (key, batch + 1)
+    assert template.log == [] and template.seen == 0  # the shipped function is a template
+    assert sorted(rt.instances) == [0, 1]
+    subtask0, subtask1 = rt.instances[0].function, rt.instances[1].function
+    assert subtask0.log == [("open", 0, 2)] and subtask1.log == [("open", 1, 2)]
+    assert subtask0.seen == 6 and subtask1.seen == 6  # two key groups, three batches each
+    rt.close_instances()
+    assert subtask0.log[-1] == ("close",) and subtask1.log[-1] == ("close",)
+
+
+def test_a_later_run_closes_the_earlier_runs_instances():
+    from pyspark_datastream.operators.instances import end_run, run_instances
+
+    first = run_instances("job#1/q", "run-1")
+    rt = KeyGroupRuntime("process", Lifecycle(), KS, _cfg(), instances=first)
+    rt.run(None, _rows(("a", 1, 1)), key_group=5)
+    instance = first[0].function
+    assert run_instances("job#1/q", "run-1") is first  # the same run: kept
+    second = run_instances("job#1/q", "run-2")
+    assert second is not first and second == {}
+    assert instance.log == [("open", 0, 1), ("close",)]
+    end_run("job#1/q")

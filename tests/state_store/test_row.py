@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import pickle
 import sys
 
@@ -65,12 +66,42 @@ def test_set_field_names_renames_in_place() -> None:
         r.set_field_names(["a"])
 
 
-def test_rows_are_immutable() -> None:
-    r = Row(a=1)
-    with pytest.raises(AttributeError, match="immutable"):
-        r.a = 2  # type: ignore[misc]
-    with pytest.raises(TypeError):
-        r[0] = 2  # type: ignore[index]
+def test_rows_change_in_place_by_index_and_name_as_pyflinks_do() -> None:
+    """PyFlink's Row: ``__setitem__`` by index, slice and field name; attribute assignment
+    raises AttributeError; the hash is the hash of the tuple of the values."""
+    r = Row("a", 2)
+    alias = r
+    r[1] += 1
+    assert alias is r and r == ("a", 3) and r[1] == 3
+    assert hash(r) == hash(("a", 3))
+    r[-1] = 5
+    r[0:2] = ("b", 6)
+    assert tuple(r) == ("b", 6)
+    n = Row(name="x", count=1)
+    n["count"] += 1
+    n[0] = "y"
+    assert n.count == 2 and n["count"] == 2 and n.name == "y" and n.as_dict() == {
+        "name": "y", "count": 2}
+    assert Row.__reduce__(n)[1] == (("name", "count"), ("y", 2))
+    with pytest.raises(AttributeError):
+        n.count = 3  # type: ignore[misc]  # PyFlink refuses it too
+    with pytest.raises(ValueError, match="Row has no field 'other'"):
+        n["other"] = 1
+    with pytest.raises(IndexError, match="Row index 2 out of range"):
+        n[2] = 1
+    with pytest.raises(ValueError, match="fixed length of 2"):
+        n[0:2] = (1, 2, 3)
+    with pytest.raises(TypeError, match="Row indices must be integers"):
+        n[1.5] = 1  # type: ignore[index]
+    held = Row([1])  # a Row holding a container still takes part in cycle collection
+    held[0] = [held]
+    assert gc.is_tracked(held)
+
+
+def test_rows_repr_as_pyflinks() -> None:
+    assert repr(Row("a", 2)) == "<Row('a', 2)>"
+    assert repr(Row(a="x", b=2)) == "Row(a='x', b=2)"
+    assert str(Row(1)) == "<Row(1)>"
 
 
 def test_errors_are_the_types_pyflink_raises() -> None:

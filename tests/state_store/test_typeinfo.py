@@ -369,7 +369,7 @@ def test_row_basics() -> None:
     assert repr(r) == "Row(name='Alice', age=11)"
     assert len(r) == 2 and list(r) == ["Alice", 11]
     p = Row(1, "a")
-    assert p.get_field_names() is None and repr(p) == "Row(1, 'a')"
+    assert p.get_field_names() is None and repr(p) == "<Row(1, 'a')>"
     assert p == (1, "a") and (1, "a") == p and hash(p) == hash((1, "a"))
     assert Row(a=1) == Row(b=1) == (1,)  # positional equality
     assert Row(1, 2) < Row(1, 3)

@@ -1,0 +1,176 @@
+"""One user-function instance per parallel instance, opened once, as in Flink.
+
+Flink creates a keyed operator's function once per parallel instance (subtask) and calls
+``open()`` once before its first record: attributes the function sets on itself are per
+subtask, not per key or key group, and in STREAMING they last across micro-batches.
+
+* PyFlink's own ``test_keyed_co_process``: a function that registers one event timer per
+  instance gives 7 records at parallelism 1 (Flink's expected list, copied from that test).
+* A function counting its ``open()`` calls: once per subtask and Python worker for a whole
+  STREAMING run of several micro-batches; its instance attributes carry over between them.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark_datastream import (
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    Row,
+    RuntimeContext,
+    TimestampAssigner,
+    Types,
+    ValueStateDescriptor,
+    WatermarkStrategy,
+)
+
+
+class SecondColumnTimestampAssigner(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp) -> int:
+        return int(value[1])
+
+
+class MyKeyedCoProcessFunction(KeyedCoProcessFunction):
+    """PyFlink's test function (pyflink/datastream/tests/test_data_stream.py)."""
+
+    def __init__(self):
+        self.count_state = None
+        self.timer_registered = False
+
+    def open(self, runtime_context: RuntimeContext):
+        self.timer_registered = False
+        self.count_state = runtime_context.get_state(ValueStateDescriptor("count", Types.INT()))
+
+    def process_element1(self, value, ctx):
+        if not self.timer_registered:
+            ctx.timer_service().register_event_time_timer(3)
+            self.timer_registered = True
+        count = self.count_state.value()
+        count = 1 if count is None else count + 1
+        self.count_state.update(count)
+        return [Row(value[0], count)]
+
+    def process_element2(self, value, ctx):
+        count = self.count_state.value()
+        count = 1 if count is None else count + 1
+        self.count_state.update(count)
+        return [Row(value[0], count)]
+
+    def on_timer(self, timestamp, ctx):
+        yield Row("on_timer", timestamp)
+
+
+@pytest.fixture
+def one_partition(spark):
+    """A STREAMING keyed stage runs on spark.sql.shuffle.partitions parallel instances."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    yield
+    spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_pyflinks_keyed_co_process_registers_one_timer_per_instance(env_factory, tmp_path, mode,
+                                                                    one_partition):
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+    env.set_parallelism(1)
+    row = Types.ROW([Types.STRING(), Types.INT()])
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        SecondColumnTimestampAssigner())
+    ds1 = env.from_collection([("a", 1), ("b", 2), ("c", 3)], type_info=row) \
+        .assign_timestamps_and_watermarks(strategy)
+    ds2 = env.from_collection([("b", 2), ("c", 3), ("d", 4)], type_info=row) \
+        .assign_timestamps_and_watermarks(strategy)
+    out = (ds1.connect(ds2).key_by(lambda x: x[0], lambda x: x[0])
+           .process(MyKeyedCoProcessFunction())
+           .map(lambda x: Row(x[0], x[1] + 1)))
+    results = sorted(repr(r) for r in out.execute_and_collect())
+    expected = ["<Row('a', 2)>", "<Row('b', 2)>", "<Row('b', 3)>", "<Row('c', 2)>",
+                "<Row('c', 3)>", "<Row('d', 2)>", "<Row('on_timer', 4)>"]
+    assert results == sorted(expected)
+
+
+class CountingOpens(KeyedProcessFunction):
+    """Writes a file per open() and close() call; emits, per element, how many elements this
+    instance has seen (an instance attribute) and its subtask."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.seen = 0
+
+    def open(self, runtime_context):
+        self.subtask = runtime_context.get_index_of_this_subtask()
+        self.total = runtime_context.get_state(ValueStateDescriptor("total", Types.LONG()))
+        self.seen = 0
+        self._mark("open")
+
+    def close(self):
+        self._mark("close")
+
+    def _mark(self, what):
+        path = os.path.join(self.folder, f"{what}-{os.getpid()}-{self.subtask}-{id(self)}")
+        with open(path, "a") as f:
+            f.write("x")
+
+    def process_element(self, value, ctx):
+        self.seen += 1
+        total = (self.total.value() or 0) + value[1]
+        self.total.update(total)
+        yield value[0], total, self.subtask, os.getpid(), self.seen
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_open_runs_once_per_subtask_and_worker_and_attributes_last(spark, env_factory,
+                                                                   tmp_path, mode):
+    src, marks = tmp_path / "src", tmp_path / "marks"
+    src.mkdir()
+    marks.mkdir()
+    files = [[(f"k{(i * 7 + j) % 23}", i * 10 + j) for j in range(40)] for i in range(4)]
+    for i, rows in enumerate(files):
+        path = src / f"f{i}.parquet"
+        pq.write_table(pa.table({"k": [r[0] for r in rows],
+                                 "v": pa.array([r[1] for r in rows], pa.int64())}), path)
+        os.utime(path, (1_700_000_000 + 10 * i,) * 2)
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+    env.set_parallelism(2)
+    if mode == "STREAMING":  # one file per micro-batch: four micro-batches
+        df = spark.readStream.schema("k string, v long").option("maxFilesPerTrigger", 1) \
+            .parquet(str(src))
+    else:
+        df = spark.read.schema("k string, v long").parquet(str(src))
+    out = list(env.from_dataframe(df).key_by(lambda r: r[0])
+               .process(CountingOpens(str(marks)),
+                        output_type=Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT(),
+                                                 Types.LONG(), Types.LONG()]))
+               .execute_and_collect())
+    # running totals per key, independently
+    totals, expected = {}, []
+    for rows in files:
+        for k, v in rows:
+            totals[k] = totals.get(k, 0) + v
+            expected.append((k, totals[k]))
+    if mode == "STREAMING":  # one file per micro-batch, in file order
+        assert sorted((k, t) for k, t, _, _, _ in out) == sorted(expected)
+    else:  # BATCH reads the files in no set order: the final totals
+        finals: dict[str, int] = {}
+        for k, t, _, _, _ in out:
+            finals[k] = max(finals.get(k, 0), t)
+        assert finals == totals and len(out) == len(expected)
+    opens = [name.split("-") for name in os.listdir(marks) if name.startswith("open-")]
+    # every instance opened once, and one instance per (worker, subtask)
+    assert opens and all((marks / "-".join(o)).read_text() == "x" for o in opens)
+    assert len({(pid, sub) for _, pid, sub, _ in opens}) == len(opens)
+    # BATCH: the job's parallelism; STREAMING: a keyed stage's Spark partitions
+    parallel = 2 if mode == "BATCH" else int(spark.conf.get("spark.sql.shuffle.partitions"))
+    assert {int(sub) for _, _, sub, _ in opens} <= set(range(parallel))
+    # the instance attribute counted every element of its instance, across micro-batches
+    # and key groups: per (worker, subtask), exactly 1..n
+    by_instance: dict[tuple[int, int], list[int]] = {}
+    for _, _, sub, pid, seen in out:
+        by_instance.setdefault((pid, sub), []).append(seen)
+    for counts in by_instance.values():
+        assert sorted(counts) == list(range(1, len(counts) + 1))
