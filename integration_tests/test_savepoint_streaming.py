@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from deltalake import DeltaTable
+from helpers import entry_rows, env_for, run_to_delta
 from pyspark_datastream import Types, ValueStateDescriptor
 from pyspark_datastream.savepoint import Savepoint, SavepointWriter, savepoint_versions
 from pyspark_datastream.state_store.errors import (
@@ -16,42 +16,21 @@ from pyspark_datastream.state_store.errors import (
 )
 from test_savepoint_batch import DATA_A, DATA_B, Count, Sessionize, _stream
 
-ENTRY_COLS = ["operator_uid", "key_group", "key", "state_name", "namespace", "user_key", "value"]
-
-
-def _env(env_factory, tmp_path, mode, name, **config):
-    if mode == "STREAMING":
-        config.setdefault("execution.checkpointing.dir", str(tmp_path / f"ckpt-{name}"))
-    return env_factory(mode, config)
-
-
-def _run(env, stream, out_path, job, savepoint_path=None):
-    stream.sink_to_delta(out_path)
-    env.execute(job, savepoint_path=savepoint_path)
-    return sorted(tuple(r.values()) for r in DeltaTable(out_path).to_pyarrow_table().to_pylist())
-
-
-def _entry_rows(spark, path, uid):
-    """Every entry row of ``uid`` (state and timers), decoded to plain tuples, sorted."""
-    df = Savepoint.load(path, spark).entries(uid).select(*ENTRY_COLS)
-    return sorted(tuple(bytes(v) if isinstance(v, (bytes, bytearray)) else v for v in r)
-                  for r in df.collect())
-
 
 def test_handoff_sessionization_heap(env_factory, spark, tmp_path):
     """BATCH(A) and STREAMING(A) savepoints are equal row for row (pending timers included);
     restoring either into STREAMING(B) gives the same results."""
     sp_batch, sp_stream = str(tmp_path / "sp-batch"), str(tmp_path / "sp-stream")
-    env = _env(env_factory, tmp_path, "BATCH", "a-batch")
-    out_a_batch = _run(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
+    env = env_for(env_factory, tmp_path, "BATCH", "a-batch")
+    out_a_batch = run_to_delta(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
                        str(tmp_path / "a-batch"), "sess-a", sp_batch)
-    env = _env(env_factory, tmp_path, "STREAMING", "a-stream")
-    out_a_stream = _run(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
+    env = env_for(env_factory, tmp_path, "STREAMING", "a-stream")
+    out_a_stream = run_to_delta(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
                         str(tmp_path / "a-stream"), "sess-a", sp_stream)
     # no drain: bob's and carol's sessions are still open (timers after the final watermark)
     assert out_a_stream == out_a_batch == [("alice", 2_000), ("alice", 50_000), ("bob", 10_000)]
-    rows = _entry_rows(spark, sp_stream, "sess")
-    assert rows and rows == _entry_rows(spark, sp_batch, "sess")
+    rows = entry_rows(spark, sp_stream, "sess")
+    assert rows and rows == entry_rows(spark, sp_batch, "sess")
     loaded = Savepoint.load(sp_stream, spark)
     meta = loaded.metadata()
     assert (meta.mode, meta.backend, meta.job_name) == ("STREAMING", "hashmap", "sess-a")
@@ -63,13 +42,13 @@ def test_handoff_sessionization_heap(env_factory, spark, tmp_path):
 
     results = []
     for name, sp in (("b-from-batch", sp_batch), ("b-from-stream", sp_stream)):
-        env = _env(env_factory, tmp_path, "STREAMING", name, **{"execution.savepoint.path": sp})
-        results.append(_run(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
+        env = env_for(env_factory, tmp_path, "STREAMING", name, **{"execution.savepoint.path": sp})
+        results.append(run_to_delta(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
                             str(tmp_path / name), "sess-b"))
     assert results[0] == results[1]
     assert ("carol", 99_000) in results[1]  # key only in the savepoint: its timer fired
-    env = _env(env_factory, tmp_path, "BATCH", "ab")
-    out_ab = _run(env, _stream(env, DATA_A + DATA_B, Sessionize(), uid="sess"),
+    env = env_for(env_factory, tmp_path, "BATCH", "ab")
+    out_ab = run_to_delta(env, _stream(env, DATA_A + DATA_B, Sessionize(), uid="sess"),
                   str(tmp_path / "ab"), "sess-ab")
     assert sorted(out_a_stream + results[1]) == out_ab
 
@@ -78,18 +57,18 @@ def test_streaming_restore_ignores_batch_only_sorted_inputs_option(env_factory, 
     """``execution.sorted-inputs.enabled`` is a BATCH option: a STREAMING job restoring a
     savepoint with it off runs (and continues the sessions) like one with it on."""
     sp = str(tmp_path / "sp")
-    env = _env(env_factory, tmp_path, "BATCH", "a")
-    out_a = _run(env, _stream(env, DATA_A, Sessionize(), uid="sess"), str(tmp_path / "a"),
+    env = env_for(env_factory, tmp_path, "BATCH", "a")
+    out_a = run_to_delta(env, _stream(env, DATA_A, Sessionize(), uid="sess"), str(tmp_path / "a"),
                  "sess-a", sp)
     results = []
     for flag in ("true", "false"):
-        env = _env(env_factory, tmp_path, "STREAMING", f"b-{flag}",
+        env = env_for(env_factory, tmp_path, "STREAMING", f"b-{flag}",
                    **{"execution.savepoint.path": sp, "execution.sorted-inputs.enabled": flag})
-        results.append(_run(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
+        results.append(run_to_delta(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
                             str(tmp_path / f"b-{flag}"), "sess-b"))
     assert results[0] == results[1]
-    env = _env(env_factory, tmp_path, "BATCH", "ab")
-    out_ab = _run(env, _stream(env, DATA_A + DATA_B, Sessionize(), uid="sess"),
+    env = env_for(env_factory, tmp_path, "BATCH", "ab")
+    out_ab = run_to_delta(env, _stream(env, DATA_A + DATA_B, Sessionize(), uid="sess"),
                   str(tmp_path / "ab"), "sess-ab")
     assert sorted(out_a + results[1]) == out_ab
 
@@ -99,24 +78,24 @@ def test_handoff_counting_rocksdb(env_factory, spark, tmp_path):
     """Counting with the rocksdb backend: STREAMING(A) savepoint equals BATCH(A)'s; BATCH(A)
     -> savepoint -> STREAMING(B) continues the counts."""
     sp_batch, sp_stream = str(tmp_path / "sp-batch"), str(tmp_path / "sp-stream")
-    env = _env(env_factory, tmp_path, "BATCH", "a-batch")
-    _run(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a-batch"), "c",
+    env = env_for(env_factory, tmp_path, "BATCH", "a-batch")
+    run_to_delta(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a-batch"), "c",
          sp_batch)
     rocks = {"state.backend.type": "rocksdb"}
-    env = _env(env_factory, tmp_path, "STREAMING", "a-stream", **rocks)
-    out_a = _run(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a-stream"),
+    env = env_for(env_factory, tmp_path, "STREAMING", "a-stream", **rocks)
+    out_a = run_to_delta(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a-stream"),
                  "c", sp_stream)
     assert max(n for k, n in out_a if k == "alice") == 3
-    assert _entry_rows(spark, sp_stream, "count") == _entry_rows(spark, sp_batch, "count")
+    assert entry_rows(spark, sp_stream, "count") == entry_rows(spark, sp_batch, "count")
     loaded = Savepoint.load(sp_stream, spark)
     assert loaded.metadata().backend == "rocksdb"
     state = loaded.read_keyed_state("count", ValueStateDescriptor("count", Types.LONG())).collect()
     assert sorted((r["key"], r["count"]) for r in state) == [("alice", 3), ("bob", 3),
                                                              ("carol", 1)]
 
-    env = _env(env_factory, tmp_path, "STREAMING", "b", **rocks,
+    env = env_for(env_factory, tmp_path, "STREAMING", "b", **rocks,
                **{"execution.savepoint.path": sp_batch})
-    out_b = _run(env, _stream(env, DATA_B, Count(), uid="count"), str(tmp_path / "b"), "c")
+    out_b = run_to_delta(env, _stream(env, DATA_B, Count(), uid="count"), str(tmp_path / "b"), "c")
     final = {}
     for k, n in out_a + out_b:
         final[k] = max(n, final.get(k, 0))
@@ -129,8 +108,8 @@ def test_bootstrap_savepoint_restores_into_streaming(env_factory, spark, tmp_pat
     (SavepointWriter(max_parallelism=128)
      .with_keyed_state("count", df, "user", {"n": ValueStateDescriptor("count", Types.LONG())})
      .write(sp))
-    env = _env(env_factory, tmp_path, "STREAMING", "boot", **{"execution.savepoint.path": sp})
-    out = _run(env, _stream(env, [("alice", 1), ("bob", 2), ("zoe", 3)], Count(), uid="count"),
+    env = env_for(env_factory, tmp_path, "STREAMING", "boot", **{"execution.savepoint.path": sp})
+    out = run_to_delta(env, _stream(env, [("alice", 1), ("bob", 2), ("zoe", 3)], Count(), uid="count"),
                str(tmp_path / "out"), "boot")
     assert out == [("alice", 41), ("bob", 1), ("zoe", 8)]
 
@@ -142,7 +121,7 @@ def test_restore_and_write_errors_before_any_query(env_factory, spark, tmp_path)
      .with_keyed_state("count", df, "user", {"n": ValueStateDescriptor("count", Types.LONG())})
      .write(sp))
     out = str(tmp_path / "out")
-    env = _env(env_factory, tmp_path, "STREAMING", "renamed", **{"execution.savepoint.path": sp})
+    env = env_for(env_factory, tmp_path, "STREAMING", "renamed", **{"execution.savepoint.path": sp})
     _stream(env, [("alice", 1)], Count(), uid="renamed").sink_to_delta(out)
     with pytest.raises(UnclaimedStateError, match=r"\['count'\] is not claimed"):
         env.execute("renamed")
@@ -151,14 +130,14 @@ def test_restore_and_write_errors_before_any_query(env_factory, spark, tmp_path)
         def open(self, runtime_context):
             self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.STRING()))
 
-    env = _env(env_factory, tmp_path, "STREAMING", "incompatible",
+    env = env_for(env_factory, tmp_path, "STREAMING", "incompatible",
                **{"execution.savepoint.path": sp})
     _stream(env, [("alice", 1)], CountAsString(), uid="count").sink_to_delta(out)
     with pytest.raises(IncompatibleStateError,
                        match=r"operator 'count', state 'count'.*value_serializer"):
         env.execute("incompatible")
 
-    env = _env(env_factory, tmp_path, "STREAMING", "pt",
+    env = env_for(env_factory, tmp_path, "STREAMING", "pt",
                **{"execution.streaming.trigger": "processing-time=1 second"})
     _stream(env, [("alice", 1)], Count(), uid="count").sink_to_delta(out)
     with pytest.raises(ConfigurationError, match="end of an available-now"):

@@ -18,6 +18,7 @@ import os
 import pytest
 import streaming_harness as harness
 from deltalake import DeltaTable
+from helpers import ENTRY_COLS, entry_rows, env_for, run_to_delta
 from pyspark_datastream import Types, ValueStateDescriptor
 from pyspark_datastream.savepoint import Savepoint, read_metadata, write_savepoint
 from pyspark_datastream.savepoint.format import (
@@ -32,7 +33,6 @@ from test_savepoints import ALL, KEY_SER, _expected, _snapshot
 
 pytestmark = pytest.mark.compat
 
-ENTRY_COLS = ["operator_uid", "key_group", "key", "state_name", "namespace", "user_key", "value"]
 
 
 def writers_of(path: str) -> list[str]:
@@ -76,24 +76,6 @@ def sessions_model(events: list[tuple[str, int]], watermark: int | None = None
     return sorted(out)
 
 
-def _env(env_factory, tmp_path, mode, name, **config):
-    if mode == "STREAMING":
-        config.setdefault("execution.checkpointing.dir", str(tmp_path / f"ckpt-{name}"))
-    return env_factory(mode, config)
-
-
-def _run(env, stream, out_path, job, savepoint_path=None):
-    stream.sink_to_delta(out_path)
-    env.execute(job, savepoint_path=savepoint_path)
-    return sorted(tuple(r.values()) for r in DeltaTable(out_path).to_pyarrow_table().to_pylist())
-
-
-def _entry_rows(spark, path, uid):
-    df = Savepoint.load(path, spark).entries(uid).select(*ENTRY_COLS)
-    return sorted(tuple(bytes(v) if isinstance(v, (bytes, bytearray)) else v for v in r)
-                  for r in df.collect())
-
-
 def test_savepoints_written_and_restored_by_spark_delta_in_both_modes(
         spark_delta, env_factory, tmp_path):
     """BATCH(A) and STREAMING(A) (RocksDB) stop with savepoints written by Spark's Delta,
@@ -106,18 +88,18 @@ def test_savepoints_written_and_restored_by_spark_delta_in_both_modes(
     assert want_a and set(want_a) < set(want_ab)  # the model: A leaves sessions open
 
     sp_batch, sp_stream = str(tmp_path / "sp-batch"), str(tmp_path / "sp-stream")
-    env = _env(env_factory, tmp_path, "BATCH", "a-batch")
-    out_a_batch = _run(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
+    env = env_for(env_factory, tmp_path, "BATCH", "a-batch")
+    out_a_batch = run_to_delta(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
                        str(tmp_path / "a-batch"), "sess-a", sp_batch)
-    env = _env(env_factory, tmp_path, "STREAMING", "a-stream",
+    env = env_for(env_factory, tmp_path, "STREAMING", "a-stream",
                **{"state.backend.type": "rocksdb"})
-    out_a_stream = _run(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
+    out_a_stream = run_to_delta(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
                         str(tmp_path / "a-stream"), "sess-a", sp_stream)
     assert out_a_batch == out_a_stream == want_a
     for path in (sp_batch, sp_stream, str(tmp_path / "a-batch"), str(tmp_path / "a-stream")):
         assert set(writers_of(path)) == {"spark"}, path
-    rows = _entry_rows(spark, sp_stream, "sess")
-    assert rows and rows == _entry_rows(spark, sp_batch, "sess")
+    rows = entry_rows(spark, sp_stream, "sess")
+    assert rows and rows == entry_rows(spark, sp_batch, "sess")
     assert read_metadata(sp_stream).backend == "rocksdb"
     last_a = {k: max(t for kk, t in DATA_A if kk == k) for k, _ in DATA_A}
     pending = sorted((k, t) for k, t in last_a.items() if t + GAP > wm_a)  # sessions left open
@@ -126,13 +108,13 @@ def test_savepoints_written_and_restored_by_spark_delta_in_both_modes(
         "sess", ValueStateDescriptor("last", Types.LONG())).collect()
     assert sorted((r["key"], r["last"]) for r in state) == pending
 
-    env = _env(env_factory, tmp_path, "STREAMING", "b-stream",
+    env = env_for(env_factory, tmp_path, "STREAMING", "b-stream",
                **{"execution.savepoint.path": sp_batch})
-    out_b_stream = _run(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
+    out_b_stream = run_to_delta(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
                         str(tmp_path / "b-stream"), "sess-b")
     # BATCH(B): its end of input fires every timer, as the model's run over A + B does
-    env = _env(env_factory, tmp_path, "BATCH", "b-batch", **{"execution.savepoint.path": sp_stream})
-    out_b_batch = _run(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
+    env = env_for(env_factory, tmp_path, "BATCH", "b-batch", **{"execution.savepoint.path": sp_stream})
+    out_b_batch = run_to_delta(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
                        str(tmp_path / "b-batch"), "sess-b")
     assert sorted(want_a + out_b_batch) == want_ab
     # a bounded STREAMING run (no savepoint written) fires every timer at its end of input too
@@ -200,7 +182,7 @@ def test_savepoint_interop_delta_rs_and_spark_delta_entry_for_entry(spark_delta,
         loaded = Savepoint.load(path, spark)
         got = {r["key"]: r for r in loaded.read_keyed_state("op", *ALL).collect()}
         assert sorted(got) == sorted(_expected(CONTENTS_1)), reader
-        assert _entry_rows(spark, path, "op") == versions[2][0], reader
+        assert entry_rows(spark, path, "op") == versions[2][0], reader
         assert {k: r["count"] for k, r in got.items()} == {
             k: d["count"] for k, d in CONTENTS_1.items()}, reader
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from deltalake import DeltaTable
+from helpers import entry_rows
 from pyspark_datastream import (
     KeyedProcessFunction,
     ListStateDescriptor,
@@ -27,7 +28,6 @@ from pyspark_datastream.savepoint import Savepoint
 from pyspark_datastream.savepoint.inspection import inspect_savepoint
 from pyspark_datastream.state_store.errors import IncompatibleStateError
 from pyspark_datastream.state_store.serializers.ttl import TTL_TIMESTAMP
-from test_savepoint_streaming import _entry_rows
 from test_streaming import SCHEMA, add_file
 
 SHORT_MS = 1_500
@@ -128,7 +128,7 @@ def _run_to_delta(env: Any, stream: Any, out: str, name: str, savepoint: str | N
 def _stamps(spark: Any, path: str) -> dict[tuple[bytes, str], int]:
     """(key bytes, state name) -> last-access timestamp of each value entry of "remember"."""
     return {(row[2], row[3]): TTL_TIMESTAMP.unpack_from(row[6])[0]
-            for row in _entry_rows(spark, path, "remember") if row[3] in ("short", "long")}
+            for row in entry_rows(spark, path, "remember") if row[3] in ("short", "long")}
 
 
 def test_savepoint_round_trip_keeps_timestamps_and_refuses_a_ttl_change(

@@ -178,8 +178,8 @@ def test_a_two_stage_streaming_savepoint_on_s3_restores_into_batch_and_back(
         spark, env_factory, s3_server, tmp_path):
     """Checkpoint root, savepoint and Delta sink on s3a://, against the same job on local
     disk and plain-Python counts."""
+    from helpers import entry_rows
     from test_savepoint_batch import DATA_A, DATA_B
-    from test_savepoint_streaming import _entry_rows
 
     bucket = f"s3a://{s3_server.bucket}/handoff"
     rocks = {"state.backend.type": "rocksdb"}
@@ -195,8 +195,8 @@ def test_a_two_stage_streaming_savepoint_on_s3_restores_into_batch_and_back(
     assert any(k.startswith("handoff/sp-a/_delta_log/") for k in keys)
     assert any(k.startswith("handoff/out-a/_delta_log/") for k in keys)
     for uid in ("count", "max"):
-        assert _entry_rows(spark, f"{bucket}/sp-a", uid) == \
-            _entry_rows(spark, str(tmp_path / "sp-a"), uid)
+        assert entry_rows(spark, f"{bucket}/sp-a", uid) == \
+            entry_rows(spark, str(tmp_path / "sp-a"), uid)
 
     # restore into BATCH(B) from the savepoint on S3
     out_batch = _count_run(env_factory, "BATCH", DATA_B, str(tmp_path / "b-batch"),
