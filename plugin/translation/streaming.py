@@ -170,6 +170,7 @@ class StreamingTranslator:
         self.job_name = job_name = plan.job_name
         #: this run of the job: workers keep its operators' function instances under it
         self.run_id = uuid.uuid4().hex
+        self._passes = 0  # passes built so far (_long_lived)
         self.nodes = nodes = list(plan.nodes)
         self.consumers = consumers(nodes)
         cfg = plan.config
@@ -438,8 +439,16 @@ class StreamingTranslator:
         """The fused ``mapInArrow`` pass of BATCH, with subtask indexes valid in micro-batches."""
         if not needs_pass(stream, enc, key_out, tags, force):
             return stream.df
-        spec = pass_spec(self, stream, enc, key_out, combiner, tags, name)
+        spec = self._long_lived(pass_spec(self, stream, enc, key_out, combiner, tags, name))
         return stream.df.mapInArrow(stream_pass(spec, self.parallelism), output_ddl(spec))
+
+    def _long_lived(self, spec: PassSpec) -> PassSpec:
+        """``spec`` with the identity its subtasks' functions live under for the run: the
+        n-th pass of the translation (the same in every run of the same job)."""
+        spec.instance_key = f"{self.job_name}#pass{self._passes}:{spec.name}"
+        spec.run_id = self.run_id
+        self._passes += 1
+        return spec
 
     def _materialize_shared(self, stream: Stream, node: Transformation,
                             tags: frozenset[str]) -> Stream:
@@ -540,6 +549,7 @@ class StreamingTranslator:
             sided=parent.sided, co_stage=parent.co_stage, keyed=parent.keyed,
             chain=chain_for_output(parent, PICKLED, key_out), key_out=key_out,
             max_parallelism=self.max_parallelism)
+        self._long_lived(spec)
         return parent.df.mapInArrow(seq_pass(spec, self.parallelism),
                                     output_ddl(spec) + f", {SEQ} bigint")
 
