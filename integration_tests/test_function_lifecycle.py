@@ -18,8 +18,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark_datastream import (
+    FilterFunction,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
+    MapFunction,
     Row,
     RuntimeContext,
     TimestampAssigner,
@@ -174,3 +176,124 @@ def test_open_runs_once_per_subtask_and_worker_and_attributes_last(spark, env_fa
         by_instance.setdefault((pid, sub), []).append(seen)
     for counts in by_instance.values():
         assert sorted(counts) == list(range(1, len(counts) + 1))
+
+
+class _Marking:
+    """Writes a file per open() and close() call, named by run, worker, subtask and instance."""
+
+    def _mark(self, what):
+        path = os.path.join(self.folder, f"{what}-{self.run}-{self.tag}-{os.getpid()}-"
+                                         f"{self.subtask}-{id(self)}")
+        with open(path, "a") as f:
+            f.write("x")
+
+    def open(self, runtime_context):
+        self.subtask = runtime_context.get_index_of_this_subtask()
+        self.n = 0
+        self._mark("open")
+
+    def close(self):
+        self._mark("close")
+
+
+class CountingMap(_Marking, MapFunction):
+    """Emits, per record, how many records this instance has mapped (an instance attribute)."""
+
+    tag = "map"
+
+    def __init__(self, folder: str, run: int):
+        self.folder, self.run = folder, run
+
+    def map(self, value):
+        self.n += 1
+        return value[0], value[1], self.subtask, os.getpid(), self.n
+
+
+class CountingFilter(_Marking, FilterFunction):
+    """Keeps every record; counts them in an instance attribute, checked by the map after it."""
+
+    tag = "filter"
+
+    def __init__(self, folder: str, run: int):
+        self.folder, self.run = folder, run
+
+    def filter(self, value):
+        self.n += 1
+        return True
+
+
+class PassThrough(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        yield value
+
+
+@pytest.mark.parametrize("shape", ["alone", "before_key_by"])
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_non_keyed_steps_open_once_per_subtask_and_worker_for_the_whole_run(
+        spark, env_factory, tmp_path, mode, shape):
+    """Flink keeps a non-keyed step's function (map, filter, ... before or without key_by)
+    once per parallel instance for the life of the job: open() once, attributes set on it
+    count every record of the instance across micro-batches, close() at its end; a new
+    execute() is a new job with new instances."""
+    src, marks = tmp_path / "src", tmp_path / "marks"
+    src.mkdir()
+    marks.mkdir()
+
+    def add(i: int) -> list[tuple[str, int]]:
+        rows = [(f"k{(i * 7 + j) % 23}", i * 100 + j) for j in range(30)]
+        path = src / f"f{i}.parquet"
+        pq.write_table(pa.table({"k": [r[0] for r in rows],
+                                 "v": pa.array([r[1] for r in rows], pa.int64())}), path)
+        os.utime(path, (1_700_000_000 + 10 * i,) * 2)
+        return rows
+
+    out_type = Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT(), Types.LONG(),
+                            Types.LONG()])
+
+    def run(number: int) -> list[tuple]:
+        env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+        env.set_parallelism(2)
+        if mode == "STREAMING":  # one file per micro-batch
+            df = spark.readStream.schema("k string, v long").option("maxFilesPerTrigger", 1) \
+                .parquet(str(src))
+        else:
+            df = spark.read.schema("k string, v long").parquet(str(src))
+        ds = (env.from_dataframe(df).filter(CountingFilter(str(marks), number))
+              .map(CountingMap(str(marks), number), output_type=out_type))
+        if shape == "before_key_by":
+            ds = ds.key_by(lambda r: r[0]).process(PassThrough(), output_type=out_type)
+        return list(ds.execute_and_collect("non-keyed-life"))
+
+    def marked(what: str, number: int) -> list[list[str]]:
+        return [name.split("-") for name in os.listdir(marks)
+                if name.startswith(f"{what}-{number}-")]
+
+    def check(out: list[tuple], expected: list[tuple[str, int]], number: int) -> None:
+        if mode == "BATCH" and number == 2:  # BATCH reads every file again
+            expected = first + expected
+        assert sorted((k, v) for k, v, _, _, _ in out) == sorted(expected)
+        opens = marked("open", number)
+        # every instance opened once; one instance per (step, worker, subtask)
+        assert opens and all((marks / "-".join(o)).read_text() == "x" for o in opens)
+        assert len({(tag, pid, sub) for _, _, tag, pid, sub, _ in opens}) == len(opens)
+        assert {int(sub) for *_, sub, _ in opens} <= {0, 1}
+        # the map's attribute counted every record of its instance, across micro-batches:
+        # per (worker, subtask), exactly 1..n (a re-opened or fresh copy starts again at 1)
+        by_instance: dict[tuple[int, int], list[int]] = {}
+        for _, _, sub, pid, n in out:
+            by_instance.setdefault((pid, sub), []).append(n)
+        for counts in by_instance.values():
+            assert sorted(counts) == list(range(1, len(counts) + 1))
+
+    first = [r for i in range(3) for r in add(i)]
+    check(run(1), first, 1)
+    if mode == "BATCH":  # the job ended: every instance closed
+        assert {tuple(c[2:]) for c in marked("close", 1)} == \
+            {tuple(o[2:]) for o in marked("open", 1)}
+    second = [r for i in range(3, 5) for r in add(i)]
+    check(run(2), second, 2)
+    # the first run's instances were closed (STREAMING: by the worker running the second),
+    # each once, and only instances that were opened
+    closes = marked("close", 1)
+    assert closes and all((marks / "-".join(c)).read_text() == "x" for c in closes)
+    assert {tuple(c[2:]) for c in closes} <= {tuple(o[2:]) for o in marked("open", 1)}

@@ -201,3 +201,36 @@ def test_a_source_column_whose_type_changed_is_a_source_schema_error_in_every_si
             else:
                 out.print()
             env.execute("schema change")
+
+
+def test_to_dataframe_names_a_source_file_whose_column_type_changed_when_built(
+        spark, env_factory, tmp_path):
+    """The user runs a to_dataframe() query themselves, so the project cannot rewrite its
+    failure: a streaming Parquet source's file that does not fit the declared schema is a
+    SourceSchemaError when the DataFrame is built, naming column, both types and file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "events"
+    src.mkdir()
+    pq.write_table(pa.table({"k": ["a", "b"], "v": pa.array([1, 2], pa.int64())}),
+                   str(src / "p1.parquet"))
+    pair = Types.TUPLE([Types.STRING(), Types.LONG()])
+
+    def build():
+        env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+        events = env.from_dataframe(
+            spark.readStream.schema("k string, v long").parquet(str(src)))
+        return events.map(lambda r: (r[0], r[1] * 2), output_type=pair).to_dataframe()
+
+    query = (build().writeStream.format("memory").queryName("schema_check_out")
+             .option("checkpointLocation", str(tmp_path / "user-ckpt"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert sorted(tuple(r) for r in spark.table("schema_check_out").collect()) == \
+        [("a", 2), ("b", 4)]
+    pq.write_table(pa.table({"k": ["a"], "v": ["3"]}), str(src / "p2.parquet"))  # v: str
+    with pytest.raises(SourceSchemaError, match=r"^source column 'v' changed type: the "
+                                                r"program reads it as bigint .*p2.parquet "
+                                                r"holds BINARY"):
+        build()

@@ -19,6 +19,7 @@ import pyarrow as pa
 from ..operators.base import OperatorConfig, Output
 from ..operators.chain import KeyExtractor, StatelessChain
 from ..operators.factory import make_keyed_operator
+from ..operators.instances import SubtaskInstance, run_instances
 from ..state_store.backends import create_keyed_state_backend
 from ..state_store.bulk import paused_gc as gc_paused  # a call's acyclic objects: no GC
 from ..state_store.errors import GraphBuildError
@@ -95,6 +96,12 @@ class PassSpec:
     key_out: Optional[tuple[Any, Any]] = None  # (key_selector, key_serializer)
     combiner: Any = None
     max_parallelism: int = 128
+    #: STREAMING: the pass in its job and the run (one translation of the job). With the
+    #: query's id, what a worker keeps the pass's non-keyed functions under, one opened
+    #: copy per subtask for the whole run (operators/instances.py); "" (BATCH): a pass
+    #: opens its own copy and closes it at its end
+    instance_key: str = ""
+    run_id: str = ""
 
     def extra_fields(self) -> list[pa.Field]:
         fields = []
@@ -156,6 +163,53 @@ def partition_id() -> int:
         return 0
 
 
+def query_id() -> str:
+    """The id of the streaming query this task belongs to ("" outside one): two queries of
+    one run that compute the same stage keep separate function instances."""
+    try:
+        from pyspark import TaskContext
+
+        tc = TaskContext.get()
+        return (tc.getLocalProperty("sql.streaming.queryId") or "") if tc is not None else ""
+    except Exception:  # noqa: BLE001 - outside a Spark task
+        return ""
+
+
+class _PassStages:
+    """A subtask's own non-keyed stages of a pass (chain, key extraction, two-input stage),
+    built once from its copy of the shipped functions."""
+
+    def __init__(self, spec: PassSpec, functions: tuple[Any, Any, Any]) -> None:
+        from ..operators.co import CoStage
+
+        chain, key_out, co_stage = functions
+        self.chain = StatelessChain(chain) if chain else None
+        self.extractor = (KeyExtractor(key_out[0], key_out[1], spec.max_parallelism,
+                                       operator_name=spec.name) if key_out is not None else None)
+        self.co_stage = CoStage(co_stage[0], co_stage[1]) if co_stage is not None else None
+
+
+def _subtask_stages(spec: PassSpec, config: OperatorConfig) -> Optional[_PassStages]:
+    """STREAMING: this subtask's long-lived stages of a non-keyed pass, opened the first
+    time (Flink keeps a function per parallel instance for the whole job: ``open()`` once,
+    its attributes last across micro-batches, ``close()`` when the run ends); None when
+    the pass opens its own (BATCH, or a pass starting with a keyed operator)."""
+    if not spec.instance_key or spec.keyed is not None:
+        return None
+    query = query_id()
+    instances = run_instances(f"{spec.instance_key}/{query}", f"{spec.run_id}/{query}")
+    instance = instances.get(config.subtask_index)
+    if instance is None:
+        instance = SubtaskInstance((spec.chain, spec.key_out, spec.co_stage), config)
+        instance.function = _PassStages(spec, instance.function)
+        instances[config.subtask_index] = instance
+    stages: _PassStages = instance.function
+    for stage in (stages.co_stage, stages.chain):
+        if stage is not None:
+            instance.open(stage, config)  # once per instance: stage.open(config)
+    return stages
+
+
 #: During a pass the cyclic collector runs once per this many input batches (see run_pass)
 _GC_EVERY_BATCHES = 64
 
@@ -186,6 +240,7 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     from ..operators.driver import run_hash_keyed, run_sorted_keyed
 
     config = _operator_config(spec, partition_id() if subtask is None else subtask)
+    stages = _subtask_stages(spec, config)
     decode = make_decoder(spec.input_enc)
     writes_savepoint = spec.writes_savepoint
     writer = (SavepointColumnWriter if writes_savepoint else ColumnWriter)(
@@ -195,7 +250,9 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     if not keyed and spec.co_stage is None and not spec.tags and not spec.sided:
         fast = compile_chain(spec.chain, spec.name)
         if fast is not None:
-            yield from _run_fast(spec, fast, decode, writer, batches)
+            selector = (stages.extractor.key_selector
+                        if stages is not None and stages.extractor is not None else None)
+            yield from _run_fast(spec, fast, decode, writer, batches, selector)
             return
 
     key_field = spec.keyed.key_field if spec.keyed is not None else None
@@ -258,18 +315,25 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
             driver = run_sorted_keyed if ks.sorted_input else run_hash_keyed
             outputs = driver(operator, backend, records(), ks.key_serializer, config)
     elif spec.co_stage is not None:
-        outputs = _run_co_stage(spec.co_stage, records(), config)
+        outputs = (_through_co_stage(stages.co_stage, records()) if stages is not None
+                   else _run_co_stage(spec.co_stage, records(), config))
     else:
         outputs = (Output(None, v, t) for v, t, _ in records())
 
     if spec.chain:
-        chain = StatelessChain(spec.chain)
-        chain.open(config)
-        cleanup.append(chain.close)
+        if stages is not None:
+            assert stages.chain is not None
+            chain = stages.chain
+        else:
+            chain = StatelessChain(spec.chain)
+            chain.open(config)
+            cleanup.append(chain.close)
         outputs = _through_chain(chain, outputs)
 
     extractor = None
-    if spec.key_out is not None:
+    if stages is not None:
+        extractor = stages.extractor
+    elif spec.key_out is not None:
         extractor = KeyExtractor(spec.key_out[0], spec.key_out[1], spec.max_parallelism,
                                  operator_name=spec.name)
     combiner = spec.combiner
@@ -519,11 +583,12 @@ def _keys_from_field(values: list[Any], ts: list[Any], sides: Iterable[Any], ind
 
 
 def _run_fast(spec: PassSpec, chain: Any, decode: Any, writer: ColumnWriter,
-              batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The vectorised path: whole batches through plain-lambda stages (see fastpath.py)."""
+              batches: Iterator[pa.RecordBatch], selector: Any = None) -> Iterator[pa.RecordBatch]:
+    """The vectorised path: whole batches through plain-lambda stages (see fastpath.py);
+    ``selector``: the subtask's long-lived key selector (STREAMING)."""
     keyed_out = None
     if spec.key_out is not None:
-        keyed_out = FastKeyedOutput(spec.key_out[0], spec.key_out[1], spec.max_parallelism,
+        keyed_out = FastKeyedOutput(selector or spec.key_out[0], spec.key_out[1], spec.max_parallelism,
                                     spec.combiner, spec.name)
     append = writer.append
     for b in batches:
@@ -572,6 +637,11 @@ def _through_chain(chain: StatelessChain, outputs: Iterator[Output]) -> Iterator
             yield out
         else:
             yield from process(out.value, out.timestamp)
+
+
+def _through_co_stage(stage: Any, rows: Iterator[tuple[Any, ...]]) -> Iterator[Output]:
+    for value, ts, side in rows:
+        yield from stage.process(value, ts, side)
 
 
 def _run_co_stage(co_stage: tuple[str, Any], rows: Iterator[tuple[Any, ...]],

@@ -90,6 +90,7 @@ from ..state_store.errors import ConfigurationError, GraphBuildError
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
+from .source_schema import check_streaming_parquet_source
 from .steps import (
     collectable,
     dataframe_source,
@@ -170,6 +171,7 @@ class StreamingTranslator:
         self.job_name = job_name = plan.job_name
         #: this run of the job: workers keep its operators' function instances under it
         self.run_id = uuid.uuid4().hex
+        self._passes = 0  # passes built so far (_long_lived)
         self.nodes = nodes = list(plan.nodes)
         self.consumers = consumers(nodes)
         cfg = plan.config
@@ -263,6 +265,14 @@ class StreamingTranslator:
         """A streaming DataFrame of ``node``'s records (upstream keyed stages run first)."""
         # the caller's query checkpoint will point into what the job keeps outside it
         self.job.plan("never", TO_DATAFRAME_KEEPS)
+        # the user runs the query: a source file that does not fit its declared schema is
+        # named now (source_schema.py), not by Spark's failure of the user's query
+        for source in self.nodes:
+            if (isinstance(source, SourceNode) and source.kind == "dataframe"
+                    and getattr(source.payload, "isStreaming", False)):
+                check_streaming_parquet_source(
+                    source.payload, self.storage,
+                    f"the to_dataframe() of STREAMING job {self.job_name!r}")
         df = typed_df(self, self.input_stream(node), node)
         self._run_prerequisites()
         return df
@@ -438,8 +448,16 @@ class StreamingTranslator:
         """The fused ``mapInArrow`` pass of BATCH, with subtask indexes valid in micro-batches."""
         if not needs_pass(stream, enc, key_out, tags, force):
             return stream.df
-        spec = pass_spec(self, stream, enc, key_out, combiner, tags, name)
+        spec = self._long_lived(pass_spec(self, stream, enc, key_out, combiner, tags, name))
         return stream.df.mapInArrow(stream_pass(spec, self.parallelism), output_ddl(spec))
+
+    def _long_lived(self, spec: PassSpec) -> PassSpec:
+        """``spec`` with the identity its subtasks' functions live under for the run: the
+        n-th pass of the translation (the same in every run of the same job)."""
+        spec.instance_key = f"{self.job_name}#pass{self._passes}:{spec.name}"
+        spec.run_id = self.run_id
+        self._passes += 1
+        return spec
 
     def _materialize_shared(self, stream: Stream, node: Transformation,
                             tags: frozenset[str]) -> Stream:
@@ -540,6 +558,7 @@ class StreamingTranslator:
             sided=parent.sided, co_stage=parent.co_stage, keyed=parent.keyed,
             chain=chain_for_output(parent, PICKLED, key_out), key_out=key_out,
             max_parallelism=self.max_parallelism)
+        self._long_lived(spec)
         return parent.df.mapInArrow(seq_pass(spec, self.parallelism),
                                     output_ddl(spec) + f", {SEQ} bigint")
 
