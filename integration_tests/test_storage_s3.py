@@ -215,18 +215,42 @@ def test_a_two_stage_streaming_savepoint_on_s3_restores_into_batch_and_back(
     assert {k: n for k, n in _final(out_batch).items() if k in of_b} == expected_b
 
 
-def test_a_batch_savepoint_to_object_storage_is_refused_before_anything_runs(
-        env_factory, s3_server, tmp_path, monkeypatch):
-    from test_savepoint_batch import DATA_A, Count, _stream
+def test_a_batch_savepoint_on_s3_restores_into_streaming_and_back(
+        spark, env_factory, s3_server, tmp_path):
+    """BATCH writes its savepoint to s3a:// (the keyed passes' entry files and reports go
+    through the storage layer from the executors); it equals the same program's savepoint on
+    local disk entry for entry; STREAMING restores it and stops with a savepoint on s3a://,
+    which BATCH restores again; outputs equal plain-Python counts and the local-disk run."""
+    from test_savepoint_batch import DATA_A, DATA_B
+    from test_savepoint_streaming import _entry_rows
 
-    monkeypatch.chdir(tmp_path)
-    env = env_factory("BATCH")
-    _stream(env, DATA_A, Count(), uid="count").sink_to_delta(str(tmp_path / "out"))
-    try:
-        env.execute("batch-to-s3", savepoint_path=f"s3a://{s3_server.bucket}/batch-sp")
-    except ConfigurationError as exc:
-        assert "savepoint_path" in str(exc) and "s3a://" in str(exc)
-    else:
-        raise AssertionError("a BATCH savepoint to s3a:// was accepted")
-    assert os.listdir(tmp_path) == []
-    assert s3_server.keys("batch-sp") == []
+    bucket = f"s3a://{s3_server.bucket}/batch-handoff"
+    out_s3 = _count_run(env_factory, "BATCH", DATA_A, str(tmp_path / "a-s3"), {},
+                        f"{bucket}/sp-a")
+    out_local = _count_run(env_factory, "BATCH", DATA_A, str(tmp_path / "a-local"), {},
+                           str(tmp_path / "sp-a"))
+    assert out_s3 == out_local
+    assert _final(out_s3) == _counts(DATA_A)
+    keys = s3_server.keys("batch-handoff/sp-a/")
+    assert any(k.startswith("batch-handoff/sp-a/_delta_log/") for k in keys)
+    assert not [k for k in keys if "_reports" in k or k.endswith(".tmp")], keys
+    for uid in ("count", "max"):
+        assert _entry_rows(spark, f"{bucket}/sp-a", uid) == \
+            _entry_rows(spark, str(tmp_path / "sp-a"), uid)
+
+    # STREAMING(B) on S3 restores the BATCH savepoint and stops with its own on S3
+    rocks = {"state.backend.type": "rocksdb"}
+    out_stream = _count_run(env_factory, "STREAMING", DATA_B, f"{bucket}/out-b",
+                            {**rocks, "execution.checkpointing.dir": f"{bucket}/ckpt-b",
+                             "execution.savepoint.path": f"{bucket}/sp-a"},
+                            f"{bucket}/sp-b", s3_server)
+    of_b = _counts(DATA_B)
+    expected_b = {k: n for k, n in _counts(DATA_A + DATA_B).items() if k in of_b}
+    assert _final(out_stream) == expected_b
+
+    # and back into BATCH(B), which writes its savepoint to S3 again
+    out_back = _count_run(env_factory, "BATCH", DATA_B, str(tmp_path / "bb"),
+                          {"execution.savepoint.path": f"{bucket}/sp-b"}, f"{bucket}/sp-c")
+    assert _final(out_back) == _counts(DATA_A + DATA_B + DATA_B)
+    for uid in ("count", "max"):
+        assert _entry_rows(spark, f"{bucket}/sp-c", uid)

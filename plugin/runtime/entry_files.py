@@ -4,26 +4,32 @@ A BATCH job that writes a savepoint (``env.execute(name, savepoint_path=...)``) 
 each key at its end inside the keyed pass. Rather than handing those entries back to Spark
 beside the records (and staging, re-reading and re-sorting them), each task writes them as
 one Parquet file of savepoint rows (:class:`EntryFileWriter`), in the order the pass
-produced them: each key's entries together, in canonical order. The file appears under its
-final name only when the task's pass ran to its end, so a retried or repeated task replaces
-it whole; the task's state meta infos go to a small JSON file beside the driver's other
-per-job files. The driver commits the data files, with the metadata row, as one Delta
-version after every sink succeeded.
+produced them: each key's entries together, in canonical order. Every byte goes through
+the storage layer (``state_store/storage``), so the savepoint may be on object storage.
+
+The data file is complete before anything names it: on a local path it is written under a
+hidden name and renamed to its exact name (a retried or repeated task replaces it whole);
+on an object store (no rename) each task attempt uploads its own object, named by the
+attempt, once. When the pass ran to its end the task writes one small JSON report, whole,
+under an exact name in the meta folder: its row count, state meta infos and the name of its
+data file. The driver reads the reports by exact name (no listing right after a write) and
+commits exactly the files they name, with the metadata row, as one Delta version after every
+sink succeeded; files of failed or zombie attempts are named by no report and are removed.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
 import pyarrow as pa
 
 from ..state_store.entries import StateEntry
 from ..state_store.errors import StateError
+from ..state_store.storage import Storage
 
 __all__ = ["EntryFiles", "EntryFileWriter", "entry_file_name", "meta_file_name"]
 
@@ -48,9 +54,10 @@ def meta_file_name(operator_index: int, subtask: int) -> str:
 class EntryFiles:
     """Where one keyed operator's pass writes its savepoint entries (pickled to executors)."""
 
-    #: the savepoint version's data folder (the driver commits its ``*.parquet`` files)
+    #: the savepoint version's data folder (path or URI; the driver commits the files the
+    #: tasks' reports name)
     folder: str
-    #: where each task leaves the operator's state meta infos (JSON list)
+    #: where each task leaves its report (rows, state meta infos, data file name)
     meta_folder: str
     operator_uid: str
     #: names the operator's files (uids may hold any character)
@@ -59,6 +66,8 @@ class EntryFiles:
     schema: pa.Schema
     #: ``kind`` of operator (broadcast) state rows, key group -1
     broadcast_kind: str
+    #: the storage layer the files are written through (picklable, options only)
+    storage: Storage = field(default_factory=Storage)
 
     def open(self, subtask: int, kinds: Callable[[], dict[str, str]]) -> EntryFileWriter:
         """A writer for partition ``subtask``; ``kinds()`` gives ``state name -> kind`` of
@@ -81,9 +90,16 @@ class EntryFileWriter:
         #: the fields of the entries not yet written, one after another
         self._buffer: list[Any] = []
         self._writer: Any = None
-        self._tmp = os.path.join(
-            files.folder, f".{entry_file_name(files.operator_index, subtask)}."
-                          f"{uuid.uuid4().hex[:12]}.tmp")
+        self._stream: Any = None
+        name = entry_file_name(files.operator_index, subtask)
+        attempt = uuid.uuid4().hex[:12]
+        self._local = Storage.is_local(files.folder)
+        #: the data file's name in the folder once published (what the report names)
+        self.name = name if self._local else f"{name[:-len('.parquet')]}-{attempt}.parquet"
+        #: where the file is written: a hidden temporary renamed at the end (local), or the
+        #: attempt's own object, uploaded as it is written (object store)
+        self._path = Storage.join(files.folder, f".{name}.{attempt}.tmp" if self._local
+                                  else self.name)
         self.rows = 0
         self.done = False
 
@@ -102,29 +118,42 @@ class EntryFileWriter:
     def finish(self, metas_json: Optional[str]) -> list[Any]:
         """Write the rest; publish the data file (if any entry) and the meta infos."""
         self._flush()
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-            os.replace(self._tmp, os.path.join(
-                self.files.folder, entry_file_name(self.files.operator_index, self.subtask)))
-        meta_path = os.path.join(self.files.meta_folder,
-                                 meta_file_name(self.files.operator_index, self.subtask))
-        tmp = f"{meta_path}.{uuid.uuid4().hex[:12]}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"rows": self.rows, "metas": json.loads(metas_json or "[]")}, f)
-        os.replace(tmp, meta_path)
+        written = self._writer is not None
+        if written:
+            self._close()
+            if self._local:
+                fs, tmp = self.files.storage.resolve(self._path)
+                fs.move(tmp, self.files.storage.resolve(
+                    Storage.join(self.files.folder, self.name))[1])
+        report = {"rows": self.rows, "metas": json.loads(metas_json or "[]"),
+                  "file": self.name if written else None}
+        self.files.storage.write_bytes(
+            Storage.join(self.files.meta_folder,
+                         meta_file_name(self.files.operator_index, self.subtask)),
+            json.dumps(report).encode("utf-8"))
         self.done = True
         return []
 
+    def _close(self) -> None:
+        writer, stream = self._writer, self._stream
+        self._writer = self._stream = None
+        try:
+            if writer is not None:
+                writer.close()
+        finally:
+            if stream is not None:
+                stream.close()
+
     def abort(self) -> None:
         """Drop a partial file (the pass failed or was not read to its end)."""
-        if self._writer is not None:
-            try:
-                self._writer.close()
-            finally:
-                self._writer = None
-        if not self.done and os.path.exists(self._tmp):
-            os.remove(self._tmp)
+        if self.done:
+            return
+        opened = self._writer is not None
+        try:
+            self._close()
+        finally:
+            if opened:
+                self.files.storage.delete_file(self._path)
 
     def _kinds_for(self, names: list[str], key_groups: list[int]) -> list[str]:
         """``kind`` of each entry: its state's, or the broadcast kind for operator state."""
@@ -159,7 +188,12 @@ class EntryFileWriter:
         table = pa.Table.from_arrays(
             [pa.array(columns[f.name], f.type) for f in schema], schema=schema)
         if self._writer is None:
-            os.makedirs(self.files.folder, exist_ok=True)
-            self._writer = pq.ParquetWriter(self._tmp, schema, compression="snappy")
+            storage = self.files.storage
+            fs, path = storage.resolve(self._path)
+            if self._local:
+                storage.makedirs(self.files.folder)
+            # an object store: a multipart upload, visible only when closed whole
+            self._stream = fs.open_output_stream(path)
+            self._writer = pq.ParquetWriter(self._stream, schema, compression="snappy")
         self._writer.write_table(table)
         self.rows += n

@@ -315,19 +315,26 @@ class SavepointFolder:
         #: absolute path (or URI) of the folder the data files go into
         self.target = Storage.join(self.root, self.folder)
 
-    def commit(self, metadata: SavepointMetadata) -> int:
+    def commit(self, metadata: SavepointMetadata, files: Optional[list[str]] = None) -> int:
         """Write the metadata row, drop what is not a data file (partial files of failed
-        tasks), commit; return the new version."""
+        tasks; with ``files``, every file they do not name), commit; return the new version.
+
+        ``files`` names the data files to commit (the keyed passes' reports): they are read
+        by exact name, never found by listing the folder right after they were written."""
         try:
             storage = self.storage
-            for name in storage.list_names(self.target):
-                if not name.endswith(".parquet"):  # _SUCCESS, leftovers of failed tasks
+            meta_name = "part-metadata.parquet"
+            keep = None if files is None else {*files, meta_name}
+            for name in storage.list_names(self.target):  # clean-up only
+                if (not name.endswith(".parquet")  # _SUCCESS, leftovers of failed tasks
+                        or (keep is not None and name not in keep)):
                     storage.delete(Storage.join(self.target, name))
             meta = pa.Table.from_pylist([metadata_row(metadata)], schema=savepoint_arrow_schema())
-            with storage.open_output(Storage.join(self.target, "part-metadata.parquet")) as f:
+            with storage.open_output(Storage.join(self.target, meta_name)) as f:
                 pq.write_table(meta, f)
+            names = None if keep is None else sorted(keep)
             with Heartbeat(f"committing savepoint {self.path}"):
-                return _commit(self.root, self.folder, self._table, storage)
+                return _commit(self.root, self.folder, self._table, storage, names)
         except SavepointError:
             self.discard()
             raise
@@ -370,14 +377,15 @@ def _write_with_delta_rs(spark: SparkSession, path: str, df: DataFrame,
     return version
 
 
-def _commit(root: str, folder: str, table: Any, storage: Storage) -> int:
+def _commit(root: str, folder: str, table: Any, storage: Storage,
+            names: Optional[list[str]] = None) -> int:
     from deltalake import CommitProperties, Schema
     from deltalake.exceptions import CommitFailedError, DeltaError
     from deltalake.transaction import create_table_with_add_actions
 
     from ..spark_io.delta_io import add_actions_for_folder
 
-    actions, rows = add_actions_for_folder(root, folder, storage)
+    actions, rows = add_actions_for_folder(root, folder, storage, names)
     # rows include the one metadata row (its own file)
     log.info("savepoint %s: %s entries written in %d files, %s bytes; committing", root,
              f"{max(rows - 1, 0):,}", len(actions), f"{sum(a.size for a in actions):,}")

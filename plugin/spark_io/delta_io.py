@@ -15,7 +15,12 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..state_store.errors import ConfigurationError, DataStreamError, JobExecutionError
+from ..state_store.errors import (
+    ConfigurationError,
+    DataStreamError,
+    JobExecutionError,
+    StateBackendError,
+)
 from ..state_store.storage import Storage
 
 if TYPE_CHECKING:
@@ -141,9 +146,10 @@ def write_parquet_files(spark: SparkSession, df: DataFrame, target: str) -> None
             spark.conf.set("spark.sql.parquet.outputTimestampType", previous)
 
 
-def add_actions_for_folder(root: str, folder: str,
-                           storage: Optional[Storage] = None) -> tuple[list[Any], int]:
-    """One delta-rs ``AddAction`` per Parquet file under ``root/folder``, and the row count.
+def add_actions_for_folder(root: str, folder: str, storage: Optional[Storage] = None,
+                           names: Optional[list[str]] = None) -> tuple[list[Any], int]:
+    """One delta-rs ``AddAction`` per Parquet file under ``root/folder`` (or per file of
+    ``names`` there, looked up by exact name, not listed), and the row count.
 
     Only file metadata is read (row counts from Parquet footers), on the driver, through
     the storage layer (``root`` may be an object-store URI).
@@ -156,8 +162,14 @@ def add_actions_for_folder(root: str, folder: str,
 
     storage = storage or Storage()
     fs, base = storage.resolve(root)
-    infos = fs.get_file_info(pafs.FileSelector(posixpath.join(base, folder), recursive=True,
-                                               allow_not_found=True))
+    if names is not None:
+        infos = fs.get_file_info([posixpath.join(base, folder, n) for n in names])
+        lost = [i.path for i in infos if i.type != pafs.FileType.File]
+        if lost:
+            raise StateBackendError(f"savepoint data files {lost[:5]} under {root} are missing")
+    else:
+        infos = fs.get_file_info(pafs.FileSelector(posixpath.join(base, folder),
+                                                   recursive=True, allow_not_found=True))
     actions = []
     total = 0
     for info in sorted(infos, key=lambda i: i.path):

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import tempfile
 import time
@@ -41,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..plan.graph import BroadcastNode, ChainNode, KeyByNode, KeyedNode, Transformation, is_keyed
 from ..runtime.encoding import KEY, KG, SIDE, TS
-from ..runtime.entry_files import EntryFiles, meta_file_name
+from ..runtime.entry_files import EntryFiles, entry_file_name, meta_file_name
 from ..runtime.passes import KeyedSpec
 from ..runtime.savepoint_rows import RESTORE_COLUMNS, SP_COLUMNS, SP_META
 from ..savepoint.format import (
@@ -56,6 +55,7 @@ from ..spark_io.delta_io import session_has_delta
 from ..spark_io.key_group_ranges import repartition_by_key_group_range
 from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import ConfigurationError, GraphBuildError, JobExecutionError
+from ..state_store.storage import Storage
 from .broadcast import broadcast_meta_infos, check_broadcast_restore
 
 if TYPE_CHECKING:
@@ -71,6 +71,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("pyspark_datastream")
+
+#: the folder of the passes' reports inside a new savepoint version's data folder
+_REPORTS = "_reports"
 
 
 def keyed_nodes(nodes: list[Transformation]) -> list[Transformation]:
@@ -281,15 +284,6 @@ class BatchSavepointWrite:
     def __init__(self, translator: Any, path: str) -> None:
         self.translator = translator
         self.path = path
-        from ..savepoint.reader import local_path
-        from ..state_store.storage import Storage
-
-        if not Storage.is_local(local_path(path)):
-            raise ConfigurationError(
-                f"savepoint_path {path!r}: a BATCH job writes its savepoint entries from the "
-                "keyed passes to a local or mounted path only (object storage is supported for "
-                "STREAMING savepoints and for restoring); write it to a shared filesystem or a "
-                "Volume (/Volumes/...), or run the job in STREAMING")
         if not translator.sorted_inputs:
             raise ConfigurationError(
                 "writing a savepoint in BATCH needs sorted inputs "
@@ -299,8 +293,10 @@ class BatchSavepointWrite:
         #: (delta-rs commits files); None with Spark's Delta writer (it commits a DataFrame)
         self.folder = None if session_has_delta(translator.spark) else SavepointFolder(path)
         self.staging = tempfile.mkdtemp(prefix="pyspark-datastream-savepoint-")
-        self.meta_folder = os.path.join(self.staging, "metas")
-        os.makedirs(self.meta_folder)
+        #: the passes' reports, inside the new version's folder (on the savepoint's own
+        #: storage, which every executor reaches; removed before the commit)
+        self.meta_folder = None if self.folder is None else \
+            Storage.join(self.folder.target, _REPORTS)
         self.operators: dict[str, tuple[Any, dict[str, StateMetaInfo], bool]] = {}
         self.entries: list[DataFrame] = []
         #: operator uid -> meta infos of its broadcast (operator) states
@@ -311,6 +307,8 @@ class BatchSavepointWrite:
         self.indexes: dict[str, int] = {}
         #: operator uid -> entries its passes wrote (direct writes, known after the sinks)
         self.counts: dict[str, int] = {}
+        #: the data files the passes' reports name (what the commit adds)
+        self.files: list[str] = []
         self.committed = False
         self.watermark = final_watermark(translator)
         log.info("BATCH savepoint: final watermark %s", self.watermark)
@@ -323,8 +321,8 @@ class BatchSavepointWrite:
             uid = node.effective_uid()
             index = self.indexes.setdefault(uid, len(self.indexes))
             fields["savepoint_files"] = EntryFiles(
-                self.folder.target, self.meta_folder, uid, index, savepoint_arrow_schema(),
-                BROADCAST_KIND)
+                self.folder.target, str(self.meta_folder), uid, index,
+                savepoint_arrow_schema(), BROADCAST_KIND, self.folder.storage)
         return fields
 
     def run_keyed(self, stream: Any, node: Transformation, tags: frozenset[str],
@@ -405,6 +403,8 @@ class BatchSavepointWrite:
         every pass must have finished (else the savepoint would miss keys)."""
         t = self.translator
         progress = t.batch_progress
+        assert self.folder is not None and self.meta_folder is not None
+        storage = self.folder.storage
         for uid, index in sorted(self.indexes.items(), key=lambda item: item[1]):
             if uid not in self.operators:  # planned, but its pass was never part of a job
                 continue
@@ -412,13 +412,17 @@ class BatchSavepointWrite:
             rows = 0
             missing = []
             for subtask in range(t.parallelism):
-                file = os.path.join(self.meta_folder, meta_file_name(index, subtask))
-                if not os.path.exists(file):
+                file = Storage.join(self.meta_folder, meta_file_name(index, subtask))
+                try:  # by exact name: a report is written once, whole
+                    report = json.loads(storage.read_bytes(file))
+                except FileNotFoundError:
                     missing.append(subtask)
                     continue
-                with open(file, encoding="utf-8") as f:
-                    report = json.load(f)
                 rows += int(report["rows"])
+                name = report.get("file", entry_file_name(index, subtask)
+                                  if int(report["rows"]) else None)
+                if name:
+                    self.files.append(name)
                 for d in report["metas"]:
                     meta = StateMetaInfo.from_dict(d)
                     metas[meta.name] = meta
@@ -453,7 +457,7 @@ class BatchSavepointWrite:
             log.info("BATCH savepoint: committing %s state entries of operators %s, written by "
                      "their keyed passes, to %s", "?" if n is None else f"{n:,}", sorted(ops),
                      self.path)
-            version = self.folder.commit(metadata)
+            version = self.folder.commit(metadata, files=self.files)
             self.committed = True
         else:
             union = None
