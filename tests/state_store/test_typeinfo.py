@@ -445,7 +445,7 @@ def test_row_pickles_with_names() -> None:
         (("a", None), None),
         (("a", [1]), None),
     ],
-    ids=repr,
+    ids=lambda v: "object()" if type(v) is object else repr(v),
 )
 def test_infer_type_info(value: Any, expected: TypeInformation | None) -> None:
     assert infer_type_info(value) == expected
