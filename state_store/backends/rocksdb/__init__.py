@@ -23,9 +23,11 @@ The write-ahead log is disabled (durability comes from snapshots, as in Flink).
 
 The modules: ``common`` (row-layout codecs and limits), ``states`` (value,
 reducing, aggregating, list and map state), ``sorted_state`` (binary sorted
-state), ``tracking`` (change capture for incremental checkpoints) and
-``backend`` (the backend, which creates the states). Import the backend from
-here.
+state), ``tracking`` (change capture for incremental checkpoints), ``backend``
+(the backend, which creates the states), ``ttl`` (the emulated compaction-filter
+TTL cleanup), ``keygroup_store`` (the STREAMING key-group store: versioned files,
+savepoint export/import) and ``registration`` (the backend's ``StateBackendType``).
+Import the backend from here.
 """
 
 from __future__ import annotations
