@@ -26,14 +26,15 @@ until one is set), so the test harness controls expiry with ``set_processing_tim
 * RocksDB compaction filter (``cleanup_in_rocksdb_compact_filter``, or the default with
   background cleanup on): rocksdict exposes no compaction-filter hook, so on RocksDB it
   runs as an incremental cleanup instead: every access of the state checks the next
-  :data:`~.backends.rocksdb.ttl.ROCKSDB_CLEANUP_ROWS` stored rows (values, list elements, map entries) of a cursor
-  over the state's rows and deletes the expired ones. ``cleanup_incrementally`` has no
+  :data:`~.backends.rocksdb.ttl.ROCKSDB_CLEANUP_ROWS` stored rows (values, list elements,
+  map entries) of a cursor over the state's rows and deletes the expired ones. ``cleanup_incrementally`` has no
   effect on RocksDB, as in Flink.
 
 Each backend brings its background cleanup in its registration (``ttl.py`` in its folder
-under ``backends/``); this module holds what they share. Both background cleanups idle after a full pass over the state until a value can have
-expired (the earliest expiry the pass kept, or the pass start plus the TTL): a state read
-and written all the time then pays one time comparison per access, not a scan.
+under ``backends/``); this module holds what they share. Both background cleanups idle
+after a full pass over the state until a value can have expired (the earliest expiry the
+pass kept, or the pass start plus the TTL, :class:`CleanupPass`): a state read and written
+all the time then pays one time comparison per access, not a scan.
 
 The single-key backend (sorted BATCH execution) stamps values but never expires them and
 does no cleanup: Flink's BATCH state backend does not apply TTL.
