@@ -32,6 +32,18 @@ Import the backend from here.
 
 from __future__ import annotations
 
-from .backend import RocksDBKeyedStateBackend
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .backend import RocksDBKeyedStateBackend
 
 __all__ = ["RocksDBKeyedStateBackend"]
+
+
+def __getattr__(name: str) -> Any:
+    # imported on first use, so registering the backend does not load rocksdict
+    if name == "RocksDBKeyedStateBackend":
+        from .backend import RocksDBKeyedStateBackend
+
+        return RocksDBKeyedStateBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
