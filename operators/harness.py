@@ -7,7 +7,8 @@ extraction code that runs on Spark (``KeyedProcessOperator`` /
 ``KeyedCoProcessOperator`` over a real keyed backend), following the drivers'
 protocol:
 
-* ``backend="heap"`` or ``"rocksdb"``: hash execution; in BATCH mode every timer
+* ``backend="hashmap"`` (alias ``"heap"``) or ``"rocksdb"``, or any other registered
+  backend (``state_store/backends/registry.py``): hash execution; in BATCH mode every timer
   fires at ``end_input()`` with watermark MAX (watermarks pushed in are ignored).
 * ``backend="single_key"`` (BATCH): sorted execution; records of one key must be
   contiguous, and a key's timers fire when the next key arrives (``end_key``) or
@@ -27,7 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from ..state_store.backend import KeyedStateBackend
-from ..state_store.backends import create_keyed_state_backend
+from ..state_store.backends import get_backend
 from ..state_store.descriptors import (
     AggregatingStateDescriptor,
     BinarySortedStateDescriptor,
@@ -47,15 +48,11 @@ from .keyed import AbstractKeyedOperator, KeyedCoProcessOperator, KeyedProcessOp
 __all__ = [
     "TimestampedValue",
     "FiredTimer",
-    "BACKEND_NAMES",
     "create_backend",
     "KeyedOperatorTestHarness",
     "KeyedProcessFunctionTestHarness",
     "KeyedCoProcessFunctionTestHarness",
 ]
-
-BACKEND_NAMES = ("heap", "rocksdb", "single_key")
-
 
 class TimestampedValue(NamedTuple):
     """A main-output value with its timestamp (None when it has none)."""
@@ -78,22 +75,27 @@ def create_backend(
     max_parallelism: int,
     **options: Any,
 ) -> KeyedStateBackend:
-    """A keyed backend by name (``heap``, ``rocksdb``, ``single_key``), instance or factory.
+    """A keyed backend by registered name (``hashmap``/``heap``, ``rocksdb``, ``single_key``,
+    a ``"module:attr"`` path), instance or factory.
 
     A factory is called as ``factory(key_serializer, max_parallelism, **options)``.
+
+    Args:
+        backend: the name, instance or factory.
+        key_serializer: the keys' serializer.
+        max_parallelism: the number of key groups.
+        **options: backend options.
+    Returns:
+        the backend.
     """
     if isinstance(backend, KeyedStateBackend):
         return backend
     if isinstance(backend, str):
-        if backend in BACKEND_NAMES:
-            return create_keyed_state_backend(backend, key_serializer, max_parallelism, **options)
-        raise ConfigurationError(
-            f"state.backend must be one of {', '.join(BACKEND_NAMES)}, got {backend!r}"
-        )
+        return get_backend(backend).create(key_serializer, max_parallelism, **options)
     if callable(backend):
         return backend(key_serializer, max_parallelism, **options)
     raise ConfigurationError(
-        f"backend must be a name ({', '.join(BACKEND_NAMES)}), a KeyedStateBackend or a "
+        f"backend must be a registered name, a KeyedStateBackend or a "
         f"factory, got {backend!r:.80}"
     )
 
@@ -125,7 +127,7 @@ class KeyedOperatorTestHarness:
         operator: AbstractKeyedOperator,
         key_selectors: Any,
         key_type: Any = None,
-        backend: str | KeyedStateBackend | Callable[..., KeyedStateBackend] = "heap",
+        backend: str | KeyedStateBackend | Callable[..., KeyedStateBackend] = "hashmap",
         mode: str = "STREAMING",
         backend_options: dict[str, Any] | None = None,
         **config: Any,
@@ -144,7 +146,7 @@ class KeyedOperatorTestHarness:
         self.backend = create_backend(
             backend, self.key_serializer, self.config.max_parallelism, **(backend_options or {})
         )
-        self.sorted_mode = getattr(self.backend, "backend_name", "") == "single_key"
+        self.sorted_mode = getattr(self.backend, "holds_one_key", False)
         if self.sorted_mode and not self.config.is_batch:
             raise ConfigurationError(
                 "the single_key backend is BATCH-only (sorted execution, FLIP-140); "
@@ -396,7 +398,7 @@ class KeyedProcessFunctionTestHarness(KeyedOperatorTestHarness):
         function: Any,
         key_selector: Any,
         key_type: Any = None,
-        backend: str | KeyedStateBackend | Callable[..., KeyedStateBackend] = "heap",
+        backend: str | KeyedStateBackend | Callable[..., KeyedStateBackend] = "hashmap",
         mode: str = "STREAMING",
         backend_options: dict[str, Any] | None = None,
         **config: Any,
@@ -428,7 +430,7 @@ class KeyedCoProcessFunctionTestHarness(KeyedOperatorTestHarness):
         key_selector1: Any,
         key_selector2: Any = None,
         key_type: Any = None,
-        backend: str | KeyedStateBackend | Callable[..., KeyedStateBackend] = "heap",
+        backend: str | KeyedStateBackend | Callable[..., KeyedStateBackend] = "hashmap",
         mode: str = "STREAMING",
         backend_options: dict[str, Any] | None = None,
         **config: Any,

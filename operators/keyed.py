@@ -176,7 +176,7 @@ class AbstractKeyedOperator(KeyedOperator):
             instance.context.bind(backend)
             self.runtime_context = instance.context
         self._fire_processing_at_end = config.processing_time_end_of_input == "FIRE_AND_QUIESCE"
-        if self.batch and getattr(backend, "backend_name", "") == "single_key":
+        if self.batch and getattr(backend, "holds_one_key", False):
             backend.add_key_change_listener(self._check_key_ended)
         self._opened = True
         try:

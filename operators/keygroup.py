@@ -32,7 +32,12 @@ from itertools import chain, count, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..state_store.backends import create_keyed_state_backend
+from ..state_store.backends import HEAP, KeyGroupStore
+from ..state_store.backends.rocksdb.keygroup_store import (
+    RocksDBKeyGroupStore,
+    VersionPointer,
+    drop_local_copies,
+)
 from ..state_store.bulk import paused_gc
 from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import (
@@ -51,7 +56,6 @@ from .base import (
 from .driver import key_deserializer, process_keyed_rows
 from .factory import KEYED_KINDS, make_keyed_operator
 from .instances import SubtaskInstance, subtask_of
-from .keygroup_rocksdb import RocksDBKeyGroupStore, VersionPointer, drop_local_copies
 from .keygroup_state import decode_state, dump_state, encode_state, load_state, state_entries
 from .lean_reduce import VOID_NS, fold_in_order, keyed_entries
 
@@ -232,7 +236,7 @@ class KeyGroupRuntime:
         key_serializer: TypeSerializer[Any],
         config: OperatorConfig,
         backend_factory: Optional[Callable[[], KeyedStateBackend]] = None,
-        store: Optional[RocksDBKeyGroupStore] = None,
+        store: Optional[KeyGroupStore] = None,
         instances: Optional[dict[int, SubtaskInstance]] = None,
         parallel_instances: Optional[int] = None,
     ) -> None:
@@ -254,7 +258,9 @@ class KeyGroupRuntime:
         if backend_factory is None:
             backend_factory = self._heap_backend
         self.backend_factory = backend_factory
-        #: RocksDB: the state bytes are a :class:`VersionPointer`, the data lives in files
+        #: the backend's STREAMING key-group store (its registration's; e.g. RocksDB: the
+        #: state bytes are a :class:`VersionPointer`, the data lives in files); None: the
+        #: state bytes are the backend's full snapshot
         self.store = store
         #: the reduce function when the lean reduce path applies (see ``_run_lean_reduce``)
         self._lean_reduce = _plain_reduce_function(function) if lean else None
@@ -267,7 +273,7 @@ class KeyGroupRuntime:
         self.parallel_instances = parallel_instances or config.parallelism
 
     def _heap_backend(self) -> KeyedStateBackend:
-        return create_keyed_state_backend("hashmap", self.key_serializer, self.config.max_parallelism)
+        return HEAP.create(self.key_serializer, self.config.max_parallelism)
 
     def run(
         self,
@@ -283,8 +289,8 @@ class KeyGroupRuntime:
 
         ``watermark`` is the operator (Flink) watermark of this micro-batch;
         ``end_of_input`` moves it to +inf after the elements so every timer fires.
-        With a RocksDB ``store``, ``state`` is a version pointer and ``key_group``
-        is required; the result's ``state`` is the new pointer.
+        With a key-group ``store``, ``state`` is what the store committed (RocksDB: a version
+        pointer) and ``key_group`` is required; the result's ``state`` is the new one.
         """
         if self._lean_reduce is not None:
             lean = self._run_lean_reduce(state, rows)
@@ -294,7 +300,7 @@ class KeyGroupRuntime:
         store = self.store
         if store is not None and key_group is None:
             raise JobExecutionError(
-                f"operator {name!r}: the RocksDB key group store needs the key group number")
+                f"operator {name!r}: the key group store needs the key group number")
         operator = self.new_operator(key_group)
         result = KeyGroupResult()
         outputs = result.outputs
@@ -372,7 +378,7 @@ class KeyGroupRuntime:
 
     def restored_state(self, key_group: int, data: bytes) -> bytes:
         """The committed state of a key group that starts from savepoint restore bytes
-        ``data`` (:func:`encode_state`); RocksDB: imported into a first version, its pointer."""
+        ``data`` (:func:`encode_state`); with a key-group store: imported into a first version."""
         if self.store is None:
             return data
         metas, entries = decode_state(data)

@@ -215,8 +215,10 @@ class KeyedStateBackend(ABC):
     ``key_group_range`` of them (default: all).
     """
 
-    #: short backend name ("heap", "rocksdb", "single_key")
+    #: the canonical name of the backend's registration (``backends/registry.py``)
     backend_name: str = "abstract"
+    #: True for a backend that holds only the current key's state (sorted BATCH input)
+    holds_one_key: bool = False
 
     def __init__(
         self,

@@ -26,13 +26,15 @@ until one is set), so the test harness controls expiry with ``set_processing_tim
 * RocksDB compaction filter (``cleanup_in_rocksdb_compact_filter``, or the default with
   background cleanup on): rocksdict exposes no compaction-filter hook, so on RocksDB it
   runs as an incremental cleanup instead: every access of the state checks the next
-  :data:`ROCKSDB_CLEANUP_ROWS` stored rows (values, list elements, map entries) of a cursor
-  over the state's rows and deletes the expired ones. ``cleanup_incrementally`` has no
+  :data:`~.backends.rocksdb.ttl.ROCKSDB_CLEANUP_ROWS` stored rows (values, list elements,
+  map entries) of a cursor over the state's rows and deletes the expired ones. ``cleanup_incrementally`` has no
   effect on RocksDB, as in Flink.
 
-Both background cleanups idle after a full pass over the state until a value can have
-expired (the earliest expiry the pass kept, or the pass start plus the TTL): a state read
-and written all the time then pays one time comparison per access, not a scan.
+Each backend brings its background cleanup in its registration (``ttl.py`` in its folder
+under ``backends/``); this module holds what they share. Both background cleanups idle
+after a full pass over the state until a value can have expired (the earliest expiry the
+pass kept, or the pass start plus the TTL, :class:`CleanupPass`): a state read and written
+all the time then pays one time comparison per access, not a scan.
 
 The single-key backend (sorted BATCH execution) stamps values but never expires them and
 does no cleanup: Flink's BATCH state backend does not apply TTL.
@@ -57,14 +59,11 @@ from .entries import (
     StateEntry,
     StateKind,
     encode_index,
-    encode_key_group,
     encode_sorted_user_key,
-    encode_state_name,
-    prefix_successor,
     split_sorted_user_key,
 )
 from .errors import StateDescriptorError
-from .serializers import TtlSerializer, TtlValue
+from .serializers import TtlSerializer
 from .serializers.ttl import TTL_TIMESTAMP
 from .ttl_states import (
     TtlAggregateFunction,
@@ -80,7 +79,8 @@ from .ttl_states import (
 )
 
 __all__ = [
-    "ROCKSDB_CLEANUP_ROWS",
+    "CleanupPass",
+    "TtlCleanup",
     "TtlTimeProvider",
     "ttl_time_provider",
     "wall_clock_millis",
@@ -88,10 +88,6 @@ __all__ = [
     "drop_expired_entries",
     "full_snapshot_cleanup",
 ]
-
-#: rows the emulated RocksDB compaction-filter cleanup checks per state access
-ROCKSDB_CLEANUP_ROWS = 5
-
 
 def wall_clock_millis() -> int:
     """Milliseconds since the epoch from the system clock."""
@@ -130,6 +126,12 @@ def ttl_time_provider(backend: Any) -> TtlTimeProvider:
     if provider is None:
         provider = _PROVIDERS[backend] = TtlTimeProvider()
     return provider
+
+
+#: a backend's background TTL cleanup: ``cleanup(backend, original, descriptor, ctx,
+#: strategies)`` installs it for one TTL state (``original``: the wrapped plain state;
+#: ``strategies``: the descriptor's ``CleanupStrategies``), e.g. as ``ctx.accessed``
+TtlCleanup = Callable[[Any, Any, StateDescriptor, TtlContext, Any], None]
 
 
 # --------------------------------------------------------------------------------------------
@@ -175,15 +177,14 @@ def create_ttl_state(
     create_original: Callable[[StateDescriptor, Any], Any],
     *,
     expires: bool = True,
-    cleanup: str = "none",
+    cleanup: Optional[TtlCleanup] = None,
 ) -> TtlState:
     """The TTL state of ``descriptor`` (TTL enabled) on ``backend``.
 
     ``create_original(descriptor, namespace_serializer)`` makes the backend's plain state
     (loading restored entries of the name). ``expires`` False stamps values without ever
-    expiring them (sorted BATCH). ``cleanup`` is the background cleanup the backend runs:
-    ``"heap"`` (incremental over its containers), ``"rocksdb"`` (the emulated compaction
-    filter over its rows) or ``"none"``.
+    expiring them (sorted BATCH). ``cleanup`` is the background cleanup of the backend's
+    registration (``StateBackendType.ttl_cleanup``), called once per TTL state; None: none.
     """
     config = descriptor.get_ttl_config()
     assert config is not None and config.is_enabled()
@@ -197,24 +198,15 @@ def create_ttl_state(
     if strategies.in_full_snapshot():
         state.snapshot_filter = lambda entries: drop_expired_entries(
             entries, {descriptor.name: (ctx.ttl, descriptor.kind)}, provider.now())
-    if cleanup == "heap":
-        incremental = strategies.get_incremental_cleanup_strategy()
-        if incremental is not None:
-            step = _HeapCleanup(original, descriptor.kind, ctx, incremental.get_cleanup_size()).step
-            ctx.accessed = step
-            if incremental.run_cleanup_for_every_record():
-                backend.call_after_set_key(step)
-    elif cleanup == "rocksdb" and descriptor.kind is not StateKind.SORTED:
-        # sorted states keep rows and caches in memory: they are cleaned on read only
-        if strategies.get_rocksdb_compact_filter_cleanup_strategy() is not None:
-            ctx.accessed = _RocksCleanup(backend, descriptor.name, ctx).step
+    if cleanup is not None:
+        cleanup(backend, original, descriptor, ctx, strategies)
     return state
 
 
 # --------------------------------------------------------------------------------------------
 # incremental cleanup
 # --------------------------------------------------------------------------------------------
-class _Pass:
+class CleanupPass:
     """When a cleanup may idle: a full pass over a state that started at ``start`` and saw
     ``earliest`` as the earliest expiry of the values it kept can skip every step until the
     time reaches ``min(earliest, start + ttl)`` - no value can expire before that (a value it
@@ -239,167 +231,6 @@ class _Pass:
         bound = self.start + ttl
         self.idle_until = bound if self.earliest is None else min(self.earliest, bound)
         self.start = None
-
-
-class _HeapCleanup:
-    """A cursor over the keys (key, namespace) of one heap state: each step checks the next
-    ``size`` of them and drops their expired values; a new pass lists the keys again. After a
-    pass, steps idle until a value can have expired (see :class:`_Pass`)."""
-
-    def __init__(self, original: Any, kind: StateKind, ctx: TtlContext, size: int) -> None:
-        self._original = original
-        self._ctx = ctx
-        self._size = size
-        self._pending: list[tuple[int, bytes, Any]] = []
-        self._prune = _PRUNERS[kind]
-        self._pass = _Pass()
-        self._running = False
-
-    def step(self) -> None:
-        ctx = self._ctx
-        now = ctx.now()
-        current = self._pass
-        if current.idle_until is not None and now < current.idle_until:
-            return
-        if self._running:  # a prune writing through the state must not recurse
-            return
-        self._running = True
-        try:
-            original = self._original
-            pending = self._pending
-            prune, saw = self._prune, current.saw
-
-            def check(container: Any) -> Any:
-                kept, expiry = prune(container, ctx, now)
-                saw(expiry)
-                return kept
-
-            for _ in range(self._size):
-                if not pending:
-                    if current.start is not None:  # a pass is complete
-                        current.end(ctx.ttl)
-                        if now < current.idle_until:  # type: ignore[operator]
-                            return
-                    current.begin(now)
-                    pending.extend(reversed(original.container_keys()))
-                    if not pending:
-                        return
-                key_group, key_bytes, namespace = pending.pop()
-                original.prune_container(key_group, key_bytes, namespace, check)
-        finally:
-            self._running = False
-
-
-def _prune_value(container: TtlValue, ctx: TtlContext, now: int) -> tuple[Any, Optional[int]]:
-    if ctx.is_expired(container, now):
-        return None, None
-    return container, container[1] + ctx.ttl
-
-
-def _prune_list(container: list[TtlValue], ctx: TtlContext,
-                now: int) -> tuple[Any, Optional[int]]:
-    kept = [v for v in container if not ctx.is_expired(v, now)]
-    earliest = min((v[1] for v in kept), default=None)
-    expiry = None if earliest is None else earliest + ctx.ttl
-    return (container if len(kept) == len(container) else (kept or None)), expiry
-
-
-def _prune_map(container: dict[Any, TtlValue], ctx: TtlContext,
-               now: int) -> tuple[Any, Optional[int]]:
-    expired = [k for k, v in container.items() if ctx.is_expired(v, now)]
-    for key in expired:
-        del container[key]
-    earliest = min((v[1] for v in container.values()), default=None)
-    return (container or None), (None if earliest is None else earliest + ctx.ttl)
-
-
-def _prune_sorted(container: Any, ctx: TtlContext, now: int) -> tuple[Any, Optional[int]]:
-    earliest: Optional[int] = None
-    for lex in list(container):
-        slot = container[lex]
-        kept = [v for v in slot[1] if not ctx.is_expired(v, now)]
-        if not kept:
-            del container[lex]
-            continue
-        if len(kept) != len(slot[1]):
-            slot[1] = kept
-        first = min(v[1] for v in kept)
-        earliest = first if earliest is None else min(earliest, first)
-    return (container or None), (None if earliest is None else earliest + ctx.ttl)
-
-
-_PRUNERS: dict[StateKind, Callable[[Any, TtlContext, int], tuple[Any, Optional[int]]]] = {
-    StateKind.VALUE: _prune_value,
-    StateKind.REDUCING: _prune_value,
-    StateKind.AGGREGATING: _prune_value,
-    StateKind.LIST: _prune_list,
-    StateKind.MAP: _prune_map,
-    StateKind.SORTED: _prune_sorted,
-}
-
-
-class _RocksCleanup:
-    """The emulated compaction filter: a cursor over the stored rows of one state (key group
-    by key group); each step reads the next :data:`ROCKSDB_CLEANUP_ROWS` rows and deletes
-    the expired ones (their first 8 value bytes are the last-access timestamp). After a pass
-    over every key group, steps idle until a value can have expired (see :class:`_Pass`)."""
-
-    def __init__(self, backend: Any, name: str, ctx: TtlContext) -> None:
-        self._backend = backend
-        self._ctx = ctx
-        self._name_part = encode_state_name(name)
-        self._groups = list(backend.key_group_range)
-        self._group = 0
-        self._after: Optional[bytes] = None
-        self._pass = _Pass()
-
-    def step(self) -> None:
-        ctx = self._ctx
-        now = ctx.now()
-        current = self._pass
-        if current.idle_until is not None and now < current.idle_until:
-            return
-        if current.start is None:
-            current.begin(now)
-        ttl = ctx.ttl
-        limit = now - ttl
-        backend = self._backend
-        # each seek costs one unit of the budget even when it finds nothing, so a step over
-        # many empty key groups stays as cheap as one over rows
-        budget = ROCKSDB_CLEANUP_ROWS
-        expired: list[bytes] = []
-        groups = self._groups
-        earliest: Optional[int] = None
-        while budget > 0:
-            prefix = encode_key_group(groups[self._group]) + self._name_part
-            lower = prefix if self._after is None else self._after + b"\x00"
-            seen = 0
-            full = False
-            for key, value in backend.scan(lower, prefix_successor(prefix)):
-                seen += 1
-                stamp = TTL_TIMESTAMP.unpack_from(value)[0]
-                if stamp <= limit:
-                    expired.append(key)
-                elif earliest is None or stamp < earliest:
-                    earliest = stamp
-                self._after = key
-                if seen == budget:
-                    full = True
-                    break
-            budget -= max(seen, 1)
-            if not full:  # the group is done: the next one
-                self._group = (self._group + 1) % len(groups)
-                self._after = None
-                if self._group == 0:  # every key group visited: the pass is complete
-                    current.saw(None if earliest is None else earliest + ttl)
-                    earliest = None
-                    current.end(ttl)
-                    break
-        current.saw(None if earliest is None else earliest + ttl)
-        if expired:
-            db = backend.db
-            for key in expired:
-                db.delete(key)
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,7 +12,10 @@ including function-local and ``TYPE_CHECKING`` ones. The rules:
 * nothing in runtime/, operators/ or state_store/ imports ``pyspark.sql``;
 * no ``_private`` name imported from another module, and no ``obj._name`` read of a private
   member that the reading module does not define itself;
-* no source file over :data:`MAX_LINES` lines.
+* no source file over :data:`MAX_LINES` lines;
+* no comparison with a state backend's name (``kind == "rocksdb"``, ``name in ("hashmap",
+  "heap")``) outside the backend registry: every layer asks the backend's registration
+  (``state_store/backends/registry.py``).
 
 The functions take the repository root so a test can run them on a deliberately broken copy.
 """
@@ -35,6 +38,7 @@ __all__ = [
     "spark_sql_violations",
     "private_violations",
     "long_files",
+    "backend_name_comparisons",
 ]
 
 MAX_LINES = 800
@@ -282,3 +286,33 @@ def private_violations(modules: dict[str, Module]) -> list[str]:
 
 def long_files(modules: dict[str, Module]) -> list[str]:
     return [f"{m.path}: {m.lines} lines (over {MAX_LINES})" for m in modules.values() if m.lines > MAX_LINES]
+
+
+#: the state backends' names and aliases; only the registry may compare strings with them
+BACKEND_NAMES = frozenset({"hashmap", "heap", "rocksdb", "single_key"})
+BACKEND_REGISTRY = f"{ROOT_PACKAGE}.state_store.backends.registry"
+
+
+def _backend_strings(node: ast.expr) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value] if node.value.lower() in BACKEND_NAMES else []
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [v for e in node.elts for v in _backend_strings(e)]
+    return []
+
+
+def backend_name_comparisons(modules: dict[str, Module]) -> list[str]:
+    """Comparisons (``==``, ``!=``, ``in``, ``not in``, ``is``) of anything with a backend
+    name outside the registry: ``"<module>:<line> compares with backend name '<name>'"``."""
+    found: list[str] = []
+    for name, module in sorted(modules.items()):
+        if name == BACKEND_REGISTRY:
+            continue
+        for node in ast.walk(module.tree):
+            if not isinstance(node, ast.Compare):
+                continue
+            for operand in (node.left, *node.comparators):
+                for value in _backend_strings(operand):
+                    found.append(f"{name}:{node.lineno} compares with backend name {value!r}")
+    return found
+

@@ -45,6 +45,11 @@ def test_no_file_over_the_line_limit(modules: dict[str, rules.Module]) -> None:
     assert rules.long_files(modules) == []
 
 
+def test_no_backend_name_comparisons_outside_the_registry(
+        modules: dict[str, rules.Module]) -> None:
+    assert rules.backend_name_comparisons(modules) == []
+
+
 # --- the checker itself: each rule fails on a deliberately broken copy of the tree -------------
 
 
@@ -105,3 +110,13 @@ def test_checker_finds_a_long_file(broken_copy: Path) -> None:
     _append(broken_copy / "state_store" / "keygroups.py", "\n" * rules.MAX_LINES)
     found = rules.long_files(rules.load_modules(broken_copy))
     assert any("keygroups.py" in v for v in found)
+
+
+def test_checker_finds_a_backend_name_comparison(broken_copy: Path) -> None:
+    _append(broken_copy / "operators" / "functions.py",
+            "def _which(kind):\n    return kind == 'rocksdb' or kind in ('hashmap', 'x')\n")
+    found = rules.backend_name_comparisons(rules.load_modules(broken_copy))
+    assert any("operators.functions" in v and "'rocksdb'" in v for v in found)
+    assert any("operators.functions" in v and "'hashmap'" in v for v in found)
+    assert not any("state_store.backends.registry" in v for v in found)
+

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..state_store.backends import get_backend, registered_backends
 from ..state_store.errors import ConfigurationError
 
 __all__ = [
@@ -85,6 +86,22 @@ def _trigger(key: str, raw: str) -> None:
     parse_trigger(raw)
 
 
+def _state_backend(key: str, raw: str) -> str:
+    """``raw`` as a registered backend users may choose (a name, any case, or a
+    ``"module:attr"`` path, see ``state_store/backends/registry.py``), normalised."""
+    value = str(raw).strip()
+    try:
+        backend_type = get_backend(value)
+    except ConfigurationError as exc:
+        backend_type, reason = None, f" ({exc})" if ":" in value else ""
+    if backend_type is None or not backend_type.configurable:
+        names = [n for b in registered_backends() if b.configurable for n in (b.name, *b.aliases)]
+        raise ConfigurationError(
+            f"{key} must be one of {', '.join(names)} or the 'module:attr' path of a state "
+            f"backend registration, got {raw!r}" + (reason if backend_type is None else ""))
+    return value if ":" in value else value.lower()
+
+
 @dataclass(frozen=True)
 class ConfigOption:
     """One configuration key with its default(s), meaning and value check."""
@@ -96,7 +113,9 @@ class ConfigOption:
     streaming_default: Any = None
     choices: tuple[str, ...] | None = None
     #: ``check(key, raw)`` raises ConfigurationError for a value the option cannot take
-    check: Optional[Callable[[str, str], None]] = None
+    check: Optional[Callable[[str, str], Any]] = None
+    #: ``check`` runs when the value is set too, and its result is the value kept
+    check_on_set: bool = False
 
     def default_for(self, mode: str | None) -> Any:
         if mode == "BATCH" and self.batch_default is not None:
@@ -123,8 +142,9 @@ OPTIONS: dict[str, ConfigOption] = {
                      check=lambda k, v: _integer(k, v, 1, 32768)),
         ConfigOption("state.backend.type", "hashmap",
                      "Keyed state backend for hash-based execution and STREAMING: "
-                     "hashmap or rocksdb. Sorted BATCH execution always uses the single-key backend.",
-                     choices=("hashmap", "heap", "rocksdb")),
+                     "hashmap (alias heap), rocksdb, or the 'module:attr' path of another "
+                     "backend's registration. Sorted BATCH execution always uses the single-key "
+                     "backend.", check=_state_backend, check_on_set=True),
         ConfigOption("execution.sorted-inputs.enabled", "true",
                      "BATCH: sort keyed inputs and use the single-key backend (FLIP-140). "
                      "false = hash-based execution with state.backend.type. "
@@ -227,6 +247,8 @@ class Configuration:
                     f"{key} must be one of {', '.join(option.choices)}, got {value!r}"
                 )
             value = upper
+        elif option is not None and option.check_on_set and option.check is not None:
+            value = option.check(key, str(value))
         self._data[key] = str(value)
         return self
 

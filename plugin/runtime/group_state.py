@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Iterator, Optional
 
 from ..operators.base import MIN_WATERMARK, OperatorConfig
 from ..operators.broadcast_runtime import BroadcastKeyGroupRuntime
 from ..operators.instances import run_instances
-from ..operators.keygroup import KeyGroupRuntime, RocksDBKeyGroupStore
+from ..operators.keygroup import KeyGroupRuntime
+from ..state_store.backends import HEAP, get_backend
 from ..state_store.errors import JobExecutionError
 from ..state_store.keygroups import key_group_of_range_key, operator_index_for_key_group
 from ..state_store.storage import Storage
@@ -48,8 +50,9 @@ class GroupSpec:
     event_time: bool
     sided: bool
     tags: frozenset[str]
-    #: ``(kind, options)`` of the state backend; rocksdb keeps version files in ``state_dir``
-    backend: tuple[str, dict[str, Any]] = ("hashmap", {})
+    #: ``(name or path, options)`` of the state backend (``state_store.backends.get_backend``);
+    #: a backend with a STREAMING key-group store (rocksdb) keeps its files in ``state_dir``
+    backend: tuple[str, dict[str, Any]] = (HEAP.name, {})
     state_dir: Optional[str] = None
     #: the input carries savepoint restore rows (``_seq < 0``)
     restoring: bool = False
@@ -91,21 +94,20 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         if rt is None:
             c = spec.config
             cfg = OperatorConfig.from_dict(c, subtask_index=0, operator_name=spec.name)
-            store = None
-            kind, options = spec.backend
-            if kind == "rocksdb":
-                assert spec.state_dir is not None
-                store = RocksDBKeyGroupStore(
-                    spec.state_dir, spec.key_serializer, int(c["max_parallelism"]),
-                    storage=spec.storage,
-                    local_dir=options.get("local_dir"),
-                    block_cache_size=int(options.get("block_cache_size") or 8 << 20),
-                    write_buffer_size=int(options.get("write_buffer_size") or 4 << 20))
+            reference, options = spec.backend
+            backend_type = get_backend(reference)
+            maxp = int(c["max_parallelism"])
+            store = backend_type.create_key_group_store(
+                spec.state_dir, spec.key_serializer, maxp, spec.storage, options)
+            # None: the heap default (the lean reduce may stand in for it)
+            factory = None if backend_type.snapshot_fast_paths or store is not None else (
+                partial(backend_type.create, spec.key_serializer, maxp, **options))
             runtime_class = BroadcastKeyGroupRuntime if spec.kind == "broadcast" else KeyGroupRuntime
             query = _query_id()
             instances = run_instances(f"{spec.instance_key}/{query}", f"{spec.run_id}/{query}")
             # the stage's parallel instances are its Spark partitions (key group ranges)
-            rt = runtime_class(spec.kind, spec.function, spec.key_serializer, cfg, store=store,
+            rt = runtime_class(spec.kind, spec.function, spec.key_serializer, cfg,
+                               backend_factory=factory, store=store,
                                instances=instances, parallel_instances=spec.partitions or None)
             holder["rt"] = rt
         return rt

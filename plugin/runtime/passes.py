@@ -20,7 +20,7 @@ from ..operators.base import OperatorConfig, Output
 from ..operators.chain import KeyExtractor, StatelessChain
 from ..operators.factory import make_keyed_operator
 from ..operators.instances import SubtaskInstance, run_instances
-from ..state_store.backends import create_keyed_state_backend
+from ..state_store.backends import HEAP, SINGLE_KEY, get_backend
 from ..state_store.bulk import paused_gc as gc_paused  # a call's acyclic objects: no GC
 from ..state_store.errors import GraphBuildError
 from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decoder
@@ -61,7 +61,7 @@ class KeyedSpec:
     function: Any
     key_serializer: Any
     sorted_input: bool
-    backend: tuple[str, dict[str, Any]] = ("hashmap", {})
+    backend: tuple[str, dict[str, Any]] = (HEAP.name, {})
     #: BATCH savepoint write: emit each key's entries (``SP_COLUMNS``) at its end, with
     #: event timers fired only up to ``savepoint_watermark`` (None: no timestamps, none fire)
     savepoint_write: bool = False
@@ -286,9 +286,8 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     outputs: Iterator[Output]
     if spec.keyed is not None:
         ks = spec.keyed
-        backend_kind = "single_key" if ks.sorted_input else ks.backend[0]
-        backend = create_keyed_state_backend(backend_kind, ks.key_serializer, spec.max_parallelism,
-                                             **ks.backend[1])
+        backend_type = SINGLE_KEY if ks.sorted_input else get_backend(ks.backend[0])
+        backend = backend_type.create(ks.key_serializer, spec.max_parallelism, **ks.backend[1])
         operator = make_keyed_operator(ks.kind, ks.function, savepoint_write=ks.savepoint_write,
                                        savepoint_watermark=ks.savepoint_watermark)
         operator.open(backend, config)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import pyarrow as pa
 
+from ..state_store.backends import SINGLE_KEY
 from ..state_store.descriptors import StateDescriptor
 from ..state_store.entries import StateKind
 from ..state_store.errors import StateDescriptorError
@@ -131,7 +132,7 @@ class SavepointWriter:
                                   for d in states.values()), key=lambda m: m.name))
             ops[uid] = OperatorMetadata(uid, key_ser.snapshot(), metas)
         return SavepointMetadata(max_parallelism=self.max_parallelism, operators=ops,
-                                 mode="BOOTSTRAP", backend="single_key", job_name=job_name)
+                                 mode="BOOTSTRAP", backend=SINGLE_KEY.name, job_name=job_name)
 
     def write(self, path: str, job_name: str = "bootstrap") -> int:
         """Encode every operator's rows on the executors and write the savepoint; return the version."""

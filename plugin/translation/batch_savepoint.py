@@ -53,6 +53,7 @@ from ..savepoint.format import (
 from ..savepoint.writer import SavepointFolder
 from ..spark_io.delta_io import session_has_delta
 from ..spark_io.key_group_ranges import repartition_by_key_group_range
+from ..state_store.backends import SINGLE_KEY
 from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import ConfigurationError, GraphBuildError, JobExecutionError
 from ..state_store.storage import Storage
@@ -450,7 +451,7 @@ class BatchSavepointWrite:
                for uid, (key_ser, metas, generated) in self.operators.items()}
         metadata = SavepointMetadata(max_parallelism=t.max_parallelism, operators=ops,
                                      final_watermark=self.watermark, mode="BATCH",
-                                     backend="single_key", job_name=t.job_name)
+                                     backend=SINGLE_KEY.name, job_name=t.job_name)
         start = time.monotonic()
         n = self.entry_count()
         if self.folder is not None:

@@ -36,6 +36,7 @@ from typing import Any, Optional
 
 from ..plan.config import resolve
 from ..plan.graph import KeyByNode, SinkNode, SourceNode, Transformation
+from ..state_store.backends import get_backend
 from ..state_store.errors import CheckpointMismatchError, CheckpointRootError
 from ..state_store.storage import Storage, normalize_uri
 
@@ -144,7 +145,7 @@ def describe_graph(nodes: list[Transformation], max_parallelism: int,
         operators[label] = entry
     return {"sources": sources, "operators": operators, "sinks": sinks,
             "max_parallelism": int(max_parallelism),
-            "backend": "rocksdb" if backend == "rocksdb" else "hashmap"}
+            "backend": get_backend(backend).name}
 
 
 def fingerprint(description: dict[str, Any]) -> str:

@@ -86,6 +86,7 @@ from ..runtime.passes import PassSpec, output_ddl
 from ..spark_io.columns import lit
 from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column
 from ..spark_io.storage_conf import job_storage
+from ..state_store.backends import backend_reference, get_backend
 from ..state_store.errors import ConfigurationError, GraphBuildError
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
 from .pushdown import native_map
@@ -203,10 +204,10 @@ class StreamingTranslator:
             self, cfg, operator_config(cfg, "BATCH", self.parallelism, self.max_parallelism),
             sorted_inputs=True)
         self.op_config = operator_config(cfg, "STREAMING", self.parallelism, self.max_parallelism)
-        if self.backend[0] not in ("hashmap", "rocksdb"):
+        if not get_backend(self.backend[0]).streaming:
             raise GraphBuildError(
-                f"STREAMING supports the hashmap and rocksdb state backends; "
-                f"state.backend.type is {self.backend[0]!r}"
+                f"STREAMING does not run on the {get_backend(self.backend[0]).name} state "
+                f"backend; state.backend.type is {self.backend[0]!r}"
             )
         self.trigger = parse_trigger(resolve(cfg, "execution.streaming.trigger", "STREAMING"))
         root, where = configured_root(cfg, self.spark)  # job_identity.py: the job folder
@@ -675,7 +676,8 @@ class StreamingTranslator:
             df = self._watermarked(df, ws)
         tags = self._tags.get(node.id, frozenset())
         backend = backend or self.backend
-        backend_kind = "rocksdb" if backend[0] == "rocksdb" else "hashmap"
+        backend_type = get_backend(backend[0])
+        backend_kind = backend_reference(backend_type)
         # group_frames.py: typed columns in (native keyed input) and out, where pandas keeps
         # them exact; pickled ``_v`` otherwise
         out_enc = output_encoding(node.output_type, bool(tags))  # ROW types: pickled Rows
@@ -683,7 +685,7 @@ class StreamingTranslator:
                           ws is not None, sided, tags,
                           (backend_kind, dict(backend[1] or {})),
                           (self.storage.join(self.job_folder(), "state", stage)
-                           if backend_kind == "rocksdb" else None), restoring,
+                           if backend_type.key_group_store is not None else None), restoring,
                           processing_timeout, self._typed_inputs.get(node.id), out_enc,
                           self.range_partitions,
                           self.arrow_batch_rows,

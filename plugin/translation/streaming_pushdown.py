@@ -17,6 +17,7 @@ from ..runtime.columnar_reduce import FieldReduce
 from ..runtime.encoding import KG, TS, Encoding
 from ..runtime.group_frames import ROW_INDEX_BITS, SEQ, SEQ_ROW, TypedInput, typed_input
 from ..runtime.group_state import append_seq
+from ..state_store.backends import get_backend
 from .pushdown import traced_key_field
 from .stream import Stream
 from .tracing import field_plan, struct_type
@@ -120,10 +121,11 @@ def field_reduce_plan(kind: str, function: Any, typed: Optional[TypedInput],
     """How a STREAMING ``reduce`` over a native keyed input runs on its columns
     (``runtime/columnar_reduce.py``): when the function is a built-in ``sum`` or traces to
     fields that keep their value or add up (:func:`.tracing.field_plan`, as BATCH's native
-    aggregation), on integer, string and boolean fields of a plain tuple, on the heap
-    backend (the lean reduce's state); else None (the function runs per record)."""
+    aggregation), on integer, string and boolean fields of a plain tuple, on a backend whose
+    registration allows snapshot fast paths (the heap backend: the lean reduce's state);
+    else None (the function runs per record)."""
     if (kind != "reduce" or typed is None or out_enc is None or not out_enc.typed
-            or backend_kind != "hashmap" or typed.enc.shape != "tuple"
+            or not get_backend(backend_kind).snapshot_fast_paths or typed.enc.shape != "tuple"
             or out_enc.shape != "tuple" or typed.enc.type_info is None
             or out_enc.type_info is None):
         return None

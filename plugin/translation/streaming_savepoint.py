@@ -11,9 +11,9 @@ Used by :class:`~pyspark_datastream.plugin.translation.streaming.StreamingTransl
   finished, :class:`StreamingSavepointWrite` reads each keyed operator's
   per-key-group GroupState from the query checkpoint with Spark's
   ``format("statestore")`` reader; a ``mapInArrow`` on the executors turns each
-  key group's state (heap: :func:`operators.keygroup.encode_state` bytes;
-  rocksdb: a version pointer, exported with
-  ``RocksDBKeyGroupStore.export_entries``) into unified entry rows, staged as
+  key group's state (a full snapshot, :func:`operators.keygroup.encode_state` bytes; or,
+  for a backend with a key-group store such as rocksdb, what the store committed, exported
+  with its ``export_entries``) into unified entry rows, staged as
   Parquet, then written by :func:`~pyspark_datastream.savepoint.write_savepoint`.
   Nothing but the (small) state meta infos reaches the driver.
 * **Multi-stage jobs** (one query per keyed stage, joined by staging tables): the
@@ -55,6 +55,7 @@ from ..runtime.encoding import KEY, KG, SIDE, TS, VALUE
 from ..savepoint.format import OperatorMetadata, SavepointMetadata
 from ..spark_io.key_group_ranges import RANGE_KEY, key_group_of_range_key_column
 from ..spark_io.progress import Heartbeat, fmt_count, observe, observed_metrics
+from ..state_store.backends import get_backend
 from ..state_store.entries import StateMetaInfo
 from ..state_store.errors import SavepointFormatError
 from ..state_store.storage import Storage
@@ -142,15 +143,17 @@ def _export_pass(uid: str, spec: Any) -> Callable[[Iterator[Any]], Iterator[Any]
     import pyarrow as pa
 
     from ..operators.broadcast_runtime import unwrap_state
-    from ..operators.keygroup import RocksDBKeyGroupStore, decode_state
+    from ..operators.keygroup import decode_state
     from ..savepoint.format import entries_to_batch
 
-    kind, options = spec.backend
+    reference, options = spec.backend
     maxp = int(spec.config["max_parallelism"])
     broadcast = spec.kind == "broadcast"
 
     def fn(batches: Iterator[Any]) -> Iterator[Any]:
-        store = None
+        # the backend's savepoint hooks (its key-group store's export), or none: full snapshots
+        store = get_backend(reference).create_key_group_store(
+            spec.state_dir, spec.key_serializer, maxp, spec.storage, options)
         for batch in batches:
             kgs = batch.column("kg").to_pylist()
             states = batch.column("s").to_pylist()
@@ -163,14 +166,7 @@ def _export_pass(uid: str, spec: Any) -> Callable[[Iterator[Any]], Iterator[Any]
                         yield entries_to_batch(uid, operator_entries)
                     if s is None:
                         continue
-                if kind == "rocksdb":
-                    if store is None:
-                        store = RocksDBKeyGroupStore(
-                            spec.state_dir, spec.key_serializer, maxp,
-                            storage=spec.storage,
-                            local_dir=options.get("local_dir"),
-                            block_cache_size=int(options.get("block_cache_size") or 8 << 20),
-                            write_buffer_size=int(options.get("write_buffer_size") or 4 << 20))
+                if store is not None:  # the backend's store; else s is a full snapshot
                     metas, entries = store.export_entries(int(kg), bytes(s))
                 else:
                     metas, entries = decode_state(bytes(s))
@@ -320,7 +316,7 @@ class StreamingSavepointWrite:
                 ops[uid] = OperatorMetadata(uid, key_ser.snapshot(),
                                             tuple(metas[n] for n in sorted(metas)),
                                             node.uid is None, broadcast_meta_infos(node, t.restore))
-            kind = t.backend[0] if t.backend[0] == "rocksdb" else "hashmap"
+            kind = get_backend(t.backend[0]).name
             metadata = SavepointMetadata(
                 max_parallelism=t.max_parallelism, operators=ops,
                 final_watermark=self.final_watermark(names), mode="STREAMING", backend=kind,

@@ -1,9 +1,11 @@
-"""The runtime keyed state backends, and the one factory that builds them by name.
+"""The keyed state backends: one folder per backend, one registration each, one registry.
 
-``hashmap`` (objects on the heap; ``heap`` is accepted as its short name), ``rocksdb``
-(serialized bytes in RocksDB) and ``single_key`` (one key at a time: BATCH's sorted
-execution). The public configuration objects (``pyspark_datastream.HashMapStateBackend``,
-``EmbeddedRocksDBStateBackend``) choose among them by these names.
+``heap/`` (Flink's ``hashmap``: objects on the heap; ``heap`` is accepted as an alias),
+``rocksdb/`` (serialized bytes in RocksDB) and ``single_key/`` (one key at a time: BATCH's
+sorted execution). Each folder holds ``backend.py`` (the keyed backend), ``registration.py``
+(its :class:`~.base.StateBackendType`) and, where it has them, ``ttl.py`` (its background
+TTL cleanup) and ``keygroup_store.py`` (its STREAMING key-group store). ``registry.py``
+finds registrations by name; every other layer goes through it.
 """
 
 from __future__ import annotations
@@ -11,43 +13,34 @@ from __future__ import annotations
 from typing import Any
 
 from ..backend import KeyedStateBackend
-from ..errors import ConfigurationError
+from .base import KeyGroupStore, StateBackendType
+from .registry import (
+    HEAP,
+    ROCKSDB,
+    SINGLE_KEY,
+    backend_reference,
+    get_backend,
+    register_backend,
+    registered_backends,
+)
 
-__all__ = ["BACKEND_KINDS", "canonical_backend_kind", "create_keyed_state_backend"]
-
-#: the backend kinds, by their canonical names
-BACKEND_KINDS = ("hashmap", "rocksdb", "single_key")
-_ALIASES = {"heap": "hashmap"}
-
-
-def canonical_backend_kind(kind: str) -> str:
-    """``kind``'s canonical name (``heap`` -> ``hashmap``); a ConfigurationError otherwise."""
-    name = _ALIASES.get(kind, kind) if isinstance(kind, str) else kind
-    if name not in BACKEND_KINDS:
-        raise ConfigurationError(
-            f"state backend must be one of {', '.join(BACKEND_KINDS)} (or heap), got {kind!r}")
-    return name
+__all__ = ["HEAP", "ROCKSDB", "SINGLE_KEY", "KeyGroupStore", "StateBackendType",
+           "backend_reference", "create_keyed_state_backend", "get_backend", "register_backend",
+           "registered_backends"]
 
 
-def create_keyed_state_backend(kind: str, key_serializer: Any, max_parallelism: int,
+def create_keyed_state_backend(name: str, key_serializer: Any, max_parallelism: int,
                                key_group_range: range | None = None,
                                **options: Any) -> KeyedStateBackend:
-    """A new runtime backend of ``kind`` for keys serialized by ``key_serializer``.
+    """A new keyed backend of the registration named ``name`` (see :func:`get_backend`).
 
-    ``options`` go to the RocksDB backend (``directory``, ``block_cache_size``, ...); the
-    heap and single-key backends take none.
+    Args:
+        name: the backend's name, alias or ``"module:attr"`` path.
+        key_serializer: the keys' serializer.
+        max_parallelism: the number of key groups.
+        key_group_range: the key groups it owns (None: all).
+        **options: backend options (a ConfigurationError names any it does not take).
+    Returns:
+        the backend.
     """
-    name = canonical_backend_kind(kind)
-    if name == "rocksdb":
-        from .rocksdb import RocksDBKeyedStateBackend
-
-        return RocksDBKeyedStateBackend(key_serializer, max_parallelism, key_group_range, **options)
-    if options:
-        raise ConfigurationError(f"the {name} state backend takes no options, got {sorted(options)}")
-    if name == "hashmap":
-        from .heap import HeapKeyedStateBackend
-
-        return HeapKeyedStateBackend(key_serializer, max_parallelism, key_group_range)
-    from .single_key import SingleKeyStateBackend
-
-    return SingleKeyStateBackend(key_serializer, max_parallelism, key_group_range)
+    return get_backend(name).create(key_serializer, max_parallelism, key_group_range, **options)

@@ -177,7 +177,7 @@ def test_end_input_closes_the_input() -> None:
 
 
 def test_unknown_backend_and_key_type() -> None:
-    with pytest.raises(ConfigurationError, match="state.backend must be one of heap, rocksdb, single_key"):
+    with pytest.raises(ConfigurationError, match="unknown state backend 'memory'; registered: "):
         KeyedProcessFunctionTestHarness(Sessionize(), lambda e: e[0], backend="memory")
     with pytest.raises(ConfigurationError, match="key_type must be a TypeInformation"):
         KeyedProcessFunctionTestHarness(Sessionize(), lambda e: e[0], key_type="STRING")

@@ -1,18 +1,26 @@
-"""Shared helpers for the state-backend tests: build each backend by name."""
+"""Shared helpers for the state-backend tests: build each registered backend by name.
+
+Every registered backend is in :data:`BACKEND_NAMES`, so the conformance suites run on each
+one, the test folder's own ``counting_backend`` included (registered here by its path).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from pyspark_datastream.state_store.backend import KeyedStateBackend
-from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
-from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
-from pyspark_datastream.state_store.backends.single_key import SingleKeyStateBackend
+from pyspark_datastream.state_store.backends import ROCKSDB, get_backend, registered_backends
 from pyspark_datastream.state_store.typeinfo import Types
 
 __all__ = ["BACKEND_NAMES", "make_backend", "string_key_serializer"]
 
-BACKEND_NAMES = ["heap", "rocksdb", "single_key"]
+get_backend("counting_backend:COUNTING")  # a backend from the test folder alone
+
+BACKEND_NAMES = [b.name for b in registered_backends()]
+#: options per backend: RocksDB with small buffers (each test has its own temp dir)
+_OPTIONS: dict[str, dict[str, Any]] = {
+    ROCKSDB.name: {"block_cache_size": 4 << 20, "write_buffer_size": 2 << 20},
+}
 
 
 def string_key_serializer() -> Any:
@@ -26,18 +34,7 @@ def make_backend(
     max_parallelism: int = 128,
     key_group_range: range | None = None,
 ) -> KeyedStateBackend:
-    """A fresh backend of kind ``name`` (RocksDB in its own temp dir with small buffers)."""
-    key_serializer = key_serializer or string_key_serializer()
-    if name == "heap":
-        return HeapKeyedStateBackend(key_serializer, max_parallelism, key_group_range)
-    if name == "single_key":
-        return SingleKeyStateBackend(key_serializer, max_parallelism, key_group_range)
-    if name == "rocksdb":
-        return RocksDBKeyedStateBackend(
-            key_serializer,
-            max_parallelism,
-            key_group_range,
-            block_cache_size=4 << 20,
-            write_buffer_size=2 << 20,
-        )
-    raise ValueError(f"unknown backend {name!r}")
+    """A fresh backend of the registration named ``name`` (an alias such as ``heap`` too)."""
+    backend_type = get_backend(name)
+    return backend_type.create(key_serializer or string_key_serializer(), max_parallelism,
+                               key_group_range, **_OPTIONS.get(backend_type.name, {}))

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from pyspark_datastream.api.time import Duration, Time
 from pyspark_datastream.state_store.backend import KeyedStateBackend
+from pyspark_datastream.state_store.backends import HEAP, get_backend
 from pyspark_datastream.state_store.descriptors import (
     AggregatingStateDescriptor,
     BinarySortedStateDescriptor,
@@ -75,9 +76,14 @@ def with_ttl(descriptor: StateDescriptor, config: StateTtlConfig | None = None) 
     return descriptor
 
 
+def heap_cleanup(backend: KeyedStateBackend) -> bool:
+    """The backend's registration cleans up TTL state incrementally over keys, as the heap's."""
+    return get_backend(backend.backend_name).ttl_cleanup is HEAP.ttl_cleanup
+
+
 def expires(backend: KeyedStateBackend) -> bool:
     """False on the single-key (sorted BATCH) backend, where TTL does not apply."""
-    return backend.backend_name != "single_key"
+    return not backend.holds_one_key
 
 
 class Average(AggregateFunction):
@@ -429,7 +435,7 @@ class TtlConformance:
             pytest.skip("the single-key backend holds one key and does not apply TTL")
         clock = Clock(backend)
         config = StateTtlConfig.new_builder(Time.milliseconds(TTL)).return_expired_if_not_cleaned_up()
-        if backend.backend_name == "heap":
+        if heap_cleanup(backend):
             config.cleanup_incrementally(10, False)
         state = backend.get_state(with_ttl(ValueStateDescriptor("v", Types.LONG()), config.build()))
         for key in ("a", "b", "c"):
@@ -439,7 +445,7 @@ class TtlConformance:
         backend.set_current_key("z")
         # accesses clean up the expired values of a, b, c: on the heap the first one (10 keys
         # per access); on RocksDB each access checks 5 rows or key groups, over 128 groups
-        for _ in range(1 if backend.backend_name == "heap" else 128 // 5 + 1):
+        for _ in range(1 if heap_cleanup(backend) else 128 // 5 + 1):
             state.update(2)
         assert sorted(e.key for e in backend.snapshot()) == [
             Types.STRING().create_serializer().serialize("z")]
@@ -466,7 +472,7 @@ class TtlConformance:
         assert state.value() is None
 
     def test_ttl_incremental_cleanup_for_every_record(self, backend: KeyedStateBackend) -> None:
-        if backend.backend_name != "heap":
+        if not heap_cleanup(backend):
             pytest.skip("incremental cleanup is the heap backend's (as in Flink)")
         clock = Clock(backend)
         state = backend.get_state(with_ttl(

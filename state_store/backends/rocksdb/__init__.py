@@ -23,13 +23,27 @@ The write-ahead log is disabled (durability comes from snapshots, as in Flink).
 
 The modules: ``common`` (row-layout codecs and limits), ``states`` (value,
 reducing, aggregating, list and map state), ``sorted_state`` (binary sorted
-state), ``tracking`` (change capture for incremental checkpoints) and
-``backend`` (the backend, which creates the states). Import the backend from
-here.
+state), ``tracking`` (change capture for incremental checkpoints), ``backend``
+(the backend, which creates the states), ``ttl`` (the emulated compaction-filter
+TTL cleanup), ``keygroup_store`` (the STREAMING key-group store: versioned files,
+savepoint export/import) and ``registration`` (the backend's ``StateBackendType``).
+Import the backend from here.
 """
 
 from __future__ import annotations
 
-from .backend import RocksDBKeyedStateBackend
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .backend import RocksDBKeyedStateBackend
 
 __all__ = ["RocksDBKeyedStateBackend"]
+
+
+def __getattr__(name: str) -> Any:
+    # imported on first use, so registering the backend does not load rocksdict
+    if name == "RocksDBKeyedStateBackend":
+        from .backend import RocksDBKeyedStateBackend
+
+        return RocksDBKeyedStateBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -46,6 +46,7 @@ from .states import (
     RocksValueState,
 )
 from .tracking import RecordingBatch, TrackingDB
+from .ttl import rocksdb_ttl_cleanup
 
 __all__ = ["RocksDBKeyedStateBackend"]
 
@@ -306,7 +307,7 @@ class RocksDBKeyedStateBackend(_KeyedStateBackend):
     ) -> InternalKvState:
         if descriptor.ttl_enabled:
             return create_ttl_state(self, descriptor, namespace_serializer, self._create_plain,
-                                    cleanup="rocksdb")
+                                    cleanup=rocksdb_ttl_cleanup)
         return self._create_plain(descriptor, namespace_serializer)
 
     def _create_plain(

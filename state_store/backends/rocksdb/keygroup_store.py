@@ -1,8 +1,8 @@
-"""RocksDB key-group store of STREAMING keyed operators: a local database per key group
+"""The RocksDB key-group store of STREAMING keyed operators: a local database per key group
 plus immutable, versioned change files, so that GroupState holds only a small pointer
 (:class:`VersionPointer`) and the state can be restored on any executor.
 
-Used by :class:`~.keygroup.KeyGroupRuntime` when the job's state backend is RocksDB.
+The RocksDB registration's STREAMING key-group store (see ``registration.py``).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..state_store.backends import create_keyed_state_backend
-from ..state_store.entries import StateEntry, StateMetaInfo
-from ..state_store.errors import JobExecutionError, SavepointFormatError, StateBackendError
-from ..state_store.storage import Storage
+from ...entries import StateEntry, StateMetaInfo
+from ...errors import JobExecutionError, SavepointFormatError, StateBackendError
+from ...storage import Storage
+from .backend import RocksDBKeyedStateBackend
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ..state_store.serializers import TypeSerializer
+    from ...serializers import TypeSerializer
 
 __all__ = ["RocksDBKeyGroupStore", "VersionPointer", "drop_local_copies"]
 
@@ -198,8 +198,8 @@ class RocksDBKeyGroupStore:
         return Storage.join(self.checkpoint_dir, f"kg-{key_group:05d}")
 
     def _new_backend(self, key_group: int) -> Any:
-        return create_keyed_state_backend(
-            "rocksdb", self.key_serializer, self.max_parallelism, range(key_group, key_group + 1),
+        return RocksDBKeyedStateBackend(
+            self.key_serializer, self.max_parallelism, range(key_group, key_group + 1),
             directory=self.local_dir, block_cache_size=self.block_cache_size,
             write_buffer_size=self.write_buffer_size, track_changes=True,
             max_tracked_bytes=self.max_tracked_bytes)
@@ -337,7 +337,7 @@ class RocksDBKeyGroupStore:
 
     def _rebuild(self, backend: Any, key_group: int, pointer: VersionPointer) -> set[bytes]:
         """Replay the pointer's files into an empty backend; the timer keys."""
-        from ..state_store.entries import decode_entry_key
+        from ...entries import decode_entry_key
 
         folder = self.folder(key_group)
         timers: set[bytes] = set()

@@ -14,16 +14,16 @@ from itertools import chain, groupby
 from operator import itemgetter
 from typing import Any
 
-from ..backend import InternalKvState, KeyedStateBackend
-from ..descriptors import StateDescriptor
-from ..entries import StateEntry, StateKind, concat_canonical, sort_canonical
-from ..errors import KeyGroupError, StateError
-from ..keygroups import DEFAULT_MAX_PARALLELISM
-from ..namespaces import VOID_NAMESPACE
-from ..serializers import TypeSerializer
-from ..ttl import create_ttl_state
-from ..ttl_states import TtlState
-from ._pystates import (
+from ...backend import InternalKvState, KeyedStateBackend
+from ...descriptors import StateDescriptor
+from ...entries import StateEntry, StateKind, concat_canonical, sort_canonical
+from ...errors import KeyGroupError, StateError
+from ...keygroups import DEFAULT_MAX_PARALLELISM
+from ...namespaces import VOID_NAMESPACE
+from ...serializers import TypeSerializer
+from ...ttl import create_ttl_state
+from ...ttl_states import TtlState
+from .._pystates import (
     NoKeyTable,
     PyAggregatingState,
     PyListState,
@@ -33,6 +33,7 @@ from ._pystates import (
     PyState,
     PyValueState,
 )
+from .ttl import heap_ttl_cleanup
 
 __all__ = ["HeapKeyedStateBackend"]
 
@@ -143,7 +144,7 @@ _HEAP_STATES: dict[StateKind, type[PyState]] = {
 class HeapKeyedStateBackend(KeyedStateBackend):
     """Heap backend: fast, holds everything in memory (Flink's ``HeapKeyedStateBackend``)."""
 
-    backend_name = "heap"
+    backend_name = "hashmap"
 
     def __init__(
         self,
@@ -193,7 +194,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
     ) -> InternalKvState:
         if descriptor.ttl_enabled:
             return create_ttl_state(self, descriptor, namespace_serializer, self._create_plain,
-                                    cleanup="heap")
+                                    cleanup=heap_ttl_cleanup)
         return self._create_plain(descriptor, namespace_serializer)
 
     def _create_plain(

@@ -14,16 +14,16 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from ..backend import InternalKvState, KeyedStateBackend, TimerQueue
-from ..descriptors import StateDescriptor
-from ..entries import StateEntry, StateKind, StateMetaInfo, canonical_sort_key
-from ..errors import StateBackendError, StateError
-from ..keygroups import DEFAULT_MAX_PARALLELISM
-from ..namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
-from ..serializers import TypeSerializer
-from ..ttl import create_ttl_state
-from ..ttl_states import TtlState
-from ._pystates import (
+from ...backend import InternalKvState, KeyedStateBackend, TimerQueue
+from ...descriptors import StateDescriptor
+from ...entries import StateEntry, StateKind, StateMetaInfo, canonical_sort_key
+from ...errors import StateBackendError, StateError
+from ...keygroups import DEFAULT_MAX_PARALLELISM
+from ...namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
+from ...serializers import TypeSerializer
+from ...ttl import create_ttl_state
+from ...ttl_states import TtlState
+from .._pystates import (
     NoKeyTable,
     PyAggregatingState,
     PyListState,
@@ -150,6 +150,7 @@ class SingleKeyStateBackend(KeyedStateBackend):
     """Holds only the current key's state; ``set_current_key`` to another key drops it."""
 
     backend_name = "single_key"
+    holds_one_key = True
 
     def __init__(
         self,

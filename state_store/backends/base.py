@@ -1,0 +1,139 @@
+"""What a state backend is to the rest of the project: :class:`StateBackendType` (one
+registration per backend) and the :class:`KeyGroupStore` interface of STREAMING stores.
+
+Each backend is a folder beside this file (``backend.py``: the keyed backend, ``ttl.py``: its
+background TTL cleanup when it has one, ``registration.py``: its ``StateBackendType``); the
+registry (``registry.py``) maps names to registrations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Optional, Protocol
+
+from ..backend import KeyedStateBackend
+from ..entries import StateEntry, StateMetaInfo
+from ..errors import ConfigurationError
+from ..ttl import TtlCleanup
+
+__all__ = ["KeyGroupStore", "KeyGroupStoreFactory", "StateBackendType"]
+
+
+class KeyGroupStore(Protocol):
+    """Where a STREAMING keyed operator keeps the state of its key groups between
+    micro-batches, for a backend whose state does not travel as full snapshots in Spark's
+    GroupState. The GroupState then holds what :meth:`commit` returns (e.g. a pointer to
+    files); the methods are called on executors, one key group at a time."""
+
+    def acquire(self, key_group: int, state: Optional[bytes]) -> KeyedStateBackend:
+        """The backend holding exactly the committed ``state`` of ``key_group`` (None: empty)."""
+
+    def commit(self, key_group: int, backend: KeyedStateBackend) -> bytes:
+        """Make ``backend``'s state the key group's next version; what GroupState keeps."""
+
+    def abandon(self, key_group: int) -> None:
+        """Give up the uncommitted changes of ``key_group`` (the call failed)."""
+
+    def export_entries(self, key_group: int, state: bytes
+                       ) -> tuple[list[StateMetaInfo], list[StateEntry]]:
+        """Savepoint snapshot hook: the committed ``state`` as meta infos and unified entries."""
+
+    def import_entries(self, key_group: int, metas: Iterable[StateMetaInfo],
+                       entries: Iterable[StateEntry]) -> bytes:
+        """Savepoint restore hook: a first committed version from unified entries."""
+
+
+#: ``factory(checkpoint_dir, key_serializer, max_parallelism, storage, options)``: the
+#: STREAMING key-group store of one keyed operator (``checkpoint_dir``: a folder of the job,
+#: visible to every executor, on ``storage``, a ``state_store.storage.Storage``)
+KeyGroupStoreFactory = Callable[[str, Any, int, Any, Mapping[str, Any]], KeyGroupStore]
+
+
+@dataclass(frozen=True)
+class StateBackendType:
+    """One state backend as the project sees it: register it (``registry.register_backend``)
+    and every layer finds it by name.
+
+    Attributes:
+        name: the one canonical name (in savepoint metadata and job identities).
+        create_backend: ``create_backend(key_serializer, max_parallelism, key_group_range,
+            **options)``: a new, empty keyed backend.
+        description: one line for error messages and documentation.
+        aliases: other names users may give it (e.g. ``heap`` for ``hashmap``).
+        options: the option names ``create_backend`` (and the key-group store) accept.
+        ttl_cleanup: the background TTL cleanup its states install (see ``state_store.ttl``);
+            the backend passes it to ``create_ttl_state``. None: cleanup on read only.
+        key_group_store: the STREAMING key-group store factory; None: a STREAMING key
+            group's state is the backend's full snapshot, kept in Spark's GroupState.
+        streaming: it runs STREAMING and hash-based BATCH jobs (False: only what its
+            owner builds it for, e.g. sorted BATCH input).
+        configurable: users may choose it (``state.backend.type``, ``set_state_backend``).
+        snapshot_fast_paths: STREAMING may skip building this backend where a plain reduce
+            can write the same full-snapshot bytes directly (the heap backend's state is
+            nothing but those bytes between micro-batches).
+    """
+
+    name: str
+    create_backend: Callable[..., KeyedStateBackend]
+    description: str = ""
+    aliases: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+    ttl_cleanup: Optional[TtlCleanup] = None
+    key_group_store: Optional[KeyGroupStoreFactory] = None
+    streaming: bool = True
+    configurable: bool = True
+    snapshot_fast_paths: bool = False
+
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        """Raise a ConfigurationError naming the backend and any option it does not take.
+
+        Args:
+            options: the options given.
+        """
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            takes = ", ".join(self.options) if self.options else "none"
+            raise ConfigurationError(
+                f"the {self.name} state backend has no option {', '.join(unknown)} "
+                f"(options: {takes})")
+
+    def create(self, key_serializer: Any, max_parallelism: int,
+               key_group_range: Optional[range] = None, **options: Any) -> KeyedStateBackend:
+        """A new, empty keyed backend of this type.
+
+        Args:
+            key_serializer: the keys' serializer.
+            max_parallelism: the number of key groups.
+            key_group_range: the key groups it owns (None: all).
+            **options: backend options (checked against ``options``).
+        Returns:
+            the backend.
+        """
+        self.check_options(options)
+        return self.create_backend(key_serializer, max_parallelism, key_group_range, **options)
+
+    def create_key_group_store(self, checkpoint_dir: Optional[str], key_serializer: Any,
+                               max_parallelism: int, storage: Any,
+                               options: Mapping[str, Any]) -> Optional[KeyGroupStore]:
+        """The STREAMING key-group store of one keyed operator, or None when the state
+        travels as full snapshots in GroupState.
+
+        Args:
+            checkpoint_dir: the operator's state folder (required with a store).
+            key_serializer: the keys' serializer.
+            max_parallelism: the number of key groups.
+            storage: the storage layer of ``checkpoint_dir``.
+            options: backend options.
+        Returns:
+            the store, or None.
+        """
+        if self.key_group_store is None:
+            return None
+        if checkpoint_dir is None:
+            raise ConfigurationError(
+                f"the {self.name} state backend keeps STREAMING state in files: "
+                "it needs a state folder")
+        self.check_options(options)
+        return self.key_group_store(checkpoint_dir, key_serializer, max_parallelism, storage,
+                                    options)

@@ -1,0 +1,7 @@
+"""The single-key backend: only the current key's state (sorted BATCH execution)."""
+
+from __future__ import annotations
+
+from .backend import SingleKeyStateBackend
+
+__all__ = ["SingleKeyStateBackend"]
