@@ -36,8 +36,14 @@ lint: setup
 	$(PY) -m ruff check $(SRC) tests integration_tests benchmarks examples notebooks
 	$(PY) -m mypy $(SRC)
 
+# The suite runs in TEST_WORKERS pytest-xdist processes, a test file per process at a time
+# (each has its own local[2] session and servers at ephemeral ports): on 2 cores a Spark test
+# leaves a core idle much of the time (JVM and Python worker start-up, micro-batch triggers,
+# subprocess jobs). TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
+
 test: setup lint
-	$(PY) -m pytest -q --durations=25 tests integration_tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 tests integration_tests
 
 unit: setup
 	$(PY) -m pytest -q tests
@@ -72,7 +78,7 @@ test-compat: compat-setup
 	@set -e; for v in $(COMPAT_SPARK); do \
 	  venv=.venv-compat-$${v%.*}; \
 	  echo "== pyspark $$v ($$venv)"; start=$$(date +%s); \
-	  $$venv/bin/python -m pytest -q -m compat -p no:cacheprovider integration_tests; \
+	  $$venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m compat -p no:cacheprovider integration_tests; \
 	  echo "== pyspark $$v: passed in $$(( $$(date +%s) - start )) s"; \
 	done
 
