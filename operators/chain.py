@@ -586,6 +586,24 @@ class KeyExtractor:
         self.extract: Callable[[Any], tuple[int, bytes]] = extract
         self.extract_with_key: Callable[[Any], tuple[int, bytes, Any]] = extract_with_key
 
+    def open(self, config: OperatorConfig | None = None) -> None:
+        """``open(runtime_context)`` of the key selector, as PyFlink's ``key_by`` does for the
+        parallel instance that extracts the keys (once per instance; see instances.py)."""
+        config = config or OperatorConfig.for_mode("STREAMING", operator_name=self.operator_name)
+        try:
+            self.key_selector.open(RuntimeContext(config, None))
+        except DataStreamError:
+            raise
+        except Exception as exc:
+            raise JobExecutionError(
+                f"operator {config.operator_name!r}: open() of the key selector failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    def close(self) -> None:
+        """``close()`` of the key selector."""
+        self.key_selector.close()
+
     def __call__(self, value: Any) -> tuple[int, bytes]:
         return self.extract(value)
 
