@@ -23,8 +23,8 @@ import pytest
 from pyspark_datastream import (
     FilterFunction,
     KeyedCoProcessFunction,
-    KeySelector,
     KeyedProcessFunction,
+    KeySelector,
     MapFunction,
     Row,
     RuntimeContext,
