@@ -17,8 +17,9 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 import pyarrow as pa
 
 from ..operators.base import OperatorConfig, Output
-from ..operators.chain import KeyExtractor, StatelessChain
+from ..operators.chain import KeyExtractor, StatelessChain, open_key_selector
 from ..operators.factory import make_keyed_operator
+from ..operators.functions import as_key_selector
 from ..operators.instances import SubtaskInstance, run_instances
 from ..state_store.backends import create_keyed_state_backend
 from ..state_store.bulk import paused_gc as gc_paused  # a call's acyclic objects: no GC
@@ -256,13 +257,12 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                 yield from _run_fast(spec, fast, decode, writer, batches, selector)
                 return
             # BATCH: the pass is the key selector's parallel instance, opened for its run
-            extractor = KeyExtractor(spec.key_out[0], spec.key_out[1], spec.max_parallelism,
-                                     operator_name=spec.name)
-            extractor.open(config)
+            selector = as_key_selector(spec.key_out[0])
+            open_key_selector(selector, config)
             try:
-                yield from _run_fast(spec, fast, decode, writer, batches, extractor.key_selector)
+                yield from _run_fast(spec, fast, decode, writer, batches, selector)
             finally:
-                extractor.close()
+                selector.close()
             return
 
     key_field = spec.keyed.key_field if spec.keyed is not None else None
