@@ -8,6 +8,9 @@ subtask, not per key or key group, and in STREAMING they last across micro-batch
   instance gives 7 records at parallelism 1 (Flink's expected list, copied from that test).
 * A function counting its ``open()`` calls: once per subtask and Python worker for a whole
   STREAMING run of several micro-batches; its instance attributes carry over between them.
+* A ``KeySelector`` given to ``key_by`` is opened and closed too: PyFlink's ``key_by`` runs
+  it inside a ProcessFunction (``AddKey`` in pyflink/datastream/data_stream.py) whose
+  ``open(runtime_context)`` and ``close()`` call the selector's.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pyspark_datastream import (
     FilterFunction,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
+    KeySelector,
     MapFunction,
     Row,
     RuntimeContext,
@@ -297,3 +301,81 @@ def test_non_keyed_steps_open_once_per_subtask_and_worker_for_the_whole_run(
     closes = marked("close", 1)
     assert closes and all((marks / "-".join(c)).read_text() == "x" for c in closes)
     assert {tuple(c[2:]) for c in closes} <= {tuple(o[2:]) for o in marked("open", 1)}
+
+
+class OpenedKeySelector(_Marking, KeySelector):
+    """Keys by the first field; counts its calls in an attribute that open() sets."""
+
+    tag = "key"
+
+    def __init__(self, folder: str, run: int):
+        self.folder, self.run = folder, run
+
+    def get_key(self, value):
+        self.n += 1  # set by open(): a selector never opened fails here
+        return value[0]
+
+
+@pytest.mark.parametrize("shape", ["first", "after_filter"])
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_a_key_selector_is_opened_once_per_subtask_and_worker_and_closed(
+        spark, env_factory, tmp_path, mode, shape):
+    """PyFlink opens a KeySelector given to key_by with the runtime context of the parallel
+    instance that extracts the keys, once, and closes it at the end of the job; a new
+    execute() is a new job with new instances. ``first``: key_by straight on the source (the
+    vectorised key extraction); ``after_filter``: behind a FilterFunction class."""
+    src, marks = tmp_path / "src", tmp_path / "marks"
+    src.mkdir()
+    marks.mkdir()
+
+    def add(i: int) -> list[tuple[str, int]]:
+        rows = [(f"k{(i * 5 + j) % 17}", i * 100 + j) for j in range(30)]
+        path = src / f"f{i}.parquet"
+        pq.write_table(pa.table({"k": [r[0] for r in rows],
+                                 "v": pa.array([r[1] for r in rows], pa.int64())}), path)
+        os.utime(path, (1_700_000_000 + 10 * i,) * 2)
+        return rows
+
+    pair = Types.TUPLE([Types.STRING(), Types.LONG()])
+
+    def run(number: int) -> list[tuple]:
+        env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+        env.set_parallelism(2)
+        if mode == "STREAMING":  # one file per micro-batch
+            df = spark.readStream.schema("k string, v long").option("maxFilesPerTrigger", 1) \
+                .parquet(str(src))
+        else:
+            df = spark.read.schema("k string, v long").parquet(str(src))
+        ds = env.from_dataframe(df)
+        if shape == "after_filter":
+            ds = ds.filter(CountingFilter(str(marks), number))
+        ds = ds.key_by(OpenedKeySelector(str(marks), number)).process(PassThrough(),
+                                                                       output_type=pair)
+        return list(ds.execute_and_collect("key-selector-life"))
+
+    def marked(what: str, number: int) -> list[list[str]]:
+        return [name.split("-") for name in os.listdir(marks)
+                if name.startswith(f"{what}-{number}-key-")]
+
+    def check(out: list[tuple], expected: list[tuple[str, int]], number: int) -> None:
+        if mode == "BATCH" and number == 2:  # BATCH reads every file again
+            expected = first + expected
+        assert sorted(out) == sorted(expected)
+        opens = marked("open", number)
+        # opened, each instance once; one instance per (worker, subtask)
+        assert opens and all((marks / "-".join(o)).read_text() == "x" for o in opens)
+        assert len({(pid, sub) for _, _, _, pid, sub, _ in opens}) == len(opens)
+        assert {int(sub) for *_, sub, _ in opens} <= {0, 1}
+
+    first = [r for i in range(3) for r in add(i)]
+    check(run(1), first, 1)
+    if mode == "BATCH":  # the job ended: every instance closed
+        assert {tuple(c[3:]) for c in marked("close", 1)} == \
+            {tuple(o[3:]) for o in marked("open", 1)}
+    second = [r for i in range(3, 5) for r in add(i)]
+    check(run(2), second, 2)
+    # the first run's selectors were closed (STREAMING: by the worker running the second),
+    # each once, and only selectors that were opened
+    closes = marked("close", 1)
+    assert closes and all((marks / "-".join(c)).read_text() == "x" for c in closes)
+    assert {tuple(c[3:]) for c in closes} <= {tuple(o[3:]) for o in marked("open", 1)}

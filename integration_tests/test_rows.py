@@ -233,3 +233,77 @@ def test_flinks_count_with_timeout_function_changes_a_row_in_state(env_factory, 
                     output_type=Types.TUPLE([Types.STRING(), Types.LONG()])))
     expected = sorted((f"key{k}", k % 4 + 1) for k in range(12))
     assert sorted(out.execute_and_collect()) == expected
+
+
+# --------------------------------------------------------------------------------------------
+# Flink with object reuse off (its default) hands each consumer of a stream its own copy of a
+# record (CopyingBroadcastingOutputCollector, or serialization between tasks): a consumer that
+# changes a Row in place never changes what another consumer sees. Expected values come from
+# a plain-Python model in which every consumer gets a copy.
+# --------------------------------------------------------------------------------------------
+PAIR = Types.ROW_NAMED(["id", "n"], [Types.INT(), Types.LONG()])
+SIDE = OutputTag("copy", PAIR)
+PAIRS = [(i, 10 * i) for i in range(1, 9)]
+
+
+class EmitToBoth(KeyedProcessFunction):
+    """Emits the very same Row object to the main output and to a side output."""
+
+    def process_element(self, value, ctx):
+        row = Row(id=value.id, n=value.n)
+        yield row
+        yield SIDE, row
+
+
+def _bump_by_index(offset):
+    def consumer(r):
+        r[1] += 1000  # in place, by index
+        return Row(id=r.id + offset, n=r.n)
+    return consumer
+
+
+def _bump_by_name(offset):
+    def consumer(r):
+        r["n"] += 5000  # in place, by name
+        return Row(id=r.id + offset, n=r.n)
+    return consumer
+
+
+def _read(offset):
+    def consumer(r):
+        return Row(id=r.id + offset, n=r.n)
+    return consumer
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_each_consumer_of_a_stream_gets_its_own_copy_of_a_row(env_factory, tmp_path, capsys,
+                                                              mode):
+    env = env_factory(mode, _conf(tmp_path))
+    env.set_parallelism(2)
+    emitted = (env.from_collection(PAIRS, type_info=PAIR).key_by(lambda r: r.id % 3)
+               .process(EmitToBoth(), output_type=PAIR))
+    side = emitted.get_side_output(SIDE)
+    consumers = [emitted.map(_bump_by_index(100), output_type=PAIR),
+                 emitted.map(_read(200), output_type=PAIR),
+                 side.map(_bump_by_name(300), output_type=PAIR),
+                 side.map(_read(400), output_type=PAIR),
+                 side.map(_bump_by_index(500), output_type=PAIR)]
+    got = sorted(consumers[0].union(*consumers[1:]).execute_and_collect())
+    # the model: each consumer changes its own copy
+    expected = sorted([(i + 100, n + 1000) for i, n in PAIRS] + [(i + 200, n) for i, n in PAIRS]
+                      + [(i + 300, n + 5000) for i, n in PAIRS]
+                      + [(i + 400, n) for i, n in PAIRS]
+                      + [(i + 500, n + 1000) for i, n in PAIRS])
+    assert got == expected
+
+    # a map that changes its input in place and a sink reading the same stream, in one job
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt2")})
+    rows = env.from_collection(PAIRS, type_info=PAIR).map(lambda r: Row(id=r.id, n=r.n),
+                                                          output_type=PAIR)
+    rows.map(_bump_by_index(0), output_type=PAIR).print("changed")
+    rows.print("seen")
+    env.execute("copy per consumer")
+    printed = sorted(line for line in capsys.readouterr().out.splitlines()
+                     if line.startswith(("changed> ", "seen> ")))
+    assert printed == sorted([f"changed> Row(id={i}, n={n + 1000})" for i, n in PAIRS]
+                             + [f"seen> Row(id={i}, n={n})" for i, n in PAIRS])

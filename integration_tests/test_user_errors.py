@@ -234,3 +234,37 @@ def test_to_dataframe_names_a_source_file_whose_column_type_changed_when_built(
                                                 r"program reads it as bigint .*p2.parquet "
                                                 r"holds BINARY"):
         build()
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_to_dataframe_of_either_mode_names_a_source_file_whose_column_type_changed(
+        spark, env_factory, tmp_path, mode):
+    """The caller runs what to_dataframe() returns, so a Parquet source file that does not
+    fit the read schema is a SourceSchemaError when it is built, in BATCH as in STREAMING;
+    a source whose files fit still gives its records."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "events"
+    src.mkdir()
+    pq.write_table(pa.table({"k": ["a", "b"], "v": pa.array([1, 2], pa.int64())}),
+                   str(src / "p1.parquet"))
+    pair = Types.TUPLE([Types.STRING(), Types.LONG()])
+
+    def build(ckpt: str):
+        env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / ckpt)})
+        reader = spark.read if mode == "BATCH" else spark.readStream
+        events = env.from_dataframe(reader.schema("k string, v long").parquet(str(src)))
+        return events.map(lambda r: (r[0], r[1] * 2), output_type=pair).to_dataframe()
+
+    good = build("ckpt1")
+    if mode == "BATCH":
+        assert sorted(tuple(r) for r in good.collect()) == [("a", 2), ("b", 4)]
+    pq.write_table(pa.table({"k": ["a"], "v": ["3"]}), str(src / "p2.parquet"))  # v: str
+    with pytest.raises(SourceSchemaError) as info:
+        build("ckpt2")
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("source column 'v' changed type: the program reads it as bigint "
+                            "(the source's schema), but "), first
+    assert "p2.parquet holds BINARY (a string or bytes)" in first, first
+    assert f"the to_dataframe() of {mode} job" in first, first

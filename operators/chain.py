@@ -56,6 +56,7 @@ __all__ = [
     "StatelessChain",
     "CoStatelessOperator",
     "KeyExtractor",
+    "open_key_selector",
 ]
 
 #: Stage kinds of a StatelessChain.
@@ -507,6 +508,27 @@ class CoStatelessOperator:
         return []
 
 
+def open_key_selector(selector: KeySelector, config: OperatorConfig) -> None:
+    """``selector.open(runtime_context)`` for the parallel instance ``config`` describes; a
+    failure names the operator.
+
+    Args:
+        selector: the key selector.
+        config: the parallel instance's operator configuration.
+    Returns:
+        None.
+    """
+    try:
+        selector.open(RuntimeContext(config, None))
+    except DataStreamError:
+        raise
+    except Exception as exc:
+        raise JobExecutionError(
+            f"operator {config.operator_name!r}: open() of the key selector failed: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
 class KeyExtractor:
     """Per record: ``(key_group, key_bytes)`` for the shuffle in front of a keyed operator.
 
@@ -585,6 +607,16 @@ class KeyExtractor:
 
         self.extract: Callable[[Any], tuple[int, bytes]] = extract
         self.extract_with_key: Callable[[Any], tuple[int, bytes, Any]] = extract_with_key
+
+    def open(self, config: OperatorConfig | None = None) -> None:
+        """``open(runtime_context)`` of the key selector, as PyFlink's ``key_by`` does for the
+        parallel instance that extracts the keys (once per instance; see instances.py)."""
+        open_key_selector(self.key_selector, config or OperatorConfig.for_mode(
+            "STREAMING", operator_name=self.operator_name))
+
+    def close(self) -> None:
+        """``close()`` of the key selector."""
+        self.key_selector.close()
 
     def __call__(self, value: Any) -> tuple[int, bytes]:
         return self.extract(value)

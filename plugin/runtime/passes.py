@@ -17,8 +17,9 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 import pyarrow as pa
 
 from ..operators.base import OperatorConfig, Output
-from ..operators.chain import KeyExtractor, StatelessChain
+from ..operators.chain import KeyExtractor, StatelessChain, open_key_selector
 from ..operators.factory import make_keyed_operator
+from ..operators.functions import as_key_selector
 from ..operators.instances import SubtaskInstance, run_instances
 from ..state_store.backends import HEAP, SINGLE_KEY, get_backend
 from ..state_store.bulk import paused_gc as gc_paused  # a call's acyclic objects: no GC
@@ -204,7 +205,7 @@ def _subtask_stages(spec: PassSpec, config: OperatorConfig) -> Optional[_PassSta
         instance.function = _PassStages(spec, instance.function)
         instances[config.subtask_index] = instance
     stages: _PassStages = instance.function
-    for stage in (stages.co_stage, stages.chain):
+    for stage in (stages.co_stage, stages.chain, stages.extractor):
         if stage is not None:
             instance.open(stage, config)  # once per instance: stage.open(config)
     return stages
@@ -250,9 +251,18 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     if not keyed and spec.co_stage is None and not spec.tags and not spec.sided:
         fast = compile_chain(spec.chain, spec.name)
         if fast is not None:
-            selector = (stages.extractor.key_selector
-                        if stages is not None and stages.extractor is not None else None)
-            yield from _run_fast(spec, fast, decode, writer, batches, selector)
+            if stages is not None or spec.key_out is None:
+                selector = (stages.extractor.key_selector
+                            if stages is not None and stages.extractor is not None else None)
+                yield from _run_fast(spec, fast, decode, writer, batches, selector)
+                return
+            # BATCH: the pass is the key selector's parallel instance, opened for its run
+            selector = as_key_selector(spec.key_out[0])
+            open_key_selector(selector, config)
+            try:
+                yield from _run_fast(spec, fast, decode, writer, batches, selector)
+            finally:
+                selector.close()
             return
 
     key_field = spec.keyed.key_field if spec.keyed is not None else None
@@ -335,6 +345,8 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     elif spec.key_out is not None:
         extractor = KeyExtractor(spec.key_out[0], spec.key_out[1], spec.max_parallelism,
                                  operator_name=spec.name)
+        extractor.open(config)  # the pass is the parallel instance: open once, close at its end
+        cleanup.append(extractor.close)
     combiner = spec.combiner
     combined: dict[bytes, list[Any]] = {}
     tags = spec.tags

@@ -62,10 +62,12 @@ from ..spark_io.columns import col, count_all, lit
 from ..spark_io.key_columns import native_key_bytes
 from ..spark_io.key_group_ranges import repartition_by_key_group_range
 from ..spark_io.progress import BatchProgress, Stage
+from ..spark_io.storage_conf import job_storage
 from ..state_store.errors import GraphBuildError, JobExecutionError
 from .failures import surfacing
 from .pushdown import native_map, traced_key_field
 from .rows import keyed_function
+from .source_schema import check_parquet_sources
 from .steps import (
     co_chain_input,
     collectable_arrow,
@@ -131,6 +133,11 @@ class BatchTranslator:
 
     # -- public entry points ------------------------------------------------------
     def to_dataframe(self, node: Transformation) -> DataFrame:
+        """The DataFrame of ``node``'s records, which the caller runs: a Parquet source file
+        whose column type differs from the read schema is named now (source_schema.py),
+        not by Spark's failure of the caller's action."""
+        check_parquet_sources(self.nodes, job_storage(self.plan.config, self.spark),
+                              f"the to_dataframe() of BATCH job {self.job_name!r}")
         return typed_df(self, self.input_stream(node), node)
 
     def collect(self, node: Transformation) -> CloseableIterator:
@@ -200,7 +207,7 @@ class BatchTranslator:
                 df, decode = self._collect_plan(source)
                 stage = progress.add_stage("sink", "print sink", [sink.name], "stdout")
             elif sink.kind == "delta":
-                df, decode = self.to_dataframe(source), None
+                df, decode = typed_df(self, self.input_stream(source), source), None
                 stage = progress.add_stage(
                     "sink", "Delta sink", [sink.name],
                     f"Delta table {sink.options['path']}, mode {sink.options['mode']}")

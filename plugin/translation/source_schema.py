@@ -1,12 +1,13 @@
-"""A streaming Parquet source's files checked against the schema the program reads it with.
+"""A Parquet source's files checked against the schema the program reads it with.
 
-Spark reads a file whose column type differs from the declared schema only when a query
-runs, and fails it with ``FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH`` deep in a
-Java trace. Where the project runs the query it turns that into a
+Spark reads a file whose column type differs from the read schema only when an action or
+query runs, and fails it with ``FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH`` deep in
+a Java trace. Where the project runs the action it turns that into a
 :class:`SourceSchemaError` (failures.py); a DataFrame the user runs themselves
-(``to_dataframe()``) is checked here instead, when it is built: every Parquet file then in
-the source's folders whose column holds a string where the program reads a non-string
-type, or the reverse, is named with both types before any query starts.
+(``to_dataframe()``) is checked here instead, when it is built: every Parquet file then read
+by a source (a BATCH read's listed files, a streaming read's folders) whose column holds a
+string where the program reads a non-string type, or the reverse, is named with both types
+before anything runs.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator, Optional
 
+from ..plan.graph import SourceNode
 from ..state_store.errors import SourceSchemaError
 from ..state_store.storage import Storage
 
-__all__ = ["check_streaming_parquet_source"]
+__all__ = ["check_parquet_sources", "check_parquet_source"]
 
 _PARQUET_TYPES = {"string": "BINARY (a string or bytes)", "large_string": "BINARY (a string or "
                   "bytes)", "binary": "BINARY (a string or bytes)", "int64": "INT64 (bigint)",
@@ -27,11 +29,20 @@ _TEXT_SPARK = frozenset({"string", "binary"})
 
 
 def _parquet_sources(df: Any) -> Iterator[tuple[list[str], dict[str, Any]]]:
-    """(paths, declared schema as JSON) of each streaming Parquet source read by ``df``."""
+    """(paths, read schema as JSON) of each Parquet source read by ``df``: a BATCH read's
+    listed files with its data schema, a streaming read's folders with its declared one."""
     leaves = df._jdf.queryExecution().analyzed().collectLeaves().iterator()
     while leaves.hasNext():
         leaf = leaves.next()
-        if leaf.getClass().getSimpleName() != "StreamingRelation":
+        kind = leaf.getClass().getSimpleName()
+        if kind == "LogicalRelation":
+            relation = leaf.relation()
+            if (relation.getClass().getSimpleName() == "HadoopFsRelation"
+                    and str(relation.fileFormat().shortName()).lower() == "parquet"):
+                yield ([str(p) for p in relation.location().inputFiles()],
+                       json.loads(relation.dataSchema().json()))
+            continue
+        if kind != "StreamingRelation":
             continue
         source = leaf.dataSource()
         if str(source.className()).lower() != "parquet":
@@ -73,9 +84,18 @@ def _spark_name(field: dict[str, Any]) -> Optional[str]:
     return str(kind.simpleString())
 
 
-def check_streaming_parquet_source(df: Any, storage: Storage, context: str) -> None:
-    """Raise SourceSchemaError for the first file of a streaming Parquet source of ``df``
-    whose column type differs from the declared schema (see the module text)."""
+def check_parquet_source(df: Any, storage: Storage, context: str) -> None:
+    """Raise SourceSchemaError for the first file of a Parquet source of ``df`` (BATCH or
+    streaming) whose column type differs from the schema it is read with (see the module
+    text).
+
+    Args:
+        df: the source DataFrame as the program gave it.
+        storage: the job's storage layer (reads the files' footers).
+        context: what is being built, for the message's last words.
+    Returns:
+        None.
+    """
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
 
@@ -115,3 +135,18 @@ def check_streaming_parquet_source(df: Any, storage: Storage, context: str) -> N
                             f"as {want} (the source's schema), but {shown} holds {held}. "
                             "Convert or move that file, or read the column with its new type "
                             f"and convert it in the program (while building {context})")
+
+
+def check_parquet_sources(nodes: Any, storage: Storage, context: str) -> None:
+    """:func:`check_parquet_source` for every DataFrame source among ``nodes``.
+
+    Args:
+        nodes: the job graph's nodes.
+        storage: the job's storage layer.
+        context: what is being built, for the message's last words.
+    Returns:
+        None.
+    """
+    for node in nodes:
+        if isinstance(node, SourceNode) and node.kind == "dataframe":
+            check_parquet_source(node.payload, storage, context)

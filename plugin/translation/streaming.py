@@ -91,7 +91,7 @@ from ..state_store.errors import ConfigurationError, GraphBuildError
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
-from .source_schema import check_streaming_parquet_source
+from .source_schema import check_parquet_sources
 from .steps import (
     collectable,
     dataframe_source,
@@ -268,12 +268,8 @@ class StreamingTranslator:
         self.job.plan("never", TO_DATAFRAME_KEEPS)
         # the user runs the query: a source file that does not fit its declared schema is
         # named now (source_schema.py), not by Spark's failure of the user's query
-        for source in self.nodes:
-            if (isinstance(source, SourceNode) and source.kind == "dataframe"
-                    and getattr(source.payload, "isStreaming", False)):
-                check_streaming_parquet_source(
-                    source.payload, self.storage,
-                    f"the to_dataframe() of STREAMING job {self.job_name!r}")
+        check_parquet_sources(self.nodes, self.storage,
+                              f"the to_dataframe() of STREAMING job {self.job_name!r}")
         df = typed_df(self, self.input_stream(node), node)
         self._run_prerequisites()
         return df
