@@ -10,13 +10,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
-from pyspark_datastream import JobClient, JobStatus, Types, ValueStateDescriptor
-from pyspark_datastream.savepoint import Savepoint
-from pyspark_datastream.state_store.errors import (
+from pyspark_datastream import (
     ConfigurationError,
+    JobClient,
     JobExecutionError,
+    JobStatus,
     SavepointError,
+    Types,
+    ValueStateDescriptor,
 )
+from pyspark_datastream.savepoint import Savepoint
 from test_savepoint_batch import OUT, Count
 
 SCHEMA = "k string, v long"

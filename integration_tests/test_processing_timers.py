@@ -10,13 +10,13 @@ import pytest
 from deltalake import DeltaTable
 from pyspark_datastream import (
     Duration,
+    GraphBuildError,
     KeyedProcessFunction,
     TumblingProcessingTimeWindows,
     Types,
     ValueStateDescriptor,
     WatermarkStrategy,
 )
-from pyspark_datastream.state_store.errors import GraphBuildError
 from test_job_client import SCHEMA, _add_file
 
 OUT = Types.TUPLE([Types.STRING(), Types.LONG()])

@@ -6,18 +6,16 @@ import pytest
 from deltalake import DeltaTable
 from pyspark_datastream import (
     Duration,
+    IncompatibleStateError,
     KeyedProcessFunction,
+    SavepointNotFoundError,
     TimestampAssigner,
     Types,
+    UnclaimedStateError,
     ValueStateDescriptor,
     WatermarkStrategy,
 )
 from pyspark_datastream.savepoint import Savepoint, SavepointWriter, savepoint_versions
-from pyspark_datastream.state_store.errors import (
-    IncompatibleStateError,
-    SavepointNotFoundError,
-    UnclaimedStateError,
-)
 
 EVENT = Types.TUPLE([Types.STRING(), Types.LONG()])
 OUT = Types.TUPLE([Types.STRING(), Types.LONG()])

@@ -18,13 +18,13 @@ from pyspark_datastream import (
     JobStatus,
     KeyedProcessFunction,
     MapStateDescriptor,
+    SavepointError,
     TimestampAssigner,
     Types,
     ValueStateDescriptor,
     WatermarkStrategy,
 )
 from pyspark_datastream.savepoint import Savepoint
-from pyspark_datastream.state_store.errors import SavepointError
 
 OOO = 5_000
 GAP = 30_000

@@ -17,6 +17,7 @@ import pytest
 from deltalake import DeltaTable
 from helpers import entry_rows
 from pyspark_datastream import (
+    IncompatibleStateError,
     KeyedProcessFunction,
     ListStateDescriptor,
     StateTtlConfig,
@@ -26,7 +27,6 @@ from pyspark_datastream import (
 )
 from pyspark_datastream.savepoint import Savepoint
 from pyspark_datastream.savepoint.inspection import inspect_savepoint
-from pyspark_datastream.state_store.errors import IncompatibleStateError
 from pyspark_datastream.state_store.serializers.ttl import TTL_TIMESTAMP
 from test_streaming import SCHEMA, add_file
 

@@ -35,11 +35,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..state_store.backends import create_keyed_state_backend
 from ..state_store.bulk import paused_gc
 from ..state_store.entries import StateMetaInfo
-from ..state_store.errors import (
-    DataStreamError,
-    JobExecutionError,
-    SerializationError,
-)
+from ..state_store.exceptions import DataStreamError, SerializationError
 from ..state_store.serializers import PickleSerializer
 from .base import (
     MAX_WATERMARK,
@@ -49,6 +45,7 @@ from .base import (
     raise_named_serialization_error,
 )
 from .driver import key_deserializer, process_keyed_rows
+from .exceptions import JobExecutionError
 from .factory import KEYED_KINDS, make_keyed_operator
 from .instances import SubtaskInstance, subtask_of
 from .keygroup_rocksdb import RocksDBKeyGroupStore, VersionPointer, drop_local_copies

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..state_store.backends import create_keyed_state_backend
 from ..state_store.entries import StateEntry, StateMetaInfo
-from ..state_store.errors import JobExecutionError, SavepointFormatError, StateBackendError
+from ..state_store.exceptions import SavepointFormatError, StateBackendError
 from ..state_store.storage import Storage
+from .exceptions import JobExecutionError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.serializers import TypeSerializer

@@ -63,7 +63,7 @@ from .entries import (
     prefix_successor,
     split_sorted_user_key,
 )
-from .errors import StateDescriptorError
+from .exceptions import StateDescriptorError
 from .serializers import TtlSerializer, TtlValue
 from .serializers.ttl import TTL_TIMESTAMP
 from .ttl_states import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
-from ..state_store.errors import ConfigurationError
+from ..state_store.exceptions import ConfigurationError
 
 __all__ = ["StateBackend", "HashMapStateBackend", "EmbeddedRocksDBStateBackend", "backend_spec"]
 

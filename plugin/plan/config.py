@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..state_store.errors import ConfigurationError
+from ..state_store.exceptions import ConfigurationError
 
 __all__ = [
     "Configuration",

@@ -22,7 +22,7 @@ from ..operators.factory import make_keyed_operator
 from ..operators.instances import SubtaskInstance, run_instances
 from ..state_store.backends import create_keyed_state_backend
 from ..state_store.bulk import paused_gc as gc_paused  # a call's acyclic objects: no GC
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decoder
 from .entry_files import EntryFiles
 from .fastpath import FastKeyedOutput, compile_chain

@@ -37,6 +37,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from ..operators.exceptions import JobExecutionError
 from ..runtime.faults import kill_point
 from ..spark_io.delta_io import (
     DeltaCommitConflict,
@@ -47,7 +48,7 @@ from ..spark_io.delta_io import (
     write_parquet_files,
 )
 from ..spark_io.storage_conf import delta_options, session_storage
-from ..state_store.errors import DataStreamError, JobExecutionError
+from ..state_store.exceptions import DataStreamError
 from ..state_store.storage import Storage
 
 if TYPE_CHECKING:

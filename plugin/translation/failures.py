@@ -17,18 +17,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Optional
 
-from ..state_store import errors
-from ..state_store.errors import (
-    CheckpointMismatchError,
-    DataStreamError,
-    JobExecutionError,
-    SourceSchemaError,
-)
+from ..operators import exceptions as operators_exceptions
+from ..operators.exceptions import JobExecutionError
+from ..savepoint import exceptions as savepoint_exceptions
+from ..state_store import exceptions as state_store_exceptions
+from ..state_store.exceptions import DataStreamError
+from . import exceptions as translation_exceptions
+from .exceptions import CheckpointMismatchError, SourceSchemaError
 
 __all__ = ["embedded_error", "job_failure", "schema_change", "surfacing",
            "timeout_layout_change"]
 
-_MARK = re.compile(r"(?:pyspark_datastream\.)?state_store\.errors\.(\w+): ")
+#: how a worker's traceback names the product's error class (its module, then the class)
+_MARK = re.compile(r"(?:pyspark_datastream\.)?(?:state_store|operators|savepoint|translation)"
+                   r"\.exceptions\.(\w+): ")
+#: the product's error classes by name, from every layer's ``exceptions`` module
+_CLASSES: dict[str, type[DataStreamError]] = {
+    name: getattr(module, name)
+    for module in (state_store_exceptions, operators_exceptions, savepoint_exceptions,
+                   translation_exceptions)
+    for name in module.__all__
+}
 #: where the worker's Python text ends: JVM frames and Spark's trailers
 _END = re.compile(r"^\s*(?:at [\w$.<>]+\(|\.\.\. \d+ more|Caused by: |Driver stacktrace:|"
                   r"JVM stacktrace:|\tat |=== Streaming Query ===)")
@@ -54,9 +63,7 @@ def embedded_error(exc: BaseException) -> Optional[DataStreamError]:
         if not found:
             continue
         mark = found[-1]
-        cls = getattr(errors, mark.group(1), None)
-        if not (isinstance(cls, type) and issubclass(cls, DataStreamError)):
-            cls = JobExecutionError
+        cls = _CLASSES.get(mark.group(1), JobExecutionError)
         lines = []
         for line in text[mark.end():].splitlines():
             if _END.match(line):

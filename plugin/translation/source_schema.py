@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator, Optional
 
-from ..state_store.errors import SourceSchemaError
 from ..state_store.storage import Storage
+from .exceptions import SourceSchemaError
 
 __all__ = ["check_streaming_parquet_source"]
 

@@ -86,7 +86,7 @@ from ..runtime.passes import PassSpec, output_ddl
 from ..spark_io.columns import lit
 from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column
 from ..spark_io.storage_conf import job_storage
-from ..state_store.errors import ConfigurationError, GraphBuildError
+from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..backend import KeyedStateBackend
-from ..errors import ConfigurationError
+from ..exceptions import ConfigurationError
 
 __all__ = ["BACKEND_KINDS", "canonical_backend_kind", "create_keyed_state_backend"]
 
