@@ -207,40 +207,6 @@ def test_print_and_collect_jobs_run_on_a_temporary_checkpoint_removed_afterwards
     assert not root.exists() and os.listdir(private_tmp) == []
 
 
-@pytest.mark.parametrize("written, resumed", [("false", "true"), ("true", "false")])
-def test_a_checkpoint_resumes_only_with_the_timeout_layout_it_was_written_with(
-        spark, env_factory, tmp_path, capsys, written, resumed):
-    """A running count over a file stream without watermarks has nothing that can time out:
-    it runs without Spark's GroupState timeout unless timeout-free operators are turned off
-    (the layout of older checkpoints). Resumed with the other setting, the checkpoint is
-    refused with a CheckpointMismatchError naming the option and the value it was written
-    with, and nothing is emitted; resumed as written, it continues on its state exactly."""
-    src, root = str(tmp_path / "in"), str(tmp_path / "root")
-
-    def run(value: str) -> list[str]:
-        env = env_factory("STREAMING", {"execution.checkpointing.dir": root,
-                                        "execution.streaming.timeout-free-operators.enabled":
-                                            value})
-        _counted(env, spark, src).print()
-        try:
-            env.execute("counts")
-        finally:
-            printed = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("(")]
-        return printed
-
-    _add_file(src, ["a", "b", "a"], "f1")
-    assert sorted(run(written)) == sorted(str(r) for r in _running_counts([], ["a", "b", "a"]))
-    _add_file(src, ["b", "c", "b"], "f2")
-    with pytest.raises(CheckpointMismatchError) as err:
-        run(resumed)
-    text = str(err.value)
-    assert f"execution.streaming.timeout-free-operators.enabled={written}" in text
-    assert "'counts'" in text and "savepoint" in text
-    assert capsys.readouterr().out.count("(") == 0
-    assert sorted(run(written)) == sorted(
-        str(r) for r in _running_counts(["a", "b", "a"], ["b", "c", "b"]))
-
-
 class _Watching(KeyedProcessFunction):
     """Per element ('seen', key, the watermark it sees), registering an event-time timer
     at 0; a firing timer emits ('fired', key, its time)."""
@@ -253,20 +219,17 @@ class _Watching(KeyedProcessFunction):
         yield ("fired", ctx.get_current_key(), timestamp)
 
 
-@pytest.mark.parametrize("timeout_free", ["true", "false"])
 def test_without_watermarks_an_unbounded_streams_event_time_timers_never_fire(
-        spark, env_factory, tmp_path, capsys, timeout_free):
+        spark, env_factory, tmp_path, capsys):
     """Flink: a stream without watermarks keeps the initial watermark (Long.MIN_VALUE) and
     never fires event-time timers until a bounded input ends. An unbounded file stream
-    resumed over two runs, with and without the timeout-free layout: every element sees
-    Long.MIN_VALUE and no timer fires."""
+    resumed over two runs (its operator runs without a GroupState timeout): every element
+    sees Long.MIN_VALUE and no timer fires."""
     src, root = str(tmp_path / "in"), str(tmp_path / "root")
     triple = Types.TUPLE([Types.STRING(), Types.STRING(), Types.LONG()])
 
     def run() -> list[str]:
-        env = env_factory("STREAMING", {"execution.checkpointing.dir": root,
-                                        "execution.streaming.timeout-free-operators.enabled":
-                                            timeout_free})
+        env = env_factory("STREAMING", {"execution.checkpointing.dir": root})
         (env.from_dataframe(spark.readStream.schema(SCHEMA).parquet(src))
          .key_by(lambda r: r[0]).process(_Watching(), output_type=triple).print())
         env.execute("watching")
@@ -282,23 +245,18 @@ def test_without_watermarks_an_unbounded_streams_event_time_timers_never_fire(
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
-@pytest.mark.parametrize("timeout_free", ["true", "false"])
-def test_state_in_sparks_rocksdb_state_store_resumes_across_runs(
-        spark, env_factory, tmp_path, timeout_free):
+def test_state_in_sparks_rocksdb_state_store_resumes_across_runs(spark, env_factory, tmp_path):
     """The README advises Spark's RocksDB state store provider for large state (it keeps
     state off the JVM heap). Under it, the user's own writeStream resumes a running count
-    across two available-now runs exactly, with and without Spark's timeout column in the
-    state rows; the checkpoint keeps the provider it was started with when the second run's
-    session has Spark's default."""
+    across two available-now runs exactly; the checkpoint keeps the provider it was started
+    with when the second run's session has Spark's default."""
     src, out, ck = str(tmp_path / "in"), str(tmp_path / "out"), str(tmp_path / "user-ck")
     batches = [["a", "b", "a", "c"] * 3, ["a", "c", "d", "a", "b", "e"]]
     key = "spark.sql.streaming.stateStore.providerClass"
     before = spark.conf.get(key)
 
     def run() -> set[tuple[str, int]]:
-        env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "root"),
-                                        "execution.streaming.timeout-free-operators.enabled":
-                                            timeout_free})
+        env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "root")})
         return _counts_written(env, spark, src, out, ck)
 
     spark.conf.set(key, ROCKSDB_PROVIDER)

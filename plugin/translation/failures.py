@@ -145,13 +145,18 @@ def surfacing(context: str) -> Iterator[None]:
 _STATE_VALUE_CHANGE = re.compile(r"STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE.*?Existing "
                                  r"value_schema=(?P<old>.*?) and new value_schema=(?P<new>.*?)\.",
                                  re.S)
-_TIMEOUT_OPTION = "execution.streaming.timeout-free-operators.enabled"
-
-
 def timeout_layout_change(exc: BaseException, context: str) -> Optional[CheckpointMismatchError]:
     """A CheckpointMismatchError when ``exc`` is Spark refusing a keyed operator's
     checkpoint because its state rows have a timeout column the operator now lacks (or the
-    reverse): the checkpoint was written with the other value of the timeout-free option."""
+    reverse).
+
+    Args:
+        exc: the failure of a streaming query.
+        context: what was running, named in the message.
+
+    Returns:
+        The error to raise, or None when ``exc`` is another failure.
+    """
     for text in _texts(exc):
         found = _STATE_VALUE_CHANGE.search(text)
         if found is None:
@@ -159,11 +164,18 @@ def timeout_layout_change(exc: BaseException, context: str) -> Optional[Checkpoi
         had, has = "timeoutTimestamp" in found["old"], "timeoutTimestamp" in found["new"]
         if had == has:
             return None
-        written = "false (or by a version of pyspark-datastream without it)" if had else "true"
+        if had:
+            why = ("this run's operator has nothing that can time it out (no event time, an "
+                   "unbounded input, no processing-time timers) and runs without one: the "
+                   "checkpoint was written by an earlier version of pyspark-datastream, or "
+                   "with execution.streaming.timeout-free-operators.enabled=false (since "
+                   "removed), which gave every keyed operator a timeout")
+        else:
+            why = ("this run's operator runs with a timeout (event time, a bounded input or "
+                   "processing-time timers) that the run which wrote the checkpoint did not "
+                   "have")
         return CheckpointMismatchError(
             f"the checkpoint of {context} holds keyed state {'with' if had else 'without'} "
-            f"Spark's GroupState timeout column, and this run's operator runs "
-            f"{'without' if had else 'with'} a timeout: the checkpoint was written with "
-            f"{_TIMEOUT_OPTION}={written}. Resume it with that setting, or restore a savepoint "
-            f"of the old run into a new job")
+            f"Spark's GroupState timeout column, and {why}. Restore a savepoint of the old "
+            f"run into a new job")
     return None
