@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import os
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from helpers import KV_SCHEMA, add_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark_datastream import (
@@ -23,18 +22,7 @@ from pyspark_datastream import (
 )
 
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
-SCHEMA = "k string, v long"
-_mtime = [1_700_000_000]
-
-
-def add_file(folder: str, rows: list[tuple[str, int]], name: str) -> None:
-    """One Parquet file with (k, v) rows; mtimes strictly increase (file order = arrival)."""
-    os.makedirs(folder, exist_ok=True)
-    table = pa.table({"k": [r[0] for r in rows], "v": pa.array([r[1] for r in rows], pa.int64())})
-    path = os.path.join(folder, f"{name}.parquet")
-    pq.write_table(table, path)
-    _mtime[0] += 10
-    os.utime(path, (_mtime[0], _mtime[0]))
+SCHEMA = KV_SCHEMA
 
 
 class ByV(TimestampAssigner):
