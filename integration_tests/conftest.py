@@ -86,17 +86,9 @@ def spark_delta(spark):
 @pytest.fixture
 def env_factory(spark):
     """Build a StreamExecutionEnvironment on the shared session in a given mode."""
-    from pyspark_datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+    from helpers import env_on
 
     def make(mode: str = "BATCH", config: dict | None = None):
-        from pyspark_datastream import Configuration
-
-        conf = Configuration()
-        for k, v in (config or {}).items():
-            conf.set_string(k, str(v))
-        env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
-        env.set_runtime_mode(RuntimeExecutionMode[mode])
-        env.set_parallelism(2)
-        return env
+        return env_on(spark, mode, config)
 
     return make

@@ -1,6 +1,7 @@
 """Child processes of ``test_delta_exactly_once`` (no JVM): commit micro-batches to a real
 delta-rs table through the STREAMING Delta sink's own protocol
-(``pyspark_datastream.translation.delta_sink.commit_batch``), optionally armed to die at a named point.
+(``pyspark_datastream.translation.delta_sink.commit_batch``), optionally armed to die at a named
+point (``faults``).
 
 Run through a ``multiprocessing`` forkserver context that preloads this module, so a child
 costs a fork, not an interpreter start.
@@ -12,10 +13,10 @@ import os
 from typing import Any, Optional
 
 import deltalake  # noqa: F401 - imported once, in the forkserver
+import faults
 import pandas  # noqa: F401 - pyarrow's Parquet writer imports it at its first write (~2 s)
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark_datastream.runtime.faults import KILL_AT_ENV
 from pyspark_datastream.translation.delta_sink import commit_batch
 
 __all__ = ["SCHEMA", "files_writer", "record_commit", "committed_batches", "commit_batches",
@@ -62,7 +63,7 @@ def commit_batches(table: str, app_id: str, batches: list[tuple[int, list[Any]]]
     """The sink of a micro-batch loop: commit each batch, then log it (Spark's commit log);
     armed with ``kill_at`` (``point:n``) it dies there with SIGKILL."""
     if kill_at:
-        os.environ[KILL_AT_ENV] = kill_at
+        faults.install(kill_at)
     if ready is not None:
         ready.set()
     for batch_id, rows in batches:

@@ -1,17 +1,39 @@
-"""Helpers shared by the integration tests: an environment per mode, a run into a Delta sink
-read back, and a savepoint's entry rows as plain tuples."""
+"""Helpers shared by the integration tests: an environment per mode, files of a file
+stream, a run into a Delta sink read back, and a savepoint's entry rows as plain tuples."""
 
 from __future__ import annotations
 
+import os
 from typing import Any, Optional
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import DeltaTable
+from pyspark_datastream import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
 from pyspark_datastream.savepoint import Savepoint
 
-__all__ = ["ENTRY_COLS", "env_for", "run_to_delta", "entry_rows"]
+__all__ = ["ENTRY_COLS", "KV_SCHEMA", "env_on", "env_for", "add_file", "add_keys_file",
+           "delta_rows", "run_to_delta", "entry_rows"]
 
 #: a savepoint's entry columns, in the order the tests compare them
 ENTRY_COLS = ["operator_uid", "key_group", "key", "state_name", "namespace", "user_key", "value"]
+#: the Spark schema of the files :func:`add_file` writes
+KV_SCHEMA = "k string, v long"
+#: the last modification time given to a file of :func:`add_file`
+_mtime = [1_700_000_000]
+
+
+def env_on(spark: Any, mode: str, config: Optional[dict[str, Any]] = None) -> Any:
+    """An environment in ``mode`` on the session ``spark``, with ``config`` and parallelism 2
+    (what the ``env_factory`` fixture builds; usable where no fixture is, e.g. in a
+    module-scoped fixture)."""
+    conf = Configuration()
+    for k, v in (config or {}).items():
+        conf.set_string(k, str(v))
+    env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
+    env.set_runtime_mode(RuntimeExecutionMode[mode])
+    env.set_parallelism(2)
+    return env
 
 
 def env_for(env_factory: Any, tmp_path: Any, mode: str, name: str, **config: Any) -> Any:
@@ -21,13 +43,39 @@ def env_for(env_factory: Any, tmp_path: Any, mode: str, name: str, **config: Any
     return env_factory(mode, config)
 
 
+def add_file(folder: str, rows: list[tuple[str, int]], name: str) -> None:
+    """One Parquet file ``<name>.parquet`` of (k, v) rows in ``folder``, written atomically
+    (Spark's file source skips the hidden temporary file); each file's mtime is later than
+    the previous one's, so the file order is the arrival order."""
+    os.makedirs(folder, exist_ok=True)
+    table = pa.table({"k": [r[0] for r in rows], "v": pa.array([r[1] for r in rows], pa.int64())})
+    tmp = os.path.join(folder, f".{name}.tmp")
+    pq.write_table(table, tmp)
+    _mtime[0] += 10
+    os.utime(tmp, (_mtime[0], _mtime[0]))
+    os.replace(tmp, os.path.join(folder, f"{name}.parquet"))
+
+
+def add_keys_file(folder: str, keys: list[str], name: str) -> None:
+    """:func:`add_file` of one (key, 1) row per key."""
+    add_file(folder, [(k, 1) for k in keys], name)
+
+
+def delta_rows(path: str, missing_ok: bool = False) -> list[tuple]:
+    """The rows of the Delta table at ``path`` as tuples, sorted; [] when ``missing_ok`` and
+    no table is there yet (a sink's table before its first commit)."""
+    if missing_ok and not DeltaTable.is_deltatable(path):
+        return []
+    return sorted(tuple(r.values()) for r in DeltaTable(path).to_pyarrow_table().to_pylist())
+
+
 def run_to_delta(env: Any, stream: Any, out_path: str, job: str,
                  savepoint_path: Optional[str] = None) -> list[tuple]:
     """Sink ``stream`` into the Delta table ``out_path``, run ``job`` and return the table's
     rows, sorted."""
     stream.sink_to_delta(out_path)
     env.execute(job, savepoint_path=savepoint_path)
-    return sorted(tuple(r.values()) for r in DeltaTable(out_path).to_pyarrow_table().to_pylist())
+    return delta_rows(out_path)
 
 
 def entry_rows(spark: Any, path: str, uid: str) -> list[tuple]:

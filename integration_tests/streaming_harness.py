@@ -5,8 +5,8 @@ runs one keyed STREAMING job in its own driver process (own JVM): a running sum 
 key (ValueState) over a Parquet file stream read one file per micro-batch, written
 by Spark's exactly-once Parquet file sink (``--sink delta``: by ``sink_to_delta``, through
 delta-rs, or with ``--delta-writer spark`` through Spark's own Delta Lake). The
-test kills it with SIGKILL at random moments (or arms a named crash point, see
-``pyspark_datastream.runtime.faults``) and restarts it from the same checkpoint;
+test kills it with SIGKILL at random moments (or arms a named crash point of ``faults``
+through its environment variable) and restarts it from the same checkpoint;
 :func:`expected_output` is what an uninterrupted run emits.
 """
 
@@ -114,6 +114,7 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
     """The job itself (runs in the child process); ``sink="delta"``: into the Delta table
     ``out`` through ``sink_to_delta`` (the job's checkpoint root is ``ckpt/job``), written by
     ``delta_writer`` (``spark``: Spark's Delta, the jars of ``make setup``)."""
+    import faults
     from jvm_options import JVM_OPTS
     from pyspark.sql import SparkSession
     from pyspark_datastream import (
@@ -122,6 +123,7 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
         StreamExecutionEnvironment,
     )
 
+    faults.install()  # the crash point the test armed in this driver's environment, if any
     builder = SparkSession.builder
     if delta_writer == "spark":
         from jars import delta_spark_conf

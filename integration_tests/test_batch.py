@@ -93,8 +93,6 @@ def test_sorted_and_hash_execution_agree(env_factory):
         env = env_factory("BATCH", {"execution.sorted-inputs.enabled": "false",
                                     "state.backend.type": backend})
         assert run_sessionize(env, sorted(data, key=lambda c: c[2])) == sorted_rows
-    alias = env_factory("BATCH", {"execution.sorted-shuffles.enabled": "false"})
-    assert run_sessionize(alias, sorted(data, key=lambda c: c[2])) == sorted_rows
 
 
 def test_map_flat_map_filter_chain(env_factory):

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
+from helpers import env_for
 from pyspark_datastream import (
     BroadcastProcessFunction,
     BroadcastStateError,
@@ -114,19 +115,13 @@ def _job(env: Any, rules: list[Any], events: list[Any], function: Any = None) ->
             .uid("rules"))
 
 
-def _env(env_factory: Any, tmp_path: Any, mode: str, name: str, **config: Any) -> Any:
-    if mode == "STREAMING":
-        config.setdefault("execution.checkpointing.dir", str(tmp_path / f"ckpt-{name}"))
-    return env_factory(mode, config)
-
-
 @pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
 def test_rules_applied_to_keyed_events(env_factory, tmp_path, mode):
     """BATCH: every rule (and the reset, before any event: a no-op) before any event.
     STREAMING: both bounded inputs arrive in one micro-batch, whose rules come first: the
     same result. What process_broadcast_element emits comes once per parallel instance
     (parallelism 2), in both modes."""
-    env = _env(env_factory, tmp_path, mode, "rules")
+    env = env_for(env_factory, tmp_path, mode, "rules")
     out = sorted(_job(env, RULES_A, EVENTS_A, AckingMatcher())
                  .execute_and_collect(f"broadcast-{mode}"))
     got = [r for r in out if r[0] != "ack"]
@@ -184,7 +179,7 @@ def test_streaming_micro_batches_and_a_restart_keep_the_broadcast_state(
     ]
     _write_files(src, first, 0)
     rocks = {"state.backend.type": "rocksdb"}  # keyed state in RocksDB, broadcast beside it
-    env = _env(env_factory, tmp_path, "STREAMING", "files", **rocks)
+    env = env_for(env_factory, tmp_path, "STREAMING", "files", **rocks)
     run1 = sorted(_file_job(env, spark, src).execute_and_collect("broadcast-files"))
     rules: dict[str, int] = {}
     seen: dict[str, int] = {}
@@ -192,7 +187,7 @@ def test_streaming_micro_batches_and_a_restart_keep_the_broadcast_state(
     assert ("ann", "small", 30, 1) in run1  # small is 30 and ann's count was reset
 
     _write_files(src, later, len(first))
-    env = _env(env_factory, tmp_path, "STREAMING", "files", **rocks)
+    env = env_for(env_factory, tmp_path, "STREAMING", "files", **rocks)
     run2 = sorted(_file_job(env, spark, src).execute_and_collect("broadcast-files"))
     assert run2 == model(_batches(later), rules, seen)
     assert ("ann", "big", 45, 3) in run2 and ("ann", "small", 45, 3) in run2
@@ -216,14 +211,14 @@ def test_savepoints_carry_the_broadcast_state_between_modes(env_factory, spark, 
     (broadcast state as operator state: kind 'broadcast', key group -1); restoring the BATCH
     one into STREAMING (RocksDB) and into BATCH continues with its rules and counts."""
     sp_batch, sp_stream = str(tmp_path / "sp-batch"), str(tmp_path / "sp-stream")
-    env = _env(env_factory, tmp_path, "BATCH", "a-batch")
+    env = env_for(env_factory, tmp_path, "BATCH", "a-batch")
     out_a = _run_to_delta(env, _job(env, RULES_A, EVENTS_A), str(tmp_path / "a-batch"), "a",
                           sp_batch)
     rules: dict[str, int] = {}
     seen: dict[str, int] = {}
     assert out_a == model([(RULES_A, EVENTS_A)], rules, seen)
     rocks = {"state.backend.type": "rocksdb"}
-    env = _env(env_factory, tmp_path, "STREAMING", "a-stream", **rocks)
+    env = env_for(env_factory, tmp_path, "STREAMING", "a-stream", **rocks)
     _run_to_delta(env, _job(env, RULES_A, EVENTS_A), str(tmp_path / "a-stream"), "a", sp_stream)
 
     rows = _entries(spark, sp_batch)
@@ -239,7 +234,7 @@ def test_savepoints_carry_the_broadcast_state_between_modes(env_factory, spark, 
     expected_b = model([(RULES_B, EVENTS_B)], dict(rules), dict(seen))
     assert ("ann", "small", 70, 4) in expected_b and ("eve", "huge", 1_500, 1) in expected_b
     for mode in ("STREAMING", "BATCH"):
-        env = _env(env_factory, tmp_path, mode, f"b-{mode}",
+        env = env_for(env_factory, tmp_path, mode, f"b-{mode}",
                    **{"execution.savepoint.path": sp_batch}, **(rocks if mode == "STREAMING" else {}))
         out_b = _run_to_delta(env, _job(env, RULES_B, EVENTS_B), str(tmp_path / f"b-{mode}"),
                               f"b-{mode}")
@@ -251,7 +246,7 @@ def test_broadcast_input_from_a_keyed_stage(env_factory, tmp_path, mode):
     """Rules reduced per name (the highest threshold) by a keyed stage before the broadcast:
     STREAMING runs that stage in its own query and reads its output back; BATCH emits each
     name's final value. Either way the events see the highest thresholds."""
-    env = _env(env_factory, tmp_path, mode, "reduced")
+    env = env_for(env_factory, tmp_path, mode, "reduced")
     raw = [("big", 100), ("small", 10), ("big", 150), ("small", 5)]
     rules = env.from_collection(raw).key_by(lambda r: r[0]).reduce(lambda a, b: max(a, b))
     out = sorted(env.from_collection(EVENTS_A).assign_timestamps_and_watermarks(_strategy())
@@ -273,7 +268,7 @@ class Enrich(BroadcastProcessFunction):
 
 @pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
 def test_non_keyed_broadcast_process_function(env_factory, tmp_path, mode):
-    env = _env(env_factory, tmp_path, mode, "enrich")
+    env = env_for(env_factory, tmp_path, mode, "enrich")
     names = env.from_collection([("a", "Alice"), ("b", "Bob"), ("a", "Ann")])
     codes = env.from_collection(["a", "b", "c", "a", "b"] * 3)
     out = sorted(codes.connect(names.broadcast(Enrich.NAMES)).process(Enrich())

@@ -7,7 +7,7 @@ the running sum's upsert stream computed independently (``streaming_harness.expe
 * **Many kills, no JVM**: forked children (a forkserver that preloaded
   ``delta_commit_child``) commit micro-batches to a real delta-rs table through the sink's
   own ``commit_batch`` and log each batch afterwards, as Spark's commit log does. Each child
-  is armed to SIGKILL itself at a named point (``PYSPARK_DATASTREAM_KILL_AT``: before the data
+  is armed to SIGKILL itself at a named point (``faults``: before the data
   files, between data files and Delta commit, after the commit) at its n-th batch, or is
   SIGKILLed by the test at a random moment. The test then replays the in-flight batch (same
   id, same rows) as Spark would, and the next child goes on. 15 kills per backend.
@@ -34,11 +34,10 @@ import delta_commit_child as child
 import pytest
 import streaming_harness as harness
 from deltalake import DeltaTable
+from faults import KILL_AT_ENV, POINTS
 from pyspark_datastream import KeyedProcessFunctionTestHarness
-from pyspark_datastream.runtime.faults import KILL_AT_ENV
 from pyspark_datastream.translation.delta_sink import APP_ID_PREFIX, commit_batch
 
-POINTS = ("delta.before-write", "delta.after-write", "delta.after-commit")
 HARNESS_BACKEND = {"hashmap": "heap", "rocksdb": "rocksdb"}
 
 

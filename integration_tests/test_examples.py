@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-from pyspark_datastream import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
+from helpers import env_on
 
 from examples import broadcast_rules, temporal_join, temporal_sort, ttl_example
 
@@ -19,13 +19,8 @@ MODES = ("BATCH", "STREAMING")
 
 
 def _env(spark: Any, mode: str, tmp_path: Any) -> Any:
-    """Like conftest's ``env_factory``, usable from module-scoped fixtures."""
-    conf = Configuration()
-    conf.set_string("execution.checkpointing.dir", str(tmp_path / f"ckpt-{mode}"))
-    env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
-    env.set_runtime_mode(RuntimeExecutionMode[mode])
-    env.set_parallelism(2)
-    return env
+    """:func:`helpers.env_on` checkpointing under ``tmp_path`` (module-scoped fixtures)."""
+    return env_on(spark, mode, {"execution.checkpointing.dir": str(tmp_path / f"ckpt-{mode}")})
 
 
 # -- temporal sort ------------------------------------------------------------------------------

@@ -28,16 +28,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
+from helpers import env_on
 from pyspark_datastream import (
     AggregateFunction,
-    Configuration,
     Duration,
     EventTimeSessionWindows,
     KeyedProcessFunction,
     MapStateDescriptor,
     ProcessWindowFunction,
-    RuntimeExecutionMode,
-    StreamExecutionEnvironment,
     Time,
     TimestampAssigner,
     Types,
@@ -163,16 +161,6 @@ def _outputs(out):
             for name in ("buffered", "windows", "sessionize")}
 
 
-def _env(spark, mode, **config):
-    conf = Configuration()
-    for k, v in config.items():
-        conf.set_string(k, str(v))
-    env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
-    env.set_runtime_mode(RuntimeExecutionMode[mode])
-    env.set_parallelism(2)
-    return env
-
-
 # -- the data -------------------------------------------------------------------------------
 def _timelines(rng, prefix, n_keys):
     events = []
@@ -272,10 +260,10 @@ def handoff(spark, tmp_path_factory):
     for name in ("a", "b", "ab"):
         assert read[name].rdd.getNumPartitions() >= 2, name
     savepoint = str(root / "savepoint")
-    env = _env(spark, "BATCH")
+    env = env_on(spark, "BATCH")
     _job(env, read["a"], str(root / "out-a"))
     env.execute("handoff-a", savepoint_path=savepoint)
-    env = _env(spark, "BATCH")
+    env = env_on(spark, "BATCH")
     _job(env, read["ab"], str(root / "out-ab"))
     env.execute("handoff-ab")
     return {"root": root, "read": read, "savepoint": savepoint, "events": (a, b),
@@ -330,7 +318,7 @@ def test_batch_runs_match_the_model(handoff, spark):
 @pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 def test_streaming_continuation_equals_one_batch_run(handoff, spark, backend):
     root = handoff["root"]
-    env = _env(spark, "STREAMING", **{
+    env = env_on(spark, "STREAMING", {
         "execution.savepoint.path": handoff["savepoint"],
         "execution.checkpointing.dir": str(root / f"ckpt-{backend}"),
         "state.backend.type": backend})

@@ -6,36 +6,24 @@ from __future__ import annotations
 
 import os
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
-from pyspark_datastream import JobClient, JobStatus, Types, ValueStateDescriptor
-from pyspark_datastream.savepoint import Savepoint
-from pyspark_datastream.state_store.errors import (
+from helpers import KV_SCHEMA, add_keys_file
+from pyspark_datastream import (
     ConfigurationError,
+    JobClient,
     JobExecutionError,
+    JobStatus,
     SavepointError,
+    Types,
+    ValueStateDescriptor,
 )
+from pyspark_datastream.savepoint import Savepoint
 from test_savepoint_batch import OUT, Count
-
-SCHEMA = "k string, v long"
-_mtime = [1_600_000_000]
-
-
-def _add_file(folder: str, keys: list[str], name: str) -> None:
-    """One Parquet file of (k, 1) rows, written atomically; mtimes strictly increase."""
-    os.makedirs(folder, exist_ok=True)
-    table = pa.table({"k": keys, "v": pa.array([1] * len(keys), pa.int64())})
-    tmp = os.path.join(folder, f".{name}.tmp")
-    pq.write_table(table, tmp)
-    _mtime[0] += 10
-    os.utime(tmp, (_mtime[0], _mtime[0]))
-    os.replace(tmp, os.path.join(folder, f"{name}.parquet"))
 
 
 def _counting_job(env, spark, src, out):
-    df = spark.readStream.schema(SCHEMA).parquet(src)
+    df = spark.readStream.schema(KV_SCHEMA).parquet(src)
     (env.from_dataframe(df).key_by(lambda r: r[0], key_type=Types.STRING())
      .process(Count(), output_type=OUT).uid("count").sink_to_delta(out))
 
@@ -53,7 +41,7 @@ def _settle(client: JobClient) -> None:
 
 def test_running_job_savepoints_then_stop_then_restore(env_factory, spark, tmp_path):
     src, out = str(tmp_path / "in"), str(tmp_path / "out")
-    _add_file(src, ["a", "b", "a"], "f1")
+    add_keys_file(src, ["a", "b", "a"], "f1")
     env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt"),
                                     "execution.streaming.trigger": "processing-time=1 second"})
     _counting_job(env, spark, src, out)
@@ -67,7 +55,7 @@ def test_running_job_savepoints_then_stop_then_restore(env_factory, spark, tmp_p
         assert _counts(spark, sp1) == [("a", 2), ("b", 1)]
         assert client.get_job_status() is JobStatus.RUNNING  # still running after it
 
-        _add_file(src, ["b", "c"], "f2")
+        add_keys_file(src, ["b", "c"], "f2")
         _settle(client)
         with pytest.raises(SavepointError, match=r"drain=True\) is not supported"):
             client.stop_with_savepoint(sp2, drain=True)
@@ -90,7 +78,7 @@ def test_running_job_savepoints_then_stop_then_restore(env_factory, spark, tmp_p
 
     # restore into a new job (available-now: runs on its own, on a background thread)
     src2, out2 = str(tmp_path / "in2"), str(tmp_path / "out2")
-    _add_file(src2, ["a", "c", "d"], "g1")
+    add_keys_file(src2, ["a", "c", "d"], "g1")
     env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt2"),
                                     "execution.savepoint.path": sp2})
     _counting_job(env, spark, src2, out2)
@@ -105,7 +93,7 @@ def test_running_job_savepoints_then_stop_then_restore(env_factory, spark, tmp_p
 
 def test_cancel_and_batch_refusals(env_factory, spark, tmp_path):
     src = str(tmp_path / "in")
-    _add_file(src, ["a"], "f1")
+    add_keys_file(src, ["a"], "f1")
     env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt"),
                                     "execution.streaming.trigger": "processing-time=1 second"})
     _counting_job(env, spark, src, str(tmp_path / "out"))

@@ -11,9 +11,8 @@ import re
 import tempfile
 from collections import Counter
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from helpers import KV_SCHEMA, add_keys_file
 from pyspark_datastream import (
     CheckpointMismatchError,
     CheckpointRootError,
@@ -22,19 +21,6 @@ from pyspark_datastream import (
 )
 
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
-SCHEMA = "k string, v long"
-_mtime = [1_650_000_000]
-
-
-def _add_file(folder: str, keys: list[str], name: str) -> None:
-    """One Parquet file of (k, 1) rows, written atomically; mtimes strictly increase."""
-    os.makedirs(folder, exist_ok=True)
-    table = pa.table({"k": keys, "v": pa.array([1] * len(keys), pa.int64())})
-    tmp = os.path.join(folder, f".{name}.tmp")
-    pq.write_table(table, tmp)
-    _mtime[0] += 10
-    os.utime(tmp, (_mtime[0], _mtime[0]))
-    os.replace(tmp, os.path.join(folder, f"{name}.parquet"))
 
 
 def _running_counts(before: list[str], new: list[str]) -> set[tuple[str, int]]:
@@ -48,7 +34,7 @@ def _running_counts(before: list[str], new: list[str]) -> set[tuple[str, int]]:
 
 
 def _counted(env, spark, src):
-    df = spark.readStream.schema(SCHEMA).parquet(src)
+    df = spark.readStream.schema(KV_SCHEMA).parquet(src)
     return (env.from_dataframe(df).map(lambda r: (r[0], 1), output_type=PAIR)
             .key_by(lambda r: r[0]).sum(1))
 
@@ -88,10 +74,10 @@ def test_to_dataframe_with_the_users_write_stream_resumes_its_state_across_runs(
                                         "state.backend.type": backend})
         return _counts_written(env, spark, src, out, ck)
 
-    _add_file(src, batches[0], "f1")
+    add_keys_file(src, batches[0], "f1")
     first = run()
     assert first == _running_counts([], batches[0])
-    _add_file(src, batches[1], "f2")
+    add_keys_file(src, batches[1], "f2")
     second = run() - first
     assert second == _running_counts(batches[0], batches[1])
     if backend == "rocksdb":  # the key-group files live under the configured root
@@ -102,7 +88,7 @@ def test_to_dataframe_with_the_users_write_stream_resumes_its_state_across_runs(
 def test_to_dataframe_needs_a_root_only_when_state_lives_outside_the_users_query(
         spark, env_factory, tmp_path):
     src = str(tmp_path / "in")
-    _add_file(src, ["a"], "f1")
+    add_keys_file(src, ["a"], "f1")
     # hashmap, one keyed stage over a streaming source: everything is in the user's checkpoint
     _counted(env_factory("STREAMING"), spark, src).to_dataframe()
     with pytest.raises(CheckpointRootError, match="execution.checkpointing.dir"):
@@ -152,13 +138,13 @@ def test_a_named_job_resumes_and_refuses_another_graph_under_its_name(
         spark, env_factory, tmp_path, capsys):
     src, root = str(tmp_path / "in"), str(tmp_path / "root")
     conf = {"execution.checkpointing.dir": root}
-    _add_file(src, ["a", "b", "a"], "f1")
+    add_keys_file(src, ["a", "b", "a"], "f1")
     env = env_factory("STREAMING", conf)
     _counted(env, spark, src).print()
     env.execute("counts")
     first = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("(")]
     assert sorted(first) == sorted(str(r) for r in _running_counts([], ["a", "b", "a"]))
-    _add_file(src, ["b", "c"], "f2")
+    add_keys_file(src, ["b", "c"], "f2")
     env = env_factory("STREAMING", conf)
     _counted(env, spark, src).print()
     env.execute("counts")  # the same program again: only the new file, on top of its state
@@ -168,7 +154,7 @@ def test_a_named_job_resumes_and_refuses_another_graph_under_its_name(
     before = sorted(os.walk(root))
     env = env_factory("STREAMING", conf)
     other = env.from_collection([("x", 1)], PAIR).union(
-        env.from_dataframe(spark.readStream.schema(SCHEMA).parquet(src)))
+        env.from_dataframe(spark.readStream.schema(KV_SCHEMA).parquet(src)))
     other.key_by(lambda r: r[0]).sum(1).uid("total").print()
     with pytest.raises(CheckpointMismatchError) as err:
         env.execute("counts")
@@ -207,40 +193,6 @@ def test_print_and_collect_jobs_run_on_a_temporary_checkpoint_removed_afterwards
     assert not root.exists() and os.listdir(private_tmp) == []
 
 
-@pytest.mark.parametrize("written, resumed", [("false", "true"), ("true", "false")])
-def test_a_checkpoint_resumes_only_with_the_timeout_layout_it_was_written_with(
-        spark, env_factory, tmp_path, capsys, written, resumed):
-    """A running count over a file stream without watermarks has nothing that can time out:
-    it runs without Spark's GroupState timeout unless timeout-free operators are turned off
-    (the layout of older checkpoints). Resumed with the other setting, the checkpoint is
-    refused with a CheckpointMismatchError naming the option and the value it was written
-    with, and nothing is emitted; resumed as written, it continues on its state exactly."""
-    src, root = str(tmp_path / "in"), str(tmp_path / "root")
-
-    def run(value: str) -> list[str]:
-        env = env_factory("STREAMING", {"execution.checkpointing.dir": root,
-                                        "execution.streaming.timeout-free-operators.enabled":
-                                            value})
-        _counted(env, spark, src).print()
-        try:
-            env.execute("counts")
-        finally:
-            printed = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("(")]
-        return printed
-
-    _add_file(src, ["a", "b", "a"], "f1")
-    assert sorted(run(written)) == sorted(str(r) for r in _running_counts([], ["a", "b", "a"]))
-    _add_file(src, ["b", "c", "b"], "f2")
-    with pytest.raises(CheckpointMismatchError) as err:
-        run(resumed)
-    text = str(err.value)
-    assert f"execution.streaming.timeout-free-operators.enabled={written}" in text
-    assert "'counts'" in text and "savepoint" in text
-    assert capsys.readouterr().out.count("(") == 0
-    assert sorted(run(written)) == sorted(
-        str(r) for r in _running_counts(["a", "b", "a"], ["b", "c", "b"]))
-
-
 class _Watching(KeyedProcessFunction):
     """Per element ('seen', key, the watermark it sees), registering an event-time timer
     at 0; a firing timer emits ('fired', key, its time)."""
@@ -253,63 +205,55 @@ class _Watching(KeyedProcessFunction):
         yield ("fired", ctx.get_current_key(), timestamp)
 
 
-@pytest.mark.parametrize("timeout_free", ["true", "false"])
 def test_without_watermarks_an_unbounded_streams_event_time_timers_never_fire(
-        spark, env_factory, tmp_path, capsys, timeout_free):
+        spark, env_factory, tmp_path, capsys):
     """Flink: a stream without watermarks keeps the initial watermark (Long.MIN_VALUE) and
     never fires event-time timers until a bounded input ends. An unbounded file stream
-    resumed over two runs, with and without the timeout-free layout: every element sees
-    Long.MIN_VALUE and no timer fires."""
+    resumed over two runs (its operator runs without a GroupState timeout): every element
+    sees Long.MIN_VALUE and no timer fires."""
     src, root = str(tmp_path / "in"), str(tmp_path / "root")
     triple = Types.TUPLE([Types.STRING(), Types.STRING(), Types.LONG()])
 
     def run() -> list[str]:
-        env = env_factory("STREAMING", {"execution.checkpointing.dir": root,
-                                        "execution.streaming.timeout-free-operators.enabled":
-                                            timeout_free})
-        (env.from_dataframe(spark.readStream.schema(SCHEMA).parquet(src))
+        env = env_factory("STREAMING", {"execution.checkpointing.dir": root})
+        (env.from_dataframe(spark.readStream.schema(KV_SCHEMA).parquet(src))
          .key_by(lambda r: r[0]).process(_Watching(), output_type=triple).print())
         env.execute("watching")
         return [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("(")]
 
     low = -(2**63)
-    _add_file(src, ["a", "b", "a"], "f1")
+    add_keys_file(src, ["a", "b", "a"], "f1")
     assert sorted(run()) == sorted(str(("seen", k, low)) for k in ["a", "b", "a"])
-    _add_file(src, ["b", "c"], "f2")
+    add_keys_file(src, ["b", "c"], "f2")
     assert sorted(run()) == sorted(str(("seen", k, low)) for k in ["b", "c"])
 
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
-@pytest.mark.parametrize("timeout_free", ["true", "false"])
-def test_state_in_sparks_rocksdb_state_store_resumes_across_runs(
-        spark, env_factory, tmp_path, timeout_free):
+def test_state_in_sparks_rocksdb_state_store_resumes_across_runs(spark, env_factory, tmp_path):
     """The README advises Spark's RocksDB state store provider for large state (it keeps
     state off the JVM heap). Under it, the user's own writeStream resumes a running count
-    across two available-now runs exactly, with and without Spark's timeout column in the
-    state rows; the checkpoint keeps the provider it was started with when the second run's
-    session has Spark's default."""
+    across two available-now runs exactly; the checkpoint keeps the provider it was started
+    with when the second run's session has Spark's default."""
     src, out, ck = str(tmp_path / "in"), str(tmp_path / "out"), str(tmp_path / "user-ck")
     batches = [["a", "b", "a", "c"] * 3, ["a", "c", "d", "a", "b", "e"]]
     key = "spark.sql.streaming.stateStore.providerClass"
     before = spark.conf.get(key)
 
     def run() -> set[tuple[str, int]]:
-        env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "root"),
-                                        "execution.streaming.timeout-free-operators.enabled":
-                                            timeout_free})
+        env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "root")})
         return _counts_written(env, spark, src, out, ck)
 
     spark.conf.set(key, ROCKSDB_PROVIDER)
     try:
-        _add_file(src, batches[0], "f1")
+        add_keys_file(src, batches[0], "f1")
         first = run()
         assert first == _running_counts([], batches[0])
     finally:
         spark.conf.set(key, before)
     # resumed from a session on Spark's default provider: the checkpoint keeps its own
-    _add_file(src, batches[1], "f2")
+    add_keys_file(src, batches[1], "f2")
     assert run() - first == _running_counts(batches[0], batches[1])
     offsets = sorted((n for n in os.listdir(os.path.join(ck, "offsets")) if n.isdigit()), key=int)
     with open(os.path.join(ck, "offsets", offsets[-1])) as fh:

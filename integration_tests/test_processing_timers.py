@@ -7,17 +7,16 @@ from __future__ import annotations
 import time
 
 import pytest
-from deltalake import DeltaTable
+from helpers import KV_SCHEMA, add_keys_file, delta_rows
 from pyspark_datastream import (
     Duration,
+    GraphBuildError,
     KeyedProcessFunction,
     TumblingProcessingTimeWindows,
     Types,
     ValueStateDescriptor,
     WatermarkStrategy,
 )
-from pyspark_datastream.state_store.errors import GraphBuildError
-from test_job_client import SCHEMA, _add_file
 
 OUT = Types.TUPLE([Types.STRING(), Types.LONG()])
 DELAY_MS = 1_500
@@ -42,19 +41,12 @@ class CountThenReport(KeyedProcessFunction):
         yield (ctx.get_current_key(), self.count.value())
 
 
-def _rows(path: str) -> list[tuple]:
-    try:
-        return sorted(tuple(r.values()) for r in DeltaTable(path).to_pyarrow_table().to_pylist())
-    except Exception:  # noqa: BLE001 - the sink's table does not exist before its first commit
-        return []
-
-
 def test_processing_time_timers_fire_without_new_data(env_factory, spark, tmp_path):
     src, out = str(tmp_path / "in"), str(tmp_path / "out")
-    _add_file(src, ["a", "b", "a"], "f1")
+    add_keys_file(src, ["a", "b", "a"], "f1")
     env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt"),
                                     "execution.streaming.trigger": "processing-time=1 second"})
-    df = spark.readStream.schema(SCHEMA).parquet(src)
+    df = spark.readStream.schema(KV_SCHEMA).parquet(src)
     (env.from_dataframe(df).key_by(lambda r: r[0], key_type=Types.STRING())
      .process(CountThenReport(), output_type=OUT).uid("report").sink_to_delta(out))
     client = env.execute_async("processing-timers")
@@ -62,11 +54,11 @@ def test_processing_time_timers_fire_without_new_data(env_factory, spark, tmp_pa
         (query,) = client.get_queries().values()
         deadline = time.time() + 120
         # rows are visible once the sink committed; the batch's progress is posted after it
-        while (len(_rows(out)) < 2 or len(query.recentProgress) < 2) and time.time() < deadline:
+        while (len(delta_rows(out, missing_ok=True)) < 2 or len(query.recentProgress) < 2) and time.time() < deadline:
             time.sleep(0.5)
         # the only file was consumed by the first batch; the timers fired in later batches
         # that read no rows: ProcessingTimeTimeout called the key groups without data
-        assert _rows(out) == [("a", 2), ("b", 1)]
+        assert delta_rows(out, missing_ok=True) == [("a", 2), ("b", 1)]
         batches = list(query.recentProgress)
         assert batches[0].numInputRows == 3 and len(batches) > 1
         assert [p.numInputRows for p in batches[1:]] == [0] * (len(batches) - 1)
@@ -88,10 +80,10 @@ class Both(KeyedProcessFunction):
 
 
 def _event_time_stream(env, spark, src):
-    _add_file(src, ["a"], "f1")
+    add_keys_file(src, ["a"], "f1")
     ws = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1)) \
         .with_timestamp_assigner(lambda r, _: r[1])
-    return (env.from_dataframe(spark.readStream.schema(SCHEMA).parquet(src))
+    return (env.from_dataframe(spark.readStream.schema(KV_SCHEMA).parquet(src))
             .assign_timestamps_and_watermarks(ws).key_by(lambda r: r[0], key_type=Types.STRING()))
 
 

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import pytest
 from deltalake import DeltaTable
+from helpers import run_to_delta
 from pyspark_datastream import (
     Duration,
+    IncompatibleStateError,
     KeyedProcessFunction,
+    SavepointNotFoundError,
     TimestampAssigner,
     Types,
+    UnclaimedStateError,
     ValueStateDescriptor,
     WatermarkStrategy,
 )
 from pyspark_datastream.savepoint import Savepoint, SavepointWriter, savepoint_versions
-from pyspark_datastream.state_store.errors import (
-    IncompatibleStateError,
-    SavepointNotFoundError,
-    UnclaimedStateError,
-)
 
 EVENT = Types.TUPLE([Types.STRING(), Types.LONG()])
 OUT = Types.TUPLE([Types.STRING(), Types.LONG()])
@@ -77,12 +76,6 @@ def _stream(env, data, function, uid="op"):
             .process(function, output_type=OUT).uid(uid))
 
 
-def _run(env, stream, out_path, savepoint_path=None):
-    stream.sink_to_delta(out_path)
-    env.execute("sp-job", savepoint_path=savepoint_path)
-    return sorted(tuple(r.values()) for r in DeltaTable(out_path).to_pyarrow_table().to_pylist())
-
-
 # A: alice's session ends early (its timer is <= the final watermark and fires in A),
 # bob's and carol's last events are near the end (their timers stay pending).
 DATA_A = [("alice", 1_000), ("alice", 2_000), ("bob", 10_000), ("bob", 95_000),
@@ -95,7 +88,8 @@ FINAL_WM_A = 100_000 - OOO - 1  # Flink: max event time - out-of-orderness - 1
 def test_write_counts_then_read_keyed_state_and_metadata(env_factory, spark, tmp_path):
     env = env_factory("BATCH")
     sp = str(tmp_path / "sp")
-    results = _run(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "out"), sp)
+    results = run_to_delta(env, _stream(env, DATA_A, Count(), uid="count"),
+                           str(tmp_path / "out"), "sp-job", sp)
     assert max(n for k, n in results if k == "alice") == 3
     loaded = Savepoint.load(sp, spark)
     meta = loaded.metadata()
@@ -142,7 +136,8 @@ def test_pending_timers_saved_then_fired_after_restore_sessionization(env_factor
                                                                        tmp_path):
     env_a = env_factory("BATCH")
     sp = str(tmp_path / "sp")
-    out_a = _run(env_a, _stream(env_a, DATA_A, Sessionize(), uid="sess"), str(tmp_path / "a"), sp)
+    out_a = run_to_delta(env_a, _stream(env_a, DATA_A, Sessionize(), uid="sess"),
+                         str(tmp_path / "a"), "sp-job", sp)
     # alice: gap 2_000 -> 50_000 closes session 2_000; her last timer 80_000 <= 94_999 fires
     assert out_a == [("alice", 2_000), ("alice", 50_000), ("bob", 10_000)]
     timers = sorted((r["key"], r["timestamp"]) for r in
@@ -151,10 +146,11 @@ def test_pending_timers_saved_then_fired_after_restore_sessionization(env_factor
     assert timers == [("bob", 125_000), ("bob", 130_000), ("carol", 129_000)]
 
     env_b = env_factory("BATCH", {"execution.savepoint.path": sp})
-    out_b = _run(env_b, _stream(env_b, DATA_B, Sessionize(), uid="sess"), str(tmp_path / "b"))
+    out_b = run_to_delta(env_b, _stream(env_b, DATA_B, Sessionize(), uid="sess"),
+                         str(tmp_path / "b"), "sp-job")
     env_ab = env_factory("BATCH")
-    out_ab = _run(env_ab, _stream(env_ab, DATA_A + DATA_B, Sessionize(), uid="sess"),
-                  str(tmp_path / "ab"))
+    out_ab = run_to_delta(env_ab, _stream(env_ab, DATA_A + DATA_B, Sessionize(), uid="sess"),
+                          str(tmp_path / "ab"), "sp-job")
     assert sorted(out_a + out_b) == out_ab
     assert ("carol", 99_000) in out_b  # a key only in the savepoint: its restored timer fired
 
@@ -162,14 +158,16 @@ def test_pending_timers_saved_then_fired_after_restore_sessionization(env_factor
 def test_counting_a_then_b_equals_a_plus_b_with_other_parallelism(env_factory, tmp_path):
     env_a = env_factory("BATCH")
     sp = str(tmp_path / "sp")
-    _run(env_a, _stream(env_a, DATA_A, Count(), uid="count"), str(tmp_path / "a"), sp)
+    run_to_delta(env_a, _stream(env_a, DATA_A, Count(), uid="count"),
+                 str(tmp_path / "a"), "sp-job", sp)
     env_b = env_factory("BATCH", {"execution.savepoint.path": sp})
     env_b.set_parallelism(3)
     env_b.set_max_parallelism(32)  # key groups recomputed from the stored key bytes
-    out_b = _run(env_b, _stream(env_b, DATA_B, Count(), uid="count"), str(tmp_path / "b"))
+    out_b = run_to_delta(env_b, _stream(env_b, DATA_B, Count(), uid="count"),
+                         str(tmp_path / "b"), "sp-job")
     env_ab = env_factory("BATCH")
-    out_ab = _run(env_ab, _stream(env_ab, DATA_A + DATA_B, Count(), uid="count"),
-                  str(tmp_path / "ab"))
+    out_ab = run_to_delta(env_ab, _stream(env_ab, DATA_A + DATA_B, Count(), uid="count"),
+                          str(tmp_path / "ab"), "sp-job")
     final = {}
     for k, n in out_b:
         final[k] = max(n, final.get(k, 0))
@@ -187,15 +185,16 @@ def test_reduce_state_round_trip_and_restored_only_keys_emit(env_factory, spark,
 
     env_a = env_factory("BATCH")
     sp = str(tmp_path / "sp")
-    out_a = _run(env_a, job(env_a, DATA_A), str(tmp_path / "a"), sp)
+    out_a = run_to_delta(env_a, job(env_a, DATA_A), str(tmp_path / "a"), "sp-job", sp)
     assert dict(out_a)["alice"] == 53_000
     loaded = Savepoint.load(sp, spark)
     assert loaded.metadata().final_watermark is None  # no timestamps in this job
     assert loaded.read_timers("sum").count() == 0  # a STREAMING reduce holds no timer
     env_b = env_factory("BATCH", {"execution.savepoint.path": sp})
-    out_b = _run(env_b, job(env_b, DATA_B), str(tmp_path / "b"))
+    out_b = run_to_delta(env_b, job(env_b, DATA_B), str(tmp_path / "b"), "sp-job")
     env_ab = env_factory("BATCH")
-    assert out_b == _run(env_ab, job(env_ab, DATA_A + DATA_B), str(tmp_path / "ab"))
+    assert out_b == run_to_delta(env_ab, job(env_ab, DATA_A + DATA_B),
+                                 str(tmp_path / "ab"), "sp-job")
 
 
 def test_bootstrap_then_batch_job_sees_the_state(env_factory, spark, tmp_path):
@@ -205,15 +204,15 @@ def test_bootstrap_then_batch_job_sees_the_state(env_factory, spark, tmp_path):
      .with_keyed_state("count", df, "user", {"n": ValueStateDescriptor("count", Types.LONG())})
      .write(sp))
     env = env_factory("BATCH", {"execution.savepoint.path": sp})
-    out = _run(env, _stream(env, [("alice", 1), ("bob", 2)], Count(), uid="count"),
-               str(tmp_path / "out"))
+    out = run_to_delta(env, _stream(env, [("alice", 1), ("bob", 2)], Count(), uid="count"),
+                       str(tmp_path / "out"), "sp-job")
     assert out == [("alice", 41), ("bob", 1)]
 
 
 def test_restore_errors_are_typed_and_named(env_factory, spark, tmp_path):
     sp = str(tmp_path / "sp")
     env = env_factory("BATCH")
-    _run(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a"), sp)
+    run_to_delta(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a"), "sp-job", sp)
 
     env = env_factory("BATCH", {"execution.savepoint.path": str(tmp_path / "nothing")})
     with pytest.raises(SavepointNotFoundError, match="is not a savepoint"):
@@ -248,7 +247,7 @@ def test_restore_errors_are_typed_and_named(env_factory, spark, tmp_path):
 def test_failed_job_leaves_no_new_version_and_generated_uid_warns(env_factory, tmp_path):
     sp = str(tmp_path / "sp")
     env = env_factory("BATCH")
-    _run(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a"), sp)
+    run_to_delta(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a"), "sp-job", sp)
     env = env_factory("BATCH")
     stream = _stream(env, DATA_A + [("bad", 1)], Boom(), uid="boom")
     stream.sink_to_delta(str(tmp_path / "b"))

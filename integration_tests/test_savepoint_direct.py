@@ -17,6 +17,7 @@ import pytest
 from deltalake import DeltaTable
 from pyspark_datastream import (
     Duration,
+    JobExecutionError,
     KeyedProcessFunction,
     MapStateDescriptor,
     OutputTag,
@@ -26,7 +27,6 @@ from pyspark_datastream import (
     WatermarkStrategy,
 )
 from pyspark_datastream.savepoint import Savepoint, read_metadata
-from pyspark_datastream.state_store.errors import JobExecutionError
 
 EVENT = Types.TUPLE([Types.STRING(), Types.STRING(), Types.LONG()])  # user, page, ts
 OUT = Types.TUPLE([Types.STRING(), Types.LONG()])

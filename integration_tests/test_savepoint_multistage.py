@@ -13,18 +13,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
+from helpers import delta_rows, env_for
 from pyspark_datastream import (
     Duration,
     JobStatus,
     KeyedProcessFunction,
     MapStateDescriptor,
+    SavepointError,
     TimestampAssigner,
     Types,
     ValueStateDescriptor,
     WatermarkStrategy,
 )
 from pyspark_datastream.savepoint import Savepoint
-from pyspark_datastream.state_store.errors import SavepointError
 
 OOO = 5_000
 GAP = 30_000
@@ -94,16 +95,10 @@ def _job(env, data, out):
      .sink_to_delta(out))
 
 
-def _env(env_factory, tmp_path, mode, name, **config):
-    if mode == "STREAMING":
-        config.setdefault("execution.checkpointing.dir", str(tmp_path / f"ckpt-{name}"))
-    return env_factory(mode, config)
-
-
 def _run(env, data, out, job, savepoint_path=None):
     _job(env, data, out)
     env.execute(job, savepoint_path=savepoint_path)
-    return sorted(tuple(r.values()) for r in DeltaTable(out).to_pyarrow_table().to_pylist())
+    return delta_rows(out)
 
 
 def _final(rows):
@@ -137,10 +132,10 @@ def _decoded(loaded):
 
 def test_multistage_handoff_and_restore_into_both_modes(env_factory, spark, tmp_path):
     sp_stream, sp_batch = str(tmp_path / "sp-stream"), str(tmp_path / "sp-batch")
-    env = _env(env_factory, tmp_path, "STREAMING", "a")
+    env = env_for(env_factory, tmp_path, "STREAMING", "a")
     out_a = _run(env, DATA_A, str(tmp_path / "a"), "multi-a", sp_stream)
     assert out_a == [("north", 4)]  # only north's deadline passed the final watermark
-    env = _env(env_factory, tmp_path, "BATCH", "a-batch")
+    env = env_for(env_factory, tmp_path, "BATCH", "a-batch")
     assert _run(env, DATA_A, str(tmp_path / "a-batch"), "multi-a", sp_batch) == out_a
 
     stream, batch = Savepoint.load(sp_stream, spark), Savepoint.load(sp_batch, spark)
@@ -160,11 +155,11 @@ def test_multistage_handoff_and_restore_into_both_modes(env_factory, spark, tmp_
         assert _entry_rows(stream, uid) == _entry_rows(batch, uid)
 
     # one uninterrupted run over A + B (every timer fires at the end of the input)
-    env = _env(env_factory, tmp_path, "BATCH", "ab")
+    env = env_for(env_factory, tmp_path, "BATCH", "ab")
     expected = _final(_run(env, DATA_A + DATA_B, str(tmp_path / "ab"), "multi-ab"))
     assert expected == {"north": 5, "south": 4, "east": 1, "west": 1}
     for mode in ("STREAMING", "BATCH"):
-        env = _env(env_factory, tmp_path, mode, f"b-{mode}",
+        env = env_for(env_factory, tmp_path, mode, f"b-{mode}",
                    **{"execution.savepoint.path": sp_stream})
         out_b = _run(env, DATA_B, str(tmp_path / f"b-{mode}"), "multi-b")
         assert ("east", 1) in out_b, mode  # restored timer of a region without new data
@@ -216,7 +211,7 @@ def test_multistage_watermark_reaches_the_later_stage(env_factory, spark, tmp_pa
     ends the savepoint run at the job's final watermark 94_999, so the region timer at
     72_000 fires, as in BATCH's savepoint of the same input (which saves exactly these
     states; without the forwarded watermark stage 2 stopped at 36_999, timer pending)."""
-    env = _env(env_factory, tmp_path, "STREAMING", "idle")
+    env = env_for(env_factory, tmp_path, "STREAMING", "idle")
     sp, out = str(tmp_path / "sp"), str(tmp_path / "out")
     _idle_job(env, DATA_A, out)
     env.execute("idle-a", savepoint_path=sp)
@@ -322,10 +317,10 @@ def test_multistage_handoff_and_restore_rocksdb(env_factory, spark, tmp_path):
     into STREAMING (rocksdb) over B it continues as one uninterrupted run over A + B."""
     rocks = {"state.backend.type": "rocksdb"}
     sp_stream, sp_batch = str(tmp_path / "sp-stream"), str(tmp_path / "sp-batch")
-    env = _env(env_factory, tmp_path, "STREAMING", "a", **rocks)
+    env = env_for(env_factory, tmp_path, "STREAMING", "a", **rocks)
     out_a = _run(env, DATA_A, str(tmp_path / "a"), "multi-a", sp_stream)
     assert out_a == [("north", 4)]
-    env = _env(env_factory, tmp_path, "BATCH", "a-batch")
+    env = env_for(env_factory, tmp_path, "BATCH", "a-batch")
     assert _run(env, DATA_A, str(tmp_path / "a-batch"), "multi-a", sp_batch) == out_a
 
     stream, batch = Savepoint.load(sp_stream, spark), Savepoint.load(sp_batch, spark)
@@ -342,7 +337,7 @@ def test_multistage_handoff_and_restore_rocksdb(env_factory, spark, tmp_path):
     for uid in ("per-user", "per-region"):  # the handoff property, row for row
         assert _entry_rows(stream, uid) == _entry_rows(batch, uid)
 
-    env = _env(env_factory, tmp_path, "STREAMING", "b", **rocks,
+    env = env_for(env_factory, tmp_path, "STREAMING", "b", **rocks,
                **{"execution.savepoint.path": sp_stream})
     out_b = _run(env, DATA_B, str(tmp_path / "b"), "multi-b")
     assert ("east", 1) in out_b  # restored rocksdb timer of a region without new data
@@ -381,7 +376,7 @@ def test_multistage_stage_feeding_two_consumers(env_factory, spark, tmp_path):
     both sinks the outputs BATCH gives, and a savepoint whose three operators decode to
     BATCH's row for row (stage A's state exported once, from the one query that runs it)."""
     sp_stream, sp_batch = str(tmp_path / "sp-stream"), str(tmp_path / "sp-batch")
-    env = _env(env_factory, tmp_path, "STREAMING", "s")
+    env = env_for(env_factory, tmp_path, "STREAMING", "s")
     outs = _fan_out_run(env, tmp_path, "s", sp_stream)
     # region: only north's deadline passed 94_999; letter: a (62_000) and b (50_000) did
     assert outs == [[("north", 4)], [("a", 2), ("b", 2)]]
@@ -390,7 +385,7 @@ def test_multistage_stage_feeding_two_consumers(env_factory, spark, tmp_path):
     assert sorted(q for q in os.listdir(root)
                   if os.path.isdir(os.path.join(root, q, "checkpoint", "state"))) == [
         "per-user-output", "sink-0", "sink-1"]
-    env = _env(env_factory, tmp_path, "BATCH", "b")
+    env = env_for(env_factory, tmp_path, "BATCH", "b")
     assert _fan_out_run(env, tmp_path, "b", sp_batch) == outs
 
     stream, batch = Savepoint.load(sp_stream, spark), Savepoint.load(sp_batch, spark)
@@ -420,11 +415,11 @@ def test_fan_out_restore_continues_as_one_run(env_factory, spark, tmp_path):
     both consumers' final totals equal one uninterrupted BATCH run over A + B (the shared
     stage A's state restored into its one staging query, B's and C's into theirs)."""
     sp = str(tmp_path / "sp-a")
-    env = _env(env_factory, tmp_path, "STREAMING", "a")
+    env = env_for(env_factory, tmp_path, "STREAMING", "a")
     out_a = _fan_out_run(env, tmp_path, "a", sp)
     assert out_a == [[("north", 4)], [("a", 2), ("b", 2)]]
 
-    env = _env(env_factory, tmp_path, "BATCH", "ab")
+    env = env_for(env_factory, tmp_path, "BATCH", "ab")
     outs_ab = [str(tmp_path / "ab-region"), str(tmp_path / "ab-letter")]
     _fan_out_job(env, DATA_A + DATA_B, *outs_ab)
     env.execute("fan-ab")
@@ -432,7 +427,7 @@ def test_fan_out_restore_continues_as_one_run(env_factory, spark, tmp_path):
     assert expected == [{"north": 5, "south": 4, "east": 1, "west": 1},
                         {"a": 3, "b": 2, "c": 3, "d": 1, "e": 1, "f": 1}]
 
-    env = _env(env_factory, tmp_path, "STREAMING", "b", **{"execution.savepoint.path": sp})
+    env = env_for(env_factory, tmp_path, "STREAMING", "b", **{"execution.savepoint.path": sp})
     outs_b = [str(tmp_path / "b-region"), str(tmp_path / "b-letter")]
     _fan_out_job(env, DATA_B, *outs_b)
     env.execute("fan-b")
@@ -482,7 +477,7 @@ def test_fan_out_stop_with_savepoint(env_factory, spark, tmp_path):
     assert _fan_out_outputs(outs) == [[], []]
 
     sp_batch = str(tmp_path / "sp-batch")
-    env = _env(env_factory, tmp_path, "BATCH", "b")
+    env = env_for(env_factory, tmp_path, "BATCH", "b")
     _fan_out_job(env, first + second, str(tmp_path / "b-region"), str(tmp_path / "b-letter"))
     env.execute("fan-batch", savepoint_path=sp_batch)
     stream, batch = Savepoint.load(sp, spark), Savepoint.load(sp_batch, spark)

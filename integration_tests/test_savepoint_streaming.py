@@ -7,13 +7,14 @@ import os
 
 import pytest
 from helpers import entry_rows, env_for, run_to_delta
-from pyspark_datastream import Types, ValueStateDescriptor
-from pyspark_datastream.savepoint import Savepoint, SavepointWriter, savepoint_versions
-from pyspark_datastream.state_store.errors import (
+from pyspark_datastream import (
     ConfigurationError,
     IncompatibleStateError,
+    Types,
     UnclaimedStateError,
+    ValueStateDescriptor,
 )
+from pyspark_datastream.savepoint import Savepoint, SavepointWriter, savepoint_versions
 from test_savepoint_batch import DATA_A, DATA_B, Count, Sessionize, _stream
 
 

@@ -8,6 +8,13 @@ import threading
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from pyspark_datastream import (
+    JobExecutionError,
+    SavepointConflictError,
+    SavepointError,
+    SavepointFormatError,
+    SavepointNotFoundError,
+)
 from pyspark_datastream.savepoint import (
     Savepoint,
     SavepointWriter,
@@ -34,13 +41,6 @@ from pyspark_datastream.state_store.descriptors import (
     ValueStateDescriptor,
 )
 from pyspark_datastream.state_store.entries import StateEntry
-from pyspark_datastream.state_store.errors import (
-    JobExecutionError,
-    SavepointConflictError,
-    SavepointError,
-    SavepointFormatError,
-    SavepointNotFoundError,
-)
 from pyspark_datastream.state_store.functions import AggregateFunction
 from pyspark_datastream.state_store.serializers import LexicographicLongSerializer
 from pyspark_datastream.state_store.typeinfo import Types

@@ -19,7 +19,7 @@ import pytest
 import streaming_harness as harness
 from deltalake import DeltaTable
 from helpers import ENTRY_COLS, entry_rows, env_for, run_to_delta
-from pyspark_datastream import Types, ValueStateDescriptor
+from pyspark_datastream import SavepointError, SavepointFormatError, Types, ValueStateDescriptor
 from pyspark_datastream.savepoint import Savepoint, read_metadata, write_savepoint
 from pyspark_datastream.savepoint.format import (
     METADATA_KIND,
@@ -27,7 +27,6 @@ from pyspark_datastream.savepoint.format import (
     SavepointMetadata,
     entries_ddl,
 )
-from pyspark_datastream.state_store.errors import SavepointError, SavepointFormatError
 from test_savepoint_batch import DATA_A, DATA_B, GAP, OOO, Sessionize, _stream
 from test_savepoints import ALL, KEY_SER, _expected, _snapshot
 
@@ -210,7 +209,7 @@ def test_spark_delta_savepoint_writer_refuses_what_delta_rs_refuses(spark_delta,
     assert write_savepoint(spark, path, _entries_df(spark, "op", entries), meta) == 0
     bad = _entries_df(spark, "op", entries).union(spark.createDataFrame(
         [("op", 1, b"k", "undeclared", b"", b"", b"v")], entries_ddl()))
-    from pyspark_datastream.state_store.errors import JobExecutionError
+    from pyspark_datastream import JobExecutionError
 
     with pytest.raises(JobExecutionError, match="no version was committed.*undeclared"):
         write_savepoint(spark, path, bad, meta)

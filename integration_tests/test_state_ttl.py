@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 from deltalake import DeltaTable
-from helpers import entry_rows
+from helpers import KV_SCHEMA, add_file, entry_rows
 from pyspark_datastream import (
+    IncompatibleStateError,
     KeyedProcessFunction,
     ListStateDescriptor,
     StateTtlConfig,
@@ -26,9 +27,7 @@ from pyspark_datastream import (
 )
 from pyspark_datastream.savepoint import Savepoint
 from pyspark_datastream.savepoint.inspection import inspect_savepoint
-from pyspark_datastream.state_store.errors import IncompatibleStateError
 from pyspark_datastream.state_store.serializers.ttl import TTL_TIMESTAMP
-from test_streaming import SCHEMA, add_file
 
 SHORT_MS = 1_500
 LONG_MS = 600_000
@@ -91,7 +90,7 @@ def test_state_expires_between_micro_batches_of_a_file_stream(spark, env_factory
 
     def run() -> dict[str, list[tuple[Any, ...]]]:
         env = env_factory("STREAMING", config)
-        df = spark.readStream.schema(SCHEMA).parquet(src)
+        df = spark.readStream.schema(KV_SCHEMA).parquet(src)
         ds = env.from_dataframe(df).key_by(lambda r: r[0]).process(Remember()).uid("remember")
         return _per_key(list(ds.execute_and_collect("ttl")))
 

@@ -10,8 +10,8 @@ import sys
 import textwrap
 from collections import defaultdict
 
+from helpers import KV_SCHEMA, add_file
 from pyspark_datastream import ConfigurationError, Types
-from test_streaming import SCHEMA, add_file
 
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 FIRST = [("apple", 3), ("avocado", 5), ("banana", 2), ("apple", 4), ("cherry", 7),
@@ -39,7 +39,7 @@ def final_per_letter(records: list[tuple[str, int]]) -> dict[str, int]:
 
 def two_stage(env, spark, src: str):
     """Stage 1: running total per word; stage 2: running max of those per first letter."""
-    df = spark.readStream.schema(SCHEMA).parquet(src)
+    df = spark.readStream.schema(KV_SCHEMA).parquet(src)
     return (env.from_dataframe(df)
             .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
             .map(lambda r: (r[0][:1], r[1]), output_type=PAIR)

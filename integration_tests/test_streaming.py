@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import os
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from helpers import KV_SCHEMA, add_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark_datastream import (
@@ -23,18 +22,7 @@ from pyspark_datastream import (
 )
 
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
-SCHEMA = "k string, v long"
-_mtime = [1_700_000_000]
-
-
-def add_file(folder: str, rows: list[tuple[str, int]], name: str) -> None:
-    """One Parquet file with (k, v) rows; mtimes strictly increase (file order = arrival)."""
-    os.makedirs(folder, exist_ok=True)
-    table = pa.table({"k": [r[0] for r in rows], "v": pa.array([r[1] for r in rows], pa.int64())})
-    path = os.path.join(folder, f"{name}.parquet")
-    pq.write_table(table, path)
-    _mtime[0] += 10
-    os.utime(path, (_mtime[0], _mtime[0]))
+SCHEMA = KV_SCHEMA
 
 
 class ByV(TimestampAssigner):
@@ -288,19 +276,15 @@ def test_spark_hash_partitioning_puts_every_key_group_on_its_range(spark):
                 assert r.p == r._kg * partitions // max_parallelism, r
 
 
-@pytest.mark.parametrize("ranges", [True, False])
-def test_a_restart_with_other_shuffle_partitions_fails_clearly_or_keeps_the_legacy_layout(
-        spark, env_factory, tmp_path, ranges):
+def test_a_restart_with_other_shuffle_partitions_fails_clearly(spark, env_factory, tmp_path):
     """With key-group ranges, the salts follow the planned number of partitions: a restart
-    planned for another number than the checkpoint's fails before anything is written.
-    Without them (the layout of earlier checkpoints) Spark keeps the checkpoint's number
-    and the running sums continue."""
+    planned for another number than the checkpoint's fails before anything is written, and
+    planned with the checkpoint's number again the running sums continue."""
     src = str(tmp_path / "in")
     add_file(src, [("a", 1), ("b", 10), ("a", 2)], "f1")
-    config = {"execution.streaming.key-group-ranges.enabled": str(ranges).lower()}
 
     def run():
-        env = _streaming_env(env_factory, tmp_path, **config)
+        env = _streaming_env(env_factory, tmp_path)
         df = spark.readStream.schema(SCHEMA).parquet(src)
         ds = env.from_dataframe(df).key_by(lambda r: r[0]).reduce(lambda x, y: (x[0], x[1] + y[1]))
         return sorted(ds.execute_and_collect("restart-partitions"))
@@ -311,34 +295,8 @@ def test_a_restart_with_other_shuffle_partitions_fails_clearly_or_keeps_the_lega
     add_file(src, [("a", 5), ("b", 1)], "f2")
     spark.conf.set("spark.sql.shuffle.partitions", "3")
     try:
-        if ranges:
-            with pytest.raises(JobExecutionError, match=r"planned for spark.sql.shuffle.partitions=3"):
-                run()
-        else:
-            assert run() == [("a", 8), ("b", 11)]
+        with pytest.raises(JobExecutionError, match=r"planned for spark.sql.shuffle.partitions=3"):
+            run()
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
-    if ranges:  # planned with the checkpoint's number again, the job continues
-        assert run() == [("a", 8), ("b", 11)]
-
-
-def test_a_checkpoint_of_the_hash_layout_is_refused_by_the_range_layout(spark, env_factory,
-                                                                       tmp_path):
-    """A checkpoint written with key groups placed by hash (grouped on the int key group) is
-    refused loudly when the job restarts with key-group ranges (a long range key): Spark's
-    state schema check, not a silent restart from empty state."""
-    src = str(tmp_path / "in")
-    add_file(src, [("a", 1), ("b", 10)], "f1")
-
-    def run(ranges: bool):
-        env = _streaming_env(env_factory, tmp_path, **{
-            "execution.streaming.key-group-ranges.enabled": str(ranges).lower()})
-        df = spark.readStream.schema(SCHEMA).parquet(src)
-        ds = env.from_dataframe(df).key_by(lambda r: r[0]).reduce(lambda x, y: (x[0], x[1] + y[1]))
-        return sorted(ds.execute_and_collect("layout-change"))
-
-    assert run(False) == [("a", 1), ("b", 10)]
-    add_file(src, [("a", 5)], "f2")
-    with pytest.raises(Exception, match="STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"):
-        run(True)
-    assert run(False) == [("a", 6)]  # the old layout continues from its checkpoint
+    assert run() == [("a", 8), ("b", 11)]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 from ..state_store.row import Row
 from .functions import ReduceFunction
 

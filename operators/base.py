@@ -17,15 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
-from ..state_store.errors import (
-    ConfigurationError,
-    DataStreamError,
-    JobExecutionError,
-    OutputTypeError,
-    SerializationError,
-    UserFunctionError,
-)
+from ..state_store.exceptions import ConfigurationError, DataStreamError, SerializationError
 from ..state_store.keygroups import DEFAULT_MAX_PARALLELISM, check_max_parallelism
+from .exceptions import JobExecutionError, OutputTypeError, UserFunctionError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend

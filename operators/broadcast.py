@@ -37,8 +37,7 @@ from ..state_store.descriptors import (
     StateDescriptor,
 )
 from ..state_store.entries import StateEntry, StateMetaInfo
-from ..state_store.errors import (
-    BroadcastStateError,
+from ..state_store.exceptions import (
     DataStreamError,
     GraphBuildError,
     IncompatibleStateError,
@@ -55,6 +54,7 @@ from .broadcast_functions import (
     ReadOnlyBroadcastState,
 )
 from .context import RuntimeContext
+from .exceptions import BroadcastStateError
 from .functions import OutputTag, TimeDomain, TimerService
 from .keyed import AbstractKeyedOperator, collect_outputs
 from .timers import KeyedTimerService

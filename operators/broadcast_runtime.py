@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any, Optional
 
 from ..state_store.entries import StateEntry, StateMetaInfo
-from ..state_store.errors import SavepointFormatError, SerializationError
+from ..state_store.exceptions import SavepointFormatError, SerializationError
 from .base import MIN_WATERMARK, Output, raise_named_serialization_error
 from .broadcast import BROADCAST_INPUT, BroadcastProcessOperator, emits_broadcast_outputs
 from .keygroup import KeyGroupResult, KeyGroupRow, KeyGroupRuntime

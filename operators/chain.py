@@ -17,15 +17,11 @@ import zlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..state_store.errors import (
-    DataStreamError,
-    GraphBuildError,
-    JobExecutionError,
-    SerializationError,
-)
+from ..state_store.exceptions import DataStreamError, GraphBuildError, SerializationError
 from ..state_store.keygroups import check_max_parallelism
 from .base import OperatorConfig, Output, user_function_error
 from .context import ProcessContextImpl, RuntimeContext
+from .exceptions import JobExecutionError
 from .functions import (
     CoFlatMapFunction,
     CoMapFunction,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 from .base import OperatorConfig, Output
 from .chain import CoStatelessOperator
 from .functions import CoFlatMapFunction, CoMapFunction, CoProcessFunction

@@ -19,7 +19,7 @@ from ..state_store.descriptors import (
     ReducingStateDescriptor,
     ValueStateDescriptor,
 )
-from ..state_store.errors import GraphBuildError, StateDescriptorError, StateError
+from ..state_store.exceptions import GraphBuildError, StateDescriptorError, StateError
 from .base import OperatorConfig, Output
 from .functions import Context as _Context
 from .functions import KeyedContext, OnTimerContext, OutputTag, TimeDomain, TimerService

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from ..state_store.descriptors import ValueStateDescriptor
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 from ..state_store.namespaces import CountWindow, CountWindowSerializer
 from ..state_store.serializers import LongSerializer
 from .windows.assigners import WindowAssigner, WindowAssignerContext

@@ -29,8 +29,9 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from ..state_store.errors import DataStreamError, JobExecutionError, SerializationError
+from ..state_store.exceptions import DataStreamError, SerializationError
 from .base import KeyedOperator, OperatorConfig, Output, raise_named_serialization_error
+from .exceptions import JobExecutionError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..state_store.errors import JobExecutionError
 from .base import MIN_WATERMARK
 from .broadcast import BroadcastProcessOperator
+from .exceptions import JobExecutionError
 from .keyed import (
     AbstractKeyedOperator,
     KeyedCoProcessOperator,

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 from ..state_store.functions import AggregateFunction, Function, ReduceFunction
 
 __all__ = [

@@ -38,10 +38,11 @@ from ..state_store.descriptors import (
     StateDescriptor,
     ValueStateDescriptor,
 )
-from ..state_store.errors import ConfigurationError, JobExecutionError, StateError
+from ..state_store.exceptions import ConfigurationError, StateError
 from ..state_store.serializers import GenericKeySerializer, TypeSerializer
 from .base import OperatorConfig, Output
 from .chain import KeyExtractor
+from .exceptions import JobExecutionError
 from .functions import OutputTag, TimeDomain
 from .keyed import AbstractKeyedOperator, KeyedCoProcessOperator, KeyedProcessOperator
 

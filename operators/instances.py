@@ -21,7 +21,7 @@ import atexit
 import copy
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..state_store.errors import StateError
+from ..state_store.exceptions import StateError
 from .base import OperatorConfig
 from .context import RuntimeContext
 

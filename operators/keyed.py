@@ -27,12 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..state_store.descriptors import ValueStateDescriptor
-from ..state_store.errors import (
-    DataStreamError,
-    GraphBuildError,
-    JobExecutionError,
-    SerializationError,
-)
+from ..state_store.exceptions import DataStreamError, GraphBuildError, SerializationError
 from ..state_store.namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from ..state_store.serializers import PickleSerializer
 from ..state_store.ttl import ttl_time_provider
@@ -47,6 +42,7 @@ from .base import (
     user_function_error,
 )
 from .context import KeyedContextImpl, OnTimerContextImpl, RuntimeContext
+from .exceptions import JobExecutionError
 from .functions import (
     CoFlatMapFunction,
     CoMapFunction,

@@ -40,11 +40,7 @@ from ..state_store.backends.rocksdb.keygroup_store import (
 )
 from ..state_store.bulk import paused_gc
 from ..state_store.entries import StateMetaInfo
-from ..state_store.errors import (
-    DataStreamError,
-    JobExecutionError,
-    SerializationError,
-)
+from ..state_store.exceptions import DataStreamError, SerializationError
 from ..state_store.serializers import PickleSerializer
 from .base import (
     MAX_WATERMARK,
@@ -54,6 +50,7 @@ from .base import (
     raise_named_serialization_error,
 )
 from .driver import key_deserializer, process_keyed_rows
+from .exceptions import JobExecutionError
 from .factory import KEYED_KINDS, make_keyed_operator
 from .instances import SubtaskInstance, subtask_of
 from .keygroup_state import decode_state, dump_state, encode_state, load_state, state_entries

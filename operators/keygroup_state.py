@@ -16,7 +16,7 @@ from itertools import repeat
 from typing import Any
 
 from ..state_store.entries import StateEntry, StateMetaInfo, sort_canonical
-from ..state_store.errors import SavepointFormatError
+from ..state_store.exceptions import SavepointFormatError
 from ..state_store.timer_queue import TimerColumns
 
 __all__ = ["Timers", "decode_state", "dump_state", "encode_state", "load_state", "state_entries"]

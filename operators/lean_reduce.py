@@ -22,7 +22,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any, Optional
 
-from ..state_store.errors import DataStreamError
+from ..state_store.exceptions import DataStreamError
 from ..state_store.keygroups import assign_key_group
 from ..state_store.namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from ..state_store.serializers import PickleSerializer

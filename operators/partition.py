@@ -29,9 +29,10 @@ from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
 from typing import Any
 
-from ..state_store.errors import DataStreamError, GraphBuildError, JobExecutionError
+from ..state_store.exceptions import DataStreamError, GraphBuildError
 from ..state_store.functions import AggregateFunction, Function
 from .base import user_function_error
+from .exceptions import JobExecutionError
 from .functions import KeySelector, as_reduce_function
 
 __all__ = [

@@ -14,8 +14,9 @@ import time
 from numbers import Integral
 from typing import TYPE_CHECKING, Any
 
-from ..state_store.errors import ProcessingTimeError, StateError
+from ..state_store.exceptions import StateError
 from .base import MIN_WATERMARK, OperatorConfig
+from .exceptions import ProcessingTimeError
 from .functions import TimerService
 
 if TYPE_CHECKING:  # pragma: no cover - typing only

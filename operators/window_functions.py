@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 from ..state_store.functions import Function
 from .windows.functions import ProcessWindowFunction
 

@@ -33,6 +33,13 @@ from .operators.broadcast_functions import (
     ReadOnlyBroadcastState,
 )
 from .operators.context import RuntimeContext
+from .operators.exceptions import (
+    BroadcastStateError,
+    JobExecutionError,
+    OutputTypeError,
+    ProcessingTimeError,
+    UserFunctionError,
+)
 from .operators.functions import (
     AggregateFunction,
     CoFlatMapFunction,
@@ -59,6 +66,11 @@ from .operators.harness import (
 from .plan.config import Configuration, RuntimeExecutionMode
 from .results import CloseableIterator, JobExecutionResult
 from .savepoint import Savepoint, SavepointWriter
+from .savepoint.exceptions import (
+    SavepointConflictError,
+    SavepointNotFoundError,
+    UnclaimedStateError,
+)
 from .spark_io.delta_io import read_delta
 from .state_store.descriptors import (
     AggregatingStateDescriptor,
@@ -69,29 +81,18 @@ from .state_store.descriptors import (
     StateDescriptor,
     ValueStateDescriptor,
 )
-from .state_store.errors import (
-    BroadcastStateError,
-    CheckpointMismatchError,
-    CheckpointRootError,
+from .state_store.exceptions import (
     ConfigurationError,
     DataStreamError,
     GraphBuildError,
     IncompatibleStateError,
-    JobExecutionError,
     KeyGroupError,
-    OutputTypeError,
-    ProcessingTimeError,
-    SavepointConflictError,
     SavepointError,
     SavepointFormatError,
-    SavepointNotFoundError,
     SerializationError,
-    SourceSchemaError,
     StateBackendError,
     StateDescriptorError,
     StateError,
-    UnclaimedStateError,
-    UserFunctionError,
 )
 from .state_store.namespaces import TimeWindow
 from .state_store.row import Row
@@ -121,6 +122,7 @@ from .state_store.state import (
 from .state_store.temporal import TemporalListState, TemporalValue, TemporalValueState
 from .state_store.ttl_config import StateTtlConfig
 from .state_store.typeinfo import TypeInformation, Types
+from .translation.exceptions import CheckpointMismatchError, CheckpointRootError, SourceSchemaError
 
 # isort: split
 # -- keyed windows and FLIP-380 full-window processing (plugin/windows.py) ---------------

@@ -60,7 +60,7 @@ def _savepoint_command(argv: list[str]) -> int:
     """``savepoint inspect PATH``: operators, states, entry counts and bytes, Delta versions."""
     import json
 
-    from .state_store.errors import SavepointError
+    from .state_store.exceptions import SavepointError
 
     parser = argparse.ArgumentParser(prog="python -m pyspark_datastream savepoint")
     sub = parser.add_subparsers(dest="action", required=True)

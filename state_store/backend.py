@@ -34,7 +34,7 @@ from .entries import (
     sort_canonical,
     timer_state_name,
 )
-from .errors import (
+from .exceptions import (
     IncompatibleStateError,
     KeyGroupError,
     SavepointFormatError,

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 from .entries import StateKind, StateMetaInfo
-from .errors import StateDescriptorError
+from .exceptions import StateDescriptorError
 from .functions import AggregateFunction, ReduceFunction
 from .serializers import LexicographicalTypeSerializer, TtlSerializer, TypeSerializer
 from .ttl_config import StateTtlConfig

@@ -33,7 +33,7 @@ from itertools import chain, groupby
 from operator import itemgetter
 from typing import Any, NamedTuple
 
-from .errors import SavepointFormatError, StateDescriptorError
+from .exceptions import SavepointFormatError, StateDescriptorError
 
 __all__ = [
     "StateKind",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-from .errors import KeyGroupError
+from .exceptions import KeyGroupError
 
 __all__ = [
     "DEFAULT_MAX_PARALLELISM",

@@ -12,7 +12,7 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import SerializationError
+from .exceptions import SerializationError
 from .serializers import LexicographicalTypeSerializer, register_serializer
 
 __all__ = [

@@ -5,7 +5,7 @@ namespace). Semantics shared by every backend:
 
 * ``ValueState.value()`` is None when unset; ``update(None)`` clears (as Flink).
 * ``ListState.get()`` returns a list (``[]`` when empty); ``add(None)`` and a None
-  element in ``add_all``/``update`` raise :class:`~.errors.StateError` (Flink
+  element in ``add_all``/``update`` raise :class:`~.exceptions.StateError` (Flink
   refuses null list elements); ``update([])`` / ``update(None)`` clear.
 * ``MapState.get(k)`` is None for a missing key; ``remove`` of a missing key is a
   no-op; ``keys()/values()/items()`` are iterables (order unspecified).

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from .errors import StateError
+from .exceptions import StateError
 from .state import BinarySortedState
 
 __all__ = ["TemporalValue", "TemporalValueState", "TemporalListState"]

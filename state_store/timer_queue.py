@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, Protocol
 
 from .bulk import paused_gc
 from .entries import StateEntry, encode_key_group, encode_timestamp, join_parts, timer_state_name
-from .errors import SavepointFormatError, StateError
+from .exceptions import SavepointFormatError, StateError
 from .keygroups import assign_key_group
 from .namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from .serializers import TypeSerializer

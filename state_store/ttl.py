@@ -62,7 +62,7 @@ from .entries import (
     encode_sorted_user_key,
     split_sorted_user_key,
 )
-from .errors import StateDescriptorError
+from .exceptions import StateDescriptorError
 from .serializers import TtlSerializer
 from .serializers.ttl import TTL_TIMESTAMP
 from .ttl_states import (

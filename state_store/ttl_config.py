@@ -8,7 +8,7 @@ passes it to ``descriptor.enable_time_to_live(config)``. The builder, the nested
 
 Values are checked where they are given: a TTL that is not a ``Time``/``Duration`` (an
 ``int`` such as ``new_builder(5)``), a TTL of zero or less, an enum of the wrong type or
-a cleanup size below one raises :class:`~.errors.ConfigurationError` naming the method
+a cleanup size below one raises :class:`~.exceptions.ConfigurationError` naming the method
 and the value. The configuration only describes behaviour; how the state backends apply
 it lives in :mod:`.ttl`.
 """
@@ -19,7 +19,7 @@ import datetime
 from enum import Enum
 from typing import Any, Optional
 
-from .errors import ConfigurationError
+from .exceptions import ConfigurationError
 
 __all__ = ["StateTtlConfig", "ttl_millis"]
 

@@ -37,7 +37,7 @@ from .backend import (
 )
 from .descriptors import StateDescriptor
 from .entries import StateEntry
-from .errors import StateError
+from .exceptions import StateError
 from .ttl_config import StateTtlConfig
 
 __all__ = [

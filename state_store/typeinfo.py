@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from .errors import GraphBuildError, SerializationError
+from .exceptions import GraphBuildError, SerializationError
 from .row import Row
 from .serializers import (
     BigDecimalSerializer,

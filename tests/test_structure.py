@@ -67,10 +67,10 @@ def _append(path: Path, text: str) -> None:
 def test_checker_finds_a_reintroduced_cycle(broken_copy: Path) -> None:
     # state_store.row importing state_store.typeinfo closes a loop when typeinfo imports row;
     # a function-local import counts as much as a top-level one
-    _append(broken_copy / "state_store" / "keygroups.py", "def _late():\n    from . import errors\n")
-    _append(broken_copy / "state_store" / "errors.py", "def _late():\n    from . import keygroups\n")
+    _append(broken_copy / "state_store" / "keygroups.py", "def _late():\n    from . import exceptions\n")
+    _append(broken_copy / "state_store" / "exceptions.py", "def _late():\n    from . import keygroups\n")
     found = rules.cycles(rules.load_modules(broken_copy))
-    assert ["pyspark_datastream.state_store.errors", "pyspark_datastream.state_store.keygroups"] in found
+    assert ["pyspark_datastream.state_store.exceptions", "pyspark_datastream.state_store.keygroups"] in found
 
 
 def test_checker_finds_an_upward_import(broken_copy: Path) -> None:

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ...state_store.errors import GraphBuildError, JobExecutionError
+from ...state_store.exceptions import GraphBuildError
 from ...state_store.namespaces import (
     MAX_LONG,
     MIN_LONG,
@@ -24,6 +24,7 @@ from ...state_store.namespaces import (
     TimeWindow,
     TimeWindowSerializer,
 )
+from ..exceptions import JobExecutionError
 from .triggers import (
     EventTimeTrigger,
     NeverTrigger,

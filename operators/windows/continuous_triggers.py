@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ...state_store.descriptors import ReducingStateDescriptor
-from ...state_store.errors import GraphBuildError
+from ...state_store.exceptions import GraphBuildError
 from ...state_store.serializers import LongSerializer
 from .assigners import to_window_millis
 from .triggers import OnMergeContext, Trigger, TriggerContext, TriggerResult

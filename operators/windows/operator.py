@@ -37,10 +37,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...state_store.descriptors import StateDescriptor, ValueStateDescriptor
-from ...state_store.errors import DataStreamError, GraphBuildError, JobExecutionError, StateError
+from ...state_store.exceptions import DataStreamError, GraphBuildError, StateError
 from ...state_store.namespaces import MAX_LONG, TimeWindow
 from ...state_store.serializers import PickleSerializer
 from ..base import Output, user_function_error
+from ..exceptions import JobExecutionError
 from ..functions import OutputTag
 from ..keyed import AbstractKeyedOperator, collect_outputs
 from .assigners import WindowAssignerContext

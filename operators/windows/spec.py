@@ -18,7 +18,7 @@ from ...state_store.descriptors import (
     ReducingStateDescriptor,
     StateDescriptor,
 )
-from ...state_store.errors import GraphBuildError
+from ...state_store.exceptions import GraphBuildError
 from ...state_store.functions import AggregateFunction
 from ...state_store.serializers import PickleSerializer
 from ..functions import OutputTag, as_reduce_function

@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Any, Generic, TypeVar
 
 from ...state_store.descriptors import ReducingStateDescriptor, StateDescriptor
-from ...state_store.errors import GraphBuildError
+from ...state_store.exceptions import GraphBuildError
 from ...state_store.functions import Function
 from ...state_store.serializers import LongSerializer
 

@@ -52,7 +52,7 @@ from ..plan.graph import (
 )
 from ..results import CloseableIterator
 from ..state_store.descriptors import MapStateDescriptor
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 from ..state_store.functions import AggregateFunction, Function
 from ..state_store.serializers import GenericKeySerializer
 from ..state_store.typeinfo import TypeInformation

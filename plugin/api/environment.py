@@ -13,7 +13,7 @@ from ..plan.config import Configuration, RuntimeExecutionMode, resolve, validate
 from ..plan.graph import SinkNode, SourceNode, Transformation, reachable
 from ..plan.job import JobPlan
 from ..results import CloseableIterator, JobExecutionResult
-from ..state_store.errors import ConfigurationError, GraphBuildError
+from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.keygroups import check_max_parallelism
 from ..state_store.row import Row
 from ..state_store.typeinfo import TypeInformation

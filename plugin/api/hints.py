@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 
 __all__ = ["SchedulingHints"]
 

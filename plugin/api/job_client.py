@@ -43,8 +43,9 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..operators.exceptions import JobExecutionError
 from ..plan.graph import SinkNode
-from ..state_store.errors import JobExecutionError, SavepointError
+from ..state_store.exceptions import SavepointError
 from ..state_store.storage import Storage
 
 if TYPE_CHECKING:

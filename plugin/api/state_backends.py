@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from ..state_store.backends import HEAP, ROCKSDB, backend_reference, get_backend
-from ..state_store.errors import ConfigurationError
+from ..state_store.exceptions import ConfigurationError
 
 __all__ = ["StateBackend", "HashMapStateBackend", "EmbeddedRocksDBStateBackend", "backend_spec"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 
 __all__ = ["Duration", "Time", "to_millis"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Union
 
 from ..operators.functions import TimestampAssigner, as_timestamp_assigner
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 from .time import Duration, Time, to_millis
 
 __all__ = ["WatermarkStrategy", "TimestampAssigner"]

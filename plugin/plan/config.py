@@ -14,13 +14,15 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..state_store.backends import get_backend, registered_backends
-from ..state_store.errors import ConfigurationError
+from ..state_store.exceptions import ConfigurationError
 
 __all__ = [
     "Configuration",
     "ConfigOption",
     "OPTIONS",
+    "REMOVED_OPTIONS",
     "RuntimeExecutionMode",
+    "check_not_removed",
     "parse_trigger",
     "resolve",
     "validate",
@@ -147,8 +149,7 @@ OPTIONS: dict[str, ConfigOption] = {
                      "backend.", check=_state_backend, check_on_set=True),
         ConfigOption("execution.sorted-inputs.enabled", "true",
                      "BATCH: sort keyed inputs and use the single-key backend (FLIP-140). "
-                     "false = hash-based execution with state.backend.type. "
-                     "Alias: execution.sorted-shuffles.enabled.", check=_boolean),
+                     "false = hash-based execution with state.backend.type.", check=_boolean),
         ConfigOption("execution.batch.pre-aggregation.enabled", "true",
                      "BATCH: combine reduce/sum/min/max inputs per partition before the shuffle "
                      "(requires associative and commutative reduce functions, as Flink's "
@@ -157,16 +158,6 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("execution.batch.native-pushdown.enabled", "true",
                      "BATCH: run traceable lambdas and built-in sum/min/max as native Spark "
                      "expressions; results are identical.", check=_boolean),
-        ConfigOption("execution.streaming.key-group-ranges.enabled", "true",
-                     "STREAMING: put each Spark partition's key groups in one contiguous range, "
-                     "as Flink assigns them to subtasks (grouped on a long range key, the key "
-                     "group plus a salt), instead of Spark's hash of the key group alone; false "
-                     "keeps the layout of checkpoints written without it.", check=_boolean),
-        ConfigOption("execution.streaming.timeout-free-operators.enabled", "true",
-                     "STREAMING: a keyed operator that nothing can time out (no event time, an "
-                     "unbounded input, no processing-time timers) runs with Spark's NoTimeout "
-                     "and no watermark column; false gives it an event-time timeout, the state "
-                     "layout of checkpoints written without this option.", check=_boolean),
         ConfigOption("pipeline.processing-time.allow", None,
                      "ALLOW, IGNORE or FAIL use of processing time.",
                      batch_default="FAIL", streaming_default="ALLOW",
@@ -214,14 +205,38 @@ OPTIONS: dict[str, ConfigOption] = {
     ]
 }
 
-_ALIASES = {"execution.sorted-shuffles.enabled": "execution.sorted-inputs.enabled"}
+#: keys the product no longer reads, with what to do instead: a job that sets one is refused
+#: rather than run with the setting silently ignored
+REMOVED_OPTIONS: dict[str, str] = {
+    "execution.sorted-shuffles.enabled": "use execution.sorted-inputs.enabled",
+    "execution.streaming.key-group-ranges.enabled":
+        "STREAMING keyed operators always place key groups on Spark partitions in contiguous "
+        "ranges; a checkpoint written with false cannot be resumed, restore a savepoint of "
+        "its job into a new one instead",
+    "execution.streaming.timeout-free-operators.enabled":
+        "STREAMING keyed operators that nothing can time out always run without a GroupState "
+        "timeout; a checkpoint written with false cannot be resumed, restore a savepoint of "
+        "its job into a new one instead",
+}
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
-def _canonical(key: str) -> str:
-    return _ALIASES.get(key, key)
+def check_not_removed(key: str) -> None:
+    """Refuse a key the product no longer reads.
+
+    Args:
+        key: a configuration key.
+
+    Raises:
+        ConfigurationError: ``key`` is in :data:`REMOVED_OPTIONS` (names the key and what to
+            do instead).
+    """
+    if key in REMOVED_OPTIONS:
+        raise ConfigurationError(
+            f"configuration key {key} was removed: {REMOVED_OPTIONS[key]}. "
+            f"Remove it from the job's configuration")
 
 
 class Configuration:
@@ -237,7 +252,7 @@ class Configuration:
 
     # -- setters -----------------------------------------------------------
     def set_string(self, key: str, value: str) -> Configuration:
-        key = _canonical(key)
+        check_not_removed(key)
         option = OPTIONS.get(key)
         if option is not None and option.choices is not None:
             norm = str(value).strip()
@@ -263,7 +278,7 @@ class Configuration:
 
     # -- getters -----------------------------------------------------------
     def get_string(self, key: str, default_value: str | None = None) -> str | None:
-        return self._data.get(_canonical(key), default_value)
+        return self._data.get(key, default_value)
 
     def get_integer(self, key: str, default_value: int | None = None) -> int | None:
         raw = self.get_string(key)
@@ -295,10 +310,10 @@ class Configuration:
             raise ConfigurationError(f"{key} must be a number, got {raw!r}") from exc
 
     def contains_key(self, key: str) -> bool:
-        return _canonical(key) in self._data
+        return key in self._data
 
     def remove_config(self, key: str) -> bool:
-        return self._data.pop(_canonical(key), None) is not None
+        return self._data.pop(key, None) is not None
 
     def key_set(self) -> set[str]:
         return set(self._data)
@@ -317,8 +332,10 @@ class Configuration:
 def validate(config: Configuration) -> None:
     """Check every configured option's value (ranges, booleans, the trigger, paths): a job
     is refused with the key, the allowed values and the value before anything runs or any
-    directory is created. Keys the product does not know are left alone (as Flink does)."""
+    directory is created. Keys the product does not know are left alone (as Flink does); keys
+    it removed (:data:`REMOVED_OPTIONS`) are refused."""
     for key, raw in config.to_dict().items():
+        check_not_removed(key)
         option = OPTIONS.get(key)
         if option is None:
             continue
@@ -333,7 +350,6 @@ def validate(config: Configuration) -> None:
 
 def resolve(config: Configuration, key: str, mode: str | None) -> Any:
     """Value of ``key``: the configured one, else the option's default for ``mode``."""
-    key = _canonical(key)
     raw = config.get_string(key)
     if raw is not None:
         return raw

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 
 __all__ = [
     "Transformation",

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import pyarrow as pa
 
-from ..state_store.errors import OutputTypeError
+from ..operators.exceptions import OutputTypeError
 from ..state_store.row import Row, named_row_class
 from ..state_store.typeinfo import TypeInformation
 from .spark_types import (

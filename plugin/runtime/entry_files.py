@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Optional
 import pyarrow as pa
 
 from ..state_store.entries import StateEntry
-from ..state_store.errors import StateError
+from ..state_store.exceptions import StateError
 from ..state_store.storage import Storage
 
 __all__ = ["EntryFiles", "EntryFileWriter", "entry_file_name", "meta_file_name"]

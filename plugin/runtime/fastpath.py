@@ -14,7 +14,7 @@ import zlib
 from typing import Any, Callable, Iterator, Optional
 
 from ..operators.base import user_function_error
-from ..state_store.errors import DataStreamError, SerializationError
+from ..state_store.exceptions import DataStreamError, SerializationError
 
 __all__ = ["compile_chain", "FastKeyedOutput", "plain_callable"]
 

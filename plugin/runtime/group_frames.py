@@ -32,8 +32,9 @@ from typing import Any, Optional
 import numpy as np
 import pyarrow as pa
 
+from ..operators.exceptions import JobExecutionError
 from ..operators.keygroup import KeyGroupColumns
-from ..state_store.errors import JobExecutionError, SerializationError
+from ..state_store.exceptions import SerializationError
 from ..state_store.keygroups import key_groups_of
 from ..state_store.row import named_row_class
 from .encoding import KEY, SIDE, TAG, TS, VALUE, Encoding, record_arrays, row_names, typed_encoding

@@ -14,10 +14,10 @@ from typing import Any, Callable, Iterator, Optional
 
 from ..operators.base import MIN_WATERMARK, OperatorConfig
 from ..operators.broadcast_runtime import BroadcastKeyGroupRuntime
+from ..operators.exceptions import JobExecutionError
 from ..operators.instances import run_instances
 from ..operators.keygroup import KeyGroupRuntime
 from ..state_store.backends import HEAP, get_backend
-from ..state_store.errors import JobExecutionError
 from ..state_store.keygroups import key_group_of_range_key, operator_index_for_key_group
 from ..state_store.storage import Storage
 from .columnar_reduce import FieldReduce, run_field_reduce

@@ -23,7 +23,7 @@ from ..operators.functions import as_key_selector
 from ..operators.instances import SubtaskInstance, run_instances
 from ..state_store.backends import HEAP, SINGLE_KEY, get_backend
 from ..state_store.bulk import paused_gc as gc_paused  # a call's acyclic objects: no GC
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decoder
 from .entry_files import EntryFiles
 from .fastpath import FastKeyedOutput, compile_chain

@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 
 import pyarrow as pa
 
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 from ..state_store.row import Row, named_row_class
 from ..state_store.typeinfo import TypeInformation
 

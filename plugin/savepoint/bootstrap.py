@@ -20,7 +20,7 @@ import pyarrow as pa
 from ..state_store.backends import SINGLE_KEY
 from ..state_store.descriptors import StateDescriptor
 from ..state_store.entries import StateKind
-from ..state_store.errors import StateDescriptorError
+from ..state_store.exceptions import StateDescriptorError
 from ..state_store.keygroups import check_max_parallelism
 from ..state_store.serializers import serializer_from_snapshot
 from .format import OperatorMetadata, SavepointMetadata, entries_to_batch

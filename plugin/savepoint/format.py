@@ -74,15 +74,15 @@ from ..state_store.entries import (
     StateMetaInfo,
     decode_timestamp,
 )
-from ..state_store.errors import (
+from ..state_store.exceptions import (
     IncompatibleStateError,
     SavepointFormatError,
     SerializationError,
-    UnclaimedStateError,
 )
 from ..state_store.keygroups import assign_key_group, check_max_parallelism
 from ..state_store.serializers import TypeSerializer, serializer_from_snapshot
 from ..state_store.serializers.ttl import is_ttl_snapshot
+from .exceptions import UnclaimedStateError
 
 __all__ = [
     "FORMAT_VERSION",

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..spark_io.storage_conf import delta_options, session_storage
 from ..state_store.entries import StateEntry
-from ..state_store.errors import SavepointFormatError, SavepointNotFoundError
+from ..state_store.exceptions import SavepointFormatError
 from ..state_store.keygroups import check_max_parallelism
 from ..state_store.storage import Storage, normalize_uri
+from .exceptions import SavepointNotFoundError
 from .format import BROADCAST_KIND, METADATA_KIND, SavepointMetadata
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..state_store.descriptors import StateDescriptor
 from ..state_store.entries import TIMER_STATE_PREFIX, StateKind
-from ..state_store.errors import StateDescriptorError
+from ..state_store.exceptions import StateDescriptorError
 from ..state_store.serializers import serializer_from_snapshot
 from .format import (
     BROADCAST_KIND,

@@ -31,9 +31,10 @@ import pyarrow.parquet as pq
 
 from ..spark_io.progress import Heartbeat
 from ..spark_io.storage_conf import session_storage
-from ..state_store.errors import SavepointConflictError, SavepointError, SavepointFormatError
+from ..state_store.exceptions import SavepointError, SavepointFormatError
 from ..state_store.keygroups import check_max_parallelism
 from ..state_store.storage import Storage
+from .exceptions import SavepointConflictError
 from .format import (
     BROADCAST_KIND,
     ENTRY_COLUMNS,
@@ -269,7 +270,7 @@ def _write_with_spark_delta(spark: SparkSession, path: str, df: DataFrame,
     entries in one ``overwrite`` commit. The target is checked as for delta-rs first (a
     Delta table that is not a savepoint, or a foreign non-empty folder, is refused before
     anything is written); a failed write commits no version."""
-    from ..state_store.errors import JobExecutionError
+    from ..operators.exceptions import JobExecutionError
     from .format import savepoint_ddl
 
     _check_target(local_path(path))
@@ -340,7 +341,7 @@ class SavepointFolder:
             raise
         except Exception as exc:
             self.discard()
-            from ..state_store.errors import JobExecutionError
+            from ..operators.exceptions import JobExecutionError
 
             raise JobExecutionError(
                 f"writing the savepoint at {self.path} failed (no version was committed): "
@@ -363,7 +364,7 @@ def _write_with_delta_rs(spark: SparkSession, path: str, df: DataFrame,
             df.write.mode("error").parquet(folder.target)
     except Exception as exc:
         folder.discard()
-        from ..state_store.errors import JobExecutionError
+        from ..operators.exceptions import JobExecutionError
 
         raise JobExecutionError(
             f"writing the savepoint at {path} failed (no version was committed): "

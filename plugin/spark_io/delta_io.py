@@ -15,12 +15,8 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..state_store.errors import (
-    ConfigurationError,
-    DataStreamError,
-    JobExecutionError,
-    StateBackendError,
-)
+from ..operators.exceptions import JobExecutionError
+from ..state_store.exceptions import ConfigurationError, DataStreamError, StateBackendError
 from ..state_store.storage import Storage
 
 if TYPE_CHECKING:

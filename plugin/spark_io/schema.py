@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 from ..state_store.typeinfo import TypeInformation, Types
 
 __all__ = ["type_info_from_spark", "type_info_from_schema"]

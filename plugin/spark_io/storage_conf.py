@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..plan.config import resolve
-from ..state_store.errors import ConfigurationError
+from ..state_store.exceptions import ConfigurationError
 from ..state_store.storage import Storage, StorageOptions, normalize_uri
 
 __all__ = ["S3_KEYS", "delta_options", "job_storage", "session_storage", "storage_options",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..state_store.errors import ConfigurationError
+from ..state_store.exceptions import ConfigurationError
 
 __all__ = ["check_streaming_versions"]
 

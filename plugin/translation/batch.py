@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..operators.exceptions import JobExecutionError
 from ..plan.config import resolve
 from ..plan.graph import (
     BroadcastNode,
@@ -63,7 +64,7 @@ from ..spark_io.key_columns import native_key_bytes
 from ..spark_io.key_group_ranges import repartition_by_key_group_range
 from ..spark_io.progress import BatchProgress, Stage
 from ..spark_io.storage_conf import job_storage
-from ..state_store.errors import GraphBuildError, JobExecutionError
+from ..state_store.exceptions import GraphBuildError
 from .failures import surfacing
 from .pushdown import native_map, traced_key_field
 from .rows import keyed_function

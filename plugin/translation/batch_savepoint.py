@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..operators.exceptions import JobExecutionError
 from ..plan.graph import BroadcastNode, ChainNode, KeyByNode, KeyedNode, Transformation, is_keyed
 from ..runtime.encoding import KEY, KG, SIDE, TS
 from ..runtime.entry_files import EntryFiles, entry_file_name, meta_file_name
@@ -55,7 +56,7 @@ from ..spark_io.delta_io import session_has_delta
 from ..spark_io.key_group_ranges import repartition_by_key_group_range
 from ..state_store.backends import SINGLE_KEY
 from ..state_store.entries import StateMetaInfo
-from ..state_store.errors import ConfigurationError, GraphBuildError, JobExecutionError
+from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.storage import Storage
 from .broadcast import broadcast_meta_infos, check_broadcast_restore
 

@@ -37,7 +37,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from ..runtime.faults import kill_point
+from ..operators.exceptions import JobExecutionError
 from ..spark_io.delta_io import (
     DeltaCommitConflict,
     add_actions_for_folder,
@@ -47,7 +47,7 @@ from ..spark_io.delta_io import (
     write_parquet_files,
 )
 from ..spark_io.storage_conf import delta_options, session_storage
-from ..state_store.errors import DataStreamError, JobExecutionError
+from ..state_store.exceptions import DataStreamError
 from ..state_store.storage import Storage
 
 if TYPE_CHECKING:
@@ -121,7 +121,6 @@ def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[s
         if skipped is not None:
             skipped()
         return 0
-    kill_point("delta.before-write")
     folder = new_folder_name(f"-b{batch_id}")
     target = Storage.join(root, folder)
     try:
@@ -132,7 +131,6 @@ def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[s
     except Exception as exc:
         storage.delete_dir(target)
         raise JobExecutionError(f"writing micro-batch {batch_id} into {path} failed: {exc}") from exc
-    kill_point("delta.after-write")
     start = time.monotonic()
     actions, total = add_actions_for_folder(root, folder, storage)
     schema = Schema.from_arrow(arrow_schema)
@@ -167,7 +165,6 @@ def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[s
             storage.delete_dir(target)
             raise JobExecutionError(f"committing micro-batch {batch_id} to {path} failed: "
                                     f"{exc}") from exc
-        kill_point("delta.after-commit")
         log.info("Delta table %s: micro-batch %d of %s committed (%s rows in %d files) in "
                  "%.2f s", path, batch_id, app_id, f"{total:,}", len(actions),
                  time.monotonic() - start)
@@ -234,7 +231,6 @@ def _write_batch_spark_delta(spark: SparkSession, df: DataFrame, path: str, app_
     Delta skip a batch it recorded for ``app_id``. A concurrent run of the same batch (two
     jobs on one checkpoint) that commits first makes this commit fail with a Delta conflict:
     the write is tried again, and Delta then skips it (or, for another conflict, commits it)."""
-    kill_point("delta.before-write")
     failure: Exception = DeltaCommitConflict("no attempt")
     for attempt in range(COMMIT_ATTEMPTS):
         if attempt:
@@ -250,7 +246,6 @@ def _write_batch_spark_delta(spark: SparkSession, df: DataFrame, path: str, app_
                      "trying again", path, batch_id, app_id, str(exc).splitlines()[0][:200])
             failure = exc
             continue
-        kill_point("delta.after-commit")
         rows = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()
         if not rows or int(rows[0]["version"]) == before:
             drain(df)  # Delta skipped a batch it had recorded for this application id

@@ -17,18 +17,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Optional
 
-from ..state_store import errors
-from ..state_store.errors import (
-    CheckpointMismatchError,
-    DataStreamError,
-    JobExecutionError,
-    SourceSchemaError,
-)
+from ..operators import exceptions as operators_exceptions
+from ..operators.exceptions import JobExecutionError
+from ..savepoint import exceptions as savepoint_exceptions
+from ..state_store import exceptions as state_store_exceptions
+from ..state_store.exceptions import DataStreamError
+from . import exceptions as translation_exceptions
+from .exceptions import CheckpointMismatchError, SourceSchemaError
 
 __all__ = ["embedded_error", "job_failure", "schema_change", "surfacing",
            "timeout_layout_change"]
 
-_MARK = re.compile(r"(?:pyspark_datastream\.)?state_store\.errors\.(\w+): ")
+#: how a worker's traceback names the product's error class (its module, then the class)
+_MARK = re.compile(r"(?:pyspark_datastream\.)?(?:state_store|operators|savepoint|translation)"
+                   r"\.exceptions\.(\w+): ")
+#: the product's error classes by name, from every layer's ``exceptions`` module
+_CLASSES: dict[str, type[DataStreamError]] = {
+    name: getattr(module, name)
+    for module in (state_store_exceptions, operators_exceptions, savepoint_exceptions,
+                   translation_exceptions)
+    for name in module.__all__
+}
 #: where the worker's Python text ends: JVM frames and Spark's trailers
 _END = re.compile(r"^\s*(?:at [\w$.<>]+\(|\.\.\. \d+ more|Caused by: |Driver stacktrace:|"
                   r"JVM stacktrace:|\tat |=== Streaming Query ===)")
@@ -54,9 +63,7 @@ def embedded_error(exc: BaseException) -> Optional[DataStreamError]:
         if not found:
             continue
         mark = found[-1]
-        cls = getattr(errors, mark.group(1), None)
-        if not (isinstance(cls, type) and issubclass(cls, DataStreamError)):
-            cls = JobExecutionError
+        cls = _CLASSES.get(mark.group(1), JobExecutionError)
         lines = []
         for line in text[mark.end():].splitlines():
             if _END.match(line):
@@ -138,13 +145,18 @@ def surfacing(context: str) -> Iterator[None]:
 _STATE_VALUE_CHANGE = re.compile(r"STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE.*?Existing "
                                  r"value_schema=(?P<old>.*?) and new value_schema=(?P<new>.*?)\.",
                                  re.S)
-_TIMEOUT_OPTION = "execution.streaming.timeout-free-operators.enabled"
-
-
 def timeout_layout_change(exc: BaseException, context: str) -> Optional[CheckpointMismatchError]:
     """A CheckpointMismatchError when ``exc`` is Spark refusing a keyed operator's
     checkpoint because its state rows have a timeout column the operator now lacks (or the
-    reverse): the checkpoint was written with the other value of the timeout-free option."""
+    reverse).
+
+    Args:
+        exc: the failure of a streaming query.
+        context: what was running, named in the message.
+
+    Returns:
+        The error to raise, or None when ``exc`` is another failure.
+    """
     for text in _texts(exc):
         found = _STATE_VALUE_CHANGE.search(text)
         if found is None:
@@ -152,11 +164,18 @@ def timeout_layout_change(exc: BaseException, context: str) -> Optional[Checkpoi
         had, has = "timeoutTimestamp" in found["old"], "timeoutTimestamp" in found["new"]
         if had == has:
             return None
-        written = "false (or by a version of pyspark-datastream without it)" if had else "true"
+        if had:
+            why = ("this run's operator has nothing that can time it out (no event time, an "
+                   "unbounded input, no processing-time timers) and runs without one: the "
+                   "checkpoint was written by an earlier version of pyspark-datastream, or "
+                   "with execution.streaming.timeout-free-operators.enabled=false (since "
+                   "removed), which gave every keyed operator a timeout")
+        else:
+            why = ("this run's operator runs with a timeout (event time, a bounded input or "
+                   "processing-time timers) that the run which wrote the checkpoint did not "
+                   "have")
         return CheckpointMismatchError(
             f"the checkpoint of {context} holds keyed state {'with' if had else 'without'} "
-            f"Spark's GroupState timeout column, and this run's operator runs "
-            f"{'without' if had else 'with'} a timeout: the checkpoint was written with "
-            f"{_TIMEOUT_OPTION}={written}. Resume it with that setting, or restore a savepoint "
-            f"of the old run into a new job")
+            f"Spark's GroupState timeout column, and {why}. Restore a savepoint of the old "
+            f"run into a new job")
     return None

@@ -37,8 +37,8 @@ from typing import Any, Optional
 from ..plan.config import resolve
 from ..plan.graph import KeyByNode, SinkNode, SourceNode, Transformation
 from ..state_store.backends import get_backend
-from ..state_store.errors import CheckpointMismatchError, CheckpointRootError
 from ..state_store.storage import Storage, normalize_uri
+from .exceptions import CheckpointMismatchError, CheckpointRootError
 
 __all__ = [
     "MANIFEST",

@@ -16,8 +16,8 @@ import json
 from typing import Any, Iterator, Optional
 
 from ..plan.graph import SourceNode
-from ..state_store.errors import SourceSchemaError
 from ..state_store.storage import Storage
+from .exceptions import SourceSchemaError
 
 __all__ = ["check_parquet_sources", "check_parquet_source"]
 

@@ -25,7 +25,7 @@ from ..runtime.encoding import PICKLED, SIDE, TAG, TS, VALUE, Encoding, output_c
 from ..runtime.passes import PassSpec
 from ..runtime.spark_types import is_spark_mappable, python_from_spark
 from ..spark_io.columns import col, lit
-from ..state_store.errors import GraphBuildError
+from ..state_store.exceptions import GraphBuildError
 from .rows import chain_before, chain_for_output, leading_rows
 from .stream import Stream, StreamTranslator
 

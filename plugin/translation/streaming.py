@@ -4,7 +4,8 @@ Mapping:
 
 * Every keyed operator becomes ``groupBy("_kgr").applyInPandasWithState(...)``
   (``_kgr``: the key group plus the salt that places it on its range's partition,
-  ``spark_io/key_group_ranges.py``; ``groupBy("_kg")`` with the ranges off)
+  ``spark_io/key_group_ranges.py``; ``groupBy("_kg")`` when ``spark.sql.shuffle.partitions``
+  is not a number)
   with ``GroupStateTimeout.EventTimeTimeout`` (``ProcessingTimeTimeout`` for an
   operator without event time on an unbounded input under a processing-time
   trigger, so its processing-time timers fire between data; see
@@ -87,7 +88,7 @@ from ..spark_io.columns import lit
 from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column
 from ..spark_io.storage_conf import job_storage
 from ..state_store.backends import backend_reference, get_backend
-from ..state_store.errors import ConfigurationError, GraphBuildError
+from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
@@ -182,14 +183,9 @@ class StreamingTranslator:
         # the map and key-field pushdowns (pushdown.py) follow BATCH's option
         self.pushdown = is_true(resolve(cfg, "execution.batch.native-pushdown.enabled", "BATCH"))
         #: key groups on Spark partitions in contiguous ranges (spark_io/key_group_ranges.py):
-        #: the number of partitions the stateful operators run with, 0 when off
-        self.range_partitions = (
-            _shuffle_partitions(spark)
-            if is_true(resolve(cfg, "execution.streaming.key-group-ranges.enabled", "STREAMING"))
-            else 0)
-        #: operators that nothing can time out run without a GroupState timeout (stateful())
-        self.timeout_free = is_true(
-            resolve(cfg, "execution.streaming.timeout-free-operators.enabled", "STREAMING"))
+        #: the number of partitions the stateful operators run with, 0 when the session's
+        #: number is not a number (Spark's hash of the key group places them then)
+        self.range_partitions = _shuffle_partitions(spark)
         #: PySpark cuts a stateful operator's output into Arrow batches by this row count
         self.arrow_batch_rows = _arrow_batch_rows(spark)
         self._streams: dict[int, Stream] = {}
@@ -666,8 +662,7 @@ class StreamingTranslator:
         # processing-time timers keep a timeout whatever the trigger: Spark's state rows
         # carry a timeout column exactly when the operator has a timeout kind, so a
         # checkpoint stays resumable when the trigger changes.
-        timeouts = (ws is not None or self.bounded or not self.timeout_free
-                    or processing_time_use(function) is not None)
+        timeouts = ws is not None or self.bounded or processing_time_use(function) is not None
         if timeouts:
             df = self._watermarked(df, ws)
         tags = self._tags.get(node.id, frozenset())

@@ -57,7 +57,7 @@ from ..spark_io.key_group_ranges import RANGE_KEY, key_group_of_range_key_column
 from ..spark_io.progress import Heartbeat, fmt_count, observe, observed_metrics
 from ..state_store.backends import get_backend
 from ..state_store.entries import StateMetaInfo
-from ..state_store.errors import SavepointFormatError
+from ..state_store.exceptions import SavepointFormatError
 from ..state_store.storage import Storage
 from .batch_savepoint import (
     check_savepoint_uids,

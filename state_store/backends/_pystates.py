@@ -34,7 +34,7 @@ from ..entries import (
     encode_sorted_user_key,
     split_sorted_user_key,
 )
-from ..errors import StateError
+from ..exceptions import StateError
 from ..namespaces import VOID_NAMESPACE
 from ..serializers import TypeSerializer
 

@@ -14,7 +14,7 @@ from typing import Any, Optional, Protocol
 
 from ..backend import KeyedStateBackend
 from ..entries import StateEntry, StateMetaInfo
-from ..errors import ConfigurationError
+from ..exceptions import ConfigurationError
 from ..ttl import TtlCleanup
 
 __all__ = ["KeyGroupStore", "KeyGroupStoreFactory", "StateBackendType"]

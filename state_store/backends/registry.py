@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..errors import ConfigurationError
+from ..exceptions import ConfigurationError
 from .base import StateBackendType
 from .heap.registration import HEAP
 from .rocksdb.registration import ROCKSDB

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from ..errors import SerializationError
+from ..exceptions import SerializationError
 from .encoding import read_varint, varint
 
 __all__ = ["TypeSerializer", "LexicographicalTypeSerializer"]

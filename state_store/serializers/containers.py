@@ -12,7 +12,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import SerializationError
+from ..exceptions import SerializationError
 from .base import TypeSerializer
 from .encoding import DECODE_ERRORS, bad_data, bad_value, check_end, read_varint, varint
 from .plain import FIXED_WIDTH_CODES

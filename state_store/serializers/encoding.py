@@ -14,7 +14,7 @@ import datetime as _dt
 import struct
 from typing import Any
 
-from ..errors import SerializationError
+from ..exceptions import SerializationError
 
 __all__ = [
     # varints

@@ -12,7 +12,7 @@ import datetime as _dt
 import operator
 from typing import Any
 
-from ..errors import SerializationError
+from ..exceptions import SerializationError
 from ..row import Row, make_row
 from .base import TypeSerializer
 from .encoding import (

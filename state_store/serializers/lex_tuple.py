@@ -12,7 +12,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import SerializationError
+from ..exceptions import SerializationError
 from ..row import make_row
 from .base import LexicographicalTypeSerializer
 from .encoding import (

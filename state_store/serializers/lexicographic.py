@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..errors import SerializationError
+from ..exceptions import SerializationError
 from .base import LexicographicalTypeSerializer
 from .encoding import (
     DECODE_ERRORS,

@@ -14,7 +14,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ..errors import SerializationError
+from ..exceptions import SerializationError
 from ..row import Row, make_row
 from .base import TypeSerializer
 from .encoding import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
-from ..errors import SerializationError
+from ..exceptions import SerializationError
 from .base import TypeSerializer
 
 __all__ = ["register_serializer", "serializer_from_snapshot", "registered", "Stateless"]

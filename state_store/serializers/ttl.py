@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 from typing import Any, NamedTuple
 
-from ..errors import SerializationError
+from ..exceptions import SerializationError
 from .base import TypeSerializer
 from .registry import register_serializer, serializer_from_snapshot
 

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import IO, Any, Optional
 
-from ..errors import ConfigurationError, StateBackendError
+from ..exceptions import ConfigurationError, StateBackendError
 
 __all__ = [
     "LOCAL_SCHEMES",

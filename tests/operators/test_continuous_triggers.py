@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from pyspark import cloudpickle
+from pyspark_datastream import GraphBuildError
 from pyspark_datastream.api.time import Time
 from pyspark_datastream.operators.windows import (
     ContinuousEventTimeTrigger,
@@ -20,7 +21,6 @@ from pyspark_datastream.operators.windows import (
     WindowOperator,
     WindowSpec,
 )
-from pyspark_datastream.state_store.errors import GraphBuildError
 
 
 def main(outputs):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pyspark_datastream import JobExecutionError, SavepointFormatError
 from pyspark_datastream.operators.base import MIN_WATERMARK, OperatorConfig
 from pyspark_datastream.operators.functions import KeyedProcessFunction
 from pyspark_datastream.operators.keygroup import (
@@ -11,7 +12,6 @@ from pyspark_datastream.operators.keygroup import (
     encode_state,
 )
 from pyspark_datastream.state_store.descriptors import ValueStateDescriptor
-from pyspark_datastream.state_store.errors import JobExecutionError, SavepointFormatError
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 from pyspark_datastream.state_store.typeinfo import Types
 

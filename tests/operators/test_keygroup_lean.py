@@ -7,6 +7,7 @@ import pickle
 from dataclasses import replace
 
 import pytest
+from pyspark_datastream import JobExecutionError, SerializationError
 from pyspark_datastream.operators.base import OperatorConfig, Output
 from pyspark_datastream.operators.functions import ReduceFunction
 from pyspark_datastream.operators.keygroup import (
@@ -17,7 +18,6 @@ from pyspark_datastream.operators.keygroup import (
 )
 from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.entries import StateEntry, is_canonical
-from pyspark_datastream.state_store.errors import JobExecutionError, SerializationError
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 
 KS = GenericKeySerializer.INSTANCE

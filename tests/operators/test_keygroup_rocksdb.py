@@ -8,6 +8,7 @@ import os
 
 import psutil
 import pytest
+from pyspark_datastream import JobExecutionError, SavepointFormatError, StateBackendError
 from pyspark_datastream.operators.base import OperatorConfig
 from pyspark_datastream.operators.functions import KeyedProcessFunction
 from pyspark_datastream.operators.keygroup import (
@@ -20,11 +21,6 @@ from pyspark_datastream.state_store.descriptors import (
     ListStateDescriptor,
     MapStateDescriptor,
     ValueStateDescriptor,
-)
-from pyspark_datastream.state_store.errors import (
-    JobExecutionError,
-    SavepointFormatError,
-    StateBackendError,
 )
 from pyspark_datastream.state_store.keygroups import assign_key_group
 from pyspark_datastream.state_store.serializers import BytesSerializer, GenericKeySerializer

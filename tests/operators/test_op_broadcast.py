@@ -13,6 +13,8 @@ from pyspark_datastream import (
     BroadcastProcessFunction,
     BroadcastState,
     BroadcastStateError,
+    GraphBuildError,
+    IncompatibleStateError,
     KeyedBroadcastProcessFunction,
     MapStateDescriptor,
     OutputTag,
@@ -36,7 +38,6 @@ from pyspark_datastream.operators.broadcast_runtime import (
     wrap_state,
 )
 from pyspark_datastream.operators.keygroup import RocksDBKeyGroupStore
-from pyspark_datastream.state_store.errors import GraphBuildError, IncompatibleStateError
 from pyspark_datastream.state_store.keygroups import assign_key_group
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 

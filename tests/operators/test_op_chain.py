@@ -6,6 +6,13 @@ import zlib
 
 import pytest
 from pyspark import cloudpickle
+from pyspark_datastream import (
+    GraphBuildError,
+    JobExecutionError,
+    ProcessingTimeError,
+    SerializationError,
+    StateError,
+)
 from pyspark_datastream.operators.base import OperatorConfig, Output
 from pyspark_datastream.operators.chain import (
     ChainStage,
@@ -24,13 +31,6 @@ from pyspark_datastream.operators.functions import (
     TimestampAssigner,
 )
 from pyspark_datastream.state_store.descriptors import ValueStateDescriptor
-from pyspark_datastream.state_store.errors import (
-    GraphBuildError,
-    JobExecutionError,
-    ProcessingTimeError,
-    SerializationError,
-    StateError,
-)
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 from pyspark_datastream.state_store.typeinfo import Types
 

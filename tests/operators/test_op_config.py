@@ -5,8 +5,8 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from pyspark_datastream import ConfigurationError
 from pyspark_datastream.operators.base import OperatorConfig
-from pyspark_datastream.state_store.errors import ConfigurationError
 
 
 def test_mode_defaults_follow_flip_134() -> None:

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyspark_datastream import GraphBuildError, JobExecutionError, SerializationError
 from pyspark_datastream.operators import aggregations as agg
 from pyspark_datastream.operators.base import MAX_WATERMARK, OperatorConfig, Output
 from pyspark_datastream.operators.co import CoStage
@@ -30,11 +31,6 @@ from pyspark_datastream.state_store.descriptors import (
     ListStateDescriptor,
     MapStateDescriptor,
     ValueStateDescriptor,
-)
-from pyspark_datastream.state_store.errors import (
-    GraphBuildError,
-    JobExecutionError,
-    SerializationError,
 )
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 from pyspark_datastream.state_store.typeinfo import Types

@@ -4,6 +4,7 @@ STREAMING key groups), and the per-record loop the hash driver and key groups sh
 from __future__ import annotations
 
 import pytest
+from pyspark_datastream import JobExecutionError, SerializationError
 from pyspark_datastream.operators import keygroup
 from pyspark_datastream.operators.base import MIN_WATERMARK, OperatorConfig
 from pyspark_datastream.operators.broadcast import BroadcastProcessOperator, BroadcastSpec
@@ -17,7 +18,6 @@ from pyspark_datastream.operators.keyed import (
 )
 from pyspark_datastream.operators.windows import GlobalWindows, WindowOperator, WindowSpec
 from pyspark_datastream.state_store.descriptors import MapStateDescriptor
-from pyspark_datastream.state_store.errors import JobExecutionError, SerializationError
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 from pyspark_datastream.state_store.typeinfo import Types
 

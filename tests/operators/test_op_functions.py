@@ -6,6 +6,7 @@ import pickle
 
 import pytest
 from pyspark import cloudpickle
+from pyspark_datastream import GraphBuildError
 from pyspark_datastream.operators.functions import (
     AggregateFunction,
     FilterFunction,
@@ -26,7 +27,6 @@ from pyspark_datastream.operators.functions import (
     as_reduce_function,
     as_timestamp_assigner,
 )
-from pyspark_datastream.state_store.errors import GraphBuildError
 from pyspark_datastream.state_store.functions import ReduceFunction as StateReduceFunction
 
 

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from pyspark_datastream import (
+    ConfigurationError,
+    JobExecutionError,
+    ProcessingTimeError,
+    StateError,
+)
 from pyspark_datastream.operators import aggregations as agg
 from pyspark_datastream.operators.base import MAX_WATERMARK, Output
 from pyspark_datastream.operators.functions import (
@@ -23,12 +29,6 @@ from pyspark_datastream.state_store.descriptors import (
     ListStateDescriptor,
     MapStateDescriptor,
     ValueStateDescriptor,
-)
-from pyspark_datastream.state_store.errors import (
-    ConfigurationError,
-    JobExecutionError,
-    ProcessingTimeError,
-    StateError,
 )
 from pyspark_datastream.state_store.typeinfo import Types
 

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import pytest
 from pyspark import cloudpickle
+from pyspark_datastream import (
+    GraphBuildError,
+    JobExecutionError,
+    ProcessingTimeError,
+    StateDescriptorError,
+    StateError,
+)
 from pyspark_datastream.operators.base import MAX_WATERMARK, MIN_WATERMARK, OperatorConfig, Output
 from pyspark_datastream.operators.functions import (
     CoFlatMapFunction,
@@ -25,13 +32,6 @@ from pyspark_datastream.state_store.descriptors import (
     MapStateDescriptor,
     ReducingStateDescriptor,
     ValueStateDescriptor,
-)
-from pyspark_datastream.state_store.errors import (
-    GraphBuildError,
-    JobExecutionError,
-    ProcessingTimeError,
-    StateDescriptorError,
-    StateError,
 )
 from pyspark_datastream.state_store.functions import AggregateFunction
 from pyspark_datastream.state_store.serializers import LexicographicLongSerializer

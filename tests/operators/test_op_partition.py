@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark import cloudpickle
+from pyspark_datastream import GraphBuildError, JobExecutionError
 from pyspark_datastream.operators.functions import KeySelector
 from pyspark_datastream.operators.partition import (
     MapPartitionFunction,
@@ -16,7 +17,6 @@ from pyspark_datastream.operators.partition import (
     sort_key_bytes,
     sort_key_getter,
 )
-from pyspark_datastream.state_store.errors import GraphBuildError, JobExecutionError
 from pyspark_datastream.state_store.functions import AggregateFunction
 from pyspark_datastream.state_store.row import Row
 

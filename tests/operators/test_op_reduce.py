@@ -6,12 +6,12 @@ from collections import namedtuple
 
 import pytest
 from pyspark import cloudpickle
+from pyspark_datastream import GraphBuildError, JobExecutionError
 from pyspark_datastream.operators import aggregations as agg
 from pyspark_datastream.operators.aggregations import AggregationDescriptor, BuiltinAggregation
 from pyspark_datastream.operators.base import MAX_WATERMARK, Output
 from pyspark_datastream.operators.functions import ReduceFunction
 from pyspark_datastream.operators.keyed import REDUCE_STATE_NAME, ReduceOperator
-from pyspark_datastream.state_store.errors import GraphBuildError, JobExecutionError
 from pyspark_datastream.state_store.row import Row
 from pyspark_datastream.state_store.typeinfo import Types
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from pyspark import cloudpickle
+from pyspark_datastream import GraphBuildError, JobExecutionError, ProcessingTimeError
 from pyspark_datastream.api.time import Duration, Time
 from pyspark_datastream.operators.base import MAX_WATERMARK, MIN_WATERMARK, OperatorConfig
 from pyspark_datastream.operators.driver import run_sorted_keyed
@@ -29,11 +30,6 @@ from pyspark_datastream.operators.windows import (
 from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.backends.single_key import SingleKeyStateBackend
-from pyspark_datastream.state_store.errors import (
-    GraphBuildError,
-    JobExecutionError,
-    ProcessingTimeError,
-)
 from pyspark_datastream.state_store.functions import AggregateFunction
 from pyspark_datastream.state_store.namespaces import GlobalWindow, TimeWindow
 from pyspark_datastream.state_store.serializers import GenericKeySerializer

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from pyspark_datastream import GraphBuildError, JobExecutionError
 from pyspark_datastream.operators.base import OperatorConfig
 from pyspark_datastream.operators.count_windows import (
     CountSlidingWindowAssigner,
@@ -26,7 +27,6 @@ from pyspark_datastream.operators.windows import (
     WindowSpec,
 )
 from pyspark_datastream.state_store.backends.single_key import SingleKeyStateBackend
-from pyspark_datastream.state_store.errors import GraphBuildError, JobExecutionError
 from pyspark_datastream.state_store.namespaces import CountWindow, CountWindowSerializer
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from pyspark_datastream import DataStreamError
 from pyspark_datastream.operators.aggregations import BuiltinAggregation
 from pyspark_datastream.operators.base import OperatorConfig
 from pyspark_datastream.operators.field_reduce import first_positions, rolling_fields, sums_fit
@@ -25,7 +26,6 @@ from pyspark_datastream.runtime.group_frames import (
     unpack_blobs,
 )
 from pyspark_datastream.runtime.group_state import GroupSpec, group_function
-from pyspark_datastream.state_store.errors import DataStreamError
 from pyspark_datastream.state_store.keygroups import assign_key_group
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 from pyspark_datastream.state_store.typeinfo import Types

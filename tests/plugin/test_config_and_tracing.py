@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pyspark_datastream import (
     Configuration,
@@ -18,9 +20,9 @@ from pyspark_datastream.runtime.fastpath import plain_callable
 from pyspark_datastream.translation.tracing import Expr, trace
 
 
-def test_configuration_typed_accessors_and_alias():
+def test_configuration_typed_accessors():
     c = Configuration()
-    c.set_string("execution.sorted-shuffles.enabled", "false")
+    c.set_string("execution.sorted-inputs.enabled", "false")
     assert c.get_boolean("execution.sorted-inputs.enabled") is False
     c.set_integer("pipeline.max-parallelism", 64)
     assert c.get_integer("pipeline.max-parallelism") == 64
@@ -30,6 +32,20 @@ def test_configuration_typed_accessors_and_alias():
     c.set_string("pipeline.max-parallelism", "many")
     with pytest.raises(ConfigurationError, match="pipeline.max-parallelism must be an integer"):
         c.get_integer("pipeline.max-parallelism")
+
+
+@pytest.mark.parametrize("key, instead", [
+    ("execution.sorted-shuffles.enabled", "use execution.sorted-inputs.enabled"),
+    ("execution.streaming.key-group-ranges.enabled", "contiguous ranges"),
+    ("execution.streaming.timeout-free-operators.enabled", "without a GroupState timeout"),
+])
+def test_a_removed_key_is_refused_naming_it_whatever_its_value(key, instead):
+    for value in ("true", "false"):
+        with pytest.raises(ConfigurationError, match=rf"{re.escape(key)} was removed: .*{instead}"):
+            Configuration().set_string(key, value)
+        with pytest.raises(ConfigurationError, match=re.escape(key)):
+            Configuration({key: value})
+    assert key not in OPTIONS
 
 
 def test_mode_dependent_defaults_follow_flip_134():

@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark_datastream import JobExecutionError
 from pyspark_datastream.operators.base import Output
 from pyspark_datastream.runtime.encoding import PICKLED, typed_encoding
 from pyspark_datastream.runtime.group_frames import (
@@ -25,7 +26,6 @@ from pyspark_datastream.runtime.group_frames import (
     unpack_blobs,
 )
 from pyspark_datastream.runtime.passes import gc_paused
-from pyspark_datastream.state_store.errors import JobExecutionError
 from pyspark_datastream.state_store.row import Row
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 from pyspark_datastream.state_store.typeinfo import Types

@@ -10,13 +10,13 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from pyspark_datastream import JobExecutionError
 from pyspark_datastream.runtime.group_state import GroupSpec, check_partition
 from pyspark_datastream.spark_io.key_group_ranges import (
     salts,
     spark_partition,
     spark_partition_of_longs,
 )
-from pyspark_datastream.state_store.errors import JobExecutionError
 from pyspark_datastream.state_store.keygroups import key_group_of_range_key
 
 M32 = 0xFFFFFFFF

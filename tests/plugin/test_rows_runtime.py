@@ -8,6 +8,7 @@ import pickle
 import pyarrow as pa
 import pytest
 from pyspark import cloudpickle
+from pyspark_datastream import OutputTypeError
 from pyspark_datastream.operators.aggregations import sum as sum_agg
 from pyspark_datastream.operators.base import Output
 from pyspark_datastream.operators.functions import ReduceFunction, as_reduce_function
@@ -26,7 +27,6 @@ from pyspark_datastream.runtime.group_frames import (
     unpack_blobs,
 )
 from pyspark_datastream.runtime.rows import RowShape, is_row_stage, row_stage, shaped_reduce
-from pyspark_datastream.state_store.errors import OutputTypeError
 from pyspark_datastream.state_store.functions import Function
 from pyspark_datastream.state_store.row import Row, named_row_class
 from pyspark_datastream.state_store.typeinfo import Types

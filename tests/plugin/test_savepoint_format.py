@@ -6,6 +6,7 @@ import json
 
 import pyarrow as pa
 import pytest
+from pyspark_datastream import IncompatibleStateError, SavepointFormatError, UnclaimedStateError
 from pyspark_datastream.savepoint.format import (
     ENTRY_COLUMNS,
     FORMAT_VERSION,
@@ -27,11 +28,6 @@ from pyspark_datastream.state_store.descriptors import (
     ListStateDescriptor,
     MapStateDescriptor,
     ValueStateDescriptor,
-)
-from pyspark_datastream.state_store.errors import (
-    IncompatibleStateError,
-    SavepointFormatError,
-    UnclaimedStateError,
 )
 from pyspark_datastream.state_store.keygroups import assign_key_group
 from pyspark_datastream.state_store.serializers import LexicographicLongSerializer

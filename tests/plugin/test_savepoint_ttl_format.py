@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from pyspark_datastream import StateTtlConfig, Time
+from pyspark_datastream import IncompatibleStateError, SavepointFormatError, StateTtlConfig, Time
 from pyspark_datastream.savepoint.format import (
     FORMAT_VERSION,
     READABLE_FORMAT_VERSIONS,
@@ -19,7 +19,6 @@ from pyspark_datastream.savepoint.format import (
 )
 from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.descriptors import ListStateDescriptor, ValueStateDescriptor
-from pyspark_datastream.state_store.errors import IncompatibleStateError, SavepointFormatError
 from pyspark_datastream.state_store.namespaces import VOID_NAMESPACE_SERIALIZER
 from pyspark_datastream.state_store.serializers.ttl import TTL_TIMESTAMP
 from pyspark_datastream.state_store.ttl import ttl_time_provider

@@ -7,10 +7,9 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pyspark_datastream import ReduceFunction, Types
+from pyspark_datastream import JobExecutionError, ReduceFunction, Types
 from pyspark_datastream.runtime.encoding import make_decoder, typed_encoding
 from pyspark_datastream.runtime.passes import _sorted_reduce_by_field
-from pyspark_datastream.state_store.errors import JobExecutionError
 
 
 class Concat(ReduceFunction):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from pyspark_datastream import ConfigurationError
 from pyspark_datastream.spark_io.versions import check_streaming_versions
-from pyspark_datastream.state_store.errors import ConfigurationError
 
 
 @pytest.mark.parametrize("pyspark,pyarrow,fixed", [

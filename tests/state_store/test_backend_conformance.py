@@ -16,6 +16,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark_datastream import (
+    IncompatibleStateError,
+    KeyGroupError,
+    SavepointFormatError,
+    StateBackendError,
+    StateDescriptorError,
+    StateError,
+)
 from pyspark_datastream.state_store.backend import KeyedStateBackend, Timer
 from pyspark_datastream.state_store.descriptors import (
     AggregatingStateDescriptor,
@@ -26,14 +34,6 @@ from pyspark_datastream.state_store.descriptors import (
     ValueStateDescriptor,
 )
 from pyspark_datastream.state_store.entries import StateEntry, is_canonical
-from pyspark_datastream.state_store.errors import (
-    IncompatibleStateError,
-    KeyGroupError,
-    SavepointFormatError,
-    StateBackendError,
-    StateDescriptorError,
-    StateError,
-)
 from pyspark_datastream.state_store.functions import AggregateFunction, ReduceFunction
 from pyspark_datastream.state_store.namespaces import (
     VOID_NAMESPACE,

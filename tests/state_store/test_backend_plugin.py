@@ -28,7 +28,7 @@ from pyspark_datastream.state_store.backends import (
     register_backend,
     registered_backends,
 )
-from pyspark_datastream.state_store.errors import ConfigurationError
+from pyspark_datastream.state_store.exceptions import ConfigurationError
 from statebackend_helpers import BACKEND_NAMES
 
 

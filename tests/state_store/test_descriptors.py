@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pyspark_datastream import SerializationError, StateDescriptorError
 from pyspark_datastream.state_store.descriptors import (
     AggregatingStateDescriptor,
     BinarySortedStateDescriptor,
@@ -17,7 +18,6 @@ from pyspark_datastream.state_store.descriptors import (
     internal_descriptor,
 )
 from pyspark_datastream.state_store.entries import StateKind
-from pyspark_datastream.state_store.errors import SerializationError, StateDescriptorError
 from pyspark_datastream.state_store.functions import AggregateFunction, ReduceFunction
 from pyspark_datastream.state_store.namespaces import (
     VOID_NAMESPACE,

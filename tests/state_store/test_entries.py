@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pyspark_datastream import SavepointFormatError, StateDescriptorError
 from pyspark_datastream.state_store.entries import (
     StateEntry,
     StateKind,
@@ -23,7 +24,6 @@ from pyspark_datastream.state_store.entries import (
     split_sorted_user_key,
     timer_state_name,
 )
-from pyspark_datastream.state_store.errors import SavepointFormatError, StateDescriptorError
 from pyspark_datastream.state_store.serializers import LexicographicLongSerializer
 
 NAMES = st.text(min_size=1, max_size=6).filter(lambda s: "\x00" not in s)

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+from pyspark_datastream import StateError
 from pyspark_datastream.state_store.backend import KeyedStateBackend
 from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.backends.rocksdb import (
@@ -31,7 +32,6 @@ from pyspark_datastream.state_store.backends.rocksdb import (
 )
 from pyspark_datastream.state_store.backends.rocksdb import backend as rocksdb_backend
 from pyspark_datastream.state_store.descriptors import BinarySortedStateDescriptor
-from pyspark_datastream.state_store.errors import StateError
 from pyspark_datastream.state_store.namespaces import TimeWindow, TimeWindowSerializer
 from pyspark_datastream.state_store.serializers import LexicographicLongSerializer
 from pyspark_datastream.state_store.typeinfo import Types

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from pyspark_datastream.state_store.errors import SerializationError
+from pyspark_datastream import SerializationError
 from pyspark_datastream.state_store.row import Row
 from pyspark_datastream.state_store.serializers import (
     BigDecimalSerializer,

@@ -7,8 +7,8 @@ import os
 import pickle
 
 import pytest
+from pyspark_datastream import ConfigurationError, SavepointFormatError
 from pyspark_datastream.operators.keygroup import VersionPointer
-from pyspark_datastream.state_store.errors import ConfigurationError, SavepointFormatError
 from pyspark_datastream.state_store.storage import Storage, StorageOptions, normalize_uri
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from pyspark_datastream import SavepointFormatError
 from pyspark_datastream.operators.base import OperatorConfig
 from pyspark_datastream.operators.keygroup import KeyGroupRuntime, decode_state
 from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
@@ -18,7 +19,6 @@ from pyspark_datastream.state_store.entries import (
     is_canonical,
     sort_canonical,
 )
-from pyspark_datastream.state_store.errors import SavepointFormatError
 from pyspark_datastream.state_store.namespaces import TimeWindow, TimeWindowSerializer
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 from pyspark_datastream.state_store.timer_queue import decode_timestamps

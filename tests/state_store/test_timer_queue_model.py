@@ -19,13 +19,13 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from pyspark_datastream import KeyGroupError, SavepointFormatError
 from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.entries import (
     StateEntry,
     encode_timestamp,
     timer_state_name,
 )
-from pyspark_datastream.state_store.errors import KeyGroupError, SavepointFormatError
 from pyspark_datastream.state_store.keygroups import assign_key_group
 from pyspark_datastream.state_store.namespaces import TimeWindow, TimeWindowSerializer
 from pyspark_datastream.state_store.serializers import GenericKeySerializer

@@ -7,6 +7,7 @@ import datetime
 import pickle
 
 import pytest
+from pyspark_datastream import ConfigurationError, StateDescriptorError
 from pyspark_datastream import StateTtlConfig as ExportedStateTtlConfig
 from pyspark_datastream.api.time import Duration, Time
 from pyspark_datastream.state_store.descriptors import (
@@ -17,7 +18,6 @@ from pyspark_datastream.state_store.descriptors import (
     ReducingStateDescriptor,
     ValueStateDescriptor,
 )
-from pyspark_datastream.state_store.errors import ConfigurationError, StateDescriptorError
 from pyspark_datastream.state_store.functions import AggregateFunction
 from pyspark_datastream.state_store.serializers import (
     LexicographicLongSerializer,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pyspark_datastream.state_store.errors import GraphBuildError, SerializationError
+from pyspark_datastream import GraphBuildError, SerializationError
 from pyspark_datastream.state_store.serializers import (
     BytesSerializer,
     LexicographicalTypeSerializer,

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pyspark_datastream import IncompatibleStateError, StateDescriptorError
 from pyspark_datastream.api.time import Duration, Time
 from pyspark_datastream.state_store.backend import KeyedStateBackend
 from pyspark_datastream.state_store.backends import HEAP, get_backend
@@ -31,7 +32,6 @@ from pyspark_datastream.state_store.descriptors import (
     ValueStateDescriptor,
 )
 from pyspark_datastream.state_store.entries import decode_index, is_canonical
-from pyspark_datastream.state_store.errors import IncompatibleStateError, StateDescriptorError
 from pyspark_datastream.state_store.functions import AggregateFunction
 from pyspark_datastream.state_store.namespaces import TimeWindow, TimeWindowSerializer
 from pyspark_datastream.state_store.serializers import LexicographicLongSerializer, TtlSerializer

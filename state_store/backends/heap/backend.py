@@ -17,7 +17,7 @@ from typing import Any
 from ...backend import InternalKvState, KeyedStateBackend
 from ...descriptors import StateDescriptor
 from ...entries import StateEntry, StateKind, concat_canonical, sort_canonical
-from ...errors import KeyGroupError, StateError
+from ...exceptions import KeyGroupError, StateError
 from ...keygroups import DEFAULT_MAX_PARALLELISM
 from ...namespaces import VOID_NAMESPACE
 from ...serializers import TypeSerializer

@@ -30,7 +30,7 @@ from ...entries import (
     encode_state_name,
     prefix_successor,
 )
-from ...errors import KeyGroupError, StateBackendError, StateError
+from ...exceptions import KeyGroupError, StateBackendError, StateError
 from ...keygroups import DEFAULT_MAX_PARALLELISM
 from ...namespaces import VOID_NAMESPACE
 from ...serializers import TypeSerializer

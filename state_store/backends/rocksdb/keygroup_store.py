@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from ...entries import StateEntry, StateMetaInfo
-from ...errors import JobExecutionError, SavepointFormatError, StateBackendError
+from ...exceptions import SavepointFormatError, StateBackendError
 from ...storage import Storage
 from .backend import RocksDBKeyedStateBackend
 
@@ -238,7 +238,7 @@ class RocksDBKeyGroupStore:
         slot = (self.checkpoint_dir, key_group)
         copy = _LOCAL_COPIES.get(slot)
         if copy is None or copy.backend is not backend:
-            raise JobExecutionError(
+            raise StateBackendError(
                 f"RocksDB key group {key_group}: commit() of a backend that acquire() did not "
                 "return (or that was evicted)")
         previous = copy.pointer

@@ -21,7 +21,7 @@ from ...backend import (
 )
 from ...descriptors import StateDescriptor
 from ...entries import StateKind, encode_state_name, prefix_successor
-from ...errors import StateError
+from ...exceptions import StateError
 from ...namespaces import VOID_NAMESPACE
 from ...serializers import TypeSerializer
 from .common import BATCH_LIMIT, INDEX_CACHE_LIMIT, U32, U64

@@ -12,7 +12,7 @@ from typing import Any
 
 import rocksdict
 
-from ...errors import StateBackendError
+from ...exceptions import StateBackendError
 
 __all__ = ["RecordingBatch", "TrackingDB"]
 

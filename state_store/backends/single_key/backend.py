@@ -17,7 +17,7 @@ from typing import Any
 from ...backend import InternalKvState, KeyedStateBackend, TimerQueue
 from ...descriptors import StateDescriptor
 from ...entries import StateEntry, StateKind, StateMetaInfo, canonical_sort_key
-from ...errors import StateBackendError, StateError
+from ...exceptions import StateBackendError, StateError
 from ...keygroups import DEFAULT_MAX_PARALLELISM
 from ...namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from ...serializers import TypeSerializer
