@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..spark_io.progress import Heartbeat
-from ..spark_io.storage_conf import session_storage
+from ..spark_io.storage_conf import current_storage
 from ..state_store.errors import SavepointConflictError, SavepointError, SavepointFormatError
 from ..state_store.keygroups import check_max_parallelism
 from ..state_store.storage import Storage
@@ -99,7 +99,7 @@ def _check_target(root: str) -> Any:
                 f"{expected}); refusing to overwrite it"
             )
         return table
-    names = session_storage().list_names(root)
+    names = current_storage().list_names(root)
     if names:
         foreign = [n for n in names if not _is_savepoint_part(root, n)]
         if foreign:
@@ -118,7 +118,7 @@ def _is_savepoint_part(root: str, name: str) -> bool:
         return True
     log_dir = Storage.join(root, name)
     return name == "_delta_log" and not any(
-        n.endswith(".json") for n in session_storage().list_names(log_dir))
+        n.endswith(".json") for n in current_storage().list_names(log_dir))
 
 
 def savepoint_arrow_schema_columns() -> list[tuple[str, Any]]:
@@ -308,8 +308,8 @@ class SavepointFolder:
     def __init__(self, path: str) -> None:
         self.path = path
         self.root = local_path(path)
-        #: the storage layer of the table (the session's S3 settings for an s3a:// one)
-        self.storage = session_storage()
+        #: the storage layer of the table (the job's in a job, else the session's)
+        self.storage = current_storage()
         self._table = _check_target(self.root)
         self.folder = f"savepoint-{int(time.time() * 1000)}-{uuid.uuid4().hex[:12]}"
         #: absolute path (or URI) of the folder the data files go into
