@@ -90,6 +90,7 @@ from .state_store.errors import (
     StateBackendError,
     StateDescriptorError,
     StateError,
+    StorageError,
     UnclaimedStateError,
     UserFunctionError,
 )
@@ -197,7 +198,7 @@ __all__ = [
     "SavepointConflictError", "SavepointError", "SavepointFormatError", "SavepointNotFoundError", "SavepointWriter",
     "SerializationError", "SessionWindowTimeGapExtractor", "SlidingEventTimeWindows",
     "SlidingProcessingTimeWindows", "SourceSchemaError", "StateBackend", "StateBackendError",
-    "StateDescriptor", "StateDescriptorError", "StateError", "StateTtlConfig",
+    "StateDescriptor", "StateDescriptorError", "StateError", "StateTtlConfig", "StorageError",
     "StreamExecutionEnvironment",
     "TemporalListState", "TemporalValue", "TemporalValueState", "Time", "TimeDomain",
     "TimestampAssigner", "TimeWindow", "TimeWindowSerializer", "Trigger", "TriggerResult", "TumblingEventTimeWindows",

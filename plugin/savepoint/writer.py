@@ -31,7 +31,12 @@ import pyarrow.parquet as pq
 
 from ..spark_io.progress import Heartbeat
 from ..spark_io.storage_conf import current_storage
-from ..state_store.errors import SavepointConflictError, SavepointError, SavepointFormatError
+from ..state_store.errors import (
+    SavepointConflictError,
+    SavepointError,
+    SavepointFormatError,
+    StorageError,
+)
 from ..state_store.keygroups import check_max_parallelism
 from ..state_store.storage import Storage
 from .format import (
@@ -348,8 +353,14 @@ class SavepointFolder:
             ) from exc
 
     def discard(self) -> None:
-        """Remove the folder and everything written into it (no version is added)."""
-        self.storage.delete_dir(self.target)
+        """Remove the folder and everything written into it (no version is added). Called
+        after a failure: when the store fails too, the folder stays (no commit names it, and
+        the next write goes beside it) and the failure is logged, not raised over the first."""
+        try:
+            self.storage.delete_dir(self.target)
+        except StorageError as exc:
+            log.warning("savepoint %s: the uncommitted folder %s stays (%s)", self.path,
+                        self.target, exc)
 
 
 def _write_with_delta_rs(spark: SparkSession, path: str, df: DataFrame,

@@ -47,7 +47,7 @@ from ..spark_io.delta_io import (
     write_parquet_files,
 )
 from ..spark_io.storage_conf import current_storage, delta_options, job_scope
-from ..state_store.errors import DataStreamError, JobExecutionError
+from ..state_store.errors import DataStreamError, JobExecutionError, StorageError
 from ..state_store.storage import Storage
 
 if TYPE_CHECKING:
@@ -160,13 +160,14 @@ def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[s
         except CommitFailedError as exc:  # another commit took the version
             failure = exc
             continue
-        except DeltaError as exc:
+        except (DeltaError, OSError) as exc:
             if creating and DeltaTable.is_deltatable(root, storage_options=options):
                 failure = exc  # another run created the table first
                 continue
-            storage.delete_dir(target)
-            raise JobExecutionError(f"committing micro-batch {batch_id} to {path} failed: "
-                                    f"{exc}") from exc
+            # the data files stay: the commit may have reached the store before the failure
+            # (a lost answer), and files no commit names are invisible to readers
+            error = StorageError if isinstance(exc, OSError) else JobExecutionError
+            raise error(f"committing micro-batch {batch_id} to {path} failed: {exc}") from exc
         kill_point("delta.after-commit")
         log.info("Delta table %s: micro-batch %d of %s committed (%s rows in %d files) in "
                  "%.2f s", path, batch_id, app_id, f"{total:,}", len(actions),
@@ -276,7 +277,13 @@ def micro_batch_writer(spark: Any, path: str, mode: str, checkpoint: str,
     def write(batch_df: Any, batch_id: int) -> None:
         with job_scope(storage):
             app_id = query_app_id(spark, checkpoint)
-            total[0] += write_batch(spark, batch_df, path, app_id, batch_id,
-                                    mode if batch_id == 0 else "append")
+            try:
+                total[0] += write_batch(spark, batch_df, path, app_id, batch_id,
+                                        mode if batch_id == 0 else "append")
+            except DataStreamError:
+                raise
+            except OSError as exc:  # delta-rs reading the table's log: the store failed
+                raise StorageError(f"micro-batch {batch_id} of the Delta table {path}: "
+                                   f"{type(exc).__name__}: {exc}") from exc
 
     return write
