@@ -32,9 +32,8 @@ OUTAGE_S = 5
 #: the key whose first record stops the S3 server (the second input file holds it)
 OUTAGE_KEY = "outage"
 FILES = [
-    [("apple", 1), ("banana", 1), ("apple", 1), ("cherry", 1)],
+    [("apple", 1), ("banana", 1), ("apple", 1), ("cherry", 1), ("elder", 1)],
     [("banana", 1), (OUTAGE_KEY, 1), ("apple", 1), ("date", 1), ("cherry", 1)],
-    [("apple", 1), ("elder", 1), ("banana", 1)],
 ]
 
 
