@@ -73,6 +73,24 @@ def s3_server(spark):
 
 
 @pytest.fixture
+def s3_proxy(spark, s3_server):
+    """A TCP proxy in front of ``s3_server`` that a test can stop for a few seconds
+    (``s3_proxy.py``), with a bucket of its own that Spark's s3a reaches only through it
+    (``fs.s3a.bucket.<name>.endpoint``; the Python side: the job's ``s3.endpoint``)."""
+    import uuid
+
+    import s3_proxy as proxy_module
+
+    proxy = proxy_module.start(s3_server, f"fault-{uuid.uuid4().hex[:10]}")
+    hadoop = spark._jsc.hadoopConfiguration()
+    key = f"fs.s3a.bucket.{proxy.bucket}.endpoint"
+    hadoop.set(key, proxy.endpoint)
+    yield proxy
+    hadoop.unset(key)
+    proxy.stop()
+
+
+@pytest.fixture
 def spark_delta(spark):
     """The shared session with Spark's own Delta Lake as the project's Delta writer and
     reader (``pyspark_datastream.delta.writer=spark``) for one test."""

@@ -254,3 +254,30 @@ def test_a_batch_savepoint_on_s3_restores_into_streaming_and_back(
     assert _final(out_back) == _counts(DATA_A + DATA_B + DATA_B)
     for uid in ("count", "max"):
         assert _entry_rows(spark, f"{bucket}/sp-c", uid)
+
+
+def test_a_jobs_s3_keys_reach_its_savepoint_over_the_sessions_settings(
+        spark, env_factory, s3_server, tmp_path):
+    """One configuration: the job's ``s3.*`` keys override the session's ``fs.s3a.*`` for
+    the savepoint too (its entry files, reports and Delta commit), not only for the
+    checkpoint root. The session's endpoint is pointed at a closed port for the run."""
+    from helpers import entry_rows
+    from s3_server import ACCESS_KEY, SECRET_KEY, free_port
+    from test_savepoint_batch import DATA_A
+
+    hadoop = spark._jsc.hadoopConfiguration()
+    sp = f"s3a://{s3_server.bucket}/job-keys/sp"
+    job_keys = {"s3.endpoint": s3_server.endpoint, "s3.access-key": ACCESS_KEY,
+                "s3.secret-key": SECRET_KEY, "s3.path.style.access": "true",
+                "s3.connection.ssl.enabled": "false", "s3.endpoint.region": "us-east-1"}
+    hadoop.set("fs.s3a.endpoint", f"http://127.0.0.1:{free_port()}")
+    try:
+        out = _count_run(env_factory, "BATCH", DATA_A, str(tmp_path / "out"), job_keys, sp)
+    finally:
+        hadoop.set("fs.s3a.endpoint", s3_server.endpoint)
+    assert _final(out) == _counts(DATA_A)
+    assert any(k.startswith("job-keys/sp/_delta_log/") for k in s3_server.keys("job-keys/"))
+    _count_run(env_factory, "BATCH", DATA_A, str(tmp_path / "out-local"), {},
+               str(tmp_path / "sp"))
+    for uid in ("count", "max"):
+        assert entry_rows(spark, sp, uid) == entry_rows(spark, str(tmp_path / "sp"), uid)

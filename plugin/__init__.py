@@ -93,6 +93,7 @@ from .state_store.exceptions import (
     StateBackendError,
     StateDescriptorError,
     StateError,
+    StorageError,
 )
 from .state_store.namespaces import TimeWindow
 from .state_store.row import Row
@@ -199,7 +200,7 @@ __all__ = [
     "SavepointConflictError", "SavepointError", "SavepointFormatError", "SavepointNotFoundError", "SavepointWriter",
     "SerializationError", "SessionWindowTimeGapExtractor", "SlidingEventTimeWindows",
     "SlidingProcessingTimeWindows", "SourceSchemaError", "StateBackend", "StateBackendError",
-    "StateDescriptor", "StateDescriptorError", "StateError", "StateTtlConfig",
+    "StateDescriptor", "StateDescriptorError", "StateError", "StateTtlConfig", "StorageError",
     "StreamExecutionEnvironment",
     "TemporalListState", "TemporalValue", "TemporalValueState", "Time", "TimeDomain",
     "TimestampAssigner", "TimeWindow", "TimeWindowSerializer", "Trigger", "TriggerResult", "TumblingEventTimeWindows",

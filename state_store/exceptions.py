@@ -16,6 +16,7 @@ __all__ = [
     "StateError",
     "StateDescriptorError",
     "StateBackendError",
+    "StorageError",
     "KeyGroupError",
     "GraphBuildError",
     "ConfigurationError",
@@ -43,6 +44,12 @@ class StateDescriptorError(StateError, ValueError):
 
 class StateBackendError(StateError):
     """A state backend failed (storage error, closed backend, ...)."""
+
+
+class StorageError(DataStreamError, OSError):
+    """Reading or writing a file or object failed (storage unreachable, refused, ...): names
+    the operation and the path or URI, the storage's own error as the cause. A missing file
+    stays a ``FileNotFoundError``."""
 
 
 class KeyGroupError(StateError, ValueError):

@@ -7,6 +7,8 @@ import os
 import pickle
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
 from ..plan.config import Configuration, RuntimeExecutionMode, resolve, validate
@@ -204,8 +206,7 @@ class StreamExecutionEnvironment:
             return "BATCH" if all(s.bounded for s in sources) else "STREAMING"
         return mode
 
-    def _translator(self, nodes: list[Transformation], job_name: str) -> Any:
-        validate(self._config)  # every option's value, before anything runs or is created
+    def _translator(self, nodes: list[Transformation], job_name: str, storage: Any) -> Any:
         if any(isinstance(n, SinkNode) and n.kind == "delta" for n in nodes) \
                 or self._config.get_string("execution.savepoint.path"):
             from ..spark_io.delta_io import delta_writer
@@ -220,10 +221,22 @@ class StreamExecutionEnvironment:
         if mode == "BATCH":
             from ..translation.batch import BatchTranslator
 
-            return BatchTranslator(plan, self.spark)
+            return BatchTranslator(plan, self.spark, storage)
         from ..translation import streaming
 
-        return streaming.StreamingTranslator(plan, self.spark)
+        return streaming.StreamingTranslator(plan, self.spark, storage)
+
+    @contextmanager
+    def _job(self, nodes: list[Transformation], job_name: str) -> Iterator[Any]:
+        """The translator of a job, built and used in the job's storage scope: its ``s3.*``
+        keys over the session's ``fs.s3a.*`` for every path it reads or writes — checkpoint
+        root, savepoints, Delta tables (spark_io/storage_conf.py)."""
+        from ..spark_io.storage_conf import job_scope, job_storage
+
+        validate(self._config)  # every option's value, before anything runs or is created
+        storage = job_storage(self._config, self.spark)
+        with job_scope(storage):
+            yield self._translator(nodes, job_name, storage)
 
     def _job_name(self, nodes: list[Transformation], job_name: Optional[str]) -> str:
         """``job_name``, else one derived from the graph (translation/job_identity.py): a
@@ -239,18 +252,19 @@ class StreamExecutionEnvironment:
     def dataframe_of(self, node: Transformation) -> DataFrame:
         """The DataFrame of ``node``'s records (``DataStream.to_dataframe``)."""
         nodes = reachable([node])
-        return self._translator(nodes, self._job_name(nodes, None)).to_dataframe(node)
+        with self._job(nodes, self._job_name(nodes, None)) as translator:
+            return translator.to_dataframe(node)
 
     def collect_node(self, node: Transformation, job_name: Optional[str]) -> CloseableIterator:
         """Run the job ending in ``node`` and iterate its records
         (``DataStream.execute_and_collect``)."""
         nodes = reachable([node])
-        translator = self._translator(nodes, self._job_name(nodes, job_name))
-        if job_name is None and translator.mode == "STREAMING":
-            # an unnamed collect is a one-off job on a temporary checkpoint; a named one
-            # resumes under the checkpoint root (temporary without one)
-            translator.collect_ephemeral = "always"
-        it = translator.collect(node)
+        with self._job(nodes, self._job_name(nodes, job_name)) as translator:
+            if job_name is None and translator.mode == "STREAMING":
+                # an unnamed collect is a one-off job on a temporary checkpoint; a named one
+                # resumes under the checkpoint root (temporary without one)
+                translator.collect_ephemeral = "always"
+            it = translator.collect(node)
         # the translator's list: BATCH fills it once the results are collected
         self._last_progress = getattr(translator, "progress", [])
         return it
@@ -272,17 +286,17 @@ class StreamExecutionEnvironment:
         sinks = list(self._sinks)
         nodes = reachable(list(sinks))
         job_name = self._job_name(nodes, job_name)
-        translator = self._translator(nodes, job_name)
-        # as in Flink, a job whose graph was built consumes the declared sinks, whether it
-        # then succeeds or fails (a later execute() must not run them again)
-        self._sinks = []
-        start = time.time()
-        try:
-            counts = translator.run_sinks(sinks, savepoint_path=savepoint_path)
-        finally:
-            self._last_progress = getattr(translator, "progress", [])
-            if translator.mode == "STREAMING":
-                translator.release()  # a temporary checkpoint ends with the job
+        with self._job(nodes, job_name) as translator:
+            # as in Flink, a job whose graph was built consumes the declared sinks, whether it
+            # then succeeds or fails (a later execute() must not run them again)
+            self._sinks = []
+            start = time.time()
+            try:
+                counts = translator.run_sinks(sinks, savepoint_path=savepoint_path)
+            finally:
+                self._last_progress = getattr(translator, "progress", [])
+                if translator.mode == "STREAMING":
+                    translator.release()  # a temporary checkpoint ends with the job
         result = JobExecutionResult(job_name, translator.mode, int((time.time() - start) * 1000),
                                     counts, savepoint_path, list(self._last_progress))
         log.info("job %r finished in %s ms: %s", job_name, result.net_runtime_ms, counts)
@@ -303,6 +317,7 @@ class StreamExecutionEnvironment:
         name = self._job_name(nodes, job_name)
         if self.runtime_mode_for(nodes) == "BATCH":
             return JobClient.finished(self.execute(name))  # execute consumes the sinks
-        client = JobClient.start(name, self._translator(nodes, name), sinks)
+        with self._job(nodes, name) as translator:  # its thread keeps the scope (job_client.py)
+            client = JobClient.start(name, translator, sinks)
         self._sinks = []  # started: the sinks are this job's now
         return client

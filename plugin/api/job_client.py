@@ -36,6 +36,7 @@ What runs how:
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import logging
 import threading
@@ -142,7 +143,10 @@ class JobClient:
             finally:
                 translator.release()  # a temporary checkpoint ends with the job
 
-        client._thread = threading.Thread(target=run, name=f"job-{job_name}", daemon=True)
+        # the thread runs in this context: the job's storage scope (environment.py) with it
+        context = contextvars.copy_context()
+        client._thread = threading.Thread(target=context.run, args=(run,),
+                                          name=f"job-{job_name}", daemon=True)
         client._thread.start()
         return client
 
@@ -380,6 +384,13 @@ class JobClient:
             query.stop()
 
     def _write(self, path: str) -> int:
+        """Write the savepoint under the job's storage (its ``s3.*`` keys, storage_conf.py)."""
+        from ..spark_io.storage_conf import job_scope
+
+        with job_scope(self._translator.storage):  # called from the user's thread
+            return self._write_in_scope(path)
+
+    def _write_in_scope(self, path: str) -> int:
         from ..translation.streaming_queries import as_dict, progress_row
         from ..translation.streaming_savepoint import StreamingSavepointWrite
 

@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from ..state_store.entries import StateEntry
 from ..state_store.exceptions import StateError
-from ..state_store.storage import Storage
+from ..state_store.storage import Storage, failing_as
 
 __all__ = ["EntryFiles", "EntryFileWriter", "entry_file_name", "meta_file_name"]
 
@@ -120,11 +120,12 @@ class EntryFileWriter:
         self._flush()
         written = self._writer is not None
         if written:
-            self._close()
-            if self._local:
-                fs, tmp = self.files.storage.resolve(self._path)
-                fs.move(tmp, self.files.storage.resolve(
-                    Storage.join(self.files.folder, self.name))[1])
+            with failing_as("writing", self._path):  # the upload ends here on a store
+                self._close()
+                if self._local:
+                    fs, tmp = self.files.storage.resolve(self._path)
+                    fs.move(tmp, self.files.storage.resolve(
+                        Storage.join(self.files.folder, self.name))[1])
         report = {"rows": self.rows, "metas": json.loads(metas_json or "[]"),
                   "file": self.name if written else None}
         self.files.storage.write_bytes(
@@ -151,9 +152,13 @@ class EntryFileWriter:
         opened = self._writer is not None
         try:
             self._close()
-        finally:
-            if opened:
+        except OSError:
+            pass  # the store failed (what made the pass fail, often): nothing was published
+        if opened:
+            try:
                 self.files.storage.delete_file(self._path)
+            except OSError:
+                pass  # an attempt's own name, which no report names: never read
 
     def _kinds_for(self, names: list[str], key_groups: list[int]) -> list[str]:
         """``kind`` of each entry: its state's, or the broadcast kind for operator state."""
@@ -193,7 +198,9 @@ class EntryFileWriter:
             if self._local:
                 storage.makedirs(self.files.folder)
             # an object store: a multipart upload, visible only when closed whole
-            self._stream = fs.open_output_stream(path)
+            with failing_as("writing", self._path):
+                self._stream = fs.open_output_stream(path)
             self._writer = pq.ParquetWriter(self._stream, schema, compression="snappy")
-        self._writer.write_table(table)
+        with failing_as("writing", self._path):  # a full part is uploaded as it is written
+            self._writer.write_table(table)
         self.rows += n

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..spark_io.storage_conf import delta_options, session_storage
+from ..spark_io.storage_conf import current_storage, delta_options
 from ..state_store.entries import StateEntry
 from ..state_store.exceptions import SavepointFormatError
 from ..state_store.keygroups import check_max_parallelism
@@ -44,8 +44,8 @@ def local_path(path: str) -> str:
 
 
 def table_options(root: str) -> Optional[dict[str, str]]:
-    """delta-rs ``storage_options`` of the table at ``root`` (the session's S3 settings)."""
-    return delta_options(root, session_storage())
+    """delta-rs ``storage_options`` of the table at ``root`` (``current_storage``'s)."""
+    return delta_options(root, current_storage())
 
 
 def is_delta_table(root: str) -> bool:
@@ -69,7 +69,7 @@ def open_table(path: str, version: Optional[int]) -> Any:
     root = local_path(path)
     options = table_options(root)
     log_dir = Storage.join(root, "_delta_log")
-    commits = sorted(n for n in session_storage().list_names(log_dir) if n.endswith(".json"))
+    commits = sorted(n for n in current_storage().list_names(log_dir) if n.endswith(".json"))
     if not commits and not is_delta_table(root):
         raise SavepointNotFoundError(f"{path} is not a savepoint: no Delta table there")
     try:

@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..spark_io.progress import Heartbeat
-from ..spark_io.storage_conf import session_storage
-from ..state_store.exceptions import SavepointError, SavepointFormatError
+from ..spark_io.storage_conf import current_storage
+from ..state_store.exceptions import SavepointError, SavepointFormatError, StorageError
 from ..state_store.keygroups import check_max_parallelism
 from ..state_store.storage import Storage
 from .exceptions import SavepointConflictError
@@ -100,7 +100,7 @@ def _check_target(root: str) -> Any:
                 f"{expected}); refusing to overwrite it"
             )
         return table
-    names = session_storage().list_names(root)
+    names = current_storage().list_names(root)
     if names:
         foreign = [n for n in names if not _is_savepoint_part(root, n)]
         if foreign:
@@ -119,7 +119,7 @@ def _is_savepoint_part(root: str, name: str) -> bool:
         return True
     log_dir = Storage.join(root, name)
     return name == "_delta_log" and not any(
-        n.endswith(".json") for n in session_storage().list_names(log_dir))
+        n.endswith(".json") for n in current_storage().list_names(log_dir))
 
 
 def savepoint_arrow_schema_columns() -> list[tuple[str, Any]]:
@@ -309,8 +309,8 @@ class SavepointFolder:
     def __init__(self, path: str) -> None:
         self.path = path
         self.root = local_path(path)
-        #: the storage layer of the table (the session's S3 settings for an s3a:// one)
-        self.storage = session_storage()
+        #: the storage layer of the table (the job's in a job, else the session's)
+        self.storage = current_storage()
         self._table = _check_target(self.root)
         self.folder = f"savepoint-{int(time.time() * 1000)}-{uuid.uuid4().hex[:12]}"
         #: absolute path (or URI) of the folder the data files go into
@@ -349,8 +349,14 @@ class SavepointFolder:
             ) from exc
 
     def discard(self) -> None:
-        """Remove the folder and everything written into it (no version is added)."""
-        self.storage.delete_dir(self.target)
+        """Remove the folder and everything written into it (no version is added). Called
+        after a failure: when the store fails too, the folder stays (no commit names it, and
+        the next write goes beside it) and the failure is logged, not raised over the first."""
+        try:
+            self.storage.delete_dir(self.target)
+        except StorageError as exc:
+            log.warning("savepoint %s: the uncommitted folder %s stays (%s)", self.path,
+                        self.target, exc)
 
 
 def _write_with_delta_rs(spark: SparkSession, path: str, df: DataFrame,

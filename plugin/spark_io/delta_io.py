@@ -98,7 +98,7 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, mode: str = "appe
         hist = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()
         metrics = hist[0]["operationMetrics"] if hist else {}
         return int((metrics or {}).get("numOutputRows", 0))
-    from .storage_conf import session_storage
+    from .storage_conf import current_storage
 
     folder = new_folder_name()
     target = Storage.join(local_path(path), folder)
@@ -109,7 +109,7 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, mode: str = "appe
     try:
         return commit_parquet_folder(path, folder, schema, mode, configuration)
     except Exception:
-        session_storage(spark).delete_dir(target)
+        current_storage(spark).delete_dir(target)
         raise
 
 
@@ -133,9 +133,9 @@ def write_parquet_files(spark: SparkSession, df: DataFrame, target: str) -> None
         with Heartbeat(f"writing Delta data files into {target} (executors)"):
             df.write.mode("error").parquet(target)
     except Exception as exc:
-        from .storage_conf import session_storage
+        from .storage_conf import current_storage
 
-        session_storage(spark).delete_dir(target)
+        current_storage(spark).delete_dir(target)
         raise JobExecutionError(f"writing Delta data files into {target} failed: {exc}") from exc
     finally:
         if previous is not None:
@@ -190,10 +190,10 @@ def commit_parquet_folder(path: str, folder: str, arrow_schema: Any, mode: str =
     from deltalake.exceptions import CommitFailedError
     from deltalake.transaction import create_table_with_add_actions
 
-    from .storage_conf import delta_options, session_storage
+    from .storage_conf import current_storage, delta_options
 
     root = local_path(path)
-    storage = session_storage()
+    storage = current_storage()
     options = delta_options(root, storage)
     start = time.monotonic()
     actions, total = add_actions_for_folder(root, folder, storage)
@@ -219,11 +219,11 @@ def delta_file_uris(path: str, version: Optional[int] = None) -> list[str]:
     """Data files of the Delta table at ``path`` (latest version unless ``version``)."""
     from deltalake import DeltaTable
 
-    from .storage_conf import delta_options, session_storage
+    from .storage_conf import current_storage, delta_options
 
     root = local_path(path)
     return DeltaTable(root, version=version,
-                      storage_options=delta_options(root, session_storage())).file_uris()
+                      storage_options=delta_options(root, current_storage())).file_uris()
 
 
 def read_delta(spark: SparkSession, path: str, version: Optional[int] = None) -> DataFrame:
@@ -235,11 +235,11 @@ def read_delta(spark: SparkSession, path: str, version: Optional[int] = None) ->
         return reader.load(path)
     from deltalake import DeltaTable
 
-    from .storage_conf import delta_options, session_storage
+    from .storage_conf import current_storage, delta_options
 
     root = local_path(path)
     table = DeltaTable(root, version=version,
-                       storage_options=delta_options(root, session_storage(spark)))
+                       storage_options=delta_options(root, current_storage(spark)))
     uris = table.file_uris()
     if not uris:
         from pyspark.sql.pandas.types import from_arrow_schema

@@ -5,18 +5,31 @@ Each S3 setting comes from the job's explicit override (the ``s3.*`` keys of
 ``plan/config.py``), else the session's Hadoop configuration (``fs.s3a.*``: the live one
 where the session has a JVM, and ``spark.hadoop.fs.s3a.*`` of ``spark.conf``, which Spark
 Connect also answers), else the environment's defaults (AWS's credential chain).
+
+Code that reads or writes a path on the driver asks :func:`current_storage`: while a job is
+built and runs (:func:`job_scope`, entered by the environment, a job client's thread and each
+Delta sink's ``foreachBatch`` function, which Spark calls from threads of its own) it answers the job's storage, so the checkpoint root, savepoints
+and Delta tables share one configuration; outside a job (the ``Savepoint`` reader, the
+``SavepointWriter``), the session's. Executors get the job's :class:`Storage` pickled.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Optional
 
 from ..plan.config import resolve
 from ..state_store.exceptions import ConfigurationError
 from ..state_store.storage import Storage, StorageOptions, normalize_uri
 
-__all__ = ["S3_KEYS", "delta_options", "job_storage", "session_storage", "storage_options",
-           "storage_root"]
+__all__ = ["S3_KEYS", "delta_options", "job_scope", "job_storage", "current_storage",
+           "storage_options", "storage_root"]
+
+#: the storage of the job being built or run in this context (None: the session's alone)
+_JOB_STORAGE: ContextVar[Optional[Storage]] = ContextVar("pyspark_datastream_job_storage",
+                                                         default=None)
 
 #: option field -> (the job's override key, the Hadoop key)
 S3_KEYS: dict[str, tuple[str, str]] = {
@@ -109,15 +122,35 @@ def job_storage(config: Any, spark: Any) -> Storage:
     return Storage(storage_options(config, spark))
 
 
-def session_storage(spark: Any = None) -> Storage:
-    """The :class:`Storage` of the session's Hadoop conf alone (savepoints and Delta tables,
-    which take no job configuration).
+@contextmanager
+def job_scope(storage: Storage) -> Iterator[None]:
+    """Within the block (in this thread, and threads started with a copy of its context),
+    :func:`current_storage` answers ``storage``.
+
+    Args:
+        storage: the job's storage (:func:`job_storage`).
+    Returns:
+        the scope (a context manager).
+    """
+    token = _JOB_STORAGE.set(storage)
+    try:
+        yield
+    finally:
+        _JOB_STORAGE.reset(token)
+
+
+def current_storage(spark: Any = None) -> Storage:
+    """The :class:`Storage` for any path on the driver: the job's in :func:`job_scope`,
+    else one of the session's Hadoop conf alone.
 
     Args:
         spark: the session; the active one when None.
     Returns:
         the storage.
     """
+    job = _JOB_STORAGE.get()
+    if job is not None:
+        return job
     if spark is None:
         from pyspark.sql import SparkSession
 

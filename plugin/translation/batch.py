@@ -63,8 +63,8 @@ from ..spark_io.columns import col, count_all, lit
 from ..spark_io.key_columns import native_key_bytes
 from ..spark_io.key_group_ranges import repartition_by_key_group_range
 from ..spark_io.progress import BatchProgress, Stage
-from ..spark_io.storage_conf import job_storage
 from ..state_store.exceptions import GraphBuildError
+from ..state_store.storage import Storage
 from .failures import surfacing
 from .pushdown import native_map, traced_key_field
 from .rows import keyed_function
@@ -104,9 +104,11 @@ class BatchTranslator:
 
     mode = "BATCH"
 
-    def __init__(self, plan: JobPlan, spark: SparkSession) -> None:
+    def __init__(self, plan: JobPlan, spark: SparkSession, storage: Storage) -> None:
         self.plan = plan
         self.spark = spark
+        #: the job's storage (its ``s3.*`` keys over the session's; spark_io/storage_conf.py)
+        self.storage = storage
         self.job_name = plan.job_name
         self.nodes = list(plan.nodes)
         self.consumers = consumers(self.nodes)
@@ -137,7 +139,7 @@ class BatchTranslator:
         """The DataFrame of ``node``'s records, which the caller runs: a Parquet source file
         whose column type differs from the read schema is named now (source_schema.py),
         not by Spark's failure of the caller's action."""
-        check_parquet_sources(self.nodes, job_storage(self.plan.config, self.spark),
+        check_parquet_sources(self.nodes, self.storage,
                               f"the to_dataframe() of BATCH job {self.job_name!r}")
         return typed_df(self, self.input_stream(node), node)
 

@@ -46,8 +46,8 @@ from ..spark_io.delta_io import (
     session_has_delta,
     write_parquet_files,
 )
-from ..spark_io.storage_conf import delta_options, session_storage
-from ..state_store.exceptions import DataStreamError
+from ..spark_io.storage_conf import current_storage, delta_options, job_scope
+from ..state_store.exceptions import DataStreamError, StorageError
 from ..state_store.storage import Storage
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def query_app_id(spark: Any, checkpoint: str) -> str:
             query_id = None
     if not query_id:
         try:
-            raw = session_storage(spark).read_bytes(
+            raw = current_storage(spark).read_bytes(
                 Storage.join(local_path(checkpoint), "metadata"))
             query_id = json.loads(raw.decode("utf-8")).get("id")
         except (OSError, ValueError, AttributeError):
@@ -112,7 +112,7 @@ def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[s
     from deltalake.transaction import create_table_with_add_actions
 
     root = local_path(path)
-    storage = session_storage()
+    storage = current_storage()
     options = delta_options(root, storage)
     done = _committed(root, app_id, options)
     if done >= batch_id:
@@ -158,13 +158,14 @@ def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[s
         except CommitFailedError as exc:  # another commit took the version
             failure = exc
             continue
-        except DeltaError as exc:
+        except (DeltaError, OSError) as exc:
             if creating and DeltaTable.is_deltatable(root, storage_options=options):
                 failure = exc  # another run created the table first
                 continue
-            storage.delete_dir(target)
-            raise JobExecutionError(f"committing micro-batch {batch_id} to {path} failed: "
-                                    f"{exc}") from exc
+            # the data files stay: the commit may have reached the store before the failure
+            # (a lost answer), and files no commit names are invisible to readers
+            error = StorageError if isinstance(exc, OSError) else JobExecutionError
+            raise error(f"committing micro-batch {batch_id} to {path} failed: {exc}") from exc
         log.info("Delta table %s: micro-batch %d of %s committed (%s rows in %d files) in "
                  "%.2f s", path, batch_id, app_id, f"{total:,}", len(actions),
                  time.monotonic() - start)
@@ -263,13 +264,21 @@ def drain(df: DataFrame) -> None:
 
 
 def micro_batch_writer(spark: Any, path: str, mode: str, checkpoint: str,
-                       total: list[int]) -> Callable[[Any, int], None]:
+                       total: list[int], storage: Storage) -> Callable[[Any, int], None]:
     """The ``foreachBatch`` function of a STREAMING ``sink_to_delta``: batch 0 uses ``mode``,
-    later batches append; rows added accumulate in ``total[0]``."""
+    later batches append; rows added accumulate in ``total[0]``. Spark calls it from a thread
+    of its own, so it enters the job's storage scope (``storage``) itself."""
 
     def write(batch_df: Any, batch_id: int) -> None:
-        app_id = query_app_id(spark, checkpoint)
-        total[0] += write_batch(spark, batch_df, path, app_id, batch_id,
-                                mode if batch_id == 0 else "append")
+        with job_scope(storage):
+            app_id = query_app_id(spark, checkpoint)
+            try:
+                total[0] += write_batch(spark, batch_df, path, app_id, batch_id,
+                                        mode if batch_id == 0 else "append")
+            except DataStreamError:
+                raise
+            except OSError as exc:  # delta-rs reading the table's log: the store failed
+                raise StorageError(f"micro-batch {batch_id} of the Delta table {path}: "
+                                   f"{type(exc).__name__}: {exc}") from exc
 
     return write

@@ -86,9 +86,9 @@ from ..runtime.group_state import (
 from ..runtime.passes import PassSpec, output_ddl
 from ..spark_io.columns import lit
 from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column
-from ..spark_io.storage_conf import job_storage
 from ..state_store.backends import backend_reference, get_backend
 from ..state_store.exceptions import ConfigurationError, GraphBuildError
+from ..state_store.storage import Storage
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
@@ -164,7 +164,7 @@ class StreamingTranslator:
 
     mode = "STREAMING"
 
-    def __init__(self, plan: JobPlan, spark: SparkSession) -> None:
+    def __init__(self, plan: JobPlan, spark: SparkSession, storage: Storage) -> None:
         from ..spark_io.versions import check_streaming_versions
 
         check_streaming_versions()  # a pyspark/pyarrow pair that cannot run: before anything
@@ -207,9 +207,9 @@ class StreamingTranslator:
             )
         self.trigger = parse_trigger(resolve(cfg, "execution.streaming.trigger", "STREAMING"))
         root, where = configured_root(cfg, self.spark)  # job_identity.py: the job folder
-        #: the storage layer of every file the job writes outside Spark (options from the
-        #: session's Hadoop conf, spark_io/storage_conf.py); pickled to executors with specs
-        self.storage = job_storage(cfg, self.spark)
+        #: the storage layer of every file the job writes outside Spark (the job's, built by
+        #: the environment: spark_io/storage_conf.py); pickled to executors with specs
+        self.storage = storage
         self.job = JobCheckpoint(job_name, root, where,
                                  describe_graph(nodes, self.max_parallelism, self.backend[0]),
                                  self.storage)
@@ -354,7 +354,8 @@ class StreamingTranslator:
                 total = [0]
                 # exactly-once: each micro-batch is one idempotent Delta commit (delta_sink.py)
                 write = micro_batch_writer(self.spark, sink.options["path"], sink.options["mode"],
-                                           self.storage.join(self.job_folder(), name, "checkpoint"), total)
+                                           self.storage.join(self.job_folder(), name, "checkpoint"),
+                                           total, self.storage)
                 self._run_prerequisites()
                 run_query(self, name, df.writeStream.foreachBatch(write))
                 if not connect:  # the counter lives where foreachBatch ran (see above)

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import IO, Any, Optional
 
-from ..exceptions import ConfigurationError, StateBackendError
+from ..exceptions import ConfigurationError, DataStreamError, StateBackendError, StorageError
 
 __all__ = [
     "LOCAL_SCHEMES",
@@ -29,6 +29,7 @@ __all__ = [
     "SUPPORTED",
     "Storage",
     "StorageOptions",
+    "failing_as",
     "normalize_uri",
     "scheme_of",
 ]
@@ -98,6 +99,27 @@ def normalize_uri(uri: str, key: str) -> str:
     raise ConfigurationError(
         f"{key} = {uri!r}: the scheme {scheme + ':'!r} is not supported by the storage layer "
         f"(supported: {', '.join(SUPPORTED)}){'; ' + hint if hint else ''}")
+
+
+@contextmanager
+def failing_as(what: str, uri: str) -> Iterator[None]:
+    """A storage failure inside the block (an ``OSError`` of pyarrow's filesystems: the
+    store unreachable, a refused request) raised as StorageError naming ``what`` and
+    ``uri``; a missing file stays FileNotFoundError, the product's errors pass. For code
+    that streams through a filesystem of :meth:`Storage.resolve` itself.
+
+    Args:
+        what: the operation, e.g. ``"writing"``.
+        uri: the path or URI it works on.
+    Returns:
+        the block's context manager.
+    """
+    try:
+        yield
+    except (DataStreamError, FileNotFoundError, NotADirectoryError):
+        raise
+    except OSError as exc:
+        raise StorageError(f"{what} {uri} failed: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -244,7 +266,8 @@ class Storage:
         import pyarrow.fs as pafs
 
         fs, path = self.resolve(uri)
-        return bool(fs.get_file_info(path).type != pafs.FileType.NotFound)
+        with failing_as("checking", uri):
+            return bool(fs.get_file_info(path).type != pafs.FileType.NotFound)
 
     def read_bytes(self, uri: str) -> bytes:
         """The content of the file ``uri``.
@@ -255,8 +278,9 @@ class Storage:
             its bytes.
         Raises:
             FileNotFoundError: there is no such file.
+            StorageError: the store failed.
         """
-        with self.open_input(uri) as f:
+        with failing_as("reading", uri), self.open_input(uri) as f:
             return bytes(f.read())
 
     def open_input(self, uri: str) -> Any:
@@ -271,7 +295,8 @@ class Storage:
         """
         fs, path = self.resolve(uri)
         # buffered: many small reads of a remote object must not each become a request
-        return fs.open_input_stream(path, compression=None, buffer_size=1 << 20)
+        with failing_as("opening", uri):
+            return fs.open_input_stream(path, compression=None, buffer_size=1 << 20)
 
     def list_names(self, uri: str) -> list[str]:
         """Names directly in folder ``uri`` ([] when there is none). Only for clean-up and
@@ -286,7 +311,8 @@ class Storage:
 
         fs, path = self.resolve(uri)
         try:
-            infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+            with failing_as("listing", uri):
+                infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
         except (FileNotFoundError, NotADirectoryError):
             return []
         return [posixpath.basename(i.path.rstrip("/")) for i in infos]
@@ -300,7 +326,8 @@ class Storage:
             uri: a folder path or URI.
         """
         fs, path = self.resolve(uri)
-        fs.create_dir(path, recursive=True)
+        with failing_as("creating folder", uri):
+            fs.create_dir(path, recursive=True)
 
     @contextmanager
     def open_output(self, uri: str) -> Iterator[IO[bytes]]:
@@ -316,14 +343,16 @@ class Storage:
         fs, path = self.resolve(uri)
         parent = posixpath.dirname(path)
         if self.is_local(uri):
-            fs.create_dir(parent, recursive=True)
+            with failing_as("creating the folder of", uri):
+                fs.create_dir(parent, recursive=True)
             tmp = posixpath.join(parent, f".{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp")
             try:
                 with open(tmp, "wb") as f:  # noqa: PTH123 - local temporary of a rename
                     yield f
                     f.flush()
                     os.fsync(f.fileno())
-                os.replace(tmp, path)
+                with failing_as("writing", uri):
+                    os.replace(tmp, path)
             except BaseException:
                 if os.path.exists(tmp):
                     os.remove(tmp)
@@ -331,7 +360,8 @@ class Storage:
             return
         buffer = _Buffer()
         yield buffer  # type: ignore[misc]
-        with fs.open_output_stream(path) as out:  # one PUT / multipart upload of the whole
+        with failing_as("writing", uri), \
+                fs.open_output_stream(path) as out:  # one PUT / multipart upload of the whole
             out.write(buffer.getvalue())
 
     def write_bytes(self, uri: str, data: bytes) -> None:
@@ -352,7 +382,8 @@ class Storage:
         """
         fs, path = self.resolve(uri)
         try:
-            fs.delete_file(path)
+            with failing_as("deleting", uri):
+                fs.delete_file(path)
         except FileNotFoundError:
             pass
 
@@ -364,7 +395,8 @@ class Storage:
         """
         fs, path = self.resolve(uri)
         try:
-            fs.delete_dir(path)
+            with failing_as("deleting folder", uri):
+                fs.delete_dir(path)
         except FileNotFoundError:
             pass
 
@@ -377,7 +409,8 @@ class Storage:
         import pyarrow.fs as pafs
 
         fs, path = self.resolve(uri)
-        kind = fs.get_file_info(path).type
+        with failing_as("checking", uri):
+            kind = fs.get_file_info(path).type
         if kind == pafs.FileType.Directory:
             self.delete_dir(uri)
         elif kind != pafs.FileType.NotFound:

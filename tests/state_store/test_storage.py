@@ -130,3 +130,24 @@ def test_a_crafted_version_file_header_runs_nothing(tmp_path):
     with pytest.raises(SavepointFormatError, match="refusing to load"):
         store.acquire(1, pointer)
     assert not marker.exists()
+
+
+def test_an_unreachable_store_is_a_storage_error_naming_the_uri(tmp_path):
+    import socket
+
+    from pyspark_datastream.state_store.exceptions import DataStreamError, StorageError
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    storage = Storage(StorageOptions(s3_endpoint=f"http://127.0.0.1:{port}",
+                                     s3_access_key="a", s3_secret_key="b"))
+    uri = "s3a://bucket/job/_job.json"
+    for call in (lambda: storage.write_bytes(uri, b"{}"), lambda: storage.read_bytes(uri),
+                 lambda: storage.exists(uri)):
+        with pytest.raises(StorageError, match="s3a://bucket/job/_job.json") as caught:
+            call()
+        assert isinstance(caught.value, DataStreamError) and isinstance(caught.value, OSError)
+    # a missing local file stays FileNotFoundError
+    with pytest.raises(FileNotFoundError):
+        Storage().read_bytes(str(tmp_path / "missing"))
