@@ -27,7 +27,7 @@ from ..state_store.storage import Storage
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.serializers import TypeSerializer
 
-__all__ = ["RocksDBKeyGroupStore", "VersionPointer", "drop_local_copies"]
+__all__ = ["RocksDBKeyGroupStore", "VersionPointer", "default_local_dir", "drop_local_copies"]
 
 #: Format tag of a RocksDB key group pointer (the only thing kept in GroupState): JSON
 #: since v2; v1 (a pickled tuple of plain values) is still read, by an unpickler that
@@ -133,6 +133,19 @@ class _LocalCopy:
     timers: set[bytes]
 
 
+def default_local_dir() -> str:
+    """Where a worker process keeps its local copies when no ``local_dir`` is given: under
+    the executor's Spark scratch directory (``SPARK_LOCAL_DIRS``, which Spark hands its Python
+    workers and removes with the executor), else under the temporary directory.
+
+    Returns:
+        a folder of this process (its pid in the name).
+    """
+    spark_dirs = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(",") if d.strip()]
+    base = spark_dirs[0].strip() if spark_dirs else tempfile.gettempdir()
+    return os.path.join(base, "pyspark-datastream-local", str(os.getpid()))
+
+
 def _file_seq(name: str) -> int:
     try:
         return int(name.split("-", 1)[0])
@@ -183,8 +196,7 @@ class RocksDBKeyGroupStore:
                                else checkpoint_dir.rstrip("/"))
         self.key_serializer = key_serializer
         self.max_parallelism = max_parallelism
-        self.local_dir = local_dir or os.path.join(
-            tempfile.gettempdir(), "pyspark-datastream-local", str(os.getpid()))
+        self.local_dir = local_dir or default_local_dir()
         self.block_cache_size = block_cache_size
         self.write_buffer_size = write_buffer_size
         self.max_open = max_open
