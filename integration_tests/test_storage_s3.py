@@ -221,8 +221,8 @@ def test_a_batch_savepoint_on_s3_restores_into_streaming_and_back(
     through the storage layer from the executors); it equals the same program's savepoint on
     local disk entry for entry; STREAMING restores it and stops with a savepoint on s3a://,
     which BATCH restores again; outputs equal plain-Python counts and the local-disk run."""
-    from test_savepoint_batch import DATA_A, DATA_B
     from helpers import entry_rows as _entry_rows
+    from test_savepoint_batch import DATA_A, DATA_B
 
     bucket = f"s3a://{s3_server.bucket}/batch-handoff"
     out_s3 = _count_run(env_factory, "BATCH", DATA_A, str(tmp_path / "a-s3"), {},
