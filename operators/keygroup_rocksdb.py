@@ -376,8 +376,12 @@ class RocksDBKeyGroupStore:
         """Delete files no committed pointer can reach: not in the previous (still the
         committed one until this batch commits) nor the new pointer, and not newer
         than the previous version (newer ones may belong to a running attempt)."""
-        keep = set(current.files) | set(previous.files if previous else ())
-        limit = previous.seq if previous else 0
+        if previous is None:
+            # nothing is older than a first version (seq <= 0): no listing (on an object
+            # store a LIST per key group and micro-batch is a round trip each)
+            return
+        keep = set(current.files) | set(previous.files)
+        limit = previous.seq
         for name in self.storage.list_names(folder):  # clean-up only: a miss waits a batch
             if name in keep or name.startswith("."):
                 continue
