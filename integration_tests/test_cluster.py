@@ -10,6 +10,11 @@ sessionizing micro-batch (its state reloaded from the checkpoint), that query's 
 batch, and the whole running-reduce query of the second run (the dead executor's key
 groups included). A third run would repeat this at ~15 s more on 2 busy cores.
 
+A second test runs the same program with its source, checkpoint root and Delta sinks on
+the suite's S3 server (workers share no local disk: each has its own scratch, temporary and
+working directories) and checks that the key group state of the killed worker came back
+from S3 and that nothing of the job was written on local disk.
+
 The driver runs in its own process (``cluster_job.py``): this pytest process may already
 have a local SparkContext (the suite's session), and a process has one.
 """
