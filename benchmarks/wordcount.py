@@ -87,12 +87,16 @@ def python_reduce() -> object:
 
 
 def streaming_reduce(spark: object, path: str, schema: object, expected: pd.Series,
-                     python: bool = False) -> float:
+                     python: bool = False, root: str | None = None,
+                     backend: str | None = None) -> float:
     """STREAMING: the same Parquet files read as a file stream, available-now, reduced by
     the traceable lambda (``python``: by :func:`python_reduce`, one call per record).
 
     Every intermediate count is emitted (an upsert stream) into a Parquet file sink;
     the check takes the last (largest) count per word. Returns the query's seconds.
+    ``root``: the folder (a path or an ``s3a://`` URI, left in place) of the job's checkpoint
+    root, its sink's checkpoint and its output, instead of a temporary folder; ``backend``:
+    its ``state.backend.type``.
     """
     import shutil
     import tempfile
@@ -104,10 +108,12 @@ def streaming_reduce(spark: object, path: str, schema: object, expected: pd.Seri
         Types,
     )
 
-    work = tempfile.mkdtemp(prefix="wordcount-streaming-")
+    work = root or tempfile.mkdtemp(prefix="wordcount-streaming-")
     try:
         conf = Configuration()
         conf.set_string("execution.checkpointing.dir", os.path.join(work, "ckpt"))
+        if backend is not None:
+            conf.set_string("state.backend.type", backend)
         env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
         env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
         stream = spark.readStream.schema(schema).parquet(path)  # type: ignore[attr-defined]
@@ -130,7 +136,8 @@ def streaming_reduce(spark: object, path: str, schema: object, expected: pd.Seri
         check([(r[0], r[1]) for r in final], expected, "streaming")
         return seconds
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if root is None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def streaming_floor(spark: object, path: str, schema: object) -> float:

@@ -2,7 +2,12 @@
 standalone cluster (a process has one SparkContext; the pytest process has a local one).
 
 ``python cluster_job.py --master spark://... --staging DIR --src DIR --ckpt DIR --out DIR
---marker DIR --pause KEY,TS``
+--marker DIR --pause KEY,TS [--hadoop-conf JSON] [--conf KEY=VALUE ...]``
+
+``--ckpt`` and ``--out`` may be ``s3a://`` URIs: ``--hadoop-conf`` (``fs.s3a.*`` settings as
+a JSON object) then goes to the session as ``spark.hadoop.*``, with the s3a jars
+(``jars.py``) on the driver's and the executors' class path; the project's Python side reads
+the same settings from the session.
 
 Before round ``r`` the driver moves the Parquet files of ``<staging>/<r>/`` into the source
 folder (mtimes strictly increasing), then runs one available-now execution of the same named
@@ -12,6 +17,7 @@ state, event-time timers) into ``out/sessions``, both on the rocksdb backend. Wh
 sessionizer meets the record ``--pause`` for the first time it writes ``marker/paused.json``
 (its pid and ancestors) and sleeps, so a micro-batch is in flight while the test kills the
 worker running it; the retry of that record elsewhere writes ``marker/resumed-<pid>.json``.
+Every process that handles the pause key writes ``marker/holder-<pid>.json`` once.
 One line per event goes to stdout: ``PDS-EVENT {json}``.
 """
 
@@ -74,6 +80,8 @@ def build_sessionize(pause: tuple[str, int], marker: str):
 
         def process_element(self, value, ctx):
             key, ts, v = value
+            if key == pause[0]:
+                self._holder()
             if (key, ts) == pause:
                 self._pause()
             last = self.last.value()
@@ -92,6 +100,15 @@ def build_sessionize(pause: tuple[str, int], marker: str):
                 yield self._close(ctx.get_current_key())
 
         @staticmethod
+        def _holder():
+            """``marker/holder-<pid>.json`` (its ancestors) the first time this process
+            handles the pause key: the processes that ever held that key's state."""
+            path = os.path.join(marker, f"holder-{os.getpid()}.json")
+            if not os.path.exists(path):
+                _write_json(path, {"pid": os.getpid(), "ancestors": _ancestors(),
+                                   "at": time.time()})
+
+        @staticmethod
         def _pause():
             first = os.path.join(marker, "paused.json")
             info = {"pid": os.getpid(), "ancestors": _ancestors(), "at": time.time()}
@@ -106,20 +123,43 @@ def build_sessionize(pause: tuple[str, int], marker: str):
     return Sessionize()
 
 
+def _s3_publisher(args: argparse.Namespace):
+    """``publish(local_file, name)``: upload into the ``s3a://`` source folder ``--src``
+    (the server of ``--hadoop-conf``)."""
+    from pyarrow import fs
+
+    conf = json.loads(args.hadoop_conf)
+    endpoint = conf["fs.s3a.endpoint"]
+    s3 = fs.S3FileSystem(access_key=conf["fs.s3a.access.key"],
+                         secret_key=conf["fs.s3a.secret.key"],
+                         endpoint_override=endpoint.split("://", 1)[1],
+                         scheme=endpoint.split("://", 1)[0],
+                         region=conf["fs.s3a.endpoint.region"])
+    folder = args.src.split("://", 1)[1].rstrip("/")
+
+    def publish(path: str, name: str) -> None:
+        fs.copy_files(path, f"{folder}/{name}", source_filesystem=fs.LocalFileSystem(),
+                      destination_filesystem=s3)
+
+    return publish
+
+
 def run(args: argparse.Namespace) -> None:
     from pyspark.sql import SparkSession
-    from pyspark_datastream import (
-        Configuration,
-        Duration,
-        RuntimeExecutionMode,
-        StreamExecutionEnvironment,
-        TimestampAssigner,
-        Types,
-        WatermarkStrategy,
-    )
 
     t0 = time.monotonic()
-    spark = (SparkSession.builder.master(args.master).appName("pds-cluster-test")
+    builder = SparkSession.builder
+    if args.hadoop_conf:
+        from jars import class_path
+
+        builder = (builder.config("spark.driver.extraClassPath", class_path())
+                   .config("spark.executor.extraClassPath", class_path()))
+        for key, value in json.loads(args.hadoop_conf).items():
+            builder = builder.config(f"spark.hadoop.{key}", value)
+    for setting in args.conf:
+        key, _, value = setting.partition("=")
+        builder = builder.config(key, value)
+    spark = (builder.master(args.master).appName("pds-cluster-test")
              .config("spark.driver.host", "127.0.0.1")
              .config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.driver.memory", "1g")
@@ -152,6 +192,23 @@ def run(args: argparse.Namespace) -> None:
             raise TimeoutError(f"only {executors()} executors registered in 90 s")
         time.sleep(0.2)
     say(event="executors", n=executors(), seconds=round(time.monotonic() - t0, 1))
+    run_rounds(spark, args, executors)
+    spark.stop()
+    say(event="done", seconds=round(time.monotonic() - t0, 1))
+
+
+def run_rounds(spark, args: argparse.Namespace, executors=lambda: 0) -> None:
+    """The rounds of the job in ``spark`` (any session: the test also runs them
+    uninterrupted in its local one); ``args`` as :func:`main` parses them."""
+    from pyspark_datastream import (
+        Configuration,
+        Duration,
+        RuntimeExecutionMode,
+        StreamExecutionEnvironment,
+        TimestampAssigner,
+        Types,
+        WatermarkStrategy,
+    )
 
     class ByTs(TimestampAssigner):
         def extract_timestamp(self, value, record_timestamp):
@@ -161,11 +218,16 @@ def run(args: argparse.Namespace) -> None:
     sessionize = build_sessionize((pause_key, int(pause_ts)), args.marker)
     mtime = 1_700_000_000
     rounds = sorted(os.listdir(args.staging), key=int)
-    os.makedirs(args.src, exist_ok=True)
+    publish = _s3_publisher(args) if args.src.startswith("s3a://") else None
+    if publish is None:
+        os.makedirs(args.src, exist_ok=True)
     for r in rounds:
         for name in sorted(os.listdir(os.path.join(args.staging, r))):
             mtime += 10
             path = os.path.join(args.staging, r, name)
+            if publish is not None:  # an object's time is its upload: after every earlier round
+                publish(path, name)
+                continue
             os.utime(path, (mtime, mtime))
             os.replace(path, os.path.join(args.src, name))
         t = time.monotonic()
@@ -194,14 +256,14 @@ def run(args: argparse.Namespace) -> None:
         env.execute("cluster-sessions")
         say(event="round", round=int(r), executors=executors(),
             seconds=round(time.monotonic() - t, 1))
-    spark.stop()
-    say(event="done", seconds=round(time.monotonic() - t0, 1))
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     for name in ("master", "staging", "src", "ckpt", "out", "marker", "pause"):
         p.add_argument(f"--{name}", required=True)
+    p.add_argument("--hadoop-conf", default=None)
+    p.add_argument("--conf", action="append", default=[], help="KEY=VALUE, a Spark setting")
     run(p.parse_args())
 
 

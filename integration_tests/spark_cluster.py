@@ -88,7 +88,11 @@ def is_running(p: psutil.Process) -> bool:
 
 
 class StandaloneCluster:
-    """``with StandaloneCluster(workdir, workers=2) as c:`` — master + workers on 127.0.0.1."""
+    """``with StandaloneCluster(workdir, workers=2) as c:`` — master + workers on 127.0.0.1.
+
+    Each worker has its own working directory, Spark scratch, temporary directory and work
+    directory (:meth:`worker_dirs`), as on separate machines: no local disk is shared
+    between workers."""
 
     def __init__(self, workdir: str, workers: int = 2, worker_cores: int = 1,
                  worker_memory: str = "2g") -> None:
@@ -134,14 +138,23 @@ class StandaloneCluster:
         })
         return env
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+    def worker_dirs(self, i: int) -> dict[str, str]:
+        """Worker ``i``'s own folders, shared with no other process of the cluster: ``root``
+        (its working directory, and its executors'), ``local`` (``SPARK_LOCAL_DIRS``: Spark's
+        scratch of its executors), ``tmp`` (``TMPDIR`` of it, its executors and their Python
+        workers) and ``work`` (``--work-dir``: executor logs)."""
+        root = os.path.join(self.workdir, f"worker{i}")
+        return {"root": root, **{d: os.path.join(root, d) for d in ("local", "tmp", "work")}}
+
+    def _spawn(self, name: str, args: list[str], env: Optional[dict[str, str]] = None,
+               cwd: Optional[str] = None) -> subprocess.Popen:
         log_dir = os.path.join(self.workdir, "logs")
         os.makedirs(log_dir, exist_ok=True)
         with open(os.path.join(log_dir, f"{name}.out"), "ab") as log:
             proc = subprocess.Popen(
                 [os.path.join(spark_home(), "bin", "spark-class"), *args],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=self.env(), cwd=self.workdir, start_new_session=True)
+                env=env or self.env(), cwd=cwd or self.workdir, start_new_session=True)
         self._pgids.append(proc.pid)
         self.remember(proc.pid)
         return proc
@@ -180,13 +193,16 @@ class StandaloneCluster:
 
     def start_worker(self, i: int) -> subprocess.Popen:
         ui = free_port()
-        work = os.path.join(self.workdir, f"worker{i}")
-        os.makedirs(work, exist_ok=True)
+        dirs = self.worker_dirs(i)
+        for d in dirs.values():
+            os.makedirs(d, exist_ok=True)
+        env = self.env()
+        env.update({"SPARK_LOCAL_DIRS": dirs["local"], "TMPDIR": dirs["tmp"]})
         proc = self._spawn(f"worker{i}", [
             "org.apache.spark.deploy.worker.Worker", self.master_url, "--host", LOOPBACK,
             "--port", str(free_port()), "--webui-port", str(ui),
             "--cores", str(self.worker_cores), "--memory", self.worker_memory,
-            "--work-dir", work])
+            "--work-dir", dirs["work"]], env=env, cwd=dirs["root"])
         self.workers.append(proc)
         self.worker_ui_ports.append(ui)
         return proc

@@ -98,3 +98,18 @@ def test_wordcount_batch_only_quick(tmp_path):
     assert "streaming_ratio" not in result and "batch_speedup" not in result
     assert result["reduce_ratio"] > 0 and result["sum_ratio"] > 0
     assert result["peak_rss_mib_by_variant"]["reduce"]["python_workers"] > 0
+
+
+@pytest.mark.slow
+def test_wordcount_s3_quick(tmp_path):
+    """The STREAMING WordCount with its checkpoint root, sink checkpoint and output on the S3
+    server against the same job on local disk: both runs' counts equal pandas' (checked in
+    the benchmark) and the job's key group files went to S3."""
+    result = _run("wordcount_s3", str(tmp_path))
+    assert result["benchmark"] == "wordcount_s3" and result["quick"] is True
+    for field in ("local_s", "s3_s", "s3_ratio", "target_met", "runs", "load"):
+        assert field in result, field
+    assert result["results_equal"] is True and result["backend"] == "rocksdb"
+    assert set(result["runs"]) == {"local", "s3"}
+    # a warm-up and a timed run, each writing a version file per key group it touched
+    assert result["s3_key_group_files"] >= 2 * 64

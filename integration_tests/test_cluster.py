@@ -10,19 +10,27 @@ sessionizing micro-batch (its state reloaded from the checkpoint), that query's 
 batch, and the whole running-reduce query of the second run (the dead executor's key
 groups included). A third run would repeat this at ~15 s more on 2 busy cores.
 
+A second test runs the same program with its source, checkpoint root and Delta sinks on
+the suite's S3 server (workers share no local disk: each has its own scratch, temporary and
+working directories) and checks that the key group state of the killed worker came back
+from S3 and that nothing of the job was written on local disk.
+
 The driver runs in its own process (``cluster_job.py``): this pytest process may already
 have a local SparkContext (the suite's session), and a process has one.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
 from collections import Counter
+from typing import Callable, Optional
 
 import psutil
 import pyarrow as pa
@@ -86,10 +94,11 @@ def _session(k, events):
     return (k, events[0][0], events[-1][0], len(events), sum(v for _, v in events))
 
 
-def _read_delta(path: str) -> list[tuple]:
+def _read_delta(path: str, options: Optional[dict] = None) -> list[tuple]:
     from deltalake import DeltaTable
 
-    return sorted(tuple(r.values()) for r in DeltaTable(path).to_pyarrow_table().to_pylist())
+    table = DeltaTable(path, storage_options=options)
+    return sorted(tuple(r.values()) for r in table.to_pyarrow_table().to_pylist())
 
 
 def _wait_for(path: str, proc: subprocess.Popen, timeout: float, log: str) -> None:
@@ -162,36 +171,58 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.slow
-def test_streaming_job_survives_a_worker_sigkill_mid_batch(cluster, tmp_path):
-    started = time.monotonic()
-    rounds = make_input()
-    expected_totals, expected_sessions = model(rounds)
-    staging, marker = tmp_path / "staging", tmp_path / "marker"
-    marker.mkdir()
+def _stage(folder, rounds) -> None:
+    """``folder/<round>/r<round>-f<j>.parquet``: the files the driver publishes per round."""
     for r, files in enumerate(rounds):
-        (staging / str(r)).mkdir(parents=True)
+        (folder / str(r)).mkdir(parents=True)
         for j, rows in enumerate(files):
             pq.write_table(pa.table({
                 "k": [x[0] for x in rows], "ts": pa.array([x[1] for x in rows], pa.int64()),
                 "v": pa.array([x[2] for x in rows], pa.int64())}),
-                staging / str(r) / f"r{r}-f{j}.parquet")
+                folder / str(r) / f"r{r}-f{j}.parquet")
+
+
+def _run_with_worker_kill(cluster, tmp_path, *, src: str, ckpt: str, out: str,
+                          hadoop_conf: Optional[dict] = None, driver_dir=None,
+                          spark_conf: tuple[str, ...] | list[str] = (),
+                          before_kill: Optional[Callable[[dict, int], None]] = None) -> dict:
+    """Start the cluster and the driver (``cluster_job.py``), wait until round 1's
+    sessionizing micro-batch is paused inside process_element on one executor, call
+    ``before_kill(paused, victim)``, SIGKILL that executor's worker and check the job
+    finishes on the survivor: both executors ran round 0, the later rounds ran on one, the
+    interrupted record was processed again under the surviving worker. ``driver_dir``: the
+    driver's own working directory, temporary directory and Spark scratch (``cwd``,
+    ``tmp``, ``local`` under it) instead of the test's folder and the cluster's.
+    Returns ``victim``, ``survivor`` (worker indexes), ``paused``, ``events``, ``marks``."""
+    started = time.monotonic()
+    rounds = make_input()
+    staging, marker = tmp_path / "staging", tmp_path / "marker"
+    marker.mkdir()
+    _stage(staging, rounds)
     pause_key, pause_ts = _pause_record(rounds)
     driver_log = str(tmp_path / "driver.log")
 
     # the driver boots while the workers register; it waits for its two executors
     cluster.start(timeout=90, wait_for_workers=False)
-    env = cluster.env()
+    env, cwd = cluster.env(), str(tmp_path)
+    if driver_dir is not None:
+        for d in ("cwd", "tmp", "local"):
+            (driver_dir / d).mkdir(parents=True, exist_ok=True)
+        env.update({"TMPDIR": str(driver_dir / "tmp"),
+                    "SPARK_LOCAL_DIRS": str(driver_dir / "local")})
+        cwd = str(driver_dir / "cwd")
     marks = {"master up": time.monotonic() - started}
+    extra = ["--hadoop-conf", json.dumps(hadoop_conf)] if hadoop_conf else []
+    for setting in spark_conf:
+        extra += ["--conf", setting]
     with open(driver_log, "wb") as log:
         driver = subprocess.Popen(
             [sys.executable, os.path.join(HERE, "cluster_job.py"),
              "--master", cluster.master_url, "--staging", str(staging),
-             "--src", str(tmp_path / "in"), "--ckpt", str(tmp_path / "ckpt"),
-             "--out", str(tmp_path / "out"), "--marker", str(marker),
-             "--pause", f"{pause_key},{pause_ts}"],
+             "--src", src, "--ckpt", ckpt, "--out", out, "--marker", str(marker),
+             "--pause", f"{pause_key},{pause_ts}", *extra],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-            cwd=str(tmp_path), start_new_session=True)
+            cwd=cwd, start_new_session=True)
     cluster.adopt(driver)  # killed with the cluster at teardown, whatever happens
     cluster.wait_for_workers(2, timeout=90)
     marks["workers up"] = time.monotonic() - started
@@ -209,6 +240,8 @@ def test_streaming_job_survives_a_worker_sigkill_mid_batch(cluster, tmp_path):
     # still sleeping inside process_element, and round 1 not reported finished
     assert time.time() - paused["at"] < PAUSE_LIMIT_S - 30
     assert [e["round"] for e in _events(driver_log) if e["event"] == "round"] == [0]
+    if before_kill is not None:
+        before_kill(paused, victim)
     killed = cluster.kill_worker(victim)  # worker JVM, executor JVM, Python daemon + workers
     assert paused["pid"] in killed and not _alive(paused["pid"])
     assert any("CoarseGrainedExecutorBackend" in c for c in killed.values()), killed
@@ -229,17 +262,130 @@ def test_streaming_job_survives_a_worker_sigkill_mid_batch(cluster, tmp_path):
     # worker under the surviving worker's JVM
     resumed = [json.loads(p.read_text()) for p in marker.glob("resumed-*.json")]
     assert resumed, "the interrupted micro-batch was never retried"
-    survivor = cluster.workers[1 - victim].pid
-    assert all(survivor in r["ancestors"] for r in resumed), (resumed, survivor)
+    survivor = 1 - victim
+    assert all(cluster.workers[survivor].pid in r["ancestors"] for r in resumed), \
+        (resumed, cluster.workers[survivor].pid)
     assert cluster.alive_workers() == 1
+    return {"victim": victim, "survivor": survivor, "paused": paused, "events": events,
+            "marks": marks, "resumed": resumed}
 
-    totals = _read_delta(str(tmp_path / "out" / "totals"))
-    sessions = _read_delta(str(tmp_path / "out" / "sessions"))
-    # Compared as deduplicated sets first (STREAMING sinks are documented at-least-once),
-    # then for duplicates: here only tasks were retried, no micro-batch ran twice, so even
-    # an at-least-once sink must not write a row twice — a duplicate is a bug, not noise.
+
+def _check_outputs(totals: list[tuple], sessions: list[tuple]) -> None:
+    """The model's rows; compared as deduplicated sets first (STREAMING sinks are
+    documented at-least-once), then for duplicates: here only tasks were retried, no
+    micro-batch ran twice, so even an at-least-once sink must not write a row twice — a
+    duplicate is a bug, not noise."""
+    expected_totals, expected_sessions = model(make_input())
     assert sorted(set(totals)) == expected_totals
     assert sorted(set(sessions)) == expected_sessions
     dups = {r: n for r, n in Counter(totals + sessions).items() if n > 1}
     assert not dups, f"rows written more than once after the worker kill: {dups}"
-    print(f"cluster test: {({k: round(v, 1) for k, v in marks.items()})}; driver: {events}")
+
+
+@pytest.mark.slow
+def test_streaming_job_survives_a_worker_sigkill_mid_batch(cluster, tmp_path):
+    run = _run_with_worker_kill(cluster, tmp_path, src=str(tmp_path / "in"),
+                                ckpt=str(tmp_path / "ckpt"), out=str(tmp_path / "out"))
+    _check_outputs(_read_delta(str(tmp_path / "out" / "totals")),
+                   _read_delta(str(tmp_path / "out" / "sessions")))
+    print(f"cluster test: {({k: round(v, 1) for k, v in run['marks'].items()})}; "
+          f"driver: {run['events']}")
+
+
+#: names of the job's own files (manifest, key group versions, Spark's checkpoint, Delta,
+#: Parquet): none may be on a worker's or the driver's local disk when the job lives on S3
+_JOB_FILE = re.compile(r"(^|/)(_job\.json|_delta_log|_spark_metadata|offsets|commits|sources"
+                       r"|metadata)(/|$)|\.(base|delta|parquet|crc)$")
+#: the RocksDB working copies of a worker process, in its executor's Spark scratch
+_LOCAL_COPY = re.compile(r"/blockmgr-[^/]+/pyspark-datastream-local/(\d+)/kg(\d+)-(\d+)-[^/]+/")
+
+
+def _files(root) -> list[str]:
+    """Every file under ``root``, relative."""
+    return sorted(os.path.relpath(os.path.join(d, f), root)
+                  for d, _, names in os.walk(root) for f in names)
+
+
+def _not_spark_scratch(cluster, driver_dir) -> list[str]:
+    """Files of the workers' and the driver's local folders that are not Spark's own:
+    anything outside Spark's scratch (``local``) and the executors' logs, or named like a
+    file of the job anywhere (the RocksDB working copies in the scratch are the only thing
+    of the project there: caches of the version files on S3)."""
+    bad = []
+    roots = [(f"worker{i}", cluster.worker_dirs(i)["root"]) for i in range(cluster.n_workers)]
+    for who, root in [*roots, ("driver", str(driver_dir))]:
+        for rel in _files(root):
+            scratch = rel.startswith("local/")
+            log = re.fullmatch(r"work/app-[^/]+/\d+/(stdout|stderr)", rel)
+            if _JOB_FILE.search(rel) and not _LOCAL_COPY.search("/" + rel) or \
+                    not (scratch or log):
+                bad.append(f"{who}/{rel}")
+    return bad
+
+
+@pytest.mark.slow
+def test_state_on_s3_is_rebuilt_after_the_worker_holding_it_is_killed(
+        cluster, spark, s3_server, tmp_path):
+    """Checkpoint root, source and Delta sinks on s3a:// (moto); workers without a shared
+    local disk. The worker killed is the one whose Python worker holds the pause key's
+    RocksDB key group (its working copy in that executor's Spark scratch) and is the only
+    one that ever handled that key; the survivor, with no copy of it, rebuilds the key group
+    from its version files on S3 and the outputs equal an uninterrupted run (in the suite's
+    local session, on local disk) and the plain-Python model."""
+    from cluster_job import run_rounds
+
+    base = f"s3a://{s3_server.bucket}/cluster-{os.getpid()}-{int(time.time())}"
+    prefix = base.split("/", 3)[3]
+    driver_dir = tmp_path / "driver"
+    seen: dict = {}
+
+    def before_kill(paused: dict, victim: int) -> None:
+        # the paused Python worker's RocksDB copies, in its executor's Spark scratch
+        local = cluster.worker_dirs(victim)["local"]
+        copies = {m.group(2) for rel in _files(local)
+                  if (m := _LOCAL_COPY.search("/" + rel)) and int(m.group(1)) == paused["pid"]}
+        assert copies, _files(local)
+        keys = s3_server.keys(prefix + "/ckpt/")
+        kg_files = [k for k in keys if re.search(r"/kg-\d+/\d+-\w+\.(base|delta)$", k)]
+        assert {int(k.split("/kg-")[1].split("/")[0]) for k in kg_files} >= \
+            {int(g) for g in copies}, (copies, kg_files)
+        seen.update(mid_run=_not_spark_scratch(cluster, driver_dir), kgs=copies,
+                    kg_files=set(kg_files), holders={
+                        int(p.name[7:-5]) for p in (tmp_path / "marker").glob("holder-*")})
+
+    run = _run_with_worker_kill(
+        cluster, tmp_path, src=f"{base}/in", ckpt=f"{base}/ckpt", out=f"{base}/out",
+        hadoop_conf=s3_server.hadoop_conf(), driver_dir=driver_dir, before_kill=before_kill,
+        # a Python worker per task: the retry's process holds no copy of anything, so
+        # whatever it had on another run cannot stand in for the state on S3
+        spark_conf=["spark.python.worker.reuse=false"])
+    # the retried record ran in a process that had never handled its key: it rebuilt the
+    # key group from the version files on S3 (no disk is shared with the killed worker)
+    assert not {r["pid"] for r in run["resumed"]} & seen["holders"], (run["resumed"], seen)
+    # ... and wrote the next versions there
+    after = set(s3_server.keys(prefix + "/ckpt/")) - seen["kg_files"]
+    assert any(re.search(r"/kg-\d+/\d+-\w+\.(base|delta)$", k) for k in after), after
+    # nothing of the job on local disk, mid-run (both workers up) or at the end
+    assert seen["mid_run"] == [], seen["mid_run"]
+    assert _not_spark_scratch(cluster, driver_dir) == []
+    print({i: _files(cluster.worker_dirs(i)["root"])[:40] for i in range(2)},
+          _files(driver_dir)[:40])
+
+    options = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ACCESS_KEY_ID": "testing-access",
+               "AWS_SECRET_ACCESS_KEY": "testing-secret", "AWS_REGION": "us-east-1",
+               "AWS_ALLOW_HTTP": "true"}
+    totals = _read_delta(f"{base}/out/totals", options)
+    sessions = _read_delta(f"{base}/out/sessions", options)
+    _check_outputs(totals, sessions)
+
+    # the same rounds uninterrupted, on local disk, in the suite's local session
+    local = tmp_path / "uninterrupted"
+    _stage(local / "staging", make_input())
+    (local / "marker").mkdir()
+    run_rounds(spark, argparse.Namespace(
+        staging=str(local / "staging"), src=str(local / "in"), ckpt=str(local / "ckpt"),
+        out=str(local / "out"), marker=str(local / "marker"), pause="-,-1", hadoop_conf=None))
+    assert sorted(set(totals)) == sorted(set(_read_delta(str(local / "out" / "totals"))))
+    assert sorted(set(sessions)) == sorted(set(_read_delta(str(local / "out" / "sessions"))))
+    print(f"cluster S3 test: {({k: round(v, 1) for k, v in run['marks'].items()})}; "
+          f"driver: {run['events']}")

@@ -147,9 +147,11 @@ class StorageOptions:
         """Keyword arguments of ``pyarrow.fs.S3FileSystem`` for these options.
 
         Returns:
-            the arguments (empty: the environment's defaults).
+            the arguments (beyond ``allow_delayed_open``: the environment's defaults).
         """
-        kw: dict[str, Any] = {}
+        # a whole file is written at once (open_output buffers it): with a delayed open a
+        # small one is one PutObject instead of a multipart upload's three round trips
+        kw: dict[str, Any] = {"allow_delayed_open": True}
         if self.s3_access_key or self.s3_secret_key:
             kw["access_key"] = self.s3_access_key
             kw["secret_key"] = self.s3_secret_key

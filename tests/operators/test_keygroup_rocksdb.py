@@ -268,3 +268,17 @@ def test_key_group_state_much_larger_than_the_cache_stays_on_disk(tmp_path):
     m = backend.get_state(MapStateDescriptor("blob", Types.LONG(), BytesSerializer.INSTANCE))
     assert n == per_key[keys[1]] > 0 and sum(1 for _ in m.keys()) == n
     drop_local_copies()
+
+
+def test_local_copies_go_to_the_executors_spark_scratch_when_it_has_one(monkeypatch, tmp_path):
+    """Spark hands its Python workers SPARK_LOCAL_DIRS (the executor's scratch, removed with
+    the executor); without it the copies go under the temporary directory."""
+    import tempfile
+
+    from pyspark_datastream.operators.keygroup_rocksdb import default_local_dir
+
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", f"{tmp_path / 'a'},{tmp_path / 'b'}")
+    assert default_local_dir() == str(tmp_path / "a" / "pyspark-datastream-local" /
+                                      str(os.getpid()))
+    monkeypatch.delenv("SPARK_LOCAL_DIRS")
+    assert default_local_dir().startswith(tempfile.gettempdir() + os.sep)

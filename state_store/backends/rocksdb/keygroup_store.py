@@ -27,7 +27,7 @@ from .backend import RocksDBKeyedStateBackend
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ...serializers import TypeSerializer
 
-__all__ = ["RocksDBKeyGroupStore", "VersionPointer", "drop_local_copies"]
+__all__ = ["RocksDBKeyGroupStore", "VersionPointer", "default_local_dir", "drop_local_copies"]
 
 #: Format tag of a RocksDB key group pointer (the only thing kept in GroupState): JSON
 #: since v2; v1 (a pickled tuple of plain values) is still read, by an unpickler that
@@ -133,6 +133,19 @@ class _LocalCopy:
     timers: set[bytes]
 
 
+def default_local_dir() -> str:
+    """Where a worker process keeps its local copies when no ``local_dir`` is given: under
+    the executor's Spark scratch directory (``SPARK_LOCAL_DIRS``, which Spark hands its Python
+    workers and removes with the executor), else under the temporary directory.
+
+    Returns:
+        a folder of this process (its pid in the name).
+    """
+    spark_dirs = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(",") if d.strip()]
+    base = spark_dirs[0].strip() if spark_dirs else tempfile.gettempdir()
+    return os.path.join(base, "pyspark-datastream-local", str(os.getpid()))
+
+
 def _file_seq(name: str) -> int:
     try:
         return int(name.split("-", 1)[0])
@@ -183,8 +196,7 @@ class RocksDBKeyGroupStore:
                                else checkpoint_dir.rstrip("/"))
         self.key_serializer = key_serializer
         self.max_parallelism = max_parallelism
-        self.local_dir = local_dir or os.path.join(
-            tempfile.gettempdir(), "pyspark-datastream-local", str(os.getpid()))
+        self.local_dir = local_dir or default_local_dir()
         self.block_cache_size = block_cache_size
         self.write_buffer_size = write_buffer_size
         self.max_open = max_open
@@ -364,8 +376,12 @@ class RocksDBKeyGroupStore:
         """Delete files no committed pointer can reach: not in the previous (still the
         committed one until this batch commits) nor the new pointer, and not newer
         than the previous version (newer ones may belong to a running attempt)."""
-        keep = set(current.files) | set(previous.files if previous else ())
-        limit = previous.seq if previous else 0
+        if previous is None:
+            # nothing is older than a first version (seq <= 0): no listing (on an object
+            # store a LIST per key group and micro-batch is a round trip each)
+            return
+        keep = set(current.files) | set(previous.files)
+        limit = previous.seq
         for name in self.storage.list_names(folder):  # clean-up only: a miss waits a batch
             if name in keep or name.startswith("."):
                 continue
