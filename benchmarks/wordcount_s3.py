@@ -46,10 +46,10 @@ def main() -> None:
                              "files under the checkpoint root)")
     parser.add_argument("--repeat", type=int, default=1, help="timed runs per variant (median)")
     parser.add_argument("--quick", action="store_true",
-                        help="200k records, 20k keys (a smoke run)")
+                        help="50k records, 5k keys (a smoke run)")
     args = parser.parse_args()
     if args.quick:
-        args.records, args.keys = 200_000, 20_000
+        args.records, args.keys = 50_000, 5_000
 
     from pyspark.sql import SparkSession
 

@@ -155,6 +155,7 @@ def test_the_delta_writer_spark_conf_is_checked_when_the_job_is_built(spark, env
                                                                       tmp_path):
     from pyspark_datastream import ConfigurationError
 
+    before = spark.conf.get("pyspark_datastream.delta.writer", None)
     spark.conf.set("pyspark_datastream.delta.writer", "deltars")
     try:
         env = env_factory("BATCH")
@@ -164,8 +165,11 @@ def test_the_delta_writer_spark_conf_is_checked_when_the_job_is_built(spark, env
                                                      r"delta-rs, got 'deltars'"):
             env.execute("bad-writer")
         assert not (tmp_path / "out").exists()
-    finally:
-        spark.conf.unset("pyspark_datastream.delta.writer")
+    finally:  # the session's setting as it was: later tests of this process depend on it
+        if before is None:
+            spark.conf.unset("pyspark_datastream.delta.writer")
+        else:
+            spark.conf.set("pyspark_datastream.delta.writer", before)
 
 
 @pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])

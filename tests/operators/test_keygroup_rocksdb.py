@@ -275,7 +275,7 @@ def test_local_copies_go_to_the_executors_spark_scratch_when_it_has_one(monkeypa
     the executor); without it the copies go under the temporary directory."""
     import tempfile
 
-    from pyspark_datastream.operators.keygroup_rocksdb import default_local_dir
+    from pyspark_datastream.state_store.backends.rocksdb.keygroup_store import default_local_dir
 
     monkeypatch.setenv("SPARK_LOCAL_DIRS", f"{tmp_path / 'a'},{tmp_path / 'b'}")
     assert default_local_dir() == str(tmp_path / "a" / "pyspark-datastream-local" /
