@@ -132,9 +132,7 @@ class KeyedTotal(KeyedProcessFunction):
         total[1] += value
         self.total.update(total)
         yield total
-        ctx.output(SIDE, total)
-        total[1] += 1000  # changed after emission, never stored again: not seen anywhere
-        total[1] -= 1000
+        ctx.output(SIDE, total)  # the key's next record changes this very Row (heap state)
 
 
 class KeyedYieldThenChange(KeyedProcessFunction):
