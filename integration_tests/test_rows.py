@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import pytest
 from pyspark_datastream import (
+    FlatMapFunction,
     GraphBuildError,
     KeyedProcessFunction,
+    MapFunction,
     OutputTag,
     OutputTypeError,
+    ProcessFunction,
     Row,
     Time,
     TumblingEventTimeWindows,
@@ -307,3 +310,123 @@ def test_each_consumer_of_a_stream_gets_its_own_copy_of_a_row(env_factory, tmp_p
                      if line.startswith(("changed> ", "seen> ")))
     assert printed == sorted([f"changed> Row(id={i}, n={n + 1000})" for i, n in PAIRS]
                              + [f"seen> Row(id={i}, n={n})" for i, n in PAIRS])
+
+
+# --------------------------------------------------------------------------------------------
+# PyFlink encodes a record (or hands it to the next chained operator) when a function yields
+# it: changing a Row after emitting it does not change what was emitted. The expected values
+# come from a plain-Python model that runs the same functions and copies each record at the
+# moment it is emitted.
+# --------------------------------------------------------------------------------------------
+CHANGED = OutputTag("changed", PAIR)
+
+
+def _model(emitted):
+    """What Flink keeps of each emitted record: its values when it is emitted."""
+    return [tuple(r) for r in emitted]
+
+
+def _yield_then_change(value):
+    r = Row(id=value.id, n=value.n)
+    yield r
+    r[1] += 1
+    yield r
+
+
+class YieldThenChange(FlatMapFunction):
+    def flat_map(self, value):
+        return _yield_then_change(value)
+
+
+class YieldThenChangeProcess(ProcessFunction):
+    def process_element(self, value, ctx):
+        yield from _yield_then_change(value)
+        side = Row(id=value.id, n=-value.n)
+        ctx.output(CHANGED, side)
+        side[1] = 0  # after ctx.output: not seen
+
+
+def _twice(value):
+    r = Row(id=value.id, n=value.n)
+    return [r, r]
+
+
+def _add_thousand(r):
+    r[1] += 1000
+    return r
+
+
+class RunningTotalInSelf(MapFunction):
+    """One Row kept in ``self`` as a running total, returned after each update."""
+
+    def open(self, runtime_context):
+        self.total = Row(id=0, n=0)
+
+    def map(self, value):
+        self.total[1] += value.n
+        return self.total
+
+
+class RunningTotalInState(KeyedProcessFunction):
+    """A running total kept as a Row in a ValueState and changed in place."""
+
+    def open(self, runtime_context):
+        self.state = runtime_context.get_state(
+            ValueStateDescriptor("total", Types.PICKLED_BYTE_ARRAY()))
+
+    def process_element(self, value, ctx):
+        total = self.state.value()
+        if total is None:
+            total = Row(id=value.id, n=0)
+        total[1] += value.n
+        self.state.update(total)
+        yield total
+        ctx.output(CHANGED, total)  # the next record of the key changes this Row
+
+
+ONES = [(k, 1) for k in (1, 2, 3) for _ in range(4)]  # running totals independent of order
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_a_row_changed_after_it_is_emitted(env_factory, tmp_path, mode):
+    env = env_factory(mode, _conf(tmp_path))
+    env.set_parallelism(1)
+    src = env.from_collection(PAIRS, type_info=PAIR)
+    flat = src.flat_map(YieldThenChange(), output_type=PAIR)
+    plain = src.flat_map(_yield_then_change, output_type=PAIR)  # the plain-function path
+    processed = src.process(YieldThenChangeProcess(), output_type=PAIR)
+    twice = src.flat_map(_twice, output_type=PAIR).map(_add_thousand, output_type=PAIR)
+    got = {name: sorted(ds.execute_and_collect()) for name, ds in [
+        ("flat", flat), ("plain", plain), ("process", processed), ("twice", twice),
+        ("side", processed.get_side_output(CHANGED))]}
+    inputs = [Row(id=i, n=n) for i, n in PAIRS]
+    changed = sorted(_model(r for v in inputs for r in _yield_then_change(v)))
+    assert changed[:2] == [(1, 10), (1, 11)]
+    assert got["flat"] == got["plain"] == got["process"] == changed
+    assert got["side"] == sorted((i, -n) for i, n in PAIRS)
+    assert got["twice"] == sorted(_model(_add_thousand(Row(*r)) for v in inputs
+                                         for r in _twice(v)))
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_a_running_total_row_emitted_after_each_update(env_factory, tmp_path, mode):
+    env = env_factory(mode, _conf(tmp_path))
+    env.set_parallelism(1)
+    src = env.from_collection(ONES, type_info=PAIR)
+    # one key: every record reaches the same subtask, so one function instance
+    in_self = src.key_by(lambda r: 0).map(RunningTotalInSelf(), output_type=PAIR)
+    in_state = src.key_by(lambda r: r.id).process(RunningTotalInState(), output_type=PAIR)
+    got_self = sorted(in_self.execute_and_collect())
+    got_state = sorted(in_state.execute_and_collect())
+    got_side = sorted(in_state.get_side_output(CHANGED).execute_and_collect())
+
+    model = RunningTotalInSelf()
+    model.open(None)
+    assert got_self == sorted(_model(model.map(Row(id=k, n=n)) for k, n in ONES))
+    assert got_self == [(0, n) for n in range(1, 13)]
+    totals: dict[int, int] = {}
+    expected = []
+    for k, n in ONES:  # the keyed model: a copy of the total per emission
+        totals[k] = totals.get(k, 0) + n
+        expected.append((k, totals[k]))
+    assert got_state == got_side == sorted(expected)

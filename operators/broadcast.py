@@ -46,6 +46,7 @@ from ..state_store.exceptions import (
     StateError,
 )
 from ..state_store.namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
+from ..state_store.row import take_emitted
 from .base import Output, raise_named_serialization_error, user_function_error
 from .broadcast_functions import (
     BroadcastProcessFunction,
@@ -354,7 +355,7 @@ class _ContextBase:
             raise GraphBuildError(
                 f"operator {self.operator.operator_name!r}: ctx.output() needs an OutputTag as "
                 f"first argument, got {type(output_tag).__name__} {output_tag!r:.60}")
-        self.side_outputs.append(Output(output_tag.tag_id, value, self.element_timestamp))
+        self.side_outputs.append(Output(output_tag.tag_id, take_emitted(value), self.element_timestamp))
 
     def get_broadcast_state(self, state_descriptor: Any) -> Any:
         view = self.views.get(getattr(state_descriptor, "name", None))  # type: ignore[arg-type]

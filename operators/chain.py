@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..state_store.exceptions import DataStreamError, GraphBuildError, SerializationError
 from ..state_store.keygroups import check_max_parallelism
+from ..state_store.row import Row, take_emitted
 from .base import OperatorConfig, Output, user_function_error
 from .context import ProcessContextImpl, RuntimeContext
 from .exceptions import JobExecutionError
@@ -139,8 +140,10 @@ def _emit_generated(
         except Exception as exc:
             raise user_function_error(name, what, record, exc) from exc
         if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-            append(Output(item[0].tag_id, item[1], ts))
+            append(Output(item[0].tag_id, take_emitted(item[1]), ts))
         else:
+            if isinstance(item, Row):  # taken when emitted (see take_emitted)
+                item = take_emitted(item)
             nxt(item, ts)
 
 
@@ -252,6 +255,8 @@ class StatelessChain:
                     raise
                 except Exception as exc:
                     raise user_function_error(op_name, what, value, exc) from exc
+                if isinstance(result, Row):  # taken when emitted (see take_emitted)
+                    result = take_emitted(result)
                 nxt(result, ts)
 
             return run_map
@@ -293,6 +298,8 @@ class StatelessChain:
                         raise
                     except Exception as exc:
                         raise user_function_error(op_name, what, value, exc) from exc
+                    if isinstance(item, Row):  # taken when emitted (see take_emitted)
+                        item = take_emitted(item)
                     nxt(item, ts)
 
             return run_flat_map
@@ -458,12 +465,12 @@ class CoStatelessOperator:
                 raise
             except Exception as exc:
                 raise user_function_error(op_name, what, value, exc) from exc
-            out.append(Output(None, result, timestamp))
+            out.append(Output(None, take_emitted(result), timestamp))
             return out
         append = out.append
 
         def main(item: Any, ts: int | None) -> None:
-            append(Output(None, item, ts))
+            append(Output(None, take_emitted(item), ts))
 
         if isinstance(fn, CoFlatMapFunction):
             what = "flat_map2" if second else "flat_map1"

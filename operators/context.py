@@ -20,6 +20,7 @@ from ..state_store.descriptors import (
     ValueStateDescriptor,
 )
 from ..state_store.exceptions import GraphBuildError, StateDescriptorError, StateError
+from ..state_store.row import take_emitted
 from .base import OperatorConfig, Output
 from .functions import Context as _Context
 from .functions import KeyedContext, OnTimerContext, OutputTag, TimeDomain, TimerService
@@ -180,7 +181,7 @@ class ProcessContextImpl(_Context):
         return self._timer_service
 
     def output(self, output_tag: OutputTag, value: Any) -> None:
-        self.side_outputs.append(Output(_check_tag(output_tag, self._operator_name), value, self.element_timestamp))
+        self.side_outputs.append(Output(_check_tag(output_tag, self._operator_name), take_emitted(value), self.element_timestamp))
 
 
 class KeyedContextImpl(KeyedContext):
@@ -207,7 +208,7 @@ class KeyedContextImpl(KeyedContext):
         return self._backend.get_current_key()
 
     def output(self, output_tag: OutputTag, value: Any) -> None:
-        self.side_outputs.append(Output(_check_tag(output_tag, self._operator_name), value, self.element_timestamp))
+        self.side_outputs.append(Output(_check_tag(output_tag, self._operator_name), take_emitted(value), self.element_timestamp))
 
 
 class OnTimerContextImpl(OnTimerContext):
@@ -245,4 +246,4 @@ class OnTimerContextImpl(OnTimerContext):
         return self.timer_domain
 
     def output(self, output_tag: OutputTag, value: Any) -> None:
-        self.side_outputs.append(Output(_check_tag(output_tag, self._operator_name), value, self.element_timestamp))
+        self.side_outputs.append(Output(_check_tag(output_tag, self._operator_name), take_emitted(value), self.element_timestamp))

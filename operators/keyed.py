@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ..state_store.descriptors import ValueStateDescriptor
 from ..state_store.exceptions import DataStreamError, GraphBuildError, SerializationError
 from ..state_store.namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
+from ..state_store.row import Row, take_emitted
 from ..state_store.serializers import PickleSerializer
 from ..state_store.ttl import ttl_time_provider
 from .base import (
@@ -95,8 +96,10 @@ def collect_outputs(result: Any, out: list[Output], ts: int | None) -> None:
     append = out.append
     for item in result:
         if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-            append(Output(item[0].tag_id, item[1], ts))
+            append(Output(item[0].tag_id, take_emitted(item[1]), ts))
         else:
+            if isinstance(item, Row):  # taken when emitted (see take_emitted)
+                item = take_emitted(item)
             append(_new_tuple(Output, (None, item, ts)))
 
 
@@ -525,8 +528,10 @@ class _ProcessOperatorBase(AbstractKeyedOperator):
                     for item in result:  # collect_outputs, inlined
                         if (type(item) is tuple and len(item) == 2
                                 and isinstance(item[0], OutputTag)):
-                            append(Output(item[0].tag_id, item[1], timestamp))
+                            append(Output(item[0].tag_id, take_emitted(item[1]), timestamp))
                         else:
+                            if isinstance(item, Row):  # taken when emitted
+                                item = take_emitted(item)
                             append(_new_tuple(Output, (None, item, timestamp)))
         except Exception as exc:
             self._on_timer_failed(exc, timestamp, _EVENT_TIME)
@@ -573,8 +578,10 @@ class KeyedProcessOperator(_ProcessOperatorBase):
                 append = out.append
                 for item in result:
                     if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-                        append(Output(item[0].tag_id, item[1], timestamp))
+                        append(Output(item[0].tag_id, take_emitted(item[1]), timestamp))
                     else:
+                        if isinstance(item, Row):  # taken when emitted (see take_emitted)
+                            item = take_emitted(item)
                         append(_new_tuple(Output, (None, item, timestamp)))
         except SerializationError as exc:
             raise_named_serialization_error(exc, self.operator_name, self._what, value)
@@ -711,7 +718,7 @@ class ReduceOperator(AbstractKeyedOperator):
                 self._update(result)
                 return _EMPTY
         self._update(result)
-        return [_new_tuple(Output, (None, result, timestamp))]
+        return [_new_tuple(Output, (None, take_emitted(result), timestamp))]
 
     def on_event_time(self, timestamp: int, namespace: Any) -> list[Output] | tuple[Output, ...]:
         value = self._value()

@@ -45,7 +45,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
-__all__ = ["Row", "make_row", "named_row_class"]
+__all__ = ["Row", "make_row", "named_row_class", "take_emitted"]
 
 _new = tuple.__new__
 _tuple_item = tuple.__getitem__
@@ -265,6 +265,24 @@ def _make_row(field_names: Sequence[str] | None, values: Iterable[Any]) -> Row:
 #: private name: every pickled Row refers to it by that name (``Row.__reduce__``), so
 #: pickles stay byte-identical and readable by earlier versions.
 make_row = _make_row
+
+
+def take_emitted(value: Any) -> Any:
+    """The record an operator keeps when a user function emits ``value``.
+
+    PyFlink encodes a record (or hands it to the next chained operator) when it is
+    yielded, so changing a Row after emitting it does not change what was emitted. A Row
+    is therefore copied here (a shallow copy of the same class, so field names are kept);
+    nested mutable values inside it, and every other value, are kept as they are.
+
+    Args:
+        value: the emitted value.
+    Returns:
+        A new Row equal to ``value`` if it is a Row, else ``value`` itself.
+    """
+    if isinstance(value, Row):
+        return _new(type(value), value)
+    return value
 
 
 def _as_plain(value: Any) -> Any:

@@ -39,6 +39,7 @@ from typing import Any
 from ...state_store.descriptors import StateDescriptor, ValueStateDescriptor
 from ...state_store.exceptions import DataStreamError, GraphBuildError, StateError
 from ...state_store.namespaces import MAX_LONG, TimeWindow
+from ...state_store.row import take_emitted
 from ...state_store.serializers import PickleSerializer
 from ..base import Output, user_function_error
 from ..exceptions import JobExecutionError
@@ -158,7 +159,7 @@ class _ProcessWindowContext(ProcessWindowFunction.Context):
                 f"operator {self.op.operator_name!r}: context.output() needs an OutputTag, "
                 f"got {output_tag!r:.60}"
             )
-        self._out.append(Output(output_tag.tag_id, value, self._window.max_timestamp()))
+        self._out.append(Output(output_tag.tag_id, take_emitted(value), self._window.max_timestamp()))
 
 
 class _AssignerContext(WindowAssignerContext):

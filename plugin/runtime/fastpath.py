@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from ..operators.base import user_function_error
 from ..state_store.exceptions import DataStreamError, SerializationError
+from ..state_store.row import Row, take_emitted
 
 __all__ = ["compile_chain", "FastKeyedOutput", "plain_callable"]
 
@@ -60,7 +61,8 @@ def compile_chain(stages: list[tuple[str, Any]], name: str) -> Optional[Callable
             return None
         if kind == "map":
             def body(vs: list[Any], ts: list[Any], f: Any = fn) -> tuple[list[Any], list[Any]]:
-                return [f(v) for v in vs], ts
+                # a Row is taken when emitted (see take_emitted)
+                return [take_emitted(r) if isinstance(r := f(v), Row) else r for v in vs], ts
         elif kind == "filter":
             def body(vs: list[Any], ts: list[Any], f: Any = fn) -> tuple[list[Any], list[Any]]:
                 keep = [bool(f(v)) for v in vs]
@@ -74,7 +76,7 @@ def compile_chain(stages: list[tuple[str, Any]], name: str) -> Optional[Callable
                     if produced is None:
                         continue
                     for x in produced:
-                        out_v.append(x)
+                        out_v.append(take_emitted(x) if isinstance(x, Row) else x)
                         out_t.append(t)
                 return out_v, out_t
         elif kind == "timestamps":

@@ -24,6 +24,7 @@ from ..operators.instances import SubtaskInstance, run_instances
 from ..state_store.backends import HEAP, SINGLE_KEY, get_backend
 from ..state_store.bulk import paused_gc as gc_paused  # a call's acyclic objects: no GC
 from ..state_store.exceptions import GraphBuildError
+from ..state_store.row import take_emitted
 from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decoder
 from .entry_files import EntryFiles
 from .fastpath import FastKeyedOutput, compile_chain
@@ -458,7 +459,7 @@ def _sorted_reduce(function: Any, rows: Iterator[tuple[Any, ...]], name: str) ->
     for key, _ts, value, _side in rows:
         if key != current:
             if current is not _NO_KEY:
-                yield Output(None, acc, MAX_WATERMARK)
+                yield Output(None, take_emitted(acc), MAX_WATERMARK)
             current, acc = key, value
             continue
         try:
@@ -466,7 +467,7 @@ def _sorted_reduce(function: Any, rows: Iterator[tuple[Any, ...]], name: str) ->
         except Exception as exc:  # noqa: BLE001
             raise user_function_error(name, "reduce", value, exc) from exc
     if current is not _NO_KEY:
-        yield Output(None, acc, MAX_WATERMARK)
+        yield Output(None, take_emitted(acc), MAX_WATERMARK)
 
 
 _NO_KEY = object()
@@ -535,7 +536,7 @@ def _sorted_reduce_by_field(function: Any, batches: Iterator[pa.RecordBatch], de
                         raise user_function_error(name, "reduce", value, exc) from exc
                 else:
                     if current is not _NO_KEY:
-                        out.append(Output(None, acc, MAX_WATERMARK))
+                        out.append(Output(None, take_emitted(acc), MAX_WATERMARK))
                     current, acc = k, value
         else:
             ends = starts[1:] + [n]
@@ -545,14 +546,14 @@ def _sorted_reduce_by_field(function: Any, batches: Iterator[pa.RecordBatch], de
                     acc = _fold_run(reduce, fold, acc, values, s, e, name)
                     continue
                 if current is not _NO_KEY:
-                    out.append(Output(None, acc, MAX_WATERMARK))
+                    out.append(Output(None, take_emitted(acc), MAX_WATERMARK))
                 current = k
                 acc = _fold_run(reduce, fold, values[s], values, s + 1, e, name)
         if out:
             yield from out
             out.clear()
     if current is not _NO_KEY:
-        yield Output(None, acc, MAX_WATERMARK)
+        yield Output(None, take_emitted(acc), MAX_WATERMARK)
 
 
 def _all_ones(column: pa.Array) -> bool:
