@@ -213,12 +213,9 @@ class ProxyProcess:
 
     def stop(self) -> None:
         """End the proxy process (by its own id)."""
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except Exception:  # noqa: BLE001 - it did not exit: kill it
-            self.process.kill()
-            self.process.wait(timeout=10)
+        from s3_server import stop_process
+
+        stop_process(self.process)
 
 
 def start(server: Any, bucket: str) -> ProxyProcess:

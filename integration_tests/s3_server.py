@@ -13,6 +13,16 @@ SECRET_KEY = "testing-secret"
 REGION = "us-east-1"
 
 
+def stop_process(process: Any) -> None:
+    """Terminate a server process started by a fixture; kill it if it does not exit."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except Exception:  # noqa: BLE001 - it did not exit: kill it
+        process.kill()
+        process.wait(timeout=10)
+
+
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 now."""
     with socket.socket() as s:
@@ -30,12 +40,7 @@ class S3Server:
 
     def stop(self) -> None:
         """Stop the server process (by its own id)."""
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except Exception:  # noqa: BLE001 - it did not exit: kill it
-            self.process.kill()
-            self.process.wait(timeout=10)
+        stop_process(self.process)
 
     @property
     def endpoint(self) -> str:
