@@ -36,6 +36,20 @@ __all__ = [
 ]
 
 
+#: Each public state getter: the descriptor class it takes and the keyed backend's method
+#: that builds the state. One table, so a new kind of state is one line here and one method.
+_STATE_GETTERS: dict[str, tuple[type, str]] = {
+    "get_state": (ValueStateDescriptor, "get_state"),
+    "get_list_state": (ListStateDescriptor, "get_state"),
+    "get_map_state": (MapStateDescriptor, "get_state"),
+    "get_reducing_state": (ReducingStateDescriptor, "get_state"),
+    "get_aggregating_state": (AggregatingStateDescriptor, "get_state"),
+    "get_binary_sorted_state": (BinarySortedStateDescriptor, "get_binary_sorted_state"),
+    "get_temporal_value_state": (ValueStateDescriptor, "get_temporal_value_state"),
+    "get_temporal_list_state": (ListStateDescriptor, "get_temporal_list_state"),
+}
+
+
 class RuntimeContext:
     """Per operator instance: keyed state, subtask coordinates and job parameters."""
 
@@ -68,53 +82,44 @@ class RuntimeContext:
         self.registered_descriptors[name] = descriptor
         self.registered_states[name] = (method, descriptor)
 
+    def _acquire(self, method: str, descriptor: Any) -> Any:
+        """The state ``descriptor`` names, through the getter ``method`` of ``_STATE_GETTERS``."""
+        expected, backend_method = _STATE_GETTERS[method]
+        backend = self._keyed_backend(method)
+        self._check(method, descriptor, expected)
+        return getattr(backend, backend_method)(descriptor)
+
     def get_state(self, state_descriptor: ValueStateDescriptor) -> Any:
         """The ValueState of the current key."""
-        backend = self._keyed_backend("get_state")
-        self._check("get_state", state_descriptor, ValueStateDescriptor)
-        return backend.get_state(state_descriptor)
+        return self._acquire("get_state", state_descriptor)
 
     def get_list_state(self, state_descriptor: ListStateDescriptor) -> Any:
         """The ListState of the current key."""
-        backend = self._keyed_backend("get_list_state")
-        self._check("get_list_state", state_descriptor, ListStateDescriptor)
-        return backend.get_state(state_descriptor)
+        return self._acquire("get_list_state", state_descriptor)
 
     def get_map_state(self, state_descriptor: MapStateDescriptor) -> Any:
         """The MapState of the current key."""
-        backend = self._keyed_backend("get_map_state")
-        self._check("get_map_state", state_descriptor, MapStateDescriptor)
-        return backend.get_state(state_descriptor)
+        return self._acquire("get_map_state", state_descriptor)
 
     def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> Any:
         """The ReducingState of the current key."""
-        backend = self._keyed_backend("get_reducing_state")
-        self._check("get_reducing_state", state_descriptor, ReducingStateDescriptor)
-        return backend.get_state(state_descriptor)
+        return self._acquire("get_reducing_state", state_descriptor)
 
     def get_aggregating_state(self, state_descriptor: AggregatingStateDescriptor) -> Any:
         """The AggregatingState of the current key."""
-        backend = self._keyed_backend("get_aggregating_state")
-        self._check("get_aggregating_state", state_descriptor, AggregatingStateDescriptor)
-        return backend.get_state(state_descriptor)
+        return self._acquire("get_aggregating_state", state_descriptor)
 
     def get_binary_sorted_state(self, state_descriptor: BinarySortedStateDescriptor) -> Any:
         """The BinarySortedState (FLIP-220) of the current key."""
-        backend = self._keyed_backend("get_binary_sorted_state")
-        self._check("get_binary_sorted_state", state_descriptor, BinarySortedStateDescriptor)
-        return backend.get_binary_sorted_state(state_descriptor)
+        return self._acquire("get_binary_sorted_state", state_descriptor)
 
     def get_temporal_value_state(self, state_descriptor: ValueStateDescriptor) -> Any:
         """A TemporalValueState (values by event time) of the current key."""
-        backend = self._keyed_backend("get_temporal_value_state")
-        self._check("get_temporal_value_state", state_descriptor, ValueStateDescriptor)
-        return backend.get_temporal_value_state(state_descriptor)
+        return self._acquire("get_temporal_value_state", state_descriptor)
 
     def get_temporal_list_state(self, state_descriptor: ListStateDescriptor) -> Any:
         """A TemporalListState (lists by event time) of the current key."""
-        backend = self._keyed_backend("get_temporal_list_state")
-        self._check("get_temporal_list_state", state_descriptor, ListStateDescriptor)
-        return backend.get_temporal_list_state(state_descriptor)
+        return self._acquire("get_temporal_list_state", state_descriptor)
 
     # -- task information -------------------------------------------------------------
 
