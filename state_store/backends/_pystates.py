@@ -17,12 +17,10 @@ from typing import Any
 from sortedcontainers import SortedDict
 
 from ..backend import (
-    InternalAggregatingState,
     InternalBinarySortedState,
     InternalKvState,
     InternalListState,
     InternalMapState,
-    InternalReducingState,
     InternalValueState,
 )
 from ..descriptors import StateDescriptor
@@ -37,6 +35,7 @@ from ..entries import (
 from ..exceptions import StateError
 from ..namespaces import VOID_NAMESPACE
 from ..serializers import TypeSerializer
+from .merging import AggregatingStateBase, ReducingStateBase
 
 __all__ = [
     "PyState",
@@ -353,35 +352,10 @@ class PyMapState(PyState, InternalMapState):
         return {key_deserialize(uk): value_deserialize(v) for uk, v in sorted(rows)} or None
 
 
-class PyReducingState(PyState, InternalReducingState):
-    """Reducing state; the container is the reduced value."""
+class PyReducingState(PyState, ReducingStateBase):
+    """Reducing state (``merging.py``); the container is the reduced value."""
 
     kind = StateKind.REDUCING
-
-    def get(self) -> Any:
-        return self._get()
-
-    def add(self, value: Any) -> None:
-        if value is None:
-            self._remove()
-            return
-        current = self._get()
-        if current is None:
-            self._put(value)
-            return
-        reduced = self.descriptor.reduce(current, value)  # type: ignore[attr-defined]
-        if reduced is None:
-            raise StateError(f"the reduce function of reducing state {self._name!r} returned None")
-        self._put(reduced)
-
-    def get_internal(self) -> Any:
-        return self._get()
-
-    def update_internal(self, value: Any) -> None:
-        if value is None:
-            self._remove()
-        else:
-            self._put(value)
 
     def _container_entries(self, container: Any) -> Iterable[tuple[bytes, bytes]]:
         return ((b"", self._value_serializer.serialize(container)),)
@@ -390,41 +364,10 @@ class PyReducingState(PyState, InternalReducingState):
         return self._value_serializer.deserialize(rows[-1][1])
 
 
-class PyAggregatingState(PyState, InternalAggregatingState):
-    """Aggregating state; the container is the accumulator."""
+class PyAggregatingState(PyState, AggregatingStateBase):
+    """Aggregating state (``merging.py``); the container is the accumulator."""
 
     kind = StateKind.AGGREGATING
-
-    def get(self) -> Any:
-        accumulator = self._get()
-        if accumulator is None:
-            return None
-        return self.descriptor.agg_function.get_result(accumulator)  # type: ignore[attr-defined]
-
-    def add(self, value: Any) -> None:
-        if value is None:
-            self._remove()
-            return
-        function = self.descriptor.agg_function  # type: ignore[attr-defined]
-        accumulator = self._get()
-        if accumulator is None:
-            accumulator = function.create_accumulator()
-        accumulator = function.add(value, accumulator)
-        if accumulator is None:
-            raise StateError(
-                f"AggregateFunction.add of aggregating state {self._name!r} returned None; "
-                "it must return the accumulator"
-            )
-        self._put(accumulator)
-
-    def get_internal(self) -> Any:
-        return self._get()
-
-    def update_internal(self, value: Any) -> None:
-        if value is None:
-            self._remove()
-        else:
-            self._put(value)
 
     def _container_entries(self, container: Any) -> Iterable[tuple[bytes, bytes]]:
         return ((b"", self._value_serializer.serialize(container)),)

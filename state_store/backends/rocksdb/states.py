@@ -12,11 +12,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 from ...backend import (
-    InternalAggregatingState,
     InternalKvState,
     InternalListState,
     InternalMapState,
-    InternalReducingState,
     InternalValueState,
 )
 from ...descriptors import StateDescriptor
@@ -24,6 +22,7 @@ from ...entries import StateKind, encode_state_name, prefix_successor
 from ...exceptions import StateError
 from ...namespaces import VOID_NAMESPACE
 from ...serializers import TypeSerializer
+from ..merging import AggregatingStateBase, ReducingStateBase
 from .common import BATCH_LIMIT, INDEX_CACHE_LIMIT, U32, U64
 
 __all__ = [
@@ -133,6 +132,11 @@ class _SingleValueMixin(RocksState):
     def clear(self) -> None:
         self._db.delete(self._prefix())
 
+    # the primitives of merging.py's reducing and aggregating state
+    _get = _read
+    _put = _write
+    _remove = clear
+
 
 class RocksValueState(_SingleValueMixin, InternalValueState):
     """RocksDB value state."""
@@ -160,66 +164,16 @@ class RocksValueState(_SingleValueMixin, InternalValueState):
             self._db.put(key, self._value_serializer.serialize(value))
 
 
-class RocksReducingState(_SingleValueMixin, InternalReducingState):
-    """RocksDB reducing state (read-reduce-write per add)."""
+class RocksReducingState(_SingleValueMixin, ReducingStateBase):
+    """RocksDB reducing state (``merging.py``: read-reduce-write per add)."""
 
     kind = StateKind.REDUCING
 
-    def get(self) -> Any:
-        return self._read()
 
-    def add(self, value: Any) -> None:
-        if value is None:
-            self.clear()
-            return
-        current = self._read()
-        if current is not None:
-            value = self.descriptor.reduce(current, value)  # type: ignore[attr-defined]
-            if value is None:
-                raise StateError(
-                    f"the reduce function of reducing state {self._name!r} returned None"
-                )
-        self._write(value)
-
-    def get_internal(self) -> Any:
-        return self._read()
-
-    def update_internal(self, value: Any) -> None:
-        self._write(value)
-
-
-class RocksAggregatingState(_SingleValueMixin, InternalAggregatingState):
-    """RocksDB aggregating state (the accumulator is stored)."""
+class RocksAggregatingState(_SingleValueMixin, AggregatingStateBase):
+    """RocksDB aggregating state (``merging.py``: the accumulator is stored)."""
 
     kind = StateKind.AGGREGATING
-
-    def get(self) -> Any:
-        accumulator = self._read()
-        if accumulator is None:
-            return None
-        return self.descriptor.agg_function.get_result(accumulator)  # type: ignore[attr-defined]
-
-    def add(self, value: Any) -> None:
-        if value is None:
-            self.clear()
-            return
-        function = self.descriptor.agg_function  # type: ignore[attr-defined]
-        accumulator = self._read()
-        if accumulator is None:
-            accumulator = function.create_accumulator()
-        accumulator = function.add(value, accumulator)
-        if accumulator is None:
-            raise StateError(
-                f"AggregateFunction.add of aggregating state {self._name!r} returned None; "
-                "it must return the accumulator"
-            )
-        self._write(accumulator)
-
-    def get_internal(self) -> Any:
-        return self._read()
-
-    def update_internal(self, value: Any) -> None:
-        self._write(value)
 
 
 class RocksListState(RocksState, InternalListState):
