@@ -1,10 +1,11 @@
 """A STREAMING job on real Spark executors runs on a state backend registered from the test
-folder alone (``tests/state_store/counting_backend.py``, the heap backend counting calls):
+folder alone (``tests/state_store/backends/counting_backend.py``, the heap backend counting calls):
 the module ships with the job (``SparkContext.addPyFile``) and is named by its
 ``"module:attr"`` path, which the executors import. No product file knows the backend."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from dataclasses import dataclass
@@ -13,9 +14,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark_datastream import KeyedProcessFunction, StateBackend, Types, ValueStateDescriptor
+from pyspark_datastream import StateBackend
 
-COUNTING_MODULE = Path(__file__).resolve().parents[1] / "tests" / "state_store" / "counting_backend.py"
+COUNTING_MODULE = (Path(__file__).resolve().parents[1] / "tests" / "state_store" / "backends"
+                   / "counting_backend.py")
 PATH = "counting_backend:COUNTING"
 _mtime = [1_710_000_000]
 
@@ -30,18 +32,6 @@ class CountingStateBackend(StateBackend):
 
     def options(self) -> dict[str, Any]:
         return {"record_dir": self.record_dir}
-
-
-class RunningCount(KeyedProcessFunction):
-    """Emits (key, how many elements of the key so far)."""
-
-    def open(self, runtime_context: Any) -> None:
-        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
-
-    def process_element(self, value: Any, ctx: Any) -> Any:
-        n = (self.count.value() or 0) + 1
-        self.count.update(n)
-        yield value[0], n
 
 
 def _add_file(folder: Path, rows: list[tuple[str, int]], name: str) -> None:
@@ -69,6 +59,7 @@ def _running_counts(rows: list[tuple[str, int]], start: dict[str, int]) -> dict[
 def test_a_streaming_job_runs_on_a_backend_registered_from_the_test_folder(
         spark, env_factory, tmp_path):
     spark.sparkContext.addPyFile(str(COUNTING_MODULE))  # executors (and the driver) import it
+    running_count = importlib.import_module("counting_backend").RunningCount  # shared with tests/
     src = tmp_path / "in"
     first_rows = [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("a", 5)]
     second_rows = [("b", 6), ("a", 7), ("d", 8)]
@@ -80,7 +71,7 @@ def test_a_streaming_job_runs_on_a_backend_registered_from_the_test_folder(
         df = spark.readStream.schema("k string, v long").parquet(str(src))
         out: dict[str, list] = {}
         for key, n in env.from_dataframe(df).key_by(lambda r: r[0]).process(
-                RunningCount()).execute_and_collect("counting-backend"):
+                running_count()).execute_and_collect("counting-backend"):
             out.setdefault(key, []).append((key, n))
         return out
 

@@ -2,7 +2,7 @@
 
 It proves a backend is one folder plus one registration: the backend conformance suite runs
 on it (``statebackend_helpers`` registers it by its ``"module:attr"`` path) and a STREAMING
-job runs on it on real Spark executors (``integration_tests/test_backend_plugin.py``), with
+job runs on it on real Spark executors (``integration_tests/test_backend_plugin_streaming.py``), with
 no change to the product. With the ``record_dir`` option, each backend writes its counts to
 a JSON file there when it is closed, so a test can see what executors did.
 """
@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any, Optional
 
+from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
 from pyspark_datastream.state_store.backends import HEAP, StateBackendType
 from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.entries import StateEntry, StateMetaInfo
@@ -77,3 +78,16 @@ COUNTING = StateBackendType(
     name="counting", create_backend=_create, aliases=("counting-heap",),
     description="the heap backend, counting calls (a test backend)",
     options=("record_dir",), ttl_cleanup=HEAP.ttl_cleanup)
+
+
+class RunningCount(KeyedProcessFunction):
+    """The keyed function both suites run on the backend: emits (key, elements of the key so
+    far), one ValueState per key."""
+
+    def open(self, runtime_context: Any) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        n = (self.count.value() or 0) + 1
+        self.count.update(n)
+        yield value[0], n

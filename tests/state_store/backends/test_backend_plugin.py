@@ -6,17 +6,14 @@ the registry refuses bad names, paths and options with a ConfigurationError nami
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import counting_backend
 import pytest
 from pyspark_datastream import (
     Configuration,
-    KeyedProcessFunction,
     KeyedProcessFunctionTestHarness,
     StreamExecutionEnvironment,
     Types,
-    ValueStateDescriptor,
 )
 from pyspark_datastream.state_store.backends import (
     HEAP,
@@ -30,18 +27,6 @@ from pyspark_datastream.state_store.backends import (
 )
 from pyspark_datastream.state_store.exceptions import ConfigurationError
 from statebackend_helpers import BACKEND_NAMES
-
-
-class RunningCount(KeyedProcessFunction):
-    """Emits (key, how many elements of the key so far)."""
-
-    def open(self, runtime_context: Any) -> None:
-        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
-
-    def process_element(self, value: Any, ctx: Any) -> Any:
-        n = (self.count.value() or 0) + 1
-        self.count.update(n)
-        yield value[0], n
 
 
 def test_the_path_registers_the_test_folders_backend_for_every_suite() -> None:
@@ -66,7 +51,7 @@ def test_one_canonical_name_per_builtin_backend() -> None:
 def test_the_harness_runs_a_keyed_function_on_it() -> None:
     before = Counter(counting_backend.CALLS)
     events = [("a", 1), ("b", 2), ("a", 3), ("a", 4), ("b", 5)]
-    with KeyedProcessFunctionTestHarness(RunningCount(), lambda e: e[0],
+    with KeyedProcessFunctionTestHarness(counting_backend.RunningCount(), lambda e: e[0],
                                          backend=counting_backend.PATH) as harness:
         for event in events:
             harness.process_element(event, event[1])
