@@ -19,7 +19,7 @@ from pyspark_datastream import (
     ValueStateDescriptor,
 )
 from pyspark_datastream.savepoint import Savepoint
-from test_savepoint_batch import OUT, Count
+from savepoint_jobs import OUT, Count
 
 
 def _counting_job(env, spark, src, out):

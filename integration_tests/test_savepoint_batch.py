@@ -10,55 +10,23 @@ from pyspark_datastream import (
     IncompatibleStateError,
     KeyedProcessFunction,
     SavepointNotFoundError,
-    TimestampAssigner,
     Types,
     UnclaimedStateError,
     ValueStateDescriptor,
     WatermarkStrategy,
 )
 from pyspark_datastream.savepoint import Savepoint, SavepointWriter, savepoint_versions
-
-EVENT = Types.TUPLE([Types.STRING(), Types.LONG()])
-OUT = Types.TUPLE([Types.STRING(), Types.LONG()])
-GAP = 30_000
-OOO = 5_000
-
-
-class Ts(TimestampAssigner):
-    def extract_timestamp(self, value, record_timestamp):
-        return value[1]
-
-
-class Count(KeyedProcessFunction):
-    """Counts per key; emits (key, running count) per record."""
-
-    def open(self, runtime_context):
-        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
-
-    def process_element(self, value, ctx):
-        n = (self.count.value() or 0) + 1
-        self.count.update(n)
-        yield (value[0], n)
-
-
-class Sessionize(KeyedProcessFunction):
-    """Emits (key, last event time) of a session when its timer fires, or (BATCH: timers
-    fire at the end of the key) when a gap > GAP is seen before."""
-
-    def open(self, runtime_context):
-        self.last = runtime_context.get_state(ValueStateDescriptor("last", Types.LONG()))
-
-    def process_element(self, value, ctx):
-        prev = self.last.value()
-        if prev is not None and value[1] - prev > GAP:
-            yield (ctx.get_current_key(), prev)
-        self.last.update(value[1])
-        ctx.timer_service().register_event_time_timer(value[1] + GAP)
-
-    def on_timer(self, timestamp, ctx):
-        if self.last.value() == timestamp - GAP:  # the session closed: emit it, forget it
-            yield (ctx.get_current_key(), self.last.value())
-            self.last.clear()
+from savepoint_jobs import (
+    DATA_A,
+    DATA_B,
+    EVENT,
+    FINAL_WM_A,
+    OOO,
+    OUT,
+    Count,
+    Sessionize,
+    keyed_stream,
+)
 
 
 class Boom(KeyedProcessFunction):
@@ -68,27 +36,10 @@ class Boom(KeyedProcessFunction):
         yield value
 
 
-def _stream(env, data, function, uid="op"):
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
-        Duration.of_millis(OOO)).with_timestamp_assigner(Ts())
-    return (env.from_collection(data, EVENT).assign_timestamps_and_watermarks(strategy)
-            .key_by(lambda r: r[0], key_type=Types.STRING())
-            .process(function, output_type=OUT).uid(uid))
-
-
-# A: alice's session ends early (its timer is <= the final watermark and fires in A),
-# bob's and carol's last events are near the end (their timers stay pending).
-DATA_A = [("alice", 1_000), ("alice", 2_000), ("bob", 10_000), ("bob", 95_000),
-          ("carol", 99_000), ("alice", 50_000), ("bob", 100_000)]
-# B: later events; carol has none (her state and timer exist only in the savepoint).
-DATA_B = [("alice", 200_000), ("bob", 110_000), ("dave", 150_000), ("bob", 300_000)]
-FINAL_WM_A = 100_000 - OOO - 1  # Flink: max event time - out-of-orderness - 1
-
-
 def test_write_counts_then_read_keyed_state_and_metadata(env_factory, spark, tmp_path):
     env = env_factory("BATCH")
     sp = str(tmp_path / "sp")
-    results = run_to_delta(env, _stream(env, DATA_A, Count(), uid="count"),
+    results = run_to_delta(env, keyed_stream(env, DATA_A, Count(), uid="count"),
                            str(tmp_path / "out"), "sp-job", sp)
     assert max(n for k, n in results if k == "alice") == 3
     loaded = Savepoint.load(sp, spark)
@@ -136,7 +87,7 @@ def test_pending_timers_saved_then_fired_after_restore_sessionization(env_factor
                                                                        tmp_path):
     env_a = env_factory("BATCH")
     sp = str(tmp_path / "sp")
-    out_a = run_to_delta(env_a, _stream(env_a, DATA_A, Sessionize(), uid="sess"),
+    out_a = run_to_delta(env_a, keyed_stream(env_a, DATA_A, Sessionize(), uid="sess"),
                          str(tmp_path / "a"), "sp-job", sp)
     # alice: gap 2_000 -> 50_000 closes session 2_000; her last timer 80_000 <= 94_999 fires
     assert out_a == [("alice", 2_000), ("alice", 50_000), ("bob", 10_000)]
@@ -146,10 +97,10 @@ def test_pending_timers_saved_then_fired_after_restore_sessionization(env_factor
     assert timers == [("bob", 125_000), ("bob", 130_000), ("carol", 129_000)]
 
     env_b = env_factory("BATCH", {"execution.savepoint.path": sp})
-    out_b = run_to_delta(env_b, _stream(env_b, DATA_B, Sessionize(), uid="sess"),
+    out_b = run_to_delta(env_b, keyed_stream(env_b, DATA_B, Sessionize(), uid="sess"),
                          str(tmp_path / "b"), "sp-job")
     env_ab = env_factory("BATCH")
-    out_ab = run_to_delta(env_ab, _stream(env_ab, DATA_A + DATA_B, Sessionize(), uid="sess"),
+    out_ab = run_to_delta(env_ab, keyed_stream(env_ab, DATA_A + DATA_B, Sessionize(), uid="sess"),
                           str(tmp_path / "ab"), "sp-job")
     assert sorted(out_a + out_b) == out_ab
     assert ("carol", 99_000) in out_b  # a key only in the savepoint: its restored timer fired
@@ -158,15 +109,15 @@ def test_pending_timers_saved_then_fired_after_restore_sessionization(env_factor
 def test_counting_a_then_b_equals_a_plus_b_with_other_parallelism(env_factory, tmp_path):
     env_a = env_factory("BATCH")
     sp = str(tmp_path / "sp")
-    run_to_delta(env_a, _stream(env_a, DATA_A, Count(), uid="count"),
+    run_to_delta(env_a, keyed_stream(env_a, DATA_A, Count(), uid="count"),
                  str(tmp_path / "a"), "sp-job", sp)
     env_b = env_factory("BATCH", {"execution.savepoint.path": sp})
     env_b.set_parallelism(3)
     env_b.set_max_parallelism(32)  # key groups recomputed from the stored key bytes
-    out_b = run_to_delta(env_b, _stream(env_b, DATA_B, Count(), uid="count"),
+    out_b = run_to_delta(env_b, keyed_stream(env_b, DATA_B, Count(), uid="count"),
                          str(tmp_path / "b"), "sp-job")
     env_ab = env_factory("BATCH")
-    out_ab = run_to_delta(env_ab, _stream(env_ab, DATA_A + DATA_B, Count(), uid="count"),
+    out_ab = run_to_delta(env_ab, keyed_stream(env_ab, DATA_A + DATA_B, Count(), uid="count"),
                           str(tmp_path / "ab"), "sp-job")
     final = {}
     for k, n in out_b:
@@ -204,7 +155,7 @@ def test_bootstrap_then_batch_job_sees_the_state(env_factory, spark, tmp_path):
      .with_keyed_state("count", df, "user", {"n": ValueStateDescriptor("count", Types.LONG())})
      .write(sp))
     env = env_factory("BATCH", {"execution.savepoint.path": sp})
-    out = run_to_delta(env, _stream(env, [("alice", 1), ("bob", 2)], Count(), uid="count"),
+    out = run_to_delta(env, keyed_stream(env, [("alice", 1), ("bob", 2)], Count(), uid="count"),
                        str(tmp_path / "out"), "sp-job")
     assert out == [("alice", 41), ("bob", 1)]
 
@@ -212,19 +163,19 @@ def test_bootstrap_then_batch_job_sees_the_state(env_factory, spark, tmp_path):
 def test_restore_errors_are_typed_and_named(env_factory, spark, tmp_path):
     sp = str(tmp_path / "sp")
     env = env_factory("BATCH")
-    run_to_delta(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a"), "sp-job", sp)
+    run_to_delta(env, keyed_stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a"), "sp-job", sp)
 
     env = env_factory("BATCH", {"execution.savepoint.path": str(tmp_path / "nothing")})
     with pytest.raises(SavepointNotFoundError, match="is not a savepoint"):
-        _stream(env, DATA_B, Count(), uid="count").execute_and_collect()
+        keyed_stream(env, DATA_B, Count(), uid="count").execute_and_collect()
 
     env = env_factory("BATCH", {"execution.savepoint.path": sp})
     with pytest.raises(UnclaimedStateError, match=r"\['count'\] is not claimed"):
-        list(_stream(env, DATA_B, Count(), uid="renamed").execute_and_collect())
+        list(keyed_stream(env, DATA_B, Count(), uid="renamed").execute_and_collect())
 
     env = env_factory("BATCH", {"execution.savepoint.path": sp,
                                 "execution.savepoint.ignore-unclaimed-state": "true"})
-    assert sorted(_stream(env, DATA_B, Count(), uid="renamed").execute_and_collect()) == [
+    assert sorted(keyed_stream(env, DATA_B, Count(), uid="renamed").execute_and_collect()) == [
         ("alice", 1), ("bob", 1), ("bob", 2), ("dave", 1)]
 
     class CountAsString(Count):
@@ -234,22 +185,22 @@ def test_restore_errors_are_typed_and_named(env_factory, spark, tmp_path):
     env = env_factory("BATCH", {"execution.savepoint.path": sp})
     with pytest.raises(IncompatibleStateError,
                        match=r"operator 'count', state 'count'.*value_serializer"):
-        _stream(env, DATA_B, CountAsString(), uid="count").sink_to_delta(str(tmp_path / "x"))
+        keyed_stream(env, DATA_B, CountAsString(), uid="count").sink_to_delta(str(tmp_path / "x"))
         env.execute("incompatible")
     assert not (tmp_path / "x").exists()
 
     env = env_factory("BATCH", {"execution.savepoint.path": sp,
                                 "execution.savepoint.version": "7"})
     with pytest.raises(SavepointNotFoundError, match="cannot open savepoint version 7"):
-        list(_stream(env, DATA_B, Count(), uid="count").execute_and_collect())
+        list(keyed_stream(env, DATA_B, Count(), uid="count").execute_and_collect())
 
 
 def test_failed_job_leaves_no_new_version_and_generated_uid_warns(env_factory, tmp_path):
     sp = str(tmp_path / "sp")
     env = env_factory("BATCH")
-    run_to_delta(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a"), "sp-job", sp)
+    run_to_delta(env, keyed_stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a"), "sp-job", sp)
     env = env_factory("BATCH")
-    stream = _stream(env, DATA_A + [("bad", 1)], Boom(), uid="boom")
+    stream = keyed_stream(env, DATA_A + [("bad", 1)], Boom(), uid="boom")
     stream.sink_to_delta(str(tmp_path / "b"))
     with pytest.raises(Exception, match="boom on purpose"):
         env.execute("failing", savepoint_path=sp)

@@ -15,7 +15,7 @@ from pyspark_datastream import (
     ValueStateDescriptor,
 )
 from pyspark_datastream.savepoint import Savepoint, SavepointWriter, savepoint_versions
-from test_savepoint_batch import DATA_A, DATA_B, Count, Sessionize, _stream
+from savepoint_jobs import DATA_A, DATA_B, Count, Sessionize, keyed_stream
 
 
 def test_handoff_sessionization_heap(env_factory, spark, tmp_path):
@@ -23,10 +23,10 @@ def test_handoff_sessionization_heap(env_factory, spark, tmp_path):
     restoring either into STREAMING(B) gives the same results."""
     sp_batch, sp_stream = str(tmp_path / "sp-batch"), str(tmp_path / "sp-stream")
     env = env_for(env_factory, tmp_path, "BATCH", "a-batch")
-    out_a_batch = run_to_delta(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
+    out_a_batch = run_to_delta(env, keyed_stream(env, DATA_A, Sessionize(), uid="sess"),
                        str(tmp_path / "a-batch"), "sess-a", sp_batch)
     env = env_for(env_factory, tmp_path, "STREAMING", "a-stream")
-    out_a_stream = run_to_delta(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
+    out_a_stream = run_to_delta(env, keyed_stream(env, DATA_A, Sessionize(), uid="sess"),
                         str(tmp_path / "a-stream"), "sess-a", sp_stream)
     # no drain: bob's and carol's sessions are still open (timers after the final watermark)
     assert out_a_stream == out_a_batch == [("alice", 2_000), ("alice", 50_000), ("bob", 10_000)]
@@ -44,12 +44,12 @@ def test_handoff_sessionization_heap(env_factory, spark, tmp_path):
     results = []
     for name, sp in (("b-from-batch", sp_batch), ("b-from-stream", sp_stream)):
         env = env_for(env_factory, tmp_path, "STREAMING", name, **{"execution.savepoint.path": sp})
-        results.append(run_to_delta(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
+        results.append(run_to_delta(env, keyed_stream(env, DATA_B, Sessionize(), uid="sess"),
                             str(tmp_path / name), "sess-b"))
     assert results[0] == results[1]
     assert ("carol", 99_000) in results[1]  # key only in the savepoint: its timer fired
     env = env_for(env_factory, tmp_path, "BATCH", "ab")
-    out_ab = run_to_delta(env, _stream(env, DATA_A + DATA_B, Sessionize(), uid="sess"),
+    out_ab = run_to_delta(env, keyed_stream(env, DATA_A + DATA_B, Sessionize(), uid="sess"),
                   str(tmp_path / "ab"), "sess-ab")
     assert sorted(out_a_stream + results[1]) == out_ab
 
@@ -59,17 +59,17 @@ def test_streaming_restore_ignores_batch_only_sorted_inputs_option(env_factory, 
     savepoint with it off runs (and continues the sessions) like one with it on."""
     sp = str(tmp_path / "sp")
     env = env_for(env_factory, tmp_path, "BATCH", "a")
-    out_a = run_to_delta(env, _stream(env, DATA_A, Sessionize(), uid="sess"), str(tmp_path / "a"),
+    out_a = run_to_delta(env, keyed_stream(env, DATA_A, Sessionize(), uid="sess"), str(tmp_path / "a"),
                  "sess-a", sp)
     results = []
     for flag in ("true", "false"):
         env = env_for(env_factory, tmp_path, "STREAMING", f"b-{flag}",
                    **{"execution.savepoint.path": sp, "execution.sorted-inputs.enabled": flag})
-        results.append(run_to_delta(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
+        results.append(run_to_delta(env, keyed_stream(env, DATA_B, Sessionize(), uid="sess"),
                             str(tmp_path / f"b-{flag}"), "sess-b"))
     assert results[0] == results[1]
     env = env_for(env_factory, tmp_path, "BATCH", "ab")
-    out_ab = run_to_delta(env, _stream(env, DATA_A + DATA_B, Sessionize(), uid="sess"),
+    out_ab = run_to_delta(env, keyed_stream(env, DATA_A + DATA_B, Sessionize(), uid="sess"),
                   str(tmp_path / "ab"), "sess-ab")
     assert sorted(out_a + results[1]) == out_ab
 
@@ -80,11 +80,11 @@ def test_handoff_counting_rocksdb(env_factory, spark, tmp_path):
     -> savepoint -> STREAMING(B) continues the counts."""
     sp_batch, sp_stream = str(tmp_path / "sp-batch"), str(tmp_path / "sp-stream")
     env = env_for(env_factory, tmp_path, "BATCH", "a-batch")
-    run_to_delta(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a-batch"), "c",
+    run_to_delta(env, keyed_stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a-batch"), "c",
          sp_batch)
     rocks = {"state.backend.type": "rocksdb"}
     env = env_for(env_factory, tmp_path, "STREAMING", "a-stream", **rocks)
-    out_a = run_to_delta(env, _stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a-stream"),
+    out_a = run_to_delta(env, keyed_stream(env, DATA_A, Count(), uid="count"), str(tmp_path / "a-stream"),
                  "c", sp_stream)
     assert max(n for k, n in out_a if k == "alice") == 3
     assert entry_rows(spark, sp_stream, "count") == entry_rows(spark, sp_batch, "count")
@@ -96,7 +96,7 @@ def test_handoff_counting_rocksdb(env_factory, spark, tmp_path):
 
     env = env_for(env_factory, tmp_path, "STREAMING", "b", **rocks,
                **{"execution.savepoint.path": sp_batch})
-    out_b = run_to_delta(env, _stream(env, DATA_B, Count(), uid="count"), str(tmp_path / "b"), "c")
+    out_b = run_to_delta(env, keyed_stream(env, DATA_B, Count(), uid="count"), str(tmp_path / "b"), "c")
     final = {}
     for k, n in out_a + out_b:
         final[k] = max(n, final.get(k, 0))
@@ -110,7 +110,7 @@ def test_bootstrap_savepoint_restores_into_streaming(env_factory, spark, tmp_pat
      .with_keyed_state("count", df, "user", {"n": ValueStateDescriptor("count", Types.LONG())})
      .write(sp))
     env = env_for(env_factory, tmp_path, "STREAMING", "boot", **{"execution.savepoint.path": sp})
-    out = run_to_delta(env, _stream(env, [("alice", 1), ("bob", 2), ("zoe", 3)], Count(), uid="count"),
+    out = run_to_delta(env, keyed_stream(env, [("alice", 1), ("bob", 2), ("zoe", 3)], Count(), uid="count"),
                str(tmp_path / "out"), "boot")
     assert out == [("alice", 41), ("bob", 1), ("zoe", 8)]
 
@@ -123,7 +123,7 @@ def test_restore_and_write_errors_before_any_query(env_factory, spark, tmp_path)
      .write(sp))
     out = str(tmp_path / "out")
     env = env_for(env_factory, tmp_path, "STREAMING", "renamed", **{"execution.savepoint.path": sp})
-    _stream(env, [("alice", 1)], Count(), uid="renamed").sink_to_delta(out)
+    keyed_stream(env, [("alice", 1)], Count(), uid="renamed").sink_to_delta(out)
     with pytest.raises(UnclaimedStateError, match=r"\['count'\] is not claimed"):
         env.execute("renamed")
 
@@ -133,14 +133,14 @@ def test_restore_and_write_errors_before_any_query(env_factory, spark, tmp_path)
 
     env = env_for(env_factory, tmp_path, "STREAMING", "incompatible",
                **{"execution.savepoint.path": sp})
-    _stream(env, [("alice", 1)], CountAsString(), uid="count").sink_to_delta(out)
+    keyed_stream(env, [("alice", 1)], CountAsString(), uid="count").sink_to_delta(out)
     with pytest.raises(IncompatibleStateError,
                        match=r"operator 'count', state 'count'.*value_serializer"):
         env.execute("incompatible")
 
     env = env_for(env_factory, tmp_path, "STREAMING", "pt",
                **{"execution.streaming.trigger": "processing-time=1 second"})
-    _stream(env, [("alice", 1)], Count(), uid="count").sink_to_delta(out)
+    keyed_stream(env, [("alice", 1)], Count(), uid="count").sink_to_delta(out)
     with pytest.raises(ConfigurationError, match="end of an available-now"):
         env.execute("pt", savepoint_path=sp)
     assert not os.path.exists(out)  # nothing ran

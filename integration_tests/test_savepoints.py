@@ -30,92 +30,25 @@ from pyspark_datastream.savepoint.format import (
     entries_ddl,
 )
 from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
-from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
-from pyspark_datastream.state_store.backends.single_key import SingleKeyStateBackend
 from pyspark_datastream.state_store.descriptors import (
     AggregatingStateDescriptor,
-    BinarySortedStateDescriptor,
-    ListStateDescriptor,
-    MapStateDescriptor,
     ReducingStateDescriptor,
-    ValueStateDescriptor,
 )
 from pyspark_datastream.state_store.entries import StateEntry
 from pyspark_datastream.state_store.functions import AggregateFunction
-from pyspark_datastream.state_store.serializers import LexicographicLongSerializer
 from pyspark_datastream.state_store.typeinfo import Types
-
-KEY_T = Types.STRING()
-KEY_SER = KEY_T.key_serializer()
-VALUE = ValueStateDescriptor("count", Types.LONG())
-LIST = ListStateDescriptor("events", Types.STRING())
-MAP = MapStateDescriptor("attrs", Types.STRING(), Types.INT())
-SORTED = BinarySortedStateDescriptor("byts", LexicographicLongSerializer.INSTANCE, Types.STRING())
-ALL = (VALUE, LIST, MAP, SORTED)
-
-_keys = st.text(alphabet="abcdefgh", min_size=1, max_size=4)
-_contents = st.dictionaries(
-    _keys,
-    st.fixed_dictionaries({
-        "count": st.one_of(st.none(), st.integers(-2**40, 2**40)),
-        "events": st.lists(st.text(max_size=3), max_size=3),
-        "attrs": st.dictionaries(st.text(max_size=2), st.integers(-5, 5), max_size=2),
-        "byts": st.dictionaries(st.integers(-100, 100), st.lists(st.text(max_size=2), min_size=1,
-                                                                  max_size=2), max_size=2),
-    }),
-    min_size=1, max_size=6,
+from savepoint_contents import (
+    ALL,
+    KEY_SER,
+    LIST,
+    MAP,
+    SORTED,
+    VALUE,
+    contents_strategy,
+    expected_state,
+    make_backend,
+    snapshot_of,
 )
-
-
-def _make_backend(kind: str, maxp: int, tmp: str):
-    if kind == "heap":
-        return HeapKeyedStateBackend(KEY_SER, maxp)
-    if kind == "rocksdb":
-        return RocksDBKeyedStateBackend(KEY_SER, maxp, directory=tmp)
-    return SingleKeyStateBackend(KEY_SER, maxp)
-
-
-def _fill(backend, key: str, data: dict) -> None:
-    backend.set_current_key(key)
-    if data["count"] is not None:
-        backend.get_state(VALUE).update(data["count"])
-    if data["events"]:
-        backend.get_state(LIST).update(data["events"])
-    if data["attrs"]:
-        backend.get_state(MAP).put_all(data["attrs"])
-    sorted_state = backend.get_binary_sorted_state(SORTED)
-    for k, vs in data["byts"].items():
-        sorted_state.put(k, vs)
-    backend.timer_queue("event").add(len(key) * 1000)
-
-
-def _snapshot(kind: str, contents: dict, maxp: int, tmp: str) -> tuple[list[StateEntry], list]:
-    """Entries + meta infos a backend of ``kind`` holds for ``contents``."""
-    backend = _make_backend(kind, maxp, tmp)
-    try:
-        for d in ALL:
-            backend.get_state(d) if d is not SORTED else backend.get_binary_sorted_state(d)
-        backend.timer_queue("event")
-        entries: list[StateEntry] = []
-        for key, data in contents.items():
-            _fill(backend, key, data)
-            if kind == "single_key":
-                entries.extend(backend.snapshot())
-        if kind != "single_key":
-            entries = list(backend.snapshot())
-        return entries, backend.state_meta_infos()
-    finally:
-        backend.close()
-
-
-def _expected(contents: dict) -> dict:
-    out = {}
-    for key, d in contents.items():
-        if d["count"] is None and not d["events"] and not d["attrs"] and not d["byts"]:
-            continue
-        out[key] = (d["count"], d["events"] or None, d["attrs"] or None,
-                    sorted((k, v) for k, v in d["byts"].items()) or None)
-    return out
 
 
 def _write(spark, path, uid, entries, metas, maxp, **meta_kw) -> int:
@@ -141,13 +74,13 @@ def _read_back(spark, path, uid) -> dict:
 
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck),
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
-@given(contents=_contents, writer=st.sampled_from(["heap", "rocksdb", "single_key"]),
+@given(contents=contents_strategy, writer=st.sampled_from(["heap", "rocksdb", "single_key"]),
        reader=st.sampled_from(["heap", "rocksdb", "single_key"]))
 def test_round_trip_every_state_type_and_backend(spark, tmp_path_factory, contents, writer, reader):
     """write -> Delta -> load_operator_state -> restore into another backend: same entries;
     read_keyed_state decodes what the program held."""
     tmp = tmp_path_factory.mktemp("sp")
-    entries, metas = _snapshot(writer, contents, 32, str(tmp / "rdb-w"))
+    entries, metas = snapshot_of(writer, contents, 32, str(tmp / "rdb-w"))
     path = str(tmp / "sp")
     assert _write(spark, path, "op", entries, metas, 32) == 0
     # restore with another max parallelism into the reader backend
@@ -156,7 +89,7 @@ def test_round_trip_every_state_type_and_backend(spark, tmp_path_factory, conten
     restored_entries = [StateEntry(r["key_group"], r["state_name"], bytes(r["key"]),
                                    bytes(r["namespace"]), bytes(r["user_key"]), bytes(r["value"]))
                         for r in loaded]
-    backend = _make_backend(reader if reader != "single_key" else "heap", 16, str(tmp / "rdb-r"))
+    backend = make_backend(reader if reader != "single_key" else "heap", 16, str(tmp / "rdb-r"))
     try:
         backend.restore(meta.operator("op").states, restored_entries)
         again = sorted((e.state_name, e.key, e.namespace, e.user_key, e.value)
@@ -164,7 +97,7 @@ def test_round_trip_every_state_type_and_backend(spark, tmp_path_factory, conten
     finally:
         backend.close()
     assert again == sorted((e.state_name, e.key, e.namespace, e.user_key, e.value) for e in entries)
-    assert _read_back(spark, path, "op") == _expected(contents)
+    assert _read_back(spark, path, "op") == expected_state(contents)
 
 
 def test_same_state_same_rows_whatever_backend(spark, tmp_path):
@@ -172,7 +105,7 @@ def test_same_state_same_rows_whatever_backend(spark, tmp_path):
                 "bb": {"count": None, "events": ["y", "z"], "attrs": {}, "byts": {}}}
     tables = []
     for kind in ("heap", "rocksdb", "single_key"):
-        entries, metas = _snapshot(kind, contents, 128, str(tmp_path / f"r-{kind}"))
+        entries, metas = snapshot_of(kind, contents, 128, str(tmp_path / f"r-{kind}"))
         path = str(tmp_path / kind)
         _write(spark, path, "op", entries, metas, 128)
         rows = Savepoint.load(path, spark).entries().drop("kind").collect()
@@ -218,11 +151,11 @@ def test_bootstrap_from_dataframe_reads_back_and_restores(spark, tmp_path):
 
 def test_new_versions_keep_history_and_inspect(spark, tmp_path, capsys):
     contents = {"k": {"count": 1, "events": [], "attrs": {}, "byts": {}}}
-    entries, metas = _snapshot("heap", contents, 128, "")
+    entries, metas = snapshot_of("heap", contents, 128, "")
     path = str(tmp_path / "sp")
     assert _write(spark, path, "op", entries, metas, 128, job_name="first") == 0
     contents["k"]["count"] = 2
-    entries2, _ = _snapshot("heap", contents, 128, "")
+    entries2, _ = snapshot_of("heap", contents, 128, "")
     assert _write(spark, path, "op", entries2, metas, 128, job_name="second") == 1
     assert read_metadata(path).job_name == "second"
     assert read_metadata(path, version=0).job_name == "first"
@@ -247,7 +180,7 @@ def test_new_versions_keep_history_and_inspect(spark, tmp_path, capsys):
 def test_read_timers(spark, tmp_path):
     contents = {"ab": {"count": 1, "events": [], "attrs": {}, "byts": {}},
                 "xyz": {"count": None, "events": [], "attrs": {}, "byts": {}}}
-    entries, metas = _snapshot("heap", contents, 128, "")
+    entries, metas = snapshot_of("heap", contents, 128, "")
     path = str(tmp_path / "sp")
     _write(spark, path, "op", entries, metas, 128)
     timers = sorted((r["key"], r["queue"], r["timestamp"], r["namespace"])
@@ -280,7 +213,7 @@ def test_not_a_savepoint_and_unreadable_metadata(spark, tmp_path):
         Savepoint.load(bad, spark)
     with pytest.raises(SavepointFormatError, match="no operator with uid 'nope'"):
         sp_path = str(tmp_path / "sp")
-        entries, metas = _snapshot("heap", {"k": {"count": 1, "events": [], "attrs": {},
+        entries, metas = snapshot_of("heap", {"k": {"count": 1, "events": [], "attrs": {},
                                                   "byts": {}}}, 128, "")
         _write(spark, sp_path, "op", entries, metas, 128)
         Savepoint.load(sp_path, spark).read_keyed_state("nope", VALUE)
@@ -289,7 +222,7 @@ def test_not_a_savepoint_and_unreadable_metadata(spark, tmp_path):
 def test_failed_write_leaves_no_version(spark, tmp_path):
     from deltalake import DeltaTable
 
-    entries, metas = _snapshot("heap", {"k": {"count": 1, "events": [], "attrs": {}, "byts": {}}},
+    entries, metas = snapshot_of("heap", {"k": {"count": 1, "events": [], "attrs": {}, "byts": {}}},
                                128, "")
     path = str(tmp_path / "sp")
     _write(spark, path, "op", entries, metas, 128)
@@ -311,7 +244,7 @@ def test_concurrent_writers_one_wins(spark, tmp_path):
     """Two writers that both started from version 0: the second commit gets a conflict."""
     from pyspark_datastream.savepoint import writer as sp_mod
 
-    entries, metas = _snapshot("heap", {"k": {"count": 1, "events": [], "attrs": {}, "byts": {}}},
+    entries, metas = snapshot_of("heap", {"k": {"count": 1, "events": [], "attrs": {}, "byts": {}}},
                                128, "")
     path = str(tmp_path / "sp")
     _write(spark, path, "op", entries, metas, 128)
@@ -352,7 +285,7 @@ def test_a_new_path_holding_only_another_writers_uncommitted_data_is_written(spa
     path as 'not a Delta table' (a real race then ends in the commit's conflict)."""
     from deltalake import DeltaTable
 
-    entries, metas = _snapshot("heap", {"k": {"count": 1, "events": [], "attrs": {}, "byts": {}}},
+    entries, metas = snapshot_of("heap", {"k": {"count": 1, "events": [], "attrs": {}, "byts": {}}},
                                128, "")
     path = tmp_path / "sp"
     leftover = path / "savepoint-1-abcdef012345"
@@ -400,7 +333,7 @@ def test_round_trip_reducing_and_aggregating_state(spark, tmp_path, writer, read
     """Reducing and Aggregating state: write -> Delta -> restore into another backend gives the
     same entries and the same state values; read_keyed_state shows the stored value/accumulator."""
     data = {"k1": [3, 4, 5], "k2": [10], "k3": [-2, 2]}
-    backend = _make_backend(writer, 32, str(tmp_path / "w"))
+    backend = make_backend(writer, 32, str(tmp_path / "w"))
     entries: list[StateEntry] = []
     try:
         for key, values in data.items():
@@ -418,7 +351,7 @@ def test_round_trip_reducing_and_aggregating_state(spark, tmp_path, writer, read
     path = str(tmp_path / "sp")
     _write(spark, path, "agg", entries, metas, 32)
     loaded = load_operator_state(spark, path, "agg", max_parallelism=8).collect()
-    restored = _make_backend(reader, 8, str(tmp_path / "r"))
+    restored = make_backend(reader, 8, str(tmp_path / "r"))
     try:
         restored.restore(read_metadata(path).operator("agg").states, [
             StateEntry(r["key_group"], r["state_name"], bytes(r["key"]), bytes(r["namespace"]),

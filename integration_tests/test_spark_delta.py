@@ -27,8 +27,8 @@ from pyspark_datastream.savepoint.format import (
     SavepointMetadata,
     entries_ddl,
 )
-from test_savepoint_batch import DATA_A, DATA_B, GAP, OOO, Sessionize, _stream
-from test_savepoints import ALL, KEY_SER, _expected, _snapshot
+from savepoint_contents import ALL, KEY_SER, expected_state, snapshot_of
+from savepoint_jobs import DATA_A, DATA_B, GAP, OOO, Sessionize, keyed_stream
 
 pytestmark = pytest.mark.compat
 
@@ -88,11 +88,11 @@ def test_savepoints_written_and_restored_by_spark_delta_in_both_modes(
 
     sp_batch, sp_stream = str(tmp_path / "sp-batch"), str(tmp_path / "sp-stream")
     env = env_for(env_factory, tmp_path, "BATCH", "a-batch")
-    out_a_batch = run_to_delta(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
+    out_a_batch = run_to_delta(env, keyed_stream(env, DATA_A, Sessionize(), uid="sess"),
                        str(tmp_path / "a-batch"), "sess-a", sp_batch)
     env = env_for(env_factory, tmp_path, "STREAMING", "a-stream",
                **{"state.backend.type": "rocksdb"})
-    out_a_stream = run_to_delta(env, _stream(env, DATA_A, Sessionize(), uid="sess"),
+    out_a_stream = run_to_delta(env, keyed_stream(env, DATA_A, Sessionize(), uid="sess"),
                         str(tmp_path / "a-stream"), "sess-a", sp_stream)
     assert out_a_batch == out_a_stream == want_a
     for path in (sp_batch, sp_stream, str(tmp_path / "a-batch"), str(tmp_path / "a-stream")):
@@ -109,11 +109,11 @@ def test_savepoints_written_and_restored_by_spark_delta_in_both_modes(
 
     env = env_for(env_factory, tmp_path, "STREAMING", "b-stream",
                **{"execution.savepoint.path": sp_batch})
-    out_b_stream = run_to_delta(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
+    out_b_stream = run_to_delta(env, keyed_stream(env, DATA_B, Sessionize(), uid="sess"),
                         str(tmp_path / "b-stream"), "sess-b")
     # BATCH(B): its end of input fires every timer, as the model's run over A + B does
     env = env_for(env_factory, tmp_path, "BATCH", "b-batch", **{"execution.savepoint.path": sp_stream})
-    out_b_batch = run_to_delta(env, _stream(env, DATA_B, Sessionize(), uid="sess"),
+    out_b_batch = run_to_delta(env, keyed_stream(env, DATA_B, Sessionize(), uid="sess"),
                        str(tmp_path / "b-batch"), "sess-b")
     assert sorted(want_a + out_b_batch) == want_ab
     # a bounded STREAMING run (no savepoint written) fires every timer at its end of input too
@@ -165,7 +165,7 @@ def test_savepoint_interop_delta_rs_and_spark_delta_entry_for_entry(spark_delta,
     for i, (writer, contents) in enumerate(
             [("delta-rs", CONTENTS_1), ("spark", CONTENTS_2), ("delta-rs", CONTENTS_1)]):
         spark.conf.set("pyspark_datastream.delta.writer", writer)
-        entries, metas = _snapshot("heap", contents, 32, "")
+        entries, metas = snapshot_of("heap", contents, 32, "")
         meta = SavepointMetadata(32, {"op": OperatorMetadata("op", KEY_SER.snapshot(),
                                                              tuple(metas))}, job_name=f"j{i}")
         assert write_savepoint(spark, path, _entries_df(spark, "op", entries), meta) == i
@@ -180,7 +180,7 @@ def test_savepoint_interop_delta_rs_and_spark_delta_entry_for_entry(spark_delta,
         spark.conf.set("pyspark_datastream.delta.writer", reader)
         loaded = Savepoint.load(path, spark)
         got = {r["key"]: r for r in loaded.read_keyed_state("op", *ALL).collect()}
-        assert sorted(got) == sorted(_expected(CONTENTS_1)), reader
+        assert sorted(got) == sorted(expected_state(CONTENTS_1)), reader
         assert entry_rows(spark, path, "op") == versions[2][0], reader
         assert {k: r["count"] for k, r in got.items()} == {
             k: d["count"] for k, d in CONTENTS_1.items()}, reader
@@ -191,7 +191,7 @@ def test_spark_delta_savepoint_writer_refuses_what_delta_rs_refuses(spark_delta,
     a savepoint, or a non-empty folder that is no Delta table, is refused (typed, before
     anything is written); an undeclared state fails the write with no new version."""
     spark = spark_delta
-    entries, metas = _snapshot("heap", CONTENTS_1, 32, "")
+    entries, metas = snapshot_of("heap", CONTENTS_1, 32, "")
     meta = SavepointMetadata(32, {"op": OperatorMetadata("op", KEY_SER.snapshot(), tuple(metas))})
     other = str(tmp_path / "table")
     spark.range(3).write.format("delta").save(other)

@@ -143,10 +143,10 @@ def _count_run(env_factory, mode, data, out, config, savepoint_path=None, s3=Non
     """Count per key (uid ``count``), then the running max of the counts per key (uid
     ``max``, a second keyed stage), into the Delta table ``out``; its rows, sorted."""
     from deltalake import DeltaTable
-    from test_savepoint_batch import Count, _stream
+    from savepoint_jobs import Count, keyed_stream
 
     env = env_factory(mode, config)
-    (_stream(env, data, Count(), uid="count")
+    (keyed_stream(env, data, Count(), uid="count")
      .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], max(a[1], b[1]))).uid("max")
      .sink_to_delta(out))
     env.execute("count", savepoint_path=savepoint_path)
@@ -179,7 +179,7 @@ def test_a_two_stage_streaming_savepoint_on_s3_restores_into_batch_and_back(
     """Checkpoint root, savepoint and Delta sink on s3a://, against the same job on local
     disk and plain-Python counts."""
     from helpers import entry_rows
-    from test_savepoint_batch import DATA_A, DATA_B
+    from savepoint_jobs import DATA_A, DATA_B
 
     bucket = f"s3a://{s3_server.bucket}/handoff"
     rocks = {"state.backend.type": "rocksdb"}
@@ -222,7 +222,7 @@ def test_a_batch_savepoint_on_s3_restores_into_streaming_and_back(
     local disk entry for entry; STREAMING restores it and stops with a savepoint on s3a://,
     which BATCH restores again; outputs equal plain-Python counts and the local-disk run."""
     from helpers import entry_rows as _entry_rows
-    from test_savepoint_batch import DATA_A, DATA_B
+    from savepoint_jobs import DATA_A, DATA_B
 
     bucket = f"s3a://{s3_server.bucket}/batch-handoff"
     out_s3 = _count_run(env_factory, "BATCH", DATA_A, str(tmp_path / "a-s3"), {},
@@ -263,7 +263,7 @@ def test_a_jobs_s3_keys_reach_its_savepoint_over_the_sessions_settings(
     checkpoint root. The session's endpoint is pointed at a closed port for the run."""
     from helpers import entry_rows
     from s3_server import ACCESS_KEY, SECRET_KEY, free_port
-    from test_savepoint_batch import DATA_A
+    from savepoint_jobs import DATA_A
 
     hadoop = spark._jsc.hadoopConfiguration()
     sp = f"s3a://{s3_server.bucket}/job-keys/sp"

@@ -15,6 +15,8 @@ from typing import Any, Optional
 
 import pytest
 from deltalake import DeltaTable
+from helpers import KV_SCHEMA as SCHEMA
+from helpers import add_file
 from pyspark_datastream import (
     DataStreamError,
     KeyedProcessFunction,
@@ -25,7 +27,6 @@ from pyspark_datastream import (
 from pyspark_datastream.savepoint import Savepoint
 from s3_proxy import command
 from s3_server import ACCESS_KEY, SECRET_KEY
-from test_streaming import SCHEMA, add_file
 
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 OUTAGE_S = 5
@@ -125,7 +126,7 @@ def test_an_outage_in_the_middle_of_a_batch_savepoint_commit(
     first write request of the kind given (dropped unsent: its entry files, then its commit's
     metadata file, then its Delta log entry) and comes back after a few seconds. The savepoint is then complete, or absent (a clear error); a rerun writes it
     whole and its output (an overwritten Delta table) equals the model."""
-    from test_savepoint_batch import DATA_A, Count, _stream
+    from savepoint_jobs import DATA_A, Count, keyed_stream
 
     sp = f"s3a://{s3_proxy.bucket}/sp"
     out = str(tmp_path / "out")
@@ -133,7 +134,7 @@ def test_an_outage_in_the_middle_of_a_batch_savepoint_commit(
 
     def run() -> Optional[BaseException]:
         env = env_factory("BATCH", config)
-        _stream(env, DATA_A, Count(), uid="count").sink_to_delta(out, mode="overwrite")
+        keyed_stream(env, DATA_A, Count(), uid="count").sink_to_delta(out, mode="overwrite")
         try:
             env.execute("outage-batch", savepoint_path=sp)
         except Exception as exc:  # noqa: BLE001 - checked by the caller
