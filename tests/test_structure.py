@@ -120,3 +120,28 @@ def test_checker_finds_a_backend_name_comparison(broken_copy: Path) -> None:
     assert any("operators.functions" in v and "'hashmap'" in v for v in found)
     assert not any("state_store.backends.registry" in v for v in found)
 
+
+
+def _test_module_imports(folder: Path) -> list[str]:
+    """``file: imported name`` for every import of a ``test_*`` module by a file in ``folder``."""
+    import ast
+
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(folder)}: {n}" for n in names
+                      if n.split(".")[-1].startswith("test_")]
+    return found
+
+
+def test_test_modules_share_helpers_not_each_other() -> None:
+    """Tests share code through helper modules and conftest.py, never by importing another
+    test module (which would run its tests' module-level set-up and tie the files together)."""
+    assert _test_module_imports(ROOT / "tests") + _test_module_imports(ROOT / "integration_tests") == []
+
+
+def test_checker_finds_a_test_module_import(tmp_path: Path) -> None:
+    (tmp_path / "test_a.py").write_text("from test_b import thing\n", encoding="utf-8")
+    assert [line.split(": ")[1] for line in _test_module_imports(tmp_path)] == ["test_b"]
