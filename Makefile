@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 JARS := $(VENV)/jars/.resolved
 SRC := plugin operators state_store
 
-.PHONY: setup test unit integration lint demo bench bench-quick bench-scale clean check-java \
+.PHONY: setup test unit integration lint docs demo bench bench-quick bench-scale clean check-java \
 	compat-setup test-compat
 
 setup: $(STAMP) $(JARS)
@@ -24,7 +24,7 @@ check-java:
 $(STAMP): setup.cfg pyproject.toml | check-java
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,docs]'
 	@touch $(STAMP)
 
 # Spark's Delta Lake and s3a connector jars matching the installed pyspark, resolved from Maven
@@ -33,7 +33,7 @@ $(JARS): $(STAMP) integration_tests/jars.py
 	$(PY) integration_tests/jars.py install
 
 lint: setup
-	$(PY) -m ruff check $(SRC) tests integration_tests benchmarks examples notebooks
+	$(PY) -m ruff check $(SRC) tests integration_tests benchmarks examples notebooks docs
 	$(PY) -m mypy $(SRC)
 
 # The suite runs in TEST_WORKERS pytest-xdist processes, a test file per process at a time
@@ -42,7 +42,13 @@ lint: setup
 # subprocess jobs). TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 
-test: setup lint
+# The documentation site (mkdocs.yml, docs/): the configuration reference regenerated from
+# OPTIONS, then a strict build (a broken link, nav entry or docstring fails it) into site/.
+docs: setup
+	$(PY) docs/gen_config.py
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+
+test: setup lint docs
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 tests integration_tests
 
 unit: setup
@@ -115,4 +121,4 @@ bench-scale: setup
 	$(PY) -m benchmarks.wordcount --records 40000000 --keys 4000000 --state-store rocksdb
 
 clean:
-	rm -rf $(VENV) .venv-compat-* build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache .demo-output
+	rm -rf $(VENV) .venv-compat-* build dist site *.egg-info .pytest_cache .ruff_cache .mypy_cache .demo-output

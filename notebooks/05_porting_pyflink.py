@@ -115,7 +115,7 @@ assert alerts == [("acct-1", 900.0)]
 # MAGIC * `env` uses the active SparkSession (or starts a local one); `parallelism` means Spark partitions.
 # MAGIC * Results: `to_dataframe()` gives a Spark DataFrame (typed by `output_type`).
 # MAGIC * Not supported: iterations, async I/O, queryable state, custom partitioners, the Table API,
-# MAGIC   Flink connectors (read Kafka/files with Spark and use `from_dataframe`); the README lists
+# MAGIC   Flink connectors (read Kafka/files with Spark and use `from_dataframe`); docs/porting.md lists
 # MAGIC   the rest.
 
 # COMMAND ----------

@@ -1,7 +1,7 @@
 """Configuration: Flink-style string keys, typed accessors, and the option table.
 
 Every option the product reads is declared once in :data:`OPTIONS` (key, default,
-description); the README's configuration reference is generated from this table.
+description); the configuration reference (docs/configuration.md) is generated from it.
 Mode-dependent defaults (FLIP-134) are resolved by :func:`resolve`.
 """
 
@@ -118,6 +118,9 @@ class ConfigOption:
     check: Optional[Callable[[str, str], Any]] = None
     #: ``check`` runs when the value is set too, and its result is the value kept
     check_on_set: bool = False
+    #: the default as the configuration reference states it, where ``default`` is None
+    #: because another setting (the session's) supplies it
+    default_doc: Optional[str] = None
 
     def default_for(self, mode: str | None) -> Any:
         if mode == "BATCH" and self.batch_default is not None:
@@ -136,71 +139,86 @@ OPTIONS: dict[str, ConfigOption] = {
             choices=("BATCH", "STREAMING", "AUTOMATIC"),
         ),
         ConfigOption("parallelism.default", None,
-                     "Number of Spark partitions per operator; default: the session's "
-                     "spark.sql.shuffle.partitions.",
+                     "Spark partitions per keyed operator.",
+                     default_doc="session's `spark.sql.shuffle.partitions`",
                      check=lambda k, v: _integer(k, v, 1)),
         ConfigOption("pipeline.max-parallelism", 128,
-                     "Number of key groups (1..32768); state is partitioned by key group.",
+                     "Number of key groups (1..32768).",
                      check=lambda k, v: _integer(k, v, 1, 32768)),
         ConfigOption("state.backend.type", "hashmap",
-                     "Keyed state backend for hash-based execution and STREAMING: "
-                     "hashmap (alias heap), rocksdb, or the 'module:attr' path of another "
-                     "backend's registration. Sorted BATCH execution always uses the single-key "
-                     "backend.", check=_state_backend, check_on_set=True),
+                     "`hashmap` (alias `heap`), `rocksdb`, or the `\"module:attr\"` path of "
+                     "another backend's registration: backend of hash-based BATCH and of "
+                     "STREAMING.",
+                     check=_state_backend, check_on_set=True),
         ConfigOption("execution.sorted-inputs.enabled", "true",
-                     "BATCH: sort keyed inputs and use the single-key backend (FLIP-140). "
-                     "false = hash-based execution with state.backend.type.", check=_boolean),
+                     "BATCH: sort keyed inputs, single-key backend (FLIP-140); false = hash-based "
+                     "with `state.backend.type`.", check=_boolean),
         ConfigOption("execution.batch.pre-aggregation.enabled", "true",
                      "BATCH: combine reduce/sum/min/max inputs per partition before the shuffle "
-                     "(requires associative and commutative reduce functions, as Flink's "
-                     "combinable reduce does). Set false for order-sensitive reduce functions.",
+                     "(reduce functions must be associative and commutative, as for Flink's "
+                     "combinable reduce; the earliest record by event time stays first); a reduce "
+                     "over a typed stream keyed by a field instead counts identical records before "
+                     "the sort (exact for any reduce function).",
                      check=_boolean),
         ConfigOption("execution.batch.native-pushdown.enabled", "true",
-                     "BATCH: run traceable lambdas and built-in sum/min/max as native Spark "
-                     "expressions; results are identical.", check=_boolean),
+                     "BATCH: traceable lambdas (field access, constants, tuples, `+ - *`) and "
+                     "built-in `sum/min/max/min_by/max_by` run as native Spark "
+                     "expressions/aggregations; identical results. STREAMING follows it: Spark "
+                     "computes key groups for a key selector reading one field, and a summing "
+                     "`reduce` (traced lambda or `sum(i)`) runs on columns (see the STREAMING "
+                     "mapping); `false` runs both per record in Python.", check=_boolean),
         ConfigOption("pipeline.processing-time.allow", None,
                      "ALLOW, IGNORE or FAIL use of processing time.",
                      batch_default="FAIL", streaming_default="ALLOW",
                      choices=("ALLOW", "IGNORE", "FAIL")),
         ConfigOption("pipeline.processing-time.end-of-input", None,
-                     "FIRE_AND_QUIESCE or IGNORE pending processing-time timers at end of input.",
+                     "Fire or drop pending processing-time timers at end of input.",
                      batch_default="IGNORE", streaming_default="FIRE_AND_QUIESCE",
                      choices=("FIRE_AND_QUIESCE", "IGNORE")),
         ConfigOption("execution.checkpointing.dir", None,
-                     "STREAMING: Spark checkpointLocation root (required when execute() "
-                     "writes to a sink).", check=_path),
+                     "STREAMING: checkpoint root; each job keeps everything under `<root>/<job "
+                     "name>` (see *STREAMING jobs*).",
+                     default_doc="Spark's `spark.sql.streaming.checkpointLocation`", check=_path),
         ConfigOption("s3.endpoint", None,
-                     "S3 endpoint of the Python side (checkpoint root, savepoints); default: "
-                     "the session's fs.s3a.endpoint, else AWS's.", check=_path),
+                     "S3 endpoint the Python side uses for the checkpoint root, the savepoints the "
+                     "job writes and restores, and its Delta sinks (see *Storage*).",
+                     default_doc="the session's `fs.s3a.endpoint`", check=_path),
         ConfigOption("s3.access-key", None,
-                     "S3 access key of the Python side; default: fs.s3a.access.key, else the "
-                     "environment's credential chain.", check=_path),
+                     "S3 access key of the Python side.",
+                     default_doc="the session's `fs.s3a.access.key`, else AWS's default "
+                                 "credential chain", check=_path),
         ConfigOption("s3.secret-key", None,
-                     "S3 secret key of the Python side; default: fs.s3a.secret.key.",
+                     "S3 secret key of the Python side.",
+                     default_doc="the session's `fs.s3a.secret.key`",
                      check=_path),
         ConfigOption("s3.session-token", None,
-                     "S3 session token of the Python side; default: fs.s3a.session.token.",
+                     "S3 session token of the Python side.",
+                     default_doc="the session's `fs.s3a.session.token`",
                      check=_path),
         ConfigOption("s3.path.style.access", None,
-                     "true: path-style S3 requests; default: fs.s3a.path.style.access.",
+                     "`true`: path-style S3 requests (MinIO, moto, most S3-compatible servers).",
+                     default_doc="the session's `fs.s3a.path.style.access`",
                      check=_boolean),
         ConfigOption("s3.connection.ssl.enabled", None,
-                     "false: plain HTTP to the S3 endpoint; default: "
-                     "fs.s3a.connection.ssl.enabled.", check=_boolean),
+                     "`false`: plain HTTP to the S3 endpoint.",
+                     default_doc="the session's `fs.s3a.connection.ssl.enabled` (true)",
+                     check=_boolean),
         ConfigOption("s3.endpoint.region", None,
-                     "S3 region of the Python side; default: fs.s3a.endpoint.region.",
+                     "S3 region of the Python side.",
+                     default_doc="the session's `fs.s3a.endpoint.region`",
                      check=_path),
         ConfigOption("execution.streaming.trigger", "available-now",
-                     "STREAMING trigger: available-now, once or processing-time=<duration>.",
+                     "STREAMING trigger: `available-now`, `once` or `processing-time=<duration>`.",
                      check=_trigger),
         ConfigOption("execution.savepoint.path", None,
-                     "Restore keyed state from this savepoint (a Delta table) at start.",
+                     "Restore keyed state from this savepoint (a Delta table).",
                      check=_path),
         ConfigOption("execution.savepoint.ignore-unclaimed-state", "false",
-                     "Allow savepoint state that no operator of the program claims.",
+                     "Allow savepoint state no operator claims.",
                      check=_boolean),
         ConfigOption("execution.savepoint.version", None,
-                     "Delta version of the savepoint to restore (default: latest).",
+                     "Delta version of the savepoint to restore.",
+                     default_doc="latest",
                      check=lambda k, v: _integer(k, v, 0)),
     ]
 }

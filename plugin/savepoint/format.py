@@ -1,59 +1,9 @@
 """The savepoint format: one Delta table of unified keyed entries plus its metadata row.
 
-A savepoint is a Delta table; every Delta version of it is one complete
-savepoint (each write *overwrites* the previous version, so history is kept by
-Delta time travel and ``execution.savepoint.version`` picks an old one).
-
-Columns (:data:`SAVEPOINT_COLUMNS`)::
-
-    kind         string  state kind ("value", "list", "map", "reducing", "aggregating",
-                         "sorted", "timer"), "broadcast" for operator (non-keyed) state, or
-                         "metadata" for the one metadata row
-    operator_uid string  the operator's uid (null on the metadata row)
-    key_group    int     crc32(key) % max_parallelism of the writer (-1 on the metadata row)
-    key          binary  serialized key
-    state_name   string  state name (timers: "_timer/<queue>")
-    namespace    binary  serialized namespace (b"" = no namespace)
-    user_key     binary  map key / list index / sorted key + index / timer timestamp
-                         (the layout of ``state_store.entries``)
-    value        binary  serialized value (metadata row: the metadata JSON, UTF-8)
-
-**Operator state** (broadcast state) rows have ``kind`` "broadcast", key group -1, an
-empty key and namespace, the map key's bytes as user key and the value's bytes as value;
-their meta infos are the operator's ``broadcast_states`` in the metadata (absent from
-savepoints without operator state, which read as before). Keyed readers skip them.
-
-Entry rows are byte-for-byte the :class:`~pyspark_datastream.state_store.entries.StateEntry`
-rows that every backend's ``snapshot()`` produces, so the same program state gives
-the same rows whatever backend or mode wrote it. In every data file the entries of one
-(operator, key) are contiguous, in the canonical order (state name, namespace, user key)
-the writers produce them in; readers rely on nothing more. Files written from a
-DataFrame (``write_savepoint``, the bootstrap) each hold one key-group range (range
-``i`` is ``key_group * ranges // max_parallelism == i``) in key-group order, one file per
-range (the bootstrap: per range and operator), keys ordered by a 48-bit hash of operator
-uid and key (see ``writer.write_order_of``). A BATCH job's keyed passes write one file per
-operator and pass partition, keys in the order the pass processed them.
-
-**Atomicity.** The metadata travels as one row of the same table, committed in
-the same Delta transaction as the entries: a version either has both or does
-not exist. The metadata JSON (:class:`SavepointMetadata`) holds the format
-version, the max parallelism, per operator uid its key serializer snapshot and
-each state's :class:`~pyspark_datastream.state_store.entries.StateMetaInfo`
-(kind, name, serializer snapshots), the final watermark, the mode and backend
-that wrote it, the job name and the creation time.
-
-**Versions.** Version 2 adds state TTL: a state whose descriptor enables time-to-live
-stores each value (list element, map value, ...) as the 8-byte big-endian last-access
-timestamp followed by the user value's bytes, and its meta info's value serializer is
-the ``TtlValue`` serializer around the user's. A savepoint is written as version 1 when
-it holds no TTL state (byte-identical to before) and as version 2 when it does; both are
-read. Restoring TTL state into a descriptor without TTL, or the reverse, is refused as
-incompatible state.
-
-This module is pure Python (pyarrow only): it defines the schema, the metadata,
-the restore checks and the per-key decoding used by the State Processor API.
-The Spark side (IO) is :mod:`pyspark_datastream.savepoint.writer` and
-:mod:`pyspark_datastream.savepoint.reader`.
+The specification (columns, operator state, atomicity, versions) is docs/savepoint-format.md.
+This module is pure Python (pyarrow only): it defines the schema, the metadata, the restore
+checks and the per-key decoding used by the State Processor API; the Spark side is
+:mod:`pyspark_datastream.savepoint.writer` and :mod:`pyspark_datastream.savepoint.reader`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Job identity and checkpoint roots of STREAMING jobs.
 
-The rules (README, *Configuration reference* and *Limitations*):
+The rules (docs: user-guide/streaming-jobs.md, configuration.md, limitations.md):
 
 * **Root**: ``execution.checkpointing.dir``, else Spark's session-wide
   ``spark.sql.streaming.checkpointLocation``, else none.

@@ -1,6 +1,6 @@
-"""Every option in the README's configuration table is checked when a job is built: a value
-the option cannot take raises ConfigurationError naming the key, what is allowed and the
-value, before Spark is touched or any directory is created."""
+"""Every option of the configuration reference (docs/configuration.md) is checked when a job
+is built: a value the option cannot take raises ConfigurationError naming the key, what is
+allowed and the value, before Spark is touched or any directory is created."""
 
 from __future__ import annotations
 
