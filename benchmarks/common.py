@@ -34,15 +34,18 @@ def local_session(driver_memory: str | None = None) -> Any:
 
     ``driver_memory`` (e.g. ``"2g"``) sizes the JVM's heap the way ``spark-submit
     --driver-memory`` does (local mode runs every task in that JVM); it needs a JVM not yet
-    started, so it raises if a session is already active.
+    started, so it raises if a session is already active with another heap.
     """
     from pyspark.sql import SparkSession
     from pyspark_datastream import StreamExecutionEnvironment
 
-    if driver_memory is not None:
-        if SparkSession.getActiveSession() is not None:
+    active = SparkSession.getActiveSession()
+    if driver_memory is not None and active is not None:
+        heap = active.sparkContext.getConf().get("spark.driver.memory", "1g")
+        if heap != driver_memory:
             raise RuntimeError(f"driver_memory={driver_memory!r}: a SparkSession is already "
-                               "active, its JVM heap is fixed")
+                               f"active, its JVM heap is fixed ({heap})")
+    elif driver_memory is not None:
         submit = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")  # keep other options
         os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {driver_memory} {submit}"
 

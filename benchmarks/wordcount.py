@@ -9,7 +9,8 @@ STREAMING runs ``reduce(lambda a, b: (a[0], a[1] + b[1]))``, which the planner t
 a per-key running sum computed on the key group's columns (``streaming``), and the same
 reduce as a ``ReduceFunction`` class, called once per record (``streaming_python``).
 Results are checked against pandas. Each variant, the baseline included, runs
-once untimed (JVM code compilation, Python worker start-up), then ``--repeat`` timed
+once untimed (JVM code compilation, Python worker start-up; not with ``--quick``, a smoke
+run of 20,000 records in 4 files whose figures mean nothing), then ``--repeat`` timed
 rounds run every variant once each, in turn (a slow spell of the machine then falls on
 all variants alike, not on the one that happened to be running); the median counts, and
 ``runs`` in the JSON lists every timed run. The
@@ -46,7 +47,21 @@ STATE_STORES = {
 }
 
 
-def generate(path: str, records: int, keys: int, seed: int = 42) -> None:
+QUICK_RECORDS, QUICK_KEYS, QUICK_FILES = 20_000, 2_000, 4
+
+
+def generate(path: str, records: int, keys: int, seed: int = 42,
+             chunk: int = 1_000_000) -> None:
+    """``records`` words drawn from ``keys`` distinct ones (seeded) as Parquet files of
+    ``chunk`` records each, under ``path`` (once: an existing folder is reused).
+
+    Args:
+        path: the folder.
+        records: the number of words.
+        keys: the number of distinct words.
+        seed: the random generator's seed.
+        chunk: records per file (the last file holds the rest).
+    """
     if os.path.exists(os.path.join(path, "_SUCCESS_GEN")):
         return
     import pyarrow as pa
@@ -54,7 +69,6 @@ def generate(path: str, records: int, keys: int, seed: int = 42) -> None:
 
     os.makedirs(path, exist_ok=True)
     rng = np.random.default_rng(seed)
-    chunk = 1_000_000
     for i, start in enumerate(range(0, records, chunk)):
         n = min(chunk, records - start)
         ids = rng.integers(0, keys, size=n)
@@ -202,7 +216,12 @@ def _streaming_figures(native_s: float, reduce_s: float, streaming_s: float | No
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark and print its JSON line.
+
+    Args:
+        argv: the command line's arguments (default: ``sys.argv[1:]``).
+    """
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=4_000_000)
     parser.add_argument("--keys", type=int, default=400_000)
@@ -212,7 +231,8 @@ def main() -> None:
                         help="also time Spark's applyInPandasWithState alone on the same input "
                              "(streaming_floor_ratio: what STREAMING cannot go below)")
     parser.add_argument("--quick", action="store_true",
-                        help="200k records, 20k keys, one timed run (a smoke run)")
+                        help=f"{QUICK_RECORDS:,} records, {QUICK_KEYS:,} keys in {QUICK_FILES} "
+                             "files, one timed run, no warm-up (a smoke run)")
     parser.add_argument("--driver-memory", default=None,
                         help="the JVM heap of the local session, e.g. 2g (default: Spark's, 1g)")
     parser.add_argument("--batch-only", action="store_true",
@@ -222,9 +242,10 @@ def main() -> None:
     parser.add_argument("--state-store", choices=sorted(STATE_STORES), default="hdfs",
                         help="Spark's state store provider for the STREAMING variants: hdfs "
                              "(Spark's default: state on the JVM heap) or rocksdb (off the heap)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.quick:
-        args.records, args.keys, args.repeat = 200_000, 20_000, 1
+        args.records, args.keys, args.repeat = QUICK_RECORDS, QUICK_KEYS, 1
+    warmup = not args.quick
 
     from pyspark_datastream import (
         Configuration,
@@ -236,7 +257,8 @@ def main() -> None:
     from benchmarks.common import RssSampler, local_session
 
     path = os.path.abspath(os.path.join(args.data, f"words-{args.records}-{args.keys}"))
-    generate(path, args.records, args.keys)
+    generate(path, args.records, args.keys,
+             **({"chunk": QUICK_RECORDS // QUICK_FILES} if args.quick else {}))
     expected = expected_counts(path)
     spark = local_session(args.driver_memory)
     spark.conf.set("spark.sql.shuffle.partitions", "4")
@@ -295,11 +317,12 @@ def main() -> None:
     runs: dict[str, list[float]] = {name: [] for name in variants}
     # peak RSS of the driver, the JVM and the Python workers, sampled while the variants run
     with RssSampler() as rss:
-        for timed_round in range(args.repeat + 1):  # round 0 warms every variant up
+        # (without --quick) round 0 warms every variant up
+        for timed_round in range(args.repeat + warmup):
             for name, run in variants.items():
                 with rss.phase(name):
                     seconds = run()
-                if timed_round:
+                if timed_round >= warmup:
                     runs[name].append(seconds)
     median = {name: statistics.median(times) for name, times in runs.items()}
     native_s, reduce_s, sum_s = median["native"], median["reduce"], median["sum"]

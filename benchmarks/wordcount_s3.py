@@ -9,8 +9,9 @@ it (the s3a jars from ``make setup``). The job is ``benchmarks/wordcount.py``'s 
 reduce (a file stream, available-now, every intermediate count into a Parquet sink); its
 checkpoint root, its sink's checkpoint and its output go under one folder: a local temporary
 folder (``local``) or ``s3a://<bucket>/...`` (``s3``). Each variant runs once untimed (the
-s3a client and the AWS SDK load, Python workers start), then once timed; both results are
-checked against pandas. The last line is JSON: ``s3_ratio`` = s3 seconds / local seconds.
+s3a client and the AWS SDK load, Python workers start; not with ``--quick``, a smoke run whose
+figures mean nothing), then once timed; both results are checked against pandas. The last
+line is JSON: ``s3_ratio`` = s3 seconds / local seconds.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import shutil
 import sys
 import tempfile
 import uuid
+
+from benchmarks.wordcount import QUICK_FILES, QUICK_KEYS, QUICK_RECORDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = 1.5
@@ -46,10 +49,12 @@ def main() -> None:
                              "files under the checkpoint root)")
     parser.add_argument("--repeat", type=int, default=1, help="timed runs per variant (median)")
     parser.add_argument("--quick", action="store_true",
-                        help="50k records, 5k keys (a smoke run)")
+                        help="wordcount.py's --quick input (20,000 records, 2,000 keys, 4 "
+                             "files), no warm-up (a smoke run)")
     args = parser.parse_args()
     if args.quick:
-        args.records, args.keys = 50_000, 5_000
+        args.records, args.keys = QUICK_RECORDS, QUICK_KEYS
+    warmup = not args.quick
 
     from pyspark.sql import SparkSession
 
@@ -58,7 +63,8 @@ def main() -> None:
 
     jars, s3_module = _suite_modules()
     path = os.path.abspath(os.path.join(args.data, f"words-{args.records}-{args.keys}"))
-    generate(path, args.records, args.keys)
+    generate(path, args.records, args.keys,
+             **({"chunk": QUICK_RECORDS // QUICK_FILES} if args.quick else {}))
     expected = expected_counts(path)
     server = s3_module.start("wordcount")
     local = tempfile.mkdtemp(prefix="wordcount-s3-local-")
@@ -99,8 +105,8 @@ def main() -> None:
             return once
 
         timed_rounds({name: (timed(name, run), check) for name, (run, check) in variants.items()},
-                     args.repeat)
-        timed_runs = {name: times[1:] for name, times in seconds.items()}  # [0]: warm-up
+                     args.repeat, warmup)
+        timed_runs = {name: times[warmup:] for name, times in seconds.items()}  # [0]: warm-up
         local_s = sorted(timed_runs["local"])[len(timed_runs["local"]) // 2]
         s3_s = sorted(timed_runs["s3"])[len(timed_runs["s3"]) // 2]
         ratio = s3_s / local_s

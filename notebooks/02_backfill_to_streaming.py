@@ -170,14 +170,17 @@ job(senv, spark.read.parquet(os.path.join(WORKDIR, "new"))).sink_to_delta(
 senv.execute("sessionize-stream")
 continued = read_delta(spark, os.path.join(WORKDIR, "sessions_stream"))
 
-# The same program over all data in one BATCH run, for comparison.
-write_log(clicks, os.path.join(WORKDIR, "all"))
+# The same program over all data (the history's files and the new ones) in one BATCH run,
+# for comparison.
 benv = StreamExecutionEnvironment.get_execution_environment(spark=spark)
 benv.set_runtime_mode(RuntimeExecutionMode.BATCH)
-everything = sorted(job(benv, spark.read.parquet(os.path.join(WORKDIR, "all"))).execute_and_collect())
-handed_off = sorted(tuple(r) for r in backfill.union(continued).collect())
+all_files = spark.read.parquet(os.path.join(WORKDIR, "history"), os.path.join(WORKDIR, "new"))
+everything = sorted(job(benv, all_files).execute_and_collect())
+backfill_rows = [tuple(r) for r in backfill.collect()]
+continued_rows = [tuple(r) for r in continued.collect()]
+handed_off = sorted(backfill_rows + continued_rows)
 assert handed_off == [tuple(r) for r in everything], "backfill + streaming != one BATCH run"
-print(f"backfill ({backfill.count()}) + streaming ({continued.count()}) sessions == "
+print(f"backfill ({len(backfill_rows)}) + streaming ({len(continued_rows)}) sessions == "
       f"one BATCH run over all data ({len(everything)})")
 
 # COMMAND ----------
@@ -189,8 +192,8 @@ if "DATABRICKS_RUNTIME_VERSION" not in os.environ:
 import matplotlib.pyplot as plt
 
 users = sorted({u for u, _ in clicks})[:12]
-from_backfill = [sum(1 for r in backfill.collect() if r[0] == u) for u in users]
-from_stream = [sum(1 for r in continued.collect() if r[0] == u) for u in users]
+from_backfill = [sum(1 for r in backfill_rows if r[0] == u) for u in users]
+from_stream = [sum(1 for r in continued_rows if r[0] == u) for u in users]
 fig, ax = plt.subplots(figsize=(9, 3))
 ax.bar(users, from_backfill, label="closed by the BATCH backfill")
 ax.bar(users, from_stream, bottom=from_backfill, label="closed by STREAMING after restore")
