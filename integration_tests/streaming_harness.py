@@ -4,10 +4,12 @@
 runs one keyed STREAMING job in its own driver process (own JVM): a running sum per
 key (ValueState) over a Parquet file stream read one file per micro-batch, written
 by Spark's exactly-once Parquet file sink (``--sink delta``: by ``sink_to_delta``, through
-delta-rs, or with ``--delta-writer spark`` through Spark's own Delta Lake). The
-test kills it with SIGKILL at random moments (or arms a named crash point of ``faults``
-through its environment variable) and restarts it from the same checkpoint;
-:func:`expected_output` is what an uninterrupted run emits.
+delta-rs, or with ``--delta-writer spark`` through Spark's own Delta Lake). With the
+Parquet sink, ``--backend hashmap,rocksdb`` runs one such query per backend at once in
+the same driver (:func:`start_file_sink_queries`). The test kills it with SIGKILL at
+random moments (or arms a named crash point of ``faults`` through its environment
+variable) and restarts it from the same checkpoint; :func:`expected_output` is what an
+uninterrupted run emits.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import pyarrow.parquet as pq
 from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
 
 __all__ = ["RunningSum", "write_input", "expected_output", "exactly_once_violations",
-           "running_sum_stream", "run_job", "start", "kill", "kill_after_batch"]
+           "running_sum_stream", "start_file_sink_queries", "committed_batches", "run_job", "start",
+           "kill", "kill_after_batch"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "k string, v long"
@@ -109,11 +112,55 @@ def running_sum_stream(env: Any, spark: Any, src: str) -> Any:
         RunningSum(), output_type=Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()]))
 
 
+def start_file_sink_queries(spark: Any, src: str, ckpt: str, out: str,
+                            backends: list[str]) -> list[Any]:
+    """Start the job once per backend on ``spark``, all at once, each into Spark's Parquet
+    file sink ``out/<backend>`` with its checkpoints under ``ckpt/<backend>``.
+
+    Args:
+        spark: the session (the child's own, or the test's for a restart in the test).
+        src: the input folder.
+        ckpt: the checkpoint root.
+        out: the output root.
+        backends: the state backends (``hashmap``, ``rocksdb``), one query each.
+
+    Returns:
+        The started streaming queries, in the order of ``backends``.
+    """
+    from pyspark_datastream import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
+
+    queries = []
+    for backend in backends:
+        conf = Configuration()
+        conf.set_string("execution.checkpointing.dir", os.path.join(ckpt, backend, "job"))
+        conf.set_string("state.backend.type", backend)
+        env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
+        env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+        env.set_parallelism(2)
+        queries.append(
+            running_sum_stream(env, spark, src).to_dataframe().writeStream.format("parquet")
+            .option("path", os.path.join(out, backend))
+            .option("checkpointLocation", os.path.join(ckpt, backend, "sink"))
+            .trigger(availableNow=True).start())
+    return queries
+
+
+def committed_batches(out: str) -> int:
+    """How many micro-batches Spark's Parquet file sink at ``out`` has committed (its
+    metadata log's batch files; 0 before the first)."""
+    log = os.path.join(out, "_spark_metadata")
+    if not os.path.isdir(log):
+        return 0
+    return len([n for n in os.listdir(log) if n.split(".")[0].isdigit()])
+
+
 def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
             delta_writer: str = "delta-rs") -> None:
-    """The job itself (runs in the child process); ``sink="delta"``: into the Delta table
-    ``out`` through ``sink_to_delta`` (the job's checkpoint root is ``ckpt/job``), written by
-    ``delta_writer`` (``spark``: Spark's Delta, the jars of ``make setup``)."""
+    """The job itself (runs in the child process); ``sink="parquet"``: one query per backend
+    of the comma-separated ``backend`` (:func:`start_file_sink_queries`); ``sink="delta"``:
+    one query into the Delta table ``out`` through ``sink_to_delta`` (the job's checkpoint
+    root is ``ckpt/job``), written by ``delta_writer`` (``spark``: Spark's Delta, the jars
+    of ``make setup``)."""
     import faults
     from jvm_options import JVM_OPTS
     from pyspark.sql import SparkSession
@@ -140,22 +187,19 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
              .config("spark.driver.extraJavaOptions", JVM_OPTS)  # see jvm_options.py
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    if sink == "parquet":
+        for query in start_file_sink_queries(spark, src, ckpt, out, backend.split(",")):
+            query.awaitTermination()
+        spark.stop()
+        return
     conf = Configuration()
     conf.set_string("execution.checkpointing.dir", os.path.join(ckpt, "job"))
     conf.set_string("state.backend.type", backend)
     env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
     env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
     env.set_parallelism(2)
-    ds = running_sum_stream(env, spark, src)
-    if sink == "delta":
-        ds.sink_to_delta(out)
-        env.execute("delta-sink")
-        spark.stop()
-        return
-    query = (ds.to_dataframe().writeStream.format("parquet").option("path", out)
-             .option("checkpointLocation", os.path.join(ckpt, "sink"))
-             .trigger(availableNow=True).start())
-    query.awaitTermination()
+    running_sum_stream(env, spark, src).sink_to_delta(out)
+    env.execute("delta-sink")
     spark.stop()
 
 
