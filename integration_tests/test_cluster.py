@@ -214,11 +214,10 @@ def _run_with_worker_kill(cluster, tmp_path, *, src: str, ckpt: str, out: str,
                           before_kill: Optional[Callable[[dict, int], None]] = None) -> dict:
     """Start the cluster (or, after an earlier test killed one of its workers, a new worker
     on an empty folder in place of the dead one) and the driver (``cluster_job.py``), wait
-    until round 1's
-    sessionizing micro-batch is paused inside process_element on one executor, call
-    ``before_kill(paused, victim)``, SIGKILL that executor's worker and check the job
-    finishes on the survivor: both executors ran round 0, the later rounds ran on one, the
-    interrupted record was processed again under the surviving worker. ``driver_dir``: the
+    until round 1's sessionizing micro-batch is paused inside process_element on one
+    executor, call ``before_kill(paused, victim)``, SIGKILL that executor's worker and check
+    the job finishes on the survivor: both executors ran round 0, the later rounds ran on
+    one, the interrupted record was processed again under the surviving worker. ``driver_dir``: the
     driver's own working directory, temporary directory and Spark scratch (``cwd``,
     ``tmp``, ``local`` under it) instead of the test's folder and the cluster's.
     Returns ``victim``, ``survivor`` (worker indexes), ``paused``, ``events``, ``marks``."""
