@@ -167,6 +167,9 @@ def run(args: argparse.Namespace) -> None:
              .config("spark.executor.cores", "1")
              .config("spark.cores.max", "2")
              .config("spark.pyspark.python", sys.executable)
+             # Python workers forked from a daemon that imported pandas, pyarrow and the
+             # project once (a fresh worker per task is cheap with worker.reuse=false)
+             .config("spark.python.daemon.module", "preload_daemon")
              # short jobs on 2 busy cores: C1 only, serial GC (less JIT/GC CPU per JVM)
              .config("spark.driver.extraJavaOptions", JVM_OPTS)
              .config("spark.executor.extraJavaOptions", JVM_OPTS)
@@ -198,8 +201,8 @@ def run(args: argparse.Namespace) -> None:
 
 
 def run_rounds(spark, args: argparse.Namespace, executors=lambda: 0) -> None:
-    """The rounds of the job in ``spark`` (any session: the test also runs them
-    uninterrupted in its local one); ``args`` as :func:`main` parses them."""
+    """The rounds of the job in ``spark`` (any session); ``args`` as :func:`main` parses
+    them; ``executors()`` is reported after each round."""
     from pyspark_datastream import (
         Configuration,
         Duration,

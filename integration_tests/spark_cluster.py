@@ -192,6 +192,7 @@ class StandaloneCluster:
         return self
 
     def start_worker(self, i: int) -> subprocess.Popen:
+        """Start worker ``i`` (a new one, or in place of worker ``i`` once it exited)."""
         ui = free_port()
         dirs = self.worker_dirs(i)
         for d in dirs.values():
@@ -203,9 +204,41 @@ class StandaloneCluster:
             "--port", str(free_port()), "--webui-port", str(ui),
             "--cores", str(self.worker_cores), "--memory", self.worker_memory,
             "--work-dir", dirs["work"]], env=env, cwd=dirs["root"])
-        self.workers.append(proc)
-        self.worker_ui_ports.append(ui)
+        if i < len(self.workers):
+            self.workers[i], self.worker_ui_ports[i] = proc, ui
+        else:
+            self.workers.append(proc)
+            self.worker_ui_ports.append(ui)
         return proc
+
+    def replace_dead_workers(self) -> list[int]:
+        """Start a new worker in place of every worker that exited (killed by a test), on
+        an emptied root folder, as a replacement machine would be: no file of the dead one
+        survives. Returns the indexes replaced; they register with the master on their own
+        (:meth:`wait_for_workers`)."""
+        dead = [i for i, w in enumerate(self.workers) if w.poll() is not None]
+        for i in dead:
+            shutil.rmtree(self.worker_dirs(i)["root"])
+            self.start_worker(i)
+        return dead
+
+    def kill_adopted(self) -> list[psutil.Process]:
+        """SIGKILL the adopted processes (drivers) and their trees, forget them; return
+        whatever is still alive (should be [])."""
+        procs = []
+        for p in self._adopted:
+            if p.poll() is None:
+                self.remember(p.pid)
+                procs += [self.seen[p.pid], *_descendants(p.pid)]
+        alive = kill_tree(procs, [p.pid for p in self._adopted if p.poll() is None])
+        for p in self._adopted:
+            self._pgids.remove(p.pid)
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+        self._adopted = []
+        return alive
 
     def state(self) -> dict:
         """The master's ``/json`` status (workers, applications)."""

@@ -16,12 +16,13 @@ working directories) and checks that the key group state of the killed worker ca
 from S3 and that nothing of the job was written on local disk.
 
 The driver runs in its own process (``cluster_job.py``): this pytest process may already
-have a local SparkContext (the suite's session), and a process has one.
+have a local SparkContext (the suite's session), and a process has one. Both tests run on
+one cluster: the second starts a new worker, on an empty folder, in place of the one the
+first killed, while its driver boots.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -147,21 +148,46 @@ def _pause_record(rounds) -> tuple[str, int]:
     return k, later[len(later) // 2]
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    """A standalone master + two workers (not started yet); at teardown — pass or fail —
-    every process it started or adopted is SIGKILLed (process groups and every descendant
-    seen) and none may be left alive."""
+@pytest.fixture(scope="module")
+def module_cluster(tmp_path_factory):
+    """A standalone master + two workers for the module's tests (started by the first one
+    that runs); at teardown — pass or fail — every process it started or adopted is
+    SIGKILLed (process groups and every descendant seen) and none may be left alive."""
     why = java_available()
     if why:
         pytest.skip(f"no Spark standalone cluster possible here: {why}")
-    c = StandaloneCluster(str(tmp_path / "cluster"), workers=2)
+    c = StandaloneCluster(str(tmp_path_factory.mktemp("cluster")), workers=2)
     try:
         yield c
     finally:
         alive = c.stop()
         assert not alive, f"processes survived teardown: {alive}"
         assert not [p for p in c.seen.values() if is_running(p)]
+
+
+@pytest.fixture
+def cluster(module_cluster):
+    """The module's cluster for one test: the test starts it, or replaces the worker an
+    earlier test killed (:func:`_run_with_worker_kill`); at teardown the test's driver and
+    everything under it is SIGKILLed and must be gone."""
+    try:
+        yield module_cluster
+    finally:
+        alive = module_cluster.kill_adopted()
+        assert not alive, f"driver processes survived teardown: {alive}"
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """A real S3 server (moto, loopback, ephemeral port) of this module's own: the jobs run
+    in their own driver processes, so no local session is needed to reach it."""
+    import s3_server as server_module
+
+    server = server_module.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def _alive(pid: int) -> bool:
@@ -186,11 +212,12 @@ def _run_with_worker_kill(cluster, tmp_path, *, src: str, ckpt: str, out: str,
                           hadoop_conf: Optional[dict] = None, driver_dir=None,
                           spark_conf: tuple[str, ...] | list[str] = (),
                           before_kill: Optional[Callable[[dict, int], None]] = None) -> dict:
-    """Start the cluster and the driver (``cluster_job.py``), wait until round 1's
-    sessionizing micro-batch is paused inside process_element on one executor, call
-    ``before_kill(paused, victim)``, SIGKILL that executor's worker and check the job
-    finishes on the survivor: both executors ran round 0, the later rounds ran on one, the
-    interrupted record was processed again under the surviving worker. ``driver_dir``: the
+    """Start the cluster (or, after an earlier test killed one of its workers, a new worker
+    on an empty folder in place of the dead one) and the driver (``cluster_job.py``), wait
+    until round 1's sessionizing micro-batch is paused inside process_element on one
+    executor, call ``before_kill(paused, victim)``, SIGKILL that executor's worker and check
+    the job finishes on the survivor: both executors ran round 0, the later rounds ran on
+    one, the interrupted record was processed again under the surviving worker. ``driver_dir``: the
     driver's own working directory, temporary directory and Spark scratch (``cwd``,
     ``tmp``, ``local`` under it) instead of the test's folder and the cluster's.
     Returns ``victim``, ``survivor`` (worker indexes), ``paused``, ``events``, ``marks``."""
@@ -203,7 +230,10 @@ def _run_with_worker_kill(cluster, tmp_path, *, src: str, ckpt: str, out: str,
     driver_log = str(tmp_path / "driver.log")
 
     # the driver boots while the workers register; it waits for its two executors
-    cluster.start(timeout=90, wait_for_workers=False)
+    if cluster.master is None:
+        cluster.start(timeout=90, wait_for_workers=False)
+    else:
+        cluster.replace_dead_workers()
     env, cwd = cluster.env(), str(tmp_path)
     if driver_dir is not None:
         for d in ("cwd", "tmp", "local"):
@@ -271,10 +301,17 @@ def _run_with_worker_kill(cluster, tmp_path, *, src: str, ckpt: str, out: str,
 
 
 def _check_outputs(totals: list[tuple], sessions: list[tuple]) -> None:
-    """The model's rows; compared as deduplicated sets first (STREAMING sinks are
-    documented at-least-once), then for duplicates: here only tasks were retried, no
-    micro-batch ran twice, so even an at-least-once sink must not write a row twice — a
-    duplicate is a bug, not noise."""
+    """The outputs equal those of an uninterrupted run. The plain-Python model IS an
+    uninterrupted run's result, because the job is deterministic: a running reduce and a
+    session per key depend only on each key's records in time order, and every key's
+    records reach its operator in time order (within a round a key lives in one file, sorted
+    by time; event time only grows from round to round, and nothing is late, so no record
+    is dropped), whatever the partitioning, scheduling or micro-batch boundaries; the final
+    watermark closes every session but the clock key's (:func:`make_input`).
+
+    Compared as deduplicated sets first (STREAMING sinks are documented at-least-once),
+    then for duplicates: here only tasks were retried, no micro-batch ran twice, so even an
+    at-least-once sink must not write a row twice — a duplicate is a bug, not noise."""
     expected_totals, expected_sessions = model(make_input())
     assert sorted(set(totals)) == expected_totals
     assert sorted(set(sessions)) == expected_sessions
@@ -324,16 +361,14 @@ def _not_spark_scratch(cluster, driver_dir) -> list[str]:
 
 
 @pytest.mark.slow
-def test_state_on_s3_is_rebuilt_after_the_worker_holding_it_is_killed(
-        cluster, spark, s3_server, tmp_path):
+def test_state_on_s3_is_rebuilt_after_the_worker_holding_it_is_killed(cluster, s3, tmp_path):
     """Checkpoint root, source and Delta sinks on s3a:// (moto); workers without a shared
     local disk. The worker killed is the one whose Python worker holds the pause key's
-    RocksDB key group (its working copy in that executor's Spark scratch) and is the only
-    one that ever handled that key; the survivor, with no copy of it, rebuilds the key group
-    from its version files on S3 and the outputs equal an uninterrupted run (in the suite's
-    local session, on local disk) and the plain-Python model."""
-    from cluster_job import run_rounds
-
+    RocksDB key group (its working copy in that executor's Spark scratch); the retry runs in
+    a process that never handled that key, with no copy of it, rebuilds the key group from
+    its version files on S3, and the outputs equal an uninterrupted run's: the plain-Python
+    model (see :func:`_check_outputs`)."""
+    s3_server = s3
     base = f"s3a://{s3_server.bucket}/cluster-{os.getpid()}-{int(time.time())}"
     prefix = base.split("/", 3)[3]
     driver_dir = tmp_path / "driver"
@@ -357,7 +392,8 @@ def test_state_on_s3_is_rebuilt_after_the_worker_holding_it_is_killed(
         cluster, tmp_path, src=f"{base}/in", ckpt=f"{base}/ckpt", out=f"{base}/out",
         hadoop_conf=s3_server.hadoop_conf(), driver_dir=driver_dir, before_kill=before_kill,
         # a Python worker per task: the retry's process holds no copy of anything, so
-        # whatever it had on another run cannot stand in for the state on S3
+        # whatever it had on another run cannot stand in for the state on S3 (each is a fork
+        # of a daemon that did the imports once: preload_daemon.py, set by cluster_job.py)
         spark_conf=["spark.python.worker.reuse=false"])
     # the retried record ran in a process that had never handled its key: it rebuilt the
     # key group from the version files on S3 (no disk is shared with the killed worker)
@@ -377,15 +413,5 @@ def test_state_on_s3_is_rebuilt_after_the_worker_holding_it_is_killed(
     totals = _read_delta(f"{base}/out/totals", options)
     sessions = _read_delta(f"{base}/out/sessions", options)
     _check_outputs(totals, sessions)
-
-    # the same rounds uninterrupted, on local disk, in the suite's local session
-    local = tmp_path / "uninterrupted"
-    _stage(local / "staging", make_input())
-    (local / "marker").mkdir()
-    run_rounds(spark, argparse.Namespace(
-        staging=str(local / "staging"), src=str(local / "in"), ckpt=str(local / "ckpt"),
-        out=str(local / "out"), marker=str(local / "marker"), pause="-,-1", hadoop_conf=None))
-    assert sorted(set(totals)) == sorted(set(_read_delta(str(local / "out" / "totals"))))
-    assert sorted(set(sessions)) == sorted(set(_read_delta(str(local / "out" / "sessions"))))
     print(f"cluster S3 test: {({k: round(v, 1) for k, v in run['marks'].items()})}; "
           f"driver: {run['events']}")
