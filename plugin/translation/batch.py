@@ -124,10 +124,10 @@ class BatchTranslator:
         self._tags = side_output_tags(self.nodes)
         # Savepoints (translation/batch_savepoint.py): restore is checked here, before
         # anything runs; a write is set up by run_sinks(savepoint_path=...).
-        from .batch_savepoint import BatchRestore
+        from .batch_savepoint import SavepointRestore
 
         self._savepoint_write: Any = None
-        self.restore: Optional[BatchRestore] = BatchRestore.from_config(
+        self.restore: Optional[SavepointRestore] = SavepointRestore.from_config(
             self, cfg, self.op_config, self.sorted_inputs)
         # Progress (plugin/progress.py): set up by run_sinks / collect; to_dataframe observes
         # nothing. ``progress`` is the list of stage rows, filled when the job finishes.

@@ -194,9 +194,9 @@ class StreamingTranslator:
         # batch_savepoint.py's check: the program's operators are opened on a single-key
         # backend to list their states. A STREAMING restore loads each key group's entries
         # into its state and needs no sorted inputs (BATCH's sorted-inputs option is not read).
-        from .batch_savepoint import BatchRestore
+        from .batch_savepoint import SavepointRestore
 
-        self.restore: Optional[BatchRestore] = BatchRestore.from_config(
+        self.restore: Optional[SavepointRestore] = SavepointRestore.from_config(
             self, cfg, operator_config(cfg, "BATCH", self.parallelism, self.max_parallelism),
             sorted_inputs=True)
         self.op_config = operator_config(cfg, "STREAMING", self.parallelism, self.max_parallelism)

@@ -30,7 +30,7 @@ Used by :class:`~pyspark_datastream.plugin.translation.streaming.StreamingTransl
   :meth:`StreamingSavepointWrite.after_query`): every stage ends at the job's final
   watermark, as in BATCH's savepoint.
 * **Restore** (``execution.savepoint.path``): checked before any query starts by
-  :class:`~.batch_savepoint.BatchRestore` (built by the translator constructor).
+  :class:`~.batch_savepoint.SavepointRestore` (built by the translator constructor).
   :func:`restore_rows_folder` packs the savepoint entries of one operator into
   ONE row per key group (key groups recomputed for the current max parallelism;
   the row carries the key group's state as :func:`encode_state` bytes and
