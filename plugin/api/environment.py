@@ -11,7 +11,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
-from ..plan.config import Configuration, RuntimeExecutionMode, resolve, validate
+from ..plan.config import (
+    Configuration,
+    RuntimeExecutionMode,
+    RuntimeMode,
+    configured_runtime_mode,
+    validate,
+)
 from ..plan.graph import SinkNode, SourceNode, Transformation, reachable
 from ..plan.job import JobPlan
 from ..results import CloseableIterator, JobExecutionResult
@@ -198,12 +204,13 @@ class StreamExecutionEnvironment:
         """Declare a sink (used by the stream classes); ``execute`` runs every declared one."""
         self._sinks.append(node)
 
-    def runtime_mode_for(self, nodes: list[Transformation]) -> str:
-        """BATCH or STREAMING for a job over ``nodes`` (AUTOMATIC resolved by boundedness)."""
-        mode = str(resolve(self._config, "execution.runtime-mode", None)).upper()
-        if mode == "AUTOMATIC":
+    def runtime_mode_for(self, nodes: list[Transformation]) -> RuntimeMode:
+        """The mode of a job over ``nodes``: ``execution.runtime-mode``, AUTOMATIC resolved by
+        the sources' boundedness (ConfigurationError for a value that is no mode)."""
+        mode = configured_runtime_mode(self._config)
+        if mode is None:
             sources = [n for n in nodes if isinstance(n, SourceNode)]
-            return "BATCH" if all(s.bounded for s in sources) else "STREAMING"
+            return RuntimeMode.BATCH if all(s.bounded for s in sources) else RuntimeMode.STREAMING
         return mode
 
     def _translator(self, nodes: list[Transformation], job_name: str, storage: Any) -> Any:
@@ -218,7 +225,7 @@ class StreamExecutionEnvironment:
         check_full_window_mode(nodes, mode)
         plan = JobPlan(job_name, mode, tuple(nodes), self.get_parallelism(),
                        self.get_max_parallelism(), self._state_backend, self._config)
-        if mode == "BATCH":
+        if mode is RuntimeMode.BATCH:
             from ..translation.batch import BatchTranslator
 
             return BatchTranslator(plan, self.spark, storage)
@@ -260,7 +267,7 @@ class StreamExecutionEnvironment:
         (``DataStream.execute_and_collect``)."""
         nodes = reachable([node])
         with self._job(nodes, self._job_name(nodes, job_name)) as translator:
-            if job_name is None and translator.mode == "STREAMING":
+            if job_name is None and translator.mode is RuntimeMode.STREAMING:
                 # an unnamed collect is a one-off job on a temporary checkpoint; a named one
                 # resumes under the checkpoint root (temporary without one)
                 translator.collect_ephemeral = "always"
@@ -295,9 +302,9 @@ class StreamExecutionEnvironment:
                 counts = translator.run_sinks(sinks, savepoint_path=savepoint_path)
             finally:
                 self._last_progress = getattr(translator, "progress", [])
-                if translator.mode == "STREAMING":
+                if translator.mode is RuntimeMode.STREAMING:
                     translator.release()  # a temporary checkpoint ends with the job
-        result = JobExecutionResult(job_name, translator.mode, int((time.time() - start) * 1000),
+        result = JobExecutionResult(job_name, translator.mode.value, int((time.time() - start) * 1000),
                                     counts, savepoint_path, list(self._last_progress))
         log.info("job %r finished in %s ms: %s", job_name, result.net_runtime_ms, counts)
         return result
@@ -315,7 +322,7 @@ class StreamExecutionEnvironment:
         sinks = list(self._sinks)
         nodes = reachable(list(sinks))
         name = self._job_name(nodes, job_name)
-        if self.runtime_mode_for(nodes) == "BATCH":
+        if self.runtime_mode_for(nodes) is RuntimeMode.BATCH:
             return JobClient.finished(self.execute(name))  # execute consumes the sinks
         with self._job(nodes, name) as translator:  # its thread keeps the scope (job_client.py)
             client = JobClient.start(name, translator, sinks)

@@ -45,6 +45,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..operators.exceptions import JobExecutionError
+from ..plan.config import RuntimeMode
 from ..plan.graph import SinkNode
 from ..state_store.exceptions import SavepointError
 from ..state_store.storage import Storage
@@ -132,8 +133,8 @@ class JobClient:
             finally:
                 translator.async_queries = None
             log.info("job %r started: queries %s", job_name, [n for n, _ in started])
-            return cls(job_name, "STREAMING", translator, queries=started)
-        client = cls(job_name, "STREAMING", translator)
+            return cls(job_name, RuntimeMode.STREAMING.value, translator, queries=started)
+        client = cls(job_name, RuntimeMode.STREAMING.value, translator)
 
         def run() -> None:
             try:
@@ -321,7 +322,7 @@ class JobClient:
 
     # -- helpers -------------------------------------------------------------------------------
     def _check_savepoint(self, what: str) -> None:
-        if self.mode == "BATCH":
+        if self.mode == RuntimeMode.BATCH.value:
             raise SavepointError(
                 f"{what}: job {self.job_name!r} ran in BATCH mode, which cannot take a savepoint "
                 "of a job (as in Flink); write one at the end of the input with "

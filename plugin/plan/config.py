@@ -22,7 +22,9 @@ __all__ = [
     "OPTIONS",
     "REMOVED_OPTIONS",
     "RuntimeExecutionMode",
+    "RuntimeMode",
     "check_not_removed",
+    "configured_runtime_mode",
     "parse_trigger",
     "resolve",
     "validate",
@@ -35,6 +37,16 @@ class RuntimeExecutionMode(enum.Enum):
     STREAMING = "STREAMING"
     BATCH = "BATCH"
     AUTOMATIC = "AUTOMATIC"
+
+
+class RuntimeMode(enum.Enum):
+    """The runtime mode one job runs in: ``execution.runtime-mode`` with AUTOMATIC decided.
+
+    Plans, translators and option defaults carry this; the string values are the
+    configuration's (and those of progress rows, results and savepoint metadata)."""
+
+    BATCH = "BATCH"
+    STREAMING = "STREAMING"
 
 
 #: units of a Spark interval (``processing-time=<interval>``), singular or plural
@@ -119,10 +131,10 @@ class ConfigOption:
     #: ``check`` runs when the value is set too, and its result is the value kept
     check_on_set: bool = False
 
-    def default_for(self, mode: str | None) -> Any:
-        if mode == "BATCH" and self.batch_default is not None:
+    def default_for(self, mode: RuntimeMode | None) -> Any:
+        if mode is RuntimeMode.BATCH and self.batch_default is not None:
             return self.batch_default
-        if mode == "STREAMING" and self.streaming_default is not None:
+        if mode is RuntimeMode.STREAMING and self.streaming_default is not None:
             return self.streaming_default
         return self.default
 
@@ -348,7 +360,32 @@ def validate(config: Configuration) -> None:
             option.check(key, raw)
 
 
-def resolve(config: Configuration, key: str, mode: str | None) -> Any:
+def configured_runtime_mode(config: Configuration) -> Optional[RuntimeMode]:
+    """``execution.runtime-mode`` of ``config``: BATCH or STREAMING, None for AUTOMATIC (the
+    job's sources decide).
+
+    Args:
+        config: the job's configuration (unset: STREAMING, Flink's default).
+
+    Returns:
+        The configured mode, or None when it is AUTOMATIC.
+
+    Raises:
+        ConfigurationError: the value is none of BATCH, STREAMING, AUTOMATIC (any case).
+    """
+    raw = config.get_string("execution.runtime-mode")
+    value = OPTIONS["execution.runtime-mode"].default if raw is None else raw.strip().upper()
+    if value == RuntimeExecutionMode.AUTOMATIC.value:
+        return None
+    try:
+        return RuntimeMode(value)
+    except ValueError:
+        raise ConfigurationError(
+            f"execution.runtime-mode must be one of BATCH, STREAMING, AUTOMATIC, got {raw!r}"
+        ) from None
+
+
+def resolve(config: Configuration, key: str, mode: RuntimeMode | None) -> Any:
     """Value of ``key``: the configured one, else the option's default for ``mode``."""
     raw = config.get_string(key)
     if raw is not None:

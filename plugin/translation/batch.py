@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..operators.exceptions import JobExecutionError
-from ..plan.config import resolve
+from ..plan.config import RuntimeMode, resolve
 from ..plan.graph import (
     BroadcastNode,
     ChainNode,
@@ -102,7 +102,7 @@ log = logging.getLogger("pyspark_datastream")
 class BatchTranslator:
     """Turns a job graph into Spark DataFrames and runs its sinks, in BATCH mode."""
 
-    mode = "BATCH"
+    mode = RuntimeMode.BATCH
 
     def __init__(self, plan: JobPlan, spark: SparkSession, storage: Storage) -> None:
         self.plan = plan
@@ -115,11 +115,12 @@ class BatchTranslator:
         cfg = plan.config
         self.parallelism = plan.parallelism
         self.max_parallelism = plan.max_parallelism
-        self.sorted_inputs = is_true(resolve(cfg, "execution.sorted-inputs.enabled", "BATCH"))
-        self.pre_aggregate = is_true(resolve(cfg, "execution.batch.pre-aggregation.enabled", "BATCH"))
+        batch = RuntimeMode.BATCH
+        self.sorted_inputs = is_true(resolve(cfg, "execution.sorted-inputs.enabled", batch))
+        self.pre_aggregate = is_true(resolve(cfg, "execution.batch.pre-aggregation.enabled", batch))
         self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
-        self.pushdown = is_true(resolve(cfg, "execution.batch.native-pushdown.enabled", "BATCH"))
-        self.op_config = operator_config(cfg, "BATCH", self.parallelism, self.max_parallelism)
+        self.pushdown = is_true(resolve(cfg, "execution.batch.native-pushdown.enabled", batch))
+        self.op_config = operator_config(cfg, batch, self.parallelism, self.max_parallelism)
         self._streams: dict[int, Stream] = {}
         self._tags = side_output_tags(self.nodes)
         # Savepoints (translation/batch_savepoint.py): restore is checked here, before
@@ -249,7 +250,7 @@ class BatchTranslator:
 
     # -- progress (plugin/progress.py) --------------------------------------------------
     def _start_progress(self) -> BatchProgress:
-        self.batch_progress = BatchProgress(self.job_name)
+        self.batch_progress = BatchProgress(self.job_name, self.mode)
         self.progress = self.batch_progress.rows
         return self.batch_progress
 

@@ -453,7 +453,7 @@ class BatchSavepointWrite:
                                      self.broadcast.get(uid, ()))
                for uid, (key_ser, metas, generated) in self.operators.items()}
         metadata = SavepointMetadata(max_parallelism=t.max_parallelism, operators=ops,
-                                     final_watermark=self.watermark, mode="BATCH",
+                                     final_watermark=self.watermark, mode=t.mode.value,
                                      backend=SINGLE_KEY.name, job_name=t.job_name)
         start = time.monotonic()
         n = self.entry_count()

@@ -47,7 +47,7 @@ import pickle
 import uuid
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..plan.config import parse_trigger, resolve
+from ..plan.config import RuntimeMode, parse_trigger, resolve
 from ..plan.graph import (
     BroadcastNode,
     ChainNode,
@@ -162,7 +162,7 @@ def _arrow_batch_rows(spark: Any) -> int:
 class StreamingTranslator:
     """Turns a job graph into Spark streaming queries and runs them (STREAMING mode)."""
 
-    mode = "STREAMING"
+    mode = RuntimeMode.STREAMING
 
     def __init__(self, plan: JobPlan, spark: SparkSession, storage: Storage) -> None:
         from ..spark_io.versions import check_streaming_versions
@@ -181,7 +181,8 @@ class StreamingTranslator:
         self.max_parallelism = plan.max_parallelism
         self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
         # the map and key-field pushdowns (pushdown.py) follow BATCH's option
-        self.pushdown = is_true(resolve(cfg, "execution.batch.native-pushdown.enabled", "BATCH"))
+        self.pushdown = is_true(resolve(cfg, "execution.batch.native-pushdown.enabled",
+                                        RuntimeMode.BATCH))
         #: key groups on Spark partitions in contiguous ranges (spark_io/key_group_ranges.py):
         #: the number of partitions the stateful operators run with, 0 when the session's
         #: number is not a number (Spark's hash of the key group places them then)
@@ -197,15 +198,15 @@ class StreamingTranslator:
         from .batch_savepoint import SavepointRestore
 
         self.restore: Optional[SavepointRestore] = SavepointRestore.from_config(
-            self, cfg, operator_config(cfg, "BATCH", self.parallelism, self.max_parallelism),
+            self, cfg, operator_config(cfg, RuntimeMode.BATCH, self.parallelism, self.max_parallelism),
             sorted_inputs=True)
-        self.op_config = operator_config(cfg, "STREAMING", self.parallelism, self.max_parallelism)
+        self.op_config = operator_config(cfg, self.mode, self.parallelism, self.max_parallelism)
         if not get_backend(self.backend[0]).streaming:
             raise GraphBuildError(
                 f"STREAMING does not run on the {get_backend(self.backend[0]).name} state "
                 f"backend; state.backend.type is {self.backend[0]!r}"
             )
-        self.trigger = parse_trigger(resolve(cfg, "execution.streaming.trigger", "STREAMING"))
+        self.trigger = parse_trigger(resolve(cfg, "execution.streaming.trigger", self.mode))
         root, where = configured_root(cfg, self.spark)  # job_identity.py: the job folder
         #: the storage layer of every file the job writes outside Spark (the job's, built by
         #: the environment: spark_io/storage_conf.py); pickled to executors with specs

@@ -319,7 +319,7 @@ class StreamingSavepointWrite:
             kind = get_backend(t.backend[0]).name
             metadata = SavepointMetadata(
                 max_parallelism=t.max_parallelism, operators=ops,
-                final_watermark=self.final_watermark(names), mode="STREAMING", backend=kind,
+                final_watermark=self.final_watermark(names), mode=t.mode.value, backend=kind,
                 job_name=t.job_name)
             union = None
             for df in parts:

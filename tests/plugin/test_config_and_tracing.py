@@ -15,7 +15,7 @@ from pyspark_datastream import (
     WatermarkStrategy,
 )
 from pyspark_datastream.operators.functions import as_map_function
-from pyspark_datastream.plan.config import OPTIONS, resolve
+from pyspark_datastream.plan.config import OPTIONS, RuntimeMode, resolve
 from pyspark_datastream.runtime.fastpath import plain_callable
 from pyspark_datastream.translation.tracing import Expr, trace
 
@@ -50,10 +50,10 @@ def test_a_removed_key_is_refused_naming_it_whatever_its_value(key, instead):
 
 def test_mode_dependent_defaults_follow_flip_134():
     c = Configuration()
-    assert resolve(c, "pipeline.processing-time.allow", "BATCH") == "FAIL"
-    assert resolve(c, "pipeline.processing-time.allow", "STREAMING") == "ALLOW"
-    assert resolve(c, "pipeline.processing-time.end-of-input", "BATCH") == "IGNORE"
-    assert resolve(c, "pipeline.processing-time.end-of-input", "STREAMING") == "FIRE_AND_QUIESCE"
+    assert resolve(c, "pipeline.processing-time.allow", RuntimeMode.BATCH) == "FAIL"
+    assert resolve(c, "pipeline.processing-time.allow", RuntimeMode.STREAMING) == "ALLOW"
+    assert resolve(c, "pipeline.processing-time.end-of-input", RuntimeMode.BATCH) == "IGNORE"
+    assert resolve(c, "pipeline.processing-time.end-of-input", RuntimeMode.STREAMING) == "FIRE_AND_QUIESCE"
     assert all(o.description for o in OPTIONS.values())
 
 
