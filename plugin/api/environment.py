@@ -31,6 +31,8 @@ from .state_backends import StateBackend, backend_spec
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from ..state_store.storage import Storage
+    from ..translation.contract import Translator
     from .job_client import JobClient
 
 __all__ = ["StreamExecutionEnvironment", "default_local_session"]
@@ -213,7 +215,8 @@ class StreamExecutionEnvironment:
             return RuntimeMode.BATCH if all(s.bounded for s in sources) else RuntimeMode.STREAMING
         return mode
 
-    def _translator(self, nodes: list[Transformation], job_name: str, storage: Any) -> Any:
+    def _translator(self, nodes: list[Transformation], job_name: str, storage: Storage
+                    ) -> Translator:
         if any(isinstance(n, SinkNode) and n.kind == "delta" for n in nodes) \
                 or self._config.get_string("execution.savepoint.path"):
             from ..spark_io.delta_io import delta_writer
@@ -234,7 +237,7 @@ class StreamExecutionEnvironment:
         return streaming.StreamingTranslator(plan, self.spark, storage)
 
     @contextmanager
-    def _job(self, nodes: list[Transformation], job_name: str) -> Iterator[Any]:
+    def _job(self, nodes: list[Transformation], job_name: str) -> Iterator[Translator]:
         """The translator of a job, built and used in the job's storage scope: its ``s3.*``
         keys over the session's ``fs.s3a.*`` for every path it reads or writes — checkpoint
         root, savepoints, Delta tables (spark_io/storage_conf.py)."""
@@ -267,13 +270,11 @@ class StreamExecutionEnvironment:
         (``DataStream.execute_and_collect``)."""
         nodes = reachable([node])
         with self._job(nodes, self._job_name(nodes, job_name)) as translator:
-            if job_name is None and translator.mode is RuntimeMode.STREAMING:
-                # an unnamed collect is a one-off job on a temporary checkpoint; a named one
-                # resumes under the checkpoint root (temporary without one)
-                translator.collect_ephemeral = "always"
-            it = translator.collect(node)
+            # an unnamed collect is a one-off job (STREAMING: on a temporary checkpoint); a
+            # named one resumes under the checkpoint root (temporary without one)
+            it = translator.collect(node, one_off=job_name is None)
         # the translator's list: BATCH fills it once the results are collected
-        self._last_progress = getattr(translator, "progress", [])
+        self._last_progress = translator.progress
         return it
 
     def get_last_progress(self) -> list[dict[str, Any]]:
@@ -301,9 +302,8 @@ class StreamExecutionEnvironment:
             try:
                 counts = translator.run_sinks(sinks, savepoint_path=savepoint_path)
             finally:
-                self._last_progress = getattr(translator, "progress", [])
-                if translator.mode is RuntimeMode.STREAMING:
-                    translator.release()  # a temporary checkpoint ends with the job
+                self._last_progress = translator.progress
+                translator.release()  # a temporary checkpoint ends with the job
         result = JobExecutionResult(job_name, translator.mode.value, int((time.time() - start) * 1000),
                                     counts, savepoint_path, list(self._last_progress))
         log.info("job %r finished in %s ms: %s", job_name, result.net_runtime_ms, counts)

@@ -100,7 +100,8 @@ log = logging.getLogger("pyspark_datastream")
 
 
 class BatchTranslator:
-    """Turns a job graph into Spark DataFrames and runs its sinks, in BATCH mode."""
+    """Turns a job graph into Spark DataFrames and runs its sinks, in BATCH mode (the
+    API's :class:`~.contract.Translator`)."""
 
     mode = RuntimeMode.BATCH
 
@@ -133,7 +134,12 @@ class BatchTranslator:
         # Progress (plugin/progress.py): set up by run_sinks / collect; to_dataframe observes
         # nothing. ``progress`` is the list of stage rows, filled when the job finishes.
         self.batch_progress: Optional[BatchProgress] = None
-        self.progress: list[dict[str, Any]] = []
+        self._progress: list[dict[str, Any]] = []
+
+    @property
+    def progress(self) -> list[dict[str, Any]]:
+        """The stage rows of the last run_sinks / collect (filled when it finished)."""
+        return self._progress
 
     # -- public entry points ------------------------------------------------------
     def to_dataframe(self, node: Transformation) -> DataFrame:
@@ -144,7 +150,9 @@ class BatchTranslator:
                               f"the to_dataframe() of BATCH job {self.job_name!r}")
         return typed_df(self, self.input_stream(node), node)
 
-    def collect(self, node: Transformation) -> CloseableIterator:
+    def collect(self, node: Transformation, one_off: bool = False) -> CloseableIterator:
+        """Run the job ending in ``node``; its records (``one_off``: BATCH keeps nothing
+        either way)."""
         progress = self._start_progress()
         df, decode = self._collect_plan(node)
         stage = progress.add_stage("collect", "collect", [node.name], "Arrow to the driver")
@@ -248,10 +256,54 @@ class BatchTranslator:
                                   detail=f"Delta table {savepoint.path}, version {version}")
         return counts
 
+    # -- the API's contract for running queries (contract.py): BATCH runs none ------------
+    def release(self) -> None:
+        """Nothing to remove: a BATCH job keeps nothing for its run only."""
+
+    def plan_sinks(self, sinks: list[SinkNode]) -> None:
+        """Nothing to check before a BATCH run (no checkpoint)."""
+
+    def runs_detached(self) -> bool:
+        """False: a BATCH job runs to its end."""
+        return False
+
+    def trigger_kind(self) -> Optional[str]:
+        """None: BATCH has no streaming trigger."""
+        return None
+
+    def _no_queries(self, what: str) -> JobExecutionError:
+        return JobExecutionError(
+            f"{what}: BATCH job {self.job_name!r} runs to its end and has no streaming queries")
+
+    def start_sinks(self, sinks: list[SinkNode]) -> list[tuple[str, Any]]:
+        """Refused: a BATCH job runs to its end (``run_sinks``)."""
+        raise self._no_queries("start_sinks")
+
+    def log_query_progress(self, name: str, query: Any) -> None:
+        """Refused: no streaming queries."""
+        raise self._no_queries(f"log_query_progress({name!r})")
+
+    def query_holds_state(self, name: str) -> bool:
+        """Refused: no streaming queries."""
+        raise self._no_queries(f"query_holds_state({name!r})")
+
+    def query_checkpoint(self, name: str) -> str:
+        """Refused: no streaming queries."""
+        raise self._no_queries(f"query_checkpoint({name!r})")
+
+    def query_staging(self, name: str) -> str:
+        """Refused: no streaming queries."""
+        raise self._no_queries(f"query_staging({name!r})")
+
+    def write_savepoint_at(self, path: str, batch_ids: dict[str, int],
+                           progress: list[dict[str, Any]]) -> int:
+        """Refused: a BATCH savepoint is written by ``run_sinks(savepoint_path=...)``."""
+        raise self._no_queries(f"write_savepoint_at({path!r})")
+
     # -- progress (plugin/progress.py) --------------------------------------------------
     def _start_progress(self) -> BatchProgress:
         self.batch_progress = BatchProgress(self.job_name, self.mode)
-        self.progress = self.batch_progress.rows
+        self._progress = self.batch_progress.rows
         return self.batch_progress
 
     def action(self, label: str) -> AbstractContextManager[Any]:

@@ -121,7 +121,7 @@ from .streaming_queries import (
     write_df_once,
     write_table_once,
 )
-from .timecheck import processing_time_use
+from .timecheck import processing_time_use, processing_timeout_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -160,7 +160,8 @@ def _arrow_batch_rows(spark: Any) -> int:
 
 
 class StreamingTranslator:
-    """Turns a job graph into Spark streaming queries and runs them (STREAMING mode)."""
+    """Turns a job graph into Spark streaming queries and runs them (STREAMING mode; the
+    API's :class:`~.contract.Translator`)."""
 
     mode = RuntimeMode.STREAMING
 
@@ -214,9 +215,6 @@ class StreamingTranslator:
         self.job = JobCheckpoint(job_name, root, where,
                                  describe_graph(nodes, self.max_parallelism, self.backend[0]),
                                  self.storage)
-        #: how an execute_and_collect() keeps its checkpoint (the environment sets "always"
-        #: for an unnamed one: a one-off job)
-        self.collect_ephemeral = "if-no-root"
         self.bounded = all(n.bounded for n in nodes if isinstance(n, SourceNode))
         keyed = [n for n in nodes if is_keyed(n)]
         self._stage_names = {n.id: (n.uid or f"stage{i}") for i, n in enumerate(keyed)}
@@ -224,8 +222,7 @@ class StreamingTranslator:
             n for n in nodes if isinstance(n, SourceNode))}
         self._prerequisites: list[tuple[str, Any]] = []  # (query name, DataStreamWriter)
         self._ran: set[str] = set()
-        #: one :func:`progress_row` per micro-batch of every query run so far
-        self.progress: list[dict[str, Any]] = []
+        self._progress: list[dict[str, Any]] = []  # see the property
         #: savepoint support (streaming_savepoint.py): the write of this run, the
         #: applyInPandasWithState spec of every keyed node (by node id)
         self._savepoint_run: Any = None
@@ -237,8 +234,13 @@ class StreamingTranslator:
         #: keyed node id -> the query staging its output for several consumers
         self.staged_outputs: dict[int, str] = {}
         #: when a list, run_query only starts each query and appends ``(name, query)``
-        #: (``env.execute_async``, plugin/job_client.py) instead of waiting for it
+        #: (:meth:`start_sinks`) instead of waiting for it
         self.async_queries: Optional[list[tuple[str, Any]]] = None
+
+    @property
+    def progress(self) -> list[dict[str, Any]]:
+        """One :func:`progress_row` per micro-batch of every query run so far."""
+        return self._progress
 
     # -- directories -------------------------------------------------------------------
     def job_folder(self) -> str:
@@ -271,8 +273,10 @@ class StreamingTranslator:
         self._run_prerequisites()
         return df
 
-    def collect(self, node: Transformation) -> CloseableIterator:
-        self.job.plan(self.collect_ephemeral, "its collect query's checkpoint")
+    def collect(self, node: Transformation, one_off: bool = False) -> CloseableIterator:
+        """Run the job ending in ``node`` and its collect query; its records (``one_off``:
+        on a temporary checkpoint, else under the checkpoint root when there is one)."""
+        self.job.plan("always" if one_off else "if-no-root", "its collect query's checkpoint")
         try:
             return self._collect(node)
         finally:
@@ -657,7 +661,7 @@ class StreamingTranslator:
             # a savepoint run is a stop-with-savepoint WITHOUT drain: no end-of-input flush
             df = df.unionByName(self._sentinel(f"{stage}-end-of-input", df.schema))
         ws = self.watermark_strategy(node)
-        processing_timeout = self._processing_timeout(node, function, ws)
+        processing_timeout = processing_timeout_of(node, function, ws, self.trigger, self.bounded)
         # Without event time, on an unbounded input and without processing-time timers, no
         # watermark ever advances and no group can time out: such an operator gets neither
         # (NoTimeout), which spares Spark a column and its watermark tracking. Operators with
@@ -729,36 +733,6 @@ class StreamingTranslator:
                          F.lit(None).cast("long").alias(
                              _ET, metadata={"spark.watermarkDelayMs": delay}))
 
-    def _processing_timeout(self, node: Transformation, function: Any, ws: Any) -> bool:
-        """Whether the operator's GroupState timeout runs on processing time.
-
-        Spark gives an ``applyInPandasWithState`` operator one timeout kind, and a key group
-        without new data is only called back through it. Processing time is used when the
-        query has a processing-time trigger, the operator has no event time (no watermark
-        strategy upstream), its input is unbounded (a bounded input ends through the
-        event-time sentinel) and its code registers processing-time timers (Spark then runs
-        a batch every trigger interval): those timers fire between data batches. An
-        operator on event time whose code registers processing-time timers under a
-        processing-time trigger is refused here: those timers could only fire when data
-        arrives, which is not Flink's semantics.
-        """
-        if self.trigger[0] != "processing-time" or self.bounded:
-            return False
-        use = processing_time_use(function)
-        if ws is None:
-            # only then: ProcessingTimeTimeout makes Spark run a batch every trigger interval
-            return use is not None
-        if use is not None:
-            raise GraphBuildError(
-                f"{node.describe()}: {use}, but the operator runs on event time (a watermark "
-                f"strategy is assigned upstream). Spark's applyInPandasWithState gives one "
-                f"operator one timeout kind (EventTimeTimeout here), so its processing-time "
-                f"timers could not fire while no data arrives under the trigger "
-                f"{self.trigger[1]!r}. Use one kind of timer per operator: event-time timers "
-                f"with the watermark, or no watermark strategy and processing-time timers."
-            )
-        return False
-
     # -- running queries -------------------------------------------------------------------
     def _run_prerequisites(self) -> None:
         for name, writer in self._prerequisites:
@@ -768,6 +742,55 @@ class StreamingTranslator:
                 if self._savepoint_run is not None:  # streaming_savepoint.py: carrier row
                     self._savepoint_run.after_query(name)
 
+    # -- the API's contract for running queries (contract.py, api/job_client.py) -----------
+    def runs_detached(self) -> bool:
+        """True under a processing-time trigger over unbounded sources."""
+        return self.trigger[0] == "processing-time" and not self.bounded
+
+    def trigger_kind(self) -> Optional[str]:
+        """available-now, once or processing-time (``execution.streaming.trigger``)."""
+        return self.trigger[0]
+
+    def start_sinks(self, sinks: list[SinkNode]) -> list[tuple[str, Any]]:
+        """Start every query of ``sinks`` without waiting; ``(name, query)``, upstream first."""
+        started: list[tuple[str, Any]] = []
+        self.async_queries = started
+        try:
+            self.run_planned_sinks(list(sinks))
+        except BaseException:
+            for _, q in started:
+                if q.isActive:
+                    q.stop()
+            self.release()
+            raise
+        finally:
+            self.async_queries = None
+        return started
+
     def log_query_progress(self, name: str, query: Any) -> None:
         """Record and log ``query``'s micro-batches (streaming_queries.py)."""
         log_query_progress(self, name, query)
+
+    def query_holds_state(self, name: str) -> bool:
+        """True when query ``name`` runs a keyed operator (streaming_savepoint.py)."""
+        from .streaming_savepoint import keyed_nodes_in_query
+
+        root = self.query_roots.get(name)
+        return root is not None and bool(keyed_nodes_in_query(root, self.staged_outputs, name))
+
+    def query_checkpoint(self, name: str) -> str:
+        """``<job folder>/<name>/checkpoint`` (streaming_queries.py starts it there)."""
+        return Storage.join(self.job_folder(), name, "checkpoint")
+
+    def query_staging(self, name: str) -> str:
+        """``<job folder>/<name>/data``: the file sink of :meth:`_through_files`."""
+        return Storage.join(self.job_folder(), name, "data")
+
+    def write_savepoint_at(self, path: str, batch_ids: dict[str, int],
+                           progress: list[dict[str, Any]]) -> int:
+        """The savepoint of the pinned batches (streaming_savepoint.py); its version."""
+        from .streaming_savepoint import StreamingSavepointWrite
+
+        write = StreamingSavepointWrite(self, path, progress)
+        write.queries = dict(self.query_roots)
+        return write.write(batch_ids)

@@ -39,8 +39,11 @@ class QueryOwner(Protocol):
     job_name: str
     trigger: tuple[str, Optional[str]]
     bounded: bool
-    #: one :func:`progress_row` per micro-batch of every query run so far
-    progress: list[dict[str, Any]]
+    @property
+    def progress(self) -> list[dict[str, Any]]:
+        """One :func:`progress_row` per micro-batch of every query run so far (appended to)."""
+        ...
+
     #: when a list, queries are only started and appended (``env.execute_async``)
     async_queries: Optional[list[tuple[str, Any]]]
 

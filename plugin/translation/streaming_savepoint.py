@@ -187,9 +187,14 @@ def _export_pass(uid: str, spec: Any) -> Callable[[Iterator[Any]], Iterator[Any]
 class StreamingSavepointWrite:
     """One STREAMING ``execute(..., savepoint_path=...)``: after the queries, export and write."""
 
-    def __init__(self, translator: Any, path: str) -> None:
+    def __init__(self, translator: Any, path: str,
+                 progress: Optional[list[dict[str, Any]]] = None) -> None:
         self.translator = translator
         self.path = path
+        #: the progress rows the final watermarks are read from: the translator's (filled
+        #: as its queries run), or those of the batches a running job's savepoint pins
+        self.progress: list[dict[str, Any]] = (translator.progress if progress is None
+                                               else progress)
         check_savepoint_uids(translator.nodes)
         #: query name -> root node of the DataFrame it runs (filled by the translator)
         self.queries: dict[str, Transformation] = {}
@@ -221,7 +226,7 @@ class StreamingSavepointWrite:
         carriers = self._carriers.get(name)
         if not carriers:
             return
-        rows = [r for r in self.translator.progress if r["query"] == name]
+        rows = [r for r in self.progress if r["query"] == name]
         mark = max((_spark_watermark_ms(r["watermark"]) for r in rows), default=0)
         if mark <= 0:
             return  # no watermark advanced upstream: nothing to forward
@@ -242,7 +247,7 @@ class StreamingSavepointWrite:
         their queries minus 1, the minimum over them; None when no watermark advanced."""
         marks = []
         for name in names:
-            rows = [r for r in self.translator.progress if r["query"] == name]
+            rows = [r for r in self.progress if r["query"] == name]
             wm = max((_spark_watermark_ms(r["watermark"]) for r in rows), default=0)
             if wm > 0:
                 marks.append(wm - 1)
