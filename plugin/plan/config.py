@@ -130,6 +130,9 @@ class ConfigOption:
     check: Optional[Callable[[str, str], Any]] = None
     #: ``check`` runs when the value is set too, and its result is the value kept
     check_on_set: bool = False
+    #: a key whose configured value :func:`resolve` takes when this one is not set (before
+    #: the default): the key that decided this option before it had its own
+    fallback: Optional[str] = None
 
     def default_for(self, mode: RuntimeMode | None) -> Any:
         if mode is RuntimeMode.BATCH and self.batch_default is not None:
@@ -170,6 +173,12 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("execution.batch.native-pushdown.enabled", "true",
                      "BATCH: run traceable lambdas and built-in sum/min/max as native Spark "
                      "expressions; results are identical.", check=_boolean),
+        ConfigOption("execution.streaming.native-pushdown.enabled", "true",
+                     "STREAMING: run traceable lambdas as native Spark expressions, compute "
+                     "key groups of a one-field key selector in Spark and a summing reduce on "
+                     "columns; results are identical. Unset: "
+                     "execution.batch.native-pushdown.enabled when that is set.",
+                     check=_boolean, fallback="execution.batch.native-pushdown.enabled"),
         ConfigOption("pipeline.processing-time.allow", None,
                      "ALLOW, IGNORE or FAIL use of processing time.",
                      batch_default="FAIL", streaming_default="ALLOW",
@@ -386,9 +395,14 @@ def configured_runtime_mode(config: Configuration) -> Optional[RuntimeMode]:
 
 
 def resolve(config: Configuration, key: str, mode: RuntimeMode | None) -> Any:
-    """Value of ``key``: the configured one, else the option's default for ``mode``."""
+    """Value of ``key``: the configured one, else its fallback key's configured one
+    (:attr:`ConfigOption.fallback`), else the option's default for ``mode``."""
     raw = config.get_string(key)
     if raw is not None:
         return raw
     option = OPTIONS.get(key)
-    return option.default_for(mode) if option is not None else None
+    if option is None:
+        return None
+    if option.fallback is not None and config.get_string(option.fallback) is not None:
+        return config.get_string(option.fallback)
+    return option.default_for(mode)

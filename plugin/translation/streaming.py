@@ -181,9 +181,9 @@ class StreamingTranslator:
         self.parallelism = plan.parallelism
         self.max_parallelism = plan.max_parallelism
         self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
-        # the map and key-field pushdowns (pushdown.py) follow BATCH's option
-        self.pushdown = is_true(resolve(cfg, "execution.batch.native-pushdown.enabled",
-                                        RuntimeMode.BATCH))
+        # the map and key-field pushdowns (pushdown.py, streaming_pushdown.py)
+        self.pushdown = is_true(resolve(cfg, "execution.streaming.native-pushdown.enabled",
+                                        self.mode))
         #: key groups on Spark partitions in contiguous ranges (spark_io/key_group_ranges.py):
         #: the number of partitions the stateful operators run with, 0 when the session's
         #: number is not a number (Spark's hash of the key group places them then)
@@ -192,16 +192,15 @@ class StreamingTranslator:
         self.arrow_batch_rows = _arrow_batch_rows(spark)
         self._streams: dict[int, Stream] = {}
         self._tags = side_output_tags(nodes)
+        self.op_config = operator_config(cfg, self.mode, self.parallelism, self.max_parallelism)
         # Restore (streaming_savepoint.py) is checked here, before anything runs, by
-        # batch_savepoint.py's check: the program's operators are opened on a single-key
-        # backend to list their states. A STREAMING restore loads each key group's entries
-        # into its state and needs no sorted inputs (BATCH's sorted-inputs option is not read).
+        # batch_savepoint.py's check: the program's operators are opened, with this job's
+        # configuration, on a single-key backend to list their states. A STREAMING restore
+        # loads each key group's entries into its state and needs no sorted inputs.
         from .batch_savepoint import SavepointRestore
 
         self.restore: Optional[SavepointRestore] = SavepointRestore.from_config(
-            self, cfg, operator_config(cfg, RuntimeMode.BATCH, self.parallelism, self.max_parallelism),
-            sorted_inputs=True)
-        self.op_config = operator_config(cfg, self.mode, self.parallelism, self.max_parallelism)
+            self, cfg, self.op_config, sorted_inputs=True)
         if not get_backend(self.backend[0]).streaming:
             raise GraphBuildError(
                 f"STREAMING does not run on the {get_backend(self.backend[0]).name} state "
