@@ -12,9 +12,10 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from ..operators.exceptions import JobExecutionError
 from ..plan.config import RuntimeMode, resolve
@@ -394,71 +395,83 @@ class BatchTranslator:
         return stream
 
     def _translate(self, node: Transformation) -> Stream:
-        if isinstance(node, SourceNode):
-            return self._source(node)
-        if isinstance(node, ChainNode):
-            parent = self.input_stream(node.inputs[0])
-            native = native_map(node, parent) if self.pushdown else None
+        """``node`` translated by the method of its kind (:attr:`_BY_KIND`)."""
+        method = self._BY_KIND.get(type(node))
+        if method is None:
+            raise GraphBuildError(f"{node.describe()} is not supported in BATCH mode")
+        return method(self, node)
+
+    # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
+    def _chain(self, node: ChainNode) -> Stream:
+        parent = self.input_stream(node.inputs[0])
+        native = native_map(node, parent) if self.pushdown else None
+        if native is not None:
+            return native
+        progress_stage = parent.stage if parent.pending else None
+        if progress_stage is None:
+            progress_stage = self._new_stage("pass", "pass", [node.name])
+        elif self.batch_progress is not None:
+            self.batch_progress.stages[progress_stage - 1].names.append(node.name)
+        return fused_chain(parent, node, progress_stage)
+
+    def _key_by(self, node: KeyByNode) -> Stream:
+        # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
+        return self.input_stream(node.inputs[0])
+
+    def _keyed(self, node: KeyedNode) -> Stream:
+        key_node = node.inputs[0]
+        assert isinstance(key_node, KeyByNode)
+        if self.pushdown and node.op == "reduce" and not self._savepoint_state(node):
+            native = self._native_reduce(node, key_node)
             if native is not None:
                 return native
-            progress_stage = parent.stage if parent.pending else None
-            if progress_stage is None:
-                progress_stage = self._new_stage("pass", "pass", [node.name])
-            elif self.batch_progress is not None:
-                self.batch_progress.stages[progress_stage - 1].names.append(node.name)
-            return fused_chain(parent, node, progress_stage)
-        if isinstance(node, KeyByNode):
-            # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
-            return self.input_stream(node.inputs[0])
-        if isinstance(node, KeyedNode):
-            key_node = node.inputs[0]
-            assert isinstance(key_node, KeyByNode)
-            if self.pushdown and node.op == "reduce" and not self._savepoint_state(node):
-                native = self._native_reduce(node, key_node)
-                if native is not None:
-                    return native
-            field_keyed = self._field_keyed_input(node, key_node)
-            if field_keyed is not None:
-                return field_keyed
-            function = keyed_function(node)
-            combiner = function if (node.op == "reduce" and self.pre_aggregate) else None
-            df, enc = self.keyed_input(key_node, node, combiner=combiner)
-            df = self._keyed_shuffle(df, node, sided=False)
-            spec = KeyedSpec(node.op, function, key_node.key_serializer, self.sorted_inputs,
-                             self.backend, **self.savepoint_fields(node))
-            keyed_stage = self.keyed_stage(node, node.op, sided=False)
-            return Stream(df, enc, node.output_type, keyed=spec, name=node.name, stage=keyed_stage)
-        if isinstance(node, CoKeyedNode):
-            parts = []
-            for side, key_node in enumerate(node.inputs):
-                if not isinstance(key_node, KeyByNode):
-                    raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
-                df, _ = self.keyed_input(key_node, node, force_pickled=True)
-                parts.append(df.select(TS, KG, KEY, VALUE, lit(side).alias(SIDE)))
-            serializer = same_key_serializer(node)
-            df = self._keyed_shuffle(parts[0].unionByName(parts[1]), node, sided=True)
-            spec = KeyedSpec("co_process", node.function, serializer, self.sorted_inputs,
-                             self.backend, **self.savepoint_fields(node))
-            keyed_stage = self.keyed_stage(node, "co_process", sided=True)
-            return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name,
-                          stage=keyed_stage)
-        if isinstance(node, BroadcastNode):  # see translation/broadcast.py
-            from .broadcast import batch_broadcast
+        field_keyed = self._field_keyed_input(node, key_node)
+        if field_keyed is not None:
+            return field_keyed
+        function = keyed_function(node)
+        combiner = function if (node.op == "reduce" and self.pre_aggregate) else None
+        df, enc = self.keyed_input(key_node, node, combiner=combiner)
+        df = self._keyed_shuffle(df, node, sided=False)
+        spec = KeyedSpec(node.op, function, key_node.key_serializer, self.sorted_inputs,
+                         self.backend, **self.savepoint_fields(node))
+        keyed_stage = self.keyed_stage(node, node.op, sided=False)
+        return Stream(df, enc, node.output_type, keyed=spec, name=node.name, stage=keyed_stage)
 
-            return batch_broadcast(self, node)
-        if isinstance(node, CoChainNode):
-            return Stream(co_chain_input(self, node), PICKLED, node.output_type,
-                          co_stage=(node.stage, node.function), sided=True, name=node.name,
-                          stage=self._new_stage("pass", f"connected {node.stage}", [node.name]))
-        if isinstance(node, UnionNode):
-            return union(self, node, [self.input_stream(p) for p in node.inputs])
-        if isinstance(node, FullPartitionNode):  # FLIP-380, see translation/partition.py
-            from .partition import translate_full_partition
+    def _co_keyed(self, node: CoKeyedNode) -> Stream:
+        parts = []
+        for side, key_node in enumerate(node.inputs):
+            if not isinstance(key_node, KeyByNode):
+                raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
+            df, _ = self.keyed_input(key_node, node, force_pickled=True)
+            parts.append(df.select(TS, KG, KEY, VALUE, lit(side).alias(SIDE)))
+        serializer = same_key_serializer(node)
+        df = self._keyed_shuffle(parts[0].unionByName(parts[1]), node, sided=True)
+        spec = KeyedSpec("co_process", node.function, serializer, self.sorted_inputs,
+                         self.backend, **self.savepoint_fields(node))
+        keyed_stage = self.keyed_stage(node, "co_process", sided=True)
+        return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name,
+                      stage=keyed_stage)
 
-            return translate_full_partition(self, node)
-        if isinstance(node, SideOutputNode):
-            return side_output(self, node)
-        raise GraphBuildError(f"{node.describe()} is not supported in BATCH mode")
+    def _broadcast(self, node: BroadcastNode) -> Stream:
+        from .broadcast import batch_broadcast  # see translation/broadcast.py
+
+        return batch_broadcast(self, node)
+
+    def _co_chain(self, node: CoChainNode) -> Stream:
+        return Stream(co_chain_input(self, node), PICKLED, node.output_type,
+                      co_stage=(node.stage, node.function), sided=True, name=node.name,
+                      stage=self._new_stage("pass", f"connected {node.stage}", [node.name]))
+
+    def _union(self, node: UnionNode) -> Stream:
+        return union(self, node, [self.input_stream(p) for p in node.inputs])
+
+    def _full_partition(self, node: FullPartitionNode) -> Stream:
+        from .partition import translate_full_partition  # FLIP-380, see translation/partition.py
+
+        return translate_full_partition(self, node)
+
+    def _side_output(self, node: SideOutputNode) -> Stream:
+        return side_output(self, node)
 
     def input_stream(self, parent: Transformation) -> Stream:
         """``parent``'s main output (steps.py)."""
@@ -706,3 +719,17 @@ class BatchTranslator:
         df = self._observe(df, stage, "out", {"rows_out": F.count(F.lit(1))})
         log.info("BATCH: %s runs as a native Spark aggregation", node.name)
         return Stream(df, parent.enc, node.output_type, name=node.name)
+
+    #: what each node kind becomes (a kind not listed is refused by :meth:`_translate`)
+    _BY_KIND: ClassVar[dict[type, Callable[[Any, Any], Stream]]] = {
+        SourceNode: _source,
+        ChainNode: _chain,
+        KeyByNode: _key_by,
+        KeyedNode: _keyed,
+        CoKeyedNode: _co_keyed,
+        BroadcastNode: _broadcast,
+        CoChainNode: _co_chain,
+        UnionNode: _union,
+        FullPartitionNode: _full_partition,
+        SideOutputNode: _side_output,
+    }
