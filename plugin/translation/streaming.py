@@ -71,7 +71,6 @@ from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
 from ..runtime.group_frames import (
     BLOB,
     SEQ,
-    SEQ_ROW,
     TypedInput,
     output_encoding,
     unpack_blobs,
@@ -85,7 +84,7 @@ from ..runtime.group_state import (
 )
 from ..runtime.passes import PassSpec, output_ddl
 from ..spark_io.columns import lit
-from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column
+from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column, stateful_partitions
 from ..state_store.backends import backend_reference, get_backend
 from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.storage import Storage
@@ -114,6 +113,7 @@ from .steps import (
 from .stream import Stream
 from .streaming_pushdown import field_reduce_plan, native_keyed_input
 from .streaming_queries import (
+    end_of_input_stream,
     is_connect,
     log_query_progress,
     progress_row,
@@ -135,19 +135,6 @@ log = logging.getLogger("pyspark_datastream")
 #: A Spark watermark at or above this (year ~5138) means "end of input".
 _ET = "_et"
 _STATE_SCHEMA = "s binary"
-
-
-def _shuffle_partitions(spark: Any) -> int:
-    """The session's ``spark.sql.shuffle.partitions`` (the number of partitions a new
-    stateful query runs with); 0 when it is not a number (e.g. ``auto``): key groups are
-    then placed by Spark's hash."""
-    raw = spark.conf.get("spark.sql.shuffle.partitions") or "200"
-    try:
-        return max(1, int(raw))
-    except ValueError:
-        log.info("STREAMING: spark.sql.shuffle.partitions is %r: key groups are placed by "
-                 "Spark's hash of the key group, not in ranges", raw)
-        return 0
 
 
 def _arrow_batch_rows(spark: Any) -> int:
@@ -187,7 +174,7 @@ class StreamingTranslator:
         #: key groups on Spark partitions in contiguous ranges (spark_io/key_group_ranges.py):
         #: the number of partitions the stateful operators run with, 0 when the session's
         #: number is not a number (Spark's hash of the key group places them then)
-        self.range_partitions = _shuffle_partitions(spark)
+        self.range_partitions = stateful_partitions(spark)
         #: PySpark cuts a stateful operator's output into Arrow batches by this row count
         self.arrow_batch_rows = _arrow_batch_rows(spark)
         self._streams: dict[int, Stream] = {}
@@ -614,32 +601,6 @@ class StreamingTranslator:
                 return ws
         return None
 
-    def _sentinel(self, name: str, schema: Any) -> DataFrame:
-        """A one-row stream: key group -1 at END_OF_INPUT_MS (the end-of-input signal)."""
-        import pyarrow as pa
-
-        folder = self.storage.join(self.job_folder(), name)
-        if not self.storage.exists(self.storage.join(folder, "eoi.parquet")):
-            cols: dict[str, Any] = {}
-            for f in schema.fields:
-                if f.name == TS:
-                    cols[f.name] = pa.array([END_OF_INPUT_MS], type=pa.int64())
-                elif f.name == KG:
-                    cols[f.name] = pa.array([-1], type=pa.int32())
-                elif f.name in (SEQ, SEQ_ROW):
-                    cols[f.name] = pa.array([0], type=pa.int64())
-                elif f.name == SIDE:
-                    cols[f.name] = pa.array([0], type=pa.int32())
-                elif f.name in (KEY, VALUE, TAG):
-                    cols[f.name] = pa.array([None], type=pa.binary())
-                else:  # typed record columns (native keyed input)
-                    from pyspark.sql.pandas.types import to_arrow_type
-
-                    cols[f.name] = pa.nulls(1, type=to_arrow_type(f.dataType, timezone="UTC"))
-            table = pa.table(cols)
-            write_table_once(self.storage, folder, "eoi.parquet", table)
-        return self.spark.readStream.schema(schema).parquet(folder)
-
     def stateful(self, node: Transformation, df: DataFrame, kind: str, function: Any,
                  key_serializer: Any, sided: bool,
                  backend: Optional[tuple[str, dict[str, Any]]] = None) -> Stream:
@@ -658,7 +619,8 @@ class StreamingTranslator:
             df = df.unionByName(self.spark.readStream.schema(df.schema).parquet(folder))
         if self.bounded and self._savepoint_run is None:
             # a savepoint run is a stop-with-savepoint WITHOUT drain: no end-of-input flush
-            df = df.unionByName(self._sentinel(f"{stage}-end-of-input", df.schema))
+            folder = self.storage.join(self.job_folder(), f"{stage}-end-of-input")
+            df = df.unionByName(end_of_input_stream(self.spark, self.storage, folder, df.schema))
         ws = self.watermark_strategy(node)
         processing_timeout = processing_timeout_of(node, function, ws, self.trigger, self.bounded)
         # Without event time, on an unbounded input and without processing-time timers, no
