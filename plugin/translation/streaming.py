@@ -45,7 +45,8 @@ from __future__ import annotations
 import logging
 import pickle
 import uuid
-from typing import TYPE_CHECKING, Any, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from ..plan.config import RuntimeMode, parse_trigger, resolve
 from ..plan.graph import (
@@ -369,55 +370,67 @@ class StreamingTranslator:
         return stream
 
     def _translate(self, node: Transformation) -> Stream:
-        if isinstance(node, SourceNode):
-            return self._source(node)
-        if isinstance(node, ChainNode):
-            parent = self.input_stream(node.inputs[0])
-            native = native_map(node, parent) if self.pushdown else None
-            if native is not None:
-                return native
-            # no progress stages: every query reports its own (streaming_queries.py)
-            return fused_chain(parent, node, None)
-        if isinstance(node, KeyByNode):
-            # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
-            return self.input_stream(node.inputs[0])
-        if isinstance(node, KeyedNode):
-            if node.op not in ("process", "reduce", "window"):
-                raise GraphBuildError(
-                    f"{node.describe()}: keyed operator {node.op!r} is not supported in STREAMING mode")
-            key_node = node.inputs[0]
-            assert isinstance(key_node, KeyByNode)
-            df = self.keyed_input_df(key_node, node)
-            return self.stateful(node, df, node.op, keyed_function(node), key_node.key_serializer,
-                                 False)
-        if isinstance(node, CoKeyedNode):
-            parts = []
-            for side, key_node in enumerate(node.inputs):
-                if not isinstance(key_node, KeyByNode):
-                    raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
-                df = self.keyed_input_df(key_node, node)
-                parts.append(df.select(TS, KG, KEY, VALUE, SEQ, lit(side).alias(SIDE)))
-            serializer = same_key_serializer(node)
-            return self.stateful(node, parts[0].unionByName(parts[1]), "co_process",
-                                 node.function, serializer, True)
-        if isinstance(node, BroadcastNode):
-            from .broadcast import streaming_broadcast
+        """``node`` translated by the method of its kind (:attr:`_BY_KIND`)."""
+        method = self._BY_KIND.get(type(node))
+        if method is None:
+            raise GraphBuildError(f"{node.describe()} is not supported in STREAMING mode")
+        return method(self, node)
 
-            return streaming_broadcast(self, node)
-        if isinstance(node, CoChainNode):
-            parts = []
-            for side, s in enumerate(self._stateful_apart(node, "connect")):
-                df = self.materialize(s, PICKLED, name=node.name)
-                parts.append(df.select(TS, VALUE, lit(side).alias(SIDE)))
-            return Stream(parts[0].unionByName(parts[1]), PICKLED, node.output_type,
-                          co_stage=(node.stage, node.function), sided=True, name=node.name)
-        if isinstance(node, UnionNode):
-            return union(self, node, self._union_inputs(node))
-        if isinstance(node, FullPartitionNode):  # FLIP-380 full-window processing: BATCH only
-            raise full_window_streaming_error(node.describe())
-        if isinstance(node, SideOutputNode):
-            return side_output(self, node)
-        raise GraphBuildError(f"{node.describe()} is not supported in STREAMING mode")
+    # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
+    def _chain(self, node: ChainNode) -> Stream:
+        parent = self.input_stream(node.inputs[0])
+        native = native_map(node, parent) if self.pushdown else None
+        if native is not None:
+            return native
+        # no progress stages: every query reports its own (streaming_queries.py)
+        return fused_chain(parent, node, None)
+
+    def _key_by(self, node: KeyByNode) -> Stream:
+        # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
+        return self.input_stream(node.inputs[0])
+
+    def _keyed(self, node: KeyedNode) -> Stream:
+        if node.op not in ("process", "reduce", "window"):
+            raise GraphBuildError(
+                f"{node.describe()}: keyed operator {node.op!r} is not supported in STREAMING mode")
+        key_node = node.inputs[0]
+        assert isinstance(key_node, KeyByNode)
+        df = self.keyed_input_df(key_node, node)
+        return self.stateful(node, df, node.op, keyed_function(node), key_node.key_serializer,
+                             False)
+
+    def _co_keyed(self, node: CoKeyedNode) -> Stream:
+        parts = []
+        for side, key_node in enumerate(node.inputs):
+            if not isinstance(key_node, KeyByNode):
+                raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
+            df = self.keyed_input_df(key_node, node)
+            parts.append(df.select(TS, KG, KEY, VALUE, SEQ, lit(side).alias(SIDE)))
+        serializer = same_key_serializer(node)
+        return self.stateful(node, parts[0].unionByName(parts[1]), "co_process",
+                             node.function, serializer, True)
+
+    def _broadcast(self, node: BroadcastNode) -> Stream:
+        from .broadcast import streaming_broadcast
+
+        return streaming_broadcast(self, node)
+
+    def _co_chain(self, node: CoChainNode) -> Stream:
+        parts = []
+        for side, s in enumerate(self._stateful_apart(node, "connect")):
+            df = self.materialize(s, PICKLED, name=node.name)
+            parts.append(df.select(TS, VALUE, lit(side).alias(SIDE)))
+        return Stream(parts[0].unionByName(parts[1]), PICKLED, node.output_type,
+                      co_stage=(node.stage, node.function), sided=True, name=node.name)
+
+    def _union(self, node: UnionNode) -> Stream:
+        return union(self, node, self._union_inputs(node))
+
+    def _full_partition(self, node: FullPartitionNode) -> Stream:
+        raise full_window_streaming_error(node.describe())  # FLIP-380: BATCH only
+
+    def _side_output(self, node: SideOutputNode) -> Stream:
+        return side_output(self, node)
 
     def input_stream(self, parent: Transformation) -> Stream:
         """``parent``'s main output (steps.py)."""
@@ -755,3 +768,17 @@ class StreamingTranslator:
         write = StreamingSavepointWrite(self, path, progress)
         write.queries = dict(self.query_roots)
         return write.write(batch_ids)
+
+    #: what each node kind becomes (a kind not listed is refused by :meth:`_translate`)
+    _BY_KIND: ClassVar[dict[type, Callable[[Any, Any], Stream]]] = {
+        SourceNode: _source,
+        ChainNode: _chain,
+        KeyByNode: _key_by,
+        KeyedNode: _keyed,
+        CoKeyedNode: _co_keyed,
+        BroadcastNode: _broadcast,
+        CoChainNode: _co_chain,
+        UnionNode: _union,
+        FullPartitionNode: _full_partition,
+        SideOutputNode: _side_output,
+    }
