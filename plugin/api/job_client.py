@@ -98,7 +98,9 @@ class JobClient:
                  thread: Optional[threading.Thread] = None) -> None:
         self._job_id = uuid.uuid4().hex
         self.job_name = job_name
-        self.mode = mode
+        self._runtime_mode = RuntimeMode(mode)
+        #: "BATCH" or "STREAMING", as :class:`JobExecutionResult` names it
+        self.mode = self._runtime_mode.value
         self._translator = translator
         self._queries: list[tuple[str, Any]] = list(queries or [])
         self._result = result
@@ -318,7 +320,7 @@ class JobClient:
 
     # -- helpers -------------------------------------------------------------------------------
     def _check_savepoint(self, what: str) -> None:
-        if self.mode == RuntimeMode.BATCH.value:
+        if self._runtime_mode is RuntimeMode.BATCH:
             raise SavepointError(
                 f"{what}: job {self.job_name!r} ran in BATCH mode, which cannot take a savepoint "
                 "of a job (as in Flink); write one at the end of the input with "
