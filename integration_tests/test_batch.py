@@ -21,6 +21,7 @@ from pyspark_datastream import (
     ValueStateDescriptor,
     WatermarkStrategy,
 )
+from pyspark_datastream.plan.config import RuntimeMode
 
 CLICK = Types.TUPLE([Types.STRING(), Types.STRING(), Types.LONG()])
 
@@ -373,7 +374,7 @@ def test_automatic_mode_picks_batch_for_bounded_sources(env_factory):
     env = env_factory("AUTOMATIC")
     ds = env.from_collection([("a", 1), ("a", 2)])
     out = ds.key_by(lambda x: x[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
-    assert env.runtime_mode_for([ds._node]) == "BATCH"
+    assert env.runtime_mode_for([ds._node]) is RuntimeMode.BATCH
     # BATCH emits only the final value (STREAMING would emit ("a", 1) first).
     assert list(out.execute_and_collect()) == [("a", 3)]
 

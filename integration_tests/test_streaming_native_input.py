@@ -44,7 +44,7 @@ class Numbered(KeyedProcessFunction):
 
 def _run(spark, env_factory, tmp_path, src, name, native, build):
     config = {"execution.checkpointing.dir": str(tmp_path / f"ckpt-{name}"),
-              "execution.batch.native-pushdown.enabled": str(native).lower()}
+              "execution.streaming.native-pushdown.enabled": str(native).lower()}
     env = env_factory("STREAMING", config)
     ds = build(env.from_dataframe(spark.readStream.schema(SCHEMA).parquet(src)))
     return list(ds.execute_and_collect(name))
@@ -128,7 +128,7 @@ def test_summing_reduces_run_on_columns_as_a_plain_model_sums_them(spark, env_fa
 
     def run(name, native, reduce):
         config = {"execution.checkpointing.dir": str(tmp_path / f"ckpt-{name}"),
-                  "execution.batch.native-pushdown.enabled": str(native).lower()}
+                  "execution.streaming.native-pushdown.enabled": str(native).lower()}
         env = env_factory("STREAMING", config)
         stream = (spark.readStream.schema("k string, v long, c int")
                   .option("maxFilesPerTrigger", 2).parquet(src))

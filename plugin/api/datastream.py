@@ -34,7 +34,7 @@ from ..operators.functions import (
 from ..operators.partition import MapPartitionFunction, Order, PartitionOp
 from ..operators.window_functions import as_process_window_function
 from ..operators.windows import ProcessWindowFunction, Trigger, WindowAssigner, WindowSpec
-from ..plan.config import Configuration
+from ..plan.config import Configuration, RuntimeMode, configured_runtime_mode
 from ..plan.graph import (
     BroadcastNode,
     ChainNode,
@@ -680,7 +680,7 @@ class PartitionWindowedStream:
         env = stream.get_execution_environment()
         config = env.get_config()
         if config.contains_key("execution.runtime-mode") and \
-                str(config.get_string("execution.runtime-mode")).upper() == "STREAMING":
+                configured_runtime_mode(config) is RuntimeMode.STREAMING:
             raise full_window_streaming_error("full_window_partition()")
 
     def _build(self, op: PartitionOp, name: str, output_type: Any) -> DataStream:

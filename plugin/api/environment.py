@@ -11,7 +11,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
-from ..plan.config import Configuration, RuntimeExecutionMode, resolve, validate
+from ..plan.config import (
+    Configuration,
+    RuntimeExecutionMode,
+    RuntimeMode,
+    configured_runtime_mode,
+    validate,
+)
 from ..plan.graph import SinkNode, SourceNode, Transformation, reachable
 from ..plan.job import JobPlan
 from ..results import CloseableIterator, JobExecutionResult
@@ -25,6 +31,8 @@ from .state_backends import StateBackend, backend_spec
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from ..state_store.storage import Storage
+    from ..translation.contract import Translator
     from .job_client import JobClient
 
 __all__ = ["StreamExecutionEnvironment", "default_local_session"]
@@ -198,15 +206,17 @@ class StreamExecutionEnvironment:
         """Declare a sink (used by the stream classes); ``execute`` runs every declared one."""
         self._sinks.append(node)
 
-    def runtime_mode_for(self, nodes: list[Transformation]) -> str:
-        """BATCH or STREAMING for a job over ``nodes`` (AUTOMATIC resolved by boundedness)."""
-        mode = str(resolve(self._config, "execution.runtime-mode", None)).upper()
-        if mode == "AUTOMATIC":
+    def runtime_mode_for(self, nodes: list[Transformation]) -> RuntimeMode:
+        """The mode of a job over ``nodes``: ``execution.runtime-mode``, AUTOMATIC resolved by
+        the sources' boundedness (ConfigurationError for a value that is no mode)."""
+        mode = configured_runtime_mode(self._config)
+        if mode is None:
             sources = [n for n in nodes if isinstance(n, SourceNode)]
-            return "BATCH" if all(s.bounded for s in sources) else "STREAMING"
+            return RuntimeMode.BATCH if all(s.bounded for s in sources) else RuntimeMode.STREAMING
         return mode
 
-    def _translator(self, nodes: list[Transformation], job_name: str, storage: Any) -> Any:
+    def _translator(self, nodes: list[Transformation], job_name: str, storage: Storage
+                    ) -> Translator:
         if any(isinstance(n, SinkNode) and n.kind == "delta" for n in nodes) \
                 or self._config.get_string("execution.savepoint.path"):
             from ..spark_io.delta_io import delta_writer
@@ -218,7 +228,7 @@ class StreamExecutionEnvironment:
         check_full_window_mode(nodes, mode)
         plan = JobPlan(job_name, mode, tuple(nodes), self.get_parallelism(),
                        self.get_max_parallelism(), self._state_backend, self._config)
-        if mode == "BATCH":
+        if mode is RuntimeMode.BATCH:
             from ..translation.batch import BatchTranslator
 
             return BatchTranslator(plan, self.spark, storage)
@@ -227,7 +237,7 @@ class StreamExecutionEnvironment:
         return streaming.StreamingTranslator(plan, self.spark, storage)
 
     @contextmanager
-    def _job(self, nodes: list[Transformation], job_name: str) -> Iterator[Any]:
+    def _job(self, nodes: list[Transformation], job_name: str) -> Iterator[Translator]:
         """The translator of a job, built and used in the job's storage scope: its ``s3.*``
         keys over the session's ``fs.s3a.*`` for every path it reads or writes — checkpoint
         root, savepoints, Delta tables (spark_io/storage_conf.py)."""
@@ -260,13 +270,11 @@ class StreamExecutionEnvironment:
         (``DataStream.execute_and_collect``)."""
         nodes = reachable([node])
         with self._job(nodes, self._job_name(nodes, job_name)) as translator:
-            if job_name is None and translator.mode == "STREAMING":
-                # an unnamed collect is a one-off job on a temporary checkpoint; a named one
-                # resumes under the checkpoint root (temporary without one)
-                translator.collect_ephemeral = "always"
-            it = translator.collect(node)
+            # an unnamed collect is a one-off job (STREAMING: on a temporary checkpoint); a
+            # named one resumes under the checkpoint root (temporary without one)
+            it = translator.collect(node, one_off=job_name is None)
         # the translator's list: BATCH fills it once the results are collected
-        self._last_progress = getattr(translator, "progress", [])
+        self._last_progress = translator.progress
         return it
 
     def get_last_progress(self) -> list[dict[str, Any]]:
@@ -294,10 +302,9 @@ class StreamExecutionEnvironment:
             try:
                 counts = translator.run_sinks(sinks, savepoint_path=savepoint_path)
             finally:
-                self._last_progress = getattr(translator, "progress", [])
-                if translator.mode == "STREAMING":
-                    translator.release()  # a temporary checkpoint ends with the job
-        result = JobExecutionResult(job_name, translator.mode, int((time.time() - start) * 1000),
+                self._last_progress = translator.progress
+                translator.release()  # a temporary checkpoint ends with the job
+        result = JobExecutionResult(job_name, translator.mode.value, int((time.time() - start) * 1000),
                                     counts, savepoint_path, list(self._last_progress))
         log.info("job %r finished in %s ms: %s", job_name, result.net_runtime_ms, counts)
         return result
@@ -315,7 +322,7 @@ class StreamExecutionEnvironment:
         sinks = list(self._sinks)
         nodes = reachable(list(sinks))
         name = self._job_name(nodes, job_name)
-        if self.runtime_mode_for(nodes) == "BATCH":
+        if self.runtime_mode_for(nodes) is RuntimeMode.BATCH:
             return JobClient.finished(self.execute(name))  # execute consumes the sinks
         with self._job(nodes, name) as translator:  # its thread keeps the scope (job_client.py)
             client = JobClient.start(name, translator, sinks)

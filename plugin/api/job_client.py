@@ -45,12 +45,14 @@ import uuid
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..operators.exceptions import JobExecutionError
+from ..plan.config import RuntimeMode
 from ..plan.graph import SinkNode
 from ..state_store.exceptions import SavepointError
 from ..state_store.storage import Storage
 
 if TYPE_CHECKING:
     from ..results import JobExecutionResult
+    from ..translation.contract import Translator
 
 __all__ = ["JobClient", "JobStatus"]
 
@@ -90,13 +92,15 @@ def _last_sink_batch(storage: Storage, data: str) -> Optional[int]:
 class JobClient:
     """Handle on a job started by :meth:`StreamExecutionEnvironment.execute_async`."""
 
-    def __init__(self, job_name: str, mode: str, translator: Any = None,
+    def __init__(self, job_name: str, mode: str, translator: Optional[Translator] = None,
                  queries: Optional[list[tuple[str, Any]]] = None,
                  result: Optional[JobExecutionResult] = None,
                  thread: Optional[threading.Thread] = None) -> None:
         self._job_id = uuid.uuid4().hex
         self.job_name = job_name
-        self.mode = mode
+        self._runtime_mode = RuntimeMode(mode)
+        #: "BATCH" or "STREAMING", as :class:`JobExecutionResult` names it
+        self.mode = self._runtime_mode.value
         self._translator = translator
         self._queries: list[tuple[str, Any]] = list(queries or [])
         self._result = result
@@ -114,26 +118,15 @@ class JobClient:
         return cls(result.job_name, result.mode, result=result)
 
     @classmethod
-    def start(cls, job_name: str, translator: Any, sinks: list[SinkNode]) -> JobClient:
+    def start(cls, job_name: str, translator: Translator, sinks: list[SinkNode]) -> JobClient:
         """Start the STREAMING job of ``sinks`` on its ``translator`` (see the module doc
         for what runs how)."""
         translator.plan_sinks(sinks)  # CheckpointRootError / CheckpointMismatchError: nothing started
-        if translator.trigger[0] == "processing-time" and not translator.bounded:
-            started: list[tuple[str, Any]] = []
-            translator.async_queries = started
-            try:
-                translator.run_planned_sinks(list(sinks))
-            except BaseException:
-                for _, q in started:
-                    if q.isActive:
-                        q.stop()
-                translator.release()
-                raise
-            finally:
-                translator.async_queries = None
+        if translator.runs_detached():
+            started = translator.start_sinks(sinks)  # a failure stops and releases them
             log.info("job %r started: queries %s", job_name, [n for n, _ in started])
-            return cls(job_name, "STREAMING", translator, queries=started)
-        client = cls(job_name, "STREAMING", translator)
+            return cls(job_name, RuntimeMode.STREAMING.value, translator, queries=started)
+        client = cls(job_name, RuntimeMode.STREAMING.value, translator)
 
         def run() -> None:
             try:
@@ -149,6 +142,13 @@ class JobClient:
                                           name=f"job-{job_name}", daemon=True)
         client._thread.start()
         return client
+
+    @property
+    def _job(self) -> Translator:
+        """The translator of a started job (a finished BATCH client has none)."""
+        if self._translator is None:
+            raise JobExecutionError(f"job {self.job_name!r} ran to its end: nothing runs")
+        return self._translator
 
     # -- PyFlink API ---------------------------------------------------------------------------
     def get_job_id(self) -> str:
@@ -188,7 +188,7 @@ class JobClient:
                 q.stop()
         self._status = JobStatus.FAILED
         self._error = job_failure(exc, f"STREAMING query {name!r} of job {self.job_name!r}")
-        self._translator.release()  # a temporary checkpoint ends with the job
+        self._job.release()  # a temporary checkpoint ends with the job
 
     def _finish_thread(self) -> None:
         from ..results import JobExecutionResult
@@ -207,16 +207,15 @@ class JobClient:
         from ..results import JobExecutionResult
 
         self._log_progress()
-        self._translator.release()  # a temporary checkpoint ends with the job
+        self._job.release()  # a temporary checkpoint ends with the job
         self._status = status
         # per-sink row counts are not tracked for queries that ran detached
         self._result = JobExecutionResult(self.job_name, self.mode,
                                           int((time.time() - self._start) * 1000), {})
 
     def _log_progress(self) -> None:
-        t = self._translator
         for name, q in self._queries:
-            t.log_query_progress(name, q)
+            self._job.log_query_progress(name, q)
 
     def wait(self, timeout: Optional[float] = None) -> JobStatus:
         """Wait until the job ended or ``timeout`` seconds passed; its status then."""
@@ -262,7 +261,7 @@ class JobClient:
                 return
             if self._thread is not None:
                 raise JobExecutionError(
-                    f"job {self.job_name!r} runs with trigger {self._translator.trigger[0]!r} "
+                    f"job {self.job_name!r} runs with trigger {self._job.trigger_kind()!r} "
                     "and finishes on its own; cancel() only stops processing-time jobs")
             for _, q in self._queries:
                 if q.isActive:
@@ -321,7 +320,7 @@ class JobClient:
 
     # -- helpers -------------------------------------------------------------------------------
     def _check_savepoint(self, what: str) -> None:
-        if self.mode == "BATCH":
+        if self._runtime_mode is RuntimeMode.BATCH:
             raise SavepointError(
                 f"{what}: job {self.job_name!r} ran in BATCH mode, which cannot take a savepoint "
                 "of a job (as in Flink); write one at the end of the input with "
@@ -329,32 +328,25 @@ class JobClient:
         if self._thread is not None:
             raise SavepointError(
                 f"{what}: job {self.job_name!r} runs with trigger "
-                f"{self._translator.trigger[0]!r} or bounded sources and finishes on its own; "
+                f"{self._job.trigger_kind()!r} or bounded sources and finishes on its own; "
                 "write its savepoint with env.execute(name, savepoint_path=...), or run it "
                 "with execution.streaming.trigger=processing-time=<interval> over unbounded "
                 "sources")
 
-    def _checkpoint(self, name: str) -> str:
-        return Storage.join(self._translator.job_folder(), name, "checkpoint")
-
     def _holds_state(self, name: str) -> bool:
-        from ..translation.streaming_savepoint import keyed_nodes_in_query
-
-        root = self._translator.query_roots.get(name)
-        return root is not None and bool(
-            keyed_nodes_in_query(root, self._translator.staged_outputs, name))
+        return self._job.query_holds_state(name)
 
     def _staged_ahead(self, name: str) -> Optional[tuple[int, Optional[int]]]:
         """``(staged, committed)`` batch ids when query ``name`` stages its output for a
         downstream query (a file sink under ``<root>/<name>/data``) and its sink log holds
         a batch its commit log does not (a stop interrupted that batch between the two
         writes); None when its staged output and its committed state agree."""
-        storage = self._translator.storage
-        data = Storage.join(self._translator.job_folder(), name, "data")
+        storage = self._job.storage
+        data = self._job.query_staging(name)
         if not storage.exists(data):
             return None
         staged = _last_sink_batch(storage, data)
-        committed = _last_committed_batch(storage, self._checkpoint(name))
+        committed = _last_committed_batch(storage, self._job.query_checkpoint(name))
         if staged is not None and (committed is None or staged > committed):
             return staged, committed
         return None
@@ -372,7 +364,7 @@ class JobClient:
             f"only up to batch {committed}, so the stages have no consistent cut; no "
             "savepoint was written. The job is stopped; restarting it from its checkpoint "
             "directory re-runs that batch (exactly once), then stop it again")
-        self._translator.release()  # a temporary checkpoint ends with the job
+        self._job.release()  # a temporary checkpoint ends with the job
         raise self._error
 
     @staticmethod
@@ -387,20 +379,17 @@ class JobClient:
         """Write the savepoint under the job's storage (its ``s3.*`` keys, storage_conf.py)."""
         from ..spark_io.storage_conf import job_scope
 
-        with job_scope(self._translator.storage):  # called from the user's thread
+        with job_scope(self._job.storage):  # called from the user's thread
             return self._write_in_scope(path)
 
     def _write_in_scope(self, path: str) -> int:
         from ..translation.streaming_queries import as_dict, progress_row
-        from ..translation.streaming_savepoint import StreamingSavepointWrite
 
-        t = self._translator
-        write = StreamingSavepointWrite(t, path)
-        write.queries = dict(t.query_roots)
+        t = self._job
         batch_ids: dict[str, int] = {}
         progress: list[dict[str, Any]] = []
         for name, q in self._queries:
-            bid = _last_committed_batch(self._translator.storage, self._checkpoint(name))
+            bid = _last_committed_batch(t.storage, t.query_checkpoint(name))
             if bid is None:
                 continue
             batch_ids[name] = bid
@@ -408,12 +397,8 @@ class JobClient:
                 d = as_dict(p)
                 if d.get("batchId") is not None and int(d["batchId"]) <= bid:
                     progress.append(progress_row(name, d))
-        saved = t.progress
-        t.progress = progress  # final_watermark: as of the pinned batches
-        try:
-            version = write.write(batch_ids)
-        finally:
-            t.progress = saved
+        # the final watermark as of the pinned batches, not of the batches run since
+        version = t.write_savepoint_at(path, batch_ids, progress)
         log.info("job %r: savepoint %s (version %d) at batches %s", self.job_name, path,
                  version, batch_ids)
         return version

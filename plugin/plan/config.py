@@ -22,7 +22,9 @@ __all__ = [
     "OPTIONS",
     "REMOVED_OPTIONS",
     "RuntimeExecutionMode",
+    "RuntimeMode",
     "check_not_removed",
+    "configured_runtime_mode",
     "parse_trigger",
     "resolve",
     "validate",
@@ -35,6 +37,16 @@ class RuntimeExecutionMode(enum.Enum):
     STREAMING = "STREAMING"
     BATCH = "BATCH"
     AUTOMATIC = "AUTOMATIC"
+
+
+class RuntimeMode(enum.Enum):
+    """The runtime mode one job runs in: ``execution.runtime-mode`` with AUTOMATIC decided.
+
+    Plans, translators and option defaults carry this; the string values are the
+    configuration's (and those of progress rows, results and savepoint metadata)."""
+
+    BATCH = "BATCH"
+    STREAMING = "STREAMING"
 
 
 #: units of a Spark interval (``processing-time=<interval>``), singular or plural
@@ -121,11 +133,14 @@ class ConfigOption:
     #: the default as the configuration reference states it, where ``default`` is None
     #: because another setting (the session's) supplies it
     default_doc: Optional[str] = None
+    #: a key whose configured value :func:`resolve` takes when this one is not set (before
+    #: the default): the key that decided this option before it had its own
+    fallback: Optional[str] = None
 
-    def default_for(self, mode: str | None) -> Any:
-        if mode == "BATCH" and self.batch_default is not None:
+    def default_for(self, mode: RuntimeMode | None) -> Any:
+        if mode is RuntimeMode.BATCH and self.batch_default is not None:
             return self.batch_default
-        if mode == "STREAMING" and self.streaming_default is not None:
+        if mode is RuntimeMode.STREAMING and self.streaming_default is not None:
             return self.streaming_default
         return self.default
 
@@ -163,10 +178,16 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("execution.batch.native-pushdown.enabled", "true",
                      "BATCH: traceable lambdas (field access, constants, tuples, `+ - *`) and "
                      "built-in `sum/min/max/min_by/max_by` run as native Spark "
-                     "expressions/aggregations; identical results. STREAMING follows it: Spark "
+                     "expressions/aggregations; identical results; `false` runs them per record "
+                     "in Python.", check=_boolean),
+        ConfigOption("execution.streaming.native-pushdown.enabled", "true",
+                     "STREAMING: traceable lambdas run as native Spark expressions, Spark "
                      "computes key groups for a key selector reading one field, and a summing "
                      "`reduce` (traced lambda or `sum(i)`) runs on columns (see the STREAMING "
-                     "mapping); `false` runs both per record in Python.", check=_boolean),
+                     "mapping); identical results; `false` runs them per record in Python.",
+                     default_doc="the value of `execution.batch.native-pushdown.enabled` when "
+                                 "that is set, else true",
+                     check=_boolean, fallback="execution.batch.native-pushdown.enabled"),
         ConfigOption("pipeline.processing-time.allow", None,
                      "ALLOW, IGNORE or FAIL use of processing time.",
                      batch_default="FAIL", streaming_default="ALLOW",
@@ -366,10 +387,40 @@ def validate(config: Configuration) -> None:
             option.check(key, raw)
 
 
-def resolve(config: Configuration, key: str, mode: str | None) -> Any:
-    """Value of ``key``: the configured one, else the option's default for ``mode``."""
+def configured_runtime_mode(config: Configuration) -> Optional[RuntimeMode]:
+    """``execution.runtime-mode`` of ``config``: BATCH or STREAMING, None for AUTOMATIC (the
+    job's sources decide).
+
+    Args:
+        config: the job's configuration (unset: STREAMING, Flink's default).
+
+    Returns:
+        The configured mode, or None when it is AUTOMATIC.
+
+    Raises:
+        ConfigurationError: the value is none of BATCH, STREAMING, AUTOMATIC (any case).
+    """
+    raw = config.get_string("execution.runtime-mode")
+    value = OPTIONS["execution.runtime-mode"].default if raw is None else raw.strip().upper()
+    if value == RuntimeExecutionMode.AUTOMATIC.value:
+        return None
+    try:
+        return RuntimeMode(value)
+    except ValueError:
+        raise ConfigurationError(
+            f"execution.runtime-mode must be one of BATCH, STREAMING, AUTOMATIC, got {raw!r}"
+        ) from None
+
+
+def resolve(config: Configuration, key: str, mode: RuntimeMode | None) -> Any:
+    """Value of ``key``: the configured one, else its fallback key's configured one
+    (:attr:`ConfigOption.fallback`), else the option's default for ``mode``."""
     raw = config.get_string(key)
     if raw is not None:
         return raw
     option = OPTIONS.get(key)
-    return option.default_for(mode) if option is not None else None
+    if option is None:
+        return None
+    if option.fallback is not None and config.get_string(option.fallback) is not None:
+        return config.get_string(option.fallback)
+    return option.default_for(mode)

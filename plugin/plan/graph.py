@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..state_store.exceptions import GraphBuildError
+from .config import RuntimeMode
 
 __all__ = [
     "Transformation",
@@ -233,9 +234,9 @@ def full_window_streaming_error(what: str) -> GraphBuildError:
     )
 
 
-def check_full_window_mode(nodes: list[Any], mode: str) -> None:
+def check_full_window_mode(nodes: list[Any], mode: RuntimeMode) -> None:
     """Raise the STREAMING error when ``nodes`` hold full-window nodes and mode is not BATCH."""
-    if mode == "BATCH":
+    if mode is RuntimeMode.BATCH:
         return
     for node in nodes:
         if isinstance(node, FullPartitionNode):

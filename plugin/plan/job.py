@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import Configuration
+from .config import Configuration, RuntimeMode
 from .graph import Transformation
 
 __all__ = ["JobPlan"]
@@ -23,8 +23,8 @@ class JobPlan:
     runtime mode, parallelism and state backend, and a copy of the configuration."""
 
     job_name: str
-    #: "BATCH" or "STREAMING" (AUTOMATIC already resolved by the sources' boundedness)
-    mode: str
+    #: AUTOMATIC already resolved by the sources' boundedness
+    mode: RuntimeMode
     nodes: tuple[Transformation, ...]
     parallelism: int
     max_parallelism: int

@@ -21,6 +21,7 @@ with (the runtime checks each key group's partition, ``GroupSpec.partitions``).
 
 from __future__ import annotations
 
+import logging
 from functools import lru_cache
 from typing import Any
 
@@ -28,11 +29,33 @@ import numpy as np
 
 from ..state_store.keygroups import RANGE_KEY_SHIFT, operator_index_for_key_group
 
-__all__ = ["RANGE_KEY", "spark_partition", "spark_partition_of_longs", "salts", "salt_column",
+__all__ = ["RANGE_KEY", "stateful_partitions", "spark_partition", "spark_partition_of_longs", "salts", "salt_column",
            "range_key_column", "key_group_of_range_key_column", "repartition_by_key_group_range"]
 
 #: Name of STREAMING's grouping column: the key group plus its salt (a long).
 RANGE_KEY = "_kgr"
+
+log = logging.getLogger("pyspark_datastream")
+
+
+def stateful_partitions(spark: Any) -> int:
+    """The session's ``spark.sql.shuffle.partitions`` (the number of partitions a new
+    STREAMING stateful query runs with); 0 when it is not a number (e.g. ``auto``): key
+    groups are then placed by Spark's hash.
+
+    Args:
+        spark: the job's session.
+
+    Returns:
+        The number of partitions the key-group ranges are planned for, or 0.
+    """
+    raw = spark.conf.get("spark.sql.shuffle.partitions") or "200"
+    try:
+        return max(1, int(raw))
+    except ValueError:
+        log.info("STREAMING: spark.sql.shuffle.partitions is %r: key groups are placed by "
+                 "Spark's hash of the key group, not in ranges", raw)
+        return 0
 _SEED = 42
 _C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
 

@@ -30,6 +30,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..plan.config import RuntimeMode
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
@@ -199,10 +201,11 @@ class Stage:
 class BatchProgress:
     """Stages, actions and their log lines for one BATCH job (see module docstring)."""
 
-    def __init__(self, job_name: str, mode: str = "BATCH", logger: logging.Logger = log,
-                 heartbeat_seconds: Optional[float] = None) -> None:
+    def __init__(self, job_name: str, mode: RuntimeMode = RuntimeMode.BATCH,
+                 logger: logging.Logger = log, heartbeat_seconds: Optional[float] = None) -> None:
         self.job_name = job_name
-        self.mode = mode
+        #: the mode's configuration string, as log lines and progress rows name it
+        self.mode = mode.value
         self.logger = logger
         self.heartbeat_seconds = heartbeat_seconds
         self.stages: list[Stage] = []

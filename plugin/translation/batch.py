@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from ..operators.exceptions import JobExecutionError
-from ..plan.config import resolve
+from ..plan.config import RuntimeMode, resolve
 from ..plan.graph import (
     BroadcastNode,
     ChainNode,
@@ -100,9 +101,10 @@ log = logging.getLogger("pyspark_datastream")
 
 
 class BatchTranslator:
-    """Turns a job graph into Spark DataFrames and runs its sinks, in BATCH mode."""
+    """Turns a job graph into Spark DataFrames and runs its sinks, in BATCH mode (the
+    API's :class:`~.contract.Translator`)."""
 
-    mode = "BATCH"
+    mode = RuntimeMode.BATCH
 
     def __init__(self, plan: JobPlan, spark: SparkSession, storage: Storage) -> None:
         self.plan = plan
@@ -115,24 +117,30 @@ class BatchTranslator:
         cfg = plan.config
         self.parallelism = plan.parallelism
         self.max_parallelism = plan.max_parallelism
-        self.sorted_inputs = is_true(resolve(cfg, "execution.sorted-inputs.enabled", "BATCH"))
-        self.pre_aggregate = is_true(resolve(cfg, "execution.batch.pre-aggregation.enabled", "BATCH"))
+        batch = RuntimeMode.BATCH
+        self.sorted_inputs = is_true(resolve(cfg, "execution.sorted-inputs.enabled", batch))
+        self.pre_aggregate = is_true(resolve(cfg, "execution.batch.pre-aggregation.enabled", batch))
         self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
-        self.pushdown = is_true(resolve(cfg, "execution.batch.native-pushdown.enabled", "BATCH"))
-        self.op_config = operator_config(cfg, "BATCH", self.parallelism, self.max_parallelism)
+        self.pushdown = is_true(resolve(cfg, "execution.batch.native-pushdown.enabled", batch))
+        self.op_config = operator_config(cfg, batch, self.parallelism, self.max_parallelism)
         self._streams: dict[int, Stream] = {}
         self._tags = side_output_tags(self.nodes)
         # Savepoints (translation/batch_savepoint.py): restore is checked here, before
         # anything runs; a write is set up by run_sinks(savepoint_path=...).
-        from .batch_savepoint import BatchRestore
+        from .batch_savepoint import SavepointRestore
 
         self._savepoint_write: Any = None
-        self.restore: Optional[BatchRestore] = BatchRestore.from_config(
+        self.restore: Optional[SavepointRestore] = SavepointRestore.from_config(
             self, cfg, self.op_config, self.sorted_inputs)
         # Progress (plugin/progress.py): set up by run_sinks / collect; to_dataframe observes
         # nothing. ``progress`` is the list of stage rows, filled when the job finishes.
         self.batch_progress: Optional[BatchProgress] = None
-        self.progress: list[dict[str, Any]] = []
+        self._progress: list[dict[str, Any]] = []
+
+    @property
+    def progress(self) -> list[dict[str, Any]]:
+        """The stage rows of the last run_sinks / collect (filled when it finished)."""
+        return self._progress
 
     # -- public entry points ------------------------------------------------------
     def to_dataframe(self, node: Transformation) -> DataFrame:
@@ -143,7 +151,9 @@ class BatchTranslator:
                               f"the to_dataframe() of BATCH job {self.job_name!r}")
         return typed_df(self, self.input_stream(node), node)
 
-    def collect(self, node: Transformation) -> CloseableIterator:
+    def collect(self, node: Transformation, one_off: bool = False) -> CloseableIterator:
+        """Run the job ending in ``node``; its records (``one_off``: BATCH keeps nothing
+        either way)."""
         progress = self._start_progress()
         df, decode = self._collect_plan(node)
         stage = progress.add_stage("collect", "collect", [node.name], "Arrow to the driver")
@@ -247,10 +257,54 @@ class BatchTranslator:
                                   detail=f"Delta table {savepoint.path}, version {version}")
         return counts
 
+    # -- the API's contract for running queries (contract.py): BATCH runs none ------------
+    def release(self) -> None:
+        """Nothing to remove: a BATCH job keeps nothing for its run only."""
+
+    def plan_sinks(self, sinks: list[SinkNode]) -> None:
+        """Nothing to check before a BATCH run (no checkpoint)."""
+
+    def runs_detached(self) -> bool:
+        """False: a BATCH job runs to its end."""
+        return False
+
+    def trigger_kind(self) -> Optional[str]:
+        """None: BATCH has no streaming trigger."""
+        return None
+
+    def _no_queries(self, what: str) -> JobExecutionError:
+        return JobExecutionError(
+            f"{what}: BATCH job {self.job_name!r} runs to its end and has no streaming queries")
+
+    def start_sinks(self, sinks: list[SinkNode]) -> list[tuple[str, Any]]:
+        """Refused: a BATCH job runs to its end (``run_sinks``)."""
+        raise self._no_queries("start_sinks")
+
+    def log_query_progress(self, name: str, query: Any) -> None:
+        """Refused: no streaming queries."""
+        raise self._no_queries(f"log_query_progress({name!r})")
+
+    def query_holds_state(self, name: str) -> bool:
+        """Refused: no streaming queries."""
+        raise self._no_queries(f"query_holds_state({name!r})")
+
+    def query_checkpoint(self, name: str) -> str:
+        """Refused: no streaming queries."""
+        raise self._no_queries(f"query_checkpoint({name!r})")
+
+    def query_staging(self, name: str) -> str:
+        """Refused: no streaming queries."""
+        raise self._no_queries(f"query_staging({name!r})")
+
+    def write_savepoint_at(self, path: str, batch_ids: dict[str, int],
+                           progress: list[dict[str, Any]]) -> int:
+        """Refused: a BATCH savepoint is written by ``run_sinks(savepoint_path=...)``."""
+        raise self._no_queries(f"write_savepoint_at({path!r})")
+
     # -- progress (plugin/progress.py) --------------------------------------------------
     def _start_progress(self) -> BatchProgress:
-        self.batch_progress = BatchProgress(self.job_name)
-        self.progress = self.batch_progress.rows
+        self.batch_progress = BatchProgress(self.job_name, self.mode)
+        self._progress = self.batch_progress.rows
         return self.batch_progress
 
     def action(self, label: str) -> AbstractContextManager[Any]:
@@ -341,71 +395,83 @@ class BatchTranslator:
         return stream
 
     def _translate(self, node: Transformation) -> Stream:
-        if isinstance(node, SourceNode):
-            return self._source(node)
-        if isinstance(node, ChainNode):
-            parent = self.input_stream(node.inputs[0])
-            native = native_map(node, parent) if self.pushdown else None
+        """``node`` translated by the method of its kind (:attr:`_BY_KIND`)."""
+        method = self._BY_KIND.get(type(node))
+        if method is None:
+            raise GraphBuildError(f"{node.describe()} is not supported in BATCH mode")
+        return method(self, node)
+
+    # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
+    def _chain(self, node: ChainNode) -> Stream:
+        parent = self.input_stream(node.inputs[0])
+        native = native_map(node, parent) if self.pushdown else None
+        if native is not None:
+            return native
+        progress_stage = parent.stage if parent.pending else None
+        if progress_stage is None:
+            progress_stage = self._new_stage("pass", "pass", [node.name])
+        elif self.batch_progress is not None:
+            self.batch_progress.stages[progress_stage - 1].names.append(node.name)
+        return fused_chain(parent, node, progress_stage)
+
+    def _key_by(self, node: KeyByNode) -> Stream:
+        # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
+        return self.input_stream(node.inputs[0])
+
+    def _keyed(self, node: KeyedNode) -> Stream:
+        key_node = node.inputs[0]
+        assert isinstance(key_node, KeyByNode)
+        if self.pushdown and node.op == "reduce" and not self._savepoint_state(node):
+            native = self._native_reduce(node, key_node)
             if native is not None:
                 return native
-            progress_stage = parent.stage if parent.pending else None
-            if progress_stage is None:
-                progress_stage = self._new_stage("pass", "pass", [node.name])
-            elif self.batch_progress is not None:
-                self.batch_progress.stages[progress_stage - 1].names.append(node.name)
-            return fused_chain(parent, node, progress_stage)
-        if isinstance(node, KeyByNode):
-            # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
-            return self.input_stream(node.inputs[0])
-        if isinstance(node, KeyedNode):
-            key_node = node.inputs[0]
-            assert isinstance(key_node, KeyByNode)
-            if self.pushdown and node.op == "reduce" and not self._savepoint_state(node):
-                native = self._native_reduce(node, key_node)
-                if native is not None:
-                    return native
-            field_keyed = self._field_keyed_input(node, key_node)
-            if field_keyed is not None:
-                return field_keyed
-            function = keyed_function(node)
-            combiner = function if (node.op == "reduce" and self.pre_aggregate) else None
-            df, enc = self.keyed_input(key_node, node, combiner=combiner)
-            df = self._keyed_shuffle(df, node, sided=False)
-            spec = KeyedSpec(node.op, function, key_node.key_serializer, self.sorted_inputs,
-                             self.backend, **self.savepoint_fields(node))
-            keyed_stage = self.keyed_stage(node, node.op, sided=False)
-            return Stream(df, enc, node.output_type, keyed=spec, name=node.name, stage=keyed_stage)
-        if isinstance(node, CoKeyedNode):
-            parts = []
-            for side, key_node in enumerate(node.inputs):
-                if not isinstance(key_node, KeyByNode):
-                    raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
-                df, _ = self.keyed_input(key_node, node, force_pickled=True)
-                parts.append(df.select(TS, KG, KEY, VALUE, lit(side).alias(SIDE)))
-            serializer = same_key_serializer(node)
-            df = self._keyed_shuffle(parts[0].unionByName(parts[1]), node, sided=True)
-            spec = KeyedSpec("co_process", node.function, serializer, self.sorted_inputs,
-                             self.backend, **self.savepoint_fields(node))
-            keyed_stage = self.keyed_stage(node, "co_process", sided=True)
-            return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name,
-                          stage=keyed_stage)
-        if isinstance(node, BroadcastNode):  # see translation/broadcast.py
-            from .broadcast import batch_broadcast
+        field_keyed = self._field_keyed_input(node, key_node)
+        if field_keyed is not None:
+            return field_keyed
+        function = keyed_function(node)
+        combiner = function if (node.op == "reduce" and self.pre_aggregate) else None
+        df, enc = self.keyed_input(key_node, node, combiner=combiner)
+        df = self._keyed_shuffle(df, node, sided=False)
+        spec = KeyedSpec(node.op, function, key_node.key_serializer, self.sorted_inputs,
+                         self.backend, **self.savepoint_fields(node))
+        keyed_stage = self.keyed_stage(node, node.op, sided=False)
+        return Stream(df, enc, node.output_type, keyed=spec, name=node.name, stage=keyed_stage)
 
-            return batch_broadcast(self, node)
-        if isinstance(node, CoChainNode):
-            return Stream(co_chain_input(self, node), PICKLED, node.output_type,
-                          co_stage=(node.stage, node.function), sided=True, name=node.name,
-                          stage=self._new_stage("pass", f"connected {node.stage}", [node.name]))
-        if isinstance(node, UnionNode):
-            return union(self, node, [self.input_stream(p) for p in node.inputs])
-        if isinstance(node, FullPartitionNode):  # FLIP-380, see translation/partition.py
-            from .partition import translate_full_partition
+    def _co_keyed(self, node: CoKeyedNode) -> Stream:
+        parts = []
+        for side, key_node in enumerate(node.inputs):
+            if not isinstance(key_node, KeyByNode):
+                raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
+            df, _ = self.keyed_input(key_node, node, force_pickled=True)
+            parts.append(df.select(TS, KG, KEY, VALUE, lit(side).alias(SIDE)))
+        serializer = same_key_serializer(node)
+        df = self._keyed_shuffle(parts[0].unionByName(parts[1]), node, sided=True)
+        spec = KeyedSpec("co_process", node.function, serializer, self.sorted_inputs,
+                         self.backend, **self.savepoint_fields(node))
+        keyed_stage = self.keyed_stage(node, "co_process", sided=True)
+        return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name,
+                      stage=keyed_stage)
 
-            return translate_full_partition(self, node)
-        if isinstance(node, SideOutputNode):
-            return side_output(self, node)
-        raise GraphBuildError(f"{node.describe()} is not supported in BATCH mode")
+    def _broadcast(self, node: BroadcastNode) -> Stream:
+        from .broadcast import batch_broadcast  # see translation/broadcast.py
+
+        return batch_broadcast(self, node)
+
+    def _co_chain(self, node: CoChainNode) -> Stream:
+        return Stream(co_chain_input(self, node), PICKLED, node.output_type,
+                      co_stage=(node.stage, node.function), sided=True, name=node.name,
+                      stage=self._new_stage("pass", f"connected {node.stage}", [node.name]))
+
+    def _union(self, node: UnionNode) -> Stream:
+        return union(self, node, [self.input_stream(p) for p in node.inputs])
+
+    def _full_partition(self, node: FullPartitionNode) -> Stream:
+        from .partition import translate_full_partition  # FLIP-380, see translation/partition.py
+
+        return translate_full_partition(self, node)
+
+    def _side_output(self, node: SideOutputNode) -> Stream:
+        return side_output(self, node)
 
     def input_stream(self, parent: Transformation) -> Stream:
         """``parent``'s main output (steps.py)."""
@@ -653,3 +719,17 @@ class BatchTranslator:
         df = self._observe(df, stage, "out", {"rows_out": F.count(F.lit(1))})
         log.info("BATCH: %s runs as a native Spark aggregation", node.name)
         return Stream(df, parent.enc, node.output_type, name=node.name)
+
+    #: what each node kind becomes (a kind not listed is refused by :meth:`_translate`)
+    _BY_KIND: ClassVar[dict[type, Callable[[Any, Any], Stream]]] = {
+        SourceNode: _source,
+        ChainNode: _chain,
+        KeyByNode: _key_by,
+        KeyedNode: _keyed,
+        CoKeyedNode: _co_keyed,
+        BroadcastNode: _broadcast,
+        CoChainNode: _co_chain,
+        UnionNode: _union,
+        FullPartitionNode: _full_partition,
+        SideOutputNode: _side_output,
+    }

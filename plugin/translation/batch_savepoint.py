@@ -1,13 +1,13 @@
 """Savepoints in BATCH execution: restore before the keyed passes, write after them.
 
-Used by :class:`~pyspark_datastream.translation.batch.BatchTranslator`; the
-STREAMING translator checks its restore with :class:`BatchRestore` too.
+Used by :class:`~pyspark_datastream.translation.batch.BatchTranslator`; the restore
+(:class:`SavepointRestore`) serves the STREAMING translator too.
 
-* **Restore** (``execution.savepoint.path``): :class:`BatchRestore` reads the
+* **Restore** (``execution.savepoint.path``): :class:`SavepointRestore` reads the
   savepoint metadata and runs :func:`~pyspark_datastream.savepoint.format.check_restore`
   against every keyed operator of the program *before anything runs* (each
   operator is opened once on the driver against a throwaway single-key backend to
-  learn its states). :meth:`BatchRestore.union_state` then adds an operator's
+  learn its states). :meth:`SavepointRestore.union_state` then adds an operator's
   savepoint entries (key groups recomputed for the CURRENT max parallelism) to its
   keyed input as rows with ``RESTORE_COLUMNS`` set, sorted before the key's records
   (``_kg, _k, <is record>, _ts``), so the pass restores each key at its start.
@@ -67,7 +67,7 @@ __all__ = [
     "keyed_nodes",
     "key_serializer_of",
     "operator_states",
-    "BatchRestore",
+    "SavepointRestore",
     "BatchSavepointWrite",
     "final_watermark",
 ]
@@ -138,8 +138,10 @@ def operator_states(node: Transformation, op_config: dict[str, Any],
         backend.close()
 
 
-class BatchRestore:
-    """The savepoint a job starts from, checked against the program at construction.
+class SavepointRestore:
+    """The savepoint a job of either mode starts from, checked against the program at
+    construction (BATCH unions its entries into the sorted keyed inputs; STREAMING packs
+    them per key group, streaming_savepoint.py).
 
     ``op_config`` is the configuration the program's operators are opened with to list their
     states; ``sorted_inputs`` whether keyed inputs are sorted (a restore into operators needs
@@ -155,7 +157,7 @@ class BatchRestore:
         start = time.monotonic()
         self.metadata: SavepointMetadata = read_metadata(path, version)
         meta = self.metadata
-        log.info("BATCH restore: savepoint %s (version %s) metadata read in %.2f s: %d operators, "
+        log.info("restore: savepoint %s (version %s) metadata read in %.2f s: %d operators, "
                  "max parallelism %d, written by %s job %r", path,
                  version if version is not None else "latest", time.monotonic() - start,
                  len(meta.operators), meta.max_parallelism, meta.mode, meta.job_name)
@@ -171,14 +173,14 @@ class BatchRestore:
             raise ConfigurationError(
                 f"restoring savepoint {path} in BATCH needs sorted inputs "
                 "(execution.sorted-inputs.enabled=true)")
-        log.info("BATCH restore: compatibility checked in %.2f s; restoring savepoint %s "
+        log.info("restore: compatibility checked in %.2f s; restoring savepoint %s "
                  "(version %s) into operators %s; their entries are counted as the job runs",
                  time.monotonic() - start, path, version if version is not None else "latest",
                  sorted(self.metadata.operators.keys() & program.keys()))
 
     @classmethod
     def from_config(cls, translator: Any, cfg: Any, op_config: dict[str, Any],
-                    sorted_inputs: bool) -> Optional[BatchRestore]:
+                    sorted_inputs: bool) -> Optional[SavepointRestore]:
         """``execution.savepoint.*`` of the job's configuration, or None without a path."""
         path = cfg.get_string("execution.savepoint.path")
         if not path:
@@ -451,7 +453,7 @@ class BatchSavepointWrite:
                                      self.broadcast.get(uid, ()))
                for uid, (key_ser, metas, generated) in self.operators.items()}
         metadata = SavepointMetadata(max_parallelism=t.max_parallelism, operators=ops,
-                                     final_watermark=self.watermark, mode="BATCH",
+                                     final_watermark=self.watermark, mode=t.mode.value,
                                      backend=SINGLE_KEY.name, job_name=t.job_name)
         start = time.monotonic()
         n = self.entry_count()

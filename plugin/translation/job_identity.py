@@ -34,7 +34,7 @@ import time
 import types
 from typing import Any, Optional
 
-from ..plan.config import resolve
+from ..plan.config import RuntimeMode, resolve
 from ..plan.graph import KeyByNode, SinkNode, SourceNode, Transformation
 from ..state_store.backends import get_backend
 from ..state_store.storage import Storage, normalize_uri
@@ -193,7 +193,7 @@ def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 def configured_root(config: Any, spark: Any) -> tuple[Optional[str], str]:
     """``(root, where it came from)``: ``execution.checkpointing.dir``, else Spark's
     ``spark.sql.streaming.checkpointLocation``, else ``(None, "")``."""
-    value = resolve(config, "execution.checkpointing.dir", "STREAMING")
+    value = resolve(config, "execution.checkpointing.dir", RuntimeMode.STREAMING)
     if value:
         return str(value), "execution.checkpointing.dir"
     try:

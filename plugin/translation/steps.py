@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..plan.config import resolve
+from ..plan.config import RuntimeMode, resolve
 from ..plan.graph import (
     ChainNode,
     CoChainNode,
@@ -60,10 +60,12 @@ def is_true(value: Any) -> bool:
     return str(value).strip().lower() in ("true", "1", "yes", "on")
 
 
-def operator_config(cfg: Any, mode: str, parallelism: int, max_parallelism: int) -> dict[str, Any]:
-    """The configuration every operator of a ``mode`` job is opened with."""
+def operator_config(cfg: Any, mode: RuntimeMode, parallelism: int, max_parallelism: int
+                    ) -> dict[str, Any]:
+    """The configuration every operator of a ``mode`` job is opened with (a plain dict
+    shipped to executors: the mode as its configuration string)."""
     return {
-        "mode": mode,
+        "mode": mode.value,
         "processing_time_allow": str(resolve(cfg, "pipeline.processing-time.allow", mode)),
         "processing_time_end_of_input": str(
             resolve(cfg, "pipeline.processing-time.end-of-input", mode)),

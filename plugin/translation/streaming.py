@@ -45,9 +45,10 @@ from __future__ import annotations
 import logging
 import pickle
 import uuid
-from typing import TYPE_CHECKING, Any, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
-from ..plan.config import parse_trigger, resolve
+from ..plan.config import RuntimeMode, parse_trigger, resolve
 from ..plan.graph import (
     BroadcastNode,
     ChainNode,
@@ -71,7 +72,6 @@ from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
 from ..runtime.group_frames import (
     BLOB,
     SEQ,
-    SEQ_ROW,
     TypedInput,
     output_encoding,
     unpack_blobs,
@@ -85,7 +85,7 @@ from ..runtime.group_state import (
 )
 from ..runtime.passes import PassSpec, output_ddl
 from ..spark_io.columns import lit
-from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column
+from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column, stateful_partitions
 from ..state_store.backends import backend_reference, get_backend
 from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.storage import Storage
@@ -114,6 +114,7 @@ from .steps import (
 from .stream import Stream
 from .streaming_pushdown import field_reduce_plan, native_keyed_input
 from .streaming_queries import (
+    end_of_input_stream,
     is_connect,
     log_query_progress,
     progress_row,
@@ -121,7 +122,7 @@ from .streaming_queries import (
     write_df_once,
     write_table_once,
 )
-from .timecheck import processing_time_use
+from .timecheck import processing_time_use, processing_timeout_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -137,19 +138,6 @@ _ET = "_et"
 _STATE_SCHEMA = "s binary"
 
 
-def _shuffle_partitions(spark: Any) -> int:
-    """The session's ``spark.sql.shuffle.partitions`` (the number of partitions a new
-    stateful query runs with); 0 when it is not a number (e.g. ``auto``): key groups are
-    then placed by Spark's hash."""
-    raw = spark.conf.get("spark.sql.shuffle.partitions") or "200"
-    try:
-        return max(1, int(raw))
-    except ValueError:
-        log.info("STREAMING: spark.sql.shuffle.partitions is %r: key groups are placed by "
-                 "Spark's hash of the key group, not in ranges", raw)
-        return 0
-
-
 def _arrow_batch_rows(spark: Any) -> int:
     """The session's ``spark.sql.execution.arrow.maxRecordsPerBatch`` (0: no limit)."""
     try:
@@ -160,9 +148,10 @@ def _arrow_batch_rows(spark: Any) -> int:
 
 
 class StreamingTranslator:
-    """Turns a job graph into Spark streaming queries and runs them (STREAMING mode)."""
+    """Turns a job graph into Spark streaming queries and runs them (STREAMING mode; the
+    API's :class:`~.contract.Translator`)."""
 
-    mode = "STREAMING"
+    mode = RuntimeMode.STREAMING
 
     def __init__(self, plan: JobPlan, spark: SparkSession, storage: Storage) -> None:
         from ..spark_io.versions import check_streaming_versions
@@ -180,32 +169,32 @@ class StreamingTranslator:
         self.parallelism = plan.parallelism
         self.max_parallelism = plan.max_parallelism
         self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
-        # the map and key-field pushdowns (pushdown.py) follow BATCH's option
-        self.pushdown = is_true(resolve(cfg, "execution.batch.native-pushdown.enabled", "BATCH"))
+        # the map and key-field pushdowns (pushdown.py, streaming_pushdown.py)
+        self.pushdown = is_true(resolve(cfg, "execution.streaming.native-pushdown.enabled",
+                                        self.mode))
         #: key groups on Spark partitions in contiguous ranges (spark_io/key_group_ranges.py):
         #: the number of partitions the stateful operators run with, 0 when the session's
         #: number is not a number (Spark's hash of the key group places them then)
-        self.range_partitions = _shuffle_partitions(spark)
+        self.range_partitions = stateful_partitions(spark)
         #: PySpark cuts a stateful operator's output into Arrow batches by this row count
         self.arrow_batch_rows = _arrow_batch_rows(spark)
         self._streams: dict[int, Stream] = {}
         self._tags = side_output_tags(nodes)
+        self.op_config = operator_config(cfg, self.mode, self.parallelism, self.max_parallelism)
         # Restore (streaming_savepoint.py) is checked here, before anything runs, by
-        # batch_savepoint.py's check: the program's operators are opened on a single-key
-        # backend to list their states. A STREAMING restore loads each key group's entries
-        # into its state and needs no sorted inputs (BATCH's sorted-inputs option is not read).
-        from .batch_savepoint import BatchRestore
+        # batch_savepoint.py's check: the program's operators are opened, with this job's
+        # configuration, on a single-key backend to list their states. A STREAMING restore
+        # loads each key group's entries into its state and needs no sorted inputs.
+        from .batch_savepoint import SavepointRestore
 
-        self.restore: Optional[BatchRestore] = BatchRestore.from_config(
-            self, cfg, operator_config(cfg, "BATCH", self.parallelism, self.max_parallelism),
-            sorted_inputs=True)
-        self.op_config = operator_config(cfg, "STREAMING", self.parallelism, self.max_parallelism)
+        self.restore: Optional[SavepointRestore] = SavepointRestore.from_config(
+            self, cfg, self.op_config, sorted_inputs=True)
         if not get_backend(self.backend[0]).streaming:
             raise GraphBuildError(
                 f"STREAMING does not run on the {get_backend(self.backend[0]).name} state "
                 f"backend; state.backend.type is {self.backend[0]!r}"
             )
-        self.trigger = parse_trigger(resolve(cfg, "execution.streaming.trigger", "STREAMING"))
+        self.trigger = parse_trigger(resolve(cfg, "execution.streaming.trigger", self.mode))
         root, where = configured_root(cfg, self.spark)  # job_identity.py: the job folder
         #: the storage layer of every file the job writes outside Spark (the job's, built by
         #: the environment: spark_io/storage_conf.py); pickled to executors with specs
@@ -213,9 +202,6 @@ class StreamingTranslator:
         self.job = JobCheckpoint(job_name, root, where,
                                  describe_graph(nodes, self.max_parallelism, self.backend[0]),
                                  self.storage)
-        #: how an execute_and_collect() keeps its checkpoint (the environment sets "always"
-        #: for an unnamed one: a one-off job)
-        self.collect_ephemeral = "if-no-root"
         self.bounded = all(n.bounded for n in nodes if isinstance(n, SourceNode))
         keyed = [n for n in nodes if is_keyed(n)]
         self._stage_names = {n.id: (n.uid or f"stage{i}") for i, n in enumerate(keyed)}
@@ -223,8 +209,7 @@ class StreamingTranslator:
             n for n in nodes if isinstance(n, SourceNode))}
         self._prerequisites: list[tuple[str, Any]] = []  # (query name, DataStreamWriter)
         self._ran: set[str] = set()
-        #: one :func:`progress_row` per micro-batch of every query run so far
-        self.progress: list[dict[str, Any]] = []
+        self._progress: list[dict[str, Any]] = []  # see the property
         #: savepoint support (streaming_savepoint.py): the write of this run, the
         #: applyInPandasWithState spec of every keyed node (by node id)
         self._savepoint_run: Any = None
@@ -236,8 +221,13 @@ class StreamingTranslator:
         #: keyed node id -> the query staging its output for several consumers
         self.staged_outputs: dict[int, str] = {}
         #: when a list, run_query only starts each query and appends ``(name, query)``
-        #: (``env.execute_async``, plugin/job_client.py) instead of waiting for it
+        #: (:meth:`start_sinks`) instead of waiting for it
         self.async_queries: Optional[list[tuple[str, Any]]] = None
+
+    @property
+    def progress(self) -> list[dict[str, Any]]:
+        """One :func:`progress_row` per micro-batch of every query run so far."""
+        return self._progress
 
     # -- directories -------------------------------------------------------------------
     def job_folder(self) -> str:
@@ -270,8 +260,10 @@ class StreamingTranslator:
         self._run_prerequisites()
         return df
 
-    def collect(self, node: Transformation) -> CloseableIterator:
-        self.job.plan(self.collect_ephemeral, "its collect query's checkpoint")
+    def collect(self, node: Transformation, one_off: bool = False) -> CloseableIterator:
+        """Run the job ending in ``node`` and its collect query; its records (``one_off``:
+        on a temporary checkpoint, else under the checkpoint root when there is one)."""
+        self.job.plan("always" if one_off else "if-no-root", "its collect query's checkpoint")
         try:
             return self._collect(node)
         finally:
@@ -378,55 +370,67 @@ class StreamingTranslator:
         return stream
 
     def _translate(self, node: Transformation) -> Stream:
-        if isinstance(node, SourceNode):
-            return self._source(node)
-        if isinstance(node, ChainNode):
-            parent = self.input_stream(node.inputs[0])
-            native = native_map(node, parent) if self.pushdown else None
-            if native is not None:
-                return native
-            # no progress stages: every query reports its own (streaming_queries.py)
-            return fused_chain(parent, node, None)
-        if isinstance(node, KeyByNode):
-            # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
-            return self.input_stream(node.inputs[0])
-        if isinstance(node, KeyedNode):
-            if node.op not in ("process", "reduce", "window"):
-                raise GraphBuildError(
-                    f"{node.describe()}: keyed operator {node.op!r} is not supported in STREAMING mode")
-            key_node = node.inputs[0]
-            assert isinstance(key_node, KeyByNode)
-            df = self.keyed_input_df(key_node, node)
-            return self.stateful(node, df, node.op, keyed_function(node), key_node.key_serializer,
-                                 False)
-        if isinstance(node, CoKeyedNode):
-            parts = []
-            for side, key_node in enumerate(node.inputs):
-                if not isinstance(key_node, KeyByNode):
-                    raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
-                df = self.keyed_input_df(key_node, node)
-                parts.append(df.select(TS, KG, KEY, VALUE, SEQ, lit(side).alias(SIDE)))
-            serializer = same_key_serializer(node)
-            return self.stateful(node, parts[0].unionByName(parts[1]), "co_process",
-                                 node.function, serializer, True)
-        if isinstance(node, BroadcastNode):
-            from .broadcast import streaming_broadcast
+        """``node`` translated by the method of its kind (:attr:`_BY_KIND`)."""
+        method = self._BY_KIND.get(type(node))
+        if method is None:
+            raise GraphBuildError(f"{node.describe()} is not supported in STREAMING mode")
+        return method(self, node)
 
-            return streaming_broadcast(self, node)
-        if isinstance(node, CoChainNode):
-            parts = []
-            for side, s in enumerate(self._stateful_apart(node, "connect")):
-                df = self.materialize(s, PICKLED, name=node.name)
-                parts.append(df.select(TS, VALUE, lit(side).alias(SIDE)))
-            return Stream(parts[0].unionByName(parts[1]), PICKLED, node.output_type,
-                          co_stage=(node.stage, node.function), sided=True, name=node.name)
-        if isinstance(node, UnionNode):
-            return union(self, node, self._union_inputs(node))
-        if isinstance(node, FullPartitionNode):  # FLIP-380 full-window processing: BATCH only
-            raise full_window_streaming_error(node.describe())
-        if isinstance(node, SideOutputNode):
-            return side_output(self, node)
-        raise GraphBuildError(f"{node.describe()} is not supported in STREAMING mode")
+    # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
+    def _chain(self, node: ChainNode) -> Stream:
+        parent = self.input_stream(node.inputs[0])
+        native = native_map(node, parent) if self.pushdown else None
+        if native is not None:
+            return native
+        # no progress stages: every query reports its own (streaming_queries.py)
+        return fused_chain(parent, node, None)
+
+    def _key_by(self, node: KeyByNode) -> Stream:
+        # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
+        return self.input_stream(node.inputs[0])
+
+    def _keyed(self, node: KeyedNode) -> Stream:
+        if node.op not in ("process", "reduce", "window"):
+            raise GraphBuildError(
+                f"{node.describe()}: keyed operator {node.op!r} is not supported in STREAMING mode")
+        key_node = node.inputs[0]
+        assert isinstance(key_node, KeyByNode)
+        df = self.keyed_input_df(key_node, node)
+        return self.stateful(node, df, node.op, keyed_function(node), key_node.key_serializer,
+                             False)
+
+    def _co_keyed(self, node: CoKeyedNode) -> Stream:
+        parts = []
+        for side, key_node in enumerate(node.inputs):
+            if not isinstance(key_node, KeyByNode):
+                raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
+            df = self.keyed_input_df(key_node, node)
+            parts.append(df.select(TS, KG, KEY, VALUE, SEQ, lit(side).alias(SIDE)))
+        serializer = same_key_serializer(node)
+        return self.stateful(node, parts[0].unionByName(parts[1]), "co_process",
+                             node.function, serializer, True)
+
+    def _broadcast(self, node: BroadcastNode) -> Stream:
+        from .broadcast import streaming_broadcast
+
+        return streaming_broadcast(self, node)
+
+    def _co_chain(self, node: CoChainNode) -> Stream:
+        parts = []
+        for side, s in enumerate(self._stateful_apart(node, "connect")):
+            df = self.materialize(s, PICKLED, name=node.name)
+            parts.append(df.select(TS, VALUE, lit(side).alias(SIDE)))
+        return Stream(parts[0].unionByName(parts[1]), PICKLED, node.output_type,
+                      co_stage=(node.stage, node.function), sided=True, name=node.name)
+
+    def _union(self, node: UnionNode) -> Stream:
+        return union(self, node, self._union_inputs(node))
+
+    def _full_partition(self, node: FullPartitionNode) -> Stream:
+        raise full_window_streaming_error(node.describe())  # FLIP-380: BATCH only
+
+    def _side_output(self, node: SideOutputNode) -> Stream:
+        return side_output(self, node)
 
     def input_stream(self, parent: Transformation) -> Stream:
         """``parent``'s main output (steps.py)."""
@@ -610,32 +614,6 @@ class StreamingTranslator:
                 return ws
         return None
 
-    def _sentinel(self, name: str, schema: Any) -> DataFrame:
-        """A one-row stream: key group -1 at END_OF_INPUT_MS (the end-of-input signal)."""
-        import pyarrow as pa
-
-        folder = self.storage.join(self.job_folder(), name)
-        if not self.storage.exists(self.storage.join(folder, "eoi.parquet")):
-            cols: dict[str, Any] = {}
-            for f in schema.fields:
-                if f.name == TS:
-                    cols[f.name] = pa.array([END_OF_INPUT_MS], type=pa.int64())
-                elif f.name == KG:
-                    cols[f.name] = pa.array([-1], type=pa.int32())
-                elif f.name in (SEQ, SEQ_ROW):
-                    cols[f.name] = pa.array([0], type=pa.int64())
-                elif f.name == SIDE:
-                    cols[f.name] = pa.array([0], type=pa.int32())
-                elif f.name in (KEY, VALUE, TAG):
-                    cols[f.name] = pa.array([None], type=pa.binary())
-                else:  # typed record columns (native keyed input)
-                    from pyspark.sql.pandas.types import to_arrow_type
-
-                    cols[f.name] = pa.nulls(1, type=to_arrow_type(f.dataType, timezone="UTC"))
-            table = pa.table(cols)
-            write_table_once(self.storage, folder, "eoi.parquet", table)
-        return self.spark.readStream.schema(schema).parquet(folder)
-
     def stateful(self, node: Transformation, df: DataFrame, kind: str, function: Any,
                  key_serializer: Any, sided: bool,
                  backend: Optional[tuple[str, dict[str, Any]]] = None) -> Stream:
@@ -654,9 +632,10 @@ class StreamingTranslator:
             df = df.unionByName(self.spark.readStream.schema(df.schema).parquet(folder))
         if self.bounded and self._savepoint_run is None:
             # a savepoint run is a stop-with-savepoint WITHOUT drain: no end-of-input flush
-            df = df.unionByName(self._sentinel(f"{stage}-end-of-input", df.schema))
+            folder = self.storage.join(self.job_folder(), f"{stage}-end-of-input")
+            df = df.unionByName(end_of_input_stream(self.spark, self.storage, folder, df.schema))
         ws = self.watermark_strategy(node)
-        processing_timeout = self._processing_timeout(node, function, ws)
+        processing_timeout = processing_timeout_of(node, function, ws, self.trigger, self.bounded)
         # Without event time, on an unbounded input and without processing-time timers, no
         # watermark ever advances and no group can time out: such an operator gets neither
         # (NoTimeout), which spares Spark a column and its watermark tracking. Operators with
@@ -728,36 +707,6 @@ class StreamingTranslator:
                          F.lit(None).cast("long").alias(
                              _ET, metadata={"spark.watermarkDelayMs": delay}))
 
-    def _processing_timeout(self, node: Transformation, function: Any, ws: Any) -> bool:
-        """Whether the operator's GroupState timeout runs on processing time.
-
-        Spark gives an ``applyInPandasWithState`` operator one timeout kind, and a key group
-        without new data is only called back through it. Processing time is used when the
-        query has a processing-time trigger, the operator has no event time (no watermark
-        strategy upstream), its input is unbounded (a bounded input ends through the
-        event-time sentinel) and its code registers processing-time timers (Spark then runs
-        a batch every trigger interval): those timers fire between data batches. An
-        operator on event time whose code registers processing-time timers under a
-        processing-time trigger is refused here: those timers could only fire when data
-        arrives, which is not Flink's semantics.
-        """
-        if self.trigger[0] != "processing-time" or self.bounded:
-            return False
-        use = processing_time_use(function)
-        if ws is None:
-            # only then: ProcessingTimeTimeout makes Spark run a batch every trigger interval
-            return use is not None
-        if use is not None:
-            raise GraphBuildError(
-                f"{node.describe()}: {use}, but the operator runs on event time (a watermark "
-                f"strategy is assigned upstream). Spark's applyInPandasWithState gives one "
-                f"operator one timeout kind (EventTimeTimeout here), so its processing-time "
-                f"timers could not fire while no data arrives under the trigger "
-                f"{self.trigger[1]!r}. Use one kind of timer per operator: event-time timers "
-                f"with the watermark, or no watermark strategy and processing-time timers."
-            )
-        return False
-
     # -- running queries -------------------------------------------------------------------
     def _run_prerequisites(self) -> None:
         for name, writer in self._prerequisites:
@@ -767,6 +716,69 @@ class StreamingTranslator:
                 if self._savepoint_run is not None:  # streaming_savepoint.py: carrier row
                     self._savepoint_run.after_query(name)
 
+    # -- the API's contract for running queries (contract.py, api/job_client.py) -----------
+    def runs_detached(self) -> bool:
+        """True under a processing-time trigger over unbounded sources."""
+        return self.trigger[0] == "processing-time" and not self.bounded
+
+    def trigger_kind(self) -> Optional[str]:
+        """available-now, once or processing-time (``execution.streaming.trigger``)."""
+        return self.trigger[0]
+
+    def start_sinks(self, sinks: list[SinkNode]) -> list[tuple[str, Any]]:
+        """Start every query of ``sinks`` without waiting; ``(name, query)``, upstream first."""
+        started: list[tuple[str, Any]] = []
+        self.async_queries = started
+        try:
+            self.run_planned_sinks(list(sinks))
+        except BaseException:
+            for _, q in started:
+                if q.isActive:
+                    q.stop()
+            self.release()
+            raise
+        finally:
+            self.async_queries = None
+        return started
+
     def log_query_progress(self, name: str, query: Any) -> None:
         """Record and log ``query``'s micro-batches (streaming_queries.py)."""
         log_query_progress(self, name, query)
+
+    def query_holds_state(self, name: str) -> bool:
+        """True when query ``name`` runs a keyed operator (streaming_savepoint.py)."""
+        from .streaming_savepoint import keyed_nodes_in_query
+
+        root = self.query_roots.get(name)
+        return root is not None and bool(keyed_nodes_in_query(root, self.staged_outputs, name))
+
+    def query_checkpoint(self, name: str) -> str:
+        """``<job folder>/<name>/checkpoint`` (streaming_queries.py starts it there)."""
+        return Storage.join(self.job_folder(), name, "checkpoint")
+
+    def query_staging(self, name: str) -> str:
+        """``<job folder>/<name>/data``: the file sink of :meth:`_through_files`."""
+        return Storage.join(self.job_folder(), name, "data")
+
+    def write_savepoint_at(self, path: str, batch_ids: dict[str, int],
+                           progress: list[dict[str, Any]]) -> int:
+        """The savepoint of the pinned batches (streaming_savepoint.py); its version."""
+        from .streaming_savepoint import StreamingSavepointWrite
+
+        write = StreamingSavepointWrite(self, path, progress)
+        write.queries = dict(self.query_roots)
+        return write.write(batch_ids)
+
+    #: what each node kind becomes (a kind not listed is refused by :meth:`_translate`)
+    _BY_KIND: ClassVar[dict[type, Callable[[Any, Any], Stream]]] = {
+        SourceNode: _source,
+        ChainNode: _chain,
+        KeyByNode: _key_by,
+        KeyedNode: _keyed,
+        CoKeyedNode: _co_keyed,
+        BroadcastNode: _broadcast,
+        CoChainNode: _co_chain,
+        UnionNode: _union,
+        FullPartitionNode: _full_partition,
+        SideOutputNode: _side_output,
+    }

@@ -14,7 +14,9 @@ import os
 import time
 from typing import Any, Optional, Protocol
 
-from ..runtime.group_state import END_THRESHOLD
+from ..runtime.encoding import KEY, KG, SIDE, TAG, TS, VALUE
+from ..runtime.group_frames import SEQ, SEQ_ROW
+from ..runtime.group_state import END_OF_INPUT_MS, END_THRESHOLD
 from ..state_store.storage import Storage
 from .failures import job_failure
 
@@ -25,6 +27,7 @@ __all__ = [
     "is_connect",
     "write_df_once",
     "write_table_once",
+    "end_of_input_stream",
     "start_query",
     "run_query",
     "log_query_progress",
@@ -39,8 +42,11 @@ class QueryOwner(Protocol):
     job_name: str
     trigger: tuple[str, Optional[str]]
     bounded: bool
-    #: one :func:`progress_row` per micro-batch of every query run so far
-    progress: list[dict[str, Any]]
+    @property
+    def progress(self) -> list[dict[str, Any]]:
+        """One :func:`progress_row` per micro-batch of every query run so far (appended to)."""
+        ...
+
     #: when a list, queries are only started and appended (``env.execute_async``)
     async_queries: Optional[list[tuple[str, Any]]]
 
@@ -126,6 +132,42 @@ def _watermark_ms(progress: dict[str, Any]) -> int:
     from datetime import datetime
 
     return int(datetime.fromisoformat(wm.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def end_of_input_stream(spark: Any, storage: Storage, folder: str, schema: Any) -> Any:
+    """A one-row file stream of ``schema`` in ``folder`` (written once): key group -1 at
+    :data:`END_OF_INPUT_MS`, the end-of-input signal a query over bounded input ends with.
+
+    Args:
+        spark: the job's session.
+        storage: the job's storage.
+        folder: the stream's folder under the job folder.
+        schema: the Spark schema of the keyed input the row is unioned into.
+
+    Returns:
+        The streaming DataFrame of that row.
+    """
+    import pyarrow as pa
+
+    if not storage.exists(storage.join(folder, "eoi.parquet")):
+        cols: dict[str, Any] = {}
+        for f in schema.fields:
+            if f.name == TS:
+                cols[f.name] = pa.array([END_OF_INPUT_MS], type=pa.int64())
+            elif f.name == KG:
+                cols[f.name] = pa.array([-1], type=pa.int32())
+            elif f.name in (SEQ, SEQ_ROW):
+                cols[f.name] = pa.array([0], type=pa.int64())
+            elif f.name == SIDE:
+                cols[f.name] = pa.array([0], type=pa.int32())
+            elif f.name in (KEY, VALUE, TAG):
+                cols[f.name] = pa.array([None], type=pa.binary())
+            else:  # typed record columns (native keyed input)
+                from pyspark.sql.pandas.types import to_arrow_type
+
+                cols[f.name] = pa.nulls(1, type=to_arrow_type(f.dataType, timezone="UTC"))
+        write_table_once(storage, folder, "eoi.parquet", pa.table(cols))
+    return spark.readStream.schema(schema).parquet(folder)
 
 
 def start_query(t: QueryOwner, name: str, writer: Any, query_name: Optional[str] = None) -> Any:

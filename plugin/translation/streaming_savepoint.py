@@ -30,7 +30,7 @@ Used by :class:`~pyspark_datastream.plugin.translation.streaming.StreamingTransl
   :meth:`StreamingSavepointWrite.after_query`): every stage ends at the job's final
   watermark, as in BATCH's savepoint.
 * **Restore** (``execution.savepoint.path``): checked before any query starts by
-  :class:`~.batch_savepoint.BatchRestore` (built by the translator constructor).
+  :class:`~.batch_savepoint.SavepointRestore` (built by the translator constructor).
   :func:`restore_rows_folder` packs the savepoint entries of one operator into
   ONE row per key group (key groups recomputed for the current max parallelism;
   the row carries the key group's state as :func:`encode_state` bytes and
@@ -187,9 +187,14 @@ def _export_pass(uid: str, spec: Any) -> Callable[[Iterator[Any]], Iterator[Any]
 class StreamingSavepointWrite:
     """One STREAMING ``execute(..., savepoint_path=...)``: after the queries, export and write."""
 
-    def __init__(self, translator: Any, path: str) -> None:
+    def __init__(self, translator: Any, path: str,
+                 progress: Optional[list[dict[str, Any]]] = None) -> None:
         self.translator = translator
         self.path = path
+        #: the progress rows the final watermarks are read from: the translator's (filled
+        #: as its queries run), or those of the batches a running job's savepoint pins
+        self.progress: list[dict[str, Any]] = (translator.progress if progress is None
+                                               else progress)
         check_savepoint_uids(translator.nodes)
         #: query name -> root node of the DataFrame it runs (filled by the translator)
         self.queries: dict[str, Transformation] = {}
@@ -221,7 +226,7 @@ class StreamingSavepointWrite:
         carriers = self._carriers.get(name)
         if not carriers:
             return
-        rows = [r for r in self.translator.progress if r["query"] == name]
+        rows = [r for r in self.progress if r["query"] == name]
         mark = max((_spark_watermark_ms(r["watermark"]) for r in rows), default=0)
         if mark <= 0:
             return  # no watermark advanced upstream: nothing to forward
@@ -242,7 +247,7 @@ class StreamingSavepointWrite:
         their queries minus 1, the minimum over them; None when no watermark advanced."""
         marks = []
         for name in names:
-            rows = [r for r in self.translator.progress if r["query"] == name]
+            rows = [r for r in self.progress if r["query"] == name]
             wm = max((_spark_watermark_ms(r["watermark"]) for r in rows), default=0)
             if wm > 0:
                 marks.append(wm - 1)
@@ -319,7 +324,7 @@ class StreamingSavepointWrite:
             kind = get_backend(t.backend[0]).name
             metadata = SavepointMetadata(
                 max_parallelism=t.max_parallelism, operators=ops,
-                final_watermark=self.final_watermark(names), mode="STREAMING", backend=kind,
+                final_watermark=self.final_watermark(names), mode=t.mode.value, backend=kind,
                 job_name=t.job_name)
             union = None
             for df in parts:

@@ -19,8 +19,9 @@ from typing import Any, Iterator, Optional
 
 from ..operators.broadcast import BroadcastSpec
 from ..operators.windows import WindowSpec
+from ..state_store.exceptions import GraphBuildError
 
-__all__ = ["processing_time_use"]
+__all__ = ["processing_time_use", "processing_timeout_of"]
 
 _REGISTER = "register_processing_time_timer"
 
@@ -40,6 +41,52 @@ def processing_time_use(function: Any) -> Optional[str]:
     if function is not None and _calls(function, _REGISTER):
         return f"{_describe(function)} calls {_REGISTER}()"
     return None
+
+
+def processing_timeout_of(node: Any, function: Any, ws: Any,
+                          trigger: tuple[str, Optional[str]], bounded: bool) -> bool:
+    """Whether a STREAMING keyed operator's GroupState timeout runs on processing time.
+
+    Spark gives an ``applyInPandasWithState`` operator one timeout kind, and a key group
+    without new data is only called back through it. Processing time is used when the
+    query has a processing-time trigger, the operator has no event time (no watermark
+    strategy upstream), its input is unbounded (a bounded input ends through the
+    event-time sentinel) and its code registers processing-time timers (Spark then runs
+    a batch every trigger interval): those timers fire between data batches. An
+    operator on event time whose code registers processing-time timers under a
+    processing-time trigger is refused here: those timers could only fire when data
+    arrives, which is not Flink's semantics.
+
+    Args:
+        node: the keyed operator's node (errors name it).
+        function: its function (or window / broadcast spec).
+        ws: the nearest upstream watermark strategy, None without event time.
+        trigger: the job's ``(kind, interval)`` trigger (``execution.streaming.trigger``).
+        bounded: whether every source of the job is bounded.
+
+    Returns:
+        True for ``ProcessingTimeTimeout``.
+
+    Raises:
+        GraphBuildError: the operator runs on event time and registers processing-time
+            timers under a processing-time trigger.
+    """
+    if trigger[0] != "processing-time" or bounded:
+        return False
+    use = processing_time_use(function)
+    if ws is None:
+        # only then: ProcessingTimeTimeout makes Spark run a batch every trigger interval
+        return use is not None
+    if use is not None:
+        raise GraphBuildError(
+            f"{node.describe()}: {use}, but the operator runs on event time (a watermark "
+            f"strategy is assigned upstream). Spark's applyInPandasWithState gives one "
+            f"operator one timeout kind (EventTimeTimeout here), so its processing-time "
+            f"timers could not fire while no data arrives under the trigger "
+            f"{trigger[1]!r}. Use one kind of timer per operator: event-time timers "
+            f"with the watermark, or no watermark strategy and processing-time timers."
+        )
+    return False
 
 
 def _describe(function: Any) -> str:

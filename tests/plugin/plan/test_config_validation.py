@@ -16,6 +16,7 @@ BAD = [
     ("execution.sorted-inputs.enabled", "maybe", r"must be true or false, got 'maybe'"),
     ("execution.batch.pre-aggregation.enabled", "2", r"must be true or false, got '2'"),
     ("execution.batch.native-pushdown.enabled", "", r"must be true or false, got ''"),
+    ("execution.streaming.native-pushdown.enabled", "maybe", r"must be true or false, got 'maybe'"),
     ("execution.savepoint.ignore-unclaimed-state", "y", r"must be true or false, got 'y'"),
     ("execution.streaming.trigger", "processing-time=abc",
      r"processing-time=<interval> .*got 'processing-time=abc'"),

@@ -15,7 +15,7 @@ from pyspark_datastream import (
     WatermarkStrategy,
 )
 from pyspark_datastream.operators.functions import as_map_function
-from pyspark_datastream.plan.config import OPTIONS, resolve
+from pyspark_datastream.plan.config import OPTIONS, RuntimeMode, configured_runtime_mode, resolve
 from pyspark_datastream.runtime.fastpath import plain_callable
 from pyspark_datastream.translation.tracing import Expr, trace
 
@@ -50,11 +50,28 @@ def test_a_removed_key_is_refused_naming_it_whatever_its_value(key, instead):
 
 def test_mode_dependent_defaults_follow_flip_134():
     c = Configuration()
-    assert resolve(c, "pipeline.processing-time.allow", "BATCH") == "FAIL"
-    assert resolve(c, "pipeline.processing-time.allow", "STREAMING") == "ALLOW"
-    assert resolve(c, "pipeline.processing-time.end-of-input", "BATCH") == "IGNORE"
-    assert resolve(c, "pipeline.processing-time.end-of-input", "STREAMING") == "FIRE_AND_QUIESCE"
+    assert resolve(c, "pipeline.processing-time.allow", RuntimeMode.BATCH) == "FAIL"
+    assert resolve(c, "pipeline.processing-time.allow", RuntimeMode.STREAMING) == "ALLOW"
+    assert resolve(c, "pipeline.processing-time.end-of-input", RuntimeMode.BATCH) == "IGNORE"
+    assert resolve(c, "pipeline.processing-time.end-of-input", RuntimeMode.STREAMING) == "FIRE_AND_QUIESCE"
     assert all(o.description for o in OPTIONS.values())
+
+
+def test_streaming_pushdown_reads_its_own_key_then_the_batch_key_then_true():
+    own, batch = "execution.streaming.native-pushdown.enabled", "execution.batch.native-pushdown.enabled"
+    assert resolve(Configuration(), own, RuntimeMode.STREAMING) == "true"
+    assert resolve(Configuration({batch: "false"}), own, RuntimeMode.STREAMING) == "false"
+    assert resolve(Configuration({batch: "false", own: "true"}), own, RuntimeMode.STREAMING) == "true"
+    assert resolve(Configuration({own: "false"}), own, RuntimeMode.STREAMING) == "false"
+    # the BATCH key never reads the STREAMING one
+    assert resolve(Configuration({own: "false"}), batch, RuntimeMode.BATCH) == "true"
+
+
+def test_runtime_mode_is_parsed_once_into_the_enum():
+    assert configured_runtime_mode(Configuration()) is RuntimeMode.STREAMING
+    assert configured_runtime_mode(Configuration({"execution.runtime-mode": "batch"})) \
+        is RuntimeMode.BATCH
+    assert configured_runtime_mode(Configuration({"execution.runtime-mode": "AUTOMATIC"})) is None
 
 
 def test_duration_and_time():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyspark_datastream.plan.config import Configuration
+from pyspark_datastream.plan.config import Configuration, RuntimeMode
 from pyspark_datastream.plan.graph import ChainNode, SideOutputNode, SourceNode, consumers
 from pyspark_datastream.runtime.encoding import PICKLED
 from pyspark_datastream.translation.batch import BatchTranslator
@@ -26,8 +26,8 @@ def test_neither_translator_subclasses_another_class() -> None:
 
 def test_operator_config_per_mode() -> None:
     cfg = Configuration({"pipeline.processing-time.allow": "IGNORE"})
-    batch = operator_config(cfg, "BATCH", 2, 128)
-    streaming = operator_config(cfg, "STREAMING", 2, 128)
+    batch = operator_config(cfg, RuntimeMode.BATCH, 2, 128)
+    streaming = operator_config(cfg, RuntimeMode.STREAMING, 2, 128)
     assert batch["mode"] == "BATCH" and streaming["mode"] == "STREAMING"
     assert batch["processing_time_allow"] == streaming["processing_time_allow"] == "IGNORE"
     assert batch["processing_time_end_of_input"] == "IGNORE"
