@@ -7,8 +7,11 @@ KeyedProcessFunction, a CoProcessFunction or a KeyedCoProcessFunction, with or w
 consumers of the main output and of both side outputs: a sink on the main output itself, a
 union of main and side, a connect of side and main, a broadcast of a side output read by the
 main output, a keyed reduce over a side output, Delta sinks, ``execute_and_collect()``,
-``to_dataframe()`` and a savepoint-writing run. Every consumer is a sink of the same job (one
-``execute``), so several sinks read the same tagged stream.
+``to_dataframe()`` and a savepoint-writing run. Every consumer feeds a sink of the same job
+(one ``execute``), so several sinks read the same tagged stream: a sink of its own in BATCH;
+in STREAMING, where each sink is one query, the main output's and the ``five`` side output's
+own sinks and one shared by the other consumers (a union of their records tagged with the
+consumer's name).
 
 The model computes what each consumer must receive from the input alone: the splitter is a
 pure function of the record (its keyed variants also count per key, an order-free total), a
@@ -142,10 +145,18 @@ def _model(data, consumer, mode):
     return sorted(totals.items())
 
 
+SEEDS = [7, 17, 29, 37]  # their splitters: keyed, process, co, keyed_co
+TAGGED = Types.TUPLE([Types.STRING(), Types.STRING(), Types.LONG()])  # consumer, key, value
+
+
 @pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
-@pytest.mark.parametrize("seed", [7, 17, 29, 37])
+@pytest.mark.parametrize("seed", SEEDS)
 def test_every_consumer_of_a_split_stream_gets_exactly_its_records(spark, env_factory, tmp_path,
                                                                   mode, seed):
+    """In BATCH every consumer has a Delta sink of its own. In STREAMING (where each sink is
+    one query) the main output and the ``five`` side output keep theirs, and the other
+    consumers, tagged with their name, share one sink through a union: three sinks, two of
+    them reading the main output's tagged stream."""
     data, cut, kind, typed, consumers = _graph(seed)
     env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
     first = env.from_collection(data[:cut], type_info=PAIR)
@@ -171,21 +182,37 @@ def test_every_consumer_of_a_split_stream_gets_exactly_its_records(spark, env_fa
         "five": five,
     }
     types = {"connect": Types.TUPLE([Types.STRING(), Types.LONG()]), "five": Types.LONG()}
-    tables = {}
+    tables, tagged = {}, []
     for name in consumers:
+        if mode == "STREAMING" and name not in ("main", "five"):
+            tagged.append(streams[name].map(lambda r, name=name: (name, r[0], r[1]),
+                                            output_type=TAGGED))
+            continue
         if name == "five" or (name == "main" and typed):  # the sink on the stream itself
             typed_out = streams[name]
         else:  # a map gives the stream a type a Delta sink can write
             typed_out = streams[name].map(lambda r: r, output_type=types.get(name, PAIR))
         tables[name] = str(tmp_path / f"out_{name}")
         typed_out.sink_to_delta(tables[name])
+    if tagged:
+        shared = tagged[0].union(*tagged[1:]) if len(tagged) > 1 else tagged[0]
+        shared.sink_to_delta(str(tmp_path / "out_tagged"))
     savepoint = str(tmp_path / "sp") if (kind in ("keyed", "keyed_co") and seed % 2) else None
     env.execute(f"sweep {seed}", savepoint_path=savepoint)
-    for name in consumers:
+    got_of = {}
+    for name in tables:
         table = DeltaTable(tables[name]).to_pyarrow_table()
         columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
-        got = sorted(zip(*columns)) if len(columns) > 1 else sorted(columns[0])
-        expected = _model(data, name, mode)
+        got_of[name] = sorted(zip(*columns)) if len(columns) > 1 else sorted(columns[0])
+    if tagged:
+        rows = DeltaTable(str(tmp_path / "out_tagged")).to_pyarrow_table().to_pylist()
+        for name in consumers:
+            if name not in tables:
+                got_of[name] = sorted((r["f1"], r["f2"]) for r in rows if r["f0"] == name)
+        assert {r["f0"] for r in rows} <= set(consumers)
+    assert sorted(got_of) == sorted(consumers)
+    for name in consumers:
+        got, expected = got_of[name], _model(data, name, mode)
         if name == "reduce" and mode == "STREAMING":  # every running value: keep the last
             last: dict[str, int] = {}
             for k, v in got:
@@ -194,6 +221,8 @@ def test_every_consumer_of_a_split_stream_gets_exactly_its_records(spark, env_fa
             got = sorted(last.items())
         assert got == expected, (seed, kind, typed, name)
 
+    if seed != SEEDS[0]:  # the same job for every seed: run once per mode
+        return
     # the main output once more, collected and (BATCH) as a DataFrame, in a new job
     env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt2")})
     main = env.from_collection(data, type_info=PAIR).key_by(lambda r: r[0]).process(
