@@ -185,10 +185,10 @@ def test_savepoint_write_and_restore_log_their_phases(env_factory, spark, tmp_pa
     assert sorted(restored.execute_and_collect("progress-sp-restore")) == [
         ("k0", 360), ("k1", 380), ("k2", 400), ("k3", 420)]
     all_lines = [r.getMessage() for r in caplog.records if r.name == LOGGER]
-    _one(all_lines, rf"^BATCH restore: savepoint {re.escape(sp)} \(version latest\) metadata "
+    _one(all_lines, rf"^restore: savepoint {re.escape(sp)} \(version latest\) metadata "
                     r"read in \d+\.\d\d s: 1 operators, max parallelism 128, written by BATCH "
                     r"job 'progress-sp-write'$")
-    _one(all_lines, r"^BATCH restore: compatibility checked in \d+\.\d\d s; restoring savepoint "
+    _one(all_lines, r"^restore: compatibility checked in \d+\.\d\d s; restoring savepoint "
                     r".* into operators \['totals'\]")
     _one(_lines(caplog, "progress-sp-restore"),
          r"stage 3/4 sort\+keyed process 'sessions' \(.*state restored from savepoint .*\): "
