@@ -39,13 +39,12 @@ from pyspark_datastream import (
     Time,
     TimestampAssigner,
     Types,
-    ValueStateDescriptor,
     WatermarkStrategy,
 )
 from pyspark_datastream.savepoint import Savepoint
+from savepoint_jobs import GAP, Sessionize  # the README's Sessionize and its session gap
 
-GAP = 30_000  # the KeyedProcessFunctions' session gap: a new session when the gap is > GAP
-WINDOW_GAP = 30_000  # session windows: [t, t + gap) windows merge when they overlap (< gap)
+WINDOW_GAP = 30_000  # equal to savepoint_jobs.GAP; session windows: [t, t + gap) windows merge when they overlap (< gap)
 OOO = 5_000  # bounded out-of-orderness of the watermark strategy (and of the generator)
 SEEDS = (3, 17, 29, 41)
 KEYS_PER_SEED = 8
@@ -94,27 +93,6 @@ class BufferedSessionize(KeyedProcessFunction):
                 self.pending.remove(ts)
             yield (ctx.get_current_key(), session[0], session[-1], count)
             start = i
-
-
-class Sessionize(KeyedProcessFunction):
-    """The README's Sessionize: compares each event with the previous one of its key, so it
-    needs each key's events in time order (BATCH sorts them; STREAMING keeps each split's
-    order and merges a key's splits by event time)."""
-
-    def open(self, runtime_context):
-        self.last = runtime_context.get_state(ValueStateDescriptor("last", Types.LONG()))
-
-    def process_element(self, value, ctx):
-        prev = self.last.value()
-        if prev is not None and value[1] - prev > GAP:
-            yield (ctx.get_current_key(), prev)
-        self.last.update(value[1])
-        ctx.timer_service().register_event_time_timer(value[1] + GAP)
-
-    def on_timer(self, timestamp, ctx):
-        if self.last.value() == timestamp - GAP:
-            yield (ctx.get_current_key(), self.last.value())
-            self.last.clear()
 
 
 class CountSum(AggregateFunction):

@@ -71,6 +71,7 @@ from .pushdown import native_map, traced_key_field
 from .rows import keyed_function
 from .source_schema import check_parquet_sources
 from .steps import (
+    by_kind,
     co_chain_input,
     collectable_arrow,
     dataframe_source,
@@ -396,10 +397,7 @@ class BatchTranslator:
 
     def _translate(self, node: Transformation) -> Stream:
         """``node`` translated by the method of its kind (:attr:`_BY_KIND`)."""
-        method = self._BY_KIND.get(type(node))
-        if method is None:
-            raise GraphBuildError(f"{node.describe()} is not supported in BATCH mode")
-        return method(self, node)
+        return by_kind(self._BY_KIND, self, node, "BATCH")
 
     # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
     def _chain(self, node: ChainNode) -> Stream:

@@ -55,6 +55,29 @@ __all__ = [
 
 
 # -- configuration ------------------------------------------------------------------------------
+def by_kind(table: dict[type, Any], translator: Any, node: Transformation, mode: str) -> Stream:
+    """``node`` translated by the method ``table`` (a translator's ``_BY_KIND``) gives its
+    class.
+
+    Args:
+        table: node class -> the translator's method for that kind of node.
+        translator: the translator the method is called on.
+        node: the node to translate.
+        mode: the translator's mode, for the error.
+
+    Returns:
+        The node's stream.
+
+    Raises:
+        GraphBuildError: the translator has no method for the node's kind.
+    """
+    method = table.get(type(node))
+    if method is None:
+        raise GraphBuildError(f"{node.describe()} is not supported in {mode} mode")
+    result: Stream = method(translator, node)
+    return result
+
+
 def is_true(value: Any) -> bool:
     """A boolean option's value (``true``/``1``/``yes``/``on``, any case)."""
     return str(value).strip().lower() in ("true", "1", "yes", "on")

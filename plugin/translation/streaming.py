@@ -94,6 +94,7 @@ from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
 from .source_schema import check_parquet_sources
 from .steps import (
+    by_kind,
     collectable,
     dataframe_source,
     fan_out,
@@ -371,10 +372,7 @@ class StreamingTranslator:
 
     def _translate(self, node: Transformation) -> Stream:
         """``node`` translated by the method of its kind (:attr:`_BY_KIND`)."""
-        method = self._BY_KIND.get(type(node))
-        if method is None:
-            raise GraphBuildError(f"{node.describe()} is not supported in STREAMING mode")
-        return method(self, node)
+        return by_kind(self._BY_KIND, self, node, "STREAMING")
 
     # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
     def _chain(self, node: ChainNode) -> Stream:

@@ -31,6 +31,16 @@ class _SingleStoredValue:
     def _remove(self) -> None:
         """Remove the stored value of the current key and namespace."""
 
+    # the raw stored value (the reduced value, the accumulator) for namespace merging
+    def get_internal(self) -> Any:
+        return self._get()
+
+    def update_internal(self, value: Any) -> None:
+        if value is None:
+            self._remove()
+        else:
+            self._put(value)
+
 
 class ReducingStateBase(_SingleStoredValue, InternalReducingState):
     """Flink's ReducingState: ``add`` folds the value in with the descriptor's reduce."""
@@ -49,15 +59,6 @@ class ReducingStateBase(_SingleStoredValue, InternalReducingState):
                 raise StateError(
                     f"the reduce function of reducing state {self.descriptor.name!r} returned None")
         self._put(value)
-
-    def get_internal(self) -> Any:
-        return self._get()
-
-    def update_internal(self, value: Any) -> None:
-        if value is None:
-            self._remove()
-        else:
-            self._put(value)
 
 
 class AggregatingStateBase(_SingleStoredValue, InternalAggregatingState):
@@ -83,12 +84,3 @@ class AggregatingStateBase(_SingleStoredValue, InternalAggregatingState):
                 f"AggregateFunction.add of aggregating state {self.descriptor.name!r} returned "
                 "None; it must return the accumulator")
         self._put(accumulator)
-
-    def get_internal(self) -> Any:
-        return self._get()
-
-    def update_internal(self, value: Any) -> None:
-        if value is None:
-            self._remove()
-        else:
-            self._put(value)

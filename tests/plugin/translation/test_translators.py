@@ -74,3 +74,21 @@ def test_progress_row() -> None:
     assert (row["rows_in"], row["rows_out"]) == (10, 4)
     assert (row["key_groups_with_state"], row["key_groups_updated"]) == (7, 2)
     assert row["watermark"] == "2024-01-01T00:00:00.000Z" and row["duration_ms"] == 50
+
+
+def test_the_translators_tables_hold_node_kinds_and_a_kind_without_a_method_is_refused() -> None:
+    import pytest
+    from pyspark_datastream.plan import graph
+    from pyspark_datastream.state_store.exceptions import GraphBuildError
+    from pyspark_datastream.translation.steps import by_kind
+
+    kinds = {c for c in vars(graph).values()
+             if isinstance(c, type) and issubclass(c, graph.Transformation)
+             and c is not graph.Transformation}
+    for translator in (BatchTranslator, StreamingTranslator):
+        assert set(translator._BY_KIND) <= kinds
+    source = SourceNode("source", [])
+    with pytest.raises(GraphBuildError, match=r"source.* is not supported in STREAMING mode"):
+        by_kind({ChainNode: lambda t, n: None}, object(), source, "STREAMING")
+    assert by_kind({SourceNode: lambda t, n: ("translated", n)}, object(), source, "BATCH") == (
+        "translated", source)
