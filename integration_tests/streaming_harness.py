@@ -127,16 +127,13 @@ def start_file_sink_queries(spark: Any, src: str, ckpt: str, out: str,
     Returns:
         The started streaming queries, in the order of ``backends``.
     """
-    from pyspark_datastream import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
+    from helpers import env_on
 
     queries = []
     for backend in backends:
-        conf = Configuration()
-        conf.set_string("execution.checkpointing.dir", os.path.join(ckpt, backend, "job"))
-        conf.set_string("state.backend.type", backend)
-        env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
-        env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
-        env.set_parallelism(2)
+        env = env_on(spark, "STREAMING", {
+            "execution.checkpointing.dir": os.path.join(ckpt, backend, "job"),
+            "state.backend.type": backend})
         queries.append(
             running_sum_stream(env, spark, src).to_dataframe().writeStream.format("parquet")
             .option("path", os.path.join(out, backend))
@@ -162,13 +159,9 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
     root is ``ckpt/job``), written by ``delta_writer`` (``spark``: Spark's Delta, the jars
     of ``make setup``)."""
     import faults
+    from helpers import env_on
     from jvm_options import JVM_OPTS
     from pyspark.sql import SparkSession
-    from pyspark_datastream import (
-        Configuration,
-        RuntimeExecutionMode,
-        StreamExecutionEnvironment,
-    )
 
     faults.install()  # the crash point the test armed in this driver's environment, if any
     builder = SparkSession.builder
@@ -192,12 +185,8 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
             query.awaitTermination()
         spark.stop()
         return
-    conf = Configuration()
-    conf.set_string("execution.checkpointing.dir", os.path.join(ckpt, "job"))
-    conf.set_string("state.backend.type", backend)
-    env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
-    env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
-    env.set_parallelism(2)
+    env = env_on(spark, "STREAMING", {"execution.checkpointing.dir": os.path.join(ckpt, "job"),
+                                      "state.backend.type": backend})
     running_sum_stream(env, spark, src).sink_to_delta(out)
     env.execute("delta-sink")
     spark.stop()
