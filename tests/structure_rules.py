@@ -15,7 +15,10 @@ including function-local and ``TYPE_CHECKING`` ones. The rules:
 * no source file over :data:`MAX_LINES` lines;
 * no comparison with a state backend's name (``kind == "rocksdb"``, ``name in ("hashmap",
   "heap")``) outside the backend registry: every layer asks the backend's registration
-  (``state_store/backends/registry.py``).
+  (``state_store/backends/registry.py``);
+* no comparison with a sink kind's name (``sink.kind == "print"``) outside the sink table
+  (``translation/sinks.py``, whose ``SINK_KINDS`` keys are the names): every layer looks the
+  kind up there.
 
 The functions take the repository root so a test can run them on a deliberately broken copy.
 """
@@ -39,6 +42,8 @@ __all__ = [
     "private_violations",
     "long_files",
     "backend_name_comparisons",
+    "sink_kind_names",
+    "sink_kind_comparisons",
 ]
 
 MAX_LINES = 800
@@ -293,26 +298,56 @@ BACKEND_NAMES = frozenset({"hashmap", "heap", "rocksdb", "single_key"})
 BACKEND_REGISTRY = f"{ROOT_PACKAGE}.state_store.backends.registry"
 
 
-def _backend_strings(node: ast.expr) -> list[str]:
+def _named_strings(node: ast.expr, names: frozenset[str]) -> list[str]:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [node.value] if node.value.lower() in BACKEND_NAMES else []
+        return [node.value] if node.value.lower() in names else []
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return [v for e in node.elts for v in _backend_strings(e)]
+        return [v for e in node.elts for v in _named_strings(e, names)]
     return []
 
 
-def backend_name_comparisons(modules: dict[str, Module]) -> list[str]:
-    """Comparisons (``==``, ``!=``, ``in``, ``not in``, ``is``) of anything with a backend
-    name outside the registry: ``"<module>:<line> compares with backend name '<name>'"``."""
+def _name_comparisons(modules: dict[str, Module], names: frozenset[str], owner: str,
+                      what: str) -> list[str]:
+    """Comparisons (``==``, ``!=``, ``in``, ``not in``, ``is``) of anything with one of
+    ``names`` outside the module ``owner``: ``"<module>:<line> compares with <what> '<name>'"``."""
     found: list[str] = []
     for name, module in sorted(modules.items()):
-        if name == BACKEND_REGISTRY:
+        if name == owner:
             continue
         for node in ast.walk(module.tree):
             if not isinstance(node, ast.Compare):
                 continue
             for operand in (node.left, *node.comparators):
-                for value in _backend_strings(operand):
-                    found.append(f"{name}:{node.lineno} compares with backend name {value!r}")
+                for value in _named_strings(operand, names):
+                    found.append(f"{name}:{node.lineno} compares with {what} {value!r}")
     return found
+
+
+def backend_name_comparisons(modules: dict[str, Module]) -> list[str]:
+    """Comparisons of anything with a backend name outside the registry:
+    ``"<module>:<line> compares with backend name '<name>'"``."""
+    return _name_comparisons(modules, BACKEND_NAMES, BACKEND_REGISTRY, "backend name")
+
+
+#: the module holding the sink table; its ``SINK_KINDS`` dict's keys are the sink kinds' names
+SINK_TABLE = f"{ROOT_PACKAGE}.translation.sinks"
+
+
+def sink_kind_names(modules: dict[str, Module]) -> frozenset[str]:
+    """The string keys of the ``SINK_KINDS = {...}`` dict in :data:`SINK_TABLE`."""
+    for node in ast.walk(modules[SINK_TABLE].tree):
+        target = (node.target if isinstance(node, ast.AnnAssign)
+                  else node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1
+                  else None)
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and target.id == "SINK_KINDS" and isinstance(value, ast.Dict):
+            return frozenset(k.value.lower() for k in value.keys
+                             if isinstance(k, ast.Constant) and isinstance(k.value, str))
+    raise LookupError(f"{SINK_TABLE} has no SINK_KINDS dict literal")
+
+
+def sink_kind_comparisons(modules: dict[str, Module]) -> list[str]:
+    """Comparisons of anything with a sink kind's name outside the sink table:
+    ``"<module>:<line> compares with sink kind '<name>'"``."""
+    return _name_comparisons(modules, sink_kind_names(modules), SINK_TABLE, "sink kind")
 

@@ -50,6 +50,11 @@ def test_no_backend_name_comparisons_outside_the_registry(
     assert rules.backend_name_comparisons(modules) == []
 
 
+def test_no_sink_kind_comparisons_outside_the_sink_table(modules: dict[str, rules.Module]) -> None:
+    assert rules.sink_kind_names(modules) >= {"print", "delta"}
+    assert rules.sink_kind_comparisons(modules) == []
+
+
 # --- the checker itself: each rule fails on a deliberately broken copy of the tree -------------
 
 
@@ -119,6 +124,21 @@ def test_checker_finds_a_backend_name_comparison(broken_copy: Path) -> None:
     assert any("operators.functions" in v and "'rocksdb'" in v for v in found)
     assert any("operators.functions" in v and "'hashmap'" in v for v in found)
     assert not any("state_store.backends.registry" in v for v in found)
+
+
+def test_checker_finds_a_sink_kind_comparison(broken_copy: Path) -> None:
+    _append(broken_copy / "plugin" / "translation" / "batch.py",
+            "def _which(sink):\n    return sink.kind == 'print' or sink.kind in ('delta',)\n")
+    # a kind added to the table is covered at once, wherever it is compared
+    sinks = broken_copy / "plugin" / "translation" / "sinks.py"
+    sinks.write_text(sinks.read_text().replace(
+        'SINK_KINDS: dict[str, SinkKind] = {', 'SINK_KINDS: dict[str, SinkKind] = {"console": None,'))
+    _append(broken_copy / "plugin" / "api" / "environment.py", "_ONE = 'x' != 'console'\n")
+    found = rules.sink_kind_comparisons(rules.load_modules(broken_copy))
+    assert any("translation.batch" in v and "'print'" in v for v in found)
+    assert any("translation.batch" in v and "'delta'" in v for v in found)
+    assert any("api.environment" in v and "'console'" in v for v in found)
+    assert not any("translation.sinks" in v for v in found)
 
 
 

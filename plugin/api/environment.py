@@ -217,7 +217,11 @@ class StreamExecutionEnvironment:
 
     def _translator(self, nodes: list[Transformation], job_name: str, storage: Storage
                     ) -> Translator:
-        if any(isinstance(n, SinkNode) and n.kind == "delta" for n in nodes) \
+        from ..translation.sinks import sink_kind
+
+        # every sink's kind is known before anything runs (GraphBuildError naming the sink)
+        kinds = [sink_kind(n) for n in nodes if isinstance(n, SinkNode)]
+        if any(k.writes_delta for k in kinds) \
                 or self._config.get_string("execution.savepoint.path"):
             from ..spark_io.delta_io import delta_writer
 

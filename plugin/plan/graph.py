@@ -153,7 +153,7 @@ class SideOutputNode(Transformation):
 
 @dataclass(eq=False)
 class SinkNode(Transformation):
-    """A sink: 'collect', 'print', 'delta', 'dataframe'."""
+    """A sink: ``kind`` names its entry of ``translation/sinks.py``'s ``SINK_KINDS``."""
 
     kind: str = "collect"
     options: dict[str, Any] = field(default_factory=dict)

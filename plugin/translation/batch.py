@@ -46,8 +46,6 @@ from ..runtime.encoding import (
     TS,
     VALUE,
     Encoding,
-    make_decoder,
-    output_check,
 )
 from ..runtime.passes import (
     COUNT,
@@ -69,11 +67,11 @@ from ..state_store.storage import Storage
 from .failures import surfacing
 from .pushdown import native_map, traced_key_field
 from .rows import keyed_function
+from .sinks import arrow_collectable, sink_kind
 from .source_schema import check_parquet_sources
 from .steps import (
     by_kind,
     co_chain_input,
-    collectable_arrow,
     dataframe_source,
     fan_out,
     fused_chain,
@@ -156,7 +154,7 @@ class BatchTranslator:
         """Run the job ending in ``node``; its records (``one_off``: BATCH keeps nothing
         either way)."""
         progress = self._start_progress()
-        df, decode = self._collect_plan(node)
+        df, decode = arrow_collectable(self, node)
         stage = progress.add_stage("collect", "collect", [node.name], "Arrow to the driver")
         progress.planned()
 
@@ -178,15 +176,6 @@ class BatchTranslator:
                 yield from decoded
 
         return CloseableIterator(records())
-
-    def _collect_plan(self, node: Transformation) -> tuple[DataFrame, Any]:
-        """The DataFrame to collect for ``node`` and the decoder of its Arrow batches."""
-        stream = self.input_stream(node)  # its main output: never its side outputs
-        df, enc = collectable_arrow(self, stream, node)
-        decode, check = make_decoder(enc), output_check(node.output_type, enc, node.name)
-        if check is None:
-            return df, decode
-        return df, lambda batch: check(decode(batch))
 
     def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
         progress = self._start_progress()
@@ -214,40 +203,21 @@ class BatchTranslator:
         savepoint version)."""
         progress = self.batch_progress
         assert progress is not None
-        plans: list[tuple[SinkNode, Any, Any, Stage]] = []
+        plans: list[tuple[SinkNode, Callable[[], int], Stage]] = []
         for sink in sinks:
-            source = sink.inputs[0]
-            if sink.kind == "print":
-                df, decode = self._collect_plan(source)
-                stage = progress.add_stage("sink", "print sink", [sink.name], "stdout")
-            elif sink.kind == "delta":
-                df, decode = typed_df(self, self.input_stream(source), source), None
-                stage = progress.add_stage(
-                    "sink", "Delta sink", [sink.name],
-                    f"Delta table {sink.options['path']}, mode {sink.options['mode']}")
-            else:  # pragma: no cover - graph only creates the kinds above
-                raise GraphBuildError(f"unknown sink kind {sink.kind!r}")
-            plans.append((sink, df, decode, stage))
+            kind = sink_kind(sink)
+            detail, write_sink = kind.batch(self, sink)
+            plans.append((sink, write_sink, progress.add_stage("sink", kind.title, [sink.name], detail)))
         sp_stage = None
         if savepoint is not None:
             sp_stage = progress.add_stage("savepoint", "savepoint", [],
                                           f"Delta table {savepoint.path}")
         progress.planned()
         counts: dict[str, int] = {}
-        for sink, df, decode, stage in plans:
+        for sink, write_sink, stage in plans:
             with progress.action(f"sink {sink.name!r}"), \
                     surfacing(f"BATCH job {self.job_name!r}, sink {sink.name!r}"):
-                if sink.kind == "print":
-                    n = 0
-                    prefix = sink.options.get("identifier")
-                    for batch in df.toArrow().to_batches():
-                        for record in decode(batch):
-                            print(f"{prefix}> {record}" if prefix else str(record))
-                            n += 1
-                else:
-                    from ..spark_io.delta_io import write_delta
-
-                    n = write_delta(self.spark, df, sink.options["path"], sink.options["mode"])
+                n = write_sink()
                 progress.complete(stage, rows_in=n)
             counts[sink.name] = n
         if savepoint is not None:

@@ -92,6 +92,7 @@ from ..state_store.storage import Storage
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
+from .sinks import sink_kind
 from .source_schema import check_parquet_sources
 from .steps import (
     by_kind,
@@ -239,8 +240,8 @@ class StreamingTranslator:
     def plan_sinks(self, sinks: list[SinkNode]) -> None:
         """Before anything runs: a job writing only print() sinks may run on a temporary
         checkpoint; durable sinks need a root (CheckpointRootError)."""
-        printing = all(s.kind == "print" for s in sinks)
-        self.job.plan("if-no-root" if printing else "never",
+        durable = any(sink_kind(s).durable for s in sinks)
+        self.job.plan("never" if durable else "if-no-root",
                       "the checkpoints of its sinks' queries")
         self.job.require()
 
@@ -325,36 +326,11 @@ class StreamingTranslator:
             self.query_roots[name] = source
             if self._savepoint_run is not None:
                 self._savepoint_run.queries[name] = source
-            if sink.kind == "print":
-                df, decode = collectable(self, stream, source)
-                prefix = sink.options.get("identifier")
-                total = [0]
-
-                def show(batch_df: Any, batch_id: int, decode: Any = decode,
-                         prefix: Any = prefix, total: list[int] = total) -> None:
-                    for record in decode(batch_df.collect()):
-                        print(f"{prefix}> {record}" if prefix else str(record))
-                        total[0] += 1
-
-                self._run_prerequisites()
-                run_query(self, name, df.writeStream.foreachBatch(show))
-                if not connect:  # the counter lives where foreachBatch ran (see above)
-                    counts[sink.name] = total[0]
-            elif sink.kind == "delta":
-                from .delta_sink import micro_batch_writer
-
-                df = typed_df(self, stream, source)
-                total = [0]
-                # exactly-once: each micro-batch is one idempotent Delta commit (delta_sink.py)
-                write = micro_batch_writer(self.spark, sink.options["path"], sink.options["mode"],
-                                           self.storage.join(self.job_folder(), name, "checkpoint"),
-                                           total, self.storage)
-                self._run_prerequisites()
-                run_query(self, name, df.writeStream.foreachBatch(write))
-                if not connect:  # the counter lives where foreachBatch ran (see above)
-                    counts[sink.name] = total[0]
-            else:
-                raise GraphBuildError(f"sink kind {sink.kind!r} is not supported in STREAMING mode")
+            df, write, total = sink_kind(sink).streaming(self, sink, stream, name)
+            self._run_prerequisites()
+            run_query(self, name, df.writeStream.foreachBatch(write))
+            if not connect:  # the counter lives where foreachBatch ran (see above)
+                counts[sink.name] = total[0]
         return counts
 
     # -- translation ------------------------------------------------------------------------
