@@ -18,7 +18,11 @@ including function-local and ``TYPE_CHECKING`` ones. The rules:
   (``state_store/backends/registry.py``);
 * no comparison with a sink kind's name (``sink.kind == "print"``) outside the sink table
   (``translation/sinks.py``, whose ``SINK_KINDS`` keys are the names): every layer looks the
-  kind up there.
+  kind up there;
+* every unit test file is named after what it tests: ``tests/<folder>/<package path>/``
+  ``test_<module>.py`` (or ``test_<module>_<aspect>.py``) for a module or subpackage of
+  ``<folder>/<package path>/`` (or that package itself), unless :data:`CROSS_MODULE_TESTS`
+  lists it with what it covers.
 
 The functions take the repository root so a test can run them on a deliberately broken copy.
 """
@@ -44,6 +48,8 @@ __all__ = [
     "backend_name_comparisons",
     "sink_kind_names",
     "sink_kind_comparisons",
+    "CROSS_MODULE_TESTS",
+    "test_file_name_violations",
 ]
 
 MAX_LINES = 800
@@ -351,3 +357,54 @@ def sink_kind_comparisons(modules: dict[str, Module]) -> list[str]:
     ``"<module>:<line> compares with sink kind '<name>'"``."""
     return _name_comparisons(modules, sink_kind_names(modules), SINK_TABLE, "sink kind")
 
+
+
+#: unit test files that test more than one module, by path under ``tests/``, with what they cover
+CROSS_MODULE_TESTS: dict[str, str] = {
+    "test_structure.py": "the structure rules, over the whole source tree",
+    "test_exceptions.py": "the error classes of every layer and the package root's exports",
+    "test_layering.py": "operators/ and state_store/ import without pyspark",
+    "plugin/test_docs.py": "every python block of the documentation site",
+    "plugin/test_readme.py": "the README and the documentation site against the code",
+    "plugin/translation/test_config_and_tracing.py":
+        "configuration resolution, lambda tracing and graph checks that need no SparkSession",
+    "state_store/test_sorted_state_benchmark.py": "benchmarks/: the sorted-state benchmark's core",
+    "state_store/test_state_ops_benchmark.py": "benchmarks/: the ValueState benchmark",
+    "state_store/backends/test_backend_conformance.py": "the conformance suite of every backend",
+    "state_store/backends/test_sorted_state_machine.py": "BinarySortedState on every backend",
+}
+
+
+def _module_names(package: Path) -> set[str]:
+    """The modules and subpackages of the source folder ``package``, underscores trimmed
+    (``__main__`` is ``main``), and the package's own name."""
+    names = {package.name.strip("_")}
+    for child in package.iterdir():
+        if child.suffix == ".py" and child.stem != "__init__":
+            names.add(child.stem.strip("_"))
+        elif child.is_dir() and (child / "__init__.py").exists():
+            names.add(child.name)
+    return names
+
+
+def test_file_name_violations(root: Path) -> list[str]:
+    """The ``test_*.py`` files of ``root/tests`` named after no module of the package their
+    folder mirrors, and not in :data:`CROSS_MODULE_TESTS`: ``"<path>: <why>"``."""
+    tests = root / "tests"
+    found: list[str] = []
+    for path in sorted(tests.rglob("test_*.py")):
+        relative = path.relative_to(tests).as_posix()
+        if relative in CROSS_MODULE_TESTS:
+            continue
+        parts = path.relative_to(tests).parts
+        if len(parts) == 1:
+            found.append(f"{relative}: a test of no package folder, not listed as cross-module")
+            continue
+        package = root.joinpath(*parts[:-1])
+        if parts[0] not in FOLDERS or not (package / "__init__.py").exists():
+            found.append(f"{relative}: tests/{'/'.join(parts[:-1])} mirrors no package of the source")
+            continue
+        stem = path.stem[len("test_"):]
+        if not any(stem == m or stem.startswith(m + "_") for m in _module_names(package)):
+            found.append(f"{relative}: named after no module of {'/'.join(parts[:-1])}/")
+    return found

@@ -55,6 +55,12 @@ def test_no_sink_kind_comparisons_outside_the_sink_table(modules: dict[str, rule
     assert rules.sink_kind_comparisons(modules) == []
 
 
+def test_every_test_file_is_named_after_its_module() -> None:
+    assert rules.test_file_name_violations(ROOT) == []
+    # every cross-module entry names a file that exists
+    assert [p for p in rules.CROSS_MODULE_TESTS if not (ROOT / "tests" / p).exists()] == []
+
+
 # --- the checker itself: each rule fails on a deliberately broken copy of the tree -------------
 
 
@@ -140,6 +146,22 @@ def test_checker_finds_a_sink_kind_comparison(broken_copy: Path) -> None:
     assert any("api.environment" in v and "'console'" in v for v in found)
     assert not any("translation.sinks" in v for v in found)
 
+
+
+def test_checker_finds_test_files_named_after_no_module(tmp_path: Path) -> None:
+    for source in ("operators/__init__.py", "operators/keyed.py", "operators/windows/__init__.py",
+                   "operators/windows/operator.py", "plugin/__init__.py", "plugin/__main__.py"):
+        (tmp_path / source).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / source).write_text("", encoding="utf-8")
+    for test in ("operators/test_keyed.py", "operators/test_keyed_ttl.py", "operators/test_windows_api.py",
+                 "operators/windows/test_operator.py", "plugin/test_main.py", "test_structure.py",
+                 "operators/test_op_keyed.py", "operators/windows/test_keyed.py", "test_misc.py",
+                 "nowhere/test_keyed.py", "operators/test_keyedx.py"):
+        (tmp_path / "tests" / test).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tests" / test).write_text("", encoding="utf-8")
+    found = [v.split(":")[0] for v in rules.test_file_name_violations(tmp_path)]
+    assert found == ["nowhere/test_keyed.py", "operators/test_keyedx.py", "operators/test_op_keyed.py",
+                     "operators/windows/test_keyed.py", "test_misc.py"]
 
 
 def _test_module_imports(folder: Path) -> list[str]:
