@@ -64,7 +64,7 @@ class Transformation:
 
 @dataclass(eq=False)
 class SourceNode(Transformation):
-    """A source: ``kind`` is 'collection' or 'dataframe'."""
+    """A source: ``kind`` names its translators' ``_SOURCES`` entry ('collection', 'dataframe')."""
 
     kind: str = "collection"
     payload: Any = None

@@ -71,6 +71,7 @@ from .sinks import arrow_collectable, sink_kind
 from .source_schema import check_parquet_sources
 from .steps import (
     by_kind,
+    by_source_kind,
     co_chain_input,
     dataframe_source,
     fan_out,
@@ -450,23 +451,30 @@ class BatchTranslator:
         return preferred_encoding(type_info)
 
     def _source(self, node: SourceNode) -> Stream:
-        spark = self.spark
-        if node.kind == "collection":
-            import pickle
+        return by_source_kind(self._SOURCES, self, node, "BATCH")
 
-            rows = [(None, pickle.dumps(v, pickle.HIGHEST_PROTOCOL)) for v in node.payload]
-            df = spark.createDataFrame(rows, schema=f"{TS} bigint, {VALUE} binary")
-            df = self._observe_source(df, node, f"collection of {len(rows):,} elements")
-            return Stream(df, PICKLED, node.output_type, name=node.name)
-        if node.kind == "dataframe":
-            df = node.payload
-            what = "DataFrame"
-            if df.isStreaming:
-                df = self._trigger_once(df, node)
-                what = "streaming DataFrame read once (available-now)"
-            stream = dataframe_source(df, node)
-            return replace(stream, df=self._observe_source(stream.df, node, what))
-        raise GraphBuildError(f"{node.describe()}: unknown source kind {node.kind!r}")
+    def _collection_source(self, node: SourceNode) -> Stream:
+        import pickle
+
+        rows = [(None, pickle.dumps(v, pickle.HIGHEST_PROTOCOL)) for v in node.payload]
+        df = self.spark.createDataFrame(rows, schema=f"{TS} bigint, {VALUE} binary")
+        df = self._observe_source(df, node, f"collection of {len(rows):,} elements")
+        return Stream(df, PICKLED, node.output_type, name=node.name)
+
+    def _dataframe_source(self, node: SourceNode) -> Stream:
+        df = node.payload
+        what = "DataFrame"
+        if df.isStreaming:
+            df = self._trigger_once(df, node)
+            what = "streaming DataFrame read once (available-now)"
+        stream = dataframe_source(df, node)
+        return replace(stream, df=self._observe_source(stream.df, node, what))
+
+    #: what each kind of source becomes (a kind not listed is refused by :meth:`_source`)
+    _SOURCES: ClassVar[dict[str, Callable[[Any, SourceNode], Stream]]] = {
+        "collection": _collection_source,
+        "dataframe": _dataframe_source,
+    }
 
     def _observe_source(self, df: DataFrame, node: SourceNode, what: str) -> DataFrame:
         if self.batch_progress is None:

@@ -78,6 +78,31 @@ def by_kind(table: dict[type, Any], translator: Any, node: Transformation, mode:
     return result
 
 
+def by_source_kind(table: dict[str, Any], translator: Any, node: SourceNode, mode: str) -> Stream:
+    """``node``'s stream, from the method ``table`` (a translator's ``_SOURCES``) gives its kind.
+
+    Args:
+        table: source kind -> the translator's method for that kind of source.
+        translator: the translator the method is called on.
+        node: the source to translate.
+        mode: the translator's mode, for the error.
+
+    Returns:
+        The source's stream.
+
+    Raises:
+        GraphBuildError: the translator has no method for the source's kind (naming the
+            source and its kind).
+    """
+    method = table.get(node.kind)
+    if method is None:
+        raise GraphBuildError(
+            f"{node.describe()} has source kind {node.kind!r}, which {mode} mode does not read "
+            f"(the source kinds: {', '.join(sorted(table))})")
+    result: Stream = method(translator, node)
+    return result
+
+
 def is_true(value: Any) -> bool:
     """A boolean option's value (``true``/``1``/``yes``/``on``, any case)."""
     return str(value).strip().lower() in ("true", "1", "yes", "on")

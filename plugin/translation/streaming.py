@@ -96,6 +96,7 @@ from .sinks import sink_kind
 from .source_schema import check_parquet_sources
 from .steps import (
     by_kind,
+    by_source_kind,
     collectable,
     dataframe_source,
     fan_out,
@@ -484,31 +485,41 @@ class StreamingTranslator:
         return None
 
     def _source(self, node: SourceNode) -> Stream:
-        spark = self.spark
-        if node.kind == "collection" or not getattr(node.payload, "isStreaming", True):
-            # a bounded source is staged once, in the job folder (a streaming one is not)
-            folder = self.storage.join(self.job_folder(), "sources",
-                                  str(self._source_ordinals.get(node.id, 0)))
-        if node.kind == "collection":
-            ddl = f"{TS} bigint, {VALUE} binary"
-            if not self.storage.exists(self.storage.join(folder, "part-0.parquet")):
-                import pyarrow as pa
+        return by_source_kind(self._SOURCES, self, node, "STREAMING")
 
-                table = pa.table({
-                    TS: pa.array([None] * len(node.payload), type=pa.int64()),
-                    VALUE: pa.array([pickle.dumps(v, pickle.HIGHEST_PROTOCOL) for v in node.payload],
-                                    type=pa.binary()),
-                })
-                write_table_once(self.storage, folder, "part-0.parquet", table)
-            df = spark.readStream.schema(ddl).parquet(folder)
-            return Stream(df, PICKLED, node.output_type, name=node.name)
-        if node.kind == "dataframe":
-            df = node.payload
-            if not df.isStreaming:
-                write_df_once(self.storage, folder, df)
-                df = spark.readStream.schema(df.schema).parquet(folder)
-            return dataframe_source(df, node)
-        raise GraphBuildError(f"{node.describe()}: unknown source kind {node.kind!r}")
+    def _bounded_source_folder(self, node: SourceNode) -> str:
+        """Where a bounded source is staged once, in the job folder (a streaming one is not)."""
+        return self.storage.join(self.job_folder(), "sources",
+                                 str(self._source_ordinals.get(node.id, 0)))
+
+    def _collection_source(self, node: SourceNode) -> Stream:
+        folder = self._bounded_source_folder(node)
+        ddl = f"{TS} bigint, {VALUE} binary"
+        if not self.storage.exists(self.storage.join(folder, "part-0.parquet")):
+            import pyarrow as pa
+
+            table = pa.table({
+                TS: pa.array([None] * len(node.payload), type=pa.int64()),
+                VALUE: pa.array([pickle.dumps(v, pickle.HIGHEST_PROTOCOL) for v in node.payload],
+                                type=pa.binary()),
+            })
+            write_table_once(self.storage, folder, "part-0.parquet", table)
+        df = self.spark.readStream.schema(ddl).parquet(folder)
+        return Stream(df, PICKLED, node.output_type, name=node.name)
+
+    def _dataframe_source(self, node: SourceNode) -> Stream:
+        df = node.payload
+        if not df.isStreaming:
+            folder = self._bounded_source_folder(node)
+            write_df_once(self.storage, folder, df)
+            df = self.spark.readStream.schema(df.schema).parquet(folder)
+        return dataframe_source(df, node)
+
+    #: what each kind of source becomes (a kind not listed is refused by :meth:`_source`)
+    _SOURCES: ClassVar[dict[str, Callable[[Any, SourceNode], Stream]]] = {
+        "collection": _collection_source,
+        "dataframe": _dataframe_source,
+    }
 
     # -- keyed stages ------------------------------------------------------------------------
     def keyed_input_df(self, key_node: KeyByNode, consumer: Transformation) -> DataFrame:

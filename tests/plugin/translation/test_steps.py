@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from pyspark_datastream.plan.config import Configuration, RuntimeMode
 from pyspark_datastream.plan.graph import ChainNode, SideOutputNode, SourceNode, consumers
 from pyspark_datastream.runtime.encoding import PICKLED
+from pyspark_datastream.state_store.exceptions import GraphBuildError
 from pyspark_datastream.translation.batch import BatchTranslator
 from pyspark_datastream.translation.steps import (
+    by_source_kind,
     fan_out,
     is_true,
     needs_pass,
@@ -92,3 +95,14 @@ def test_the_translators_tables_hold_node_kinds_and_a_kind_without_a_method_is_r
         by_kind({ChainNode: lambda t, n: None}, object(), source, "STREAMING")
     assert by_kind({SourceNode: lambda t, n: ("translated", n)}, object(), source, "BATCH") == (
         "translated", source)
+
+
+def test_a_source_kind_dispatches_to_its_method_and_an_unknown_one_is_a_graph_error() -> None:
+    table = {"collection": lambda t, node: ("collection", t, node.name)}
+    assert by_source_kind(table, "t", SourceNode(name="S", inputs=[], kind="collection"),
+                          "BATCH") == ("collection", "t", "S")
+    with pytest.raises(GraphBuildError) as err:
+        by_source_kind(table, "t", SourceNode(name="Events", inputs=[], kind="socket"), "STREAMING")
+    message = str(err.value)
+    assert "Events" in message and "'socket'" in message and "STREAMING" in message
+    assert "collection" in message  # the kinds there are
