@@ -226,6 +226,7 @@ def pass_spec(t: StreamTranslator, stream: Stream, enc: Encoding, key_out: Any =
         key_out=key_out,
         combiner=combiner,
         max_parallelism=t.max_parallelism,
+        partitioned=stream.partitioned,
     )
 
 
