@@ -111,7 +111,7 @@ def test_every_partitioning_sends_records_where_flink_would(spark, env_factory, 
         elif strategy == "rebalance":
             # per upstream subtask: round-robin in its order, from some start subtask
             per_up: dict[int, list] = defaultdict(list)
-            for v, up, pos, sub, _ in got:
+            for _, up, pos, sub, _ in got:
                 per_up[up].append((pos, sub))
             assert len(per_up) > 1  # several upstream subtasks
             for up, seq in per_up.items():

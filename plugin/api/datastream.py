@@ -120,6 +120,9 @@ class DataStream(SchedulingHints, Partitioning):
         self._env = env
         self._node = node
 
+    def _stream_of(self, node: Transformation) -> DataStream:
+        return DataStream(self._env, node)
+
     # -- naming -------------------------------------------------------------
     def uid(self, uid: str) -> DataStream:
         """Stable operator id; savepoint state is matched to operators by it."""

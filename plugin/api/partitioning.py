@@ -26,12 +26,15 @@ class Partitioning:
     _node: Any
     _env: Any
 
-    def _partitioned(self, strategy: str, name: str, **fields: Any) -> Any:
-        from .datastream import DataStream
+    def _stream_of(self, node: Any) -> Any:
+        """A DataStream over ``node`` in this stream's environment (the stream class
+        provides it)."""
+        raise NotImplementedError
 
+    def _partitioned(self, strategy: str, name: str, **fields: Any) -> Any:
         node = PartitionNode(name=name, inputs=[self._node], output_type=self._node.output_type,
                              strategy=strategy, **fields)
-        return DataStream(self._env, node)
+        return self._stream_of(node)
 
     def forward(self) -> Any:
         """Each record goes to the same parallel instance of the next operator (no shuffle).
@@ -52,7 +55,8 @@ class Partitioning:
 
     def rebalance(self) -> Any:
         """Records go round-robin to the parallel instances of the next operator: each
-        upstream instance sends its n-th record to instance ``(start + n) % parallelism``.
+        upstream instance sends its n-th record to instance ``(start + n) % parallelism``,
+        from a random ``start`` (in STREAMING, a new one in every micro-batch).
 
         Returns:
             The rebalanced DataStream.

@@ -11,10 +11,9 @@ adaptive coalescing), in BATCH and on a streaming DataFrame alike.
 
 The target of each record:
 
-* ``rebalance``: round-robin per upstream partition: its n-th record goes to
-  ``(partition + n) % parallelism`` (Flink starts each upstream instance at a random
-  subtask; here at its own index). In STREAMING the count starts again in every
-  micro-batch.
+* ``rebalance``: round-robin per upstream partition, from a random subtask as in Flink:
+  its n-th record goes to ``(start + n) % parallelism``. In STREAMING the round starts
+  again, from a new random subtask, in every micro-batch.
 * ``shuffle``: uniformly random.
 * ``rescale``: upstream partition ``i`` sends every record to ``i % parallelism``: Flink's
   pointwise distribution when the upstream has the job's parallelism; a wider upstream
@@ -106,11 +105,11 @@ def target_batches(strategy: str, n: int, slots: list[int], name: str,
         slot_of = np.asarray(slots, dtype=np.int32)
         pid = partition_id()
         rng = np.random.default_rng()
-        seen = 0
+        seen = int(rng.integers(0, n))  # rebalance: Flink starts at a random subtask
         for batch in batches:
             rows = batch.num_rows
             if strategy == "rebalance":
-                target = (pid + seen + np.arange(rows, dtype=np.int64)) % n
+                target = (seen + np.arange(rows, dtype=np.int64)) % n
             elif strategy == "rescale":
                 target = np.full(rows, pid % n, dtype=np.int64)
             elif strategy == "shuffle":
@@ -136,8 +135,10 @@ def _custom_target(record: Any, partitioner: Any, key_selector: Any, n: int, nam
         target = partitioner.partition(key, n)
     except Exception as exc:  # noqa: BLE001 - named and re-raised
         raise user_function_error(name, "partitioner.partition", record, exc) from exc
-    if isinstance(target, bool) or not isinstance(target, numbers.Integral) or not 0 <= target < n:
+    index = -1 if isinstance(target, bool) or not isinstance(target, numbers.Integral) \
+        else int(target)
+    if not 0 <= index < n:
         raise JobExecutionError(
             f"operator {name!r}: the partitioner returned {target!r} for key {key!r:.80}, "
             f"expected an int in [0, {n}) (the next operator's parallelism)")
-    return int(target)
+    return index
