@@ -144,3 +144,18 @@ def test_a_failing_partitioner_is_a_user_function_error():
                                                 r"on 7: ZeroDivisionError"):
         _targets("custom", [7], 3, decode=make_decoder(PICKLED),
                  partitioner=_Returns(ZeroDivisionError("boom")), key_selector=_Key())
+
+
+def test_the_job_identity_tells_the_partitionings_apart():
+    from pyspark_datastream.translation.job_identity import describe_graph
+
+    ds = _stream()
+
+    def described(stream):
+        ops = describe_graph([ds._node, stream._node], 128, "hashmap")["operators"]
+        return next(iter(ops.values()))
+
+    assert described(ds.rebalance())["strategy"] == "rebalance"
+    assert described(ds.shuffle())["strategy"] == "shuffle"
+    custom = described(ds.partition_custom(Mod(), lambda r: r))
+    assert custom["strategy"] == "custom" and custom["partitioner"].endswith("Mod")
