@@ -79,8 +79,10 @@ def test_every_partitioning_sends_records_where_flink_would(spark, env_factory, 
     env.set_parallelism(PARALLELISM)
     source, values = _source(env, spark, tmp_path, mode)
     tagged = source.map(Upstream())
+    custom = tagged.partition_custom(lambda key, n: key % n, lambda r: r[0])
     branches = {
-        "custom": tagged.partition_custom(lambda key, n: key % n, lambda r: r[0]),
+        "custom": custom,
+        "custom_shared": custom,  # one partitioning read by two operators
         "custom_class": tagged.partition_custom(ModPartitioner(), lambda r: r[0] // 7),
         "broadcast": tagged.broadcast(),
         "rebalance": tagged.rebalance(),
@@ -104,7 +106,7 @@ def test_every_partitioning_sends_records_where_flink_would(spark, env_factory, 
                 (v, s) for v in values for s in range(PARALLELISM))
             continue
         assert sorted(v for v, *_ in got) == values, strategy  # each record exactly once
-        if strategy == "custom":
+        if strategy in ("custom", "custom_shared"):
             assert all(sub == v % PARALLELISM for v, _, _, sub, _ in got)
         elif strategy == "custom_class":
             assert all(sub == (v // 7) % PARALLELISM for v, _, _, sub, _ in got)
@@ -130,13 +132,15 @@ def test_every_partitioning_sends_records_where_flink_would(spark, env_factory, 
             assert len({sub for *_, sub, _ in got}) == PARALLELISM
 
 
-def test_a_partition_out_of_range_fails_naming_operator_and_value(env_factory):
-    env = env_factory("BATCH")
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_a_partition_out_of_range_fails_naming_operator_and_value(env_factory, tmp_path, mode):
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")}
+                      if mode == "STREAMING" else {})
     env.set_parallelism(2)
     ds = env.from_collection([1, 2, 5]).partition_custom(lambda key, n: key, lambda r: r)
     with pytest.raises(JobExecutionError, match=r"operator 'PartitionCustom': the partitioner "
                                                 r"returned 2 for key 2, expected an int in \[0, 2\)"):
-        list(ds.map(lambda x: x).execute_and_collect("out-of-range"))
+        list(ds.map(lambda x: x).execute_and_collect(f"out-of-range-{mode}"))
 
 
 def test_forward_between_different_parallelism_is_refused_when_the_job_is_planned(env_factory):

@@ -199,7 +199,8 @@ def materialize_shared(t: StreamTranslator, stream: Stream, node: Transformation
         return Stream(df, PICKLED, stream.type_info, name=node.name, tagged=True)
     enc = t.preferred_encoding(stream.type_info)
     df = t.materialize(stream, enc, name=node.name)
-    return Stream(df, enc, stream.type_info, name=node.name)
+    # a partitioning read by several consumers: still its ``parallelism`` partitions
+    return Stream(df, enc, stream.type_info, name=node.name, partitioned=stream.partitioned)
 
 
 # -- one fused pass -----------------------------------------------------------------------------
