@@ -151,3 +151,22 @@ def test_forward_between_different_parallelism_is_refused_when_the_job_is_planne
                                               r"parallelism: upstream .* parallelism 2, "
                                               r"downstream operator 'Map'.* parallelism 3"):
         list(ds.execute_and_collect("forward"))
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_a_keyed_operator_after_a_partitioning_sees_every_record_once(env_factory, tmp_path,
+                                                                       mode):
+    """A rebalance() then key_by().reduce(): the key shuffle follows the partitioning and
+    each key's sum is the plain-Python sum of its values."""
+    env = env_factory(mode, {"execution.checkpointing.dir": str(tmp_path / "ckpt")}
+                      if mode == "STREAMING" else {})
+    records = [(f"k{i % 7}", i) for i in range(200)]
+    sums = (env.from_collection(records).rebalance()
+            .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1])))
+    final: dict[str, int] = {}
+    for k, total in sums.execute_and_collect(f"rebalance-then-keyed-{mode}"):
+        final[k] = max(final.get(k, 0), total)  # running sums grow: the last is the largest
+    expected: dict[str, int] = defaultdict(int)
+    for k, v in records:
+        expected[k] += v
+    assert final == expected
