@@ -83,7 +83,8 @@ class Partitioning:
 
         Returns:
             The partitioned DataStream. A partition outside ``[0, parallelism)`` fails the
-            job with a UserFunctionError naming the operator, the key and the value.
+            job with a JobExecutionError naming the operator, the key and the value (a
+            partitioner or key selector that raises: a UserFunctionError).
 
         Raises:
             GraphBuildError: ``partitioner`` or ``key_selector`` is not a function.
