@@ -296,8 +296,9 @@ def test_a_write_in_process_element_fails_the_job_naming_operator_and_element(en
 def test_graph_build_errors_name_the_operator_and_value(env_factory):
     env = env_factory("BATCH")
     ds = env.from_collection([1, 2])
-    with pytest.raises(GraphBuildError, match="needs at least one MapStateDescriptor"):
-        ds.broadcast()
+    with pytest.raises(GraphBuildError, match="first broadcast state descriptor is None but "
+                                              "others are given"):
+        ds.broadcast(None, RULES)
     with pytest.raises(GraphBuildError, match="must be MapStateDescriptors, got "
                                               "ValueStateDescriptor"):
         ds.broadcast(RULES, SEEN)

@@ -275,26 +275,18 @@ def test_scheduling_hints_are_accepted_checked_and_change_nothing(env_factory):
 
 
 @pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
-def test_partitioning_calls_forward_runs_the_others_say_what_to_do(env_factory, mode):
-    """``forward()`` keeps each record in its subtask, which is what Spark does between two
-    non-keyed stages: the job's result is unchanged. The calls that move records between
-    subtasks raise a GraphBuildError where they are written (not an AttributeError), and a
-    KeyedStream refuses every partitioning call, as Flink's does."""
+def test_forward_keeps_the_result_and_a_keyed_stream_refuses_every_partitioning(env_factory,
+                                                                                mode):
+    """``forward()`` between two non-keyed stages leaves the job's result unchanged (where
+    the other partitionings send records: test_partitioning.py), and a KeyedStream refuses
+    every partitioning call, as Flink's does."""
     env = env_factory(mode)
     source = env.from_collection([1, 2, 3, 4], type_info=Types.LONG())
-    forwarded = source.forward()
-    assert forwarded is source
-    tripled = forwarded.map(lambda x: x * 3, output_type=Types.LONG())
+    tripled = source.forward().map(lambda x: x * 3, output_type=Types.LONG())
     with tripled.execute_and_collect() as it:
         assert sorted(it) == [3, 6, 9, 12]
-    for call in ("shuffle", "rebalance", "rescale"):
-        with pytest.raises(GraphBuildError, match=rf"{call}\(\) on operator .* is not supported: "
-                                                  r"Spark decides .*df\.repartition\(n\)"):
-            getattr(tripled, call)()
-    with pytest.raises(GraphBuildError, match=r"partition_custom\(\) on .* not supported: .*key_by"):
-        tripled.partition_custom(lambda key, n: key % n, lambda x: x)
     keyed = tripled.key_by(lambda x: x % 2, key_type=Types.LONG())
-    for call in ("forward", "shuffle", "rebalance", "rescale"):
+    for call in ("forward", "shuffle", "rebalance", "rescale", "broadcast"):
         with pytest.raises(GraphBuildError, match=rf"{call}\(\) on the KeyedStream .* cannot "
                                                   "override the partitioning"):
             getattr(keyed, call)()

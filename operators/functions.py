@@ -30,6 +30,7 @@ __all__ = [
     "FlatMapFunction",
     "FilterFunction",
     "KeySelector",
+    "Partitioner",
     "TimerService",
     "Context",
     "KeyedContext",
@@ -49,6 +50,7 @@ __all__ = [
     "as_flat_map_function",
     "as_filter_function",
     "as_key_selector",
+    "as_partitioner",
     "as_reduce_function",
     "as_timestamp_assigner",
     "wrapped_callable",
@@ -85,6 +87,29 @@ class KeySelector(Function, ABC):
     @abstractmethod
     def get_key(self, value: Any) -> Any:
         """The key of ``value`` (must be deterministic: equal records, equal keys)."""
+
+
+class Partitioner(Function, ABC):
+    """Picks the parallel instance of the next operator a record goes to
+    (``DataStream.partition_custom``), from the record's key.
+
+    Example:
+        >>> class ByParity(Partitioner):
+        ...     def partition(self, key, num_partitions):
+        ...         return key % 2 % num_partitions
+    """
+
+    @abstractmethod
+    def partition(self, key: Any, num_partitions: int) -> int:
+        """The partition of ``key``.
+
+        Args:
+            key: the record's key (what the key selector returned).
+            num_partitions: the number of parallel instances of the next operator.
+
+        Returns:
+            An int in ``[0, num_partitions)``.
+        """
 
 
 class TimeDomain(Enum):
@@ -368,6 +393,15 @@ class _CallableFilterFunction(FilterFunction):
         return f"FilterFunction({_callable_name(self.func)})"
 
 
+class _CallablePartitioner(Partitioner):
+
+    def __init__(self, func: Callable[[Any, int], int]) -> None:
+        self.func = func
+
+    def partition(self, key: Any, num_partitions: int) -> int:
+        return self.func(key, num_partitions)
+
+
 class _CallableKeySelector(KeySelector):
 
     def __init__(self, func: Callable[[Any], Any]) -> None:
@@ -457,6 +491,25 @@ def as_key_selector(func: Any, argument: str = "key_selector") -> KeySelector:
         return func
     _check_callable(func, "key_by()", argument, "KeySelector")
     return _CallableKeySelector(func)
+
+
+def as_partitioner(func: Any, argument: str = "partitioner") -> Partitioner:
+    """``func`` as a Partitioner (a callable takes ``(key, num_partitions)``).
+
+    Args:
+        func: a Partitioner, or a callable ``(key, num_partitions) -> int``.
+        argument: the argument's name, for the error.
+
+    Returns:
+        The Partitioner.
+
+    Raises:
+        GraphBuildError: ``func`` is neither.
+    """
+    if isinstance(func, Partitioner):
+        return func
+    _check_callable(func, "partition_custom()", argument, "Partitioner")
+    return _CallablePartitioner(func)
 
 
 def as_reduce_function(func: Any, argument: str = "func") -> ReduceFunction:

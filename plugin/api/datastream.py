@@ -120,6 +120,9 @@ class DataStream(SchedulingHints, Partitioning):
         self._env = env
         self._node = node
 
+    def _stream_of(self, node: Transformation) -> DataStream:
+        return DataStream(self._env, node)
+
     # -- naming -------------------------------------------------------------
     def uid(self, uid: str) -> DataStream:
         """Stable operator id; savepoint state is matched to operators by it."""
@@ -227,15 +230,32 @@ class DataStream(SchedulingHints, Partitioning):
         return ConnectedStreams(self._env, self, ds)
 
     def broadcast(self, broadcast_state_descriptor: Optional[MapStateDescriptor] = None,
-                  *other_broadcast_state_descriptors: MapStateDescriptor) -> BroadcastStream:
-        """A BroadcastStream: every parallel instance of the operator it is connected to sees
-        every record, and keeps the broadcast states these MapStateDescriptors declare."""
+                  *other_broadcast_state_descriptors: MapStateDescriptor
+                  ) -> Union[DataStream, BroadcastStream]:
+        """Every record goes to every parallel instance of the next operator.
+
+        Args:
+            broadcast_state_descriptor: none for plain broadcast partitioning; else the first
+                MapStateDescriptor of the broadcast state pattern.
+            *other_broadcast_state_descriptors: more broadcast states.
+
+        Returns:
+            Without descriptors, a DataStream whose next operator sees every record in each
+            of its instances; with them, a BroadcastStream to ``connect`` to, whose operator
+            keeps the broadcast states they declare.
+
+        Raises:
+            GraphBuildError: a descriptor is not a MapStateDescriptor, or two share a name.
+        """
         descriptors = [broadcast_state_descriptor, *other_broadcast_state_descriptors]
         if broadcast_state_descriptor is None:
-            raise GraphBuildError(
-                f"broadcast() of {self._node.describe()} needs at least one "
-                "MapStateDescriptor (the broadcast state it feeds); broadcast partitioning "
-                "without broadcast state is not supported")
+            if other_broadcast_state_descriptors:
+                raise GraphBuildError(
+                    f"broadcast() of {self._node.describe()}: the first broadcast state "
+                    "descriptor is None but others are given")
+            if isinstance(self, KeyedPartitioning):
+                raise self._refuse("broadcast()")
+            return self._partitioned("broadcast", "Broadcast")  # type: ignore[no-any-return]
         for d in descriptors:
             if not isinstance(d, MapStateDescriptor):
                 raise GraphBuildError(

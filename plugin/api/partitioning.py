@@ -1,61 +1,100 @@
-"""PyFlink's physical partitioning calls on a DataStream, as Spark can honour them.
+"""PyFlink's physical partitioning calls on a DataStream: which parallel instance of the
+next operator each record goes to.
 
-Flink lets a program choose how records travel to the next operator's parallel instances.
-Spark decides that itself: a non-keyed stage runs in its input's partitions (one Spark task
-per partition, fused with the stages around it) and a keyed operator shuffles by key. So
-``forward()`` (each record stays in its subtask) is what happens anyway and is accepted;
-the calls that would move records between subtasks raise a ``GraphBuildError`` that says
-what to do instead, where the program calls them, rather than an ``AttributeError``. A
-KeyedStream refuses every one of them, as Flink does: its partitioning is the key.
+Each call adds a partitioning node to the job graph; the translators turn it into a Spark
+repartition into the job's parallelism, each record's partition computed per record
+(``translation/physical.py``), so the next non-keyed operator's
+``get_index_of_this_subtask()`` is the partition the record was sent to. A KeyedStream
+refuses every one of them, as Flink does: its partitioning is the key.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
+from ..operators.functions import as_key_selector, as_partitioner
+from ..plan.graph import PartitionNode
 from ..state_store.exceptions import GraphBuildError
 
 __all__ = ["Partitioning", "KeyedPartitioning"]
 
-_Self = TypeVar("_Self", bound="Partitioning")
-
-_SPREAD = ("Spark decides how records spread over its partitions: a non-keyed operator runs "
-           "in its input's partitions and a keyed one shuffles by key. To spread a source's "
-           "records over more partitions, repartition its DataFrame before the job reads it, "
-           "env.from_dataframe(df.repartition(n))")
-
 
 class Partitioning:
     """``forward``, ``shuffle``, ``rebalance``, ``rescale``, ``partition_custom`` for a
-    stream handle holding its graph node in ``_node``."""
+    stream handle holding its graph node in ``_node`` and its environment in ``_env``."""
 
     _node: Any
+    _env: Any
 
-    def forward(self: _Self) -> _Self:
-        """Flink: each record goes to the same subtask of the next operator. Spark runs the
-        next non-keyed stage in the same partition: accepted, nothing changes."""
-        return self
+    def _stream_of(self, node: Any) -> Any:
+        """A DataStream over ``node`` in this stream's environment (the stream class
+        provides it)."""
+        raise NotImplementedError
+
+    def _partitioned(self, strategy: str, name: str, **fields: Any) -> Any:
+        node = PartitionNode(name=name, inputs=[self._node], output_type=self._node.output_type,
+                             strategy=strategy, **fields)
+        return self._stream_of(node)
+
+    def forward(self) -> Any:
+        """Each record goes to the same parallel instance of the next operator (no shuffle).
+
+        Returns:
+            The forwarded DataStream. The job refuses (GraphBuildError) to run when the
+            operators on either side have different parallelism, as Flink does.
+        """
+        return self._partitioned("forward", "Forward")
 
     def shuffle(self) -> Any:
-        """Flink: records go to uniformly random subtasks. Not supported (see the module)."""
-        raise GraphBuildError(f"shuffle() on {self._node.describe()} is not supported: {_SPREAD}")
+        """Each record goes to a uniformly random parallel instance of the next operator.
+
+        Returns:
+            The shuffled DataStream.
+        """
+        return self._partitioned("shuffle", "Shuffle")
 
     def rebalance(self) -> Any:
-        """Flink: records go round-robin to the subtasks. Not supported (see the module)."""
-        raise GraphBuildError(
-            f"rebalance() on {self._node.describe()} is not supported: {_SPREAD}")
+        """Records go round-robin to the parallel instances of the next operator: each
+        upstream instance sends its n-th record to instance ``(start + n) % parallelism``,
+        from a random ``start`` (in STREAMING, a new one in every micro-batch).
+
+        Returns:
+            The rebalanced DataStream.
+        """
+        return self._partitioned("rebalance", "Rebalance")
 
     def rescale(self) -> Any:
-        """Flink: records go round-robin to a subset of the subtasks. Not supported."""
-        raise GraphBuildError(f"rescale() on {self._node.describe()} is not supported: {_SPREAD}")
+        """Each upstream instance sends its records to a subset of the next operator's
+        instances. Here upstream Spark partition ``i`` sends all its records to instance
+        ``i % parallelism`` (Flink's pointwise distribution when the parallelisms are equal).
+
+        Returns:
+            The rescaled DataStream.
+        """
+        return self._partitioned("rescale", "Rescale")
 
     def partition_custom(self, partitioner: Any, key_selector: Any) -> Any:
-        """Flink: ``partitioner.partition(key, n)`` picks each record's subtask. Not
-        supported: Spark cannot pin a record to a subtask."""
-        raise GraphBuildError(
-            f"partition_custom() on {self._node.describe()} is not supported: a record cannot "
-            "be sent to a chosen subtask here. To bring records with the same key together, "
-            "key the stream (key_by) and use a keyed operator")
+        """Each record goes to the instance ``partitioner.partition(key, parallelism)``
+        returns for its key.
+
+        Args:
+            partitioner: a Partitioner, or a callable ``(key, num_partitions) -> int``.
+            key_selector: a KeySelector, or a callable from a record to its key.
+
+        Returns:
+            The partitioned DataStream. A partition outside ``[0, parallelism)`` fails the
+            job with a JobExecutionError naming the operator, the key and the value (a
+            partitioner or key selector that raises: a UserFunctionError).
+
+        Raises:
+            GraphBuildError: ``partitioner`` or ``key_selector`` is not a function.
+
+        Example:
+            >>> ds.partition_custom(lambda key, n: key % n, lambda r: r[0])  # doctest: +SKIP
+        """
+        return self._partitioned("custom", "PartitionCustom",
+                                 partitioner=as_partitioner(partitioner),
+                                 key_selector=as_key_selector(key_selector, "key_selector"))
 
 
 class KeyedPartitioning(Partitioning):

@@ -29,6 +29,9 @@ __all__ = [
     "SideOutputNode",
     "SinkNode",
     "FullPartitionNode",
+    "PartitionNode",
+    "PARTITION_STRATEGIES",
+    "check_forward_parallelism",
     "reachable",
     "consumers",
     "upstream",
@@ -167,6 +170,53 @@ class FullPartitionNode(Transformation):
 
     partition_op: Any = None
     keyed: bool = False
+
+
+#: The physical partitionings of a :class:`PartitionNode`.
+PARTITION_STRATEGIES = ("forward", "rebalance", "shuffle", "rescale", "broadcast", "custom")
+
+
+@dataclass(eq=False)
+class PartitionNode(Transformation):
+    """A physical partitioning of a non-keyed stream (``rebalance()``, ``shuffle()``,
+    ``rescale()``, ``broadcast()``, ``partition_custom(...)``, ``forward()``): which parallel
+    instance of the next operator each record goes to. ``partitioner`` and ``key_selector``
+    are set for ``custom`` only."""
+
+    strategy: str = "forward"
+    partitioner: Any = None
+    key_selector: Any = None
+
+    def __post_init__(self) -> None:
+        if self.strategy not in PARTITION_STRATEGIES:
+            raise GraphBuildError(f"{self.describe()}: unknown partitioning {self.strategy!r}, "
+                                  f"expected one of {PARTITION_STRATEGIES}")
+
+
+def check_forward_parallelism(nodes: list[Transformation], default: int) -> None:
+    """Refuse a ``forward()`` between operators of different parallelism, as Flink does
+    when it builds the job graph.
+
+    Args:
+        nodes: the job's nodes.
+        default: the job's parallelism (of every node without its own).
+
+    Raises:
+        GraphBuildError: naming both operators and their parallelism.
+    """
+    readers = consumers(nodes)
+    for node in nodes:
+        if not (isinstance(node, PartitionNode) and node.strategy == "forward"):
+            continue
+        up = node.inputs[0]
+        up_p = up.parallelism or default
+        for down in readers.get(node.id, []):
+            down_p = down.parallelism or default
+            if down_p != up_p:
+                raise GraphBuildError(
+                    f"forward() does not allow a change of parallelism: upstream "
+                    f"{up.describe()} has parallelism {up_p}, downstream {down.describe()} "
+                    f"has parallelism {down_p}; use another partitioning, such as rebalance()")
 
 
 def reachable(sinks: list[Transformation]) -> list[Transformation]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Configuration, RuntimeMode
-from .graph import Transformation
+from .graph import Transformation, check_forward_parallelism
 
 __all__ = ["JobPlan"]
 
@@ -36,3 +36,6 @@ class JobPlan:
         # a copy: later set_string calls on the environment's configuration do not
         # change a job that was already planned
         object.__setattr__(self, "config", Configuration(self.config))
+        # Flink refuses a forward() between operators of different parallelism when it
+        # builds the job graph: here, when the job is planned (before anything runs)
+        check_forward_parallelism(list(self.nodes), self.parallelism)

@@ -104,6 +104,9 @@ class PassSpec:
     #: opens its own copy and closes it at its end
     instance_key: str = ""
     run_id: str = ""
+    #: the input is a partitioning's ``parallelism`` partitions (translation/physical.py):
+    #: as for a keyed pass, a union's task numbering is folded back into a subtask index
+    partitioned: bool = False
 
     def extra_fields(self) -> list[pa.Field]:
         fields = []
@@ -139,7 +142,7 @@ def output_ddl(spec: PassSpec) -> str:
 
 def _operator_config(spec: PassSpec, subtask: int) -> OperatorConfig:
     parallelism = spec.config.get("parallelism", 1)
-    if spec.keyed is not None and subtask >= parallelism:
+    if (spec.keyed is not None or spec.partitioned) and subtask >= parallelism:
         # A keyed pass reads its key shuffle's ``parallelism`` partitions, but when a union
         # reads it, the task's partition number counts the union's earlier inputs' first:
         # the shuffle's partitions are ``parallelism`` consecutive numbers, so modulo

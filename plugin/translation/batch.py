@@ -27,6 +27,7 @@ from ..plan.graph import (
     FullPartitionNode,
     KeyByNode,
     KeyedNode,
+    PartitionNode,
     SideOutputNode,
     SinkNode,
     SourceNode,
@@ -442,6 +443,11 @@ class BatchTranslator:
     def _side_output(self, node: SideOutputNode) -> Stream:
         return side_output(self, node)
 
+    def _partitioning(self, node: PartitionNode) -> Stream:
+        from .physical import translate_partitioning  # rebalance, shuffle, ...: physical.py
+
+        return translate_partitioning(self, node)
+
     def input_stream(self, parent: Transformation) -> Stream:
         """``parent``'s main output (steps.py)."""
         return input_stream(self, parent)
@@ -708,4 +714,5 @@ class BatchTranslator:
         UnionNode: _union,
         FullPartitionNode: _full_partition,
         SideOutputNode: _side_output,
+        PartitionNode: _partitioning,
     }

@@ -127,10 +127,10 @@ def describe_graph(nodes: list[Transformation], max_parallelism: int,
             continue
         entry.update(node=type(n).__name__, name=n.name, uid=n.uid,
                      output_type=_clean(repr(n.output_type)) if n.output_type is not None else None)
-        for attr in ("stage", "op", "tag_id", "keyed"):
+        for attr in ("stage", "op", "tag_id", "keyed", "strategy"):
             if hasattr(n, attr):
                 entry[attr] = getattr(n, attr)
-        for attr in ("function", "partition_op", "key_selector"):
+        for attr in ("function", "partition_op", "key_selector", "partitioner"):
             if getattr(n, attr, None) is not None:
                 entry[attr] = _function_name(getattr(n, attr))
         if isinstance(n, KeyByNode):

@@ -224,7 +224,8 @@ def materialize_shared(t: StreamTranslator, stream: Stream, node: Transformation
         return Stream(df, PICKLED, stream.type_info, name=node.name, tagged=True)
     enc = t.preferred_encoding(stream.type_info)
     df = t.materialize(stream, enc, name=node.name)
-    return Stream(df, enc, stream.type_info, name=node.name)
+    # a partitioning read by several consumers: still its ``parallelism`` partitions
+    return Stream(df, enc, stream.type_info, name=node.name, partitioned=stream.partitioned)
 
 
 # -- one fused pass -----------------------------------------------------------------------------
@@ -251,6 +252,7 @@ def pass_spec(t: StreamTranslator, stream: Stream, enc: Encoding, key_out: Any =
         key_out=key_out,
         combiner=combiner,
         max_parallelism=t.max_parallelism,
+        partitioned=stream.partitioned,
     )
 
 

@@ -34,6 +34,8 @@ class Stream:
     name: str = ""
     tagged: bool = False  # df carries a _tag column (side outputs present)
     stage: Optional[int] = None  # progress stage of the pending work (None: none / not tracked)
+    #: df is a physical partitioning's ``parallelism`` partitions (physical.py)
+    partitioned: bool = False
 
     @property
     def pending(self) -> bool:

@@ -57,6 +57,7 @@ from ..plan.graph import (
     FullPartitionNode,
     KeyByNode,
     KeyedNode,
+    PartitionNode,
     SideOutputNode,
     SinkNode,
     SourceNode,
@@ -406,6 +407,11 @@ class StreamingTranslator:
 
     def _side_output(self, node: SideOutputNode) -> Stream:
         return side_output(self, node)
+
+    def _partitioning(self, node: PartitionNode) -> Stream:
+        from .physical import translate_partitioning  # rebalance, shuffle, ...: physical.py
+
+        return translate_partitioning(self, node)
 
     def input_stream(self, parent: Transformation) -> Stream:
         """``parent``'s main output (steps.py)."""
@@ -766,4 +772,5 @@ class StreamingTranslator:
         UnionNode: _union,
         FullPartitionNode: _full_partition,
         SideOutputNode: _side_output,
+        PartitionNode: _partitioning,
     }
