@@ -43,9 +43,12 @@ lint: setup
 TEST_WORKERS ?= 2
 
 # The documentation site (mkdocs.yml, docs/): the configuration reference regenerated from
-# OPTIONS, then a strict build (a broken link, nav entry or docstring fails it) into site/.
+# OPTIONS and the porting reference from docs/pyflink_api.json (docs/pyflink_snapshot.py
+# writes that snapshot from a throw-away PyFlink install), then a strict build (a broken link,
+# nav entry or docstring fails it) into site/.
 docs: setup
 	$(PY) docs/gen_config.py
+	$(PY) docs/gen_porting.py
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 
 test: setup lint docs
