@@ -1,9 +1,11 @@
 """Every ```python block of the documentation site runs, or says why it cannot.
 
 A page's blocks run in order in one namespace that starts with ``from pyspark_datastream
-import *``. A block that needs what a unit test has not (a SparkSession, input files) starts
-with the line ``# not run: <reason>`` (docs/README.md); it is compiled, not run. The site
-itself is built by ``make docs`` (``mkdocs build --strict``), which ``make test`` runs.
+import *``. A block may run jobs: ``StreamExecutionEnvironment.get_execution_environment()``
+starts a local SparkSession when none is active, and the test stops the session a page started.
+A block that needs what a test cannot give it (input files, a cluster) starts with the line
+``# not run: <reason>`` (docs/README.md); it is compiled, not run. The site itself is built by
+``make docs`` (``mkdocs build --strict``), which ``make test`` runs.
 """
 
 from __future__ import annotations
@@ -39,8 +41,11 @@ def test_the_site_has_python_blocks_and_some_run():
 
 @pytest.mark.parametrize("page", PAGES_WITH_CODE)
 def test_python_blocks_of_page_run_or_say_why_not(page):
+    from pyspark.sql import SparkSession
+
     logger = logging.getLogger("pyspark_datastream")
     handlers, level = list(logger.handlers), logger.level
+    active = SparkSession.getActiveSession()
     namespace: dict = {}
     exec("from pyspark_datastream import *", namespace)  # noqa: S102
     try:
@@ -55,3 +60,6 @@ def test_python_blocks_of_page_run_or_say_why_not(page):
     finally:
         logger.handlers[:] = handlers
         logger.setLevel(level)
+        started = SparkSession.getActiveSession()
+        if started is not None and started is not active:
+            started.stop()
