@@ -100,7 +100,7 @@ def test_readme_example_function_and_the_testing_page_harness_example_run():
 def test_readme_example_is_the_getting_started_example():
     readme = _python_blocks(_read("README.md"))[0]
     page = _python_blocks(_read("docs", "getting-started.md"))[0]
-    assert page.split("\n", 1)[1] == readme
+    assert page == readme
 
 
 def test_architecture_names_every_package_and_the_layer_order_the_structure_test_enforces():
