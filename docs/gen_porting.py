@@ -145,10 +145,20 @@ def compare(theirs: list[dict[str, Any]] | None, ours: list[dict[str, Any]] | No
     return out
 
 
+def _java(param: dict[str, Any]) -> bool:
+    return bool(param["name"].lstrip("*").startswith("j_"))
+
+
 def _internal_init(member: dict[str, Any]) -> bool:
+    """A constructor whose first parameter is a Java object: PyFlink builds those itself."""
     params = member.get("params") or []
-    return member["name"] == "__init__" and any(p["name"].lstrip("*").startswith("j_")
-                                                for p in params)
+    return member["name"] == "__init__" and bool(params) and _java(params[0])
+
+
+def _public_params(member: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The member's parameters without PyFlink's optional Java-object ones (``j_...``)."""
+    params = member["params"]
+    return None if params is None else [p for p in params if not _java(p)]
 
 
 def class_rows(name: str, info: dict[str, Any]) -> list[Line]:
@@ -169,7 +179,8 @@ def class_rows(name: str, info: dict[str, Any]) -> list[Line]:
         if _internal_init(member):
             continue
         label = f"{name}.{member['name']}"
-        sig = "" if member["kind"] == "property" else _params_text(member["params"])
+        theirs = _public_params(member)
+        sig = "" if member["kind"] == "property" else _params_text(theirs)
         mine = None if ours is None else inspect.getattr_static(ours, member["name"], None)
         if mine is None or (member["name"] == "__init__" and mine is object.__init__):
             rows.append(Line(label, sig, MISSING))
@@ -179,7 +190,7 @@ def class_rows(name: str, info: dict[str, Any]) -> list[Line]:
             if isinstance(mine, property):
                 differs.append("a property here")
             else:
-                differs = compare(member["params"], _our_params(getattr(ours, member["name"])))
+                differs = compare(theirs, _our_params(getattr(ours, member["name"])))
         if label in NOTES:
             differs.append(NOTES[label])
         rows.append(Line(label, sig, DIFFERENT if differs else UNCHANGED, differs))
