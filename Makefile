@@ -8,9 +8,25 @@ JARS := $(VENV)/jars/.resolved
 SRC := plugin operators state_store
 
 .PHONY: setup test unit integration lint docs demo bench bench-quick bench-scale clean check-java \
-	compat-setup test-compat
+	check-chromium compat-setup test-compat
 
-setup: $(STAMP) $(JARS)
+setup: $(STAMP) $(JARS) check-chromium
+
+# The docs render test (tests/plugin/test_site_render.py) loads the built site in headless
+# Chromium. Installed from the distribution's packages when missing and apt-get is usable
+# (as root or with passwordless sudo); otherwise it says how.
+check-chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then sudo=; \
+	  elif command -v apt-get >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo='sudo -n'; \
+	  else \
+	    echo "ERROR: 'chromium' is not on PATH (the site render test loads the docs in it)."; \
+	    echo "  Debian/Ubuntu: sudo apt-get install -y --no-install-recommends chromium"; \
+	    echo "  macOS:         brew install --cask chromium"; exit 1; fi; \
+	  echo "Installing chromium (headless browser for the site render test) with apt-get"; \
+	  $$sudo apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium \
+	    >/dev/null || { echo "ERROR: apt-get could not install chromium"; exit 1; }; }
 
 check-java:
 	@command -v java >/dev/null 2>&1 || { \
@@ -43,9 +59,12 @@ lint: setup
 TEST_WORKERS ?= 2
 
 # The documentation site (mkdocs.yml, docs/): the configuration reference regenerated from
-# OPTIONS, then a strict build (a broken link, nav entry or docstring fails it) into site/.
+# OPTIONS and the porting reference from docs/pyflink_api.json (docs/pyflink_snapshot.py
+# writes that snapshot from a throw-away PyFlink install), then a strict build (a broken link,
+# nav entry or docstring fails it) into site/.
 docs: setup
 	$(PY) docs/gen_config.py
+	$(PY) docs/gen_porting.py
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 
 test: setup lint docs

@@ -1,9 +1,12 @@
 """Every ```python block of the documentation site runs, or says why it cannot.
 
 A page's blocks run in order in one namespace that starts with ``from pyspark_datastream
-import *``. A block that needs what a unit test has not (a SparkSession, input files) starts
-with the line ``# not run: <reason>`` (docs/README.md); it is compiled, not run. The site
-itself is built by ``make docs`` (``mkdocs build --strict``), which ``make test`` runs.
+import *``. A block may run jobs: ``StreamExecutionEnvironment.get_execution_environment()``
+starts a local SparkSession when none is active, and the test stops the session a page started.
+A page that reads the reader's own data gets it from ``PAGE_INPUTS`` (the test runs each page
+in a temporary working directory). A block that cannot run at all (it needs a cluster, say)
+starts with the line ``# not run: <reason>`` (docs/README.md); it is compiled, not run. The
+site itself is built by ``make docs`` (``mkdocs build --strict``), which ``make test`` runs.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import glob
 import logging
 import os
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -30,6 +34,47 @@ def _blocks(page: str) -> list[str]:
 
 
 PAGES_WITH_CODE = [p for p in _pages() if _blocks(p)]
+CLICKS = [("alice", "home", 1_000), ("alice", "cart", 20_000), ("bob", "home", 5_000),
+          ("alice", "pay", 90_000), ("bob", "cart", 40_000), ("alice", "home", 95_000)]
+
+
+def _sessions(clicks: list[tuple[str, str, int]]) -> list[tuple[str, int]]:
+    """Getting started's sessions by hand: a user's last click before a gap over 30 s, and
+    the last click of each user (its timer fires at the end of BATCH input)."""
+    out = []
+    for user in sorted({c[0] for c in clicks}):
+        times = sorted(c[2] for c in clicks if c[0] == user)
+        out += [(user, a) for a, b in zip(times, times[1:]) if b - a > 30_000]
+        out.append((user, times[-1]))
+    return sorted(out)
+
+
+def _clicks_folder(namespace: dict) -> Callable[[], None]:
+    """getting-started.md reads ``clicks/`` with the reader's ``spark``: give it both, and
+    check the Delta table its job writes against ``_sessions``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark_datastream import default_local_session
+
+    os.makedirs("clicks")
+    users, pages, times = zip(*CLICKS)
+    pq.write_table(pa.table({"user": users, "page": pages, "ts": pa.array(times, pa.int64())}),
+                   os.path.join("clicks", "part-0.parquet"))
+    namespace["spark"] = default_local_session()
+    namespace["schema"] = "user string, page string, ts bigint"
+
+    def check() -> None:
+        from deltalake import DeltaTable
+
+        rows = DeltaTable("sessions").to_pyarrow_table().to_pylist()
+        assert sorted(tuple(r.values()) for r in rows) == _sessions(CLICKS)
+
+    return check
+
+
+PAGE_INPUTS: dict[str, Callable[[dict], Callable[[], None]]] = {
+    "getting-started.md": _clicks_folder,
+}
 
 
 def test_the_site_has_python_blocks_and_some_run():
@@ -38,12 +83,17 @@ def test_the_site_has_python_blocks_and_some_run():
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_CODE)
-def test_python_blocks_of_page_run_or_say_why_not(page):
+def test_python_blocks_of_page_run_or_say_why_not(page, tmp_path, monkeypatch):
+    from pyspark.sql import SparkSession
+
     logger = logging.getLogger("pyspark_datastream")
     handlers, level = list(logger.handlers), logger.level
+    active = SparkSession.getActiveSession()
     namespace: dict = {}
     exec("from pyspark_datastream import *", namespace)  # noqa: S102
+    monkeypatch.chdir(tmp_path)
     try:
+        check = PAGE_INPUTS[page](namespace) if page in PAGE_INPUTS else None
         for i, block in enumerate(_blocks(page)):
             name = f"docs/{page} block {i + 1}"
             first = block.split("\n", 1)[0]
@@ -52,6 +102,11 @@ def test_python_blocks_of_page_run_or_say_why_not(page):
                 compile(block, name, "exec")
                 continue
             exec(compile(block, name, "exec"), namespace)  # noqa: S102
+        if check is not None:
+            check()
     finally:
         logger.handlers[:] = handlers
         logger.setLevel(level)
+        started = SparkSession.getActiveSession()
+        if started is not None and started is not active:
+            started.stop()
