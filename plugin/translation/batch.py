@@ -225,6 +225,10 @@ class BatchTranslator:
                 stage = progress.add_stage(
                     "sink", "Delta sink", [sink.name],
                     f"Delta table {sink.options['path']}, mode {sink.options['mode']}")
+            elif sink.kind == "kafka":
+                df, decode = typed_df(self, self.input_stream(source), source), None
+                stage = progress.add_stage("sink", "Kafka sink", [sink.name],
+                                           f"Kafka topic {sink.options['topic']}")
             else:  # pragma: no cover - graph only creates the kinds above
                 raise GraphBuildError(f"unknown sink kind {sink.kind!r}")
             plans.append((sink, df, decode, stage))
@@ -244,6 +248,10 @@ class BatchTranslator:
                         for record in decode(batch):
                             print(f"{prefix}> {record}" if prefix else str(record))
                             n += 1
+                elif sink.kind == "kafka":
+                    from .kafka import write_kafka
+
+                    n = write_kafka(df, sink)
                 else:
                     from ..spark_io.delta_io import write_delta
 
@@ -496,6 +504,13 @@ class BatchTranslator:
                 what = "streaming DataFrame read once (available-now)"
             stream = dataframe_source(df, node)
             return replace(stream, df=self._observe_source(stream.df, node, what))
+        if node.kind == "kafka":
+            from .kafka import kafka_source
+
+            stream = kafka_source(spark, node, streaming=False)
+            where = node.payload["topics"] or node.payload["topic_pattern"]
+            return replace(stream, df=self._observe_source(
+                stream.df, node, f"Kafka {where} up to the latest offsets"))
         raise GraphBuildError(f"{node.describe()}: unknown source kind {node.kind!r}")
 
     def _observe_source(self, df: DataFrame, node: SourceNode, what: str) -> DataFrame:

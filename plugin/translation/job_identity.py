@@ -93,6 +93,8 @@ def _source_schema(node: SourceNode) -> str:
             return str(node.payload.schema.simpleString())
         except Exception:  # noqa: BLE001 - an unanalysable DataFrame fails later, clearly
             return "?"
+    if node.kind == "kafka":  # its topics: another topic is another job (and checkpoint)
+        return f"kafka {node.payload['topics'] or node.payload['topic_pattern']}"
     return _clean(repr(node.output_type))
 
 

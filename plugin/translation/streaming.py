@@ -353,6 +353,14 @@ class StreamingTranslator:
                 run_query(self, name, df.writeStream.foreachBatch(write))
                 if not connect:  # the counter lives where foreachBatch ran (see above)
                     counts[sink.name] = total[0]
+            elif sink.kind == "kafka":
+                from .kafka import kafka_batch_writer
+
+                df, total = typed_df(self, stream, source), [0]
+                self._run_prerequisites()
+                run_query(self, name, df.writeStream.foreachBatch(kafka_batch_writer(sink, total)))
+                if not connect:
+                    counts[sink.name] = total[0]
             else:
                 raise GraphBuildError(f"sink kind {sink.kind!r} is not supported in STREAMING mode")
         return counts
@@ -509,6 +517,10 @@ class StreamingTranslator:
 
     def _source(self, node: SourceNode) -> Stream:
         spark = self.spark
+        if node.kind == "kafka":
+            from .kafka import kafka_source
+
+            return kafka_source(spark, node, streaming=True, trigger=self.trigger)
         if node.kind == "collection" or not getattr(node.payload, "isStreaming", True):
             # a bounded source is staged once, in the job folder (a streaming one is not)
             folder = self.storage.join(self.job_folder(), "sources",
