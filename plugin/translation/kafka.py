@@ -21,7 +21,7 @@ from .stream import Stream
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["kafka_source", "write_kafka", "kafka_batch_writer"]
+__all__ = ["kafka_source", "write_kafka", "kafka_batch_writer", "missing_connector"]
 
 #: the column holding the decoded value
 _VALUE = "value"
@@ -61,11 +61,31 @@ def kafka_source(spark: SparkSession, node: SourceNode, streaming: bool,
             raise GraphBuildError(f"source {node.describe()} is unbounded: a batch read needs "
                                   "set_bounded(KafkaOffsetsInitializer.latest())")
         reader = spark.read.format("kafka")
-    df = reader.options(**options).load()
+    try:
+        df = reader.options(**options).load()
+    except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException through Py4J/Connect
+        raise missing_connector(exc, f"source {node.describe()}") from exc
     df = df.select(F.unix_millis(F.col("timestamp")).alias(TS),
                    F.col("value").cast("string").alias(_VALUE))
     return Stream(df, typed_encoding(node.output_type, columns=(_VALUE,)), node.output_type,
                   name=node.name)
+
+
+def missing_connector(exc: Exception, what: str) -> Exception:
+    """``exc``, or a ConfigurationError naming the fix when Spark has no Kafka connector.
+
+    Args:
+        exc: What Spark raised reading or writing Kafka.
+        what: The source or sink, for the message.
+
+    Returns:
+        The error to raise.
+    """
+    if "Failed to find data source: kafka" not in str(exc):
+        return exc
+    return ConfigurationError(
+        f"{what}: the Spark session has no Kafka connector on its class path; start it with "
+        "spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:<its Spark version>")
 
 
 def _values(df: DataFrame) -> DataFrame:
@@ -93,7 +113,10 @@ def write_kafka(df: DataFrame, sink: SinkNode) -> int:
     out = _values(df).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         n = out.count()
-        out.write.format("kafka").options(**sink.options["options"]).save()
+        try:
+            out.write.format("kafka").options(**sink.options["options"]).save()
+        except Exception as exc:  # noqa: BLE001 - see kafka_source
+            raise missing_connector(exc, f"sink {sink.describe()}") from exc
     finally:
         out.unpersist()
     return int(n)
