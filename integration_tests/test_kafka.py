@@ -19,6 +19,7 @@ from pyspark_datastream import (
     KafkaRecordSerializationSchema,
     KafkaSink,
     KafkaSource,
+    KafkaTopicPartition,
     RuntimeExecutionMode,
     SimpleStringSchema,
     Types,
@@ -152,3 +153,34 @@ def test_unsupported_builder_options_are_refused_by_name():
         KafkaSource.builder().set_property("partition.discovery.interval.ms", "1000")
     with pytest.raises(UnsupportedConnectorError, match="committed_offsets"):
         KafkaOffsetsInitializer.committed_offsets()
+
+
+def test_starting_offsets_by_timestamp_and_explicit_offsets_on_a_topic_pattern(
+        kafka_broker, env_factory, tmp_path):
+    import time
+
+    name = uuid.uuid4().hex[:8]
+    topic = f"starts-{name}"
+    kafka_broker.create_topic(topic, 2)
+    produce(kafka_broker.bootstrap_servers, topic, [("a", f"old{i}") for i in range(3)],
+            partition_of={"a": 0})
+    time.sleep(1.0)
+    middle = int(time.time() * 1000)
+    time.sleep(0.5)
+    produce(kafka_broker.bootstrap_servers, topic,
+            [("a", "new0"), ("a", "new1"), ("b", "newb")], partition_of={"a": 0, "b": 1})
+
+    def read(start: KafkaOffsetsInitializer) -> list[str]:
+        source = (KafkaSource.builder().set_bootstrap_servers(kafka_broker.bootstrap_servers)
+                  .set_topic_pattern(f"starts-{name}.*").set_starting_offsets(start)
+                  .set_bounded(KafkaOffsetsInitializer.latest())
+                  .set_value_only_deserializer(SimpleStringSchema()).build())
+        env = env_for(env_factory, tmp_path, "BATCH", "starts")
+        ds = env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka Source")
+        return sorted(ds.execute_and_collect(limit=100))
+
+    # Flink's semantics: the first record at or after the timestamp; the given offsets
+    assert read(KafkaOffsetsInitializer.timestamp(middle)) == ["new0", "new1", "newb"]
+    assert read(KafkaOffsetsInitializer.offsets({
+        KafkaTopicPartition(topic, 0): 2, KafkaTopicPartition(topic, 1): 0})) == [
+        "new0", "new1", "newb", "old2"]

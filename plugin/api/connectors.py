@@ -175,6 +175,9 @@ class KafkaOffsetsInitializer:
     def committed_offsets(offset_reset_strategy: Any = None) -> KafkaOffsetsInitializer:
         """Not supported: Spark's Kafka source keeps its offsets in its checkpoint.
 
+        Args:
+            offset_reset_strategy: PyFlink's reset strategy (not used).
+
         Raises:
             UnsupportedConnectorError: Always.
         """
@@ -295,6 +298,9 @@ class KafkaSourceBuilder:
     def set_partitions(self, partitions: Any) -> KafkaSourceBuilder:
         """Not supported: use set_topics or set_topic_pattern.
 
+        Args:
+            partitions: PyFlink's set of KafkaTopicPartition (not used).
+
         Raises:
             UnsupportedConnectorError: Always.
         """
@@ -314,6 +320,9 @@ class KafkaSourceBuilder:
 
     def set_client_id_prefix(self, prefix: str) -> KafkaSourceBuilder:
         """Not supported: Spark names its consumers.
+
+        Args:
+            prefix: PyFlink's client id prefix (not used).
 
         Raises:
             UnsupportedConnectorError: Always.
@@ -339,6 +348,9 @@ class KafkaSourceBuilder:
     def set_unbounded(self, stopping_offsets_initializer: KafkaOffsetsInitializer
                       ) -> KafkaSourceBuilder:
         """Not supported: an unbounded source runs until the STREAMING job ends.
+
+        Args:
+            stopping_offsets_initializer: PyFlink's stopping offsets (not used).
 
         Raises:
             UnsupportedConnectorError: Always.
@@ -381,6 +393,9 @@ class KafkaSourceBuilder:
 
     def set_deserializer(self, deserializer: Any) -> KafkaSourceBuilder:
         """Not supported: use set_value_only_deserializer(SimpleStringSchema()).
+
+        Args:
+            deserializer: PyFlink's KafkaRecordDeserializationSchema (not used).
 
         Raises:
             UnsupportedConnectorError: Always.
@@ -498,6 +513,9 @@ class KafkaRecordSerializationSchemaBuilder:
     def set_topic_selector(self, topic_selector: Any) -> KafkaRecordSerializationSchemaBuilder:
         """Not supported: one topic per sink.
 
+        Args:
+            topic_selector: PyFlink's topic selector (not used).
+
         Raises:
             UnsupportedConnectorError: Always.
         """
@@ -507,6 +525,9 @@ class KafkaRecordSerializationSchemaBuilder:
                                      ) -> KafkaRecordSerializationSchemaBuilder:
         """Not supported: records are written without keys.
 
+        Args:
+            key_serialization_schema: PyFlink's key schema (not used).
+
         Raises:
             UnsupportedConnectorError: Always.
         """
@@ -515,6 +536,9 @@ class KafkaRecordSerializationSchemaBuilder:
 
     def set_partitioner(self, partitioner: Any) -> KafkaRecordSerializationSchemaBuilder:
         """Not supported: Kafka's default partitioner places the records.
+
+        Args:
+            partitioner: PyFlink's partitioner (not used).
 
         Raises:
             UnsupportedConnectorError: Always.
@@ -643,6 +667,9 @@ class KafkaSinkBuilder:
 
     def set_transactional_id_prefix(self, transactional_id_prefix: str) -> KafkaSinkBuilder:
         """Not supported: only EXACTLY_ONCE uses transactions, and it is not supported.
+
+        Args:
+            transactional_id_prefix: PyFlink's prefix (not used).
 
         Raises:
             UnsupportedConnectorError: Always.
