@@ -43,8 +43,9 @@ $(STAMP): setup.cfg pyproject.toml | check-java
 	$(PY) -m pip install -q -e '.[test,docs]'
 	@touch $(STAMP)
 
-# Spark's Delta Lake and s3a connector jars matching the installed pyspark, resolved from Maven
-# Central into the venv once (needs `mvn`); tests pass them to spark.jars, nothing downloads later.
+# Spark's Delta Lake, s3a and Kafka connector jars matching the installed pyspark, and a Kafka
+# broker for the Kafka tests (<venv>/kafka-broker, never on Spark's class path), resolved from
+# Maven Central into the venv once (needs `mvn`); nothing downloads later.
 $(JARS): $(STAMP) integration_tests/jars.py
 	$(PY) integration_tests/jars.py install
 

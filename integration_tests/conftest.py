@@ -110,3 +110,15 @@ def env_factory(spark):
         return env_on(spark, mode, config)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """A single-node KRaft Kafka broker on loopback (kafka_broker.py), stopped at the end."""
+    from kafka_broker import KafkaBroker
+
+    broker = KafkaBroker(str(tmp_path_factory.mktemp("kafka"))).start()
+    try:
+        yield broker
+    finally:
+        broker.stop()

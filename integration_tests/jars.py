@@ -1,10 +1,14 @@
-"""The JVM connector jars the suite runs Spark with: Spark's Delta Lake and the ``s3a`` connector.
+"""The JVM jars the suite runs with: Spark's Delta Lake, the ``s3a`` and Kafka connectors,
+and a Kafka broker.
 
 ``make setup`` calls ``python integration_tests/jars.py install`` once: Maven resolves the
 artifacts that match the installed pyspark (its Spark line picks the Delta artifact, the
-Hadoop client it ships picks ``hadoop-aws``) into ``<venv>/jars``, leaving out every jar
-pyspark already ships. Tests and benchmarks then put them on the class path (:func:`delta_spark_conf`):
-nothing is downloaded at test or run time.
+Hadoop client it ships picks ``hadoop-aws``, its version picks ``spark-sql-kafka-0-10``) into
+``<venv>/jars``, leaving out every jar pyspark already ships. Tests and benchmarks then put
+them on the class path (:func:`delta_spark_conf`). The Kafka broker (``kafka_2.13`` at the
+version of the ``kafka-clients`` the connector uses) goes into ``<venv>/kafka-broker``, a
+folder of its own that never joins Spark's class path (:func:`broker_class_path`). Nothing
+is downloaded at test or run time.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import subprocess
 import sys
 import tempfile
 
-__all__ = ["DELTA_VERSION", "jar_dir", "class_path", "delta_spark_conf", "install", "artifacts"]
+__all__ = ["DELTA_VERSION", "jar_dir", "class_path", "delta_spark_conf", "install", "artifacts",
+           "broker_dir", "broker_class_path", "kafka_clients_version"]
 
 #: Maven Central's newest Delta release for Spark 4.0-4.2 (the pip package's 4.4.1 has no jars).
 DELTA_VERSION = "4.4.0"
@@ -47,10 +52,20 @@ def hadoop_version() -> str:
 
 def artifacts() -> list[str]:
     """``group:artifact:version`` of the jars to resolve (with their runtime dependencies)."""
+    import pyspark
+
     return [
         f"io.delta:delta-spark_{spark_line()}_2.13:{DELTA_VERSION}",
         f"org.apache.hadoop:hadoop-aws:{hadoop_version()}",
+        # Spark's Kafka source and sink; brings kafka-clients, commons-pool2 and
+        # spark-token-provider-kafka-0-10 (Spark's own modules are `provided`)
+        f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}",
     ]
+
+
+def broker_artifact(clients_version: str) -> str:
+    """The Kafka broker (``kafka.Kafka``, KRaft) at ``clients_version``."""
+    return f"org.apache.kafka:kafka_2.13:{clients_version}"
 
 
 def jar_dir() -> str:
@@ -69,6 +84,29 @@ def class_path() -> str:
     return os.path.join(folder, "*")
 
 
+def broker_dir() -> str:
+    """Where ``make setup`` put the Kafka broker's jars: ``<venv>/kafka-broker``."""
+    return os.path.join(sys.prefix, "kafka-broker")
+
+
+def broker_class_path() -> str:
+    """The broker's jars as a JVM class path entry; fails plainly without ``make setup``."""
+    folder = broker_dir()
+    if not glob.glob(os.path.join(folder, "*.jar")) or not os.path.exists(
+            os.path.join(folder, _STAMP)):
+        raise RuntimeError(f"no Kafka broker jars in {folder}: run `make setup`")
+    return os.path.join(folder, "*")
+
+
+def kafka_clients_version(folder: str | None = None) -> str:
+    """The ``kafka-clients`` version Spark's Kafka connector brought into ``folder``
+    (default :func:`jar_dir`)."""
+    found = glob.glob(os.path.join(folder or jar_dir(), "kafka-clients-*.jar"))
+    if len(found) != 1:
+        raise SystemExit(f"expected one kafka-clients jar in {folder or jar_dir()}, got {found}")
+    return re.sub(r"^kafka-clients-|\.jar$", "", os.path.basename(found[0]))
+
+
 def delta_spark_conf() -> dict[str, str]:
     """Spark conf that gives a session the jars and Spark's Delta Lake (extension and catalog)."""
     return {
@@ -84,24 +122,35 @@ def _artifact_name(jar: str) -> str:
     return re.sub(r"-\d[\w.\-]*\.jar$", "", os.path.basename(jar))
 
 
-def _pom(coords: list[str]) -> str:
+def _pom(coords: list[str], for_spark: bool = True) -> str:
+    """A pom depending on ``coords``; ``for_spark``: without what pyspark provides (Spark's
+    modules, the Hadoop client) and with Jackson modules at pyspark's Jackson version."""
     deps = []
     for coord in coords:
         group, artifact, version = coord.split(":")
+        exclusions = ""
+        if for_spark:
+            # Spark's modules come with pyspark, except the Kafka connector's own token
+            # provider (the connector declares Spark's core modules `provided`)
+            if group != "org.apache.spark":
+                exclusions += ("<exclusion><groupId>org.apache.spark</groupId>"
+                               "<artifactId>*</artifactId></exclusion>")
+            exclusions += (
+                "<exclusion><groupId>org.apache.hadoop</groupId><artifactId>hadoop-client-api"
+                "</artifactId></exclusion>"
+                "<exclusion><groupId>org.apache.hadoop</groupId><artifactId>"
+                "hadoop-client-runtime</artifactId></exclusion>")
         deps.append(
             f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
-            f"<version>{version}</version><exclusions>"
-            "<exclusion><groupId>org.apache.spark</groupId><artifactId>*</artifactId></exclusion>"
-            "<exclusion><groupId>org.apache.hadoop</groupId><artifactId>hadoop-client-api"
-            "</artifactId></exclusion>"
-            "<exclusion><groupId>org.apache.hadoop</groupId><artifactId>hadoop-client-runtime"
-            "</artifactId></exclusion></exclusions></dependency>")
-    # Jackson modules the Delta jars bring must match the Jackson core pyspark ships.
-    jackson = _shipped_version("jackson-databind")
-    managed = ("<dependencyManagement><dependencies><dependency><groupId>"
-               "com.fasterxml.jackson.datatype</groupId><artifactId>jackson-datatype-jdk8"
-               f"</artifactId><version>{jackson}</version></dependency></dependencies>"
-               "</dependencyManagement>")
+            f"<version>{version}</version><exclusions>{exclusions}</exclusions></dependency>")
+    managed = ""
+    if for_spark:
+        # Jackson modules the Delta jars bring must match the Jackson core pyspark ships.
+        jackson = _shipped_version("jackson-databind")
+        managed = ("<dependencyManagement><dependencies><dependency><groupId>"
+                   "com.fasterxml.jackson.datatype</groupId><artifactId>jackson-datatype-jdk8"
+                   f"</artifactId><version>{jackson}</version></dependency></dependencies>"
+                   "</dependencyManagement>")
     return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0"
             "</modelVersion><groupId>local</groupId><artifactId>suite-jars</artifactId>"
             f"<version>1</version>{managed}<dependencies>{''.join(deps)}</dependencies>"
@@ -115,32 +164,68 @@ def _shipped_version(artifact: str) -> str:
     return os.path.basename(found[0])[len(artifact) + 1:-len(".jar")]
 
 
+def _resolve(coords: list[str], for_spark: bool, into: str) -> None:
+    """Maven's runtime closure of ``coords`` copied into the folder ``into``."""
+    if shutil.which("mvn") is None:
+        raise SystemExit("mvn is not on PATH: it resolves the Delta, s3a and Kafka jars "
+                         "(Debian/Ubuntu: apt-get install maven)")
+    with open(os.path.join(os.path.dirname(into), "pom.xml"), "w") as f:
+        f.write(_pom(coords, for_spark))
+    subprocess.run(["mvn", "-q", "-B", "dependency:copy-dependencies",
+                    f"-DoutputDirectory={into}", "-DincludeScope=runtime"],
+                   cwd=os.path.dirname(into), check=True)
+
+
+def _install_connectors(folder: str) -> None:
+    """:func:`artifacts` into ``folder``, minus every jar pyspark ships; a jar pyspark ships
+    at another version than the connectors ask for is reported (pyspark's wins), and
+    pyspark must ship no Kafka client of its own (two would clash on one class path)."""
+    shipped = {_artifact_name(j): os.path.basename(j)
+               for j in glob.glob(os.path.join(_pyspark_dir(), "jars", "*.jar"))}
+    if any(name.startswith("kafka-clients") for name in shipped):
+        raise SystemExit("pyspark ships a kafka-clients jar: Spark's Kafka connector would "
+                         "put a second one on the class path")
+    with tempfile.TemporaryDirectory() as work:
+        staged = os.path.join(work, "jars")
+        _resolve(artifacts(), True, staged)
+        os.makedirs(folder)
+        for jar in sorted(glob.glob(os.path.join(staged, "*.jar"))):
+            name = os.path.basename(jar)
+            if _artifact_name(jar) not in shipped:
+                shutil.move(jar, os.path.join(folder, name))
+            elif shipped[_artifact_name(jar)] != name:
+                print(f"  {name}: pyspark ships {shipped[_artifact_name(jar)]}, which is used")
+
+
+def _install_broker(folder: str, clients_version: str) -> None:
+    """The Kafka broker at ``clients_version`` with all its runtime jars into ``folder``."""
+    with tempfile.TemporaryDirectory() as work:
+        staged = os.path.join(work, "jars")
+        _resolve([broker_artifact(clients_version)], False, staged)
+        shutil.move(staged, folder)
+
+
 def install() -> None:
-    """Resolve :func:`artifacts` into :func:`jar_dir`, minus what pyspark ships."""
+    """Resolve :func:`artifacts` into :func:`jar_dir` (minus what pyspark ships), then the
+    Kafka broker matching the connector's ``kafka-clients`` into :func:`broker_dir`."""
     folder = jar_dir()
     wanted = "\n".join(artifacts())
     stamp = os.path.join(folder, _STAMP)
-    if os.path.exists(stamp) and open(stamp).read() == wanted:
-        return
-    if shutil.which("mvn") is None:
-        raise SystemExit("mvn is not on PATH: it resolves the Delta and s3a jars "
-                         "(Debian/Ubuntu: apt-get install maven)")
-    shutil.rmtree(folder, ignore_errors=True)
-    with tempfile.TemporaryDirectory() as work:
-        with open(os.path.join(work, "pom.xml"), "w") as f:
-            f.write(_pom(artifacts()))
-        staged = os.path.join(work, "jars")
-        subprocess.run(["mvn", "-q", "-B", "dependency:copy-dependencies",
-                        f"-DoutputDirectory={staged}", "-DincludeScope=runtime"],
-                       cwd=work, check=True)
-        shipped = {_artifact_name(j) for j in glob.glob(os.path.join(_pyspark_dir(), "jars", "*.jar"))}
-        os.makedirs(folder)
-        for jar in glob.glob(os.path.join(staged, "*.jar")):
-            if _artifact_name(jar) not in shipped:
-                shutil.move(jar, os.path.join(folder, os.path.basename(jar)))
-    with open(stamp, "w") as f:
-        f.write(wanted)
-    print(f"connector jars in {folder}:", ", ".join(sorted(os.listdir(folder))))
+    if not (os.path.exists(stamp) and open(stamp).read() == wanted):
+        shutil.rmtree(folder, ignore_errors=True)
+        _install_connectors(folder)
+        with open(stamp, "w") as f:
+            f.write(wanted)
+        print(f"connector jars in {folder}:", ", ".join(sorted(os.listdir(folder))))
+    broker = broker_dir()
+    wanted = broker_artifact(kafka_clients_version())
+    stamp = os.path.join(broker, _STAMP)
+    if not (os.path.exists(stamp) and open(stamp).read() == wanted):
+        shutil.rmtree(broker, ignore_errors=True)
+        _install_broker(broker, kafka_clients_version())
+        with open(stamp, "w") as f:
+            f.write(wanted)
+        print(f"Kafka broker {wanted}: {len(os.listdir(broker)) - 1} jars in {broker}")
 
 
 if __name__ == "__main__":

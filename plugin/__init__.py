@@ -9,6 +9,16 @@ program ports by changing its imports::
 
 from __future__ import annotations
 
+from .api.connectors import (
+    DeliveryGuarantee,
+    KafkaOffsetsInitializer,
+    KafkaRecordSerializationSchema,
+    KafkaSink,
+    KafkaSource,
+    KafkaTopicPartition,
+    SimpleStringSchema,
+    UnsupportedConnectorError,
+)
 from .api.datastream import (
     AllWindowedStream,
     BroadcastConnectedStream,
@@ -208,4 +218,9 @@ __all__ = [
     "TumblingProcessingTimeWindows", "TypeInformation", "Types", "TypeSerializer",
     "UnclaimedStateError", "UserFunctionError", "ValueState", "ValueStateDescriptor",
     "WatermarkStrategy", "WindowAssigner", "WindowedStream", "WindowFunction",
+]
+# PyFlink's Kafka connector (pyflink.datastream.connectors.kafka, .base; pyflink.common.serialization)
+__all__ += [
+    "DeliveryGuarantee", "KafkaOffsetsInitializer", "KafkaRecordSerializationSchema", "KafkaSink",
+    "KafkaSource", "KafkaTopicPartition", "SimpleStringSchema", "UnsupportedConnectorError",
 ]

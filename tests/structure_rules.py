@@ -366,6 +366,7 @@ CROSS_MODULE_TESTS: dict[str, str] = {
     "test_layering.py": "operators/ and state_store/ import without pyspark",
     "plugin/test_docs.py": "every python block of the documentation site",
     "plugin/test_readme.py": "the README and the documentation site against the code",
+    "plugin/test_site_render.py": "the built documentation site in a headless browser",
     "plugin/translation/test_config_and_tracing.py":
         "configuration resolution, lambda tracing and graph checks that need no SparkSession",
     "state_store/test_sorted_state_benchmark.py": "benchmarks/: the sorted-state benchmark's core",

@@ -63,6 +63,8 @@ from .watermarks import WatermarkStrategy
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from .connectors import KafkaSink
+
 
 __all__ = [
     "DataStream", "KeyedStream", "ConnectedStreams", "DataStreamSink", "WindowedStream",
@@ -292,6 +294,36 @@ class DataStream(SchedulingHints, Partitioning):
         self._require_typed("sink_to_delta()")
         node = SinkNode(name=f"DeltaSink({path})", inputs=[self._node], kind="delta",
                         options={"path": path, "mode": mode})
+        self._env.add_sink_node(node)
+        return DataStreamSink(node)
+
+    def sink_to(self, sink: KafkaSink) -> DataStreamSink:
+        """Write the stream to a connector sink (a :class:`KafkaSink`) when the job runs.
+
+        Args:
+            sink: The KafkaSink; its SimpleStringSchema needs a ``Types.STRING()`` stream.
+
+        Returns:
+            The DataStreamSink.
+
+        Raises:
+            UnsupportedConnectorError: For a sink other than a KafkaSink.
+            GraphBuildError: When the stream is not declared ``Types.STRING()``.
+        """
+        from .connectors import KafkaSink, UnsupportedConnectorError
+
+        if not isinstance(sink, KafkaSink):
+            raise UnsupportedConnectorError(
+                f"sink_to: {type(sink).__name__} is not supported; the supported sink is "
+                "KafkaSink (or sink_to_delta, print)")
+        t = self._node.output_type
+        if getattr(t, "type_name", None) != "STRING":
+            raise GraphBuildError(
+                f"sink_to({sink!r}): SimpleStringSchema writes str records, but "
+                f"{self._node.describe()} has {'no output_type' if t is None else repr(t)}; "
+                "pass output_type=Types.STRING() to the operator that produces it")
+        node = SinkNode(name=f"KafkaSink({sink.spec['topic']})", inputs=[self._node],
+                        kind="kafka", options=dict(sink.spec))
         self._env.add_sink_node(node)
         return DataStreamSink(node)
 

@@ -33,11 +33,27 @@ if TYPE_CHECKING:
 
     from ..state_store.storage import Storage
     from ..translation.contract import Translator
+    from .connectors import KafkaSource
     from .job_client import JobClient
+    from .watermarks import WatermarkStrategy
 
 __all__ = ["StreamExecutionEnvironment", "default_local_session"]
 
 log = logging.getLogger("pyspark_datastream")
+
+
+def unbounded_in_batch(node: SourceNode) -> str:
+    """Flink's refusal of an unbounded source in a BATCH job, naming the source.
+
+    Args:
+        node: The unbounded source.
+
+    Returns:
+        The message.
+    """
+    return (f"source {node.describe()} is unbounded (a KafkaSource without set_bounded) and "
+            "execution.runtime-mode is BATCH: a BATCH job needs bounded sources. Call "
+            "set_bounded(KafkaOffsetsInitializer.latest()) on its builder, or run in STREAMING")
 
 
 def default_local_session() -> SparkSession:
@@ -197,9 +213,59 @@ class StreamExecutionEnvironment:
             raise GraphBuildError(f"from_dataframe needs a Spark DataFrame, got {type(df).__name__}")
         t = type_info if type_info is not None else type_info_from_schema(df.schema)
         node = SourceNode(name="DataFrame Source", inputs=[], output_type=t, kind="dataframe",
-                          payload=df, bounded=not df.isStreaming)
+                          payload=df, bounded=not df.isStreaming,
+                          batch_runs_unbounded=True)
         self._sources.append(node)
         return DataStream(self, node)
+
+    def from_source(self, source: KafkaSource, watermark_strategy: WatermarkStrategy,
+                    source_name: str, type_info: Optional[TypeInformation] = None) -> DataStream:
+        """A stream of a connector source (a :class:`KafkaSource`), as in PyFlink.
+
+        Records carry their Kafka timestamps; a strategy other than
+        ``WatermarkStrategy.no_watermarks()`` is applied as by
+        ``assign_timestamps_and_watermarks``. A source without ``set_bounded`` is unbounded:
+        a BATCH job refuses it.
+
+        Args:
+            source: The KafkaSource.
+            watermark_strategy: How event time and watermarks are derived.
+            source_name: The operator's name.
+            type_info: ``Types.STRING()`` (what SimpleStringSchema gives) or None.
+
+        Returns:
+            The stream of the source's records (str for SimpleStringSchema).
+
+        Raises:
+            UnsupportedConnectorError: For a source other than a KafkaSource.
+            GraphBuildError: For a bad strategy, name or type, or an unbounded source when the
+                runtime mode is BATCH.
+        """
+        from ..state_store.typeinfo import Types
+        from .connectors import KafkaSource, UnsupportedConnectorError
+        from .watermarks import WatermarkStrategy
+
+        if not isinstance(source, KafkaSource):
+            raise UnsupportedConnectorError(
+                f"from_source: {type(source).__name__} is not supported; the supported source "
+                "is KafkaSource (read other sources with Spark and use from_dataframe)")
+        if not isinstance(watermark_strategy, WatermarkStrategy):
+            raise GraphBuildError(f"from_source({source_name!r}) needs a WatermarkStrategy, "
+                                  f"got {watermark_strategy!r}")
+        if not isinstance(source_name, str) or not source_name:
+            raise GraphBuildError(f"from_source needs a source name, got {source_name!r}")
+        if type_info is not None and getattr(type_info, "type_name", None) != "STRING":
+            raise GraphBuildError(f"from_source({source_name!r}): SimpleStringSchema gives "
+                                  f"Types.STRING() records, got type_info {type_info!r}")
+        node = SourceNode(name=source_name, inputs=[], output_type=Types.STRING(), kind="kafka",
+                          payload=source.spec, bounded=source.bounded)
+        if not source.bounded and configured_runtime_mode(self._config) is RuntimeMode.BATCH:
+            raise GraphBuildError(unbounded_in_batch(node))
+        self._sources.append(node)
+        stream = DataStream(self, node)
+        if watermark_strategy.kind != "none" or watermark_strategy.timestamp_assigner is not None:
+            stream = stream.assign_timestamps_and_watermarks(watermark_strategy)
+        return stream
 
     # -- running ---------------------------------------------------------------
     def add_sink_node(self, node: SinkNode) -> None:
@@ -227,6 +293,10 @@ class StreamExecutionEnvironment:
 
             delta_writer(self.spark)  # the Spark conf choosing the Delta writer, checked too
         mode = self.runtime_mode_for(nodes)
+        unbounded = [n for n in nodes if isinstance(n, SourceNode) and not n.bounded
+                     and not n.batch_runs_unbounded]
+        if unbounded and mode is RuntimeMode.BATCH:
+            raise GraphBuildError(unbounded_in_batch(unbounded[0]))
         from ..plan.graph import check_full_window_mode  # FLIP-380 full-window nodes need BATCH
 
         check_full_window_mode(nodes, mode)

@@ -67,11 +67,14 @@ class Transformation:
 
 @dataclass(eq=False)
 class SourceNode(Transformation):
-    """A source: ``kind`` names its translators' ``_SOURCES`` entry ('collection', 'dataframe')."""
+    """A source: ``kind`` names its translators' ``_SOURCES`` entry ('collection',
+    'dataframe', 'kafka'). ``bounded``: its input ends; ``batch_runs_unbounded``: a BATCH job
+    may still run it unbounded, reading what is there once (a streaming DataFrame)."""
 
     kind: str = "collection"
     payload: Any = None
     bounded: bool = True
+    batch_runs_unbounded: bool = False
 
 
 @dataclass(eq=False)

@@ -476,10 +476,19 @@ class BatchTranslator:
         stream = dataframe_source(df, node)
         return replace(stream, df=self._observe_source(stream.df, node, what))
 
+    def _kafka_source(self, node: SourceNode) -> Stream:
+        from .kafka import kafka_source
+
+        stream = kafka_source(self.spark, node, streaming=False)
+        where = node.payload["topics"] or node.payload["topic_pattern"]
+        return replace(stream, df=self._observe_source(
+            stream.df, node, f"Kafka {where} up to the latest offsets"))
+
     #: what each kind of source becomes (a kind not listed is refused by :meth:`_source`)
     _SOURCES: ClassVar[dict[str, Callable[[Any, SourceNode], Stream]]] = {
         "collection": _collection_source,
         "dataframe": _dataframe_source,
+        "kafka": _kafka_source,
     }
 
     def _observe_source(self, df: DataFrame, node: SourceNode, what: str) -> DataFrame:

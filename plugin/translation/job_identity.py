@@ -32,6 +32,7 @@ import shutil
 import tempfile
 import time
 import types
+from collections.abc import Callable
 from typing import Any, Optional
 
 from ..plan.config import RuntimeMode, resolve
@@ -87,13 +88,28 @@ def _function_name(function: Any) -> Optional[str]:
     return f"{name}({_qualified(wrapped[0])})" if wrapped else name
 
 
+def _dataframe_schema(node: SourceNode) -> str:
+    try:
+        return str(node.payload.schema.simpleString())
+    except Exception:  # noqa: BLE001 - an unanalysable DataFrame fails later, clearly
+        return "?"
+
+
+def _kafka_topics(node: SourceNode) -> str:
+    # its topics: another topic is another job (and checkpoint)
+    return f"kafka {node.payload['topics'] or node.payload['topic_pattern']}"
+
+
+#: what identifies a source's input, per source kind (others: their output type)
+_SOURCE_INPUTS: dict[str, Callable[[SourceNode], str]] = {
+    "dataframe": _dataframe_schema,
+    "kafka": _kafka_topics,
+}
+
+
 def _source_schema(node: SourceNode) -> str:
-    if node.kind == "dataframe":
-        try:
-            return str(node.payload.schema.simpleString())
-        except Exception:  # noqa: BLE001 - an unanalysable DataFrame fails later, clearly
-            return "?"
-    return _clean(repr(node.output_type))
+    describe = _SOURCE_INPUTS.get(node.kind)
+    return describe(node) if describe is not None else _clean(repr(node.output_type))
 
 
 def describe_graph(nodes: list[Transformation], max_parallelism: int,

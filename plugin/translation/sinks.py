@@ -133,12 +133,34 @@ def _delta_streaming(t: Any, sink: SinkNode, stream: Stream, name: str
     return df, write, total
 
 
+def _kafka_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
+    source = sink.inputs[0]
+    df = typed_df(t, t.input_stream(source), source)
+
+    def write() -> int:
+        from .kafka import write_kafka
+
+        return write_kafka(df, sink)
+
+    return f"Kafka topic {sink.options['topic']}", write
+
+
+def _kafka_streaming(t: Any, sink: SinkNode, stream: Stream, name: str
+                     ) -> tuple[DataFrame, Callable[[Any, int], None], list[int]]:
+    from .kafka import kafka_batch_writer
+
+    total = [0]
+    return typed_df(t, stream, sink.inputs[0]), kafka_batch_writer(sink, total), total
+
+
 #: ``SinkNode.kind`` -> what that kind of sink needs and how each mode runs it
 SINK_KINDS: dict[str, SinkKind] = {
     "print": SinkKind(title="print sink", durable=False, writes_delta=False,
                       batch=_print_batch, streaming=_print_streaming),
     "delta": SinkKind(title="Delta sink", durable=True, writes_delta=True,
                       batch=_delta_batch, streaming=_delta_streaming),
+    "kafka": SinkKind(title="Kafka sink", durable=True, writes_delta=False,
+                      batch=_kafka_batch, streaming=_kafka_streaming),
 }
 
 

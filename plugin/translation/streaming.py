@@ -521,10 +521,16 @@ class StreamingTranslator:
             df = self.spark.readStream.schema(df.schema).parquet(folder)
         return dataframe_source(df, node)
 
+    def _kafka_source(self, node: SourceNode) -> Stream:
+        from .kafka import kafka_source
+
+        return kafka_source(self.spark, node, streaming=True, trigger=self.trigger)
+
     #: what each kind of source becomes (a kind not listed is refused by :meth:`_source`)
     _SOURCES: ClassVar[dict[str, Callable[[Any, SourceNode], Stream]]] = {
         "collection": _collection_source,
         "dataframe": _dataframe_source,
+        "kafka": _kafka_source,
     }
 
     # -- keyed stages ------------------------------------------------------------------------

@@ -1,0 +1,186 @@
+"""Kafka word count as a PyFlink program writes it (KafkaSource -> flat_map -> key_by -> reduce
+-> KafkaSink) against a real broker, in BATCH and in STREAMING across two runs; the refusals
+of what the connector does not support. Expected outputs come from plain Python over the
+lines produced."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections import Counter
+
+import pytest
+from helpers import env_for
+from kafka_broker import consume_all, produce
+from pyspark_datastream import (
+    DeliveryGuarantee,
+    GraphBuildError,
+    KafkaOffsetsInitializer,
+    KafkaRecordSerializationSchema,
+    KafkaSink,
+    KafkaSource,
+    KafkaTopicPartition,
+    RuntimeExecutionMode,
+    SimpleStringSchema,
+    Types,
+    UnsupportedConnectorError,
+    WatermarkStrategy,
+)
+
+WORDS = ["flink", "spark", "kafka", "state", "window", "key", "topic", "offset"]
+
+
+def _lines(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)  # keys in no order, words repeated within and across lines
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6))) for _ in range(n)]
+
+
+def _topics(broker, partitions_in: int = 3, partitions_out: int = 2) -> tuple[str, str]:
+    name = uuid.uuid4().hex[:8]
+    broker.create_topic(f"lines-{name}", partitions_in)
+    broker.create_topic(f"counts-{name}", partitions_out)
+    return f"lines-{name}", f"counts-{name}"
+
+
+def _produce_lines(broker, topic: str, lines: list[str], start: int) -> None:
+    # the record keys spread the lines over every partition of the topic
+    produce(broker.bootstrap_servers, topic, [(str(start + i), line) for i, line in enumerate(lines)])
+
+
+def _word_count(env, source: KafkaSource, sink: KafkaSink, job_name: str) -> None:
+    """The program a PyFlink user writes (only the imports differ)."""
+    ds = env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka Source")
+    (ds.flat_map(lambda line: [(w, 1) for w in line.split()],
+                 output_type=Types.TUPLE([Types.STRING(), Types.INT()]))
+       .key_by(lambda t: t[0])
+       .reduce(lambda a, b: (a[0], a[1] + b[1]))
+       .map(lambda t: f"{t[0]}:{t[1]}", output_type=Types.STRING())
+       .sink_to(sink))
+    env.execute(job_name)
+
+
+def _source(broker, topic: str, bounded: bool) -> KafkaSource:
+    builder = (KafkaSource.builder()
+               .set_bootstrap_servers(broker.bootstrap_servers)
+               .set_topics(topic)
+               .set_group_id("word-count")
+               .set_starting_offsets(KafkaOffsetsInitializer.earliest())
+               .set_value_only_deserializer(SimpleStringSchema()))
+    if bounded:
+        builder = builder.set_bounded(KafkaOffsetsInitializer.latest())
+    return builder.build()
+
+
+def _sink(broker, topic: str) -> KafkaSink:
+    return (KafkaSink.builder()
+            .set_bootstrap_servers(broker.bootstrap_servers)
+            .set_record_serializer(KafkaRecordSerializationSchema.builder()
+                                   .set_topic(topic)
+                                   .set_value_serialization_schema(SimpleStringSchema())
+                                   .build())
+            .set_delivery_guarantee(DeliveryGuarantee.AT_LEAST_ONCE)
+            .build())
+
+
+def _totals(lines: list[str]) -> Counter:
+    return Counter(w for line in lines for w in line.split())
+
+
+def test_word_count_batch_reads_a_bounded_source_to_its_latest_offsets(
+        kafka_broker, env_factory, tmp_path):
+    lines_topic, counts_topic = _topics(kafka_broker)
+    lines = _lines(1, 60)
+    _produce_lines(kafka_broker, lines_topic, lines, 0)
+    env = env_for(env_factory, tmp_path, "BATCH", "kafka-batch")
+    _word_count(env, _source(kafka_broker, lines_topic, bounded=True),
+                _sink(kafka_broker, counts_topic), "kafka-word-count-batch")
+    # BATCH: reduce emits one final count per word (Flink's BATCH semantics)
+    expected = sorted(f"{w}:{n}" for w, n in _totals(lines).items())
+    assert sorted(consume_all(kafka_broker.bootstrap_servers, counts_topic)) == expected
+
+
+def test_word_count_streaming_second_run_continues_from_the_checkpoint(
+        kafka_broker, env_factory, tmp_path):
+    lines_topic, counts_topic = _topics(kafka_broker)
+    first, second = _lines(2, 40), _lines(3, 30)
+    _produce_lines(kafka_broker, lines_topic, first, 0)
+    _word_count(env_for(env_factory, tmp_path, "STREAMING", "kafka"),
+                _source(kafka_broker, lines_topic, bounded=False),
+                _sink(kafka_broker, counts_topic), "kafka-word-count-streaming")
+    # STREAMING: reduce emits every running count, 1..n per word
+    after_first = sorted(f"{w}:{i}" for w, n in _totals(first).items() for i in range(1, n + 1))
+    assert sorted(consume_all(kafka_broker.bootstrap_servers, counts_topic)) == after_first
+
+    _produce_lines(kafka_broker, lines_topic, second, len(first))
+    _word_count(env_for(env_factory, tmp_path, "STREAMING", "kafka"),
+                _source(kafka_broker, lines_topic, bounded=False),
+                _sink(kafka_broker, counts_topic), "kafka-word-count-streaming")
+    # the second run reads only the new lines (offsets from the checkpoint) and continues
+    # the counts kept in state: re-read lines would push counts past the totals
+    total = _totals(first + second)
+    expected = sorted(f"{w}:{i}" for w, n in total.items() for i in range(1, n + 1))
+    assert sorted(consume_all(kafka_broker.bootstrap_servers, counts_topic)) == expected
+
+
+def test_exactly_once_is_refused_naming_the_sink_and_what_is_supported():
+    with pytest.raises(UnsupportedConnectorError) as err:
+        KafkaSink.builder().set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+    message = str(err.value)
+    assert "KafkaSink" in message and "EXACTLY_ONCE" in message and "AT_LEAST_ONCE" in message
+
+
+def test_unbounded_source_in_batch_is_refused(kafka_broker, env_factory, tmp_path):
+    source = _source(kafka_broker, "never-read", bounded=False)
+    # the mode is BATCH when the source is added: refused at once
+    env = env_for(env_factory, tmp_path, "BATCH", "unbounded")
+    with pytest.raises(GraphBuildError, match="'Kafka Source'.*unbounded.*BATCH"):
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka Source")
+    # the mode becomes BATCH after the source was added: refused when the job is planned
+    env = env_for(env_factory, tmp_path, "STREAMING", "unbounded-later")
+    ds = env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka Source")
+    ds.map(lambda s: s, output_type=Types.STRING()).sink_to(_sink(kafka_broker, "never-written"))
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    with pytest.raises(GraphBuildError, match="'Kafka Source'.*unbounded.*BATCH"):
+        env.execute("unbounded-in-batch")
+
+
+def test_unsupported_builder_options_are_refused_by_name():
+    with pytest.raises(UnsupportedConnectorError, match="set_bounded"):
+        KafkaSource.builder().set_bounded(KafkaOffsetsInitializer.earliest())
+    with pytest.raises(UnsupportedConnectorError, match="set_transactional_id_prefix"):
+        KafkaSink.builder().set_transactional_id_prefix("tx")
+    with pytest.raises(UnsupportedConnectorError, match="partition.discovery.interval.ms"):
+        KafkaSource.builder().set_property("partition.discovery.interval.ms", "1000")
+    with pytest.raises(UnsupportedConnectorError, match="committed_offsets"):
+        KafkaOffsetsInitializer.committed_offsets()
+
+
+def test_starting_offsets_by_timestamp_and_explicit_offsets_on_a_topic_pattern(
+        kafka_broker, env_factory, tmp_path):
+    import time
+
+    name = uuid.uuid4().hex[:8]
+    topic = f"starts-{name}"
+    kafka_broker.create_topic(topic, 2)
+    produce(kafka_broker.bootstrap_servers, topic, [("a", f"old{i}") for i in range(3)],
+            partition_of={"a": 0})
+    time.sleep(1.0)
+    middle = int(time.time() * 1000)
+    time.sleep(0.5)
+    produce(kafka_broker.bootstrap_servers, topic,
+            [("a", "new0"), ("a", "new1"), ("b", "newb")], partition_of={"a": 0, "b": 1})
+
+    def read(start: KafkaOffsetsInitializer) -> list[str]:
+        source = (KafkaSource.builder().set_bootstrap_servers(kafka_broker.bootstrap_servers)
+                  .set_topic_pattern(f"starts-{name}.*").set_starting_offsets(start)
+                  .set_bounded(KafkaOffsetsInitializer.latest())
+                  .set_value_only_deserializer(SimpleStringSchema()).build())
+        env = env_for(env_factory, tmp_path, "BATCH", "starts")
+        ds = env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka Source")
+        return sorted(ds.execute_and_collect(limit=100))
+
+    # Flink's semantics: the first record at or after the timestamp; the given offsets
+    assert read(KafkaOffsetsInitializer.timestamp(middle)) == ["new0", "new1", "newb"]
+    assert read(KafkaOffsetsInitializer.offsets({
+        KafkaTopicPartition(topic, 0): 2, KafkaTopicPartition(topic, 1): 0})) == [
+        "new0", "new1", "newb", "old2"]
