@@ -26,6 +26,7 @@ from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.keygroups import check_max_parallelism
 from ..state_store.row import Row
 from ..state_store.typeinfo import TypeInformation
+from .cached import CachedDataStream
 from .checkpointing import CheckpointConfig, CheckpointingMode, ExecutionConfig
 from .datastream import DataStream
 from .state_backends import StateBackend, backend_spec
@@ -457,6 +458,22 @@ class StreamExecutionEnvironment:
                           payload=df, bounded=not df.isStreaming)
         self._sources.append(node)
         return DataStream(self, node)
+
+    def cached_stream(self, df: DataFrame, type_info: TypeInformation) -> CachedDataStream:
+        """A stream of the records of ``df``, a cached DataFrame of another stream
+        (``DataStream.cache``).
+
+        Args:
+            df: the cached DataFrame (its columns are the stream's record type).
+            type_info: the record type.
+
+        Returns:
+            The :class:`CachedDataStream`.
+        """
+        node = SourceNode(name="Cached Source", inputs=[], output_type=type_info,
+                          kind="dataframe", payload=df, bounded=True)
+        self._sources.append(node)
+        return CachedDataStream(self, node, df)
 
     # -- running ---------------------------------------------------------------
     def add_sink_node(self, node: SinkNode) -> None:
