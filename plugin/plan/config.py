@@ -288,12 +288,13 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("execution.streaming.trigger", "available-now",
                      "STREAMING trigger: `available-now`, `once` or `processing-time=<duration>`.",
                      default_doc="`processing-time=<execution.checkpointing.interval>` when "
-                                 "that is set, else available-now",
+                                 "that is set and a source is unbounded, else available-now",
                      check=_trigger),
         ConfigOption("execution.checkpointing.interval", None,
                      "STREAMING: a Flink duration (`5000`, `10 s`, `1 min`; at least 10 ms), "
-                     "the processing-time trigger interval when `execution.streaming.trigger` "
-                     "is not set (each micro-batch commits a checkpoint); "
+                     "the processing-time trigger interval of a job over unbounded sources "
+                     "when `execution.streaming.trigger` is not set (each micro-batch commits "
+                     "a checkpoint; a job over bounded sources runs available-now to its end); "
                      "`env.enable_checkpointing(ms)` sets it.",
                      check=_checkpoint_interval, check_on_set=True),
         ConfigOption("execution.checkpointing.mode", "EXACTLY_ONCE",
@@ -582,14 +583,17 @@ def configured_runtime_mode(config: Configuration) -> Optional[RuntimeMode]:
         ) from None
 
 
-def streaming_trigger(config: Configuration, mode: RuntimeMode | None
-                      ) -> tuple[str, Optional[str]]:
-    """The STREAMING trigger of a job: ``execution.streaming.trigger``, else a processing-time
-    trigger every ``execution.checkpointing.interval``, else available-now.
+def streaming_trigger(config: Configuration, mode: RuntimeMode | None,
+                      bounded: bool = False) -> tuple[str, Optional[str]]:
+    """The STREAMING trigger of a job: ``execution.streaming.trigger``, else (unbounded
+    sources) a processing-time trigger every ``execution.checkpointing.interval``, else
+    available-now. A job over bounded sources runs available-now to its end, as Flink's
+    bounded job finishes whatever its checkpoint interval.
 
     Args:
         config: the job's configuration.
         mode: the job's mode (for the option default).
+        bounded: every source of the job is bounded.
 
     Returns:
         ``(kind, interval)`` as :func:`parse_trigger` gives it.
@@ -598,10 +602,11 @@ def streaming_trigger(config: Configuration, mode: RuntimeMode | None
         ConfigurationError: either value is malformed.
     """
     interval = config.get_string("execution.checkpointing.interval")
-    if config.get_string("execution.streaming.trigger") is None and interval is not None:
+    if config.get_string("execution.streaming.trigger") is None and interval is not None \
+            and not bounded:
         ms = parse_duration_ms("execution.checkpointing.interval", interval)
         return parse_trigger(f"processing-time={ms} milliseconds")
-    if interval is not None:
+    if interval is not None and not bounded:
         log.warning("execution.checkpointing.interval=%s has no effect: "
                     "execution.streaming.trigger is set", interval)
     return parse_trigger(resolve(config, "execution.streaming.trigger", mode))

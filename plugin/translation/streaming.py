@@ -195,7 +195,8 @@ class StreamingTranslator:
                 f"STREAMING does not run on the {get_backend(self.backend[0]).name} state "
                 f"backend; state.backend.type is {self.backend[0]!r}"
             )
-        self.trigger = streaming_trigger(cfg, self.mode)
+        self.trigger = streaming_trigger(
+            cfg, self.mode, bounded=all(n.bounded for n in nodes if isinstance(n, SourceNode)))
         root, where = configured_root(cfg, self.spark)  # job_identity.py: the job folder
         #: the storage layer of every file the job writes outside Spark (the job's, built by
         #: the environment: spark_io/storage_conf.py); pickled to executors with specs

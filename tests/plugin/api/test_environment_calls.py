@@ -43,6 +43,9 @@ def test_enable_checkpointing_sets_the_streaming_trigger_interval():
     assert env.get_checkpoint_config().is_checkpointing_enabled()
     assert streaming_trigger(env.get_config(), RuntimeMode.STREAMING) == \
         ("processing-time", "5000 milliseconds")
+    # a job over bounded sources runs to its end, as Flink's bounded job finishes
+    assert streaming_trigger(env.get_config(), RuntimeMode.STREAMING, bounded=True) == \
+        ("available-now", None)
 
 
 def test_an_explicit_trigger_wins_over_the_checkpoint_interval(caplog):
