@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pickle
 
-import pytest
 import pyspark_datastream as pds
+import pytest
 from pyspark_datastream import (
     CloseableIterator,
     GraphBuildError,
