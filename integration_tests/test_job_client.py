@@ -57,10 +57,16 @@ def test_running_job_savepoints_then_stop_then_restore(env_factory, spark, tmp_p
 
         add_keys_file(src, ["b", "c"], "f2")
         _settle(client)
-        with pytest.raises(SavepointError, match=r"drain=True\) is not supported"):
-            client.stop_with_savepoint(sp2, drain=True)
+        with pytest.raises(SavepointError, match=r"stop_with_savepoint\(True, .*\) is not supported"):
+            client.stop_with_savepoint(True, sp2)
+        # PyFlink's order is (advance_to_end_of_event_time, savepoint_directory): a path
+        # first is refused before anything stops
+        with pytest.raises(SavepointError, match=r"must be a bool, got '.*sp2'.*second argument"):
+            client.stop_with_savepoint(sp2)  # type: ignore[arg-type]
+        with pytest.raises(SavepointError, match=r"savepoint_directory must be a non-empty path"):
+            client.stop_with_savepoint(False)
         assert client.get_job_status() is JobStatus.RUNNING  # the refusal stopped nothing
-        assert client.stop_with_savepoint(sp2) == sp2
+        assert client.stop_with_savepoint(False, sp2) == sp2
     finally:
         if client.get_job_status() is JobStatus.RUNNING:
             client.cancel()
@@ -103,7 +109,7 @@ def test_cancel_and_batch_refusals(env_factory, spark, tmp_path):
     with pytest.raises(JobExecutionError, match="'canceled' was canceled"):
         client.get_job_execution_result()
     with pytest.raises(SavepointError, match="is CANCELED, not RUNNING"):
-        client.stop_with_savepoint(str(tmp_path / "sp"))
+        client.stop_with_savepoint(False, str(tmp_path / "sp"))
 
     env = env_factory("STREAMING", {"execution.streaming.trigger": "processing-time=1 second"})
     _counting_job(env, spark, src, str(tmp_path / "out-nockpt"))
@@ -122,5 +128,5 @@ def test_cancel_and_batch_refusals(env_factory, spark, tmp_path):
     with pytest.raises(SavepointError, match=r"BATCH mode.*execute\(name, savepoint_path"):
         batch.trigger_savepoint(str(tmp_path / "sp"))
     with pytest.raises(SavepointError, match="BATCH mode"):
-        batch.stop_with_savepoint(str(tmp_path / "sp"))
+        batch.stop_with_savepoint(False, str(tmp_path / "sp"))
     assert not os.path.exists(str(tmp_path / "sp"))

@@ -293,7 +293,7 @@ def test_running_multistage_stop_with_savepoint_then_restore(env_factory, spark,
         _add_file(src, [("ann", "north", 4_000), ("cy", "south", 5_000),
                         ("dee", "east", 6_000)], "f2")
         queries["per-region-0-input"].processAllAvailable()  # stage 2 has not read it yet
-        assert client.stop_with_savepoint(sp) == sp
+        assert client.stop_with_savepoint(False, sp) == sp
     finally:
         if client.get_job_status() is JobStatus.RUNNING:
             client.cancel()
@@ -471,7 +471,7 @@ def test_fan_out_stop_with_savepoint(env_factory, spark, tmp_path):
         assert not os.path.exists(refused)
         _add_file(src, second, "f2")
         queries["per-user-output"].processAllAvailable()  # the consumers may not have read it
-        assert client.stop_with_savepoint(sp) == sp
+        assert client.stop_with_savepoint(False, sp) == sp
     finally:
         if client.get_job_status() is JobStatus.RUNNING:
             client.cancel()

@@ -9,6 +9,14 @@ program ports by changing its imports::
 
 from __future__ import annotations
 
+from .api.cached import CachedDataStream
+from .api.checkpointing import (
+    CheckpointConfig,
+    CheckpointingMode,
+    ExecutionConfig,
+    ExternalizedCheckpointCleanup,
+    ExternalizedCheckpointRetention,
+)
 from .api.connectors import (
     DeliveryGuarantee,
     KafkaOffsetsInitializer,
@@ -67,6 +75,7 @@ from .operators.functions import (
     ProcessFunction,
     ReduceFunction,
     TimeDomain,
+    TimerService,
     TimestampAssigner,
 )
 from .operators.harness import (
@@ -107,7 +116,7 @@ from .state_store.exceptions import (
     StorageError,
 )
 from .state_store.namespaces import TimeWindow
-from .state_store.row import Row
+from .state_store.row import Row, RowKind
 from .state_store.serializers import (
     LexicographicalTypeSerializer,
     LexicographicBooleanSerializer,
@@ -133,7 +142,7 @@ from .state_store.state import (
 )
 from .state_store.temporal import TemporalListState, TemporalValue, TemporalValueState
 from .state_store.ttl_config import StateTtlConfig
-from .state_store.typeinfo import TypeInformation, Types
+from .state_store.typeinfo import Instant, TypeInformation, Types
 from .translation.exceptions import CheckpointMismatchError, CheckpointRootError, SourceSchemaError
 
 # isort: split
@@ -156,6 +165,7 @@ from .operators.windows import (
     EventTimeTrigger,
     GlobalWindows,
     MergingWindowAssigner,
+    NeverTrigger,
     ProcessingTimeSessionWindows,
     ProcessingTimeTrigger,
     ProcessWindowFunction,
@@ -175,6 +185,7 @@ from .state_store.namespaces import (
     GlobalWindow,
     GlobalWindowSerializer,
     TimeWindowSerializer,
+    Window,
 )
 
 __version__ = "0.1.0"
@@ -183,7 +194,8 @@ __all__ = [
     "AggregateFunction", "AggregatingState", "AggregatingStateDescriptor", "AllWindowedStream",
     "AllWindowFunction", "BaseBroadcastProcessFunction", "BinarySortedState",
     "BinarySortedStateDescriptor", "BroadcastConnectedStream", "BroadcastProcessFunction",
-    "BroadcastState", "BroadcastStateError", "BroadcastStream", "CheckpointMismatchError",
+    "BroadcastState", "BroadcastStateError", "CachedDataStream", "CheckpointConfig", "CheckpointingMode",
+    "ExecutionConfig", "ExternalizedCheckpointCleanup", "ExternalizedCheckpointRetention", "BroadcastStream", "CheckpointMismatchError",
     "CheckpointRootError", "CloseableIterator", "CoFlatMapFunction",
     "CoMapFunction", "Configuration", "ConfigurationError", "ConnectedStreams", "CoProcessFunction",
     "ContinuousEventTimeTrigger", "ContinuousProcessingTimeTrigger",
@@ -192,7 +204,7 @@ __all__ = [
     "DynamicEventTimeSessionWindows", "DynamicProcessingTimeSessionWindows",
     "EmbeddedRocksDBStateBackend", "EndOfStreamWindows", "EventTimeSessionWindows",
     "EventTimeTrigger", "FilterFunction", "FlatMapFunction", "Function", "GlobalWindow",
-    "GlobalWindowSerializer", "GlobalWindows", "GraphBuildError", "HashMapStateBackend", "IncompatibleStateError",
+    "GlobalWindowSerializer", "GlobalWindows", "GraphBuildError", "HashMapStateBackend", "IncompatibleStateError", "Instant",
     "JobClient", "JobExecutionError", "JobExecutionResult", "JobStatus",
     "KeyedBroadcastProcessFunction", "KeyedCoProcessFunction",
     "KeyedCoProcessFunctionTestHarness", "KeyedOperatorTestHarness", "KeyedProcessFunction",
@@ -203,21 +215,22 @@ __all__ = [
     "LexicographicShortSerializer", "LexicographicStringSerializer",
     "LexicographicTimestampSerializer", "LexicographicTupleSerializer", "ListState",
     "ListStateDescriptor", "MapFunction", "MapPartitionFunction", "MapState", "MapStateDescriptor",
-    "MergingWindowAssigner", "Order", "OutputTag", "OutputTypeError", "Partitioner", "PartitionWindowedStream",
+    "MergingWindowAssigner", "NeverTrigger", "Order", "OutputTag", "OutputTypeError", "Partitioner",
+    "PartitionWindowedStream",
     "ProcessAllWindowFunction", "ProcessFunction", "ProcessingTimeError",
     "ProcessingTimeSessionWindows", "ProcessingTimeTrigger", "ProcessWindowFunction",
     "PurgingTrigger", "read_delta", "ReadOnlyBroadcastState", "ReduceFunction", "ReducingState",
-    "ReducingStateDescriptor", "Row", "RuntimeContext", "RuntimeExecutionMode", "Savepoint",
+    "ReducingStateDescriptor", "Row", "RowKind", "RuntimeContext", "RuntimeExecutionMode", "Savepoint",
     "SavepointConflictError", "SavepointError", "SavepointFormatError", "SavepointNotFoundError", "SavepointWriter",
     "SerializationError", "SessionWindowTimeGapExtractor", "SlidingEventTimeWindows",
     "SlidingProcessingTimeWindows", "SourceSchemaError", "StateBackend", "StateBackendError",
     "StateDescriptor", "StateDescriptorError", "StateError", "StateTtlConfig", "StorageError",
     "StreamExecutionEnvironment",
-    "TemporalListState", "TemporalValue", "TemporalValueState", "Time", "TimeDomain",
+    "TemporalListState", "TemporalValue", "TemporalValueState", "Time", "TimeDomain", "TimerService",
     "TimestampAssigner", "TimeWindow", "TimeWindowSerializer", "Trigger", "TriggerResult", "TumblingEventTimeWindows",
     "TumblingProcessingTimeWindows", "TypeInformation", "Types", "TypeSerializer",
     "UnclaimedStateError", "UserFunctionError", "ValueState", "ValueStateDescriptor",
-    "WatermarkStrategy", "WindowAssigner", "WindowedStream", "WindowFunction",
+    "WatermarkStrategy", "Window", "WindowAssigner", "WindowedStream", "WindowFunction",
 ]
 # PyFlink's Kafka connector (pyflink.datastream.connectors.kafka, .base; pyflink.common.serialization)
 __all__ += [

@@ -6,6 +6,7 @@ neither has to import the other.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -28,6 +29,17 @@ class CloseableIterator(Iterator[Any]):
         if self._closed:
             raise StopIteration
         return next(self._it)
+
+    def next(self) -> Any:
+        """The next record (PyFlink's ``CloseableIterator.next``).
+
+        Returns:
+            The record.
+
+        Raises:
+            StopIteration: no record is left, or the iterator is closed.
+        """
+        return self.__next__()
 
     def close(self) -> None:
         if not self._closed:
@@ -57,6 +69,16 @@ class JobExecutionResult:
     sink_counts: dict[str, int] = field(default_factory=dict)
     savepoint_path: Optional[str] = None
     progress: list[dict[str, Any]] = field(default_factory=list)
+    #: a random hex id of the run (Spark has no id for a set of queries)
+    job_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def get_job_id(self) -> str:
+        """The run's id (as ``JobClient.get_job_id`` of the same run).
+
+        Returns:
+            A 32-digit hex string.
+        """
+        return self.job_id
 
     def get_job_execution_result(self) -> JobExecutionResult:
         return self

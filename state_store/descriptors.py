@@ -103,6 +103,14 @@ class StateDescriptor:
         self.internal = bool(_internal)
         self._ttl_config: StateTtlConfig | None = None
 
+    def get_name(self) -> str:
+        """The state's name (PyFlink's ``StateDescriptor.get_name``).
+
+        Returns:
+            The name given to the descriptor.
+        """
+        return self.name
+
     @property
     def _owner(self) -> str:
         return f"{type(self).__name__} {self.name!r}"

@@ -9,6 +9,7 @@ serializers are lexicographic, so entries of one key are ordered by window.
 from __future__ import annotations
 
 import struct
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,6 +21,7 @@ __all__ = [
     "VOID_NAMESPACE",
     "VoidNamespaceSerializer",
     "VOID_NAMESPACE_SERIALIZER",
+    "Window",
     "TimeWindow",
     "TimeWindowSerializer",
     "GlobalWindow",
@@ -82,6 +84,19 @@ class VoidNamespaceSerializer(LexicographicalTypeSerializer[VoidNamespace]):
 
 
 VOID_NAMESPACE_SERIALIZER = VoidNamespaceSerializer()
+
+
+class Window(ABC):
+    """A window: :class:`TimeWindow`, :class:`CountWindow` and :class:`GlobalWindow` are
+    Windows (``isinstance(w, Window)``), as in PyFlink."""
+
+    @abstractmethod
+    def max_timestamp(self) -> int:
+        """The largest timestamp that still belongs to this window.
+
+        Returns:
+            Epoch milliseconds.
+        """
 
 
 class TimeWindow:
@@ -315,3 +330,7 @@ register_serializer("VoidNamespaceSerializer", lambda params: VOID_NAMESPACE_SER
 register_serializer("TimeWindowSerializer", lambda params: _TIME_WINDOW_SERIALIZER)
 register_serializer("GlobalWindowSerializer", lambda params: _GLOBAL_WINDOW_SERIALIZER)
 register_serializer("CountWindowSerializer", lambda params: _COUNT_WINDOW_SERIALIZER)
+
+
+for _window_class in (TimeWindow, GlobalWindow, CountWindow):
+    Window.register(_window_class)

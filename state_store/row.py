@@ -22,7 +22,10 @@ Differences from PyFlink's Row, on purpose:
 * its length is fixed (a slice assignment must keep it);
 * keyword fields keep the order they were given in (as PySpark's Row does since 3.0)
   instead of being sorted by name;
-* no ``RowKind`` (this product has no changelog streams).
+* the ``RowKind`` (``get_row_kind``/``set_row_kind``, default INSERT) is metadata: it takes
+  no part in equality, and travels with a record between operators when the record is
+  pickled (untyped streams); a typed ``Types.ROW`` record written to Spark columns, a
+  DataFrame or a Delta table keeps its values only, as a Row read from one is INSERT.
 
 A field name reads as an attribute even where it shadows a tuple method (``row.count``,
 ``row.index``: PyFlink's Row has no such methods); the names of Row's own methods
@@ -40,12 +43,30 @@ without importing ``typeinfo``; ``typeinfo`` re-exports it.
 from __future__ import annotations
 
 import ctypes
+import enum
 import gc
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
-__all__ = ["Row", "make_row", "named_row_class", "take_emitted"]
+__all__ = ["Row", "RowKind", "make_row", "named_row_class", "take_emitted"]
+
+
+class RowKind(enum.Enum):
+    """The kind of change a Row stands for in a changelog (PyFlink's ``RowKind``)."""
+
+    INSERT = 0
+    UPDATE_BEFORE = 1
+    UPDATE_AFTER = 2
+    DELETE = 3
+
+    def short_string(self) -> str:
+        """Flink's short form: ``+I``, ``-U``, ``+U`` or ``-D``.
+
+        Returns:
+            The short string.
+        """
+        return ("+I", "-U", "+U", "-D")[self.value]
 
 _new = tuple.__new__
 _tuple_item = tuple.__getitem__
@@ -101,6 +122,8 @@ class Row(tuple):
     __slots__ = ()
     #: the field names (None: an unnamed Row); a class attribute of the named subclasses
     _fields: Optional[tuple[str, ...]] = None
+    #: the row kind; a class attribute too (a Row of another kind has a subclass for it)
+    _kind: RowKind = RowKind.INSERT
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Row:
         if args and kwargs:
@@ -132,13 +155,34 @@ class Row(tuple):
         """Name (or rename, or with None unname) the fields of this Row in place; the values
         and so equality and hash stay as they are."""
         if field_names is None:
-            object.__setattr__(self, "__class__", Row)
+            object.__setattr__(self, "__class__", _kind_class(None, self._kind))
             return
         names = tuple(field_names)
         if len(names) != len(self):
             raise ValueError(
                 f"Row has {len(self)} values but {len(names)} field names {list(names)!r}")
-        object.__setattr__(self, "__class__", named_row_class(names))
+        object.__setattr__(self, "__class__", _kind_class(names, self._kind))
+
+    def get_row_kind(self) -> RowKind:
+        """The kind of change this Row stands for (INSERT unless set).
+
+        Returns:
+            A :class:`RowKind`.
+        """
+        return self._kind
+
+    def set_row_kind(self, row_kind: RowKind) -> None:
+        """Set the kind of change this Row stands for, in place.
+
+        Args:
+            row_kind: a :class:`RowKind`.
+
+        Raises:
+            TypeError: not a RowKind.
+        """
+        if not isinstance(row_kind, RowKind):
+            raise TypeError(f"set_row_kind needs a RowKind, got {row_kind!r}")
+        object.__setattr__(self, "__class__", _kind_class(self._fields, row_kind))
 
     def as_dict(self, recursive: bool = False) -> dict[str, Any]:
         """``{name: value}``; nested Rows become dicts too when ``recursive``."""
@@ -213,6 +257,8 @@ class Row(tuple):
             f"cannot set attribute {name!r} of a Row: set a field with row[{name!r}] = value")
 
     def __reduce__(self) -> tuple[Any, ...]:
+        if self._kind is not RowKind.INSERT:
+            return _make_kind_row, (self._fields, tuple(self), self._kind.value)
         return _make_row, (self._fields, tuple(self))
 
     def __repr__(self) -> str:
@@ -250,6 +296,30 @@ def named_row_class(field_names: tuple[str, ...]) -> type[Row]:
         _CLASSES.clear()
     _CLASSES[field_names] = cls
     return cls
+
+
+#: (field names, kind) -> the Row subclass of Rows of that kind (INSERT: the plain class)
+_KIND_CLASSES: dict[tuple[Optional[tuple[str, ...]], RowKind], type[Row]] = {}
+
+
+def _kind_class(field_names: Optional[tuple[str, ...]], kind: RowKind) -> type[Row]:
+    base = Row if field_names is None else named_row_class(field_names)
+    if kind is RowKind.INSERT:
+        return base
+    cls = _KIND_CLASSES.get((field_names, kind))
+    if cls is None or cls.__bases__[0] is not base:
+        cls = type("Row", (base,), {"__slots__": (), "_kind": kind, "__module__": __name__,
+                                    "__qualname__": "Row"})
+        if len(_KIND_CLASSES) >= _MAX_CLASSES:
+            _KIND_CLASSES.clear()
+        _KIND_CLASSES[(field_names, kind)] = cls
+    return cls
+
+
+def _make_kind_row(field_names: Sequence[str] | None, values: Iterable[Any], kind: int) -> Row:
+    """Build a Row of a kind other than INSERT (used by pickle)."""
+    names = None if field_names is None else tuple(field_names)
+    return _new(_kind_class(names, RowKind(kind)), values)
 
 
 def _make_row(field_names: Sequence[str] | None, values: Iterable[Any]) -> Row:

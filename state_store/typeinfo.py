@@ -83,8 +83,10 @@ from .serializers import (
     TupleSerializer,
     TypeSerializer,
 )
+from .serializers.instant import Instant, InstantSerializer, LexicographicInstantSerializer
 
 __all__ = [
+    "Instant",
     "Row",
     "TypeInformation",
     "BasicTypeInfo",
@@ -181,6 +183,7 @@ _BASIC: dict[str, tuple[TypeSerializer[Any], LexicographicalTypeSerializer[Any] 
         LexicographicTimestampSerializer.INSTANCE,
         True,
     ),
+    "INSTANT": (InstantSerializer.INSTANCE, LexicographicInstantSerializer.INSTANCE, True),
 }
 
 
@@ -563,6 +566,16 @@ class Types:
     def SQL_TIMESTAMP() -> TypeInformation:
         """``datetime.datetime``; naive values are UTC."""
         return BasicTypeInfo("SQL_TIMESTAMP")
+
+    @staticmethod
+    def INSTANT() -> TypeInformation:
+        """:class:`Instant` (seconds and nanoseconds since the epoch); records of it travel
+        pickled (no Spark column type holds nanoseconds).
+
+        Returns:
+            The type information.
+        """
+        return BasicTypeInfo("INSTANT")
 
     @staticmethod
     def PICKLED_BYTE_ARRAY() -> TypeInformation:

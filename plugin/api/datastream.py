@@ -58,6 +58,7 @@ from ..state_store.serializers import GenericKeySerializer
 from ..state_store.typeinfo import TypeInformation
 from .hints import SchedulingHints
 from .partitioning import KeyedPartitioning, Partitioning
+from .stream_extras import StreamExtras
 from .watermarks import WatermarkStrategy
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def _fn_name(fn: Any, default: str) -> str:
     return cls if cls not in ("function", "builtin_function_or_method") else default
 
 
-class DataStream(SchedulingHints, Partitioning):
+class DataStream(SchedulingHints, Partitioning, StreamExtras):
     """A stream of records of one type."""
 
     def __init__(self, env: StreamEnvironment, node: Transformation) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pickle
@@ -25,6 +26,8 @@ from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.keygroups import check_max_parallelism
 from ..state_store.row import Row
 from ..state_store.typeinfo import TypeInformation
+from .cached import CachedDataStream
+from .checkpointing import CheckpointConfig, CheckpointingMode, ExecutionConfig
 from .datastream import DataStream
 from .state_backends import StateBackend, backend_spec
 
@@ -56,18 +59,39 @@ def unbounded_in_batch(node: SourceNode) -> str:
             "set_bounded(KafkaOffsetsInitializer.latest()) on its builder, or run in STREAMING")
 
 
-def default_local_session() -> SparkSession:
-    """A local SparkSession sized for a laptop (used when none is active)."""
+def default_local_session(session_conf: Optional[dict[str, str]] = None) -> SparkSession:
+    """A local SparkSession sized for a laptop (used when none is active).
+
+    Args:
+        session_conf: Spark settings a new session must start with (``spark.jars``,
+            ``spark.pyspark.python``; see ``add_jars``/``set_python_executable``).
+
+    Returns:
+        The active session, or a new local one.
+
+    Raises:
+        ConfigurationError: ``session_conf`` is given and a session is already active.
+    """
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        if session_conf:
+            raise ConfigurationError(
+                f"{', '.join(sorted(session_conf))} can only be set when the Spark session "
+                f"starts, and one is already active: configure them when that session is built")
         return active
     # Local Python workers must run this interpreter (the one with this package installed).
+    python = (session_conf or {}).get("spark.pyspark.python")
+    if python is not None:
+        os.environ["PYSPARK_PYTHON"] = python
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    for key, value in (session_conf or {}).items():
+        builder = builder.config(key, value)
     return (
-        SparkSession.builder.master(os.environ.get("PYSPARK_DATASTREAM_MASTER", "local[2]"))
+        builder.master(os.environ.get("PYSPARK_DATASTREAM_MASTER", "local[2]"))
         .appName("pyspark-datastream")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")
@@ -101,7 +125,7 @@ class StreamExecutionEnvironment:
 
     def __init__(self, configuration: Optional[Configuration] = None,
                  spark: Optional[SparkSession] = None) -> None:
-        self._config = Configuration(configuration) if configuration is not None else Configuration()
+        self._config = ExecutionConfig(configuration)
         self._spark = spark
         self._sinks: list[SinkNode] = []
         self._sources: list[SourceNode] = []
@@ -110,6 +134,8 @@ class StreamExecutionEnvironment:
         )
         self._last_progress: list[dict[str, Any]] = []
         self._buffer_timeout = 100  # Flink's default; see set_buffer_timeout
+        self._py_files: list[tuple[str, str]] = []  # shipped once the session exists
+        self._started_with: dict[str, str] = {}  # the session settings this env started with
 
     @staticmethod
     def get_execution_environment(configuration: Optional[Configuration] = None,
@@ -118,8 +144,71 @@ class StreamExecutionEnvironment:
         return StreamExecutionEnvironment(configuration, spark)
 
     # -- configuration ---------------------------------------------------------
-    def get_config(self) -> Configuration:
+    def get_config(self) -> ExecutionConfig:
+        """The job's configuration: a :class:`Configuration` (``set_string``, ...) with
+        PyFlink's ``ExecutionConfig`` methods (``set_auto_watermark_interval``,
+        ``set_global_job_parameters``, ...).
+
+        Returns:
+            The environment's ExecutionConfig (changes apply to the next job).
+        """
         return self._config
+
+    def enable_checkpointing(self, interval: int, mode: Optional[CheckpointingMode] = None
+                             ) -> StreamExecutionEnvironment:
+        """Checkpoint every ``interval`` ms: a STREAMING job whose
+        ``execution.streaming.trigger`` is not set runs a processing-time trigger of that
+        interval, each micro-batch committing a checkpoint.
+
+        Args:
+            interval: milliseconds, at least 10 (as in Flink).
+            mode: a :class:`CheckpointingMode`; AT_LEAST_ONCE is accepted and runs
+                exactly-once.
+
+        Returns:
+            This environment.
+
+        Raises:
+            ConfigurationError: ``interval`` is no int >= 10 or ``mode`` no CheckpointingMode.
+        """
+        config = self.get_checkpoint_config().set_checkpoint_interval(interval)
+        if mode is not None:
+            config.set_checkpointing_mode(mode)
+        return self
+
+    def get_checkpoint_config(self) -> CheckpointConfig:
+        """PyFlink's checkpoint settings over this environment's configuration.
+
+        Returns:
+            A :class:`CheckpointConfig` (see docs/porting.md for what each setting does).
+        """
+        return CheckpointConfig(self._config)
+
+    def get_checkpoint_interval(self) -> int:
+        """The checkpoint interval.
+
+        Returns:
+            Milliseconds, or -1 when checkpointing is not enabled.
+        """
+        return self.get_checkpoint_config().get_checkpoint_interval()
+
+    def disable_operator_chaining(self) -> StreamExecutionEnvironment:
+        """Flink: run every operator in its own task. Spark fuses the stages of a pass
+        itself: no effect (one warning).
+
+        Returns:
+            This environment.
+        """
+        self._config.set_string("pipeline.operator-chaining.enabled", "false")
+        return self
+
+    def is_chaining_enabled(self) -> bool:
+        """Whether :meth:`disable_operator_chaining` was not called.
+
+        Returns:
+            The flag.
+        """
+        return bool(self._config.get_boolean("pipeline.operator-chaining.enabled", True))
 
     def configure(self, configuration: Configuration) -> StreamExecutionEnvironment:
         self._config.add_all(configuration)
@@ -181,9 +270,178 @@ class StreamExecutionEnvironment:
 
     @property
     def spark(self) -> SparkSession:
+        """The environment's SparkSession: the one given, the active one, or a new local
+        one started with the jars and Python executable set on this environment."""
         if self._spark is None:
-            self._spark = default_local_session()
+            self._started_with = self._session_conf()
+            self._spark = default_local_session(self._started_with)
+            pending, self._py_files = self._py_files, []
+            for path, kind in pending:
+                self._ship(path, kind)
         return self._spark
+
+    # -- session resources (Spark's spark.jars, addPyFile, PYSPARK_PYTHON) ----------------
+    def _session_conf(self) -> dict[str, str]:
+        conf: dict[str, str] = {}
+        jars = [j for key in ("pipeline.jars", "pipeline.classpaths")
+                for j in (self._config.get_string(key) or "").split(";") if j]
+        if jars:
+            conf["spark.jars"] = ",".join(jars)
+        python = self._config.get_string("python.executable")
+        if python:
+            conf["spark.pyspark.python"] = python
+        return conf
+
+    def _running_session(self) -> Optional[SparkSession]:
+        if self._spark is not None:
+            return self._spark
+        from pyspark.sql import SparkSession
+
+        return SparkSession.getActiveSession()
+
+    def _before_session(self, what: str, key: str, spark_setting: str, values: list[str]) -> None:
+        """Keep ``values`` under ``key`` for the session this environment will start."""
+        if self._running_session() is not None:
+            raise ConfigurationError(
+                f"{what}: the Spark session is already running and takes {spark_setting} only "
+                f"when it starts; set {spark_setting} when building the session")
+        current = [v for v in (self._config.get_string(key) or "").split(";") if v]
+        self._config.set_string(key, ";".join(current + values))
+
+    @staticmethod
+    def _paths(what: str, paths: tuple[Any, ...]) -> list[str]:
+        bad = [p for p in paths if not isinstance(p, str) or not p.strip()]
+        if not paths or bad:
+            raise ConfigurationError(f"{what} needs one or more paths or URLs, got {paths!r:.120}")
+        return list(paths)
+
+    def add_jars(self, *jars_path: str) -> StreamExecutionEnvironment:
+        """Jars for the session this environment starts (``spark.jars``).
+
+        Args:
+            *jars_path: jar paths or URLs (``file:///...``, ``s3a://...``).
+
+        Returns:
+            This environment.
+
+        Raises:
+            ConfigurationError: no path given, or a Spark session is already running (it
+                takes ``spark.jars`` only when it starts).
+        """
+        self._before_session("add_jars", "pipeline.jars", "spark.jars",
+                             self._paths("add_jars", jars_path))
+        return self
+
+    def add_classpaths(self, *classpaths: str) -> StreamExecutionEnvironment:
+        """Classpath entries for the session this environment starts (``spark.jars``,
+        which puts them on the driver's and executors' classpath).
+
+        Args:
+            *classpaths: jar paths or URLs.
+
+        Returns:
+            This environment.
+
+        Raises:
+            ConfigurationError: as :meth:`add_jars`.
+        """
+        self._before_session("add_classpaths", "pipeline.classpaths", "spark.jars",
+                             self._paths("add_classpaths", classpaths))
+        return self
+
+    def set_python_executable(self, python_exec: str) -> StreamExecutionEnvironment:
+        """The Python interpreter of the Python workers of the session this environment
+        starts (``PYSPARK_PYTHON`` / ``spark.pyspark.python``).
+
+        Args:
+            python_exec: path of a Python interpreter with this package installed.
+
+        Returns:
+            This environment.
+
+        Raises:
+            ConfigurationError: not a path, or a session is already running (its workers'
+                Python is fixed when it starts; under Spark Connect, by the server).
+        """
+        path = self._paths("set_python_executable", (python_exec,))[0]
+        self._before_session("set_python_executable", "python.executable",
+                             "spark.pyspark.python (PYSPARK_PYTHON)", [])
+        self._config.set_string("python.executable", path)
+        return self
+
+    def add_python_file(self, file_path: str) -> StreamExecutionEnvironment:
+        """Ship a ``.py``/``.zip``/``.egg`` file to the Python workers
+        (``SparkContext.addPyFile``; under Spark Connect ``addArtifacts(pyfile=True)``).
+
+        Args:
+            file_path: local path or URL of the file.
+
+        Returns:
+            This environment.
+
+        Raises:
+            ConfigurationError: not a path, or a local path that does not exist.
+        """
+        self._queue_ship("add_python_file", file_path, "pyfile")
+        return self
+
+    def add_python_archive(self, archive_path: str, target_dir: Optional[str] = None
+                           ) -> StreamExecutionEnvironment:
+        """Ship an archive, extracted in the workers' directory as ``target_dir``
+        (``SparkContext.addArchive``; under Spark Connect ``addArtifacts(archive=True)``).
+
+        Args:
+            archive_path: local path or URL of a zip, tar or tar.gz archive.
+            target_dir: name of the extracted directory (default: the archive's name).
+
+        Returns:
+            This environment.
+
+        Raises:
+            ConfigurationError: not a path, or a local path that does not exist.
+        """
+        self._queue_ship("add_python_archive", archive_path, "archive",
+                         f"#{target_dir}" if target_dir else "")
+        return self
+
+    def set_python_requirements(self, requirements_file_path: str,
+                                requirements_cache_dir: Optional[str] = None
+                                ) -> StreamExecutionEnvironment:
+        """Refused: Spark installs no requirements on its workers.
+
+        Args:
+            requirements_file_path: the requirements file.
+            requirements_cache_dir: the offline package directory.
+
+        Raises:
+            ConfigurationError: always, naming what to do instead.
+        """
+        raise ConfigurationError(
+            f"set_python_requirements({requirements_file_path!r}): Spark installs no Python "
+            f"requirements on its workers; install them into the workers' Python, or ship a "
+            f"packed environment (venv-pack, conda-pack) with add_python_archive(path, 'env') "
+            f"and point set_python_executable at 'env/bin/python' before the session starts")
+
+    def _queue_ship(self, what: str, path: Any, kind: str, suffix: str = "") -> None:
+        path = self._paths(what, (path,))[0]
+        if "://" not in path and not os.path.exists(path):
+            raise ConfigurationError(f"{what}: {path!r} does not exist")
+        self._py_files.append((path + suffix, kind))
+        if self._running_session() is not None:
+            pending, self._py_files = self._py_files, []
+            for p, k in pending:
+                self._ship(p, k)
+
+    def _ship(self, path: str, kind: str) -> None:
+        from ..translation.streaming_queries import is_connect
+
+        spark = self._running_session() or self.spark
+        if is_connect(spark):
+            spark.addArtifacts(path, pyfile=kind == "pyfile", archive=kind == "archive")
+        elif kind == "pyfile":
+            spark.sparkContext.addPyFile(path)
+        else:
+            spark.sparkContext.addArchive(path)
 
     # -- sources ---------------------------------------------------------------
     def from_collection(self, collection: Iterable[Any],
@@ -266,6 +524,21 @@ class StreamExecutionEnvironment:
         if watermark_strategy.kind != "none" or watermark_strategy.timestamp_assigner is not None:
             stream = stream.assign_timestamps_and_watermarks(watermark_strategy)
         return stream
+    def cached_stream(self, df: DataFrame, type_info: TypeInformation) -> CachedDataStream:
+        """A stream of the records of ``df``, a cached DataFrame of another stream
+        (``DataStream.cache``).
+
+        Args:
+            df: the cached DataFrame (its columns are the stream's record type).
+            type_info: the record type.
+
+        Returns:
+            The :class:`CachedDataStream`.
+        """
+        node = SourceNode(name="Cached Source", inputs=[], output_type=type_info,
+                          kind="dataframe", payload=df, bounded=True)
+        self._sources.append(node)
+        return CachedDataStream(self, node, df)
 
     # -- running ---------------------------------------------------------------
     def add_sink_node(self, node: SinkNode) -> None:
@@ -318,7 +591,14 @@ class StreamExecutionEnvironment:
         from ..spark_io.storage_conf import job_scope, job_storage
 
         validate(self._config)  # every option's value, before anything runs or is created
-        storage = job_storage(self._config, self.spark)
+        spark = self.spark
+        wanted = self._session_conf()
+        if wanted and wanted != self._started_with:
+            raise ConfigurationError(
+                f"pipeline.jars / pipeline.classpaths / python.executable ({wanted}) take effect "
+                f"when this environment starts its Spark session, and the session was already "
+                f"running: set spark.jars / spark.pyspark.python when building it")
+        storage = job_storage(self._config, spark)
         with job_scope(storage):
             yield self._translator(nodes, job_name, storage)
 
@@ -402,3 +682,39 @@ class StreamExecutionEnvironment:
             client = JobClient.start(name, translator, sinks)
         self._sinks = []  # started: the sinks are this job's now
         return client
+
+    def get_execution_plan(self) -> str:
+        """The job graph of the declared sinks as JSON, in Flink's plan format (``nodes``
+        with ``id``, ``type``, ``pact``, ``contents``, ``parallelism``, ``predecessors``).
+
+        Returns:
+            The JSON string; ``{"nodes": []}`` when no sink is declared.
+        """
+        from ..plan.graph import KeyByNode
+
+        nodes = reachable(list(self._sinks)) if self._sinks else []
+        default = self._config.get_integer("parallelism.default") or -1
+        plan = []
+        for node in nodes:
+            pact = ("Data Source" if isinstance(node, SourceNode)
+                    else "Data Sink" if isinstance(node, SinkNode) else "Operator")
+            plan.append({
+                "id": node.id,
+                "type": (f"Source: {node.name}" if isinstance(node, SourceNode)
+                         else f"Sink: {node.name}" if isinstance(node, SinkNode) else node.name),
+                "pact": pact,
+                "contents": node.name,
+                "parallelism": node.parallelism or default,
+                "predecessors": [
+                    {"id": parent.id,
+                     "ship_strategy": "HASH" if isinstance(parent, KeyByNode) else "FORWARD",
+                     "side": "second"}
+                    for parent in node.inputs],
+            })
+        return json.dumps({"nodes": plan}, indent=2)
+
+    def close(self) -> None:
+        """Drop the declared sinks (the environment can build a new job after). The Spark
+        session stays: it may be shared, stop it with ``spark.stop()``."""
+        self._sinks = []
+        self._sources = []

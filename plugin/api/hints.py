@@ -32,6 +32,26 @@ class SchedulingHints:
         self._node.description = description
         return self
 
+    def set_parallelism(self: _Self, parallelism: int) -> _Self:
+        """The operator's parallelism (e.g. ``ds.print().set_parallelism(1)``), kept on the
+        job graph; the job's partitions come from ``parallelism.default``.
+
+        Args:
+            parallelism: an int >= 1.
+
+        Returns:
+            This handle.
+
+        Raises:
+            GraphBuildError: not an int >= 1.
+        """
+        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
+            raise GraphBuildError(
+                f"{self._node.describe()}: parallelism must be a positive int, got "
+                f"{parallelism!r}")
+        self._node.parallelism = parallelism
+        return self
+
     def start_new_chain(self: _Self) -> _Self:
         """Flink: start a new task chain here. Spark fuses stages itself: no effect."""
         return self

@@ -13,7 +13,7 @@ What runs how:
     concurrently is never half read. Only single-stage jobs (one query holding keyed
     state) may do this: a running multi-stage job has records in flight between its
     queries, which no per-query snapshot captures.
-  - ``stop_with_savepoint(path, drain=False)`` stops the queries upstream first (each
+  - ``stop_with_savepoint(False, path)`` stops the queries upstream first (each
     after the micro-batch it is running, waiting a bounded time for it; an interrupted
     batch is simply not committed), lets every downstream query process what its
     upstream had written, stops it, then writes the savepoint of the last committed
@@ -21,7 +21,7 @@ What runs how:
     committed), with the records the earlier stages emitted processed by the later
     ones. Should a stop interrupt an upstream batch after its output was staged but
     before it was committed, no such cut exists: stop_with_savepoint raises
-    SavepointError (job stopped, no savepoint). ``drain=True`` (end of input, every
+    SavepointError (job stopped, no savepoint). Draining (``True``: end of input, every
     timer fires) is refused: a running Spark file stream cannot be given the
     end-of-input signal.
 
@@ -63,12 +63,37 @@ _STOP_GRACE_S = 30.0
 
 
 class JobStatus(str, enum.Enum):
-    """Flink's job status names (a ``str``: ``status == "RUNNING"`` works)."""
+    """Flink's job status names (a ``str``: ``status == "RUNNING"`` works). A job here is
+    RUNNING, FINISHED, CANCELED or FAILED; Flink's other states are listed for programs
+    that compare against them."""
 
+    INITIALIZING = "INITIALIZING"
+    CREATED = "CREATED"
     RUNNING = "RUNNING"
-    FINISHED = "FINISHED"
-    CANCELED = "CANCELED"
+    FAILING = "FAILING"
     FAILED = "FAILED"
+    CANCELLING = "CANCELLING"
+    CANCELED = "CANCELED"
+    FINISHED = "FINISHED"
+    RESTARTING = "RESTARTING"
+    SUSPENDED = "SUSPENDED"
+    RECONCILING = "RECONCILING"
+
+    def is_globally_terminal_state(self) -> bool:
+        """Whether the job ended for good (Flink: FAILED, CANCELED, FINISHED).
+
+        Returns:
+            The flag.
+        """
+        return self in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.FINISHED)
+
+    def is_terminal_state(self) -> bool:
+        """Whether the job ended here (Flink: the globally terminal ones and SUSPENDED).
+
+        Returns:
+            The flag.
+        """
+        return self.is_globally_terminal_state() or self is JobStatus.SUSPENDED
 
 
 def _last_batch_id(storage: Storage, folder: str) -> Optional[int]:
@@ -96,7 +121,7 @@ class JobClient:
                  queries: Optional[list[tuple[str, Any]]] = None,
                  result: Optional[JobExecutionResult] = None,
                  thread: Optional[threading.Thread] = None) -> None:
-        self._job_id = uuid.uuid4().hex
+        self._job_id = result.job_id if result is not None else uuid.uuid4().hex
         self.job_name = job_name
         self._runtime_mode = RuntimeMode(mode)
         #: "BATCH" or "STREAMING", as :class:`JobExecutionResult` names it
@@ -201,7 +226,8 @@ class JobClient:
         self._status = JobStatus.FINISHED
         self._result = JobExecutionResult(self.job_name, self.mode,
                                           int((time.time() - self._start) * 1000),
-                                          dict(self._thread_outcome.get("counts") or {}))
+                                          dict(self._thread_outcome.get("counts") or {}),
+                                          job_id=self._job_id)
 
     def _finish_queries(self, status: JobStatus = JobStatus.FINISHED) -> None:
         from ..results import JobExecutionResult
@@ -211,7 +237,8 @@ class JobClient:
         self._status = status
         # per-sink row counts are not tracked for queries that ran detached
         self._result = JobExecutionResult(self.job_name, self.mode,
-                                          int((time.time() - self._start) * 1000), {})
+                                          int((time.time() - self._start) * 1000), {},
+                                          job_id=self._job_id)
 
     def _log_progress(self) -> None:
         for name, q in self._queries:
@@ -287,15 +314,40 @@ class JobClient:
             self._write(path)
             return path
 
-    def stop_with_savepoint(self, path: str, drain: bool = False) -> str:
+    def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
+                            savepoint_directory: Optional[str] = None) -> str:
         """Stop the queries (upstream first, each after its current micro-batch) and write
-        a savepoint of their last committed state; returns ``path``."""
+        a savepoint of their last committed state (PyFlink's argument order).
+
+        Args:
+            advance_to_end_of_event_time: Flink's drain (end of input, every timer fires):
+                True is refused, a running Spark file stream cannot be signalled end of input.
+            savepoint_directory: where the savepoint is written.
+
+        Returns:
+            ``savepoint_directory``.
+
+        Raises:
+            SavepointError: a wrong-typed argument (e.g. the path first), True for
+                ``advance_to_end_of_event_time``, a job not RUNNING, or no consistent cut.
+        """
+        if not isinstance(advance_to_end_of_event_time, bool):
+            raise SavepointError(
+                f"stop_with_savepoint(advance_to_end_of_event_time, savepoint_directory): "
+                f"advance_to_end_of_event_time must be a bool, got "
+                f"{advance_to_end_of_event_time!r:.80} (the savepoint path is the second "
+                f"argument, as in PyFlink)")
+        if not isinstance(savepoint_directory, str) or not savepoint_directory:
+            raise SavepointError(
+                f"stop_with_savepoint: savepoint_directory must be a non-empty path, got "
+                f"{savepoint_directory!r:.80}")
+        path, drain = savepoint_directory, advance_to_end_of_event_time
         with self._lock:
             self._check_savepoint("stop_with_savepoint")
             if drain:
                 raise SavepointError(
-                    f"stop_with_savepoint({path!r}, drain=True) is not supported: a running "
-                    "Spark file stream cannot be signalled end of input; use drain=False, or "
+                    f"stop_with_savepoint(True, {path!r}) is not supported: a running Spark "
+                    "file stream cannot be signalled end of input; pass False, or "
                     "run the bounded job with env.execute(name, savepoint_path=...)")
             self._refresh()
             if self._status is not JobStatus.RUNNING:

@@ -8,6 +8,7 @@ Mode-dependent defaults (FLIP-134) are resolved by :func:`resolve`.
 from __future__ import annotations
 
 import enum
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,10 +26,14 @@ __all__ = [
     "RuntimeMode",
     "check_not_removed",
     "configured_runtime_mode",
+    "parse_duration_ms",
     "parse_trigger",
     "resolve",
+    "streaming_trigger",
     "validate",
 ]
+
+log = logging.getLogger("pyspark_datastream")
 
 
 class RuntimeExecutionMode(enum.Enum):
@@ -74,6 +79,58 @@ def parse_trigger(value: Any) -> tuple[str, Optional[str]]:
         f"with an interval of <number> <unit> ({', '.join(_INTERVAL_UNITS)}, e.g. "
         f"processing-time=10 seconds); got {value!r}"
     )
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
+_DURATION_MS = {"": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+                "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+                "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000,
+                "minutes": 60_000, "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+                "d": 86_400_000, "day": 86_400_000, "days": 86_400_000}
+
+
+def parse_duration_ms(key: str, raw: Any) -> int:
+    """A Flink duration (``5000``, ``500 ms``, ``10 s``, ``1 min``, ``2 h``) in milliseconds.
+
+    Args:
+        key: the option or argument the value is for (named in the error).
+        raw: an int of milliseconds or a Flink duration string.
+
+    Returns:
+        The duration in milliseconds.
+
+    Raises:
+        ConfigurationError: ``raw`` is no duration, or is negative.
+    """
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        if raw < 0:
+            raise ConfigurationError(f"{key} must be a duration >= 0, got {raw!r}")
+        return raw
+    match = _DURATION.match(str(raw)) if isinstance(raw, str) else None
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _DURATION_MS:
+        raise ConfigurationError(
+            f"{key} must be a duration such as 5000, 500 ms, 10 s, 1 min or 2 h, got {raw!r}")
+    return int(match.group(1)) * _DURATION_MS[unit]
+
+
+def _checkpoint_interval(key: str, raw: str) -> str:
+    """The interval kept as ``<n> ms``; Flink's minimum is 10 ms."""
+    value = parse_duration_ms(key, raw)
+    if value < 10:
+        raise ConfigurationError(f"{key} must be at least 10 ms (as in Flink), got {raw!r}")
+    return f"{value} ms"
+
+
+def _retention(key: str, raw: str) -> str:
+    value = str(raw).strip().upper()
+    if value != "RETAIN_ON_CANCELLATION":
+        raise ConfigurationError(
+            f"{key} {raw!r} is not supported: a STREAMING job's checkpoint always stays under "
+            f"<execution.checkpointing.dir>/<job name> when the job stops or is cancelled (the "
+            f"next run of the job resumes from it); RETAIN_ON_CANCELLATION is what runs. Delete "
+            f"that folder to start over")
+    return value
 
 
 def _integer(key: str, raw: str, low: int, high: Optional[int] = None) -> None:
@@ -230,7 +287,25 @@ OPTIONS: dict[str, ConfigOption] = {
                      check=_path),
         ConfigOption("execution.streaming.trigger", "available-now",
                      "STREAMING trigger: `available-now`, `once` or `processing-time=<duration>`.",
+                     default_doc="`processing-time=<execution.checkpointing.interval>` when "
+                                 "that is set and a source is unbounded, else available-now",
                      check=_trigger),
+        ConfigOption("execution.checkpointing.interval", None,
+                     "STREAMING: a Flink duration (`5000`, `10 s`, `1 min`; at least 10 ms), "
+                     "the processing-time trigger interval of a job over unbounded sources "
+                     "when `execution.streaming.trigger` is not set (each micro-batch commits "
+                     "a checkpoint; a job over bounded sources runs available-now to its end); "
+                     "`env.enable_checkpointing(ms)` sets it.",
+                     check=_checkpoint_interval, check_on_set=True),
+        ConfigOption("execution.checkpointing.mode", "EXACTLY_ONCE",
+                     "EXACTLY_ONCE or AT_LEAST_ONCE; both run exactly-once (a micro-batch's "
+                     "state and sink output commit together).",
+                     choices=("EXACTLY_ONCE", "AT_LEAST_ONCE")),
+        ConfigOption("execution.checkpointing.externalized-checkpoint-retention",
+                     "RETAIN_ON_CANCELLATION",
+                     "Only RETAIN_ON_CANCELLATION: a STREAMING job's checkpoint stays under "
+                     "its folder when the job stops or is cancelled.",
+                     check=_retention, check_on_set=True),
         ConfigOption("execution.savepoint.path", None,
                      "Restore keyed state from this savepoint (a Delta table).",
                      check=_path),
@@ -258,6 +333,40 @@ REMOVED_OPTIONS: dict[str, str] = {
         "its job into a new one instead",
 }
 
+#: Flink keys this product reads nowhere, with why: setting one logs one warning naming it
+NOT_HONOURED: dict[str, str] = {
+    "execution.checkpointing.min-pause":
+        "the next micro-batch starts at the next trigger tick",
+    "execution.checkpointing.timeout": "a micro-batch runs until it commits or fails",
+    "execution.checkpointing.max-concurrent-checkpoints":
+        "a Spark query runs one micro-batch (one checkpoint) at a time",
+    "execution.checkpointing.tolerable-failed-checkpoints":
+        "a failed micro-batch fails the query",
+    "execution.checkpointing.unaligned.enabled":
+        "a micro-batch's state and output commit together, there are no barriers",
+    "pipeline.auto-watermark-interval":
+        "watermarks advance once per micro-batch (STREAMING) or per key at end of input "
+        "(BATCH)",
+    "pipeline.object-reuse": "records are Python objects passed to one function at a time",
+    "pipeline.operator-chaining.enabled": "Spark fuses the stages of a pass itself",
+    "execution.buffer-timeout.interval":
+        "Spark moves records between stages per partition or micro-batch",
+    "restart-strategy.type":
+        "a failed Spark task is retried by Spark (spark.task.maxFailures); a failed STREAMING "
+        "job resumes from its checkpoint when run again",
+}
+
+#: key prefixes of Flink's own options: a key under one that this product neither reads
+#: (:data:`OPTIONS`), handles in the environment, nor lists in :data:`NOT_HONOURED` also
+#: logs one warning
+FLINK_PREFIXES = ("execution.", "pipeline.", "state.", "restart-strategy", "python.",
+                  "taskmanager.", "jobmanager.", "parallelism.", "rest.", "table.",
+                  "high-availability", "metrics.", "heartbeat.", "cluster.", "s3.", "fs.")
+
+#: keys the environment applies when it creates its Spark session (environment.py)
+ENVIRONMENT_KEYS = ("pipeline.jars", "pipeline.classpaths", "python.executable",
+                    "pipeline.global-job-parameters")
+
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
@@ -278,11 +387,34 @@ def check_not_removed(key: str) -> None:
             f"Remove it from the job's configuration")
 
 
+def not_honoured(key: str) -> Optional[str]:
+    """Why ``key`` has no effect here, or None for a key this product reads or does not know.
+
+    Args:
+        key: a configuration key.
+
+    Returns:
+        The reason for a Flink key no part of this product reads; None otherwise.
+    """
+    if key in OPTIONS or key in ENVIRONMENT_KEYS or key in REMOVED_OPTIONS:
+        return None
+    if key in NOT_HONOURED:
+        return NOT_HONOURED[key]
+    if key.startswith(FLINK_PREFIXES):
+        return "no part of pyspark-datastream reads it (see the configuration reference)"
+    return None
+
+
 class Configuration:
-    """String-keyed configuration with PyFlink's typed accessors."""
+    """String-keyed configuration with PyFlink's typed accessors.
+
+    A Flink key this product does not read (:func:`not_honoured`) is kept and logs one
+    warning naming it, the first time it is set on this configuration.
+    """
 
     def __init__(self, other: Configuration | Mapping[str, Any] | None = None) -> None:
         self._data: dict[str, str] = {}
+        self._warned: set[str] = set()
         if isinstance(other, Configuration):
             self._data.update(other._data)
         elif other is not None:
@@ -303,8 +435,27 @@ class Configuration:
             value = upper
         elif option is not None and option.check_on_set and option.check is not None:
             value = option.check(key, str(value))
+        reason = not_honoured(key)
+        if reason is not None and key not in self._warned:
+            self._warned.add(key)
+            log.warning("configuration key %s=%r has no effect: %s", key, value, reason)
         self._data[key] = str(value)
         return self
+
+    @staticmethod
+    def from_dict(conf_dict: Mapping[str, Any]) -> Configuration:
+        """A configuration of the given keys and values (PyFlink's ``Configuration.from_dict``).
+
+        Args:
+            conf_dict: keys and values (values are kept as strings).
+
+        Returns:
+            A new Configuration.
+
+        Raises:
+            ConfigurationError: a key was removed, or a value is not one its option takes.
+        """
+        return Configuration(conf_dict)
 
     def set_integer(self, key: str, value: int) -> Configuration:
         return self.set_string(key, str(int(value)))
@@ -360,8 +511,28 @@ class Configuration:
     def to_dict(self) -> dict[str, str]:
         return dict(self._data)
 
-    def add_all(self, other: Configuration) -> Configuration:
-        self._data.update(other._data)
+    def add_all(self, other: Configuration, prefix: Optional[str] = None) -> Configuration:
+        """Copy every entry of ``other`` into this configuration (PyFlink's ``add_all``).
+
+        Args:
+            other: the configuration to copy from.
+            prefix: prepended to each copied key (None: keys as they are).
+
+        Returns:
+            This configuration.
+
+        Raises:
+            ConfigurationError: ``other`` is no Configuration or ``prefix`` no str.
+        """
+        if not isinstance(other, Configuration):
+            raise ConfigurationError(f"add_all needs a Configuration, got {other!r:.80}")
+        if prefix is None:
+            self._data.update(other._data)
+            return self
+        if not isinstance(prefix, str):
+            raise ConfigurationError(f"add_all prefix must be a str, got {prefix!r}")
+        for key, value in other._data.items():
+            self.set_string(prefix + key, value)
         return self
 
     def __repr__(self) -> str:
@@ -410,6 +581,35 @@ def configured_runtime_mode(config: Configuration) -> Optional[RuntimeMode]:
         raise ConfigurationError(
             f"execution.runtime-mode must be one of BATCH, STREAMING, AUTOMATIC, got {raw!r}"
         ) from None
+
+
+def streaming_trigger(config: Configuration, mode: RuntimeMode | None,
+                      bounded: bool = False) -> tuple[str, Optional[str]]:
+    """The STREAMING trigger of a job: ``execution.streaming.trigger``, else (unbounded
+    sources) a processing-time trigger every ``execution.checkpointing.interval``, else
+    available-now. A job over bounded sources runs available-now to its end, as Flink's
+    bounded job finishes whatever its checkpoint interval.
+
+    Args:
+        config: the job's configuration.
+        mode: the job's mode (for the option default).
+        bounded: every source of the job is bounded.
+
+    Returns:
+        ``(kind, interval)`` as :func:`parse_trigger` gives it.
+
+    Raises:
+        ConfigurationError: either value is malformed.
+    """
+    interval = config.get_string("execution.checkpointing.interval")
+    if config.get_string("execution.streaming.trigger") is None and interval is not None \
+            and not bounded:
+        ms = parse_duration_ms("execution.checkpointing.interval", interval)
+        return parse_trigger(f"processing-time={ms} milliseconds")
+    if interval is not None and not bounded:
+        log.warning("execution.checkpointing.interval=%s has no effect: "
+                    "execution.streaming.trigger is set", interval)
+    return parse_trigger(resolve(config, "execution.streaming.trigger", mode))
 
 
 def resolve(config: Configuration, key: str, mode: RuntimeMode | None) -> Any:

@@ -48,7 +48,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
-from ..plan.config import RuntimeMode, parse_trigger, resolve
+from ..plan.config import RuntimeMode, parse_trigger, resolve, streaming_trigger
 from ..plan.graph import (
     BroadcastNode,
     ChainNode,
@@ -198,7 +198,8 @@ class StreamingTranslator:
                 f"STREAMING does not run on the {get_backend(self.backend[0]).name} state "
                 f"backend; state.backend.type is {self.backend[0]!r}"
             )
-        self.trigger = parse_trigger(resolve(cfg, "execution.streaming.trigger", self.mode))
+        self.trigger = streaming_trigger(
+            cfg, self.mode, bounded=all(n.bounded for n in nodes if isinstance(n, SourceNode)))
         root, where = configured_root(cfg, self.spark)  # job_identity.py: the job folder
         #: the storage layer of every file the job writes outside Spark (the job's, built by
         #: the environment: spark_io/storage_conf.py); pickled to executors with specs

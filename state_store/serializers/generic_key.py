@@ -176,7 +176,7 @@ class GenericKeySerializer(Stateless, TypeSerializer[Any]):
         elif t is bytes:
             out.append(_B_BYTES)
             out.append(_escape(value))
-        elif t is Row or t.__base__ is Row:  # a Row (named Rows are subclasses, row.py)
+        elif t is Row or t.__base__ is Row or isinstance(value, Row):  # named, kinded: subclasses
             self._write_row(value, out, key)
         elif t is _dt.datetime:
             self._write_datetime(value, out)
