@@ -4,15 +4,8 @@ Modelled on Flink's operator test harnesses and PySpark's ``TwsTester``: push
 records, watermarks and processing time in, read outputs, side outputs, state
 and timers back. The harness drives the very operator, backend and key
 extraction code that runs on Spark (``KeyedProcessOperator`` /
-``KeyedCoProcessOperator`` over a real keyed backend), following the drivers'
-protocol:
-
-* ``backend="hashmap"`` (alias ``"heap"``) or ``"rocksdb"``, or any other registered
-  backend (``state_store/backends/registry.py``): hash execution; in BATCH mode every timer
-  fires at ``end_input()`` with watermark MAX (watermarks pushed in are ignored).
-* ``backend="single_key"`` (BATCH): sorted execution; records of one key must be
-  contiguous, and a key's timers fire when the next key arrives (``end_key``) or
-  at ``end_input()``.
+``KeyedCoProcessOperator`` over a real keyed backend). Backends and the order
+timers fire in: the "Testing with the harness" guide.
 
 Example::
 

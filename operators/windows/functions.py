@@ -59,7 +59,20 @@ class ProcessWindowFunction(Function, ABC, Generic[IN, OUT, KEY, W]):
     @abstractmethod
     def process(self, key: Any, context: ProcessWindowFunction.Context,
                 elements: Iterable[Any]) -> Iterable[Any] | None:
-        """Yield the outputs for the window's ``elements``."""
+        """Yield the outputs for the window's ``elements``.
+
+        Args:
+            key: The key of the window.
+            context: The window, clocks, window/global state and side outputs.
+            elements: All elements of the window (in arrival order).
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     def clear(self, context: ProcessWindowFunction.Context) -> None:
-        """The window is purged for good (cleanup time); default does nothing."""
+        """The window is purged for good (cleanup time); default does nothing.
+
+        Args:
+            context: The context of the window being purged (clear its window state here).
+        """

@@ -1,37 +1,10 @@
 """``JobClient``: a job started by ``env.execute_async(job_name)`` (PyFlink names).
 
-What runs how:
-
-* **STREAMING, unbounded sources, ``processing-time=<interval>`` trigger**: every query of
-  the job (the staged upstream queries of a multi-stage job and the sink queries) is
-  started at once and keeps running; ``execute_async`` returns immediately. This is the
-  mode that takes savepoints while running:
-
-  - ``trigger_savepoint(path)`` pins, per query, the last micro-batch in its commit log
-    and reads each keyed operator's state as of exactly that batch
-    (``format("statestore")`` with ``batchId``), so a micro-batch being committed
-    concurrently is never half read. Only single-stage jobs (one query holding keyed
-    state) may do this: a running multi-stage job has records in flight between its
-    queries, which no per-query snapshot captures.
-  - ``stop_with_savepoint(path, drain=False)`` stops the queries upstream first (each
-    after the micro-batch it is running, waiting a bounded time for it; an interrupted
-    batch is simply not committed), lets every downstream query process what its
-    upstream had written, stops it, then writes the savepoint of the last committed
-    batches. Every stage's state is then as of the same input (what the first query
-    committed), with the records the earlier stages emitted processed by the later
-    ones. Should a stop interrupt an upstream batch after its output was staged but
-    before it was committed, no such cut exists: stop_with_savepoint raises
-    SavepointError (job stopped, no savepoint). ``drain=True`` (end of input, every
-    timer fires) is refused: a running Spark file stream cannot be given the
-    end-of-input signal.
-
-* **Everything else** (available-now / once triggers, bounded sources): the job runs as
-  ``execute`` runs it (queries in order), on a background thread; the client waits for
-  it. Savepoints of such runs are written by ``env.execute(name, savepoint_path=...)``;
-  the savepoint methods say so.
-* **BATCH**: the job runs to its end inside ``execute_async``; the client is finished.
-  Flink's BATCH cannot savepoint; the savepoint methods say to use
-  ``execute(savepoint_path=...)``.
+A STREAMING job over unbounded sources with a ``processing-time=<interval>`` trigger keeps
+running: ``trigger_savepoint`` and ``stop_with_savepoint`` take savepoints of it. Every other
+job (available-now / once triggers, bounded sources) runs as ``execute`` runs it, on a
+background thread; a BATCH job has run to its end when ``execute_async`` returns. What each
+case does: the "Savepoints of a running job" section of the Savepoints guide.
 """
 
 from __future__ import annotations
