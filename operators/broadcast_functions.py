@@ -52,27 +52,57 @@ class ReadOnlyBroadcastState(ABC, Generic[K, V]):
 
     @abstractmethod
     def get(self, key: K) -> V | None:
-        """The value of ``key``, or None."""
+        """The value of ``key``, or None.
+
+        Args:
+            key: The key.
+
+        Returns:
+            The value, or None.
+        """
 
     @abstractmethod
     def contains(self, key: K) -> bool:
-        """Whether ``key`` has a value."""
+        """Whether ``key`` has a value.
+
+        Args:
+            key: The key.
+
+        Returns:
+            Whether ``key`` has a value.
+        """
 
     @abstractmethod
     def items(self) -> Iterable[tuple[K, V]]:
-        """Every ``(key, value)`` mapping."""
+        """Every ``(key, value)`` mapping.
+
+        Returns:
+            The mappings.
+        """
 
     @abstractmethod
     def keys(self) -> Iterable[K]:
-        """Every key."""
+        """Every key.
+
+        Returns:
+            The keys.
+        """
 
     @abstractmethod
     def values(self) -> Iterable[V]:
-        """Every value."""
+        """Every value.
+
+        Returns:
+            The values.
+        """
 
     @abstractmethod
     def is_empty(self) -> bool:
-        """True when the state holds no mapping."""
+        """True when the state holds no mapping.
+
+        Returns:
+            Whether the state is empty.
+        """
 
     @abstractmethod
     def clear(self) -> None:
@@ -97,15 +127,28 @@ class BroadcastState(ReadOnlyBroadcastState[K, V]):
 
     @abstractmethod
     def put(self, key: K, value: V) -> None:
-        """Set the value of ``key``."""
+        """Set the value of ``key``.
+
+        Args:
+            key: The key.
+            value: The value.
+        """
 
     @abstractmethod
     def put_all(self, dict_value: dict[K, V]) -> None:
-        """Set every mapping of ``dict_value``."""
+        """Set every mapping of ``dict_value``.
+
+        Args:
+            dict_value: The mappings.
+        """
 
     @abstractmethod
     def remove(self, key: K) -> None:
-        """Remove the mapping of ``key`` (no-op when absent)."""
+        """Remove the mapping of ``key`` (no-op when absent).
+
+        Args:
+            key: The key.
+        """
 
     def __setitem__(self, key: K, value: V) -> None:
         self.put(key, value)
@@ -169,13 +212,29 @@ class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN1, IN2, O
     @abstractmethod
     def process_element(self, value: IN1, ctx: BroadcastProcessFunction.ReadOnlyContext
                         ) -> Iterable[OUT] | None:
-        """Yield the outputs for an element of the non-broadcast stream."""
+        """Yield the outputs for an element of the non-broadcast stream.
+
+        Args:
+            value: The element.
+            ctx: Read-only broadcast state, timestamp, processing time, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     @abstractmethod
     def process_broadcast_element(self, value: IN2, ctx: BroadcastProcessFunction.Context
                                   ) -> Iterable[OUT] | None:
         """Yield the outputs for an element of the broadcast stream (once per parallel
-        instance: every instance processes every broadcast element)."""
+        instance: every instance processes every broadcast element).
+
+        Args:
+            value: The broadcast element.
+            ctx: Writable broadcast state, timestamp, processing time, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
 
 class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, IN1, IN2, OUT]):
@@ -214,15 +273,39 @@ class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, I
     @abstractmethod
     def process_element(self, value: IN1, ctx: KeyedBroadcastProcessFunction.ReadOnlyContext
                         ) -> Iterable[OUT] | None:
-        """Yield the outputs for an element of the keyed stream."""
+        """Yield the outputs for an element of the keyed stream.
+
+        Args:
+            value: The element.
+            ctx: Current key, read-only broadcast state, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     @abstractmethod
     def process_broadcast_element(self, value: IN2, ctx: KeyedBroadcastProcessFunction.Context
                                   ) -> Iterable[OUT] | None:
         """Yield the outputs for an element of the broadcast stream (once per parallel
-        instance: every instance processes every broadcast element)."""
+        instance: every instance processes every broadcast element).
+
+        Args:
+            value: The broadcast element.
+            ctx: Writable broadcast state, ``apply_to_keyed_state``, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     def on_timer(self, timestamp: int, ctx: KeyedBroadcastProcessFunction.OnTimerContext
                  ) -> Iterable[OUT] | None:
-        """A timer of the current key fired; yield outputs. Default: nothing."""
+        """A timer of the current key fired; yield outputs. Default: nothing.
+
+        Args:
+            timestamp: The timer's time in ms.
+            ctx: Current key, time domain, read-only broadcast state, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
         return None

@@ -60,7 +60,14 @@ class MapFunction(Function, ABC):
 
     @abstractmethod
     def map(self, value: Any) -> Any:
-        """Transform one record."""
+        """Transform one record.
+
+        Args:
+            value: The record.
+
+        Returns:
+            The output record.
+        """
 
 
 class FlatMapFunction(Function, ABC):
@@ -68,7 +75,14 @@ class FlatMapFunction(Function, ABC):
 
     @abstractmethod
     def flat_map(self, value: Any) -> Iterable[Any] | None:
-        """Return (or yield) the outputs for one record."""
+        """Return (or yield) the outputs for one record.
+
+        Args:
+            value: The record.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
 
 class FilterFunction(Function, ABC):
@@ -76,7 +90,14 @@ class FilterFunction(Function, ABC):
 
     @abstractmethod
     def filter(self, value: Any) -> bool:
-        """True to keep ``value``."""
+        """True to keep ``value``.
+
+        Args:
+            value: The record.
+
+        Returns:
+            Whether to keep the record.
+        """
 
 
 class KeySelector(Function, ABC):
@@ -84,7 +105,14 @@ class KeySelector(Function, ABC):
 
     @abstractmethod
     def get_key(self, value: Any) -> Any:
-        """The key of ``value`` (must be deterministic: equal records, equal keys)."""
+        """The key of ``value`` (must be deterministic: equal records, equal keys).
+
+        Args:
+            value: The record.
+
+        Returns:
+            The key.
+        """
 
 
 class TimeDomain(Enum):
@@ -205,7 +233,15 @@ class ProcessFunction(Function, ABC):
 
     @abstractmethod
     def process_element(self, value: Any, ctx: _Context) -> Iterable[Any] | None:
-        """Yield (or return an iterable of) outputs for ``value``; None for no output."""
+        """Yield (or return an iterable of) outputs for ``value``; None for no output.
+
+        Args:
+            value: The record.
+            ctx: The context: timestamp, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
 
 class KeyedProcessFunction(Function, ABC):
@@ -216,10 +252,26 @@ class KeyedProcessFunction(Function, ABC):
 
     @abstractmethod
     def process_element(self, value: Any, ctx: _KeyedContext) -> Iterable[Any] | None:
-        """Yield outputs for ``value``; state and timers apply to ``ctx.get_current_key()``."""
+        """Yield outputs for ``value``; state and timers apply to ``ctx.get_current_key()``.
+
+        Args:
+            value: The record.
+            ctx: The context: current key, timestamp, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     def on_timer(self, timestamp: int, ctx: _OnTimerContext) -> Iterable[Any] | None:
-        """Called when a timer of the current key fires; yields outputs. Default: nothing."""
+        """Called when a timer of the current key fires; yields outputs. Default: nothing.
+
+        Args:
+            timestamp: The timer's time in ms.
+            ctx: The timer context: current key, time domain, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
         return None
 
 
@@ -228,11 +280,25 @@ class CoMapFunction(Function, ABC):
 
     @abstractmethod
     def map1(self, value: Any) -> Any:
-        """Map a record of the first input."""
+        """Map a record of the first input.
+
+        Args:
+            value: The record.
+
+        Returns:
+            The output record.
+        """
 
     @abstractmethod
     def map2(self, value: Any) -> Any:
-        """Map a record of the second input."""
+        """Map a record of the second input.
+
+        Args:
+            value: The record.
+
+        Returns:
+            The output record.
+        """
 
 
 class CoFlatMapFunction(Function, ABC):
@@ -240,11 +306,25 @@ class CoFlatMapFunction(Function, ABC):
 
     @abstractmethod
     def flat_map1(self, value: Any) -> Iterable[Any] | None:
-        """Outputs for a record of the first input."""
+        """Outputs for a record of the first input.
+
+        Args:
+            value: The record.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     @abstractmethod
     def flat_map2(self, value: Any) -> Iterable[Any] | None:
-        """Outputs for a record of the second input."""
+        """Outputs for a record of the second input.
+
+        Args:
+            value: The record.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
 
 class CoProcessFunction(Function, ABC):
@@ -254,11 +334,27 @@ class CoProcessFunction(Function, ABC):
 
     @abstractmethod
     def process_element1(self, value: Any, ctx: _Context) -> Iterable[Any] | None:
-        """Outputs for a record of the first input."""
+        """Outputs for a record of the first input.
+
+        Args:
+            value: The record.
+            ctx: The context: timestamp, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     @abstractmethod
     def process_element2(self, value: Any, ctx: _Context) -> Iterable[Any] | None:
-        """Outputs for a record of the second input."""
+        """Outputs for a record of the second input.
+
+        Args:
+            value: The record.
+            ctx: The context: timestamp, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
 
 class KeyedCoProcessFunction(Function, ABC):
@@ -269,14 +365,38 @@ class KeyedCoProcessFunction(Function, ABC):
 
     @abstractmethod
     def process_element1(self, value: Any, ctx: _KeyedContext) -> Iterable[Any] | None:
-        """Outputs for a record of the first input."""
+        """Outputs for a record of the first input.
+
+        Args:
+            value: The record.
+            ctx: The context: current key, timestamp, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     @abstractmethod
     def process_element2(self, value: Any, ctx: _KeyedContext) -> Iterable[Any] | None:
-        """Outputs for a record of the second input."""
+        """Outputs for a record of the second input.
+
+        Args:
+            value: The record.
+            ctx: The context: current key, timestamp, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     def on_timer(self, timestamp: int, ctx: _OnTimerContext) -> Iterable[Any] | None:
-        """Called when a timer of the current key fires. Default: nothing."""
+        """Called when a timer of the current key fires. Default: nothing.
+
+        Args:
+            timestamp: The timer's time in ms.
+            ctx: The timer context: current key, time domain, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
         return None
 
 
@@ -285,7 +405,15 @@ class TimestampAssigner(Function, ABC):
 
     @abstractmethod
     def extract_timestamp(self, value: Any, record_timestamp: int | None) -> int:
-        """Event timestamp of ``value``; ``record_timestamp`` is its previous one (or None)."""
+        """Event timestamp of ``value``; ``record_timestamp`` is its previous one (or None).
+
+        Args:
+            value: The record.
+            record_timestamp: The record's previous timestamp in ms, or None.
+
+        Returns:
+            The event timestamp in ms.
+        """
 
 
 # --- plain callables -> function classes ------------------------------------------------

@@ -53,7 +53,14 @@ class MapPartitionFunction(Function, ABC):
 
     @abstractmethod
     def map_partition(self, values: Iterable[Any]) -> Iterable[Any] | None:
-        """Return or yield the outputs for the partition's records (read once, in order)."""
+        """Return or yield the outputs for the partition's records (read once, in order).
+
+        Args:
+            values: A one-pass iterator over the partition's records.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
 
 class _CallableMapPartition(MapPartitionFunction):

@@ -88,7 +88,18 @@ class Row(tuple):
 
     @classmethod
     def from_fields(cls, field_names: Sequence[str] | None, values: Iterable[Any]) -> Row:
-        """Row with the given field names (None: unnamed) and values, in order."""
+        """Row with the given field names (None: unnamed) and values, in order.
+
+        Args:
+            field_names: The names, or None.
+            values: The values.
+
+        Returns:
+            The Row.
+
+        Raises:
+            ValueError: The numbers of names and values differ.
+        """
         values = tuple(values)
         if field_names is not None and len(field_names) != len(values):
             raise ValueError(
@@ -98,13 +109,24 @@ class Row(tuple):
         return _make_row(field_names, values)
 
     def get_field_names(self) -> list[str] | None:
-        """Field names, or None for an unnamed Row."""
+        """Field names, or None for an unnamed Row.
+
+        Returns:
+            A new list of the names, or None.
+        """
         fields = self._fields
         return list(fields) if fields is not None else None
 
     def set_field_names(self, field_names: Sequence[str] | None) -> None:
         """Name (or rename, or with None unname) the fields of this Row in place; the values
-        and so equality and hash stay as they are."""
+        and so equality and hash stay as they are.
+
+        Args:
+            field_names: One name per field, or None.
+
+        Raises:
+            ValueError: The number of names differs from the number of fields.
+        """
         if field_names is None:
             object.__setattr__(self, "__class__", Row)
             return
@@ -115,7 +137,21 @@ class Row(tuple):
         object.__setattr__(self, "__class__", named_row_class(names))
 
     def as_dict(self, recursive: bool = False) -> dict[str, Any]:
-        """``{name: value}``; nested Rows become dicts too when ``recursive``."""
+        """``{name: value}``; nested Rows become dicts too when ``recursive``.
+
+        Args:
+            recursive: Also convert nested Rows.
+
+        Returns:
+            The dict.
+
+        Raises:
+            TypeError: The Row is unnamed.
+
+        Example:
+            >>> Row(name="Alice", age=11).as_dict()
+            {'name': 'Alice', 'age': 11}
+        """
         fields = self._fields
         if fields is None:
             raise TypeError(f"cannot convert an unnamed Row to a dict: {self!r}")

@@ -230,31 +230,78 @@ class StateTtlConfig:
 
     @staticmethod
     def new_builder(ttl: Any) -> StateTtlConfig.Builder:
-        """A builder with time-to-live ``ttl`` (a ``Time`` or ``Duration``, positive)."""
+        """A builder with time-to-live ``ttl`` (a ``Time`` or ``Duration``, positive).
+
+        Args:
+            ttl: The time-to-live.
+
+        Returns:
+            A ``StateTtlConfig.Builder``.
+
+        Raises:
+            ConfigurationError: ``ttl`` is not a positive Time, Duration or timedelta.
+
+        Example:
+            >>> ttl = StateTtlConfig.new_builder(Time.minutes(10)).build()
+            >>> ttl.get_ttl_millis()
+            600000
+        """
         return StateTtlConfig.Builder(ttl)
 
     def get_update_type(self) -> StateTtlConfig.UpdateType:
+        """When the last-access timestamp is updated.
+
+        Returns:
+            The ``UpdateType``.
+        """
         return self._update_type
 
     def get_state_visibility(self) -> StateTtlConfig.StateVisibility:
+        """Whether expired values that are not yet cleaned up can be read.
+
+        Returns:
+            The ``StateVisibility``.
+        """
         return self._state_visibility
 
     def get_ttl(self) -> Any:
-        """The time-to-live as given to the builder (a ``Time`` or ``Duration``)."""
+        """The time-to-live as given to the builder (a ``Time`` or ``Duration``).
+
+        Returns:
+            The ``Time`` or ``Duration``.
+        """
         return self._ttl
 
     def get_ttl_millis(self) -> int:
-        """The time-to-live in milliseconds."""
+        """The time-to-live in milliseconds.
+
+        Returns:
+            The milliseconds.
+        """
         return self._ttl_ms
 
     def get_ttl_time_characteristic(self) -> StateTtlConfig.TtlTimeCharacteristic:
+        """The clock TTL is measured on (processing time, as in Flink).
+
+        Returns:
+            The ``TtlTimeCharacteristic``.
+        """
         return self._ttl_time_characteristic
 
     def is_enabled(self) -> bool:
-        """False for ``UpdateType.Disabled``: such a descriptor behaves as one without TTL."""
+        """False for ``UpdateType.Disabled``: such a descriptor behaves as one without TTL.
+
+        Returns:
+            Whether TTL applies.
+        """
         return self._update_type is not StateTtlConfig.UpdateType.Disabled
 
     def get_cleanup_strategies(self) -> StateTtlConfig.CleanupStrategies:
+        """The cleanup strategies set on the builder.
+
+        Returns:
+            The ``CleanupStrategies``.
+        """
         return self._cleanup_strategies
 
     def __eq__(self, other: object) -> bool:

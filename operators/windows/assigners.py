@@ -193,7 +193,8 @@ class MergingWindowAssigner(WindowAssigner[T, W]):
             windows: The windows to merge.
 
         Returns:
-            One ``(covering window, members)`` pair per group of overlapping windows.
+            One ``(covering window, members)`` pair per group of two or more overlapping
+            windows.
         """
         return TimeWindow.merge_windows(windows)
 

@@ -180,10 +180,6 @@ class DataStream(SchedulingHints, Partitioning):
         Raises:
             GraphBuildError: ``func`` is neither a MapFunction nor callable (or is the class
                 itself), or ``output_type`` is not a ``TypeInformation``.
-
-        Example:
-            >>> env = StreamExecutionEnvironment.get_execution_environment()
-            >>> doubled = env.from_collection([1, 2, 3]).map(lambda x: 2 * x)
         """
         f = as_map_function(func)
         return self._chain("map", f, _check_type(output_type, "map"), _fn_name(func, "Map"))
@@ -629,7 +625,7 @@ class KeyedStream(KeyedPartitioning, KeyedAggregations, DataStream):
         return self._keyed("process", f, self._key_node.output_type, _fn_name(func, "Filter"))
 
     def reduce(self, func: Any) -> DataStream:
-        """Rolling reduce per key: emits the running result for every record (ReducingState).
+        """Rolling reduce per key (ReducingState; BATCH emits the final result per key).
 
         Args:
             func: A ``ReduceFunction`` or a callable ``(a, b) -> reduced``.

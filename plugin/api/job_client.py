@@ -4,7 +4,7 @@ A STREAMING job over unbounded sources with a ``processing-time=<interval>`` tri
 running: ``trigger_savepoint`` and ``stop_with_savepoint`` take savepoints of it. Every other
 job (available-now / once triggers, bounded sources) runs as ``execute`` runs it, on a
 background thread; a BATCH job has run to its end when ``execute_async`` returns. What each
-case does: the "Savepoints of a running job" section of the Savepoints guide.
+case does: the "Savepoints of a running job" section of the Savepoints user guide.
 """
 
 from __future__ import annotations
@@ -87,13 +87,29 @@ class JobClient:
     # -- construction (called by the environment) --------------------------------------------
     @classmethod
     def finished(cls, result: JobExecutionResult) -> JobClient:
-        """The client of a job that already ran to its end (BATCH)."""
+        """The client of a job that already ran to its end (BATCH).
+
+        Args:
+            result: The job's result.
+
+        Returns:
+            A FINISHED client.
+        """
         return cls(result.job_name, result.mode, result=result)
 
     @classmethod
     def start(cls, job_name: str, translator: Translator, sinks: list[SinkNode]) -> JobClient:
         """Start the STREAMING job of ``sinks`` on its ``translator`` (see the module doc
-        for what runs how)."""
+        for what runs how).
+
+        Args:
+            job_name: The job's name.
+            translator: The STREAMING translator the job was planned on.
+            sinks: The job's sink nodes.
+
+        Returns:
+            The client of the started job.
+        """
         translator.plan_sinks(sinks)  # CheckpointRootError / CheckpointMismatchError: nothing started
         if translator.runs_detached():
             started = translator.start_sinks(sinks)  # a failure stops and releases them
@@ -125,15 +141,27 @@ class JobClient:
 
     # -- PyFlink API ---------------------------------------------------------------------------
     def get_job_id(self) -> str:
-        """A random hex id of this run (Spark has no job id for a set of streaming queries)."""
+        """A random hex id of this run (Spark has no job id for a set of streaming queries).
+
+        Returns:
+            The id.
+        """
         return self._job_id
 
     def get_queries(self) -> dict[str, Any]:
-        """The Spark ``StreamingQuery`` of each query name (processing-time jobs only)."""
+        """The Spark ``StreamingQuery`` of each query name (processing-time jobs only).
+
+        Returns:
+            Query name to ``StreamingQuery``.
+        """
         return dict(self._queries)
 
     def get_job_status(self) -> JobStatus:
-        """RUNNING, FINISHED, CANCELED or FAILED (a failed query makes the job FAILED)."""
+        """RUNNING, FINISHED, CANCELED or FAILED (a failed query makes the job FAILED).
+
+        Returns:
+            The ``JobStatus``.
+        """
         with self._lock:
             self._refresh()
             return self._status
@@ -191,7 +219,14 @@ class JobClient:
             self._job.log_query_progress(name, q)
 
     def wait(self, timeout: Optional[float] = None) -> JobStatus:
-        """Wait until the job ended or ``timeout`` seconds passed; its status then."""
+        """Wait until the job ended or ``timeout`` seconds passed; its status then.
+
+        Args:
+            timeout: Seconds to wait at most; None waits for the end.
+
+        Returns:
+            The ``JobStatus`` at return.
+        """
         deadline = None if timeout is None else time.time() + timeout
         while self.get_job_status() is JobStatus.RUNNING:
             left = None if deadline is None else deadline - time.time()
@@ -213,7 +248,14 @@ class JobClient:
         return self.get_job_status()
 
     def get_job_execution_result(self) -> JobExecutionResult:
-        """Wait for the end of the job; its result, or its failure as JobExecutionError."""
+        """Wait for the end of the job; its result, or its failure as JobExecutionError.
+
+        Returns:
+            The ``JobExecutionResult``.
+
+        Raises:
+            JobExecutionError: The job failed or was canceled.
+        """
         self.wait()
         with self._lock:
             if self._error is not None:
@@ -243,7 +285,18 @@ class JobClient:
 
     def trigger_savepoint(self, path: str) -> str:
         """Write a savepoint of every keyed operator's state as of the last committed
-        micro-batch of its query while the job keeps running; returns ``path``."""
+        micro-batch of its query while the job keeps running; returns ``path``.
+
+        Args:
+            path: Where to write the savepoint.
+
+        Returns:
+            ``path``.
+
+        Raises:
+            SavepointError: The job ran in BATCH or is not a running processing-time job, or it
+                runs keyed operators in several queries (use ``stop_with_savepoint``).
+        """
         with self._lock:
             self._check_savepoint("trigger_savepoint")
             self._refresh()
@@ -262,7 +315,19 @@ class JobClient:
 
     def stop_with_savepoint(self, path: str, drain: bool = False) -> str:
         """Stop the queries (upstream first, each after its current micro-batch) and write
-        a savepoint of their last committed state; returns ``path``."""
+        a savepoint of their last committed state; returns ``path``.
+
+        Args:
+            path: Where to write the savepoint.
+            drain: Must be False: a running Spark file stream cannot be given end of input.
+
+        Returns:
+            ``path``.
+
+        Raises:
+            SavepointError: ``drain`` is True, the job ran in BATCH or is not running, or a stop
+                left no consistent cut (job stopped, no savepoint).
+        """
         with self._lock:
             self._check_savepoint("stop_with_savepoint")
             if drain:

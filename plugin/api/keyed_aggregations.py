@@ -34,7 +34,7 @@ class KeyedAggregations:
         return self._keyed("reduce", f, t, f"{kind.capitalize()}({field})")
 
     def sum(self, position_to_sum: Union[int, str] = 0) -> Any:
-        """Rolling sum of a field per key (PyFlink's ``sum``).
+        """Rolling sum of a field per key (PyFlink's ``sum``; BATCH emits the final one per key).
 
         Args:
             position_to_sum: The field's position (int) or name (str).
@@ -48,7 +48,8 @@ class KeyedAggregations:
         return self._agg("sum", position_to_sum)
 
     def min(self, position_to_min: Union[int, str] = 0) -> Any:
-        """Rolling minimum of a field per key (the other fields are the first record's).
+        """Rolling minimum of a field per key (the other fields are the first record's; BATCH
+        emits the final one per key).
 
         Args:
             position_to_min: The field's position (int) or name (str).
@@ -62,7 +63,8 @@ class KeyedAggregations:
         return self._agg("min", position_to_min)
 
     def max(self, position_to_max: Union[int, str] = 0) -> Any:
-        """Rolling maximum of a field per key (the other fields are the first record's).
+        """Rolling maximum of a field per key (the other fields are the first record's; BATCH
+        emits the final one per key).
 
         Args:
             position_to_max: The field's position (int) or name (str).
@@ -76,7 +78,7 @@ class KeyedAggregations:
         return self._agg("max", position_to_max)
 
     def min_by(self, position_to_min_by: Union[int, str] = 0) -> Any:
-        """Per key, the record with the smallest value of a field so far.
+        """Per key, the record with the smallest value of a field so far (BATCH: the final one).
 
         Args:
             position_to_min_by: The field's position (int) or name (str).
@@ -90,7 +92,7 @@ class KeyedAggregations:
         return self._agg("min_by", position_to_min_by)
 
     def max_by(self, position_to_max_by: Union[int, str] = 0) -> Any:
-        """Per key, the record with the largest value of a field so far.
+        """Per key, the record with the largest value of a field so far (BATCH: the final one).
 
         Args:
             position_to_max_by: The field's position (int) or name (str).

@@ -33,25 +33,61 @@ class Partitioning:
 
     def forward(self: _Self) -> _Self:
         """Flink: each record goes to the same subtask of the next operator. Spark runs the
-        next non-keyed stage in the same partition: accepted, nothing changes."""
+        next non-keyed stage in the same partition: accepted, nothing changes.
+
+        Returns:
+            This stream.
+        """
         return self
 
     def shuffle(self) -> Any:
-        """Flink: records go to uniformly random subtasks. Not supported (see the module)."""
+        """Flink: records go to uniformly random subtasks. Not supported (see the module).
+
+        Returns:
+            Nothing: it always raises.
+
+        Raises:
+            GraphBuildError: Always, saying how to spread records instead.
+        """
         raise GraphBuildError(f"shuffle() on {self._node.describe()} is not supported: {_SPREAD}")
 
     def rebalance(self) -> Any:
-        """Flink: records go round-robin to the subtasks. Not supported (see the module)."""
+        """Flink: records go round-robin to the subtasks. Not supported (see the module).
+
+        Returns:
+            Nothing: it always raises.
+
+        Raises:
+            GraphBuildError: Always, saying how to spread records instead.
+        """
         raise GraphBuildError(
             f"rebalance() on {self._node.describe()} is not supported: {_SPREAD}")
 
     def rescale(self) -> Any:
-        """Flink: records go round-robin to a subset of the subtasks. Not supported."""
+        """Flink: records go round-robin to a subset of the subtasks. Not supported.
+
+        Returns:
+            Nothing: it always raises.
+
+        Raises:
+            GraphBuildError: Always, saying how to spread records instead.
+        """
         raise GraphBuildError(f"rescale() on {self._node.describe()} is not supported: {_SPREAD}")
 
     def partition_custom(self, partitioner: Any, key_selector: Any) -> Any:
         """Flink: ``partitioner.partition(key, n)`` picks each record's subtask. Not
-        supported: Spark cannot pin a record to a subtask."""
+        supported: Spark cannot pin a record to a subtask.
+
+        Args:
+            partitioner: Flink's ``Partitioner``.
+            key_selector: The key selector.
+
+        Returns:
+            Nothing: it always raises.
+
+        Raises:
+            GraphBuildError: Always, saying to key the stream instead.
+        """
         raise GraphBuildError(
             f"partition_custom() on {self._node.describe()} is not supported: a record cannot "
             "be sent to a chosen subtask here. To bring records with the same key together, "
