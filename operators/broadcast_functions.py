@@ -165,19 +165,39 @@ class BaseBroadcastProcessFunction(Function):
 
         @abstractmethod
         def timestamp(self) -> int | None:
-            """Timestamp of the element being processed (of the timer in ``on_timer``), or None."""
+            """Timestamp of the element being processed (of the timer in ``on_timer``), or None.
+
+            Returns:
+                The timestamp in ms, or None.
+            """
 
         @abstractmethod
         def current_processing_time(self) -> int:
-            """Current processing time in ms (raises under ``pipeline.processing-time.allow=FAIL``)."""
+            """Current processing time in ms (raises under ``pipeline.processing-time.allow=FAIL``).
+
+            Returns:
+                The processing time in ms.
+
+            Raises:
+                ProcessingTimeError: ``pipeline.processing-time.allow`` is FAIL.
+            """
 
         @abstractmethod
         def current_watermark(self) -> int:
-            """Current event-time watermark in ms."""
+            """Current event-time watermark in ms.
+
+            Returns:
+                The watermark in ms.
+            """
 
         @abstractmethod
         def output(self, output_tag: OutputTag, value: Any) -> None:
-            """Emit ``value`` to the side output ``output_tag``."""
+            """Emit ``value`` to the side output ``output_tag``.
+
+            Args:
+                output_tag: The side output's ``OutputTag``.
+                value: The value.
+            """
 
     class Context(BaseContext):
         """The context of ``process_broadcast_element``: read/write broadcast state."""
@@ -185,14 +205,28 @@ class BaseBroadcastProcessFunction(Function):
         @abstractmethod
         def get_broadcast_state(self, state_descriptor: Any) -> BroadcastState[Any, Any]:
             """The broadcast state of ``state_descriptor`` (a MapStateDescriptor declared in
-            ``ds.broadcast(...)``), writable."""
+            ``ds.broadcast(...)``), writable.
+
+            Args:
+                state_descriptor: The ``MapStateDescriptor``.
+
+            Returns:
+                The ``BroadcastState``.
+            """
 
     class ReadOnlyContext(BaseContext):
         """The context of ``process_element``: read-only broadcast state."""
 
         @abstractmethod
         def get_broadcast_state(self, state_descriptor: Any) -> ReadOnlyBroadcastState[Any, Any]:
-            """A read-only view of the broadcast state of ``state_descriptor``."""
+            """A read-only view of the broadcast state of ``state_descriptor``.
+
+            Args:
+                state_descriptor: The ``MapStateDescriptor``.
+
+            Returns:
+                The ``ReadOnlyBroadcastState``.
+            """
 
 
 _BaseContext = BaseBroadcastProcessFunction.Context
@@ -250,25 +284,46 @@ class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, I
                                  function: Callable[[Any, Any], None]) -> None:
             """Call ``function(key, state)`` for every key that has state ``state_descriptor``
             (a keyed state descriptor); ``state`` is that key's state, readable and writable.
-            An object with a ``process(key, state)`` method works too."""
+            An object with a ``process(key, state)`` method works too.
+
+            Args:
+                state_descriptor: A keyed state descriptor of the function.
+                function: ``function(key, state)``, or an object with ``process(key, state)``.
+
+            Raises:
+                StateDescriptorError: ``state_descriptor`` is not a keyed state descriptor.
+                StateError: ``function`` is neither.
+            """
 
     class ReadOnlyContext(_BaseReadOnlyContext, ABC):
         """The context of ``process_element``: also the current key and timers."""
 
         @abstractmethod
         def timer_service(self) -> TimerService:
-            """Timers and clocks of the current key."""
+            """Timers and clocks of the current key.
+
+            Returns:
+                The ``TimerService``.
+            """
 
         @abstractmethod
         def get_current_key(self) -> Any:
-            """Key of the element being processed."""
+            """Key of the element being processed.
+
+            Returns:
+                The key.
+            """
 
     class OnTimerContext(ReadOnlyContext, ABC):
         """The context of ``on_timer``: also the firing timer's time domain."""
 
         @abstractmethod
         def time_domain(self) -> TimeDomain:
-            """EVENT_TIME or PROCESSING_TIME."""
+            """EVENT_TIME or PROCESSING_TIME.
+
+            Returns:
+                The ``TimeDomain``.
+            """
 
     @abstractmethod
     def process_element(self, value: IN1, ctx: KeyedBroadcastProcessFunction.ReadOnlyContext

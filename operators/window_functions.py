@@ -77,15 +77,27 @@ class ProcessAllWindowFunction(Function, ABC, Generic[IN, OUT, W]):
 
         @abstractmethod
         def window(self) -> W2:
-            """The window being processed."""
+            """The window being processed.
+
+            Returns:
+                The window.
+            """
 
         @abstractmethod
         def window_state(self) -> Any:
-            """State scoped to this window."""
+            """State scoped to this window.
+
+            Returns:
+                An object with ``get_state``, ``get_list_state``, ... for this window.
+            """
 
         @abstractmethod
         def global_state(self) -> Any:
-            """State across windows."""
+            """State across windows.
+
+            Returns:
+                An object with ``get_state``, ``get_list_state``, ... across windows.
+            """
 
     @abstractmethod
     def process(self, context: ProcessAllWindowFunction.Context,

@@ -34,27 +34,52 @@ class ProcessWindowFunction(Function, ABC, Generic[IN, OUT, KEY, W]):
 
         @abstractmethod
         def window(self) -> Any:
-            """The window being processed (``start``, ``end``, ``max_timestamp()``)."""
+            """The window being processed (``start``, ``end``, ``max_timestamp()``).
+
+            Returns:
+                The window.
+            """
 
         @abstractmethod
         def current_processing_time(self) -> int:
-            """Processing time in ms."""
+            """Processing time in ms.
+
+            Returns:
+                The processing time in ms.
+            """
 
         @abstractmethod
         def current_watermark(self) -> int:
-            """Current event-time watermark."""
+            """Current event-time watermark.
+
+            Returns:
+                The watermark in ms.
+            """
 
         @abstractmethod
         def window_state(self) -> Any:
-            """Keyed state scoped to this key and window (``get_state(descriptor)``, ...)."""
+            """Keyed state scoped to this key and window (``get_state(descriptor)``, ...).
+
+            Returns:
+                An object with ``get_state``, ``get_list_state``, ... for this key and window.
+            """
 
         @abstractmethod
         def global_state(self) -> Any:
-            """Keyed state of this key across windows."""
+            """Keyed state of this key across windows.
+
+            Returns:
+                An object with ``get_state``, ``get_list_state``, ... for this key.
+            """
 
         @abstractmethod
         def output(self, output_tag: OutputTag, value: Any) -> None:
-            """Emit ``value`` to a side output."""
+            """Emit ``value`` to a side output.
+
+            Args:
+                output_tag: The side output's ``OutputTag``.
+                value: The value.
+            """
 
     @abstractmethod
     def process(self, key: Any, context: ProcessWindowFunction.Context,

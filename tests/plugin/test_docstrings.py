@@ -1,7 +1,7 @@
 """Every public name of ``pyspark_datastream`` has a Google-style docstring.
 
-The walk covers each name of ``pyspark_datastream.__all__``, the public methods and properties
-its classes define (or inherit from a project base class, checked once where defined) and the
+The walk covers each name of ``pyspark_datastream.__all__`` and the public classes nested in
+its classes (contexts, builders), the public methods and properties they define (or inherit from a project base class, checked once where defined) and the
 modules that define them. A function taking parameters needs an ``Args:`` section naming each
 one; a function annotated to return something needs ``Returns:`` or ``Yields:``. Properties
 need a line of docstring only. An override without a docstring of its own is documented by the
@@ -111,9 +111,15 @@ def offenders(names: dict[str, object]) -> list[str]:
     def report(where: str, problems: list[str]) -> None:
         found.extend(f"{where}: {p}" for p in problems)
 
-    for name, obj in sorted(names.items()):
+    queue = sorted(names.items())
+    while queue:
+        name, obj = queue.pop(0)
         if isinstance(obj, types.ModuleType) or not _own(obj):
             continue
+        if inspect.isclass(obj):  # public nested classes (contexts, builders) too
+            queue.extend((f"{name}.{n}", v) for n, v in vars(obj).items()
+                         if inspect.isclass(v) and not n.startswith("_")
+                         and v.__qualname__ == f"{obj.__qualname__}.{n}")
         module = obj.__module__
         modules.add(module)
         if inspect.isclass(obj):
@@ -226,6 +232,16 @@ class Probe(Base):
         return value
 
 
+class Outer:
+    """Holds a nested class."""
+
+    class Context:
+        """A nested context."""
+
+        def timestamp(self) -> int:
+            return 0
+
+
 class Override(Probe):
     """Overrides documented and undocumented base methods."""
 
@@ -248,13 +264,15 @@ def undocumented(x: int) -> int:
 def test_the_checker_reports_each_gap_and_nothing_else() -> None:
     module = _fake_module()
     try:
-        problems = offenders({"Override": module.Override, "undocumented": module.undocumented})
+        problems = offenders({"Override": module.Override, "Outer": module.Outer,
+                              "undocumented": module.undocumented})
     finally:
         del sys.modules[module.__name__]
     prefix = f"{module.__name__}."
     assert sorted(p.removeprefix(prefix) for p in problems) == sorted([
         "Base.inherited: missing docstring",
         "Override.inherited: missing docstring",
+        "Outer.Context.timestamp: missing docstring",
         "Probe.size: missing docstring",
         "Probe.nothing: missing Args for second",
         "Probe.nothing: missing Returns",
