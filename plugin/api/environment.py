@@ -150,12 +150,13 @@ class StreamExecutionEnvironment:
         """Set ``execution.runtime-mode``: BATCH, STREAMING or AUTOMATIC (by the sources' boundedness).
 
         Args:
-            mode: A ``RuntimeExecutionMode`` or its name; a name that is no mode fails when a job
-                is planned (``ConfigurationError``).
-
+            mode: A ``RuntimeExecutionMode`` or its name (any case).
 
         Returns:
             This environment.
+
+        Raises:
+            ConfigurationError: ``mode`` names no mode.
         """
         value = mode.value if isinstance(mode, RuntimeExecutionMode) else mode
         self._config.set_string("execution.runtime-mode", str(value))
@@ -166,7 +167,6 @@ class StreamExecutionEnvironment:
 
         Args:
             parallelism: A positive int.
-
 
         Returns:
             This environment.
@@ -199,7 +199,6 @@ class StreamExecutionEnvironment:
         Args:
             max_parallelism: An int in ``[1, 32768]``.
 
-
         Returns:
             This environment.
 
@@ -230,7 +229,6 @@ class StreamExecutionEnvironment:
         Args:
             timeout_millis: An int >= -1.
 
-
         Returns:
             This environment.
 
@@ -258,7 +256,6 @@ class StreamExecutionEnvironment:
         Args:
             state_backend: A ``StateBackend`` (``HashMapStateBackend()``,
                 ``EmbeddedRocksDBStateBackend()``) or a registered backend's name.
-
 
         Returns:
             This environment.
