@@ -52,27 +52,57 @@ class ReadOnlyBroadcastState(ABC, Generic[K, V]):
 
     @abstractmethod
     def get(self, key: K) -> V | None:
-        """The value of ``key``, or None."""
+        """The value of ``key``, or None.
+
+        Args:
+            key: The key.
+
+        Returns:
+            The value, or None.
+        """
 
     @abstractmethod
     def contains(self, key: K) -> bool:
-        """Whether ``key`` has a value."""
+        """Whether ``key`` has a value.
+
+        Args:
+            key: The key.
+
+        Returns:
+            Whether ``key`` has a value.
+        """
 
     @abstractmethod
     def items(self) -> Iterable[tuple[K, V]]:
-        """Every ``(key, value)`` mapping."""
+        """Every ``(key, value)`` mapping.
+
+        Returns:
+            The mappings.
+        """
 
     @abstractmethod
     def keys(self) -> Iterable[K]:
-        """Every key."""
+        """Every key.
+
+        Returns:
+            The keys.
+        """
 
     @abstractmethod
     def values(self) -> Iterable[V]:
-        """Every value."""
+        """Every value.
+
+        Returns:
+            The values.
+        """
 
     @abstractmethod
     def is_empty(self) -> bool:
-        """True when the state holds no mapping."""
+        """True when the state holds no mapping.
+
+        Returns:
+            Whether the state is empty.
+        """
 
     @abstractmethod
     def clear(self) -> None:
@@ -97,15 +127,28 @@ class BroadcastState(ReadOnlyBroadcastState[K, V]):
 
     @abstractmethod
     def put(self, key: K, value: V) -> None:
-        """Set the value of ``key``."""
+        """Set the value of ``key``.
+
+        Args:
+            key: The key.
+            value: The value.
+        """
 
     @abstractmethod
     def put_all(self, dict_value: dict[K, V]) -> None:
-        """Set every mapping of ``dict_value``."""
+        """Set every mapping of ``dict_value``.
+
+        Args:
+            dict_value: The mappings.
+        """
 
     @abstractmethod
     def remove(self, key: K) -> None:
-        """Remove the mapping of ``key`` (no-op when absent)."""
+        """Remove the mapping of ``key`` (no-op when absent).
+
+        Args:
+            key: The key.
+        """
 
     def __setitem__(self, key: K, value: V) -> None:
         self.put(key, value)
@@ -122,19 +165,39 @@ class BaseBroadcastProcessFunction(Function):
 
         @abstractmethod
         def timestamp(self) -> int | None:
-            """Timestamp of the element being processed (of the timer in ``on_timer``), or None."""
+            """Timestamp of the element being processed (of the timer in ``on_timer``), or None.
+
+            Returns:
+                The timestamp in ms, or None.
+            """
 
         @abstractmethod
         def current_processing_time(self) -> int:
-            """Current processing time in ms (raises under ``pipeline.processing-time.allow=FAIL``)."""
+            """Current processing time in ms (raises under ``pipeline.processing-time.allow=FAIL``).
+
+            Returns:
+                The processing time in ms.
+
+            Raises:
+                ProcessingTimeError: ``pipeline.processing-time.allow`` is FAIL.
+            """
 
         @abstractmethod
         def current_watermark(self) -> int:
-            """Current event-time watermark in ms."""
+            """Current event-time watermark in ms.
+
+            Returns:
+                The watermark in ms.
+            """
 
         @abstractmethod
         def output(self, output_tag: OutputTag, value: Any) -> None:
-            """Emit ``value`` to the side output ``output_tag``."""
+            """Emit ``value`` to the side output ``output_tag``.
+
+            Args:
+                output_tag: The side output's ``OutputTag``.
+                value: The value.
+            """
 
     class Context(BaseContext):
         """The context of ``process_broadcast_element``: read/write broadcast state."""
@@ -142,14 +205,28 @@ class BaseBroadcastProcessFunction(Function):
         @abstractmethod
         def get_broadcast_state(self, state_descriptor: Any) -> BroadcastState[Any, Any]:
             """The broadcast state of ``state_descriptor`` (a MapStateDescriptor declared in
-            ``ds.broadcast(...)``), writable."""
+            ``ds.broadcast(...)``), writable.
+
+            Args:
+                state_descriptor: The ``MapStateDescriptor``.
+
+            Returns:
+                The ``BroadcastState``.
+            """
 
     class ReadOnlyContext(BaseContext):
         """The context of ``process_element``: read-only broadcast state."""
 
         @abstractmethod
         def get_broadcast_state(self, state_descriptor: Any) -> ReadOnlyBroadcastState[Any, Any]:
-            """A read-only view of the broadcast state of ``state_descriptor``."""
+            """A read-only view of the broadcast state of ``state_descriptor``.
+
+            Args:
+                state_descriptor: The ``MapStateDescriptor``.
+
+            Returns:
+                The ``ReadOnlyBroadcastState``.
+            """
 
 
 _BaseContext = BaseBroadcastProcessFunction.Context
@@ -169,13 +246,29 @@ class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN1, IN2, O
     @abstractmethod
     def process_element(self, value: IN1, ctx: BroadcastProcessFunction.ReadOnlyContext
                         ) -> Iterable[OUT] | None:
-        """Yield the outputs for an element of the non-broadcast stream."""
+        """Yield the outputs for an element of the non-broadcast stream.
+
+        Args:
+            value: The element.
+            ctx: Read-only broadcast state, timestamp, processing time, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     @abstractmethod
     def process_broadcast_element(self, value: IN2, ctx: BroadcastProcessFunction.Context
                                   ) -> Iterable[OUT] | None:
         """Yield the outputs for an element of the broadcast stream (once per parallel
-        instance: every instance processes every broadcast element)."""
+        instance: every instance processes every broadcast element).
+
+        Args:
+            value: The broadcast element.
+            ctx: Writable broadcast state, timestamp, processing time, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
 
 class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, IN1, IN2, OUT]):
@@ -191,38 +284,83 @@ class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, I
                                  function: Callable[[Any, Any], None]) -> None:
             """Call ``function(key, state)`` for every key that has state ``state_descriptor``
             (a keyed state descriptor); ``state`` is that key's state, readable and writable.
-            An object with a ``process(key, state)`` method works too."""
+            An object with a ``process(key, state)`` method works too.
+
+            Args:
+                state_descriptor: A keyed state descriptor of the function.
+                function: ``function(key, state)``, or an object with ``process(key, state)``.
+
+            Raises:
+                StateDescriptorError: ``state_descriptor`` is not a keyed state descriptor.
+                StateError: ``function`` is neither.
+            """
 
     class ReadOnlyContext(_BaseReadOnlyContext, ABC):
         """The context of ``process_element``: also the current key and timers."""
 
         @abstractmethod
         def timer_service(self) -> TimerService:
-            """Timers and clocks of the current key."""
+            """Timers and clocks of the current key.
+
+            Returns:
+                The ``TimerService``.
+            """
 
         @abstractmethod
         def get_current_key(self) -> Any:
-            """Key of the element being processed."""
+            """Key of the element being processed.
+
+            Returns:
+                The key.
+            """
 
     class OnTimerContext(ReadOnlyContext, ABC):
         """The context of ``on_timer``: also the firing timer's time domain."""
 
         @abstractmethod
         def time_domain(self) -> TimeDomain:
-            """EVENT_TIME or PROCESSING_TIME."""
+            """EVENT_TIME or PROCESSING_TIME.
+
+            Returns:
+                The ``TimeDomain``.
+            """
 
     @abstractmethod
     def process_element(self, value: IN1, ctx: KeyedBroadcastProcessFunction.ReadOnlyContext
                         ) -> Iterable[OUT] | None:
-        """Yield the outputs for an element of the keyed stream."""
+        """Yield the outputs for an element of the keyed stream.
+
+        Args:
+            value: The element.
+            ctx: Current key, read-only broadcast state, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     @abstractmethod
     def process_broadcast_element(self, value: IN2, ctx: KeyedBroadcastProcessFunction.Context
                                   ) -> Iterable[OUT] | None:
         """Yield the outputs for an element of the broadcast stream (once per parallel
-        instance: every instance processes every broadcast element)."""
+        instance: every instance processes every broadcast element).
+
+        Args:
+            value: The broadcast element.
+            ctx: Writable broadcast state, ``apply_to_keyed_state``, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     def on_timer(self, timestamp: int, ctx: KeyedBroadcastProcessFunction.OnTimerContext
                  ) -> Iterable[OUT] | None:
-        """A timer of the current key fired; yield outputs. Default: nothing."""
+        """A timer of the current key fired; yield outputs. Default: nothing.
+
+        Args:
+            timestamp: The timer's time in ms.
+            ctx: Current key, time domain, read-only broadcast state, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
         return None

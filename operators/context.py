@@ -90,59 +90,172 @@ class RuntimeContext:
         return getattr(backend, backend_method)(descriptor)
 
     def get_state(self, state_descriptor: ValueStateDescriptor) -> Any:
-        """The ValueState of the current key."""
+        """The ValueState of the current key.
+
+        Args:
+            state_descriptor: The ``ValueStateDescriptor`` (name, type, TTL).
+
+        Returns:
+            The ValueState, scoped to the key being processed.
+
+        Raises:
+            StateError: The operator is not keyed (no ``key_by`` before it).
+            StateDescriptorError: ``state_descriptor`` is not a ValueStateDescriptor.
+        """
         return self._acquire("get_state", state_descriptor)
 
     def get_list_state(self, state_descriptor: ListStateDescriptor) -> Any:
-        """The ListState of the current key."""
+        """The ListState of the current key.
+
+        Args:
+            state_descriptor: The ``ListStateDescriptor`` (name, type, TTL).
+
+        Returns:
+            The ListState, scoped to the key being processed.
+
+        Raises:
+            StateError: The operator is not keyed (no ``key_by`` before it).
+            StateDescriptorError: ``state_descriptor`` is not a ListStateDescriptor.
+        """
         return self._acquire("get_list_state", state_descriptor)
 
     def get_map_state(self, state_descriptor: MapStateDescriptor) -> Any:
-        """The MapState of the current key."""
+        """The MapState of the current key.
+
+        Args:
+            state_descriptor: The ``MapStateDescriptor`` (name, type, TTL).
+
+        Returns:
+            The MapState, scoped to the key being processed.
+
+        Raises:
+            StateError: The operator is not keyed (no ``key_by`` before it).
+            StateDescriptorError: ``state_descriptor`` is not a MapStateDescriptor.
+        """
         return self._acquire("get_map_state", state_descriptor)
 
     def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> Any:
-        """The ReducingState of the current key."""
+        """The ReducingState of the current key.
+
+        Args:
+            state_descriptor: The ``ReducingStateDescriptor`` (name, type, TTL).
+
+        Returns:
+            The ReducingState, scoped to the key being processed.
+
+        Raises:
+            StateError: The operator is not keyed (no ``key_by`` before it).
+            StateDescriptorError: ``state_descriptor`` is not a ReducingStateDescriptor.
+        """
         return self._acquire("get_reducing_state", state_descriptor)
 
     def get_aggregating_state(self, state_descriptor: AggregatingStateDescriptor) -> Any:
-        """The AggregatingState of the current key."""
+        """The AggregatingState of the current key.
+
+        Args:
+            state_descriptor: The ``AggregatingStateDescriptor`` (name, type, TTL).
+
+        Returns:
+            The AggregatingState, scoped to the key being processed.
+
+        Raises:
+            StateError: The operator is not keyed (no ``key_by`` before it).
+            StateDescriptorError: ``state_descriptor`` is not a AggregatingStateDescriptor.
+        """
         return self._acquire("get_aggregating_state", state_descriptor)
 
     def get_binary_sorted_state(self, state_descriptor: BinarySortedStateDescriptor) -> Any:
-        """The BinarySortedState (FLIP-220) of the current key."""
+        """The BinarySortedState (FLIP-220) of the current key.
+
+        Args:
+            state_descriptor: The ``BinarySortedStateDescriptor`` (name, type, TTL).
+
+        Returns:
+            The BinarySortedState, scoped to the key being processed.
+
+        Raises:
+            StateError: The operator is not keyed (no ``key_by`` before it).
+            StateDescriptorError: ``state_descriptor`` is not a BinarySortedStateDescriptor.
+        """
         return self._acquire("get_binary_sorted_state", state_descriptor)
 
     def get_temporal_value_state(self, state_descriptor: ValueStateDescriptor) -> Any:
-        """A TemporalValueState (values by event time) of the current key."""
+        """A TemporalValueState (values by event time) of the current key.
+
+        Args:
+            state_descriptor: The ``ValueStateDescriptor`` (name, type, TTL).
+
+        Returns:
+            The TemporalValueState, scoped to the key being processed.
+
+        Raises:
+            StateError: The operator is not keyed (no ``key_by`` before it).
+            StateDescriptorError: ``state_descriptor`` is not a ValueStateDescriptor.
+        """
         return self._acquire("get_temporal_value_state", state_descriptor)
 
     def get_temporal_list_state(self, state_descriptor: ListStateDescriptor) -> Any:
-        """A TemporalListState (lists by event time) of the current key."""
+        """A TemporalListState (lists by event time) of the current key.
+
+        Args:
+            state_descriptor: The ``ListStateDescriptor`` (name, type, TTL).
+
+        Returns:
+            The TemporalListState, scoped to the key being processed.
+
+        Raises:
+            StateError: The operator is not keyed (no ``key_by`` before it).
+            StateDescriptorError: ``state_descriptor`` is not a ListStateDescriptor.
+        """
         return self._acquire("get_temporal_list_state", state_descriptor)
 
     # -- task information -------------------------------------------------------------
 
     def get_index_of_this_subtask(self) -> int:
-        """0-based index of this parallel instance."""
+        """0-based index of this parallel instance.
+
+        Returns:
+            The subtask index.
+        """
         return self._config.subtask_index
 
     def get_number_of_parallel_subtasks(self) -> int:
-        """Parallelism of the operator."""
+        """Parallelism of the operator.
+
+        Returns:
+            The parallelism.
+        """
         return self._config.parallelism
 
     def get_max_number_of_parallel_subtasks(self) -> int:
-        """Max parallelism (number of key groups)."""
+        """Max parallelism (number of key groups).
+
+        Returns:
+            The max parallelism.
+        """
         return self._config.max_parallelism
 
     def get_task_name(self) -> str:
-        """Name of the operator."""
+        """Name of the operator.
+
+        Returns:
+            The operator's name.
+        """
         return self._config.operator_name
 
     def get_job_parameter(self, key: str, default: Any = None, **kwargs: Any) -> Any:
         """A job parameter (``env.set_job_parameter``-style), or ``default``.
 
-        PyFlink's keyword ``default_value=`` is accepted too.
+        Args:
+            key: The parameter's name.
+            default: What to return when it is not set.
+            **kwargs: PyFlink's keyword ``default_value=`` (instead of ``default``).
+
+        Returns:
+            The parameter's value, or the default.
+
+        Raises:
+            TypeError: Another keyword argument is given.
         """
         if kwargs:
             if set(kwargs) != {"default_value"}:
@@ -151,7 +264,11 @@ class RuntimeContext:
         return self._config.job_parameters.get(key, default)
 
     def get_attempt_number(self) -> int:
-        """Attempt number of this task (always 0: Spark retries re-run from the input)."""
+        """Attempt number of this task (always 0: Spark retries re-run from the input).
+
+        Returns:
+            0.
+        """
         return 0
 
 

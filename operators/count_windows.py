@@ -71,7 +71,17 @@ class CountTumblingWindowAssigner(_CountAssigner[T]):
 
     @staticmethod
     def of(window_size: int) -> CountTumblingWindowAssigner:
-        """Windows of ``window_size`` elements."""
+        """Windows of ``window_size`` elements.
+
+        Args:
+            window_size: Elements per window, an int >= 1.
+
+        Returns:
+            The assigner.
+
+        Raises:
+            GraphBuildError: ``window_size`` is not an int >= 1.
+        """
         return CountTumblingWindowAssigner(window_size)
 
     def assign_windows(self, element: Any, timestamp: int | None,
@@ -88,7 +98,18 @@ class CountSlidingWindowAssigner(_CountAssigner[T]):
 
     @staticmethod
     def of(window_size: int, window_slide: int) -> CountSlidingWindowAssigner:
-        """Windows of ``window_size`` elements every ``window_slide`` elements."""
+        """Windows of ``window_size`` elements every ``window_slide`` elements.
+
+        Args:
+            window_size: Elements per window, an int >= 1.
+            window_slide: Elements between window starts, an int >= 1.
+
+        Returns:
+            The assigner.
+
+        Raises:
+            GraphBuildError: A count is not an int >= 1.
+        """
         return CountSlidingWindowAssigner(window_size, window_slide)
 
     def assign_windows(self, element: Any, timestamp: int | None,

@@ -62,7 +62,14 @@ class MapFunction(Function, ABC):
 
     @abstractmethod
     def map(self, value: Any) -> Any:
-        """Transform one record."""
+        """Transform one record.
+
+        Args:
+            value: The record.
+
+        Returns:
+            The output record.
+        """
 
 
 class FlatMapFunction(Function, ABC):
@@ -70,7 +77,14 @@ class FlatMapFunction(Function, ABC):
 
     @abstractmethod
     def flat_map(self, value: Any) -> Iterable[Any] | None:
-        """Return (or yield) the outputs for one record."""
+        """Return (or yield) the outputs for one record.
+
+        Args:
+            value: The record.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
 
 class FilterFunction(Function, ABC):
@@ -78,7 +92,14 @@ class FilterFunction(Function, ABC):
 
     @abstractmethod
     def filter(self, value: Any) -> bool:
-        """True to keep ``value``."""
+        """True to keep ``value``.
+
+        Args:
+            value: The record.
+
+        Returns:
+            Whether to keep the record.
+        """
 
 
 class KeySelector(Function, ABC):
@@ -86,7 +107,14 @@ class KeySelector(Function, ABC):
 
     @abstractmethod
     def get_key(self, value: Any) -> Any:
-        """The key of ``value`` (must be deterministic: equal records, equal keys)."""
+        """The key of ``value`` (must be deterministic: equal records, equal keys).
+
+        Args:
+            value: The record.
+
+        Returns:
+            The key.
+        """
 
 
 class Partitioner(Function, ABC):
@@ -230,7 +258,15 @@ class ProcessFunction(Function, ABC):
 
     @abstractmethod
     def process_element(self, value: Any, ctx: _Context) -> Iterable[Any] | None:
-        """Yield (or return an iterable of) outputs for ``value``; None for no output."""
+        """Yield (or return an iterable of) outputs for ``value``; None for no output.
+
+        Args:
+            value: The record.
+            ctx: The context: timestamp, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
 
 class KeyedProcessFunction(Function, ABC):
@@ -241,10 +277,26 @@ class KeyedProcessFunction(Function, ABC):
 
     @abstractmethod
     def process_element(self, value: Any, ctx: _KeyedContext) -> Iterable[Any] | None:
-        """Yield outputs for ``value``; state and timers apply to ``ctx.get_current_key()``."""
+        """Yield outputs for ``value``; state and timers apply to ``ctx.get_current_key()``.
+
+        Args:
+            value: The record.
+            ctx: The context: current key, timestamp, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     def on_timer(self, timestamp: int, ctx: _OnTimerContext) -> Iterable[Any] | None:
-        """Called when a timer of the current key fires; yields outputs. Default: nothing."""
+        """Called when a timer of the current key fires; yields outputs. Default: nothing.
+
+        Args:
+            timestamp: The timer's time in ms.
+            ctx: The timer context: current key, time domain, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
         return None
 
 
@@ -253,11 +305,25 @@ class CoMapFunction(Function, ABC):
 
     @abstractmethod
     def map1(self, value: Any) -> Any:
-        """Map a record of the first input."""
+        """Map a record of the first input.
+
+        Args:
+            value: The record.
+
+        Returns:
+            The output record.
+        """
 
     @abstractmethod
     def map2(self, value: Any) -> Any:
-        """Map a record of the second input."""
+        """Map a record of the second input.
+
+        Args:
+            value: The record.
+
+        Returns:
+            The output record.
+        """
 
 
 class CoFlatMapFunction(Function, ABC):
@@ -265,11 +331,25 @@ class CoFlatMapFunction(Function, ABC):
 
     @abstractmethod
     def flat_map1(self, value: Any) -> Iterable[Any] | None:
-        """Outputs for a record of the first input."""
+        """Outputs for a record of the first input.
+
+        Args:
+            value: The record.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     @abstractmethod
     def flat_map2(self, value: Any) -> Iterable[Any] | None:
-        """Outputs for a record of the second input."""
+        """Outputs for a record of the second input.
+
+        Args:
+            value: The record.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
 
 class CoProcessFunction(Function, ABC):
@@ -279,11 +359,27 @@ class CoProcessFunction(Function, ABC):
 
     @abstractmethod
     def process_element1(self, value: Any, ctx: _Context) -> Iterable[Any] | None:
-        """Outputs for a record of the first input."""
+        """Outputs for a record of the first input.
+
+        Args:
+            value: The record.
+            ctx: The context: timestamp, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     @abstractmethod
     def process_element2(self, value: Any, ctx: _Context) -> Iterable[Any] | None:
-        """Outputs for a record of the second input."""
+        """Outputs for a record of the second input.
+
+        Args:
+            value: The record.
+            ctx: The context: timestamp, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
 
 class KeyedCoProcessFunction(Function, ABC):
@@ -294,14 +390,38 @@ class KeyedCoProcessFunction(Function, ABC):
 
     @abstractmethod
     def process_element1(self, value: Any, ctx: _KeyedContext) -> Iterable[Any] | None:
-        """Outputs for a record of the first input."""
+        """Outputs for a record of the first input.
+
+        Args:
+            value: The record.
+            ctx: The context: current key, timestamp, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     @abstractmethod
     def process_element2(self, value: Any, ctx: _KeyedContext) -> Iterable[Any] | None:
-        """Outputs for a record of the second input."""
+        """Outputs for a record of the second input.
+
+        Args:
+            value: The record.
+            ctx: The context: current key, timestamp, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
     def on_timer(self, timestamp: int, ctx: _OnTimerContext) -> Iterable[Any] | None:
-        """Called when a timer of the current key fires. Default: nothing."""
+        """Called when a timer of the current key fires. Default: nothing.
+
+        Args:
+            timestamp: The timer's time in ms.
+            ctx: The timer context: current key, time domain, timer service, side outputs.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
         return None
 
 
@@ -310,7 +430,15 @@ class TimestampAssigner(Function, ABC):
 
     @abstractmethod
     def extract_timestamp(self, value: Any, record_timestamp: int | None) -> int:
-        """Event timestamp of ``value``; ``record_timestamp`` is its previous one (or None)."""
+        """Event timestamp of ``value``; ``record_timestamp`` is its previous one (or None).
+
+        Args:
+            value: The record.
+            record_timestamp: The record's previous timestamp in ms, or None.
+
+        Returns:
+            The event timestamp in ms.
+        """
 
 
 # --- plain callables -> function classes ------------------------------------------------

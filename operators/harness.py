@@ -4,15 +4,8 @@ Modelled on Flink's operator test harnesses and PySpark's ``TwsTester``: push
 records, watermarks and processing time in, read outputs, side outputs, state
 and timers back. The harness drives the very operator, backend and key
 extraction code that runs on Spark (``KeyedProcessOperator`` /
-``KeyedCoProcessOperator`` over a real keyed backend), following the drivers'
-protocol:
-
-* ``backend="hashmap"`` (alias ``"heap"``) or ``"rocksdb"``, or any other registered
-  backend (``state_store/backends/registry.py``): hash execution; in BATCH mode every timer
-  fires at ``end_input()`` with watermark MAX (watermarks pushed in are ignored).
-* ``backend="single_key"`` (BATCH): sorted execution; records of one key must be
-  contiguous, and a key's timers fire when the next key arrives (``end_key``) or
-  at ``end_input()``.
+``KeyedCoProcessOperator`` over a real keyed backend). Backends and the order
+timers fire in: the "Testing with the harness" guide.
 
 Example::
 
@@ -209,11 +202,33 @@ class KeyedOperatorTestHarness:
     def process_element(
         self, value: Any, timestamp: int | None = None, input_index: int = 0
     ) -> list[Output]:
-        """Push one record (of input ``input_index``); returns the outputs it caused."""
+        """Push one record (of input ``input_index``); returns the outputs it caused.
+
+        Args:
+            value: The record.
+            timestamp: The record's event timestamp in ms, or None.
+            input_index: 0 for the first input, 1 for the second (two-input functions).
+
+        Returns:
+            The ``Output`` records it caused (main and side outputs).
+
+        Raises:
+            JobExecutionError: ``end_input()`` was already called.
+        """
         return self._process(value, timestamp, input_index)
 
     def process_watermark(self, watermark: int) -> list[Output]:
-        """Advance the event-time watermark (ignored in BATCH mode); returns fired outputs."""
+        """Advance the event-time watermark (ignored in BATCH mode); returns fired outputs.
+
+        Args:
+            watermark: The new watermark in ms.
+
+        Returns:
+            The ``Output`` records fired timers caused (main and side outputs).
+
+        Raises:
+            JobExecutionError: ``end_input()`` was already called.
+        """
         self._check_running()
         if not self.sorted_mode:  # firing timers switches keys (sorted mode fires at end_key)
             self._current_key_bytes = None
@@ -224,23 +239,54 @@ class KeyedOperatorTestHarness:
 
         State TTL reads this clock too (it starts at 0), so this is how a test makes state
         expire. BATCH fires no timers here (FLIP-134); sorted BATCH (single_key) applies no
-        TTL, as Flink's BATCH state backend does not."""
+        TTL, as Flink's BATCH state backend does not.
+
+        Args:
+            timestamp: The new processing time in ms.
+
+        Returns:
+            The ``Output`` records fired timers caused (main and side outputs).
+
+        Raises:
+            JobExecutionError: ``end_input()`` was already called.
+        """
         self._check_running()
         if not self.sorted_mode:
             self._current_key_bytes = None
         return self._collect(self.operator.advance_processing_time(timestamp))
 
     def advance_processing_time(self, millis: int) -> list[Output]:
-        """Move processing time ``millis`` forward (see :meth:`set_processing_time`)."""
+        """Move processing time ``millis`` forward (see :meth:`set_processing_time`).
+
+        Args:
+            millis: How far to move, in ms.
+
+        Returns:
+            The ``Output`` records fired timers caused (main and side outputs).
+
+        Raises:
+            JobExecutionError: ``end_input()`` was already called.
+        """
         return self.set_processing_time(self.get_processing_time() + millis)
 
     def get_processing_time(self) -> int:
-        """The current processing time of the harness (ms; 0 initially)."""
+        """The current processing time of the harness (ms; 0 initially).
+
+        Returns:
+            The processing time in ms.
+        """
         now = self.operator.clock.processing_time
         return 0 if now is None else now
 
     def end_input(self) -> list[Output]:
-        """Signal end of input: fire remaining timers (and BATCH final results)."""
+        """Signal end of input: fire remaining timers (and BATCH final results).
+
+        Returns:
+            The ``Output`` records the end of input caused.
+
+        Raises:
+            JobExecutionError: ``end_input()`` was already called.
+        """
         self._check_running()
         collected: list[Output] = []
         if self.sorted_mode and self._current_key_bytes is not None:
@@ -252,20 +298,39 @@ class KeyedOperatorTestHarness:
     # -- output ---------------------------------------------------------------------------
 
     def get_output(self) -> list[Any]:
-        """Main-output values, in emission order."""
+        """Main-output values, in emission order.
+
+        Returns:
+            The values.
+        """
         return [out.value for out in self._outputs if out.tag is None]
 
     def get_output_records(self) -> list[TimestampedValue]:
-        """Main-output values with their timestamps."""
+        """Main-output values with their timestamps.
+
+        Returns:
+            ``TimestampedValue(value, timestamp)`` per output.
+        """
         return [TimestampedValue(out.value, out.timestamp) for out in self._outputs if out.tag is None]
 
     def get_side_output(self, tag: OutputTag | str) -> list[Any]:
-        """Values emitted to side output ``tag`` (an OutputTag or its tag_id)."""
+        """Values emitted to side output ``tag`` (an OutputTag or its tag_id).
+
+        Args:
+            tag: The ``OutputTag`` or its ``tag_id``.
+
+        Returns:
+            The values, in emission order.
+        """
         tag_id = tag.tag_id if isinstance(tag, OutputTag) else tag
         return [out.value for out in self._outputs if out.tag == tag_id]
 
     def get_raw_output(self) -> list[Output]:
-        """Every ``Output(tag, value, timestamp)``, main and side, in emission order."""
+        """Every ``Output(tag, value, timestamp)``, main and side, in emission order.
+
+        Returns:
+            The outputs.
+        """
         return list(self._outputs)
 
     def clear_output(self) -> None:
@@ -275,15 +340,27 @@ class KeyedOperatorTestHarness:
     # -- timers ---------------------------------------------------------------------------
 
     def num_event_time_timers(self) -> int:
-        """Pending event-time timers (all keys)."""
+        """Pending event-time timers (all keys).
+
+        Returns:
+            The number of timers.
+        """
         return len(self.operator.event_queue)
 
     def num_processing_time_timers(self) -> int:
-        """Pending processing-time timers (all keys)."""
+        """Pending processing-time timers (all keys).
+
+        Returns:
+            The number of timers.
+        """
         return len(self.operator.processing_queue)
 
     def fired_timers(self) -> list[FiredTimer]:
-        """Every timer that fired so far, in firing order."""
+        """Every timer that fired so far, in firing order.
+
+        Returns:
+            ``FiredTimer`` records.
+        """
         return list(self._fired)
 
     # -- state ----------------------------------------------------------------------------
@@ -342,6 +419,16 @@ class KeyedOperatorTestHarness:
         acquired. Temporal states read as ``{timestamp: value(s)}``, sorted states
         as ``[(sort_key, values), ...]``. The single-key backend only holds the
         current key's state.
+
+        Args:
+            key: The key.
+            descriptor: The state descriptor or state name.
+
+        Returns:
+            The state's contents for ``key``.
+
+        Raises:
+            StateError: On the single_key backend, ``key`` is not the current key.
         """
         method, descriptor = self._resolve(descriptor)
         key_bytes = self.key_serializer.serialize(key)
@@ -366,7 +453,15 @@ class KeyedOperatorTestHarness:
                 backend.set_current_key(previous_key, previous_bytes)
 
     def get_value_state(self, key: Any, descriptor_or_name: Any) -> Any:
-        """Value of a ValueState for ``key`` (None when unset)."""
+        """Value of a ValueState for ``key`` (None when unset).
+
+        Args:
+            key: The key.
+            descriptor_or_name: The ValueStateDescriptor or the state's name.
+
+        Returns:
+            The value, or None.
+        """
         return self.get_state(key, descriptor_or_name)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -418,7 +513,18 @@ class KeyedProcessFunctionTestHarness(KeyedOperatorTestHarness):
     def process_element(  # type: ignore[override]
         self, value: Any, timestamp: int | None = None
     ) -> list[Output]:
-        """Push one record with an optional timestamp; returns the outputs it caused."""
+        """Push one record with an optional timestamp; returns the outputs it caused.
+
+        Args:
+            value: The record.
+            timestamp: The record's event timestamp in ms, or None.
+
+        Returns:
+            The ``Output`` records it caused (main and side outputs).
+
+        Raises:
+            JobExecutionError: ``end_input()`` was already called.
+        """
         return self._process(value, timestamp, 0)
 
 
@@ -449,9 +555,31 @@ class KeyedCoProcessFunctionTestHarness(KeyedOperatorTestHarness):
         )
 
     def process_element1(self, value: Any, timestamp: int | None = None) -> list[Output]:
-        """Push a record of the first input."""
+        """Push a record of the first input.
+
+        Args:
+            value: The record.
+            timestamp: The record's event timestamp in ms, or None.
+
+        Returns:
+            The ``Output`` records it caused (main and side outputs).
+
+        Raises:
+            JobExecutionError: ``end_input()`` was already called.
+        """
         return self._process(value, timestamp, 0)
 
     def process_element2(self, value: Any, timestamp: int | None = None) -> list[Output]:
-        """Push a record of the second input."""
+        """Push a record of the second input.
+
+        Args:
+            value: The record.
+            timestamp: The record's event timestamp in ms, or None.
+
+        Returns:
+            The ``Output`` records it caused (main and side outputs).
+
+        Raises:
+            JobExecutionError: ``end_input()`` was already called.
+        """
         return self._process(value, timestamp, 1)

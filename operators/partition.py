@@ -1,23 +1,14 @@
 """Full-window partition processing (FLIP-380): the runtime pieces, no Spark.
 
 A "partition" is every record of one upstream subtask (one Spark partition),
-or, on a keyed stream, every record of one key. The operations:
-
-* ``map_partition``: the user function gets the records as a one-pass
-  iterator and returns / yields its outputs; nothing here materialises the
-  partition (:func:`run_partition` and :func:`run_keyed_partition` stream).
-* ``aggregate``: one ``AggregateFunction`` accumulator per partition; its result
-  is emitted once at the end of a non-empty partition.
-* ``reduce``: the records folded with a ``ReduceFunction``; emitted once at the
-  end of a non-empty partition.
-* ``sort_partition``: done by Spark's spilling ``sortWithinPartitions``; this
-  module gives the sort-key extraction (:func:`sort_key_getter`) and an
-  order-preserving binary encoding of Python sort keys (:func:`sort_key_bytes`)
-  for keys Spark cannot compute natively.
-
-Unlike Flink, ``aggregate`` and ``reduce`` emit nothing for an empty partition:
-Spark's partition count is an implementation detail, so emitting a result per
-empty partition would make results depend on it.
+or, on a keyed stream, every record of one key. ``map_partition`` streams the
+records to the user function as a one-pass iterator (nothing is materialised);
+``aggregate`` and ``reduce`` emit one result at the end of a non-empty partition
+(unlike Flink, nothing for an empty one: Spark's partition count is an
+implementation detail); ``sort_partition`` is Spark's spilling
+``sortWithinPartitions``, for which this module gives the sort-key extraction
+(:func:`sort_key_getter`) and an order-preserving encoding of Python sort keys
+(:func:`sort_key_bytes`).
 """
 
 from __future__ import annotations
@@ -62,7 +53,14 @@ class MapPartitionFunction(Function, ABC):
 
     @abstractmethod
     def map_partition(self, values: Iterable[Any]) -> Iterable[Any] | None:
-        """Return or yield the outputs for the partition's records (read once, in order)."""
+        """Return or yield the outputs for the partition's records (read once, in order).
+
+        Args:
+            values: A one-pass iterator over the partition's records.
+
+        Returns:
+            The outputs (a generator or iterable), or None for none.
+        """
 
 
 class _CallableMapPartition(MapPartitionFunction):

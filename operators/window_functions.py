@@ -41,7 +41,16 @@ class WindowFunction(Function, ABC, Generic[IN, OUT, KEY, W]):
 
     @abstractmethod
     def apply(self, key: KEY, window: W, inputs: Iterable[IN]) -> Iterable[OUT]:
-        """Yield the outputs for the window's ``inputs``."""
+        """Yield the outputs for the window's ``inputs``.
+
+        Args:
+            key: The key of the window.
+            window: The fired window.
+            inputs: All elements of the window.
+
+        Returns:
+            The outputs (a generator or iterable).
+        """
 
 
 class AllWindowFunction(Function, ABC, Generic[IN, OUT, W]):
@@ -49,7 +58,15 @@ class AllWindowFunction(Function, ABC, Generic[IN, OUT, W]):
 
     @abstractmethod
     def apply(self, window: W, inputs: Iterable[IN]) -> Iterable[OUT]:
-        """Yield the outputs for the window's ``inputs``."""
+        """Yield the outputs for the window's ``inputs``.
+
+        Args:
+            window: The fired window.
+            inputs: All elements of the window.
+
+        Returns:
+            The outputs (a generator or iterable).
+        """
 
 
 class ProcessAllWindowFunction(Function, ABC, Generic[IN, OUT, W]):
@@ -60,23 +77,47 @@ class ProcessAllWindowFunction(Function, ABC, Generic[IN, OUT, W]):
 
         @abstractmethod
         def window(self) -> W2:
-            """The window being processed."""
+            """The window being processed.
+
+            Returns:
+                The window.
+            """
 
         @abstractmethod
         def window_state(self) -> Any:
-            """State scoped to this window."""
+            """State scoped to this window.
+
+            Returns:
+                An object with ``get_state``, ``get_list_state``, ... for this window.
+            """
 
         @abstractmethod
         def global_state(self) -> Any:
-            """State across windows."""
+            """State across windows.
+
+            Returns:
+                An object with ``get_state``, ``get_list_state``, ... across windows.
+            """
 
     @abstractmethod
     def process(self, context: ProcessAllWindowFunction.Context,
                 elements: Iterable[IN]) -> Iterable[OUT]:
-        """Yield the outputs for the window's ``elements``."""
+        """Yield the outputs for the window's ``elements``.
+
+        Args:
+            context: The window, clocks, window/global state and side outputs.
+            elements: All elements of the window.
+
+        Returns:
+            The outputs (a generator or iterable).
+        """
 
     def clear(self, context: ProcessAllWindowFunction.Context) -> None:
-        """The window is purged for good; default does nothing."""
+        """The window is purged for good; default does nothing.
+
+        Args:
+            context: The context of the window being purged.
+        """
 
 
 class _Adapter(ProcessWindowFunction):

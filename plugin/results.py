@@ -42,6 +42,7 @@ class CloseableIterator(Iterator[Any]):
         return self.__next__()
 
     def close(self) -> None:
+        """Closes the underlying iterator and runs the on-close callback; later calls do nothing."""
         if not self._closed:
             self._closed = True
             close = getattr(self._it, "close", None)
@@ -81,9 +82,19 @@ class JobExecutionResult:
         return self.job_id
 
     def get_job_execution_result(self) -> JobExecutionResult:
+        """This result itself (PyFlink's ``JobExecutionResult.get_job_execution_result``).
+
+        Returns:
+            ``self``.
+        """
         return self
 
     def get_net_runtime(self) -> int:
+        """The job's wall-clock run time in milliseconds (PyFlink's ``get_net_runtime``).
+
+        Returns:
+            ``net_runtime_ms``.
+        """
         return self.net_runtime_ms
 
     def get_progress(self) -> list[dict[str, Any]]:
@@ -91,7 +102,11 @@ class JobExecutionResult:
 
         BATCH: one row per stage (``stage``, ``stages``, ``kind``, ``name``, ``detail``,
         ``rows_in``, ``rows_out``, ``side_rows_out``, ``entries_in``, ``entries_out``,
-        ``key_groups_in_approx``, ``action``, ``duration_ms``; see ``progress.py``).
+        ``key_groups_in_approx``, ``action``, ``duration_ms``).
         STREAMING: one row per micro-batch (``query``, ``batch``, ``rows_in``, ``rows_out``,
-        ``watermark``, key-group state counts, ``duration_ms``)."""
+        ``watermark``, key-group state counts, ``duration_ms``).
+
+        Returns:
+            A new list of the progress dicts, in the order they were recorded.
+        """
         return list(self.progress)

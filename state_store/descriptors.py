@@ -119,7 +119,14 @@ class StateDescriptor:
     def enable_time_to_live(self, ttl_config: StateTtlConfig) -> None:
         """Give the state a time-to-live: values expire ``ttl`` after their last access
         (processing time; per element for lists, per entry for maps). A config whose update
-        type is ``Disabled`` leaves the state without TTL."""
+        type is ``Disabled`` leaves the state without TTL.
+
+        Args:
+            ttl_config: The ``StateTtlConfig`` (``StateTtlConfig.new_builder(ttl)...build()``).
+
+        Raises:
+            StateDescriptorError: ``ttl_config`` is not a StateTtlConfig (e.g. the builder itself).
+        """
         if not isinstance(ttl_config, StateTtlConfig):
             hint = (" (call build() on the builder)"
                     if isinstance(ttl_config, StateTtlConfig.Builder) else "")
@@ -131,7 +138,11 @@ class StateDescriptor:
         self._ttl_config = ttl_config
 
     def get_ttl_config(self) -> StateTtlConfig | None:
-        """The config given to :meth:`enable_time_to_live`, or None."""
+        """The config given to :meth:`enable_time_to_live`, or None.
+
+        Returns:
+            The ``StateTtlConfig``, or None.
+        """
         return getattr(self, "_ttl_config", None)
 
     @property
@@ -162,7 +173,15 @@ class StateDescriptor:
     def meta_info(
         self, key_serializer: TypeSerializer[Any], namespace_serializer: TypeSerializer[Any]
     ) -> StateMetaInfo:
-        """The state's :class:`StateMetaInfo` under the given key / namespace serializers."""
+        """The state's :class:`StateMetaInfo` under the given key / namespace serializers.
+
+        Args:
+            key_serializer: The serializer of the operator's keys.
+            namespace_serializer: The serializer of the namespaces (windows or void).
+
+        Returns:
+            The meta info stored with the state in savepoints.
+        """
         user_key = self.user_key_serializer
         return StateMetaInfo(
             name=self.name,
@@ -175,7 +194,14 @@ class StateDescriptor:
 
     def is_compatible_with(self, other: StateDescriptor) -> bool:
         """Same name, kind and serializers, both with or both without TTL (the same state
-        may be fetched through both)."""
+        may be fetched through both).
+
+        Args:
+            other: Another descriptor.
+
+        Returns:
+            Whether both describe the same state.
+        """
         return (
             self.name == other.name
             and self.kind is other.kind

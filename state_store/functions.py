@@ -21,7 +21,11 @@ class Function:
     """Base of user functions: optional ``open``/``close`` lifecycle hooks."""
 
     def open(self, runtime_context: Any) -> None:
-        """Called once before the first record; default does nothing."""
+        """Called once before the first record; default does nothing.
+
+        Args:
+            runtime_context: The ``RuntimeContext``: state, task info, metrics.
+        """
 
     def close(self) -> None:
         """Called once after the last record; default does nothing."""
@@ -32,7 +36,15 @@ class ReduceFunction(Function, ABC, Generic[IN]):
 
     @abstractmethod
     def reduce(self, value1: IN, value2: IN) -> IN:
-        """Combine ``value1`` (the accumulated value) with ``value2`` (the new one)."""
+        """Combine ``value1`` (the accumulated value) with ``value2`` (the new one).
+
+        Args:
+            value1: The accumulated value.
+            value2: The new value.
+
+        Returns:
+            The combined value.
+        """
 
 
 class AggregateFunction(Function, ABC, Generic[IN, ACC, OUT]):
@@ -40,18 +52,48 @@ class AggregateFunction(Function, ABC, Generic[IN, ACC, OUT]):
 
     @abstractmethod
     def create_accumulator(self) -> ACC:
-        """A new, empty accumulator."""
+        """A new, empty accumulator.
+
+        Returns:
+            The accumulator.
+        """
 
     @abstractmethod
     def add(self, value: IN, accumulator: ACC) -> ACC:
-        """Add ``value`` to ``accumulator`` and return the (possibly new) accumulator."""
+        """Add ``value`` to ``accumulator`` and return the (possibly new) accumulator.
+
+        Args:
+            value: The input value.
+            accumulator: The current accumulator.
+
+        Returns:
+            The updated accumulator.
+        """
 
     @abstractmethod
     def get_result(self, accumulator: ACC) -> OUT:
-        """Result of the aggregation for ``accumulator``."""
+        """Result of the aggregation for ``accumulator``.
+
+        Args:
+            accumulator: The accumulator.
+
+        Returns:
+            The result.
+        """
 
     def merge(self, acc_a: ACC, acc_b: ACC) -> ACC:
-        """Merge two accumulators (needed for merging windows); default: unsupported."""
+        """Merge two accumulators (needed for merging windows); default: unsupported.
+
+        Args:
+            acc_a: One accumulator.
+            acc_b: The other.
+
+        Returns:
+            The merged accumulator.
+
+        Raises:
+            NotImplementedError: Not overridden (merging windows need it).
+        """
         raise NotImplementedError(
             f"{type(self).__name__}.merge is not implemented; it is required to merge "
             "accumulators (session windows)"

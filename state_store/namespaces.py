@@ -115,20 +115,51 @@ class TimeWindow:
         self.end = end
 
     def max_timestamp(self) -> int:
-        """Largest timestamp inside the window: ``end - 1``."""
+        """Largest timestamp inside the window: ``end - 1``.
+
+        Returns:
+            ``end - 1``.
+        """
         return self.end - 1
 
     def intersects(self, other: TimeWindow) -> bool:
-        """True when the windows overlap or touch (Flink's merge criterion)."""
+        """True when the windows overlap or touch (Flink's merge criterion).
+
+        Args:
+            other: Another window.
+
+        Returns:
+            Whether they overlap or touch.
+        """
         return self.start <= other.end and self.end >= other.start
 
     def cover(self, other: TimeWindow) -> TimeWindow:
-        """Smallest window containing both."""
+        """Smallest window containing both.
+
+        Args:
+            other: Another window.
+
+        Returns:
+            ``TimeWindow(min(starts), max(ends))``.
+        """
         return TimeWindow(min(self.start, other.start), max(self.end, other.end))
 
     @staticmethod
     def get_window_start_with_offset(timestamp: int, offset: int, window_size: int) -> int:
-        """Start of the aligned window of ``window_size`` containing ``timestamp``."""
+        """Start of the aligned window of ``window_size`` containing ``timestamp``.
+
+        Args:
+            timestamp: The timestamp in ms.
+            offset: The windows' offset in ms.
+            window_size: The windows' size in ms.
+
+        Returns:
+            The window start.
+
+        Example:
+            >>> TimeWindow.get_window_start_with_offset(12_345, 0, 5_000)
+            10000
+        """
         remainder = (timestamp - offset) % window_size
         return timestamp - remainder
 
@@ -140,6 +171,13 @@ class TimeWindow:
 
         Only groups of two or more windows are returned (as Flink's
         ``TimeWindow.mergeWindows`` reports only actual merges).
+
+        Args:
+            windows: The windows to merge.
+
+        Returns:
+            ``[(covering window, [members]), ...]`` for each group of two or more
+            intersecting windows.
         """
         ordered = sorted(windows)
         merged: list[tuple[TimeWindow, list[TimeWindow]]] = []
@@ -232,11 +270,19 @@ class GlobalWindow:
 
     @classmethod
     def get(cls) -> GlobalWindow:
-        """The global window."""
+        """The global window.
+
+        Returns:
+            A ``GlobalWindow``.
+        """
         return cls()
 
     def max_timestamp(self) -> int:
-        """``Long.MAX_VALUE``: the global window never ends."""
+        """``Long.MAX_VALUE``: the global window never ends.
+
+        Returns:
+            ``2**63 - 1``.
+        """
         return MAX_LONG
 
     def __repr__(self) -> str:
@@ -278,7 +324,11 @@ class CountWindow:
         self.id = id
 
     def max_timestamp(self) -> int:
-        """``Long.MAX_VALUE``: a count window is not bounded in time."""
+        """``Long.MAX_VALUE``: a count window is not bounded in time.
+
+        Returns:
+            ``2**63 - 1``.
+        """
         return MAX_LONG
 
     def __eq__(self, other: object) -> bool:

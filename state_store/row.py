@@ -1,43 +1,15 @@
 """``Row``: the value type of ``Types.ROW`` / ``Types.ROW_NAMED``.
 
-A small record as PyFlink's ``pyflink.common.Row`` is used: ``Row(1, "a")``,
-``Row(name="Alice", age=11)``, index access (``row[0]``), name access (``row["name"]``,
-``row.name``), ``as_dict()``, ``set_field_names()``, the ``Row("name", "age")`` factory
-and pickling. As PyFlink's, it is mutable in place by index and by name
-(``row[1] += 1``, ``row["count"] = 3``; a slice of the same length too) but not by attribute
-(``row.count = 3`` raises AttributeError, as in PyFlink), its hash is the hash of the tuple of
-its values (so a Row used as a key must not be changed while it is one, as in PyFlink), and
-its ``repr`` is PyFlink's: ``<Row('a', 2)>`` unnamed, ``Row(a='x', b=2)`` named.
-
-It is a ``tuple`` subclass, so code written for tuples keeps working: a Row is hashable,
-ordered, unpacks, has a ``len`` and equals the tuple of its values *by position*; field
-names never take part in equality or hashing (``Row(a=1) == Row(b=1) == (1,)``). The
-in-place change writes the tuple's item slot (CPython; a Row is always its own object, never
-a shared or cached tuple), so every reader of the record sees the new value.
-
-Differences from PyFlink's Row, on purpose:
-
-* equal to the tuple of its values (PyFlink's Row equals only Rows), so a program that
-  compares records with tuples keeps working;
-* its length is fixed (a slice assignment must keep it);
-* keyword fields keep the order they were given in (as PySpark's Row does since 3.0)
-  instead of being sorted by name;
-* the ``RowKind`` (``get_row_kind``/``set_row_kind``, default INSERT) is metadata: it takes
-  no part in equality, and travels with a record between operators when the record is
-  pickled (untyped streams); a typed ``Types.ROW`` record written to Spark columns, a
-  DataFrame or a Delta table keeps its values only, as a Row read from one is INSERT.
-
-A field name reads as an attribute even where it shadows a tuple method (``row.count``,
-``row.index``: PyFlink's Row has no such methods); the names of Row's own methods
-(``as_dict``, ...) read with ``row["as_dict"]``.
-
-Named Rows are instances of one small subclass per tuple of field names (made once and
-cached), which holds the names and an attribute per field: a Row costs what a tuple
-costs (no per-record dictionary), which matters where millions of records are decoded
-into Rows. Pickles refer only to :func:`_make_row`, so they do not depend on those classes.
-
-It is defined in its own module so that ``serializers`` can build Rows
-without importing ``typeinfo``; ``typeinfo`` re-exports it.
+A small record used as PyFlink's ``pyflink.common.Row`` is: ``Row(1, "a")``,
+``Row(name="Alice", age=11)``, ``row[0]``, ``row["name"]``, ``row.name``, ``as_dict()``,
+``set_field_names()``, the ``Row("name", "age")`` factory, pickling; mutable in place by
+index, slice and name but not by attribute; PyFlink's ``repr``. It is a ``tuple`` subclass
+and, unlike PyFlink's, equals the tuple of its values by position (names never take part
+in equality or hashing), has a fixed length, keeps keyword fields in the order given and
+carries its ``RowKind`` as metadata outside equality. Named Rows are instances of one
+cached subclass per tuple of field names, so a Row costs what a tuple costs; pickles refer
+only to :func:`_make_row`.
+Differences from PyFlink's Row: the "Porting from PyFlink" page.
 """
 
 from __future__ import annotations
@@ -137,7 +109,18 @@ class Row(tuple):
 
     @classmethod
     def from_fields(cls, field_names: Sequence[str] | None, values: Iterable[Any]) -> Row:
-        """Row with the given field names (None: unnamed) and values, in order."""
+        """Row with the given field names (None: unnamed) and values, in order.
+
+        Args:
+            field_names: The names, or None.
+            values: The values.
+
+        Returns:
+            The Row.
+
+        Raises:
+            ValueError: The numbers of names and values differ.
+        """
         values = tuple(values)
         if field_names is not None and len(field_names) != len(values):
             raise ValueError(
@@ -147,13 +130,24 @@ class Row(tuple):
         return _make_row(field_names, values)
 
     def get_field_names(self) -> list[str] | None:
-        """Field names, or None for an unnamed Row."""
+        """Field names, or None for an unnamed Row.
+
+        Returns:
+            A new list of the names, or None.
+        """
         fields = self._fields
         return list(fields) if fields is not None else None
 
     def set_field_names(self, field_names: Sequence[str] | None) -> None:
         """Name (or rename, or with None unname) the fields of this Row in place; the values
-        and so equality and hash stay as they are."""
+        and so equality and hash stay as they are.
+
+        Args:
+            field_names: One name per field, or None.
+
+        Raises:
+            ValueError: The number of names differs from the number of fields.
+        """
         if field_names is None:
             object.__setattr__(self, "__class__", _kind_class(None, self._kind))
             return
@@ -185,7 +179,21 @@ class Row(tuple):
         object.__setattr__(self, "__class__", _kind_class(self._fields, row_kind))
 
     def as_dict(self, recursive: bool = False) -> dict[str, Any]:
-        """``{name: value}``; nested Rows become dicts too when ``recursive``."""
+        """``{name: value}``; nested Rows become dicts too when ``recursive``.
+
+        Args:
+            recursive: Also convert nested Rows.
+
+        Returns:
+            The dict.
+
+        Raises:
+            TypeError: The Row is unnamed.
+
+        Example:
+            >>> Row(name="Alice", age=11).as_dict()
+            {'name': 'Alice', 'age': 11}
+        """
         fields = self._fields
         if fields is None:
             raise TypeError(f"cannot convert an unnamed Row to a dict: {self!r}")

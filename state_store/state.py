@@ -54,11 +54,19 @@ class ValueState(State, Generic[T]):
 
     @abstractmethod
     def value(self) -> T | None:
-        """The current value, or None when unset."""
+        """The current value, or None when unset.
+
+        Returns:
+            The value, or None.
+        """
 
     @abstractmethod
     def update(self, value: T | None) -> None:
-        """Set the value; ``None`` clears it."""
+        """Set the value; ``None`` clears it.
+
+        Args:
+            value: The new value, or None to clear.
+        """
 
 
 class AppendingState(State, Generic[IN, OUT]):
@@ -66,11 +74,19 @@ class AppendingState(State, Generic[IN, OUT]):
 
     @abstractmethod
     def get(self) -> OUT:
-        """The current contents."""
+        """The current contents.
+
+        Returns:
+            The contents.
+        """
 
     @abstractmethod
     def add(self, value: IN) -> None:
-        """Add one value."""
+        """Add one value.
+
+        Args:
+            value: The value.
+        """
 
 
 class MergingState(AppendingState[IN, OUT]):
@@ -82,19 +98,44 @@ class ListState(MergingState[T, list[T]]):
 
     @abstractmethod
     def get(self) -> list[T]:
-        """The elements in insertion order (``[]`` when empty)."""
+        """The elements in insertion order (``[]`` when empty).
+
+        Returns:
+            A list of the elements.
+        """
 
     @abstractmethod
     def add(self, value: T) -> None:
-        """Append one element (None is refused)."""
+        """Append one element (None is refused).
+
+        Args:
+            value: The element.
+
+        Raises:
+            StateError: ``value`` is None.
+        """
 
     @abstractmethod
     def add_all(self, values: Iterable[T] | None) -> None:
-        """Append every element of ``values`` (None/empty: no-op)."""
+        """Append every element of ``values`` (None/empty: no-op).
+
+        Args:
+            values: The elements, or None.
+
+        Raises:
+            StateError: An element is None.
+        """
 
     @abstractmethod
     def update(self, values: Iterable[T] | None) -> None:
-        """Replace the list with ``values`` (None/empty: clear)."""
+        """Replace the list with ``values`` (None/empty: clear).
+
+        Args:
+            values: The new elements, or None.
+
+        Raises:
+            StateError: An element is None.
+        """
 
 
 class MapState(State, Generic[K, V]):
@@ -102,39 +143,82 @@ class MapState(State, Generic[K, V]):
 
     @abstractmethod
     def get(self, key: K) -> V | None:
-        """Value under ``key`` or None."""
+        """Value under ``key`` or None.
+
+        Args:
+            key: The map key.
+
+        Returns:
+            The value, or None when absent.
+        """
 
     @abstractmethod
     def put(self, key: K, value: V) -> None:
-        """Set ``key`` to ``value``."""
+        """Set ``key`` to ``value``.
+
+        Args:
+            key: The map key.
+            value: The value.
+        """
 
     @abstractmethod
     def put_all(self, mapping: dict[K, V] | Iterable[tuple[K, V]]) -> None:
-        """Put every entry of ``mapping``."""
+        """Put every entry of ``mapping``.
+
+        Args:
+            mapping: A dict or an iterable of ``(key, value)`` pairs.
+        """
 
     @abstractmethod
     def remove(self, key: K) -> None:
-        """Remove ``key`` (no-op when absent)."""
+        """Remove ``key`` (no-op when absent).
+
+        Args:
+            key: The map key.
+        """
 
     @abstractmethod
     def contains(self, key: K) -> bool:
-        """True when ``key`` is present."""
+        """True when ``key`` is present.
+
+        Args:
+            key: The map key.
+
+        Returns:
+            Whether ``key`` is present.
+        """
 
     @abstractmethod
     def items(self) -> Iterable[tuple[K, V]]:
-        """All ``(key, value)`` pairs."""
+        """All ``(key, value)`` pairs.
+
+        Returns:
+            The entries.
+        """
 
     @abstractmethod
     def keys(self) -> Iterable[K]:
-        """All keys."""
+        """All keys.
+
+        Returns:
+            The keys.
+        """
 
     @abstractmethod
     def values(self) -> Iterable[V]:
-        """All values."""
+        """All values.
+
+        Returns:
+            The values.
+        """
 
     @abstractmethod
     def is_empty(self) -> bool:
-        """True when the map has no entry."""
+        """True when the map has no entry.
+
+        Returns:
+            Whether the map is empty.
+        """
 
     def __iter__(self) -> Iterator[K]:
         return iter(self.keys())
@@ -148,11 +232,19 @@ class ReducingState(MergingState[T, T | None]):
 
     @abstractmethod
     def get(self) -> T | None:
-        """The reduced value, or None when nothing was added."""
+        """The reduced value, or None when nothing was added.
+
+        Returns:
+            The reduced value, or None.
+        """
 
     @abstractmethod
     def add(self, value: T) -> None:
-        """Reduce ``value`` into the state (None clears)."""
+        """Reduce ``value`` into the state (None clears).
+
+        Args:
+            value: The value, or None to clear the state.
+        """
 
 
 class AggregatingState(MergingState[IN, OUT | None]):
@@ -160,11 +252,19 @@ class AggregatingState(MergingState[IN, OUT | None]):
 
     @abstractmethod
     def get(self) -> OUT | None:
-        """``get_result(accumulator)``, or None when nothing was added."""
+        """``get_result(accumulator)``, or None when nothing was added.
+
+        Returns:
+            The aggregate result, or None.
+        """
 
     @abstractmethod
     def add(self, value: IN) -> None:
-        """Add ``value`` to the accumulator (None clears)."""
+        """Add ``value`` to the accumulator (None clears).
+
+        Args:
+            value: The input value, or None to clear the state.
+        """
 
 
 class BinarySortedState(State, Generic[K, V]):
@@ -178,53 +278,127 @@ class BinarySortedState(State, Generic[K, V]):
 
     @abstractmethod
     def values_at(self, key: K) -> list[V] | None:
-        """Values under ``key`` or None."""
+        """Values under ``key`` or None.
+
+        Args:
+            key: The sort key.
+
+        Returns:
+            The list of values under ``key``, or None when absent.
+        """
 
     @abstractmethod
     def add(self, key: K, value: V) -> None:
-        """Append ``value`` under ``key``."""
+        """Append ``value`` under ``key``.
+
+        Args:
+            key: The sort key.
+            value: The value.
+        """
 
     @abstractmethod
     def put(self, key: K, values: Iterable[V]) -> None:
-        """Replace the values under ``key`` (empty: remove the key)."""
+        """Replace the values under ``key`` (empty: remove the key).
+
+        Args:
+            key: The sort key.
+            values: The new values.
+        """
 
     @abstractmethod
     def clear_entry_at(self, key: K) -> None:
-        """Remove ``key`` and its values."""
+        """Remove ``key`` and its values.
+
+        Args:
+            key: The sort key.
+        """
 
     @abstractmethod
     def first_entry(self, from_key: K | None = None) -> tuple[K, list[V]] | None:
-        """Smallest key (``>= from_key`` when given) with its values."""
+        """Smallest key (``>= from_key`` when given) with its values.
+
+        Args:
+            from_key: Lower bound (inclusive), or None for none.
+
+        Returns:
+            ``(key, values)``, or None when no key qualifies.
+        """
 
     @abstractmethod
     def last_entry(self, to_key: K | None = None) -> tuple[K, list[V]] | None:
-        """Greatest key (``<= to_key`` when given) with its values."""
+        """Greatest key (``<= to_key`` when given) with its values.
+
+        Args:
+            to_key: Upper bound (inclusive), or None for none.
+
+        Returns:
+            ``(key, values)``, or None when no key qualifies.
+        """
 
     @abstractmethod
     def read_range(
         self, from_key: K, to_key: K, inclusive_to_key: bool
     ) -> Iterable[tuple[K, list[V]]]:
-        """Entries with ``from_key <= key < to_key`` (``<=`` when inclusive)."""
+        """Entries with ``from_key <= key < to_key`` (``<=`` when inclusive).
+
+        Args:
+            from_key: Lower bound (inclusive).
+            to_key: Upper bound.
+            inclusive_to_key: Whether ``to_key`` itself is included.
+
+        Returns:
+            The ``(key, values)`` entries in ascending key order.
+        """
 
     @abstractmethod
     def read_range_until(self, to_key: K, inclusive_to_key: bool) -> Iterable[tuple[K, list[V]]]:
-        """Entries with ``key < to_key`` (``<=`` when inclusive)."""
+        """Entries with ``key < to_key`` (``<=`` when inclusive).
+
+        Args:
+            to_key: Upper bound.
+            inclusive_to_key: Whether ``to_key`` itself is included.
+
+        Returns:
+            The ``(key, values)`` entries in ascending key order.
+        """
 
     @abstractmethod
     def read_range_from(self, from_key: K) -> Iterable[tuple[K, list[V]]]:
-        """Entries with ``key >= from_key``."""
+        """Entries with ``key >= from_key``.
+
+        Args:
+            from_key: Lower bound (inclusive).
+
+        Returns:
+            The ``(key, values)`` entries in ascending key order.
+        """
 
     @abstractmethod
     def clear_range(self, from_key: K, to_key: K, inclusive_to_key: bool) -> None:
-        """Remove entries with ``from_key <= key < to_key`` (``<=`` when inclusive)."""
+        """Remove entries with ``from_key <= key < to_key`` (``<=`` when inclusive).
+
+        Args:
+            from_key: Lower bound (inclusive).
+            to_key: Upper bound.
+            inclusive_to_key: Whether ``to_key`` itself is removed.
+        """
 
     @abstractmethod
     def clear_range_until(self, to_key: K, inclusive_to_key: bool) -> None:
-        """Remove entries with ``key < to_key`` (``<=`` when inclusive)."""
+        """Remove entries with ``key < to_key`` (``<=`` when inclusive).
+
+        Args:
+            to_key: Upper bound.
+            inclusive_to_key: Whether ``to_key`` itself is removed.
+        """
 
     @abstractmethod
     def clear_range_from(self, from_key: K) -> None:
-        """Remove entries with ``key >= from_key``."""
+        """Remove entries with ``key >= from_key``.
+
+        Args:
+            from_key: Lower bound (inclusive).
+        """
 
     @abstractmethod
     def clear(self) -> None:

@@ -35,11 +35,19 @@ class _TemporalBase:
         return self._state
 
     def set_current_namespace(self, namespace: Any) -> None:
-        """Scope later calls to ``namespace`` (runtime use)."""
+        """Scope later calls to ``namespace`` (runtime use).
+
+        Args:
+            namespace: The namespace (a window, or the void namespace).
+        """
         self._state.set_current_namespace(namespace)  # type: ignore[attr-defined]
 
     def clear(self, timestamp: int) -> None:
-        """Remove what is stored at ``timestamp``."""
+        """Remove what is stored at ``timestamp``.
+
+        Args:
+            timestamp: The event time in ms.
+        """
         self._state.clear_entry_at(timestamp)
 
     def clear_all(self) -> None:
@@ -51,22 +59,48 @@ class TemporalValueState(_TemporalBase):
     """One value per timestamp."""
 
     def value_at(self, timestamp: int) -> TemporalValue | None:
-        """The value stored exactly at ``timestamp``."""
+        """The value stored exactly at ``timestamp``.
+
+        Args:
+            timestamp: The event time in ms.
+
+        Returns:
+            ``TemporalValue(timestamp, value)``, or None when there is none.
+        """
         values = self._state.values_at(timestamp)
         return TemporalValue(timestamp, values[-1]) if values else None
 
     def value_at_or_before(self, timestamp: int) -> TemporalValue | None:
-        """The value at the greatest timestamp ``<= timestamp``."""
+        """The value at the greatest timestamp ``<= timestamp``.
+
+        Args:
+            timestamp: The event time in ms.
+
+        Returns:
+            ``TemporalValue(timestamp, value)``, or None when there is none.
+        """
         entry = self._state.last_entry(timestamp)
         return TemporalValue(entry[0], entry[1][-1]) if entry else None
 
     def value_at_or_after(self, timestamp: int) -> TemporalValue | None:
-        """The value at the smallest timestamp ``>= timestamp``."""
+        """The value at the smallest timestamp ``>= timestamp``.
+
+        Args:
+            timestamp: The event time in ms.
+
+        Returns:
+            ``TemporalValue(timestamp, value)``, or None when there is none.
+        """
         entry = self._state.first_entry(timestamp)
         return TemporalValue(entry[0], entry[1][-1]) if entry else None
 
     def update(self, timestamp: int, value: Any) -> None:
-        """Store ``value`` at ``timestamp`` (None clears that timestamp)."""
+        """Store ``value`` at ``timestamp`` (None clears that timestamp).
+
+        Args:
+            timestamp: The event time in ms.
+            value: The value, or None to clear that timestamp.
+        """
         if value is None:
             self._state.clear_entry_at(timestamp)
         else:
@@ -77,35 +111,80 @@ class TemporalListState(_TemporalBase):
     """A list of values per timestamp."""
 
     def get_at(self, timestamp: int) -> TemporalValue | None:
-        """The list stored exactly at ``timestamp``."""
+        """The list stored exactly at ``timestamp``.
+
+        Args:
+            timestamp: The event time in ms.
+
+        Returns:
+            ``TemporalValue(timestamp, value)`` with the list as ``value``, or None.
+        """
         values = self._state.values_at(timestamp)
         return TemporalValue(timestamp, values) if values else None
 
     def get_at_or_before(self, timestamp: int) -> TemporalValue | None:
-        """The list at the greatest timestamp ``<= timestamp``."""
+        """The list at the greatest timestamp ``<= timestamp``.
+
+        Args:
+            timestamp: The event time in ms.
+
+        Returns:
+            ``TemporalValue(timestamp, value)`` with the list as ``value``, or None.
+        """
         entry = self._state.last_entry(timestamp)
         return TemporalValue(entry[0], entry[1]) if entry else None
 
     def get_at_or_after(self, timestamp: int) -> TemporalValue | None:
-        """The list at the smallest timestamp ``>= timestamp``."""
+        """The list at the smallest timestamp ``>= timestamp``.
+
+        Args:
+            timestamp: The event time in ms.
+
+        Returns:
+            ``TemporalValue(timestamp, value)`` with the list as ``value``, or None.
+        """
         entry = self._state.first_entry(timestamp)
         return TemporalValue(entry[0], entry[1]) if entry else None
 
     def update(self, timestamp: int, values: Iterable[Any] | None) -> None:
-        """Replace the list at ``timestamp`` (None/empty clears it)."""
+        """Replace the list at ``timestamp`` (None/empty clears it).
+
+        Args:
+            timestamp: The event time in ms.
+            values: The new list, or None.
+
+        Raises:
+            StateError: An element is None.
+        """
         items = [] if values is None else list(values)
         self._check_no_none(items)
         self._state.put(timestamp, items)
 
     def add_all(self, timestamp: int, values: Iterable[Any] | None) -> None:
-        """Append every element of ``values`` at ``timestamp``."""
+        """Append every element of ``values`` at ``timestamp``.
+
+        Args:
+            timestamp: The event time in ms.
+            values: The elements, or None.
+
+        Raises:
+            StateError: An element is None.
+        """
         items = [] if values is None else list(values)
         self._check_no_none(items)
         for value in items:
             self._state.add(timestamp, value)
 
     def add(self, timestamp: int, value: Any) -> None:
-        """Append ``value`` at ``timestamp`` (None is refused, as in ListState)."""
+        """Append ``value`` at ``timestamp`` (None is refused, as in ListState).
+
+        Args:
+            timestamp: The event time in ms.
+            value: The element.
+
+        Raises:
+            StateError: ``value`` is None.
+        """
         self._check_no_none((value,))
         self._state.add(timestamp, value)
 

@@ -136,9 +136,19 @@ class StateTtlConfig:
                 self._run_cleanup_for_every_record = run_cleanup_for_every_record
 
             def get_cleanup_size(self) -> int:
+                """Keys checked per cleanup.
+
+                Returns:
+                    The number of keys.
+                """
                 return self._cleanup_size
 
             def run_cleanup_for_every_record(self) -> bool:
+                """Whether a cleanup also runs for every record.
+
+                Returns:
+                    The flag.
+                """
                 return self._run_cleanup_for_every_record
 
         class RocksdbCompactFilterCleanupStrategy(CleanupStrategy):
@@ -164,10 +174,19 @@ class StateTtlConfig:
                 self._periodic_compaction_time = periodic_compaction_time
 
             def get_query_time_after_num_entries(self) -> int:
+                """Entries the compaction filter processes between queries of the current time.
+
+                Returns:
+                    The number of entries.
+                """
                 return self._query_time_after_num_entries
 
             def get_periodic_compaction_time(self) -> Any:
-                """The periodic compaction interval as given (default: 30 days)."""
+                """The periodic compaction interval as given (default: 30 days).
+
+                Returns:
+                    The interval, or the 30-day default.
+                """
                 return self._periodic_compaction_time
 
         EMPTY_STRATEGY: EmptyCleanupStrategy
@@ -177,22 +196,39 @@ class StateTtlConfig:
             self._is_cleanup_in_background = bool(is_cleanup_in_background)
 
         def is_cleanup_in_background(self) -> bool:
+            """Whether background cleanup is on (the default).
+
+            Returns:
+                True unless ``disable_cleanup_in_background()`` was called.
+            """
             return self._is_cleanup_in_background
 
         def in_full_snapshot(self) -> bool:
-            """True when expired entries are left out of full snapshots."""
+            """True when expired entries are left out of full snapshots.
+
+            Returns:
+                Whether full-snapshot cleanup is configured.
+            """
             return self.Strategies.FULL_STATE_SCAN_SNAPSHOT in self._strategies
 
         def get_incremental_cleanup_strategy(self) -> Optional[Any]:
             """The configured incremental strategy; with background cleanup (the default)
-            and none configured, ``IncrementalCleanupStrategy(5, False)``; else None."""
+            and none configured, ``IncrementalCleanupStrategy(5, False)``; else None.
+
+            Returns:
+                The strategy, or None.
+            """
             default = (self.IncrementalCleanupStrategy(5, False)
                        if self._is_cleanup_in_background else None)
             return self._strategies.get(self.Strategies.INCREMENTAL_CLEANUP, default)
 
         def get_rocksdb_compact_filter_cleanup_strategy(self) -> Optional[Any]:
             """The configured compaction filter strategy; with background cleanup (the
-            default) and none configured, ``RocksdbCompactFilterCleanupStrategy(1000)``."""
+            default) and none configured, ``RocksdbCompactFilterCleanupStrategy(1000)``.
+
+            Returns:
+                The strategy, or None.
+            """
             default = (self.RocksdbCompactFilterCleanupStrategy(1000)
                        if self._is_cleanup_in_background else None)
             return self._strategies.get(self.Strategies.ROCKSDB_COMPACTION_FILTER, default)
@@ -230,31 +266,78 @@ class StateTtlConfig:
 
     @staticmethod
     def new_builder(ttl: Any) -> StateTtlConfig.Builder:
-        """A builder with time-to-live ``ttl`` (a ``Time`` or ``Duration``, positive)."""
+        """A builder with time-to-live ``ttl`` (a ``Time`` or ``Duration``, positive).
+
+        Args:
+            ttl: The time-to-live.
+
+        Returns:
+            A ``StateTtlConfig.Builder``.
+
+        Raises:
+            ConfigurationError: ``ttl`` is not a positive Time, Duration or timedelta.
+
+        Example:
+            >>> ttl = StateTtlConfig.new_builder(Time.minutes(10)).build()
+            >>> ttl.get_ttl_millis()
+            600000
+        """
         return StateTtlConfig.Builder(ttl)
 
     def get_update_type(self) -> StateTtlConfig.UpdateType:
+        """When the last-access timestamp is updated.
+
+        Returns:
+            The ``UpdateType``.
+        """
         return self._update_type
 
     def get_state_visibility(self) -> StateTtlConfig.StateVisibility:
+        """Whether expired values that are not yet cleaned up can be read.
+
+        Returns:
+            The ``StateVisibility``.
+        """
         return self._state_visibility
 
     def get_ttl(self) -> Any:
-        """The time-to-live as given to the builder (a ``Time`` or ``Duration``)."""
+        """The time-to-live as given to the builder (a ``Time`` or ``Duration``).
+
+        Returns:
+            The ``Time`` or ``Duration``.
+        """
         return self._ttl
 
     def get_ttl_millis(self) -> int:
-        """The time-to-live in milliseconds."""
+        """The time-to-live in milliseconds.
+
+        Returns:
+            The milliseconds.
+        """
         return self._ttl_ms
 
     def get_ttl_time_characteristic(self) -> StateTtlConfig.TtlTimeCharacteristic:
+        """The clock TTL is measured on (processing time, as in Flink).
+
+        Returns:
+            The ``TtlTimeCharacteristic``.
+        """
         return self._ttl_time_characteristic
 
     def is_enabled(self) -> bool:
-        """False for ``UpdateType.Disabled``: such a descriptor behaves as one without TTL."""
+        """False for ``UpdateType.Disabled``: such a descriptor behaves as one without TTL.
+
+        Returns:
+            Whether TTL applies.
+        """
         return self._update_type is not StateTtlConfig.UpdateType.Disabled
 
     def get_cleanup_strategies(self) -> StateTtlConfig.CleanupStrategies:
+        """The cleanup strategies set on the builder.
+
+        Returns:
+            The ``CleanupStrategies``.
+        """
         return self._cleanup_strategies
 
     def __eq__(self, other: object) -> bool:
@@ -286,49 +369,108 @@ class StateTtlConfig:
             self._strategies: dict[Any, Any] = {}
 
         def set_update_type(self, update_type: StateTtlConfig.UpdateType) -> StateTtlConfig.Builder:
-            """When the last-access timestamp is updated (default ``OnCreateAndWrite``)."""
+            """When the last-access timestamp is updated (default ``OnCreateAndWrite``).
+
+            Args:
+                update_type: A ``StateTtlConfig.UpdateType``.
+
+            Returns:
+                This builder.
+
+            Raises:
+                ConfigurationError: The value is not a member of the enum.
+            """
             self._update_type = _check_enum(update_type, StateTtlConfig.UpdateType,
                                             "StateTtlConfig.Builder.set_update_type()")
             return self
 
         def update_ttl_on_create_and_write(self) -> StateTtlConfig.Builder:
+            """Update the last-access timestamp on create and write (``OnCreateAndWrite``).
+
+            Returns:
+                This builder.
+            """
             return self.set_update_type(StateTtlConfig.UpdateType.OnCreateAndWrite)
 
         def update_ttl_on_read_and_write(self) -> StateTtlConfig.Builder:
+            """Update the last-access timestamp on read and write too (``OnReadAndWrite``).
+
+            Returns:
+                This builder.
+            """
             return self.set_update_type(StateTtlConfig.UpdateType.OnReadAndWrite)
 
         def set_state_visibility(
             self, state_visibility: StateTtlConfig.StateVisibility
         ) -> StateTtlConfig.Builder:
-            """Whether expired values may be returned (default ``NeverReturnExpired``)."""
+            """Whether expired values may be returned (default ``NeverReturnExpired``).
+
+            Args:
+                state_visibility: A ``StateTtlConfig.StateVisibility``.
+
+            Returns:
+                This builder.
+
+            Raises:
+                ConfigurationError: The value is not a member of the enum.
+            """
             self._state_visibility = _check_enum(
                 state_visibility, StateTtlConfig.StateVisibility,
                 "StateTtlConfig.Builder.set_state_visibility()")
             return self
 
         def return_expired_if_not_cleaned_up(self) -> StateTtlConfig.Builder:
+            """Return expired values that are not cleaned up yet (``ReturnExpiredIfNotCleanedUp``).
+
+            Returns:
+                This builder.
+            """
             return self.set_state_visibility(
                 StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp)
 
         def never_return_expired(self) -> StateTtlConfig.Builder:
+            """Never return expired values (``NeverReturnExpired``, the default).
+
+            Returns:
+                This builder.
+            """
             return self.set_state_visibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
 
         def set_ttl_time_characteristic(
             self, ttl_time_characteristic: StateTtlConfig.TtlTimeCharacteristic
         ) -> StateTtlConfig.Builder:
-            """The time scale (only ``ProcessingTime`` exists)."""
+            """The time scale (only ``ProcessingTime`` exists).
+
+            Args:
+                ttl_time_characteristic: ``StateTtlConfig.TtlTimeCharacteristic.ProcessingTime``.
+
+            Returns:
+                This builder.
+
+            Raises:
+                ConfigurationError: The value is not a member of the enum.
+            """
             self._ttl_time_characteristic = _check_enum(
                 ttl_time_characteristic, StateTtlConfig.TtlTimeCharacteristic,
                 "StateTtlConfig.Builder.set_ttl_time_characteristic()")
             return self
 
         def use_processing_time(self) -> StateTtlConfig.Builder:
+            """Measure TTL in processing time (the only time scale).
+
+            Returns:
+                This builder.
+            """
             return self.set_ttl_time_characteristic(
                 StateTtlConfig.TtlTimeCharacteristic.ProcessingTime)
 
         def cleanup_full_snapshot(self) -> StateTtlConfig.Builder:
             """Leave expired entries out of full snapshots (savepoints; the heap backend's
-            STREAMING commits)."""
+            STREAMING commits).
+
+            Returns:
+                This builder.
+            """
             strategies = StateTtlConfig.CleanupStrategies
             self._strategies[strategies.Strategies.FULL_STATE_SCAN_SNAPSHOT] = (
                 strategies.EMPTY_STRATEGY)
@@ -337,7 +479,18 @@ class StateTtlConfig:
         def cleanup_incrementally(self, cleanup_size: int,
                                   run_cleanup_for_every_record: bool) -> StateTtlConfig.Builder:
             """Check ``cleanup_size`` keys for expiry on each access of the state (and for
-            every record with ``run_cleanup_for_every_record``); heap backend."""
+            every record with ``run_cleanup_for_every_record``); heap backend.
+
+            Args:
+                cleanup_size: Keys checked per cleanup, an int > 0.
+                run_cleanup_for_every_record: Also clean up for every record (a bool).
+
+            Returns:
+                This builder.
+
+            Raises:
+                ConfigurationError: An argument has the wrong type or ``cleanup_size`` <= 0.
+            """
             strategies = StateTtlConfig.CleanupStrategies
             self._strategies[strategies.Strategies.INCREMENTAL_CLEANUP] = (
                 strategies.IncrementalCleanupStrategy(cleanup_size, run_cleanup_for_every_record))
@@ -346,7 +499,20 @@ class StateTtlConfig:
         def cleanup_in_rocksdb_compact_filter(
             self, query_time_after_num_entries: int, periodic_compaction_time: Any = None
         ) -> StateTtlConfig.Builder:
-            """RocksDB background cleanup (periodic compaction default: 30 days)."""
+            """RocksDB background cleanup (periodic compaction default: 30 days).
+
+            Args:
+                query_time_after_num_entries: Entries between queries of the current time, an int
+                    >= 0.
+                periodic_compaction_time: The periodic compaction interval (Time or Duration), or
+                    None for the default.
+
+            Returns:
+                This builder.
+
+            Raises:
+                ConfigurationError: An argument has the wrong type or is negative.
+            """
             strategies = StateTtlConfig.CleanupStrategies
             self._strategies[strategies.Strategies.ROCKSDB_COMPACTION_FILTER] = (
                 strategies.RocksdbCompactFilterCleanupStrategy(
@@ -354,17 +520,36 @@ class StateTtlConfig:
             return self
 
         def disable_cleanup_in_background(self) -> StateTtlConfig.Builder:
-            """No default background cleanup; explicitly configured strategies stay."""
+            """No default background cleanup; explicitly configured strategies stay.
+
+            Returns:
+                This builder.
+            """
             self._is_cleanup_in_background = False
             return self
 
         def set_ttl(self, ttl: Any) -> StateTtlConfig.Builder:
-            """Replace the time-to-live (a ``Time`` or ``Duration``, positive)."""
+            """Replace the time-to-live (a ``Time`` or ``Duration``, positive).
+
+            Args:
+                ttl: The time-to-live.
+
+            Returns:
+                This builder.
+
+            Raises:
+                ConfigurationError: ``ttl`` is not a positive Time, Duration or timedelta.
+            """
             ttl_millis(ttl, "StateTtlConfig.Builder.set_ttl(ttl)")
             self._ttl = ttl
             return self
 
         def build(self) -> StateTtlConfig:
+            """The ``StateTtlConfig`` of the settings made.
+
+            Returns:
+                The config, for ``StateDescriptor.enable_time_to_live``.
+            """
             return StateTtlConfig(
                 self._update_type, self._state_visibility, self._ttl_time_characteristic,
                 self._ttl,

@@ -5,42 +5,16 @@ creates the serializers (``create_serializer()`` for values,
 ``lexicographic_serializer()`` for ordered keys), says whether equal values give
 equal bytes (``is_deterministic()``) and has a stable JSON description
 (``to_json()`` / ``TypeInformation.from_json()``) that savepoint metadata stores.
-
-Every type has a ``type_name`` (``"LONG"``, ``"TUPLE"``, ...) and its parts as
-attributes (``element_type``, ``key_type``, ``value_type``, ``field_types``,
-``field_names``), so other layers (e.g. the Spark schema mapping in ``plugin``)
-can read them without knowing the classes.
-
-Python value of each type:
-
-=================  ==============================================
-STRING, CHAR       ``str``
-BOOLEAN            ``bool``
-BYTE/SHORT/INT/    ``int`` (range-checked to 8/16/32/64 bits)
-LONG
-BIG_INT            ``int`` of any size
-FLOAT, DOUBLE      ``float`` (FLOAT is rounded to 32 bits)
-BIG_DEC            ``decimal.Decimal``
-SQL_DATE           ``datetime.date``
-SQL_TIME           ``datetime.time`` (naive)
-SQL_TIMESTAMP      ``datetime.datetime`` (naive = UTC)
-PICKLED_BYTE_ARRAY any picklable object
-PRIMITIVE_ARRAY    ``bytes`` for BYTE, else ``list`` of numbers/bools
-BASIC_ARRAY,       ``list`` (None elements allowed)
-OBJECT_ARRAY, LIST
-MAP                ``dict``
-TUPLE              ``tuple``
-ROW, ROW_NAMED     ``Row``
-=================  ==============================================
+Every type has a ``type_name`` and its parts as attributes (``element_type``,
+``key_type``, ``value_type``, ``field_types``, ``field_names``). The Python value of
+each type: the "State and types" page of the API reference.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import Any
 
 from .exceptions import GraphBuildError, SerializationError
@@ -99,7 +73,6 @@ __all__ = [
     "TupleTypeInfo",
     "RowTypeInfo",
     "Types",
-    "infer_type_info",
 ]
 
 
@@ -111,20 +84,36 @@ class TypeInformation(ABC):
 
     @abstractmethod
     def create_serializer(self) -> TypeSerializer[Any]:
-        """Compact serializer for values of this type (state values, records)."""
+        """Compact serializer for values of this type (state values, records).
+
+        Returns:
+            A new serializer.
+        """
 
     @abstractmethod
     def is_deterministic(self) -> bool:
-        """True when equal values always give equal bytes (required for keys)."""
+        """True when equal values always give equal bytes (required for keys).
+
+        Returns:
+            Whether the type can key a stream or state.
+        """
 
     def lexicographic_serializer(self) -> LexicographicalTypeSerializer[Any] | None:
-        """Order-preserving serializer (FLIP-220), or None when this type has none."""
+        """Order-preserving serializer (FLIP-220), or None when this type has none.
+
+        Returns:
+            The serializer, or None.
+        """
         return None
 
     def key_serializer(self) -> TypeSerializer[Any]:
         """Serializer for keys of this type: the lexicographic one if any, else the plain one.
 
-        Raises ``SerializationError`` when the type is not deterministic (MAP, pickled, ...).
+        Returns:
+            The key serializer.
+
+        Raises:
+            SerializationError: The type is not deterministic (MAP, pickled, ...).
         """
         lex = self.lexicographic_serializer()
         if lex is not None:
@@ -138,11 +127,29 @@ class TypeInformation(ABC):
 
     @abstractmethod
     def to_json(self) -> dict[str, Any]:
-        """Stable JSON-able description; ``TypeInformation.from_json`` is its inverse."""
+        """Stable JSON-able description; ``TypeInformation.from_json`` is its inverse.
+
+        Returns:
+            A dict with at least ``type``.
+        """
 
     @staticmethod
     def from_json(data: dict[str, Any] | str) -> TypeInformation:
-        """Rebuild a type from :meth:`to_json` output (a dict, or that dict as a JSON string)."""
+        """Rebuild a type from :meth:`to_json` output (a dict, or that dict as a JSON string).
+
+        Args:
+            data: The description, as a dict or a JSON string.
+
+        Returns:
+            The type.
+
+        Raises:
+            SerializationError: ``data`` is not valid JSON or not a known type description.
+
+        Example:
+            >>> TypeInformation.from_json(Types.TUPLE([Types.STRING(), Types.LONG()]).to_json())
+            Types.TUPLE([Types.STRING(), Types.LONG()])
+        """
         if isinstance(data, str):
             try:
                 data = json.loads(data)
@@ -499,72 +506,128 @@ class Types:
 
     @staticmethod
     def STRING() -> TypeInformation:
-        """``str``."""
+        """``str``.
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("STRING")
 
     @staticmethod
     def CHAR() -> TypeInformation:
-        """A one-character ``str`` (stored like STRING)."""
+        """A one-character ``str`` (stored like STRING).
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("CHAR")
 
     @staticmethod
     def BOOLEAN() -> TypeInformation:
-        """``bool``."""
+        """``bool``.
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("BOOLEAN")
 
     @staticmethod
     def BYTE() -> TypeInformation:
-        """8-bit signed ``int``."""
+        """8-bit signed ``int``.
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("BYTE")
 
     @staticmethod
     def SHORT() -> TypeInformation:
-        """16-bit signed ``int``."""
+        """16-bit signed ``int``.
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("SHORT")
 
     @staticmethod
     def INT() -> TypeInformation:
-        """32-bit signed ``int``."""
+        """32-bit signed ``int``.
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("INT")
 
     @staticmethod
     def LONG() -> TypeInformation:
-        """64-bit signed ``int``."""
+        """64-bit signed ``int``.
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("LONG")
 
     @staticmethod
     def BIG_INT() -> TypeInformation:
-        """``int`` of any size."""
+        """``int`` of any size.
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("BIG_INT")
 
     @staticmethod
     def FLOAT() -> TypeInformation:
-        """32-bit ``float``."""
+        """32-bit ``float``.
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("FLOAT")
 
     @staticmethod
     def DOUBLE() -> TypeInformation:
-        """64-bit ``float``."""
+        """64-bit ``float``.
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("DOUBLE")
 
     @staticmethod
     def BIG_DEC() -> TypeInformation:
-        """``decimal.Decimal`` (not deterministic: 1.0 and 1.00 differ in bytes)."""
+        """``decimal.Decimal`` (not deterministic: 1.0 and 1.00 differ in bytes).
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("BIG_DEC")
 
     @staticmethod
     def SQL_DATE() -> TypeInformation:
-        """``datetime.date``."""
+        """``datetime.date``.
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("SQL_DATE")
 
     @staticmethod
     def SQL_TIME() -> TypeInformation:
-        """Naive ``datetime.time``."""
+        """Naive ``datetime.time``.
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("SQL_TIME")
 
     @staticmethod
     def SQL_TIMESTAMP() -> TypeInformation:
-        """``datetime.datetime``; naive values are UTC."""
+        """``datetime.datetime``; naive values are UTC.
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return BasicTypeInfo("SQL_TIMESTAMP")
 
     @staticmethod
@@ -579,94 +642,137 @@ class Types:
 
     @staticmethod
     def PICKLED_BYTE_ARRAY() -> TypeInformation:
-        """Any picklable object."""
+        """Any picklable object.
+
+        Returns:
+            The ``TypeInformation``.
+        """
         return PickledBytesTypeInfo()
 
     @staticmethod
     def PRIMITIVE_ARRAY(element_type: TypeInformation) -> TypeInformation:
-        """Array of BOOLEAN/BYTE/SHORT/INT/LONG/FLOAT/DOUBLE (BYTE: ``bytes``)."""
+        """Array of BOOLEAN/BYTE/SHORT/INT/LONG/FLOAT/DOUBLE (BYTE: ``bytes``).
+
+        Args:
+            element_type: The element type, one of the primitive types above.
+
+        Returns:
+            The ``TypeInformation``.
+
+        Raises:
+            GraphBuildError: ``element_type`` is not a primitive type.
+        """
         return PrimitiveArrayTypeInfo(element_type)
 
     @staticmethod
     def BASIC_ARRAY(element_type: TypeInformation) -> TypeInformation:
-        """List of a basic type."""
+        """List of a basic type.
+
+        Args:
+            element_type: The element type, a basic type.
+
+        Returns:
+            The ``TypeInformation``.
+
+        Raises:
+            GraphBuildError: ``element_type`` is not a basic type.
+        """
         return BasicArrayTypeInfo(element_type)
 
     @staticmethod
     def OBJECT_ARRAY(element_type: TypeInformation) -> TypeInformation:
-        """List of any type."""
+        """List of any type.
+
+        Args:
+            element_type: The element type.
+
+        Returns:
+            The ``TypeInformation``.
+
+        Raises:
+            GraphBuildError: ``element_type`` is not a ``TypeInformation``.
+        """
         return ObjectArrayTypeInfo(element_type)
 
     @staticmethod
     def LIST(element_type_info: TypeInformation) -> TypeInformation:
-        """List of any type."""
+        """List of any type.
+
+        Args:
+            element_type_info: The element type.
+
+        Returns:
+            The ``TypeInformation``.
+
+        Raises:
+            GraphBuildError: ``element_type_info`` is not a ``TypeInformation``.
+        """
         return ListTypeInfo(element_type_info)
 
     @staticmethod
     def MAP(key_type_info: TypeInformation, value_type_info: TypeInformation) -> TypeInformation:
-        """dict."""
+        """dict.
+
+        Args:
+            key_type_info: The key type.
+            value_type_info: The value type.
+
+        Returns:
+            The ``TypeInformation``.
+
+        Raises:
+            GraphBuildError: a type is not a ``TypeInformation``.
+        """
         return MapTypeInfo(key_type_info, value_type_info)
 
     @staticmethod
     def TUPLE(field_types: list[TypeInformation]) -> TypeInformation:
-        """tuple of fixed arity."""
+        """tuple of fixed arity.
+
+        Args:
+            field_types: The field types, in order.
+
+        Returns:
+            The ``TypeInformation``.
+
+        Raises:
+            GraphBuildError: ``field_types`` is not a list of ``TypeInformation``.
+
+        Example:
+            >>> Types.TUPLE([Types.STRING(), Types.LONG()]).create_serializer().deserialize(
+            ...     Types.TUPLE([Types.STRING(), Types.LONG()]).create_serializer().serialize(("a", 1)))
+            ('a', 1)
+        """
         return TupleTypeInfo(field_types)
 
     @staticmethod
     def ROW(field_types: list[TypeInformation]) -> TypeInformation:
-        """``Row`` with fields ``f0, f1, ...``."""
+        """``Row`` with fields ``f0, f1, ...``.
+
+        Args:
+            field_types: The field types, in order.
+
+        Returns:
+            The ``TypeInformation``.
+
+        Raises:
+            GraphBuildError: ``field_types`` is not a list of ``TypeInformation``.
+        """
         return RowTypeInfo(field_types)
 
     @staticmethod
     def ROW_NAMED(field_names: list[str], field_types: list[TypeInformation]) -> TypeInformation:
-        """``Row`` with named fields."""
+        """``Row`` with named fields.
+
+        Args:
+            field_names: Distinct non-empty names, one per type.
+            field_types: The field types, in order.
+
+        Returns:
+            The ``TypeInformation``.
+
+        Raises:
+            GraphBuildError: the names are not distinct non-empty strings matching the types in
+                number, or a type is not a ``TypeInformation``.
+        """
         return RowTypeInfo(field_types, field_names)
-
-
-_LONG_MIN = -(1 << 63)
-_LONG_MAX = (1 << 63) - 1
-
-
-def infer_type_info(value: Any) -> TypeInformation | None:
-    """Best-effort type of a Python value; None when it cannot be inferred.
-
-    str -> STRING, bool -> BOOLEAN, int -> LONG (BIG_INT outside 64 bits),
-    float -> DOUBLE, bytes/bytearray -> PRIMITIVE_ARRAY(BYTE), datetime ->
-    SQL_TIMESTAMP, date -> SQL_DATE, time -> SQL_TIME, Decimal -> BIG_DEC,
-    ``Row`` (or any tuple with ``__fields__``, like PySpark's Row) -> ROW_NAMED
-    (ROW when unnamed), other tuple -> TUPLE of the inferred fields. None,
-    lists, dicts and other objects (and tuples containing them) give None.
-    """
-    if isinstance(value, bool):
-        return BasicTypeInfo("BOOLEAN")
-    if isinstance(value, str):
-        return BasicTypeInfo("STRING")
-    if isinstance(value, int):
-        if _LONG_MIN <= value <= _LONG_MAX:
-            return BasicTypeInfo("LONG")
-        return BasicTypeInfo("BIG_INT")
-    if isinstance(value, float):
-        return BasicTypeInfo("DOUBLE")
-    if isinstance(value, (bytes, bytearray)):
-        return PrimitiveArrayTypeInfo(BasicTypeInfo("BYTE"))
-    if isinstance(value, _dt.datetime):
-        return BasicTypeInfo("SQL_TIMESTAMP")
-    if isinstance(value, _dt.date):
-        return BasicTypeInfo("SQL_DATE")
-    if isinstance(value, _dt.time):
-        return BasicTypeInfo("SQL_TIME")
-    if isinstance(value, Decimal):
-        return BasicTypeInfo("BIG_DEC")
-    if isinstance(value, tuple):
-        fields = [infer_type_info(v) for v in value]
-        if any(f is None for f in fields):
-            return None
-        types: list[TypeInformation] = fields  # type: ignore[assignment]
-        if isinstance(value, Row):
-            names = value.get_field_names()
-            return RowTypeInfo(types, names)
-        spark_names = getattr(value, "__fields__", None)
-        if isinstance(spark_names, (list, tuple)) and len(spark_names) == len(types):
-            return RowTypeInfo(types, [str(n) for n in spark_names])
-        return TupleTypeInfo(types)
-    return None

@@ -120,22 +120,53 @@ class WindowAssigner(ABC, Generic[T, W]):
     @abstractmethod
     def assign_windows(self, element: Any, timestamp: int | None,
                        context: _WindowAssignerContext) -> Iterable[Any]:
-        """The windows ``element`` belongs to."""
+        """The windows ``element`` belongs to.
+
+        Args:
+            element: The element.
+            timestamp: Its event timestamp in ms, or None when it has none.
+            context: Gives the current processing time (processing-time assigners).
+
+        Returns:
+            The windows, one or more.
+
+        Raises:
+            JobExecutionError: An event-time assigner got an element without a timestamp.
+        """
 
     @abstractmethod
     def get_default_trigger(self, env: Any = None) -> Trigger:
-        """The trigger used when ``WindowedStream.trigger(...)`` is not called."""
+        """The trigger used when ``WindowedStream.trigger(...)`` is not called.
+
+        Args:
+            env: The execution environment (unused; PyFlink's signature).
+
+        Returns:
+            The default trigger of this assigner.
+        """
 
     @abstractmethod
     def get_window_serializer(self) -> TypeSerializer:
-        """Serializer of the windows (the namespace serializer of window state and timers)."""
+        """Serializer of the windows (the namespace serializer of window state and timers).
+
+        Returns:
+            The window serializer.
+        """
 
     @abstractmethod
     def is_event_time(self) -> bool:
-        """True when windows are based on event time (lateness applies)."""
+        """True when windows are based on event time (lateness applies).
+
+        Returns:
+            Whether the assigner uses event time.
+        """
 
     def is_merging(self) -> bool:
-        """True for merging assigners (sessions)."""
+        """True for merging assigners (sessions).
+
+        Returns:
+            False here; ``MergingWindowAssigner`` returns True.
+        """
         return False
 
     def __repr__(self) -> str:
@@ -156,7 +187,15 @@ class MergingWindowAssigner(WindowAssigner[T, W]):
         return True
 
     def merge_windows(self, windows: Iterable[TimeWindow]) -> list[tuple[TimeWindow, list[TimeWindow]]]:
-        """Groups of overlapping windows: ``[(covering window, [members]), ...]``."""
+        """Groups of overlapping windows: ``[(covering window, [members]), ...]``.
+
+        Args:
+            windows: The windows to merge.
+
+        Returns:
+            One ``(covering window, members)`` pair per group of two or more overlapping
+            windows.
+        """
         return TimeWindow.merge_windows(windows)
 
 
@@ -184,7 +223,23 @@ class TumblingEventTimeWindows(_TimeWindowAssigner[T]):
 
     @staticmethod
     def of(size: Any, offset: Any = None) -> TumblingEventTimeWindows:
-        """Windows of ``size`` (Time, Duration or int ms), shifted by ``offset``."""
+        """Windows of ``size``, shifted by ``offset``.
+
+        Args:
+            size: The window length: ``Time``, ``Duration`` or int ms, > 0.
+            offset: Shift of the window starts, same types, ``abs(offset) < size``; None is 0.
+
+        Returns:
+            The assigner.
+
+        Raises:
+            GraphBuildError: A size is not a Time, Duration or int ms, or is not > 0, or
+                ``abs(offset)`` is not less than the size.
+
+        Example:
+            >>> TumblingEventTimeWindows.of(Time.minutes(1)).size
+            60000
+        """
         millis = _positive(size, "TumblingEventTimeWindows.of(size)")
         return TumblingEventTimeWindows(
             millis, _offset(offset, millis, "TumblingEventTimeWindows.of")
@@ -229,7 +284,25 @@ class SlidingEventTimeWindows(_TimeWindowAssigner[T]):
 
     @staticmethod
     def of(size: Any, slide: Any, offset: Any = None) -> SlidingEventTimeWindows:
-        """Windows of ``size`` every ``slide`` (Time, Duration or int ms), shifted by ``offset``."""
+        """Windows of ``size`` every ``slide``, shifted by ``offset``.
+
+        Args:
+            size: The window length: ``Time``, ``Duration`` or int ms, > 0.
+            slide: The distance between window starts, same types, > 0.
+            offset: Shift of the window starts, same types, ``abs(offset) < slide``; None is 0.
+
+        Returns:
+            The assigner.
+
+        Raises:
+            GraphBuildError: A size is not a Time, Duration or int ms, or is not > 0, or
+                ``abs(offset)`` is not less than the slide.
+
+        Example:
+            >>> w = SlidingEventTimeWindows.of(Time.seconds(10), Time.seconds(5))
+            >>> (w.size, w.slide, w.offset)
+            (10000, 5000, 0)
+        """
         return SlidingEventTimeWindows(*_check_slide(size, slide, offset, "SlidingEventTimeWindows.of"))
 
     def assign_windows(self, element: Any, timestamp: int | None,
@@ -249,7 +322,14 @@ class SessionWindowTimeGapExtractor(ABC, Generic[T]):
 
     @abstractmethod
     def extract(self, element: T) -> int:
-        """The session gap of ``element`` in milliseconds (> 0)."""
+        """The session gap of ``element`` in milliseconds (> 0).
+
+        Args:
+            element: The element.
+
+        Returns:
+            The gap in ms, an int > 0.
+        """
 
 
 def _dynamic_gap(assigner: Any, element: Any) -> int:
@@ -279,12 +359,37 @@ class EventTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
 
     @staticmethod
     def with_dynamic_gap(extractor: SessionWindowTimeGapExtractor) -> DynamicEventTimeSessionWindows:
-        """Sessions whose gap each element gives (``extractor.extract(element)`` ms)."""
+        """Sessions whose gap each element gives (``extractor.extract(element)`` ms).
+
+        Args:
+            extractor: Gives each element's gap in ms; a non-int or gap <= 0 fails the job
+                with ``JobExecutionError`` when the element arrives.
+
+        Returns:
+            The dynamic-gap session assigner.
+
+        Raises:
+            GraphBuildError: ``extractor`` is not a ``SessionWindowTimeGapExtractor``.
+        """
         return DynamicEventTimeSessionWindows(_gap_extractor(extractor, "EventTimeSessionWindows"))
 
     @staticmethod
     def with_gap(size: Any) -> EventTimeSessionWindows:
-        """Sessions closed after ``size`` (Time, Duration or int ms) of inactivity."""
+        """Sessions closed after ``size`` of inactivity.
+
+        Args:
+            size: The gap: ``Time``, ``Duration`` or int ms, > 0.
+
+        Returns:
+            The session assigner.
+
+        Raises:
+            GraphBuildError: ``size`` is not a Time, Duration or int, or is not > 0 ms.
+
+        Example:
+            >>> EventTimeSessionWindows.with_gap(Time.minutes(30)).gap
+            1800000
+        """
         return EventTimeSessionWindows(_positive(size, "EventTimeSessionWindows.with_gap(size)"))
 
     def assign_windows(self, element: Any, timestamp: int | None,
@@ -311,7 +416,19 @@ class TumblingProcessingTimeWindows(_TimeWindowAssigner[T]):
 
     @staticmethod
     def of(size: Any, offset: Any = None) -> TumblingProcessingTimeWindows:
-        """Windows of ``size`` (Time, Duration or int ms), shifted by ``offset``."""
+        """Windows of ``size`` of processing time, shifted by ``offset``.
+
+        Args:
+            size: The window length: ``Time``, ``Duration`` or int ms, > 0.
+            offset: Shift of the window starts, same types, ``abs(offset) < size``; None is 0.
+
+        Returns:
+            The assigner.
+
+        Raises:
+            GraphBuildError: A size is not a Time, Duration or int ms, or is not > 0, or
+                ``abs(offset)`` is not less than the size.
+        """
         millis = _positive(size, "TumblingProcessingTimeWindows.of(size)")
         return TumblingProcessingTimeWindows(
             millis, _offset(offset, millis, "TumblingProcessingTimeWindows.of")
@@ -340,7 +457,20 @@ class SlidingProcessingTimeWindows(_TimeWindowAssigner[T]):
 
     @staticmethod
     def of(size: Any, slide: Any, offset: Any = None) -> SlidingProcessingTimeWindows:
-        """Windows of ``size`` every ``slide``, shifted by ``offset``."""
+        """Windows of ``size`` every ``slide`` of processing time, shifted by ``offset``.
+
+        Args:
+            size: The window length: ``Time``, ``Duration`` or int ms, > 0.
+            slide: The distance between window starts, same types, > 0.
+            offset: Shift of the window starts, same types, ``abs(offset) < slide``; None is 0.
+
+        Returns:
+            The assigner.
+
+        Raises:
+            GraphBuildError: A size is not a Time, Duration or int ms, or is not > 0, or
+                ``abs(offset)`` is not less than the slide.
+        """
         return SlidingProcessingTimeWindows(
             *_check_slide(size, slide, offset, "SlidingProcessingTimeWindows.of")
         )
@@ -378,13 +508,34 @@ class ProcessingTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
     @staticmethod
     def with_dynamic_gap(
             extractor: SessionWindowTimeGapExtractor) -> DynamicProcessingTimeSessionWindows:
-        """Processing-time sessions whose gap each element gives."""
+        """Processing-time sessions whose gap each element gives.
+
+        Args:
+            extractor: Gives each element's gap in ms; a non-int or gap <= 0 fails the job
+                with ``JobExecutionError`` when the element arrives.
+
+        Returns:
+            The dynamic-gap session assigner.
+
+        Raises:
+            GraphBuildError: ``extractor`` is not a ``SessionWindowTimeGapExtractor``.
+        """
         return DynamicProcessingTimeSessionWindows(
             _gap_extractor(extractor, "ProcessingTimeSessionWindows"))
 
     @staticmethod
     def with_gap(size: Any) -> ProcessingTimeSessionWindows:
-        """Sessions closed after ``size`` of processing-time inactivity."""
+        """Sessions closed after ``size`` of processing-time inactivity.
+
+        Args:
+            size: The gap: ``Time``, ``Duration`` or int ms, > 0.
+
+        Returns:
+            The session assigner.
+
+        Raises:
+            GraphBuildError: ``size`` is not a Time, Duration or int, or is not > 0 ms.
+        """
         return ProcessingTimeSessionWindows(
             _positive(size, "ProcessingTimeSessionWindows.with_gap(size)")
         )
@@ -421,7 +572,11 @@ class GlobalWindows(WindowAssigner[T, GlobalWindow]):
 
     @staticmethod
     def create() -> GlobalWindows:
-        """The global-window assigner (use ``trigger(CountTrigger.of(n))`` with it)."""
+        """The global-window assigner (use ``trigger(CountTrigger.of(n))`` with it).
+
+        Returns:
+            A new ``GlobalWindows``.
+        """
         return GlobalWindows()
 
     def assign_windows(self, element: Any, timestamp: int | None,
@@ -463,7 +618,11 @@ class EndOfStreamWindows(_TimeWindowAssigner[T]):
 
     @staticmethod
     def get() -> EndOfStreamWindows:
-        """The end-of-stream assigner."""
+        """The end-of-stream assigner.
+
+        Returns:
+            A new ``EndOfStreamWindows``.
+        """
         return EndOfStreamWindows()
 
     def assign_windows(self, element: Any, timestamp: int | None,

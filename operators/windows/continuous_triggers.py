@@ -42,7 +42,11 @@ class _ContinuousTrigger(Trigger):
         self.__init__(interval)  # type: ignore[misc]
 
     def get_interval(self) -> int:
-        """The interval between firings, in milliseconds."""
+        """The interval between firings, in milliseconds.
+
+        Returns:
+            The interval in ms.
+        """
         return self.interval
 
     def _register(self, ctx: TriggerContext, time: int) -> None:
@@ -93,7 +97,17 @@ class ContinuousEventTimeTrigger(_ContinuousTrigger):
 
     @staticmethod
     def of(interval: Any) -> ContinuousEventTimeTrigger:
-        """A trigger firing every ``interval`` (``Time``, ``Duration`` or int ms)."""
+        """A trigger firing every ``interval`` of event time, and at the window's end.
+
+        Args:
+            interval: The firing interval: ``Time``, ``Duration`` or int ms, > 0.
+
+        Returns:
+            The trigger.
+
+        Raises:
+            GraphBuildError: ``interval`` is not a Time, Duration or int, or is not > 0 ms.
+        """
         return ContinuousEventTimeTrigger(interval)
 
     def _register(self, ctx: TriggerContext, time: int) -> None:
@@ -124,7 +138,17 @@ class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
 
     @staticmethod
     def of(interval: Any) -> ContinuousProcessingTimeTrigger:
-        """A trigger firing every ``interval`` (``Time``, ``Duration`` or int ms)."""
+        """A trigger firing every ``interval`` of processing time.
+
+        Args:
+            interval: The firing interval: ``Time``, ``Duration`` or int ms, > 0.
+
+        Returns:
+            The trigger.
+
+        Raises:
+            GraphBuildError: ``interval`` is not a Time, Duration or int, or is not > 0 ms.
+        """
         return ContinuousProcessingTimeTrigger(interval)
 
     def _register(self, ctx: TriggerContext, time: int) -> None:

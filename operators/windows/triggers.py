@@ -105,27 +105,72 @@ class Trigger(Function, ABC, Generic[T, W]):
     @abstractmethod
     def on_element(self, element: Any, timestamp: int | None, window: Any,
                    ctx: _TriggerContext) -> TriggerResult:
-        """Called for every element added to ``window``."""
+        """Called for every element added to ``window``.
+
+        Args:
+            element: The element.
+            timestamp: The element's event timestamp in ms, or None when it has none.
+            window: The window the element was added to.
+            ctx: Timers, watermark, processing time and per-window trigger state.
+
+        Returns:
+            What to do with the window (``CONTINUE``, ``FIRE``, ``PURGE``, ``FIRE_AND_PURGE``).
+        """
 
     @abstractmethod
     def on_processing_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
-        """A processing-time timer of ``window`` fired."""
+        """A processing-time timer of ``window`` fired.
+
+        Args:
+            time: The timer's time in ms.
+            window: The window the timer was registered for.
+            ctx: Timers, watermark, processing time and per-window trigger state.
+
+        Returns:
+            What to do with the window.
+        """
 
     @abstractmethod
     def on_event_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
-        """An event-time timer of ``window`` fired."""
+        """An event-time timer of ``window`` fired.
+
+        Args:
+            time: The timer's time in ms (the watermark passed it).
+            window: The window the timer was registered for.
+            ctx: Timers, watermark, processing time and per-window trigger state.
+
+        Returns:
+            What to do with the window.
+        """
 
     def can_merge(self) -> bool:
-        """True when the trigger supports merging windows (sessions)."""
+        """True when the trigger supports merging windows (sessions).
+
+        Returns:
+            False here; triggers that implement ``on_merge`` return True.
+        """
         return False
 
     def on_merge(self, window: Any, ctx: _OnMergeContext) -> None:
-        """Windows were merged into ``window``; re-register timers / merge state."""
+        """Windows were merged into ``window``; re-register timers / merge state.
+
+        Args:
+            window: The merged (covering) window.
+            ctx: The trigger context, which can also merge partitioned state.
+
+        Raises:
+            GraphBuildError: The trigger does not support merging windows (the default).
+        """
         raise GraphBuildError(f"trigger {self!r} does not support merging windows")
 
     @abstractmethod
     def clear(self, window: Any, ctx: _TriggerContext) -> None:
-        """The window is being purged for good: delete its timers and state."""
+        """The window is being purged for good: delete its timers and state.
+
+        Args:
+            window: The window being purged.
+            ctx: The trigger context.
+        """
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -136,7 +181,11 @@ class EventTimeTrigger(Trigger):
 
     @staticmethod
     def create() -> EventTimeTrigger:
-        """PyFlink's factory."""
+        """PyFlink's factory: fires when the watermark passes the window's end.
+
+        Returns:
+            A new ``EventTimeTrigger``.
+        """
         return EventTimeTrigger()
 
     def on_element(self, element: Any, timestamp: int | None, window: Any,
@@ -168,7 +217,11 @@ class ProcessingTimeTrigger(Trigger):
 
     @staticmethod
     def create() -> ProcessingTimeTrigger:
-        """PyFlink's factory."""
+        """PyFlink's factory: fires when processing time passes the window's end.
+
+        Returns:
+            A new ``ProcessingTimeTrigger``.
+        """
         return ProcessingTimeTrigger()
 
     def on_element(self, element: Any, timestamp: int | None, window: Any,
@@ -232,7 +285,17 @@ class CountTrigger(Trigger):
 
     @staticmethod
     def of(count: int) -> CountTrigger:
-        """A trigger firing every ``count`` elements."""
+        """A trigger firing every ``count`` elements (Flink's ``CountTrigger.of``).
+
+        Args:
+            count: Elements per firing, an int >= 1.
+
+        Returns:
+            The trigger.
+
+        Raises:
+            GraphBuildError: ``count`` is not an int >= 1.
+        """
         return CountTrigger(count)
 
     def __getstate__(self) -> int:
@@ -281,7 +344,17 @@ class PurgingTrigger(Trigger):
 
     @staticmethod
     def of(nested_trigger: Trigger) -> PurgingTrigger:
-        """``nested_trigger`` with purging on every firing."""
+        """``nested_trigger`` with purging on every firing (``FIRE`` becomes ``FIRE_AND_PURGE``).
+
+        Args:
+            nested_trigger: The trigger deciding when to fire.
+
+        Returns:
+            The purging trigger.
+
+        Raises:
+            GraphBuildError: ``nested_trigger`` is not a ``Trigger``.
+        """
         return PurgingTrigger(nested_trigger)
 
     @staticmethod

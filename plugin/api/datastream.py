@@ -1,26 +1,18 @@
 """DataStream API with PyFlink's names: DataStream, KeyedStream, ConnectedStreams and the
 windowed streams (WindowedStream, AllWindowedStream, FLIP-380's PartitionWindowedStream).
 
-Methods only record transformations and validate their arguments; nothing runs
-until ``execute``/``execute_and_collect``/``to_dataframe``. A keyed window is recorded as
-``KeyedNode(op="window", function=WindowSpec)`` and runs as any keyed operator; a
-full-window partition is a ``FullPartitionNode``, BATCH only: when the runtime mode is
-explicitly STREAMING the API call fails at once, otherwise (mode set later, AUTOMATIC) the
-environment refuses the job when it is planned in STREAMING. The windowed streams live here
-with the streams they come from, so neither needs the other's private members.
+Methods only record transformations and validate their arguments; nothing runs until
+``execute``/``execute_and_collect``/``to_dataframe``. The calls of the windowed, connected and
+keyed-aggregation streams are defined in base classes (``windowed``, ``connected``,
+``keyed_aggregations``); the classes here give them their graph nodes.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
-from ..operators import aggregations as _aggs
-from ..operators.broadcast_functions import BroadcastProcessFunction, KeyedBroadcastProcessFunction
 from ..operators.count_windows import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 from ..operators.functions import (
-    CoFlatMapFunction,
-    CoMapFunction,
-    CoProcessFunction,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
     OutputTag,
@@ -31,15 +23,11 @@ from ..operators.functions import (
     as_map_function,
     as_reduce_function,
 )
-from ..operators.partition import MapPartitionFunction, Order, PartitionOp
-from ..operators.window_functions import as_process_window_function
-from ..operators.windows import ProcessWindowFunction, Trigger, WindowAssigner, WindowSpec
+from ..operators.partition import PartitionOp
+from ..operators.windows import WindowAssigner
 from ..plan.config import Configuration, RuntimeMode, configured_runtime_mode
 from ..plan.graph import (
-    BroadcastNode,
     ChainNode,
-    CoChainNode,
-    CoKeyedNode,
     FullPartitionNode,
     KeyByNode,
     KeyedNode,
@@ -53,18 +41,23 @@ from ..plan.graph import (
 from ..results import CloseableIterator
 from ..state_store.descriptors import MapStateDescriptor
 from ..state_store.exceptions import GraphBuildError
-from ..state_store.functions import AggregateFunction, Function
+from ..state_store.functions import Function
 from ..state_store.serializers import GenericKeySerializer
 from ..state_store.typeinfo import TypeInformation
+from .arguments import check_output_type as _check_type
+from .arguments import function_name as _fn_name
+from .connected import BroadcastConnectedCalls, ConnectedCalls
 from .hints import SchedulingHints
+from .keyed_aggregations import KeyedAggregations
 from .partitioning import KeyedPartitioning, Partitioning
+from .sink_calls import DataStreamSink, SinkCalls
 from .stream_extras import StreamExtras
 from .watermarks import WatermarkStrategy
+from .windowed import PartitionCalls, WindowCalls
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from .connectors import KafkaSink
 
 
 __all__ = [
@@ -86,15 +79,6 @@ class StreamEnvironment(Protocol):
     def collect_node(self, node: Transformation, job_name: Optional[str]) -> CloseableIterator: ...
 
 
-def _check_type(output_type: Any, where: str) -> Optional[TypeInformation]:
-    if output_type is None or isinstance(output_type, TypeInformation):
-        return output_type
-    raise GraphBuildError(
-        f"output_type of {where} must be a TypeInformation such as Types.TUPLE([...]), "
-        f"got {output_type!r}"
-    )
-
-
 def _count_assigner(size: int, slide: int) -> Any:
     """PyFlink's ``count_window(size, slide)`` assigner: tumbling when ``slide`` is 0."""
     if isinstance(slide, bool) or not isinstance(slide, int) or slide < 0:
@@ -104,19 +88,7 @@ def _count_assigner(size: int, slide: int) -> Any:
     return CountSlidingWindowAssigner.of(size, slide)
 
 
-def _fn_name(fn: Any, default: str) -> str:
-    if fn is None:
-        return default
-    if isinstance(fn, type):
-        return fn.__name__
-    name = getattr(fn, "__name__", None)
-    if name and name != "<lambda>":
-        return name
-    cls = type(fn).__name__
-    return cls if cls not in ("function", "builtin_function_or_method") else default
-
-
-class DataStream(SchedulingHints, Partitioning, StreamExtras):
+class DataStream(SchedulingHints, Partitioning, StreamExtras, SinkCalls):
     """A stream of records of one type."""
 
     def __init__(self, env: StreamEnvironment, node: Transformation) -> None:
@@ -128,29 +100,71 @@ class DataStream(SchedulingHints, Partitioning, StreamExtras):
 
     # -- naming -------------------------------------------------------------
     def uid(self, uid: str) -> DataStream:
-        """Stable operator id; savepoint state is matched to operators by it."""
+        """Stable operator id; savepoint state is matched to operators by it.
+
+        Args:
+            uid: A non-empty string, unique in the job.
+
+        Returns:
+            This stream.
+
+        Raises:
+            GraphBuildError: ``uid`` is not a non-empty string.
+        """
         self._node.uid = check_uid(uid)
         return self
 
     def name(self, name: str) -> DataStream:
+        """Name the operator (shown in progress rows and Spark's UI).
+
+        Args:
+            name: The name.
+
+        Returns:
+            This stream.
+        """
         self._node.name = str(name)
         return self
 
     def set_parallelism(self, parallelism: int) -> DataStream:
+        """Set the operator's parallelism (recorded on the operator, as in PyFlink).
+
+        Args:
+            parallelism: A positive int.
+
+        Returns:
+            This stream.
+
+        Raises:
+            GraphBuildError: ``parallelism`` is not a positive int.
+        """
         if not isinstance(parallelism, int) or parallelism < 1:
             raise GraphBuildError(f"parallelism must be a positive int, got {parallelism!r}")
         self._node.parallelism = parallelism
         return self
 
     def get_name(self) -> str:
+        """The operator's name.
+
+        Returns:
+            The name given by ``name()`` or derived from the function.
+        """
         return self._node.name
 
     def get_type(self) -> Optional[TypeInformation]:
-        """The declared record type, or None when records travel pickled."""
+        """The declared record type, or None when records travel pickled.
+
+        Returns:
+            The stream's ``TypeInformation`` or None.
+        """
         return self._node.output_type
 
     def get_execution_environment(self) -> Any:
-        """The StreamExecutionEnvironment that created this stream."""
+        """The StreamExecutionEnvironment that created this stream.
+
+        Returns:
+            The environment.
+        """
         return self._env
 
     # -- one-input transformations -----------------------------------------
@@ -160,19 +174,69 @@ class DataStream(SchedulingHints, Partitioning, StreamExtras):
         return DataStream(self._env, node)
 
     def map(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        """One output per record (PyFlink's ``map``).
+
+        Args:
+            func: A ``MapFunction`` or a callable taking a record.
+            output_type: The records' ``TypeInformation``; None sends them pickled.
+
+        Returns:
+            The mapped stream.
+
+        Raises:
+            GraphBuildError: ``func`` is neither a MapFunction nor callable (or is the class
+                itself), or ``output_type`` is not a ``TypeInformation``.
+        """
         f = as_map_function(func)
         return self._chain("map", f, _check_type(output_type, "map"), _fn_name(func, "Map"))
 
     def flat_map(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        """Zero or more outputs per record (PyFlink's ``flat_map``).
+
+        Args:
+            func: A ``FlatMapFunction`` or a callable returning an iterable (or a generator).
+            output_type: The records' ``TypeInformation``; None sends them pickled.
+
+        Returns:
+            The flat-mapped stream.
+
+        Raises:
+            GraphBuildError: ``func`` is neither a FlatMapFunction nor callable, or
+                ``output_type`` is not a ``TypeInformation``.
+        """
         f = as_flat_map_function(func)
         return self._chain("flat_map", f, _check_type(output_type, "flat_map"),
                            _fn_name(func, "FlatMap"))
 
     def filter(self, func: Any) -> DataStream:
+        """Keep the records for which ``func`` is true.
+
+        Args:
+            func: A ``FilterFunction`` or a callable returning a bool.
+
+        Returns:
+            The filtered stream (same type).
+
+        Raises:
+            GraphBuildError: ``func`` is neither a FilterFunction nor callable.
+        """
         f = as_filter_function(func)
         return self._chain("filter", f, self._node.output_type, _fn_name(func, "Filter"))
 
     def process(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        """Run a ``ProcessFunction`` over each record (non-keyed: no state or timers).
+
+        Args:
+            func: The ``ProcessFunction``.
+            output_type: The records' ``TypeInformation``; None sends them pickled.
+
+        Returns:
+            The output stream.
+
+        Raises:
+            GraphBuildError: ``func`` is a keyed function (call ``key_by`` first) or not a
+                ProcessFunction, or ``output_type`` is not a ``TypeInformation``.
+        """
         name = _fn_name(func, "Process")
         if isinstance(func, (KeyedProcessFunction, KeyedCoProcessFunction)):
             raise GraphBuildError(
@@ -186,6 +250,18 @@ class DataStream(SchedulingHints, Partitioning, StreamExtras):
         return self._chain("process", func, _check_type(output_type, "process"), name)
 
     def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
+        """Give records event timestamps and emit watermarks (PyFlink's call of the same name).
+
+        Args:
+            watermark_strategy: The ``WatermarkStrategy`` (timestamp assigner, out-of-orderness,
+                idleness).
+
+        Returns:
+            The stream with timestamps (same type).
+
+        Raises:
+            GraphBuildError: ``watermark_strategy`` is not a ``WatermarkStrategy``.
+        """
         if not isinstance(watermark_strategy, WatermarkStrategy):
             raise GraphBuildError(
                 "assign_timestamps_and_watermarks needs a WatermarkStrategy, "
@@ -196,6 +272,24 @@ class DataStream(SchedulingHints, Partitioning, StreamExtras):
                            watermark_strategy=watermark_strategy)
 
     def key_by(self, key_selector: Any, key_type: Optional[TypeInformation] = None) -> KeyedStream:
+        """Partition the stream by key: keyed state, timers and keyed windows follow.
+
+        Args:
+            key_selector: A ``KeySelector`` or a callable taking a record.
+            key_type: The key's ``TypeInformation``; it must have a deterministic serializer
+                (keys are grouped and sorted by their bytes). None serializes keys generically.
+
+        Returns:
+            The keyed stream.
+
+        Raises:
+            GraphBuildError: ``key_selector`` is not callable, or ``key_type`` is not a
+                ``TypeInformation`` or has no deterministic serializer.
+
+        Example:
+            >>> env = StreamExecutionEnvironment.get_execution_environment()
+            >>> keyed = env.from_collection([("a", 1), ("b", 2)]).key_by(lambda r: r[0])
+        """
         selector = as_key_selector(key_selector)
         name = f"KeyBy({_fn_name(key_selector, 'key_selector')})"
         if key_type is not None:
@@ -214,6 +308,18 @@ class DataStream(SchedulingHints, Partitioning, StreamExtras):
         return KeyedStream(self._env, node)
 
     def union(self, *streams: DataStream) -> DataStream:
+        """This stream and ``streams`` as one stream.
+
+        Args:
+            *streams: DataStreams to merge in.
+
+        Returns:
+            The union; it keeps the record type when all inputs declare the same one, else
+            records travel pickled.
+
+        Raises:
+            GraphBuildError: An argument is not a DataStream.
+        """
         for s in streams:
             if not isinstance(s, DataStream):
                 raise GraphBuildError(f"union() takes DataStreams, got {s!r}")
@@ -224,8 +330,18 @@ class DataStream(SchedulingHints, Partitioning, StreamExtras):
         return DataStream(self._env, node)
 
     def connect(self, ds: Union[DataStream, BroadcastStream]) -> Any:
-        """ConnectedStreams with another DataStream; a BroadcastConnectedStream with a
-        BroadcastStream (``ds.broadcast(descriptor, ...)``)."""
+        """Connect this stream with another for two-input processing.
+
+        Args:
+            ds: A DataStream, or a BroadcastStream (``other.broadcast(descriptor, ...)``).
+
+        Returns:
+            ``ConnectedStreams`` for a DataStream, ``BroadcastConnectedStream`` for a
+            BroadcastStream.
+
+        Raises:
+            GraphBuildError: ``ds`` is neither.
+        """
         if isinstance(ds, BroadcastStream):
             return BroadcastConnectedStream(self._env, self, ds)
         if not isinstance(ds, DataStream):
@@ -272,6 +388,17 @@ class DataStream(SchedulingHints, Partitioning, StreamExtras):
         return BroadcastStream(self, tuple(descriptors))
 
     def get_side_output(self, output_tag: OutputTag) -> DataStream:
+        """The records the operator sent to ``output_tag`` (``ctx.output(tag, value)``).
+
+        Args:
+            output_tag: The ``OutputTag``; its type info, if any, types the stream.
+
+        Returns:
+            The side-output stream.
+
+        Raises:
+            GraphBuildError: ``output_tag`` is not an OutputTag.
+        """
         if not isinstance(output_tag, OutputTag):
             raise GraphBuildError(f"get_side_output needs an OutputTag, got {output_tag!r}")
         node = SideOutputNode(name=f"SideOutput({output_tag.tag_id})", inputs=[self._node],
@@ -279,117 +406,50 @@ class DataStream(SchedulingHints, Partitioning, StreamExtras):
                               tag_id=output_tag.tag_id)
         return DataStream(self._env, node)
 
-    # -- sinks ----------------------------------------------------------------
-    def print(self, sink_identifier: Optional[str] = None) -> DataStreamSink:
-        node = SinkNode(name="Print", inputs=[self._node], kind="print",
-                        options={"identifier": sink_identifier})
-        self._env.add_sink_node(node)
-        return DataStreamSink(node)
-
-    def sink_to_delta(self, path: str, mode: str = "append") -> DataStreamSink:
-        """Write the stream to a Delta table at ``path`` when ``env.execute()`` runs."""
-        if mode not in ("append", "overwrite"):
-            raise GraphBuildError(f"sink_to_delta mode must be 'append' or 'overwrite', got {mode!r}")
-        if not isinstance(path, str) or not path:
-            raise GraphBuildError(f"sink_to_delta needs a table path, got {path!r}")
-        self._require_typed("sink_to_delta()")
-        node = SinkNode(name=f"DeltaSink({path})", inputs=[self._node], kind="delta",
-                        options={"path": path, "mode": mode})
-        self._env.add_sink_node(node)
-        return DataStreamSink(node)
-
-    def sink_to(self, sink: KafkaSink) -> DataStreamSink:
-        """Write the stream to a connector sink (a :class:`KafkaSink`) when the job runs.
-
-        Args:
-            sink: The KafkaSink; its SimpleStringSchema needs a ``Types.STRING()`` stream.
-
-        Returns:
-            The DataStreamSink.
-
-        Raises:
-            UnsupportedConnectorError: For a sink other than a KafkaSink.
-            GraphBuildError: When the stream is not declared ``Types.STRING()``.
-        """
-        from .connectors import KafkaSink, UnsupportedConnectorError
-
-        if not isinstance(sink, KafkaSink):
-            raise UnsupportedConnectorError(
-                f"sink_to: {type(sink).__name__} is not supported; the supported sink is "
-                "KafkaSink (or sink_to_delta, print)")
-        t = self._node.output_type
-        if getattr(t, "type_name", None) != "STRING":
-            raise GraphBuildError(
-                f"sink_to({sink!r}): SimpleStringSchema writes str records, but "
-                f"{self._node.describe()} has {'no output_type' if t is None else repr(t)}; "
-                "pass output_type=Types.STRING() to the operator that produces it")
-        node = SinkNode(name=f"KafkaSink({sink.spec['topic']})", inputs=[self._node],
-                        kind="kafka", options=dict(sink.spec))
-        self._env.add_sink_node(node)
-        return DataStreamSink(node)
-
-    def _require_typed(self, what: str) -> None:
-        from ..runtime.spark_types import is_spark_mappable
-
-        t = self._node.output_type
-        if t is None or not is_spark_mappable(t):
-            raise GraphBuildError(
-                f"{what} needs a typed stream but {self._node.describe()} has "
-                f"{'no output_type' if t is None else 'output_type ' + repr(t)}; records travel "
-                "pickled. Pass output_type=Types.ROW_NAMED([...], [...]) (or Types.TUPLE([...])) "
-                f"to the operator that produces it"
-            )
-
-    def to_dataframe(self) -> DataFrame:
-        """This stream as a Spark DataFrame (streaming in STREAMING mode)."""
-        self._require_typed("to_dataframe()")
-        return self._env.dataframe_of(self._node)
-
-    def execute_and_collect(self, job_execution_name: Optional[str] = None,
-                            limit: Optional[int] = None) -> Any:
-        """Run the job and iterate its records (a list when ``limit`` is given)."""
-        it = self._env.collect_node(self._node, job_execution_name)
-        if limit is None:
-            return it
-        out: list[Any] = []
-        with it:
-            for record in it:
-                if len(out) >= limit:
-                    break
-                out.append(record)
-        return out
-
     # -- non-keyed windows ---------------------------------------------------------
     def window_all(self, window_assigner: Any) -> Any:
-        """Cut the whole stream into windows (one task, as in Flink); an AllWindowedStream."""
+        """Cut the whole stream into windows (one task, as in Flink).
+
+        Args:
+            window_assigner: A ``WindowAssigner`` such as ``TumblingEventTimeWindows.of(...)``.
+
+        Returns:
+            An ``AllWindowedStream``.
+
+        Raises:
+            GraphBuildError: ``window_assigner`` is not a WindowAssigner.
+        """
         return AllWindowedStream(self, window_assigner)
 
     def count_window_all(self, size: int, slide: int = 0) -> Any:
-        """``window_all`` over windows of ``size`` elements (every ``slide`` when > 0)."""
+        """``window_all`` over windows of ``size`` elements (every ``slide`` when > 0).
+
+        Args:
+            size: Elements per window.
+            slide: Elements between window starts; 0 makes tumbling windows.
+
+        Returns:
+            An ``AllWindowedStream``.
+
+        Raises:
+            GraphBuildError: ``slide`` is not an int >= 0, or ``size`` is invalid.
+        """
         return self.window_all(_count_assigner(size, slide))
 
     # -- full-window partition processing (FLIP-380) ------------------------------
     def full_window_partition(self) -> Any:
         """All records of each partition as one window (FLIP-380; BATCH only).
 
-        On a KeyedStream each key is one partition. Returns a PartitionWindowedStream.
+        On a KeyedStream each key is one partition.
+
+        Returns:
+            A ``PartitionWindowedStream``.
+
+        Raises:
+            GraphBuildError: The runtime mode is explicitly STREAMING (a job planned in
+                STREAMING later, from AUTOMATIC, is refused when it runs).
         """
         return PartitionWindowedStream(self)
-
-
-class DataStreamSink(SchedulingHints):
-    """Handle on a declared sink (``uid``/``name`` as in PyFlink)."""
-
-    def __init__(self, node: SinkNode) -> None:
-        self._node = node
-
-    def uid(self, uid: str) -> DataStreamSink:
-        self._node.uid = check_uid(uid)
-        return self
-
-    def name(self, name: str) -> DataStreamSink:
-        self._node.name = str(name)
-        return self
 
 
 def _opens(function: Any) -> bool:
@@ -398,7 +458,7 @@ def _opens(function: Any) -> bool:
     return type(function).open is not Function.open
 
 
-class KeyedStream(KeyedPartitioning, DataStream):
+class KeyedStream(KeyedPartitioning, KeyedAggregations, DataStream):
     """A stream partitioned by key; keyed operators see per-key state and timers."""
 
     def __init__(self, env: StreamEnvironment, node: KeyByNode) -> None:
@@ -411,6 +471,19 @@ class KeyedStream(KeyedPartitioning, DataStream):
         return DataStream(self._env, node)
 
     def process(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
+        """Run a ``KeyedProcessFunction`` with per-key state and timers.
+
+        Args:
+            func: The ``KeyedProcessFunction`` (a ``ProcessFunction`` is accepted too).
+            output_type: The records' ``TypeInformation``; None sends them pickled.
+
+        Returns:
+            The output stream.
+
+        Raises:
+            GraphBuildError: ``func`` is not a KeyedProcessFunction/ProcessFunction (or is a
+                KeyedCoProcessFunction), or ``output_type`` is not a ``TypeInformation``.
+        """
         name = _fn_name(func, "KeyedProcess")
         if isinstance(func, KeyedCoProcessFunction) or not isinstance(
             func, (KeyedProcessFunction, ProcessFunction)
@@ -444,47 +517,53 @@ class KeyedStream(KeyedPartitioning, DataStream):
         return self._keyed("process", f, self._key_node.output_type, _fn_name(func, "Filter"))
 
     def reduce(self, func: Any) -> DataStream:
+        """Rolling reduce per key (ReducingState; BATCH emits the final result per key).
+
+        Args:
+            func: A ``ReduceFunction`` or a callable ``(a, b) -> reduced``.
+
+        Returns:
+            The stream of running results (same type).
+
+        Raises:
+            GraphBuildError: ``func`` is neither a ReduceFunction nor callable.
+        """
         f = as_reduce_function(func)
         return self._keyed("reduce", f, self._key_node.output_type, _fn_name(func, "Reduce"))
 
-    def _agg(self, kind: str, field: Union[int, str]) -> DataStream:
-        if not isinstance(field, (int, str)) or isinstance(field, bool):
-            raise GraphBuildError(f"{kind}() needs a field position (int) or name (str), got {field!r}")
-        t = self._key_node.output_type
-        if isinstance(field, str) and t is not None and hasattr(t, "get_field_names"):
-            names = list(t.get_field_names())
-            if field not in names:
-                raise GraphBuildError(f"{kind}('{field}'): no such field; the stream's fields are {names}")
-        f = getattr(_aggs, kind)(field)
-        return self._keyed("reduce", f, t, f"{kind.capitalize()}({field})")
-
-    def sum(self, position_to_sum: Union[int, str] = 0) -> DataStream:
-        return self._agg("sum", position_to_sum)
-
-    def min(self, position_to_min: Union[int, str] = 0) -> DataStream:
-        return self._agg("min", position_to_min)
-
-    def max(self, position_to_max: Union[int, str] = 0) -> DataStream:
-        return self._agg("max", position_to_max)
-
-    def min_by(self, position_to_min_by: Union[int, str] = 0) -> DataStream:
-        return self._agg("min_by", position_to_min_by)
-
-    def max_by(self, position_to_max_by: Union[int, str] = 0) -> DataStream:
-        return self._agg("max_by", position_to_max_by)
-
     # -- keyed windows -------------------------------------------------------------
     def window(self, window_assigner: Any) -> Any:
-        """Cut the keyed stream into windows; returns a WindowedStream."""
+        """Cut the keyed stream into windows.
+
+        Args:
+            window_assigner: A ``WindowAssigner`` such as ``TumblingEventTimeWindows.of(...)``.
+
+        Returns:
+            A ``WindowedStream``.
+
+        Raises:
+            GraphBuildError: ``window_assigner`` is not a WindowAssigner.
+        """
         return WindowedStream(self, window_assigner)
 
     def count_window(self, size: int, slide: int = 0) -> Any:
         """Windows of ``size`` elements per key, every ``slide`` elements when ``slide`` > 0
-        (a window fires once it holds ``size`` elements)."""
+        (a window fires once it holds ``size`` elements).
+
+        Args:
+            size: Elements per window.
+            slide: Elements between window starts; 0 makes tumbling windows.
+
+        Returns:
+            A ``WindowedStream``.
+
+        Raises:
+            GraphBuildError: ``slide`` is not an int >= 0, or ``size`` is invalid.
+        """
         return self.window(_count_assigner(size, slide))
 
 
-class ConnectedStreams:
+class ConnectedStreams(ConnectedCalls):
     """Two streams processed together (``a.connect(b)``)."""
 
     def __init__(self, env: StreamEnvironment, first: DataStream, second: DataStream):
@@ -492,50 +571,16 @@ class ConnectedStreams:
         self.first = first
         self.second = second
 
-    def key_by(self, key_selector1: Any, key_selector2: Any,
-               key_type: Optional[TypeInformation] = None) -> ConnectedStreams:
-        return ConnectedStreams(self._env, self.first.key_by(key_selector1, key_type),
-                                self.second.key_by(key_selector2, key_type))
+    def _connect(self, first: Any, second: Any) -> ConnectedStreams:
+        return ConnectedStreams(self._env, first, second)
 
     def _is_keyed(self) -> bool:
         return isinstance(self.first, KeyedStream) and isinstance(self.second, KeyedStream)
 
-    def process(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
-        name = _fn_name(func, "CoProcess")
-        out_t = _check_type(output_type, "process")
-        if isinstance(func, KeyedCoProcessFunction):
-            if not self._is_keyed():
-                raise GraphBuildError(
-                    f"operator '{name}': a KeyedCoProcessFunction needs keyed inputs; "
-                    "call connect(...).key_by(key1, key2) first"
-                )
-            keyed_node = CoKeyedNode(name=name, inputs=[self.first._node, self.second._node],
-                                     output_type=out_t, function=func)
-            return DataStream(self._env, keyed_node)
-        if isinstance(func, CoProcessFunction):
-            node = CoChainNode(name=name, inputs=[self.first._node, self.second._node],
-                               output_type=out_t, stage="co_process", function=func)
-            return DataStream(self._env, node)
-        raise GraphBuildError(
-            f"operator '{name}': ConnectedStreams.process needs a KeyedCoProcessFunction or "
-            f"CoProcessFunction, got {func!r}"
-        )
+    def _input_nodes(self) -> list[Transformation]:
+        return [self.first._node, self.second._node]
 
-    def map(self, func: CoMapFunction, output_type: Optional[TypeInformation] = None) -> DataStream:
-        if not isinstance(func, CoMapFunction):
-            raise GraphBuildError(f"ConnectedStreams.map needs a CoMapFunction, got {func!r}")
-        node = CoChainNode(name=_fn_name(func, "CoMap"), inputs=[self.first._node, self.second._node],
-                           output_type=_check_type(output_type, "map"), stage="co_map", function=func)
-        return DataStream(self._env, node)
-
-    def flat_map(self, func: CoFlatMapFunction,
-                 output_type: Optional[TypeInformation] = None) -> DataStream:
-        if not isinstance(func, CoFlatMapFunction):
-            raise GraphBuildError(f"ConnectedStreams.flat_map needs a CoFlatMapFunction, got {func!r}")
-        node = CoChainNode(name=_fn_name(func, "CoFlatMap"),
-                           inputs=[self.first._node, self.second._node],
-                           output_type=_check_type(output_type, "flat_map"), stage="co_flat_map",
-                           function=func)
+    def _derive(self, node: Transformation) -> DataStream:
         return DataStream(self._env, node)
 
 
@@ -548,13 +593,23 @@ class BroadcastStream:
         self.broadcast_state_descriptors = descriptors
 
     def get_execution_environment(self) -> Any:
+        """The environment of the broadcast stream.
+
+        Returns:
+            The StreamExecutionEnvironment.
+        """
         return self._stream.get_execution_environment()
 
     def get_type(self) -> Optional[TypeInformation]:
+        """The broadcast records' type.
+
+        Returns:
+            The ``TypeInformation``, or None when records travel pickled.
+        """
         return self._stream.get_type()
 
 
-class BroadcastConnectedStream:
+class BroadcastConnectedStream(BroadcastConnectedCalls):
     """A stream connected with a BroadcastStream (``stream.connect(broadcast_stream)``)."""
 
     def __init__(self, env: StreamEnvironment, non_broadcast: DataStream,
@@ -563,142 +618,29 @@ class BroadcastConnectedStream:
         self.non_broadcast_stream = non_broadcast
         self.broadcast_stream = broadcast
 
-    def process(self, func: Any, output_type: Optional[TypeInformation] = None) -> DataStream:
-        """Run a KeyedBroadcastProcessFunction (keyed stream) or a BroadcastProcessFunction
-        (non-keyed stream) over both inputs."""
-        keyed = isinstance(self.non_broadcast_stream, KeyedStream)
-        name = _fn_name(func, "BroadcastProcess")
-        expected = KeyedBroadcastProcessFunction if keyed else BroadcastProcessFunction
-        if not isinstance(func, expected):
-            other = "" if keyed else "; a KeyedBroadcastProcessFunction needs key_by(...) first"
-            raise GraphBuildError(
-                f"operator '{name}': process() on a {'keyed' if keyed else 'non-keyed'} stream "
-                f"connected with a broadcast stream needs a {expected.__name__}, got "
-                f"{type(func).__name__} {func!r:.80}{other}")
+    def _is_keyed(self) -> bool:
+        return isinstance(self.non_broadcast_stream, KeyedStream)
+
+    def _input_nodes(self) -> list[Transformation]:
         main = self.non_broadcast_stream
-        inputs = [main._key_node if isinstance(main, KeyedStream) else main._node,
-                  self.broadcast_stream._stream._node]
-        node = BroadcastNode(name=name, inputs=inputs, output_type=_check_type(output_type,
-                                                                               "process"),
-                             function=func,
-                             descriptors=self.broadcast_stream.broadcast_state_descriptors,
-                             keyed=keyed)
+        return [main._key_node if isinstance(main, KeyedStream) else main._node,
+                self.broadcast_stream._stream._node]
+
+    def _derive(self, node: Transformation) -> DataStream:
         return DataStream(self._env, node)
 
 
 # -- windowed streams: keyed.window(...), window_all(...) -------------------------------
 
 
-class _Windowed:
-    """What keyed and non-keyed windowed streams share: trigger, lateness, functions."""
+class _Windowed(WindowCalls):
+    """Gives the window calls the keyed stream's key node and wraps their nodes."""
 
-    #: False for ``window_all``: functions take no key (AllWindowFunction, ...)
-    _keyed = True
+    def _input_node(self) -> KeyByNode:
+        return self._keyed_stream._key_node
 
-    def __init__(self, keyed_stream: KeyedStream, window_assigner: WindowAssigner) -> None:
-        if not isinstance(window_assigner, WindowAssigner):
-            raise GraphBuildError(
-                f"window() needs a WindowAssigner such as TumblingEventTimeWindows.of(...), "
-                f"got {type(window_assigner).__name__} {window_assigner!r:.80}"
-            )
-        self._keyed_stream = keyed_stream
-        self._assigner = window_assigner
-        self._trigger: Optional[Trigger] = None
-        self._allowed_lateness = 0
-        self._late_tag: Optional[OutputTag] = None
-
-    def get_execution_environment(self) -> Any:
-        return self._keyed_stream.get_execution_environment()
-
-    def get_input_type(self) -> Any:
-        return self._keyed_stream.get_type()
-
-    def trigger(self, trigger: Trigger) -> Any:
-        """Replace the assigner's default trigger."""
-        if not isinstance(trigger, Trigger):
-            raise GraphBuildError(f"trigger() needs a Trigger, got {trigger!r:.80}")
-        if self._assigner.is_merging() and not trigger.can_merge():
-            raise GraphBuildError(
-                f"trigger {trigger!r} cannot merge windows, but {self._assigner!r} merges them"
-            )
-        self._trigger = trigger
-        return self
-
-    def allowed_lateness(self, time_ms: Any) -> Any:
-        """Keep windows ``time_ms`` (int ms, Time or Duration) past their end for late data."""
-        from ..operators.windows import to_window_millis
-
-        millis = to_window_millis(time_ms, "allowed_lateness")
-        if millis < 0:
-            raise GraphBuildError(f"allowed_lateness must be >= 0 ms, got {millis}")
-        if millis and not self._assigner.is_event_time():
-            raise GraphBuildError(
-                f"allowed_lateness applies to event-time windows only; {self._assigner!r} "
-                f"is not event time"
-            )
-        self._allowed_lateness = millis
-        return self
-
-    def side_output_late_data(self, output_tag: OutputTag) -> Any:
-        """Send dropped late elements to ``output_tag`` (read it with ``get_side_output``)."""
-        if not isinstance(output_tag, OutputTag):
-            raise GraphBuildError(f"side_output_late_data() needs an OutputTag, got {output_tag!r}")
-        self._late_tag = output_tag
-        return self
-
-    def _build(self, kind: str, function: Any, name: str, output_type: Any,
-               window_function: Any = None, state_type: Any = None) -> DataStream:
-        trigger = self._trigger
-        if trigger is None:  # PyFlink's WindowAssigner.get_default_trigger(env)
-            trigger = self._assigner.get_default_trigger(self._keyed_stream._env)
-        spec = WindowSpec(self._assigner, kind, function, trigger=trigger,
-                          allowed_lateness=self._allowed_lateness, late_output_tag=self._late_tag,
-                          window_function=window_function, state_type=state_type)
-        key_node = self._keyed_stream._key_node
-        node = KeyedNode(name=name, inputs=[key_node], output_type=output_type, op="window",
-                         function=spec)
+    def _derive(self, node: KeyedNode) -> DataStream:
         return DataStream(self._keyed_stream._env, node)
-
-    def _window_function(self, function: Any, what: str) -> Optional[ProcessWindowFunction]:
-        if function is None:
-            return None
-        return as_process_window_function(function, what, keyed=self._keyed)
-
-    def reduce(self, reduce_function: Any, window_function: Any = None,
-               output_type: Optional[TypeInformation] = None) -> DataStream:
-        """Incrementally reduce each window (ReducingState); optional window_function after."""
-        in_type = self._keyed_stream.get_type()
-        out_t = _check_type(output_type, "reduce") if output_type is not None else (
-            in_type if window_function is None else None)
-        return self._build("reduce", reduce_function, _fn_name(reduce_function, "WindowReduce"),
-                           out_t, self._window_function(window_function, "reduce(window_function)"))
-
-    def aggregate(self, aggregate_function: AggregateFunction, window_function: Any = None,
-                  accumulator_type: Optional[TypeInformation] = None,
-                  output_type: Optional[TypeInformation] = None) -> DataStream:
-        """Incrementally aggregate each window (AggregatingState); optional window_function."""
-        acc_t = _check_type(accumulator_type, "aggregate accumulator_type")
-        return self._build("aggregate", aggregate_function,
-                           _fn_name(aggregate_function, "WindowAggregate"),
-                           _check_type(output_type, "aggregate"),
-                           self._window_function(window_function, "aggregate(window_function)"),
-                           acc_t)
-
-    def apply(self, window_function: Any,
-              output_type: Optional[TypeInformation] = None) -> DataStream:
-        """Run a (All)WindowFunction over all elements of each fired window (ListState)."""
-        what = "apply()" if self._keyed else "window_all(...).apply()"
-        function = self._window_function(window_function, what)
-        return self._build("process", function, _fn_name(window_function, "WindowApply"),
-                           _check_type(output_type, "apply"))
-
-    def process(self, process_window_function: Any,
-                output_type: Optional[TypeInformation] = None) -> DataStream:
-        """Run a Process(All)WindowFunction over all elements of each fired window (ListState)."""
-        what = "process()" if self._keyed else "window_all(...).process()"
-        function = self._window_function(process_window_function, what)
-        return self._build("process", function, _fn_name(process_window_function, "WindowProcess"),
-                           _check_type(output_type, "process"))
 
 
 class WindowedStream(_Windowed):
@@ -724,7 +666,7 @@ class AllWindowedStream(_Windowed):
 # -- FLIP-380 full-window partition processing ----------------------------------------
 
 
-class PartitionWindowedStream:
+class PartitionWindowedStream(PartitionCalls):
     """All records of each partition (or key) as one window (FLIP-380)."""
 
     def __init__(self, stream: DataStream) -> None:
@@ -743,53 +685,3 @@ class PartitionWindowedStream:
         node = FullPartitionNode(name=name, inputs=[node_in], output_type=output_type,
                                  partition_op=op, keyed=self._keyed)
         return DataStream(self._stream._env, node)
-
-    def map_partition(self, map_partition_func: Any,
-                      output_type: Optional[TypeInformation] = None) -> DataStream:
-        """Call the function once per partition with an iterator over its records."""
-        op = PartitionOp("map_partition", map_partition_func)
-        default = "MapPartition"
-        name = _fn_name(map_partition_func, default) if isinstance(
-            map_partition_func, MapPartitionFunction) else default
-        return self._build(op, name, _check_type(output_type, "map_partition"))
-
-    def sort_partition(self, field: Any, order: Order = Order.ASCENDING,
-                       output_type: Optional[TypeInformation] = None) -> DataStream:
-        """Sort each partition by ``field`` (position, field name or key selector)."""
-        t = self._stream.get_type()
-        if isinstance(field, str) and t is not None and hasattr(t, "get_field_names"):
-            names = list(t.get_field_names())
-            if field not in names:
-                raise GraphBuildError(
-                    f"sort_partition({field!r}): no such field; the stream's fields are {names}"
-                )
-        if isinstance(field, int) and not isinstance(field, bool) and t is not None \
-                and hasattr(t, "get_field_types") and field >= len(t.get_field_types()):
-            raise GraphBuildError(
-                f"sort_partition({field}): position out of range for {len(t.get_field_types())} "
-                f"fields"
-            )
-        op = PartitionOp("sort_partition", field=field, order=order)
-        out_t = _check_type(output_type, "sort_partition") if output_type is not None else t
-        return self._build(op, f"SortPartition({_field_name(field)}, {order.name})", out_t)
-
-    def aggregate(self, aggregate_function: AggregateFunction,
-                  output_type: Optional[TypeInformation] = None) -> DataStream:
-        """One AggregateFunction result per non-empty partition."""
-        op = PartitionOp("aggregate", aggregate_function)
-        return self._build(op, _fn_name(aggregate_function, "PartitionAggregate"),
-                           _check_type(output_type, "aggregate"))
-
-    def reduce(self, reduce_function: Any,
-               output_type: Optional[TypeInformation] = None) -> DataStream:
-        """The records of each non-empty partition folded into one."""
-        op = PartitionOp("reduce", reduce_function)
-        out_t = _check_type(output_type, "reduce") if output_type is not None \
-            else self._stream.get_type()
-        return self._build(op, _fn_name(reduce_function, "PartitionReduce"), out_t)
-
-
-def _field_name(field: Any) -> str:
-    if isinstance(field, (int, str)):
-        return repr(field)
-    return _fn_name(field, "key_selector")

@@ -29,6 +29,7 @@ from ..state_store.typeinfo import TypeInformation
 from .cached import CachedDataStream
 from .checkpointing import CheckpointConfig, CheckpointingMode, ExecutionConfig
 from .datastream import DataStream
+from .session_resources import SessionResources
 from .state_backends import StateBackend, backend_spec
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def _as_row(element: Any, index: int, type_info: TypeInformation) -> Row:
     return Row.from_fields(names, values)
 
 
-class StreamExecutionEnvironment:
+class StreamExecutionEnvironment(SessionResources):
     """Entry point of a DataStream program."""
 
     def __init__(self, configuration: Optional[Configuration] = None,
@@ -140,7 +141,21 @@ class StreamExecutionEnvironment:
     @staticmethod
     def get_execution_environment(configuration: Optional[Configuration] = None,
                                   spark: Optional[SparkSession] = None) -> StreamExecutionEnvironment:
-        """A new environment on ``spark``, the active SparkSession, or a local one."""
+        """A new environment on ``spark``, the active SparkSession, or a local one.
+
+        Args:
+            configuration: The job configuration (keys: the Configuration reference), or None.
+            spark: The SparkSession to run on; None uses the active one, else creates a local one
+                when first needed.
+
+        Returns:
+            The environment.
+
+        Example:
+            >>> env = StreamExecutionEnvironment.get_execution_environment()
+            >>> env.set_runtime_mode(RuntimeExecutionMode.BATCH).set_parallelism(4).get_parallelism()
+            4
+        """
         return StreamExecutionEnvironment(configuration, spark)
 
     # -- configuration ---------------------------------------------------------
@@ -211,23 +226,61 @@ class StreamExecutionEnvironment:
         return bool(self._config.get_boolean("pipeline.operator-chaining.enabled", True))
 
     def configure(self, configuration: Configuration) -> StreamExecutionEnvironment:
+        """Add every key of ``configuration`` to the environment's (PyFlink's ``configure``).
+
+        Args:
+            configuration: The keys to set; ``state.backend.type`` also selects the backend.
+
+        Returns:
+            This environment.
+
+        Raises:
+            ConfigurationError: ``state.backend.type`` names no registered backend.
+        """
         self._config.add_all(configuration)
         if configuration.contains_key("state.backend.type"):
             self._state_backend = backend_spec(configuration.get_string("state.backend.type") or "")
         return self
 
     def set_runtime_mode(self, mode: Union[RuntimeExecutionMode, str]) -> StreamExecutionEnvironment:
+        """Set ``execution.runtime-mode``: BATCH, STREAMING or AUTOMATIC (by the sources' boundedness).
+
+        Args:
+            mode: A ``RuntimeExecutionMode`` or its name (any case).
+
+        Returns:
+            This environment.
+
+        Raises:
+            ConfigurationError: ``mode`` names no mode.
+        """
         value = mode.value if isinstance(mode, RuntimeExecutionMode) else mode
         self._config.set_string("execution.runtime-mode", str(value))
         return self
 
     def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        """Set ``parallelism.default``.
+
+        Args:
+            parallelism: A positive int.
+
+        Returns:
+            This environment.
+
+        Raises:
+            ConfigurationError: ``parallelism`` is not a positive int.
+        """
         if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 1:
             raise ConfigurationError(f"parallelism must be a positive int, got {parallelism!r}")
         self._config.set_integer("parallelism.default", parallelism)
         return self
 
     def get_parallelism(self) -> int:
+        """The configured ``parallelism.default``, else Spark's ``spark.sql.shuffle.partitions``.
+
+        Returns:
+            The parallelism (4 when Spark's setting cannot be read).
+        """
         configured = self._config.get_integer("parallelism.default")
         if configured is not None:
             return configured
@@ -237,18 +290,47 @@ class StreamExecutionEnvironment:
             return 4
 
     def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
+        """Set ``pipeline.max-parallelism``: the number of key groups.
+
+        Args:
+            max_parallelism: An int in ``[1, 32768]``.
+
+        Returns:
+            This environment.
+
+        Raises:
+            KeyGroupError: ``max_parallelism`` is out of range or not an int.
+        """
         check_max_parallelism(max_parallelism)
         self._config.set_integer("pipeline.max-parallelism", max_parallelism)
         return self
 
     def get_max_parallelism(self) -> int:
+        """The number of key groups (``pipeline.max-parallelism``, default 128).
+
+        Returns:
+            The max parallelism.
+
+        Raises:
+            KeyGroupError: The configured value is out of range.
+        """
         configured = self._config.get_integer("pipeline.max-parallelism")
         return check_max_parallelism(128 if configured is None else configured)
 
     def set_buffer_timeout(self, timeout_millis: int) -> StreamExecutionEnvironment:
         """Flink's network buffer flush interval (-1: when full; 0: every record). Spark
         moves data between stages in whole partitions or micro-batches: checked and kept,
-        no other effect (latency follows the trigger)."""
+        no other effect (latency follows the trigger).
+
+        Args:
+            timeout_millis: An int >= -1.
+
+        Returns:
+            This environment.
+
+        Raises:
+            ConfigurationError: ``timeout_millis`` is not an int >= -1.
+        """
         if isinstance(timeout_millis, bool) or not isinstance(timeout_millis, int) \
                 or timeout_millis < -1:
             raise ConfigurationError(
@@ -257,15 +339,36 @@ class StreamExecutionEnvironment:
         return self
 
     def get_buffer_timeout(self) -> int:
-        """The value given to :meth:`set_buffer_timeout` (Flink's default: 100 ms)."""
+        """The value given to :meth:`set_buffer_timeout` (Flink's default: 100 ms).
+
+        Returns:
+            The timeout in ms.
+        """
         return self._buffer_timeout
 
     def set_state_backend(self, state_backend: Union[StateBackend, str]) -> StreamExecutionEnvironment:
+        """Choose the keyed state backend (sets ``state.backend.type``).
+
+        Args:
+            state_backend: A ``StateBackend`` (``HashMapStateBackend()``,
+                ``EmbeddedRocksDBStateBackend()``) or a registered backend's name.
+
+        Returns:
+            This environment.
+
+        Raises:
+            ConfigurationError: No registered backend of that name, or an unknown option.
+        """
         self._state_backend = backend_spec(state_backend)
         self._config.set_string("state.backend.type", self._state_backend[0])
         return self
 
     def get_state_backend(self) -> tuple[str, dict[str, Any]]:
+        """The chosen backend.
+
+        Returns:
+            ``(backend name, options)``.
+        """
         return self._state_backend
 
     @property
@@ -280,173 +383,23 @@ class StreamExecutionEnvironment:
                 self._ship(path, kind)
         return self._spark
 
-    # -- session resources (Spark's spark.jars, addPyFile, PYSPARK_PYTHON) ----------------
-    def _session_conf(self) -> dict[str, str]:
-        conf: dict[str, str] = {}
-        jars = [j for key in ("pipeline.jars", "pipeline.classpaths")
-                for j in (self._config.get_string(key) or "").split(";") if j]
-        if jars:
-            conf["spark.jars"] = ",".join(jars)
-        python = self._config.get_string("python.executable")
-        if python:
-            conf["spark.pyspark.python"] = python
-        return conf
-
-    def _running_session(self) -> Optional[SparkSession]:
-        if self._spark is not None:
-            return self._spark
-        from pyspark.sql import SparkSession
-
-        return SparkSession.getActiveSession()
-
-    def _before_session(self, what: str, key: str, spark_setting: str, values: list[str]) -> None:
-        """Keep ``values`` under ``key`` for the session this environment will start."""
-        if self._running_session() is not None:
-            raise ConfigurationError(
-                f"{what}: the Spark session is already running and takes {spark_setting} only "
-                f"when it starts; set {spark_setting} when building the session")
-        current = [v for v in (self._config.get_string(key) or "").split(";") if v]
-        self._config.set_string(key, ";".join(current + values))
-
-    @staticmethod
-    def _paths(what: str, paths: tuple[Any, ...]) -> list[str]:
-        bad = [p for p in paths if not isinstance(p, str) or not p.strip()]
-        if not paths or bad:
-            raise ConfigurationError(f"{what} needs one or more paths or URLs, got {paths!r:.120}")
-        return list(paths)
-
-    def add_jars(self, *jars_path: str) -> StreamExecutionEnvironment:
-        """Jars for the session this environment starts (``spark.jars``).
-
-        Args:
-            *jars_path: jar paths or URLs (``file:///...``, ``s3a://...``).
-
-        Returns:
-            This environment.
-
-        Raises:
-            ConfigurationError: no path given, or a Spark session is already running (it
-                takes ``spark.jars`` only when it starts).
-        """
-        self._before_session("add_jars", "pipeline.jars", "spark.jars",
-                             self._paths("add_jars", jars_path))
-        return self
-
-    def add_classpaths(self, *classpaths: str) -> StreamExecutionEnvironment:
-        """Classpath entries for the session this environment starts (``spark.jars``,
-        which puts them on the driver's and executors' classpath).
-
-        Args:
-            *classpaths: jar paths or URLs.
-
-        Returns:
-            This environment.
-
-        Raises:
-            ConfigurationError: as :meth:`add_jars`.
-        """
-        self._before_session("add_classpaths", "pipeline.classpaths", "spark.jars",
-                             self._paths("add_classpaths", classpaths))
-        return self
-
-    def set_python_executable(self, python_exec: str) -> StreamExecutionEnvironment:
-        """The Python interpreter of the Python workers of the session this environment
-        starts (``PYSPARK_PYTHON`` / ``spark.pyspark.python``).
-
-        Args:
-            python_exec: path of a Python interpreter with this package installed.
-
-        Returns:
-            This environment.
-
-        Raises:
-            ConfigurationError: not a path, or a session is already running (its workers'
-                Python is fixed when it starts; under Spark Connect, by the server).
-        """
-        path = self._paths("set_python_executable", (python_exec,))[0]
-        self._before_session("set_python_executable", "python.executable",
-                             "spark.pyspark.python (PYSPARK_PYTHON)", [])
-        self._config.set_string("python.executable", path)
-        return self
-
-    def add_python_file(self, file_path: str) -> StreamExecutionEnvironment:
-        """Ship a ``.py``/``.zip``/``.egg`` file to the Python workers
-        (``SparkContext.addPyFile``; under Spark Connect ``addArtifacts(pyfile=True)``).
-
-        Args:
-            file_path: local path or URL of the file.
-
-        Returns:
-            This environment.
-
-        Raises:
-            ConfigurationError: not a path, or a local path that does not exist.
-        """
-        self._queue_ship("add_python_file", file_path, "pyfile")
-        return self
-
-    def add_python_archive(self, archive_path: str, target_dir: Optional[str] = None
-                           ) -> StreamExecutionEnvironment:
-        """Ship an archive, extracted in the workers' directory as ``target_dir``
-        (``SparkContext.addArchive``; under Spark Connect ``addArtifacts(archive=True)``).
-
-        Args:
-            archive_path: local path or URL of a zip, tar or tar.gz archive.
-            target_dir: name of the extracted directory (default: the archive's name).
-
-        Returns:
-            This environment.
-
-        Raises:
-            ConfigurationError: not a path, or a local path that does not exist.
-        """
-        self._queue_ship("add_python_archive", archive_path, "archive",
-                         f"#{target_dir}" if target_dir else "")
-        return self
-
-    def set_python_requirements(self, requirements_file_path: str,
-                                requirements_cache_dir: Optional[str] = None
-                                ) -> StreamExecutionEnvironment:
-        """Refused: Spark installs no requirements on its workers.
-
-        Args:
-            requirements_file_path: the requirements file.
-            requirements_cache_dir: the offline package directory.
-
-        Raises:
-            ConfigurationError: always, naming what to do instead.
-        """
-        raise ConfigurationError(
-            f"set_python_requirements({requirements_file_path!r}): Spark installs no Python "
-            f"requirements on its workers; install them into the workers' Python, or ship a "
-            f"packed environment (venv-pack, conda-pack) with add_python_archive(path, 'env') "
-            f"and point set_python_executable at 'env/bin/python' before the session starts")
-
-    def _queue_ship(self, what: str, path: Any, kind: str, suffix: str = "") -> None:
-        path = self._paths(what, (path,))[0]
-        if "://" not in path and not os.path.exists(path):
-            raise ConfigurationError(f"{what}: {path!r} does not exist")
-        self._py_files.append((path + suffix, kind))
-        if self._running_session() is not None:
-            pending, self._py_files = self._py_files, []
-            for p, k in pending:
-                self._ship(p, k)
-
-    def _ship(self, path: str, kind: str) -> None:
-        from ..translation.streaming_queries import is_connect
-
-        spark = self._running_session() or self.spark
-        if is_connect(spark):
-            spark.addArtifacts(path, pyfile=kind == "pyfile", archive=kind == "archive")
-        elif kind == "pyfile":
-            spark.sparkContext.addPyFile(path)
-        else:
-            spark.sparkContext.addArchive(path)
-
     # -- sources ---------------------------------------------------------------
     def from_collection(self, collection: Iterable[Any],
                         type_info: Optional[TypeInformation] = None) -> DataStream:
-        """A bounded stream of the given elements."""
+        """A bounded stream of the given elements.
+
+        Args:
+            collection: The elements (picklable).
+            type_info: Their ``TypeInformation``; with ``Types.ROW``/``ROW_NAMED`` elements become
+                ``Row``s. None sends them pickled.
+
+        Returns:
+            The stream.
+
+        Raises:
+            GraphBuildError: ``type_info`` is not a ``TypeInformation``, an element does not fit a
+                ROW type, or the elements cannot be pickled.
+        """
         data = list(collection)
         if type_info is not None and not isinstance(type_info, TypeInformation):
             raise GraphBuildError(f"from_collection type_info must be a TypeInformation, got {type_info!r}")
@@ -462,9 +415,22 @@ class StreamExecutionEnvironment:
         return DataStream(self, node)
 
     def from_dataframe(self, df: DataFrame, type_info: Optional[TypeInformation] = None) -> DataStream:
-        """Records are named Rows of the schema's field names (``Types.ROW_NAMED``, in column
+        """A stream of a Spark DataFrame's rows.
+
+        Records are named Rows of the schema's field names (``Types.ROW_NAMED``, in column
         order; tuples with a ``Types.TUPLE`` ``type_info``); batch DataFrames are bounded,
-        streaming ones not."""
+        streaming ones not.
+
+        Args:
+            df: The DataFrame (batch or streaming).
+            type_info: The records' type; None derives ``ROW_NAMED`` from the schema.
+
+        Returns:
+            The stream.
+
+        Raises:
+            GraphBuildError: ``df`` is not a Spark DataFrame.
+        """
         from ..spark_io.schema import type_info_from_schema
 
         if not hasattr(df, "schema") or not hasattr(df, "isStreaming"):
@@ -542,12 +508,26 @@ class StreamExecutionEnvironment:
 
     # -- running ---------------------------------------------------------------
     def add_sink_node(self, node: SinkNode) -> None:
-        """Declare a sink (used by the stream classes); ``execute`` runs every declared one."""
+        """Declare a sink (used by the stream classes); ``execute`` runs every declared one.
+
+        Args:
+            node: The sink's graph node.
+        """
         self._sinks.append(node)
 
     def runtime_mode_for(self, nodes: list[Transformation]) -> RuntimeMode:
         """The mode of a job over ``nodes``: ``execution.runtime-mode``, AUTOMATIC resolved by
-        the sources' boundedness (ConfigurationError for a value that is no mode)."""
+        the sources' boundedness.
+
+        Args:
+            nodes: The job graph's nodes.
+
+        Returns:
+            BATCH or STREAMING.
+
+        Raises:
+            ConfigurationError: ``execution.runtime-mode`` is no mode.
+        """
         mode = configured_runtime_mode(self._config)
         if mode is None:
             sources = [n for n in nodes if isinstance(n, SourceNode)]
@@ -614,14 +594,29 @@ class StreamExecutionEnvironment:
         return default_job_name(nodes, self.get_max_parallelism(), self._state_backend[0])
 
     def dataframe_of(self, node: Transformation) -> DataFrame:
-        """The DataFrame of ``node``'s records (``DataStream.to_dataframe``)."""
+        """The DataFrame of ``node``'s records (``DataStream.to_dataframe``).
+
+        Args:
+            node: The graph node of the stream.
+
+        Returns:
+            The DataFrame (streaming in STREAMING mode).
+        """
         nodes = reachable([node])
         with self._job(nodes, self._job_name(nodes, None)) as translator:
             return translator.to_dataframe(node)
 
     def collect_node(self, node: Transformation, job_name: Optional[str]) -> CloseableIterator:
-        """Run the job ending in ``node`` and iterate its records
-        (``DataStream.execute_and_collect``)."""
+        """Run the job ending in ``node`` and iterate its records (``DataStream.execute_and_collect``).
+
+        Args:
+            node: The graph node of the collected stream.
+            job_name: The job's name; None runs a one-off job (STREAMING: on a temporary
+                checkpoint).
+
+        Returns:
+            An iterator over the records.
+        """
         nodes = reachable([node])
         with self._job(nodes, self._job_name(nodes, job_name)) as translator:
             # an unnamed collect is a one-off job (STREAMING: on a temporary checkpoint); a
@@ -634,13 +629,29 @@ class StreamExecutionEnvironment:
     def get_last_progress(self) -> list[dict[str, Any]]:
         """Progress rows of the last ``execute`` / ``execute_and_collect`` on this environment
         (as :meth:`JobExecutionResult.get_progress`; for ``execute_and_collect`` filled once
-        its results were fetched)."""
+        its results were fetched).
+
+        Returns:
+            A new list of the progress dicts.
+        """
         return list(self._last_progress)
 
     def execute(self, job_name: Optional[str] = None, savepoint_path: Optional[str] = None
                 ) -> JobExecutionResult:
-        """Run every declared sink (print, Delta, ...) as one job (default name: derived
-        from the job graph, see ``translation/job_identity.py``)."""
+        """Run every declared sink (print, Delta, ...) as one job.
+
+        The declared sinks are consumed whether the job succeeds or fails, as in Flink.
+
+        Args:
+            job_name: The job's name; None derives one from the job graph.
+            savepoint_path: Write a savepoint of the job's final state there, or None.
+
+        Returns:
+            The ``JobExecutionResult`` (name, mode, run time, row counts, progress).
+
+        Raises:
+            GraphBuildError: No sink is declared.
+        """
         if not self._sinks:
             raise GraphBuildError(
                 "no sinks declared: add print(), sink_to_delta(...) or use execute_and_collect()"
@@ -664,9 +675,21 @@ class StreamExecutionEnvironment:
         return result
 
     def execute_async(self, job_name: Optional[str] = None) -> JobClient:
-        """Start every declared sink as one job and return its :class:`JobClient` at once
-        (STREAMING processing-time jobs keep running and take savepoints through it; see
-        ``job_client.py`` for what other modes do)."""
+        """Start every declared sink as one job and return its :class:`JobClient` at once.
+
+        STREAMING processing-time jobs keep running and take savepoints through the client;
+        a BATCH job has run to its end when it returns (the "Savepoints of a running job"
+        section of the Savepoints guide).
+
+        Args:
+            job_name: The job's name; None derives one from the job graph.
+
+        Returns:
+            The job's client.
+
+        Raises:
+            GraphBuildError: No sink is declared.
+        """
         if not self._sinks:
             raise GraphBuildError(
                 "no sinks declared: add print(), sink_to_delta(...) before execute_async()"

@@ -25,7 +25,17 @@ class SchedulingHints:
     _node: Any
 
     def set_description(self: _Self, description: str) -> _Self:
-        """Describe the operator (kept on the job graph as ``description``)."""
+        """Describe the operator (kept on the job graph as ``description``).
+
+        Args:
+            description: The description.
+
+        Returns:
+            This stream or sink.
+
+        Raises:
+            GraphBuildError: ``description`` is not a str.
+        """
         if not isinstance(description, str):
             raise GraphBuildError(
                 f"{self._node.describe()}: set_description() needs a str, got {description!r:.80}")
@@ -53,16 +63,34 @@ class SchedulingHints:
         return self
 
     def start_new_chain(self: _Self) -> _Self:
-        """Flink: start a new task chain here. Spark fuses stages itself: no effect."""
+        """Flink: start a new task chain here. Spark fuses stages itself: no effect.
+
+        Returns:
+            This stream or sink.
+        """
         return self
 
     def disable_chaining(self: _Self) -> _Self:
-        """Flink: never chain this operator. Spark fuses stages itself: no effect."""
+        """Flink: never chain this operator. Spark fuses stages itself: no effect.
+
+        Returns:
+            This stream or sink.
+        """
         return self
 
     def slot_sharing_group(self: _Self, slot_sharing_group: Any) -> _Self:
         """Flink: the slot-sharing group (a name or a ``SlotSharingGroup``) of the operator.
-        Spark schedules tasks on its executors: checked, no effect."""
+        Spark schedules tasks on its executors: checked, no effect.
+
+        Args:
+            slot_sharing_group: A non-empty name, or an object with ``get_name()``.
+
+        Returns:
+            This stream or sink.
+
+        Raises:
+            GraphBuildError: Neither a non-empty name nor a group with one.
+        """
         name = slot_sharing_group
         if not isinstance(name, str):
             get_name = getattr(slot_sharing_group, "get_name", None)

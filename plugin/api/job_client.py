@@ -1,37 +1,10 @@
 """``JobClient``: a job started by ``env.execute_async(job_name)`` (PyFlink names).
 
-What runs how:
-
-* **STREAMING, unbounded sources, ``processing-time=<interval>`` trigger**: every query of
-  the job (the staged upstream queries of a multi-stage job and the sink queries) is
-  started at once and keeps running; ``execute_async`` returns immediately. This is the
-  mode that takes savepoints while running:
-
-  - ``trigger_savepoint(path)`` pins, per query, the last micro-batch in its commit log
-    and reads each keyed operator's state as of exactly that batch
-    (``format("statestore")`` with ``batchId``), so a micro-batch being committed
-    concurrently is never half read. Only single-stage jobs (one query holding keyed
-    state) may do this: a running multi-stage job has records in flight between its
-    queries, which no per-query snapshot captures.
-  - ``stop_with_savepoint(False, path)`` stops the queries upstream first (each
-    after the micro-batch it is running, waiting a bounded time for it; an interrupted
-    batch is simply not committed), lets every downstream query process what its
-    upstream had written, stops it, then writes the savepoint of the last committed
-    batches. Every stage's state is then as of the same input (what the first query
-    committed), with the records the earlier stages emitted processed by the later
-    ones. Should a stop interrupt an upstream batch after its output was staged but
-    before it was committed, no such cut exists: stop_with_savepoint raises
-    SavepointError (job stopped, no savepoint). Draining (``True``: end of input, every
-    timer fires) is refused: a running Spark file stream cannot be given the
-    end-of-input signal.
-
-* **Everything else** (available-now / once triggers, bounded sources): the job runs as
-  ``execute`` runs it (queries in order), on a background thread; the client waits for
-  it. Savepoints of such runs are written by ``env.execute(name, savepoint_path=...)``;
-  the savepoint methods say so.
-* **BATCH**: the job runs to its end inside ``execute_async``; the client is finished.
-  Flink's BATCH cannot savepoint; the savepoint methods say to use
-  ``execute(savepoint_path=...)``.
+A STREAMING job over unbounded sources with a ``processing-time=<interval>`` trigger keeps
+running: ``trigger_savepoint`` and ``stop_with_savepoint`` take savepoints of it. Every other
+job (available-now / once triggers, bounded sources) runs as ``execute`` runs it, on a
+background thread; a BATCH job has run to its end when ``execute_async`` returns. What each
+case does: the "Savepoints of a running job" section of the Savepoints user guide.
 """
 
 from __future__ import annotations
@@ -139,13 +112,29 @@ class JobClient:
     # -- construction (called by the environment) --------------------------------------------
     @classmethod
     def finished(cls, result: JobExecutionResult) -> JobClient:
-        """The client of a job that already ran to its end (BATCH)."""
+        """The client of a job that already ran to its end (BATCH).
+
+        Args:
+            result: The job's result.
+
+        Returns:
+            A FINISHED client.
+        """
         return cls(result.job_name, result.mode, result=result)
 
     @classmethod
     def start(cls, job_name: str, translator: Translator, sinks: list[SinkNode]) -> JobClient:
         """Start the STREAMING job of ``sinks`` on its ``translator`` (see the module doc
-        for what runs how)."""
+        for what runs how).
+
+        Args:
+            job_name: The job's name.
+            translator: The STREAMING translator the job was planned on.
+            sinks: The job's sink nodes.
+
+        Returns:
+            The client of the started job.
+        """
         translator.plan_sinks(sinks)  # CheckpointRootError / CheckpointMismatchError: nothing started
         if translator.runs_detached():
             started = translator.start_sinks(sinks)  # a failure stops and releases them
@@ -177,15 +166,27 @@ class JobClient:
 
     # -- PyFlink API ---------------------------------------------------------------------------
     def get_job_id(self) -> str:
-        """A random hex id of this run (Spark has no job id for a set of streaming queries)."""
+        """A random hex id of this run (Spark has no job id for a set of streaming queries).
+
+        Returns:
+            The id.
+        """
         return self._job_id
 
     def get_queries(self) -> dict[str, Any]:
-        """The Spark ``StreamingQuery`` of each query name (processing-time jobs only)."""
+        """The Spark ``StreamingQuery`` of each query name (processing-time jobs only).
+
+        Returns:
+            Query name to ``StreamingQuery``.
+        """
         return dict(self._queries)
 
     def get_job_status(self) -> JobStatus:
-        """RUNNING, FINISHED, CANCELED or FAILED (a failed query makes the job FAILED)."""
+        """RUNNING, FINISHED, CANCELED or FAILED (a failed query makes the job FAILED).
+
+        Returns:
+            The ``JobStatus``.
+        """
         with self._lock:
             self._refresh()
             return self._status
@@ -245,7 +246,14 @@ class JobClient:
             self._job.log_query_progress(name, q)
 
     def wait(self, timeout: Optional[float] = None) -> JobStatus:
-        """Wait until the job ended or ``timeout`` seconds passed; its status then."""
+        """Wait until the job ended or ``timeout`` seconds passed; its status then.
+
+        Args:
+            timeout: Seconds to wait at most; None waits for the end.
+
+        Returns:
+            The ``JobStatus`` at return.
+        """
         deadline = None if timeout is None else time.time() + timeout
         while self.get_job_status() is JobStatus.RUNNING:
             left = None if deadline is None else deadline - time.time()
@@ -267,7 +275,14 @@ class JobClient:
         return self.get_job_status()
 
     def get_job_execution_result(self) -> JobExecutionResult:
-        """Wait for the end of the job; its result, or its failure as JobExecutionError."""
+        """Wait for the end of the job; its result, or its failure as JobExecutionError.
+
+        Returns:
+            The ``JobExecutionResult``.
+
+        Raises:
+            JobExecutionError: The job failed or was canceled.
+        """
         self.wait()
         with self._lock:
             if self._error is not None:
@@ -297,7 +312,18 @@ class JobClient:
 
     def trigger_savepoint(self, path: str) -> str:
         """Write a savepoint of every keyed operator's state as of the last committed
-        micro-batch of its query while the job keeps running; returns ``path``."""
+        micro-batch of its query while the job keeps running; returns ``path``.
+
+        Args:
+            path: Where to write the savepoint.
+
+        Returns:
+            ``path``.
+
+        Raises:
+            SavepointError: The job ran in BATCH or is not a running processing-time job, or it
+                runs keyed operators in several queries (use ``stop_with_savepoint``).
+        """
         with self._lock:
             self._check_savepoint("trigger_savepoint")
             self._refresh()

@@ -18,33 +18,91 @@ class Duration:
 
     @staticmethod
     def of_millis(millis: int) -> Duration:
+        """A Duration of ``millis`` milliseconds.
+
+        Args:
+            millis: The amount of milliseconds.
+
+        Returns:
+            The Duration, held in whole milliseconds.
+        """
         return Duration(int(millis))
 
     @staticmethod
     def of_seconds(seconds: float) -> Duration:
+        """A Duration of ``seconds`` seconds (rounded to ms).
+
+        Args:
+            seconds: The amount of seconds.
+
+        Returns:
+            The Duration, held in whole milliseconds.
+        """
         return Duration(int(round(seconds * 1000)))
 
     @staticmethod
     def of_minutes(minutes: float) -> Duration:
+        """A Duration of ``minutes`` minutes (rounded to ms).
+
+        Args:
+            minutes: The amount of minutes.
+
+        Returns:
+            The Duration, held in whole milliseconds.
+        """
         return Duration(int(round(minutes * 60_000)))
 
     @staticmethod
     def of_hours(hours: float) -> Duration:
+        """A Duration of ``hours`` hours (rounded to ms).
+
+        Args:
+            hours: The amount of hours.
+
+        Returns:
+            The Duration, held in whole milliseconds.
+        """
         return Duration(int(round(hours * 3_600_000)))
 
     @staticmethod
     def of_days(days: float) -> Duration:
+        """A Duration of ``days`` days (rounded to ms).
+
+        Args:
+            days: The amount of days.
+
+        Returns:
+            The Duration, held in whole milliseconds.
+        """
         return Duration(int(round(days * 86_400_000)))
 
     @staticmethod
     def of_nanos(nanos: int) -> Duration:
+        """A Duration of ``nanos`` nanoseconds (truncated to whole ms).
+
+        Args:
+            nanos: The amount of nanoseconds.
+
+        Returns:
+            The Duration, held in whole milliseconds.
+        """
         return Duration(int(nanos) // 1_000_000)
 
     @staticmethod
     def zero() -> Duration:
+        """The zero Duration.
+
+        Returns:
+            ``Duration(0)``.
+        """
         return Duration(0)
 
     def to_milliseconds(self) -> int:
+        """The length in milliseconds.
+
+        Returns:
+            The milliseconds.
+        """
         return self.millis
 
 
@@ -56,25 +114,70 @@ class Time:
 
     @staticmethod
     def milliseconds(value: int) -> Time:
+        """A Time of ``value`` milliseconds.
+
+        Args:
+            value: The amount of milliseconds.
+
+        Returns:
+            The Time, held in whole milliseconds.
+        """
         return Time(int(value))
 
     @staticmethod
     def seconds(value: float) -> Time:
+        """A Time of ``value`` seconds (rounded to ms).
+
+        Args:
+            value: The amount of seconds.
+
+        Returns:
+            The Time, held in whole milliseconds.
+        """
         return Time(int(round(value * 1000)))
 
     @staticmethod
     def minutes(value: float) -> Time:
+        """A Time of ``value`` minutes (rounded to ms).
+
+        Args:
+            value: The amount of minutes.
+
+        Returns:
+            The Time, held in whole milliseconds.
+        """
         return Time(int(round(value * 60_000)))
 
     @staticmethod
     def hours(value: float) -> Time:
+        """A Time of ``value`` hours (rounded to ms).
+
+        Args:
+            value: The amount of hours.
+
+        Returns:
+            The Time, held in whole milliseconds.
+        """
         return Time(int(round(value * 3_600_000)))
 
     @staticmethod
     def days(value: float) -> Time:
+        """A Time of ``value`` days (rounded to ms).
+
+        Args:
+            value: The amount of days.
+
+        Returns:
+            The Time, held in whole milliseconds.
+        """
         return Time(int(round(value * 86_400_000)))
 
     def to_milliseconds(self) -> int:
+        """The length in milliseconds.
+
+        Returns:
+            The milliseconds.
+        """
         return self.millis
 
 

@@ -28,10 +28,30 @@ class WatermarkStrategy:
 
     @staticmethod
     def for_monotonous_timestamps() -> WatermarkStrategy:
+        """Watermarks for ascending timestamps (an out-of-orderness of 0).
+
+        Returns:
+            The strategy.
+        """
         return WatermarkStrategy(0, "monotonous")
 
     @staticmethod
     def for_bounded_out_of_orderness(max_out_of_orderness: Union[Duration, Time, int]) -> WatermarkStrategy:
+        """Watermarks trailing the largest timestamp seen by ``max_out_of_orderness``.
+
+        Args:
+            max_out_of_orderness: How late records may be: ``Duration``, ``Time`` or int ms, >= 0.
+
+        Returns:
+            The strategy.
+
+        Raises:
+            GraphBuildError: The value is of another type or negative.
+
+        Example:
+            >>> strategy = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5))
+            ...             .with_timestamp_assigner(lambda event, ts: event[2]))
+        """
         ms = to_millis(max_out_of_orderness, "max_out_of_orderness")
         if ms < 0:
             raise GraphBuildError(f"max_out_of_orderness must be >= 0 ms, got {ms}")
@@ -39,11 +59,28 @@ class WatermarkStrategy:
 
     @staticmethod
     def no_watermarks() -> WatermarkStrategy:
+        """No watermarks (PyFlink's ``no_watermarks``): no out-of-orderness bound.
+
+        Returns:
+            The strategy.
+        """
         return WatermarkStrategy(None, "none")
 
     def with_timestamp_assigner(
         self, timestamp_assigner: Union[TimestampAssigner, Callable[[Any, int], int]]
     ) -> WatermarkStrategy:
+        """This strategy with a timestamp assigner.
+
+        Args:
+            timestamp_assigner: A ``TimestampAssigner`` or a callable ``(value, record_timestamp)
+                -> timestamp ms``.
+
+        Returns:
+            A new strategy.
+
+        Raises:
+            GraphBuildError: ``timestamp_assigner`` is neither.
+        """
         if isinstance(timestamp_assigner, TimestampAssigner) or callable(timestamp_assigner):
             assigner = as_timestamp_assigner(timestamp_assigner)
         else:
@@ -57,6 +94,17 @@ class WatermarkStrategy:
         return copy
 
     def with_idleness(self, idle_timeout: Union[Duration, Time, int]) -> WatermarkStrategy:
+        """This strategy with an idleness timeout, checked and kept; it has no other effect here.
+
+        Args:
+            idle_timeout: ``Duration``, ``Time`` or int ms.
+
+        Returns:
+            A new strategy.
+
+        Raises:
+            GraphBuildError: ``idle_timeout`` is of another type.
+        """
         copy = WatermarkStrategy(self.out_of_orderness_ms, self.kind)
         copy.timestamp_assigner = self.timestamp_assigner
         copy.idleness_ms = to_millis(idle_timeout, "idle_timeout")

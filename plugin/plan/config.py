@@ -423,6 +423,19 @@ class Configuration:
 
     # -- setters -----------------------------------------------------------
     def set_string(self, key: str, value: str) -> Configuration:
+        """Set ``key`` to a string value (stored as a string).
+
+        Args:
+            key: The configuration key.
+            value: The value.
+
+        Returns:
+            This configuration.
+
+        Raises:
+            ConfigurationError: The key was removed from the product, or the value is not one of
+                the key's choices or fails its check.
+        """
         check_not_removed(key)
         option = OPTIONS.get(key)
         if option is not None and option.choices is not None:
@@ -458,19 +471,79 @@ class Configuration:
         return Configuration(conf_dict)
 
     def set_integer(self, key: str, value: int) -> Configuration:
+        """Set ``key`` to an int (stored as a string, ``int(value)``).
+
+        Args:
+            key: The configuration key.
+            value: The value.
+
+        Returns:
+            This configuration.
+
+        Raises:
+            ConfigurationError: The key was removed from the product, or the value is not one of
+                the key's choices or fails its check.
+        """
         return self.set_string(key, str(int(value)))
 
     def set_boolean(self, key: str, value: bool) -> Configuration:
+        """Set ``key`` to a boolean (stored as a string: ``true``/``false``).
+
+        Args:
+            key: The configuration key.
+            value: The value.
+
+        Returns:
+            This configuration.
+
+        Raises:
+            ConfigurationError: The key was removed from the product, or the value is not one of
+                the key's choices or fails its check.
+        """
         return self.set_string(key, "true" if value else "false")
 
     def set_float(self, key: str, value: float) -> Configuration:
+        """Set ``key`` to a float (stored as a string, ``repr(float(value))``).
+
+        Args:
+            key: The configuration key.
+            value: The value.
+
+        Returns:
+            This configuration.
+
+        Raises:
+            ConfigurationError: The key was removed from the product, or the value is not one of
+                the key's choices or fails its check.
+        """
         return self.set_string(key, repr(float(value)))
 
     # -- getters -----------------------------------------------------------
     def get_string(self, key: str, default_value: str | None = None) -> str | None:
+        """The value of ``key`` as a string, or ``default_value`` when unset.
+
+        Args:
+            key: The configuration key.
+            default_value: What to return when the key is unset.
+
+        Returns:
+            The value, or ``default_value``.
+        """
         return self._data.get(key, default_value)
 
     def get_integer(self, key: str, default_value: int | None = None) -> int | None:
+        """The value of ``key`` as an int, or ``default_value`` when unset.
+
+        Args:
+            key: The configuration key.
+            default_value: What to return when the key is unset.
+
+        Returns:
+            The value, or ``default_value``.
+
+        Raises:
+            ConfigurationError: The stored value is not an integer.
+        """
         raw = self.get_string(key)
         if raw is None:
             return default_value
@@ -480,6 +553,18 @@ class Configuration:
             raise ConfigurationError(f"{key} must be an integer, got {raw!r}") from exc
 
     def get_boolean(self, key: str, default_value: bool | None = None) -> bool | None:
+        """The value of ``key`` as a bool, or ``default_value`` when unset.
+
+        Args:
+            key: The configuration key.
+            default_value: What to return when the key is unset.
+
+        Returns:
+            The value, or ``default_value``.
+
+        Raises:
+            ConfigurationError: The stored value is not true or false.
+        """
         raw = self.get_string(key)
         if raw is None:
             return default_value
@@ -491,6 +576,18 @@ class Configuration:
         raise ConfigurationError(f"{key} must be true or false, got {raw!r}")
 
     def get_float(self, key: str, default_value: float | None = None) -> float | None:
+        """The value of ``key`` as a float, or ``default_value`` when unset.
+
+        Args:
+            key: The configuration key.
+            default_value: What to return when the key is unset.
+
+        Returns:
+            The value, or ``default_value``.
+
+        Raises:
+            ConfigurationError: The stored value is not a number.
+        """
         raw = self.get_string(key)
         if raw is None:
             return default_value
@@ -500,15 +597,41 @@ class Configuration:
             raise ConfigurationError(f"{key} must be a number, got {raw!r}") from exc
 
     def contains_key(self, key: str) -> bool:
+        """Whether ``key`` is set.
+
+        Args:
+            key: The configuration key.
+
+        Returns:
+            True when set.
+        """
         return key in self._data
 
     def remove_config(self, key: str) -> bool:
+        """Unset ``key``.
+
+        Args:
+            key: The configuration key.
+
+        Returns:
+            True when it was set.
+        """
         return self._data.pop(key, None) is not None
 
     def key_set(self) -> set[str]:
+        """The keys that are set.
+
+        Returns:
+            A new set of the keys.
+        """
         return set(self._data)
 
     def to_dict(self) -> dict[str, str]:
+        """Every key and its string value.
+
+        Returns:
+            A new dict.
+        """
         return dict(self._data)
 
     def add_all(self, other: Configuration, prefix: Optional[str] = None) -> Configuration:

@@ -98,7 +98,22 @@ class SavepointWriter:
         """Add operator ``uid``: one key per row of ``df[key_column]`` (unique keys), and for
         each ``column: descriptor`` the state's value taken from that column (List: array,
         Map: map, BinarySortedState: array of (key, values) structs). ``key_type``
-        (TypeInformation) defaults to the one of the key column's Spark type."""
+        (TypeInformation) defaults to the one of the key column's Spark type.
+
+        Args:
+            uid: The operator's uid (non-empty, not added before).
+            df: The DataFrame holding the keys and state values.
+            key_column: The key column.
+            states: State column name to its state descriptor.
+            key_type: The key's ``TypeInformation``, or None for the column's type.
+
+        Returns:
+            This writer.
+
+        Raises:
+            StateDescriptorError: ``uid`` is empty or added twice, a column is missing, or a
+                value of ``states`` is not a state descriptor.
+        """
         from ..spark_io.schema import type_info_from_spark
 
         if not isinstance(uid, str) or not uid:
@@ -121,7 +136,14 @@ class SavepointWriter:
         return self
 
     def metadata(self, job_name: str = "bootstrap") -> SavepointMetadata:
-        """The metadata the savepoint will carry."""
+        """The metadata the savepoint will carry.
+
+        Args:
+            job_name: The job name recorded in the metadata.
+
+        Returns:
+            The ``SavepointMetadata``.
+        """
         from ..state_store.namespaces import VOID_NAMESPACE_SERIALIZER
 
         ops = {}
@@ -135,7 +157,18 @@ class SavepointWriter:
                                  mode="BOOTSTRAP", backend=SINGLE_KEY.name, job_name=job_name)
 
     def write(self, path: str, job_name: str = "bootstrap") -> int:
-        """Encode every operator's rows on the executors and write the savepoint; return the version."""
+        """Encode every operator's rows on the executors and write the savepoint; return the version.
+
+        Args:
+            path: The savepoint's Delta table path.
+            job_name: The job name recorded in the metadata.
+
+        Returns:
+            The Delta version written.
+
+        Raises:
+            StateDescriptorError: No operator was added.
+        """
         if not self._ops:
             raise StateDescriptorError("SavepointWriter.write: no operator added (with_keyed_state)")
         metadata = self.metadata(job_name)

@@ -158,7 +158,24 @@ class Savepoint:
     @classmethod
     def load(cls, path: str, spark: Optional[SparkSession] = None,
              version: Optional[int] = None) -> Savepoint:
-        """Open the savepoint at ``path`` (latest version unless ``version``); reads metadata only."""
+        """Open the savepoint at ``path`` (latest version unless ``version``); reads metadata only.
+
+        Args:
+            path: The savepoint's Delta table path.
+            spark: The SparkSession for the reads; None uses ``getOrCreate()`` when first needed.
+            version: The Delta version to read, or None for the latest.
+
+        Returns:
+            The savepoint.
+
+        Raises:
+            SavepointNotFoundError: ``path`` is not a savepoint.
+            SavepointFormatError: Its metadata is unreadable.
+
+        Example:
+            >>> sp = Savepoint.load("/tables/sessions_sp")  # doctest: +SKIP
+            >>> sp.read_keyed_state("sessionize", ValueStateDescriptor("last", Types.LONG())).show()  # doctest: +SKIP
+        """
         start = time.monotonic()
         metadata = read_metadata(path, version)
         if version is None:
@@ -171,6 +188,7 @@ class Savepoint:
 
     @property
     def spark(self) -> SparkSession:
+        """The SparkSession reads run on (``getOrCreate()`` when none was given)."""
         if self._spark is None:
             from pyspark.sql import SparkSession
 
@@ -178,15 +196,30 @@ class Savepoint:
         return self._spark
 
     def metadata(self) -> SavepointMetadata:
-        """The savepoint's metadata."""
+        """The savepoint's metadata.
+
+        Returns:
+            The ``SavepointMetadata`` (operators, states, serializers, max parallelism).
+        """
         return self._metadata
 
     def operators(self) -> list[str]:
-        """Uids of the operators in the savepoint, sorted."""
+        """Uids of the operators in the savepoint, sorted.
+
+        Returns:
+            The uids.
+        """
         return sorted(self._metadata.operators)
 
     def entries(self, uid: Optional[str] = None) -> DataFrame:
-        """Raw entry rows (all operators, or one), the metadata row excluded."""
+        """Raw entry rows (all operators, or one), the metadata row excluded.
+
+        Args:
+            uid: An operator uid, or None for all.
+
+        Returns:
+            A DataFrame of the raw entries (bytes as stored).
+        """
         from pyspark.sql import functions as F
 
         df = table_df(self.spark, self.path, self.version).filter(
@@ -210,6 +243,19 @@ class Savepoint:
         Value/Reducing -> its type, List -> array, Map -> map, Aggregating -> the
         accumulator, BinarySortedState -> array of ``(key, values)`` structs;
         null where the key has no value. Only the void namespace is read.
+
+        Args:
+            uid: The operator's uid.
+            *descriptors: The state descriptors to read, one column each.
+            key_type: The key column's ``TypeInformation``; None derives it from the stored key
+                serializer.
+
+        Returns:
+            A lazy DataFrame decoded on the executors.
+
+        Raises:
+            StateDescriptorError: No descriptor is given, or the key type cannot be derived.
+            SavepointFormatError: ``uid`` or a state name is not in the savepoint.
         """
         from pyspark.sql import functions as F
 
@@ -241,7 +287,20 @@ class Savepoint:
 
     def read_broadcast_state(self, uid: str, descriptor: Any) -> dict[Any, Any]:
         """The broadcast state ``descriptor`` (a MapStateDescriptor) of operator ``uid`` as a
-        dict, read on the driver (broadcast state is small: every instance holds it all)."""
+        dict, read on the driver (broadcast state is small: every instance holds it all).
+
+        Args:
+            uid: The operator's uid.
+            descriptor: The broadcast state's ``MapStateDescriptor``.
+
+        Returns:
+            The state as a dict.
+
+        Raises:
+            StateDescriptorError: The operator has no broadcast state of that name.
+            IncompatibleStateError: The descriptor's serializers cannot read the stored state.
+            SavepointFormatError: ``uid`` is not in the savepoint.
+        """
         from ..operators.broadcast import check_broadcast_compatible
         from .reader import read_broadcast_entries
 
@@ -258,7 +317,20 @@ class Savepoint:
                 if e.state_name == descriptor.name}
 
     def read_timers(self, uid: str, key_type: Any = None) -> DataFrame:
-        """Pending timers of operator ``uid``: ``key, queue, timestamp, namespace`` (raw bytes)."""
+        """Pending timers of operator ``uid``: ``key, queue, timestamp, namespace`` (raw bytes).
+
+        Args:
+            uid: The operator's uid.
+            key_type: The key column's ``TypeInformation``; None derives it from the stored key
+                serializer.
+
+        Returns:
+            A lazy DataFrame of the timers.
+
+        Raises:
+            StateDescriptorError: The key type cannot be derived.
+            SavepointFormatError: ``uid`` is not in the savepoint.
+        """
         from pyspark.sql import functions as F
 
         from ..runtime.spark_types import arrow_type, spark_ddl_type

@@ -227,7 +227,16 @@ def delta_file_uris(path: str, version: Optional[int] = None) -> list[str]:
 
 
 def read_delta(spark: SparkSession, path: str, version: Optional[int] = None) -> DataFrame:
-    """The Delta table at ``path`` as a DataFrame (executors read the files)."""
+    """The Delta table at ``path`` as a DataFrame (executors read the files).
+
+    Args:
+        spark: The SparkSession.
+        path: The table path (local or on the configured storage).
+        version: The Delta version to read, or None for the latest.
+
+    Returns:
+        The DataFrame.
+    """
     if session_has_delta(spark):
         reader = spark.read.format("delta")
         if version is not None:

@@ -24,6 +24,7 @@ from pyspark_datastream.state_store.serializers import (
     PickleSerializer,
     serializer_from_snapshot,
 )
+from pyspark_datastream.state_store.type_inference import infer_type_info
 from pyspark_datastream.state_store.typeinfo import (
     BasicTypeInfo,
     ListTypeInfo,
@@ -34,7 +35,6 @@ from pyspark_datastream.state_store.typeinfo import (
     TupleTypeInfo,
     TypeInformation,
     Types,
-    infer_type_info,
 )
 
 BASIC = [

@@ -1,0 +1,172 @@
+"""The sink calls of a DataStream (``print``, ``sink_to_delta``, ``sink_to``, ``to_dataframe``,
+``execute_and_collect``) and ``DataStreamSink``, the handle a declared sink returns."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..plan.graph import SinkNode, Transformation, check_uid
+from ..state_store.exceptions import GraphBuildError
+from .hints import SchedulingHints
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from .connectors import KafkaSink
+
+__all__ = ["DataStreamSink", "SinkCalls"]
+
+
+class DataStreamSink(SchedulingHints):
+    """Handle on a declared sink (``uid``/``name`` as in PyFlink)."""
+
+    def __init__(self, node: SinkNode) -> None:
+        self._node = node
+
+    def uid(self, uid: str) -> DataStreamSink:
+        """Stable sink id (as ``DataStream.uid``).
+
+        Args:
+            uid: A non-empty string.
+
+        Returns:
+            This sink.
+
+        Raises:
+            GraphBuildError: ``uid`` is not a non-empty string.
+        """
+        self._node.uid = check_uid(uid)
+        return self
+
+    def name(self, name: str) -> DataStreamSink:
+        """Name the sink.
+
+        Args:
+            name: The name.
+
+        Returns:
+            This sink.
+        """
+        self._node.name = str(name)
+        return self
+
+
+class SinkCalls:
+    """What a DataStream writes to, and how its records are read back."""
+
+    _node: Transformation
+    _env: Any
+
+    def print(self, sink_identifier: Optional[str] = None) -> DataStreamSink:
+        """Print each record when the job runs (PyFlink's ``print``).
+
+        Args:
+            sink_identifier: A prefix for the printed lines, or None.
+
+        Returns:
+            The sink.
+        """
+        node = SinkNode(name="Print", inputs=[self._node], kind="print",
+                        options={"identifier": sink_identifier})
+        self._env.add_sink_node(node)
+        return DataStreamSink(node)
+
+    def sink_to_delta(self, path: str, mode: str = "append") -> DataStreamSink:
+        """Write the stream to a Delta table at ``path`` when ``env.execute()`` runs.
+
+        Args:
+            path: The table path (local, ``s3a://``, ...).
+            mode: ``"append"`` or ``"overwrite"``.
+
+        Returns:
+            The sink.
+
+        Raises:
+            GraphBuildError: ``mode`` or ``path`` is invalid, or the stream is not typed with a
+                Spark-mappable ``output_type``.
+        """
+        if mode not in ("append", "overwrite"):
+            raise GraphBuildError(f"sink_to_delta mode must be 'append' or 'overwrite', got {mode!r}")
+        if not isinstance(path, str) or not path:
+            raise GraphBuildError(f"sink_to_delta needs a table path, got {path!r}")
+        self._require_typed("sink_to_delta()")
+        node = SinkNode(name=f"DeltaSink({path})", inputs=[self._node], kind="delta",
+                        options={"path": path, "mode": mode})
+        self._env.add_sink_node(node)
+        return DataStreamSink(node)
+
+    def sink_to(self, sink: KafkaSink) -> DataStreamSink:
+        """Write the stream to a connector sink (a :class:`KafkaSink`) when the job runs.
+
+        Args:
+            sink: The KafkaSink; its SimpleStringSchema needs a ``Types.STRING()`` stream.
+
+        Returns:
+            The DataStreamSink.
+
+        Raises:
+            UnsupportedConnectorError: For a sink other than a KafkaSink.
+            GraphBuildError: When the stream is not declared ``Types.STRING()``.
+        """
+        from .connectors import KafkaSink, UnsupportedConnectorError
+
+        if not isinstance(sink, KafkaSink):
+            raise UnsupportedConnectorError(
+                f"sink_to: {type(sink).__name__} is not supported; the supported sink is "
+                "KafkaSink (or sink_to_delta, print)")
+        t = self._node.output_type
+        if getattr(t, "type_name", None) != "STRING":
+            raise GraphBuildError(
+                f"sink_to({sink!r}): SimpleStringSchema writes str records, but "
+                f"{self._node.describe()} has {'no output_type' if t is None else repr(t)}; "
+                "pass output_type=Types.STRING() to the operator that produces it")
+        node = SinkNode(name=f"KafkaSink({sink.spec['topic']})", inputs=[self._node],
+                        kind="kafka", options=dict(sink.spec))
+        self._env.add_sink_node(node)
+        return DataStreamSink(node)
+
+    def _require_typed(self, what: str) -> None:
+        from ..runtime.spark_types import is_spark_mappable
+
+        t = self._node.output_type
+        if t is None or not is_spark_mappable(t):
+            raise GraphBuildError(
+                f"{what} needs a typed stream but {self._node.describe()} has "
+                f"{'no output_type' if t is None else 'output_type ' + repr(t)}; records travel "
+                "pickled. Pass output_type=Types.ROW_NAMED([...], [...]) (or Types.TUPLE([...])) "
+                f"to the operator that produces it"
+            )
+
+    def to_dataframe(self) -> DataFrame:
+        """This stream as a Spark DataFrame (streaming in STREAMING mode).
+
+        Returns:
+            The DataFrame.
+
+        Raises:
+            GraphBuildError: The stream is not typed with a Spark-mappable ``output_type``.
+        """
+        self._require_typed("to_dataframe()")
+        return self._env.dataframe_of(self._node)
+
+    def execute_and_collect(self, job_execution_name: Optional[str] = None,
+                            limit: Optional[int] = None) -> Any:
+        """Run the job and iterate its records (a list when ``limit`` is given).
+
+        Args:
+            job_execution_name: The job's name, or None for the default.
+            limit: Collect at most this many records into a list; None iterates them all.
+
+        Returns:
+            A ``CloseableIterator`` over the records, or a list when ``limit`` is given.
+        """
+        it = self._env.collect_node(self._node, job_execution_name)
+        if limit is None:
+            return it
+        out: list[Any] = []
+        with it:
+            for record in it:
+                if len(out) >= limit:
+                    break
+                out.append(record)
+        return out
