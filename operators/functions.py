@@ -191,27 +191,51 @@ class TimerService(ABC):
 
     @abstractmethod
     def current_processing_time(self) -> int:
-        """Current processing time in ms (raises under ``pipeline.processing-time.allow=FAIL``)."""
+        """The current processing time (raises under ``pipeline.processing-time.allow=FAIL``).
+
+        Returns:
+            Milliseconds since the epoch.
+        """
 
     @abstractmethod
     def current_watermark(self) -> int:
-        """Current event-time watermark in ms."""
+        """The current event-time watermark.
+
+        Returns:
+            The watermark in milliseconds (``-2**63`` before the first one).
+        """
 
     @abstractmethod
     def register_processing_time_timer(self, timestamp: int) -> None:
-        """Fire ``on_timer`` once processing time reaches ``timestamp`` (current key)."""
+        """Fire ``on_timer`` once processing time reaches ``timestamp`` (current key).
+
+        Args:
+            timestamp: The processing time in milliseconds.
+        """
 
     @abstractmethod
     def register_event_time_timer(self, timestamp: int) -> None:
-        """Fire ``on_timer`` once the watermark reaches ``timestamp`` (current key)."""
+        """Fire ``on_timer`` once the watermark reaches ``timestamp`` (current key).
+
+        Args:
+            timestamp: The event time in milliseconds.
+        """
 
     @abstractmethod
     def delete_processing_time_timer(self, timestamp: int) -> None:
-        """Remove a processing-time timer of the current key (no-op when absent)."""
+        """Remove a processing-time timer of the current key (no-op when absent).
+
+        Args:
+            timestamp: The timer's processing time in milliseconds.
+        """
 
     @abstractmethod
     def delete_event_time_timer(self, timestamp: int) -> None:
-        """Remove an event-time timer of the current key (no-op when absent)."""
+        """Remove an event-time timer of the current key (no-op when absent).
+
+        Args:
+            timestamp: The timer's event time in milliseconds.
+        """
 
 
 class Context(ABC):

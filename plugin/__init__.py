@@ -25,7 +25,6 @@ from .api.connectors import (
     KafkaSource,
     KafkaTopicPartition,
     SimpleStringSchema,
-    UnsupportedConnectorError,
 )
 from .api.datastream import (
     AllWindowedStream,
@@ -39,6 +38,7 @@ from .api.datastream import (
     WindowedStream,
 )
 from .api.environment import StreamExecutionEnvironment, default_local_session
+from .api.exceptions import UnsupportedConnectorError
 from .api.job_client import JobClient, JobStatus
 from .api.state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend, StateBackend
 from .api.time import Duration, Time

@@ -366,6 +366,13 @@ CROSS_MODULE_TESTS: dict[str, str] = {
     "test_layering.py": "operators/ and state_store/ import without pyspark",
     "plugin/test_docs.py": "every python block of the documentation site",
     "plugin/test_readme.py": "the README and the documentation site against the code",
+    "plugin/api/test_environment_calls.py":
+        "PyFlink's environment, checkpoint and session-resource calls (environment, checkpointing, "
+        "session_resources)",
+    "plugin/api/test_pyflink_small_items.py":
+        "PyFlink's smaller names across the API (types, Row kinds, descriptors, job status, "
+        "configuration)",
+    "plugin/test_docstrings.py": "the docstrings of every public name of the package root",
     "plugin/test_site_render.py": "the built documentation site in a headless browser",
     "plugin/translation/test_config_and_tracing.py":
         "configuration resolution, lambda tracing and graph checks that need no SparkSession",

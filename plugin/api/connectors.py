@@ -12,9 +12,9 @@ import enum
 from typing import Any, Optional
 
 from ..state_store.exceptions import GraphBuildError
+from .exceptions import UnsupportedConnectorError
 
 __all__ = [
-    "UnsupportedConnectorError",
     "SimpleStringSchema",
     "DeliveryGuarantee",
     "KafkaTopicPartition",
@@ -35,10 +35,6 @@ _SPARK_OWNED_PROPERTIES = ("auto.offset.reset", "key.deserializer", "value.deser
                            "enable.auto.commit", "interceptor.classes")
 #: producer settings Spark's Kafka sink owns
 _SPARK_OWNED_SINK_PROPERTIES = ("key.serializer", "value.serializer", "transactional.id")
-
-
-class UnsupportedConnectorError(GraphBuildError):
-    """A connector option or value this project's Kafka connector does not support."""
 
 
 def _unsupported(what: str, option: str, supported: str) -> UnsupportedConnectorError:
@@ -177,6 +173,9 @@ class KafkaOffsetsInitializer:
 
         Args:
             offset_reset_strategy: PyFlink's reset strategy (not used).
+
+        Returns:
+            Nothing: it always raises.
 
         Raises:
             UnsupportedConnectorError: Always.

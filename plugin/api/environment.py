@@ -466,7 +466,8 @@ class StreamExecutionEnvironment(SessionResources):
                 runtime mode is BATCH.
         """
         from ..state_store.typeinfo import Types
-        from .connectors import KafkaSource, UnsupportedConnectorError
+        from .connectors import KafkaSource
+        from .exceptions import UnsupportedConnectorError
         from .watermarks import WatermarkStrategy
 
         if not isinstance(source, KafkaSource):

@@ -161,6 +161,9 @@ class SessionResources:
             requirements_file_path: the requirements file.
             requirements_cache_dir: the offline package directory.
 
+        Returns:
+            Nothing: it always raises.
+
         Raises:
             ConfigurationError: always, naming what to do instead.
         """

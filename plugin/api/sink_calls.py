@@ -108,7 +108,8 @@ class SinkCalls:
             UnsupportedConnectorError: For a sink other than a KafkaSink.
             GraphBuildError: When the stream is not declared ``Types.STRING()``.
         """
-        from .connectors import KafkaSink, UnsupportedConnectorError
+        from .connectors import KafkaSink
+        from .exceptions import UnsupportedConnectorError
 
         if not isinstance(sink, KafkaSink):
             raise UnsupportedConnectorError(
