@@ -15,6 +15,8 @@ import glob
 import logging
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -72,6 +74,9 @@ def _clicks_folder(namespace: dict) -> Callable[[], None]:
     return check
 
 
+#: set in the child process a page with PAGE_INPUTS runs in when this one has a session
+_IN_CHILD = "PYSPARK_DATASTREAM_DOCS_PAGE_CHILD"
+
 PAGE_INPUTS: dict[str, Callable[[dict], Callable[[], None]]] = {
     "getting-started.md": _clicks_folder,
 }
@@ -86,9 +91,20 @@ def test_the_site_has_python_blocks_and_some_run():
 def test_python_blocks_of_page_run_or_say_why_not(page, tmp_path, monkeypatch):
     from pyspark.sql import SparkSession
 
+    active = SparkSession.getActiveSession()
+    if page in PAGE_INPUTS and active is not None and not os.environ.get(_IN_CHILD):
+        # the page reads and writes paths relative to the working directory, and Spark
+        # resolves them against its JVM's, fixed when this process's session started: run
+        # the page as a reader does, in a fresh Python process started in tmp_path
+        test_id = f"{os.path.abspath(__file__)}::{test_python_blocks_of_page_run_or_say_why_not.__name__}[{page}]"
+        child = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_id],
+            cwd=tmp_path, env={**os.environ, _IN_CHILD: "1"}, capture_output=True, text=True,
+            timeout=600)
+        assert child.returncode == 0, child.stdout[-4000:] + child.stderr[-2000:]
+        return
     logger = logging.getLogger("pyspark_datastream")
     handlers, level = list(logger.handlers), logger.level
-    active = SparkSession.getActiveSession()
     namespace: dict = {}
     exec("from pyspark_datastream import *", namespace)  # noqa: S102
     monkeypatch.chdir(tmp_path)
