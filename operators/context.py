@@ -51,7 +51,10 @@ _STATE_GETTERS: dict[str, tuple[type, str]] = {
 
 
 class RuntimeContext:
-    """Per operator instance: keyed state, subtask coordinates and job parameters."""
+    """Per operator instance: keyed state, subtask coordinates and job parameters. Passed to a
+    function's ``open(runtime_context)`` (and reachable from its contexts); not constructed
+    directly.
+    """
 
     def __init__(self, config: OperatorConfig, backend: KeyedStateBackend | None = None) -> None:
         self._config = config

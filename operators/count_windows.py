@@ -64,7 +64,14 @@ class _CountAssigner(WindowAssigner[T, CountWindow]):
 
 
 class CountTumblingWindowAssigner(_CountAssigner[T]):
-    """Non-overlapping windows of ``window_size`` elements per key."""
+    """Non-overlapping windows of ``window_size`` elements per key.
+
+    Args:
+        window_size: Elements per window, an int >= 1.
+
+    Raises:
+        GraphBuildError: ``window_size`` is not an int >= 1.
+    """
 
     def __init__(self, window_size: int) -> None:
         self.size = _count(window_size, "count_window(size)")
@@ -90,7 +97,15 @@ class CountTumblingWindowAssigner(_CountAssigner[T]):
 
 
 class CountSlidingWindowAssigner(_CountAssigner[T]):
-    """Windows of ``window_size`` elements starting every ``window_slide`` elements."""
+    """Windows of ``window_size`` elements starting every ``window_slide`` elements.
+
+    Args:
+        window_size: Elements per window, an int >= 1.
+        window_slide: Elements between window starts, an int >= 1.
+
+    Raises:
+        GraphBuildError: ``window_size`` or ``window_slide`` is not an int >= 1.
+    """
 
     def __init__(self, window_size: int, window_slide: int) -> None:
         self.size = _count(window_size, "count_window(size, slide) size")

@@ -148,7 +148,15 @@ class TimeDomain(Enum):
 
 
 class OutputTag:
-    """Names a side output. Equal tags (same ``tag_id``) address the same side output."""
+    """Names a side output. Equal tags (same ``tag_id``) address the same side output.
+
+    Args:
+        tag_id: The side output's name, a non-empty str.
+        type_info: The type of its records (a TypeInformation), or None.
+
+    Raises:
+        GraphBuildError: ``tag_id`` is not a non-empty str.
+    """
 
     __slots__ = ("_tag_id", "_type_info")
 

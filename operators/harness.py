@@ -111,9 +111,22 @@ def _key_serializer_for(key_type: Any) -> TypeSerializer:
 class KeyedOperatorTestHarness:
     """Drives any keyed operator (``KeyedProcessOperator``, ``ReduceOperator``, ...).
 
-    ``key_selectors`` gives one key selector per input (one for both inputs of a
-    two-input operator is fine). ``**config`` are ``OperatorConfig`` fields
-    (``processing_time_allow``, ``max_parallelism``, ``job_parameters``, ...).
+    Args:
+        operator: The keyed operator under test.
+        key_selectors: One key selector per input, or one for all inputs.
+        key_type: The key's type: a TypeInformation (``Types.STRING()``) or a TypeSerializer;
+            None serializes keys generically.
+        backend: The keyed state backend: a registered name (``"hashmap"``, ``"rocksdb"``,
+            ``"single_key"`` (BATCH only), a ``"module:attr"`` path), an instance, or a
+            factory called as ``factory(key_serializer, max_parallelism, **options)``.
+        mode: ``"STREAMING"`` or ``"BATCH"`` (FLIP-134's processing-time defaults per mode).
+        backend_options: Options passed to the backend's constructor, or None.
+        **config: ``OperatorConfig`` fields (``processing_time_allow``, ``max_parallelism``,
+            ``job_parameters``, ...).
+
+    Raises:
+        ConfigurationError: An unknown ``mode``, config field or ``key_type``, or the
+            ``single_key`` backend outside BATCH.
     """
 
     def __init__(
@@ -487,7 +500,25 @@ def _all_sorted(sorted_state: Any) -> list[tuple[Any, list[Any]]]:
 
 
 class KeyedProcessFunctionTestHarness(KeyedOperatorTestHarness):
-    """Harness for a ``KeyedProcessFunction`` (runs it in a ``KeyedProcessOperator``)."""
+    """Harness for a ``KeyedProcessFunction`` (runs it in a ``KeyedProcessOperator``).
+
+    Args:
+        function: The ``KeyedProcessFunction`` under test.
+        key_selector: Gives each input record's key (a KeySelector or a callable).
+        key_type: The key's type: a TypeInformation (``Types.STRING()``) or a TypeSerializer;
+            None serializes keys generically.
+        backend: The keyed state backend: a registered name (``"hashmap"``, ``"rocksdb"``,
+            ``"single_key"`` (BATCH only), a ``"module:attr"`` path), an instance, or a
+            factory called as ``factory(key_serializer, max_parallelism, **options)``.
+        mode: ``"STREAMING"`` or ``"BATCH"`` (FLIP-134's processing-time defaults per mode).
+        backend_options: Options passed to the backend's constructor, or None.
+        **config: ``OperatorConfig`` fields (``processing_time_allow``, ``max_parallelism``,
+            ``job_parameters``, ...).
+
+    Raises:
+        ConfigurationError: An unknown ``mode``, config field or ``key_type``, or the
+            ``single_key`` backend outside BATCH.
+    """
 
     def __init__(
         self,
@@ -529,7 +560,26 @@ class KeyedProcessFunctionTestHarness(KeyedOperatorTestHarness):
 
 
 class KeyedCoProcessFunctionTestHarness(KeyedOperatorTestHarness):
-    """Harness for a ``KeyedCoProcessFunction`` (two keyed inputs, one key space)."""
+    """Harness for a ``KeyedCoProcessFunction`` (two keyed inputs, one key space).
+
+    Args:
+        function: The ``KeyedCoProcessFunction`` under test.
+        key_selector1: Gives each first-input record's key.
+        key_selector2: Gives each second-input record's key; None uses ``key_selector1``.
+        key_type: The key's type: a TypeInformation (``Types.STRING()``) or a TypeSerializer;
+            None serializes keys generically.
+        backend: The keyed state backend: a registered name (``"hashmap"``, ``"rocksdb"``,
+            ``"single_key"`` (BATCH only), a ``"module:attr"`` path), an instance, or a
+            factory called as ``factory(key_serializer, max_parallelism, **options)``.
+        mode: ``"STREAMING"`` or ``"BATCH"`` (FLIP-134's processing-time defaults per mode).
+        backend_options: Options passed to the backend's constructor, or None.
+        **config: ``OperatorConfig`` fields (``processing_time_allow``, ``max_parallelism``,
+            ``job_parameters``, ...).
+
+    Raises:
+        ConfigurationError: An unknown ``mode``, config field or ``key_type``, or the
+            ``single_key`` backend outside BATCH.
+    """
 
     def __init__(
         self,

@@ -15,7 +15,9 @@ __all__ = ["CloseableIterator", "JobExecutionResult"]
 
 
 class CloseableIterator(Iterator[Any]):
-    """Iterator over a job's results; close it (or use ``with``) to release resources."""
+    """Iterator over a job's results; close it (or use ``with``) to release resources.
+    Returned by ``ds.execute_and_collect()``; not constructed directly.
+    """
 
     def __init__(self, iterator: Iterator[Any], on_close: Optional[Callable[[], None]] = None):
         self._it = iterator
@@ -62,7 +64,10 @@ class CloseableIterator(Iterator[Any]):
 @dataclass
 class JobExecutionResult:
     """What ``execute`` returns: job name, mode, net runtime, per-sink row counts and the
-    progress rows (BATCH: one per stage; STREAMING: one per micro-batch of each query)."""
+    progress rows (BATCH: one per stage; STREAMING: one per micro-batch of each query).
+    Returned by ``env.execute()`` and ``JobClient.get_job_execution_result()``; not
+    constructed directly.
+    """
 
     job_name: str
     mode: str

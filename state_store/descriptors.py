@@ -82,7 +82,15 @@ def resolve_serializer(owner: str, argument: str, type_info: Any) -> TypeSeriali
 
 
 class StateDescriptor:
-    """Base of all descriptors: a validated name plus the serializers of its kind."""
+    """Base of all descriptors: a validated name plus the serializers of its kind.
+
+    Args:
+        name: The state's name, unique within the operator; non-empty, no NUL, not starting
+            with ``_`` (reserved for the runtime's internal states).
+
+    Raises:
+        StateDescriptorError: ``name`` is not a str, is empty, holds a NUL or starts with ``_``.
+    """
 
     kind: ClassVar[StateKind]
 
@@ -215,7 +223,17 @@ class StateDescriptor:
 
 
 class ValueStateDescriptor(StateDescriptor):
-    """Descriptor of a :class:`~.state.ValueState`."""
+    """Descriptor of a :class:`~.state.ValueState`.
+
+    Args:
+        name: The state's name (see :class:`StateDescriptor`).
+        value_type_info: The value's type: a TypeInformation (``Types.LONG()``) or a
+            TypeSerializer.
+
+    Raises:
+        StateDescriptorError: A bad name, or ``value_type_info`` is missing or gives no
+            serializer.
+    """
 
     kind = StateKind.VALUE
 
@@ -230,7 +248,16 @@ class ValueStateDescriptor(StateDescriptor):
 
 
 class ListStateDescriptor(StateDescriptor):
-    """Descriptor of a :class:`~.state.ListState`; ``elem_type_info`` types one element."""
+    """Descriptor of a :class:`~.state.ListState`.
+
+    Args:
+        name: The state's name (see :class:`StateDescriptor`).
+        elem_type_info: The type of one element: a TypeInformation or a TypeSerializer.
+
+    Raises:
+        StateDescriptorError: A bad name, or ``elem_type_info`` is missing or gives no
+            serializer.
+    """
 
     kind = StateKind.LIST
 
@@ -245,7 +272,18 @@ class ListStateDescriptor(StateDescriptor):
 
 
 class MapStateDescriptor(StateDescriptor):
-    """Descriptor of a :class:`~.state.MapState`; map keys need a deterministic serializer."""
+    """Descriptor of a :class:`~.state.MapState`; map keys need a deterministic serializer.
+
+    Args:
+        name: The state's name (see :class:`StateDescriptor`).
+        key_type_info: The map key's type (TypeInformation or TypeSerializer); its
+            serializer must be deterministic, as keys are stored by their bytes.
+        value_type_info: The map value's type (TypeInformation or TypeSerializer).
+
+    Raises:
+        StateDescriptorError: A bad name, a missing type, or a non-deterministic key
+            serializer.
+    """
 
     kind = StateKind.MAP
 
@@ -281,8 +319,15 @@ class MapStateDescriptor(StateDescriptor):
 class ReducingStateDescriptor(StateDescriptor):
     """Descriptor of a :class:`~.state.ReducingState`.
 
-    ``reduce_function`` is a :class:`~.functions.ReduceFunction` or a plain
-    ``callable(accumulated, new)``.
+    Args:
+        name: The state's name (see :class:`StateDescriptor`).
+        reduce_function: A :class:`~.functions.ReduceFunction` or a plain
+            ``callable(accumulated, new)`` returning the new accumulated value.
+        type_info: The value's type (TypeInformation or TypeSerializer).
+
+    Raises:
+        StateDescriptorError: A bad name, ``reduce_function`` is neither a ReduceFunction nor
+            callable, or ``type_info`` is missing or gives no serializer.
     """
 
     kind = StateKind.REDUCING
@@ -311,11 +356,18 @@ class ReducingStateDescriptor(StateDescriptor):
 
 
 class AggregatingStateDescriptor(StateDescriptor):
-    """Descriptor of an :class:`~.state.AggregatingState`.
+    """Descriptor of a :class:`~.state.AggregatingState`.
 
-    ``agg_function`` is an :class:`~.functions.AggregateFunction` (or an object with
-    ``create_accumulator``, ``add(value, acc)`` and ``get_result``; ``merge`` is
-    needed only for merging windows). ``state_type_info`` types the ACCUMULATOR.
+    Args:
+        name: The state's name (see :class:`StateDescriptor`).
+        agg_function: An :class:`~.functions.AggregateFunction`, or an object with
+            ``create_accumulator``, ``add(value, acc)`` and ``get_result`` (``merge`` is
+            needed only for merging windows).
+        state_type_info: The type of the ACCUMULATOR (TypeInformation or TypeSerializer).
+
+    Raises:
+        StateDescriptorError: A bad name, ``agg_function`` lacks one of those methods, or
+            ``state_type_info`` is missing or gives no serializer.
     """
 
     kind = StateKind.AGGREGATING
@@ -347,8 +399,15 @@ class AggregatingStateDescriptor(StateDescriptor):
 class BinarySortedStateDescriptor(StateDescriptor):
     """Descriptor of a :class:`~.state.BinarySortedState` (FLIP-220).
 
-    ``key_serializer`` must be a :class:`~.serializers.LexicographicalTypeSerializer`:
-    the state is ordered by the serialized key bytes.
+    Args:
+        name: The state's name (see :class:`StateDescriptor`).
+        key_serializer: A :class:`~.serializers.LexicographicalTypeSerializer`: the state is
+            ordered by the serialized key bytes.
+        value_type_info: The value's type (TypeInformation or TypeSerializer).
+
+    Raises:
+        StateDescriptorError: A bad name, ``key_serializer`` is not lexicographical, or
+            ``value_type_info`` is missing or gives no serializer.
     """
 
     kind = StateKind.SORTED

@@ -103,6 +103,10 @@ class TimeWindow:
     """Half-open time interval ``[start, end)`` in epoch milliseconds (Flink's ``TimeWindow``).
 
     Windows order by ``(start, end)``; they are hashable and usable as namespaces.
+
+    Args:
+        start: The first millisecond in the window (epoch ms, inclusive).
+        end: The end of the window (epoch ms, exclusive).
     """
 
     __slots__ = ("start", "end")
@@ -316,7 +320,11 @@ class GlobalWindowSerializer(LexicographicalTypeSerializer[GlobalWindow]):
 
 class CountWindow:
     """A window of count windowing, identified by its number (PyFlink's ``CountWindow``):
-    the n-th group of elements of a key. It has no end in time."""
+    the n-th group of elements of a key. It has no end in time.
+
+    Args:
+        id: The window's number.
+    """
 
     __slots__ = ("id",)
 

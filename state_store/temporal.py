@@ -56,7 +56,9 @@ class _TemporalBase:
 
 
 class TemporalValueState(_TemporalBase):
-    """One value per timestamp."""
+    """One value per timestamp. Obtained from
+    ``runtime_context.get_temporal_value_state(descriptor)``; not constructed directly.
+    """
 
     def value_at(self, timestamp: int) -> TemporalValue | None:
         """The value stored exactly at ``timestamp``.
@@ -108,7 +110,9 @@ class TemporalValueState(_TemporalBase):
 
 
 class TemporalListState(_TemporalBase):
-    """A list of values per timestamp."""
+    """A list of values per timestamp. Obtained from
+    ``runtime_context.get_temporal_list_state(descriptor)``; not constructed directly.
+    """
 
     def get_at(self, timestamp: int) -> TemporalValue | None:
         """The list stored exactly at ``timestamp``.

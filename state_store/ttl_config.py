@@ -61,7 +61,9 @@ def _check_enum(value: Any, enum: type[Enum], where: str) -> Any:
 
 
 class StateTtlConfig:
-    """Configuration of state time-to-live (processing time), built by :meth:`new_builder`."""
+    """Configuration of state time-to-live (processing time). Built by
+    ``StateTtlConfig.new_builder(ttl)...build()``; not constructed directly.
+    """
 
     class UpdateType(Enum):
         """When the last-access timestamp (which prolongs the TTL) is updated."""

@@ -215,7 +215,12 @@ class _TimeWindowAssigner(WindowAssigner[T, TimeWindow]):
 
 
 class TumblingEventTimeWindows(_TimeWindowAssigner[T]):
-    """Fixed-size, non-overlapping event-time windows aligned to the epoch (+ offset)."""
+    """Fixed-size, non-overlapping event-time windows aligned to the epoch (+ offset).
+
+    Args:
+        size: The window length in ms, > 0 (use ``of`` to pass a Time or Duration and have it checked).
+        offset: The shift of the window starts in ms, ``abs(offset) < size``.
+    """
 
     def __init__(self, size: int, offset: int = 0) -> None:
         self.size = size
@@ -275,7 +280,13 @@ def _check_slide(size: Any, slide: Any, offset: Any, what: str) -> tuple[int, in
 
 
 class SlidingEventTimeWindows(_TimeWindowAssigner[T]):
-    """Overlapping event-time windows of ``size`` starting every ``slide``."""
+    """Overlapping event-time windows of ``size`` starting every ``slide``.
+
+    Args:
+        size: The window length in ms, > 0 (use ``of`` to pass a Time or Duration and have it checked).
+        slide: The time between window starts in ms, > 0.
+        offset: The shift of the window starts in ms, ``abs(offset) < slide``.
+    """
 
     def __init__(self, size: int, slide: int, offset: int = 0) -> None:
         self.size = size
@@ -352,7 +363,11 @@ def _gap_extractor(extractor: Any, what: str) -> SessionWindowTimeGapExtractor:
 
 
 class EventTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
-    """Event-time sessions: windows ``[ts, ts + gap)`` merged while they overlap."""
+    """Event-time sessions: windows ``[ts, ts + gap)`` merged while they overlap.
+
+    Args:
+        gap: The session gap in ms, > 0 (``with_gap`` takes a Time or Duration and checks it).
+    """
 
     def __init__(self, gap: int) -> None:
         self.gap = gap
@@ -408,7 +423,12 @@ class EventTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
 
 
 class TumblingProcessingTimeWindows(_TimeWindowAssigner[T]):
-    """Fixed-size windows over the operator's processing time."""
+    """Fixed-size windows over the operator's processing time.
+
+    Args:
+        size: The window length in ms, > 0 (use ``of`` to pass a Time or Duration and have it checked).
+        offset: The shift of the window starts in ms, ``abs(offset) < size``.
+    """
 
     def __init__(self, size: int, offset: int = 0) -> None:
         self.size = size
@@ -448,7 +468,13 @@ class TumblingProcessingTimeWindows(_TimeWindowAssigner[T]):
 
 
 class SlidingProcessingTimeWindows(_TimeWindowAssigner[T]):
-    """Overlapping windows over processing time."""
+    """Overlapping windows over processing time.
+
+    Args:
+        size: The window length in ms, > 0 (use ``of`` to pass a Time or Duration and have it checked).
+        slide: The time between window starts in ms, > 0.
+        offset: The shift of the window starts in ms, ``abs(offset) < slide``.
+    """
 
     def __init__(self, size: int, slide: int, offset: int = 0) -> None:
         self.size = size
@@ -488,7 +514,12 @@ class SlidingProcessingTimeWindows(_TimeWindowAssigner[T]):
 
 
 class DynamicEventTimeSessionWindows(EventTimeSessionWindows[T]):
-    """Event-time sessions with a gap per element: windows ``[ts, ts + extract(element))``."""
+    """Event-time sessions with a gap per element: windows ``[ts, ts + extract(element))``.
+
+    Args:
+        extractor: Gives each element's gap in ms (``extractor.extract(element)``); usually
+            passed to ``EventTimeSessionWindows.with_dynamic_gap``.
+    """
 
     def __init__(self, extractor: SessionWindowTimeGapExtractor) -> None:
         self.extractor = extractor
@@ -500,7 +531,11 @@ class DynamicEventTimeSessionWindows(EventTimeSessionWindows[T]):
 
 
 class ProcessingTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
-    """Sessions over processing time."""
+    """Sessions over processing time.
+
+    Args:
+        gap: The session gap in ms, > 0 (``with_gap`` takes a Time or Duration and checks it).
+    """
 
     def __init__(self, gap: int) -> None:
         self.gap = gap
@@ -556,7 +591,12 @@ class ProcessingTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
 
 
 class DynamicProcessingTimeSessionWindows(ProcessingTimeSessionWindows[T]):
-    """Processing-time sessions with a gap per element."""
+    """Processing-time sessions with a gap per element.
+
+    Args:
+        extractor: Gives each element's gap in ms (``extractor.extract(element)``); usually
+            passed to ``ProcessingTimeSessionWindows.with_dynamic_gap``.
+    """
 
     def __init__(self, extractor: SessionWindowTimeGapExtractor) -> None:
         self.extractor = extractor

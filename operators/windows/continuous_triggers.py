@@ -93,7 +93,15 @@ class _ContinuousTrigger(Trigger):
 
 
 class ContinuousEventTimeTrigger(_ContinuousTrigger):
-    """Fires every ``interval`` of event time (by watermark) and at the window's end."""
+    """Fires every ``interval`` of event time (by watermark) and at the window's end.
+
+    Args:
+        interval: The time between firings: ``Time``, ``Duration`` or int ms, > 0
+            (``ContinuousEventTimeTrigger.of(interval)``).
+
+    Raises:
+        GraphBuildError: ``interval`` is not a Time, Duration or int ms, or is not > 0.
+    """
 
     @staticmethod
     def of(interval: Any) -> ContinuousEventTimeTrigger:
@@ -134,7 +142,15 @@ class ContinuousEventTimeTrigger(_ContinuousTrigger):
 
 
 class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
-    """Fires every ``interval`` of processing time and at the window's end."""
+    """Fires every ``interval`` of processing time and at the window's end.
+
+    Args:
+        interval: The time between firings: ``Time``, ``Duration`` or int ms, > 0
+            (``ContinuousProcessingTimeTrigger.of(interval)``).
+
+    Raises:
+        GraphBuildError: ``interval`` is not a Time, Duration or int ms, or is not > 0.
+    """
 
     @staticmethod
     def of(interval: Any) -> ContinuousProcessingTimeTrigger:

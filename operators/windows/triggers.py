@@ -273,7 +273,14 @@ def _add_counts(a: int, b: int) -> int:
 
 
 class CountTrigger(Trigger):
-    """Fires each time ``count`` elements have entered the window since the last firing."""
+    """Fires each time ``count`` elements have entered the window since the last firing.
+
+    Args:
+        count: Elements per firing, an int >= 1 (``CountTrigger.of(count)``).
+
+    Raises:
+        GraphBuildError: ``count`` is not an int >= 1.
+    """
 
     def __init__(self, count: int) -> None:
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -333,7 +340,14 @@ class CountTrigger(Trigger):
 
 
 class PurgingTrigger(Trigger):
-    """Wraps a trigger: every FIRE becomes FIRE_AND_PURGE."""
+    """Wraps a trigger: every FIRE becomes FIRE_AND_PURGE.
+
+    Args:
+        nested_trigger: The trigger wrapped (``PurgingTrigger.of(trigger)``).
+
+    Raises:
+        GraphBuildError: ``nested_trigger`` is not a Trigger.
+    """
 
     def __init__(self, nested_trigger: Trigger) -> None:
         if not isinstance(nested_trigger, Trigger):

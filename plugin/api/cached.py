@@ -14,7 +14,9 @@ __all__ = ["CachedDataStream"]
 
 
 class CachedDataStream(DataStream):
-    """A stream read from a cached Spark DataFrame of another stream's records."""
+    """A stream read from a cached Spark DataFrame of another stream's records. Built by
+    ``ds.cache()``; not constructed directly.
+    """
 
     def __init__(self, env: Any, node: Transformation, df: DataFrame) -> None:
         super().__init__(env, node)

@@ -57,8 +57,10 @@ def _millis(what: str, value: Any, low: int = 0) -> int:
 
 
 class CheckpointConfig:
-    """``env.get_checkpoint_config()``: PyFlink's checkpoint settings, kept in the job's
-    configuration (``execution.checkpointing.*``)."""
+    """PyFlink's checkpoint settings, kept in the job's configuration
+    (``execution.checkpointing.*``). Obtained from ``env.get_checkpoint_config()``; not
+    constructed directly.
+    """
 
     DEFAULT_MODE = CheckpointingMode.EXACTLY_ONCE
     DEFAULT_TIMEOUT = 10 * 60 * 1000
@@ -307,8 +309,10 @@ class CheckpointConfig:
 
 
 class ExecutionConfig(Configuration):
-    """``env.get_config()``: the job's :class:`Configuration` (``set_string``,
-    ``get_string``, ...) with PyFlink's ``ExecutionConfig`` methods on top."""
+    """The job's :class:`Configuration` (``set_string``, ``get_string``, ...) with PyFlink's
+    ``ExecutionConfig`` methods on top. Obtained from ``env.get_config()``; not constructed
+    directly.
+    """
 
     def set_parallelism(self, parallelism: int) -> ExecutionConfig:
         """Set ``parallelism.default`` (Spark partitions per keyed operator).

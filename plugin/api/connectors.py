@@ -106,7 +106,10 @@ class KafkaTopicPartition:
 
 
 class KafkaOffsetsInitializer:
-    """Where a KafkaSource starts (or, bounded, stops) reading each partition."""
+    """Where a KafkaSource starts (or, bounded, stops) reading each partition. Made by
+    ``earliest()``, ``latest()``, ``timestamp(ms)``, ``offsets(...)`` or
+    ``committed_offsets()``; not constructed directly.
+    """
 
     def __init__(self, kind: str, value: Any = None) -> None:
         self.kind = kind
@@ -209,7 +212,9 @@ class KafkaOffsetsInitializer:
 
 
 class KafkaSource:
-    """A Kafka source built by :meth:`builder`; ``env.from_source`` reads it."""
+    """A Kafka source; ``env.from_source`` reads it. Built by ``KafkaSource.builder()``; not
+    constructed directly.
+    """
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.spec = spec
@@ -472,7 +477,9 @@ class KafkaSourceBuilder:
 
 
 class KafkaRecordSerializationSchema:
-    """How a KafkaSink turns a record into a Kafka record (topic and value)."""
+    """How a KafkaSink turns a record into a Kafka record (topic and value). Built by
+    ``KafkaRecordSerializationSchema.builder()``; not constructed directly.
+    """
 
     def __init__(self, topic: str, value_schema: SimpleStringSchema) -> None:
         self.topic = topic
@@ -577,7 +584,9 @@ class KafkaRecordSerializationSchemaBuilder:
 
 
 class KafkaSink:
-    """A Kafka sink built by :meth:`builder`; ``ds.sink_to`` writes to it."""
+    """A Kafka sink; ``ds.sink_to`` writes to it. Built by ``KafkaSink.builder()``; not
+    constructed directly.
+    """
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.spec = spec

@@ -89,7 +89,9 @@ def _count_assigner(size: int, slide: int) -> Any:
 
 
 class DataStream(SchedulingHints, Partitioning, StreamExtras, SinkCalls):
-    """A stream of records of one type."""
+    """A stream of records of one type. Built by ``env.from_collection``/``env.from_source``
+    (and the other sources) and by ``DataStream`` methods; not constructed directly.
+    """
 
     def __init__(self, env: StreamEnvironment, node: Transformation) -> None:
         self._env = env
@@ -459,7 +461,9 @@ def _opens(function: Any) -> bool:
 
 
 class KeyedStream(KeyedPartitioning, KeyedAggregations, DataStream):
-    """A stream partitioned by key; keyed operators see per-key state and timers."""
+    """A stream partitioned by key; keyed operators see per-key state and timers. Built by
+    ``ds.key_by(selector)``; not constructed directly.
+    """
 
     def __init__(self, env: StreamEnvironment, node: KeyByNode) -> None:
         super().__init__(env, node)
@@ -564,7 +568,7 @@ class KeyedStream(KeyedPartitioning, KeyedAggregations, DataStream):
 
 
 class ConnectedStreams(ConnectedCalls):
-    """Two streams processed together (``a.connect(b)``)."""
+    """Two streams processed together. Built by ``a.connect(b)``; not constructed directly."""
 
     def __init__(self, env: StreamEnvironment, first: DataStream, second: DataStream):
         self._env = env
@@ -586,7 +590,9 @@ class ConnectedStreams(ConnectedCalls):
 
 class BroadcastStream:
     """A stream whose records reach every parallel instance of the operator it is connected
-    to, with the broadcast states it declares (``ds.broadcast(descriptor, ...)``)."""
+    to, with the broadcast states it declares. Built by ``ds.broadcast(descriptor, ...)``;
+    not constructed directly.
+    """
 
     def __init__(self, stream: DataStream, descriptors: tuple[MapStateDescriptor, ...]) -> None:
         self._stream = stream
@@ -610,7 +616,9 @@ class BroadcastStream:
 
 
 class BroadcastConnectedStream(BroadcastConnectedCalls):
-    """A stream connected with a BroadcastStream (``stream.connect(broadcast_stream)``)."""
+    """A stream connected with a BroadcastStream. Built by ``stream.connect(broadcast_stream)``;
+    not constructed directly.
+    """
 
     def __init__(self, env: StreamEnvironment, non_broadcast: DataStream,
                  broadcast: BroadcastStream) -> None:
@@ -644,7 +652,9 @@ class _Windowed(WindowCalls):
 
 
 class WindowedStream(_Windowed):
-    """A keyed stream cut into windows (PyFlink's ``WindowedStream``)."""
+    """A keyed stream cut into windows (PyFlink's ``WindowedStream``). Built by
+    ``keyed.window(assigner)`` or ``keyed.count_window(...)``; not constructed directly.
+    """
 
 
 def _all_key(value: Any) -> int:
@@ -653,9 +663,11 @@ def _all_key(value: Any) -> int:
 
 
 class AllWindowedStream(_Windowed):
-    """A non-keyed stream cut into windows (PyFlink's ``AllWindowedStream``,
-    ``ds.window_all(assigner)``): all records share one key, so the windows run in one
-    task (one Spark partition; in STREAMING, one key group), as in Flink."""
+    """A non-keyed stream cut into windows (PyFlink's ``AllWindowedStream``): all records share
+    one key, so the windows run in one task (one Spark partition; in STREAMING, one key
+    group), as in Flink. Built by ``ds.window_all(assigner)`` or
+    ``ds.count_window_all(...)``; not constructed directly.
+    """
 
     _keyed = False
 
@@ -667,7 +679,9 @@ class AllWindowedStream(_Windowed):
 
 
 class PartitionWindowedStream(PartitionCalls):
-    """All records of each partition (or key) as one window (FLIP-380)."""
+    """All records of each partition (or key) as one window (FLIP-380). Built by
+    ``ds.full_window_partition()``; not constructed directly.
+    """
 
     def __init__(self, stream: DataStream) -> None:
         self._stream = stream

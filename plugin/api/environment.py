@@ -122,7 +122,13 @@ def _as_row(element: Any, index: int, type_info: TypeInformation) -> Row:
 
 
 class StreamExecutionEnvironment(SessionResources):
-    """Entry point of a DataStream program."""
+    """Entry point of a DataStream program; usually made by :meth:`get_execution_environment`.
+
+    Args:
+        configuration: The job configuration (keys: the Configuration reference), or None.
+        spark: The SparkSession to run on; None uses the active one, else creates a local one
+            when first needed.
+    """
 
     def __init__(self, configuration: Optional[Configuration] = None,
                  spark: Optional[SparkSession] = None) -> None:

@@ -88,7 +88,9 @@ def _last_sink_batch(storage: Storage, data: str) -> Optional[int]:
 
 
 class JobClient:
-    """Handle on a job started by :meth:`StreamExecutionEnvironment.execute_async`."""
+    """Handle on a job started by :meth:`StreamExecutionEnvironment.execute_async`, which
+    returns it; not constructed directly.
+    """
 
     def __init__(self, job_name: str, mode: str, translator: Optional[Translator] = None,
                  queries: Optional[list[tuple[str, Any]]] = None,

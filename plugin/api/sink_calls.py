@@ -18,7 +18,9 @@ __all__ = ["DataStreamSink", "SinkCalls"]
 
 
 class DataStreamSink(SchedulingHints):
-    """Handle on a declared sink (``uid``/``name`` as in PyFlink)."""
+    """Handle on a declared sink (``uid``/``name`` as in PyFlink). Returned by ``ds.sink_to``,
+    ``ds.sink_to_delta`` and the other sink calls; not constructed directly.
+    """
 
     def __init__(self, node: SinkNode) -> None:
         self._node = node

@@ -45,7 +45,14 @@ class HashMapStateBackend(StateBackend):
 
 @dataclass
 class EmbeddedRocksDBStateBackend(StateBackend):
-    """Working state in RocksDB (rocksdict) on local disk: holds more state than memory."""
+    """Working state in RocksDB (rocksdict) on local disk: holds more state than memory.
+
+    Args:
+        local_dir: Parent directory of the working databases; None uses a fresh temporary
+            directory.
+        block_cache_size: RocksDB's block cache in bytes; None keeps the default.
+        write_buffer_size: RocksDB's write buffer (memtable) in bytes; None keeps the default.
+    """
 
     local_dir: Optional[str] = None
     block_cache_size: Optional[int] = None

@@ -12,7 +12,11 @@ __all__ = ["Duration", "Time", "to_millis"]
 
 @dataclass(frozen=True, order=True)
 class Duration:
-    """A span of time with millisecond precision (``Duration.of_seconds(5)``)."""
+    """A span of time with millisecond precision (``Duration.of_seconds(5)``).
+
+    Args:
+        millis: The length in milliseconds (the ``of_*`` factories convert other units).
+    """
 
     millis: int
 
@@ -108,7 +112,12 @@ class Duration:
 
 @dataclass(frozen=True, order=True)
 class Time:
-    """PyFlink's window-size ``Time`` (``Time.seconds(10)``)."""
+    """PyFlink's window-size ``Time`` (``Time.seconds(10)``).
+
+    Args:
+        millis: The length in milliseconds (the factories ``seconds``, ``minutes``, ...
+            convert other units).
+    """
 
     millis: int
 

@@ -18,7 +18,10 @@ __all__ = ["WatermarkStrategy", "TimestampAssigner"]
 
 
 class WatermarkStrategy:
-    """How event time is assigned and how far watermarks trail it."""
+    """How event time is assigned and how far watermarks trail it. Made by
+    ``for_monotonous_timestamps()``, ``for_bounded_out_of_orderness(...)`` or
+    ``no_watermarks()``; not constructed directly.
+    """
 
     def __init__(self, out_of_orderness_ms: Optional[int], kind: str) -> None:
         self.out_of_orderness_ms = out_of_orderness_ms

@@ -410,6 +410,10 @@ class Configuration:
 
     A Flink key this product does not read (:func:`not_honoured`) is kept and logs one
     warning naming it, the first time it is set on this configuration.
+
+    Args:
+        other: A Configuration to copy, a mapping of keys to values (each stored as
+            ``str(value)``), or None for an empty configuration.
     """
 
     def __init__(self, other: Configuration | Mapping[str, Any] | None = None) -> None:

@@ -86,7 +86,15 @@ def _put_state(backend: Any, d: StateDescriptor, value: Any) -> None:
 
 
 class SavepointWriter:
-    """Build a savepoint from DataFrames (bootstrap), e.g. from a warehouse table."""
+    """Build a savepoint from DataFrames (bootstrap), e.g. from a warehouse table.
+
+    Args:
+        max_parallelism: The key-group count of the savepoint (``pipeline.max-parallelism``
+            of the jobs that restore it), 1 to 32768.
+
+    Raises:
+        KeyGroupError: ``max_parallelism`` is not an int in [1, 32768].
+    """
 
     def __init__(self, max_parallelism: int = 128) -> None:
         self.max_parallelism = check_max_parallelism(max_parallelism)

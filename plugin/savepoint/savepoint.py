@@ -146,7 +146,9 @@ def _timer_pass(op: OperatorMetadata, key_type: Any, schema: pa.Schema,
 
 
 class Savepoint:
-    """A savepoint opened for reading (State Processor API)."""
+    """A savepoint opened for reading (State Processor API). Opened by
+    :meth:`Savepoint.load`; not constructed directly.
+    """
 
     def __init__(self, path: str, metadata: SavepointMetadata, spark: Optional[SparkSession],
                  version: Optional[int]) -> None:

@@ -27,6 +27,14 @@ _SIGN = 1 << 63
 class Instant:
     """A point in time: whole seconds since the epoch and nanoseconds within the second.
 
+    Args:
+        seconds: Whole seconds since the epoch (negative before 1970).
+        nanos: Nanoseconds within the second, 0 to 999,999,999.
+
+    Raises:
+        TypeError: ``seconds`` or ``nanos`` is not an int.
+        ValueError: ``nanos`` is outside 0..999,999,999.
+
     Example:
         >>> Instant.of_epoch_milli(1500).to_epoch_milli()
         1500

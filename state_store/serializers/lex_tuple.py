@@ -96,6 +96,14 @@ class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]
     Each part is prefix-free, so the concatenation is prefix-free and compares
     field by field. No field may be None. With ``field_names`` the values come
     back as ``Row`` (the lexicographic form of ``Types.ROW``).
+
+    Args:
+        parts: One LexicographicalTypeSerializer per field, in order.
+        field_names: The Row field names, one per part; None gives plain tuples.
+
+    Raises:
+        SerializationError: A part is not a LexicographicalTypeSerializer, or the number of
+            field names differs from the number of parts.
     """
 
     NAME = "LexicographicTupleSerializer"

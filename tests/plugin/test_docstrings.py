@@ -6,7 +6,10 @@ modules that define them. A function taking parameters needs an ``Args:`` sectio
 one; a function annotated to return something needs ``Returns:`` or ``Yields:``. Properties
 need a line of docstring only. An override without a docstring of its own is documented by the
 project base-class method it overrides (as ``inspect.getdoc`` reads it), which is checked where
-it is defined. The checker itself is tested on deliberately undocumented code.
+it is defined. An exported class whose constructor takes parameters documents them in the
+class docstring's ``Args:`` (mkdocstrings merges ``__init__`` into the class), unless the
+class is one programs obtain from the API, listed in ``NOT_CONSTRUCTED`` and saying so.
+The checker itself is tested on deliberately undocumented code.
 """
 
 from __future__ import annotations
@@ -151,6 +154,61 @@ def offenders(names: dict[str, object]) -> list[str]:
             report(module, [f"module docstring of {len(doc.strip().splitlines())} lines"
                             f" (keep it under {MAX_MODULE_DOCSTRING_LINES})"])
     return found
+
+
+#: Exported classes a program obtains from the API (stream methods, builders, factories,
+#: ``execute``) rather than by calling the class: their docstrings say how, with this phrase.
+NOT_CONSTRUCTED_PHRASE = "not constructed directly"
+NOT_CONSTRUCTED = frozenset({
+    "AllWindowedStream", "BroadcastConnectedStream", "BroadcastStream", "CachedDataStream",
+    "CheckpointConfig", "CloseableIterator", "ConnectedStreams", "DataStream", "DataStreamSink",
+    "ExecutionConfig", "JobClient", "JobExecutionResult", "KafkaOffsetsInitializer",
+    "KafkaRecordSerializationSchema", "KafkaSink", "KafkaSource", "KeyedStream",
+    "PartitionWindowedStream", "RuntimeContext", "Savepoint", "StateTtlConfig",
+    "TemporalListState", "TemporalValueState", "WatermarkStrategy", "WindowedStream",
+})
+
+
+def _constructor_params(cls: type) -> list[str]:
+    """The public parameters of the project-defined ``__init__`` of ``cls`` (own or
+    inherited; a dataclass's generated one included)."""
+    init = cls.__init__  # type: ignore[misc]
+    if init is object.__init__ or not (_own(init) or "__init__" in vars(cls)):
+        return []
+    try:
+        signature = inspect.signature(init)
+    except (TypeError, ValueError):
+        return []
+    return [p.name for i, p in enumerate(signature.parameters.values())
+            if i > 0 and not p.name.startswith("_")]
+
+
+def constructor_offenders(names: dict[str, object],
+                          not_constructed: frozenset[str] = NOT_CONSTRUCTED) -> list[str]:
+    """Each exported class of ``names`` whose constructor parameters the class docstring
+    leaves out of ``Args:`` (or, if listed in ``not_constructed``, whose docstring does not
+    say it is not constructed directly)."""
+    found: list[str] = []
+    for name, obj in sorted(names.items()):
+        if not inspect.isclass(obj) or not _own(obj) or issubclass(obj, enum.Enum):
+            continue
+        doc = inspect.cleandoc(vars(obj).get("__doc__") or "")
+        if name in not_constructed:
+            if NOT_CONSTRUCTED_PHRASE not in " ".join(doc.split()):
+                found.append(f"{name}: listed as not constructed directly; its docstring"
+                             f" must say {NOT_CONSTRUCTED_PHRASE!r} and how it is obtained")
+            continue
+        missing = [p for p in _constructor_params(obj) if p not in _args_documented(doc)]
+        if missing:
+            found.append(f"{name}: class docstring lacks Args for {', '.join(missing)}")
+    return found
+
+
+def test_every_exported_constructor_documents_its_parameters() -> None:
+    names = {name: getattr(pyspark_datastream, name) for name in pyspark_datastream.__all__}
+    assert NOT_CONSTRUCTED <= set(names), sorted(NOT_CONSTRUCTED - set(names))
+    problems = constructor_offenders(names)
+    assert not problems, f"{len(problems)} constructor problems:\n" + "\n".join(problems)
 
 
 def test_every_public_name_has_a_complete_docstring() -> None:
@@ -306,3 +364,63 @@ def test_args_section_parsing_reads_only_the_top_level_entries() -> None:
         delta: not an argument.
     """
     assert _args_documented(inspect.cleandoc(doc)) == {"alpha", "gamma", "args"}
+
+
+def test_the_constructor_checker_reports_each_gap_and_nothing_else() -> None:
+    code = '''
+from dataclasses import dataclass
+
+
+class Plain:
+    """No parameters."""
+
+
+class Documented:
+    """Documented.
+
+    Args:
+        size: a size.
+        **options: more.
+    """
+
+    def __init__(self, size: int, *, _hidden: bool = False, **options: int) -> None:
+        pass
+
+
+class Undocumented(Documented):
+    """Inherits a constructor whose parameters it does not document."""
+
+
+@dataclass
+class Data:
+    """A dataclass without Args."""
+
+    millis: int
+
+
+class Built:
+    """Built by a factory; not constructed
+    directly."""
+
+    def __init__(self, spec: dict) -> None:
+        pass
+
+
+class Unsaid:
+    """Built by a factory."""
+
+    def __init__(self, spec: dict) -> None:
+        pass
+'''
+    module = types.ModuleType(f"{PACKAGE}._constructor_probe", "A probe module.")
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(code, module.__name__, "exec"), module.__dict__)  # noqa: S102
+    finally:
+        del sys.modules[module.__name__]
+    names = {n: getattr(module, n) for n in
+             ("Plain", "Documented", "Undocumented", "Data", "Built", "Unsaid")}
+    problems = constructor_offenders(names, frozenset({"Built", "Unsaid"}))
+    assert sorted(p.split(":")[0] for p in problems) == ["Data", "Undocumented", "Unsaid"]
+    assert "Data: class docstring lacks Args for millis" in problems
+    assert "Undocumented: class docstring lacks Args for size, options" in problems
