@@ -366,7 +366,7 @@ CROSS_MODULE_TESTS: dict[str, str] = {
     "test_layering.py": "operators/ and state_store/ import without pyspark",
     "plugin/test_docs.py": "every python block of the documentation site",
     "plugin/test_readme.py": "the README and the documentation site against the code",
-    "plugin/api/test_environment_calls.py":
+    "plugin/api/test_pyflink_environment_calls.py":
         "PyFlink's environment, checkpoint and session-resource calls (environment, checkpointing, "
         "session_resources)",
     "plugin/api/test_pyflink_small_items.py":

@@ -61,6 +61,16 @@ def test_every_test_file_is_named_after_its_module() -> None:
     assert [p for p in rules.CROSS_MODULE_TESTS if not (ROOT / "tests" / p).exists()] == []
 
 
+def test_no_two_test_files_share_a_name() -> None:
+    # the suite's folders have no __init__.py, so pytest imports each test file under its bare
+    # name: two files of one name in one pytest process fail to collect ("import file mismatch")
+    seen: dict[str, list[str]] = {}
+    for folder in ("tests", "integration_tests"):
+        for path in sorted((ROOT / folder).rglob("test_*.py")):
+            seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
 # --- the checker itself: each rule fails on a deliberately broken copy of the tree -------------
 
 
