@@ -50,17 +50,20 @@ def hadoop_version() -> str:
     return re.sub(r"^hadoop-client-api-|\.jar$", "", os.path.basename(found[0]))
 
 
-def artifacts() -> list[str]:
-    """``group:artifact:version`` of the jars to resolve (with their runtime dependencies)."""
+def artifacts(kafka: bool = True) -> list[str]:
+    """``group:artifact:version`` of the jars to resolve (with their runtime dependencies);
+    without Spark's Kafka connector when ``kafka`` is false."""
     import pyspark
 
-    return [
+    coords = [
         f"io.delta:delta-spark_{spark_line()}_2.13:{DELTA_VERSION}",
         f"org.apache.hadoop:hadoop-aws:{hadoop_version()}",
+    ]
+    if kafka:
         # Spark's Kafka source and sink; brings kafka-clients, commons-pool2 and
         # spark-token-provider-kafka-0-10 (Spark's own modules are `provided`)
-        f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}",
-    ]
+        coords.append(f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}")
+    return coords
 
 
 def broker_artifact(clients_version: str) -> str:
@@ -164,20 +167,33 @@ def _shipped_version(artifact: str) -> str:
     return os.path.basename(found[0])[len(artifact) + 1:-len(".jar")]
 
 
+# Spark's parent POMs (4.0.x) declare a Google-hosted mirror of Maven Central ahead of
+# Central itself; where that host does not resolve, Maven fails on it instead of falling
+# through. These global settings send every repository to Maven Central (a user's own
+# ~/.m2/settings.xml, e.g. a company mirror, still takes precedence over them).
+_SETTINGS = ("<settings xmlns=\"http://maven.apache.org/SETTINGS/1.0.0\"><mirrors><mirror>"
+             "<id>maven-central-only</id><mirrorOf>*</mirrorOf>"
+             "<url>https://repo.maven.apache.org/maven2</url></mirror></mirrors></settings>")
+
+
 def _resolve(coords: list[str], for_spark: bool, into: str) -> None:
     """Maven's runtime closure of ``coords`` copied into the folder ``into``."""
     if shutil.which("mvn") is None:
         raise SystemExit("mvn is not on PATH: it resolves the Delta, s3a and Kafka jars "
                          "(Debian/Ubuntu: apt-get install maven)")
-    with open(os.path.join(os.path.dirname(into), "pom.xml"), "w") as f:
+    work = os.path.dirname(into)
+    with open(os.path.join(work, "pom.xml"), "w") as f:
         f.write(_pom(coords, for_spark))
-    subprocess.run(["mvn", "-q", "-B", "dependency:copy-dependencies",
+    with open(os.path.join(work, "settings.xml"), "w") as f:
+        f.write(_SETTINGS)
+    subprocess.run(["mvn", "-q", "-B", "-gs", os.path.join(work, "settings.xml"),
+                    "dependency:copy-dependencies",
                     f"-DoutputDirectory={into}", "-DincludeScope=runtime"],
-                   cwd=os.path.dirname(into), check=True)
+                   cwd=work, check=True)
 
 
-def _install_connectors(folder: str) -> None:
-    """:func:`artifacts` into ``folder``, minus every jar pyspark ships; a jar pyspark ships
+def _install_connectors(folder: str, coords: list[str]) -> None:
+    """``coords`` (:func:`artifacts`) into ``folder``, minus every jar pyspark ships; a jar pyspark ships
     at another version than the connectors ask for is reported (pyspark's wins), and
     pyspark must ship no Kafka client of its own (two would clash on one class path)."""
     shipped = {_artifact_name(j): os.path.basename(j)
@@ -187,7 +203,7 @@ def _install_connectors(folder: str) -> None:
                          "put a second one on the class path")
     with tempfile.TemporaryDirectory() as work:
         staged = os.path.join(work, "jars")
-        _resolve(artifacts(), True, staged)
+        _resolve(coords, True, staged)
         os.makedirs(folder)
         for jar in sorted(glob.glob(os.path.join(staged, "*.jar"))):
             name = os.path.basename(jar)
@@ -205,18 +221,22 @@ def _install_broker(folder: str, clients_version: str) -> None:
         shutil.move(staged, folder)
 
 
-def install() -> None:
-    """Resolve :func:`artifacts` into :func:`jar_dir` (minus what pyspark ships), then the
-    Kafka broker matching the connector's ``kafka-clients`` into :func:`broker_dir`."""
+def install(kafka: bool = True) -> None:
+    """Resolve :func:`artifacts` into :func:`jar_dir` (minus what pyspark ships), then, with
+    ``kafka``, the Kafka broker matching the connector's ``kafka-clients`` into
+    :func:`broker_dir`."""
     folder = jar_dir()
-    wanted = "\n".join(artifacts())
+    coords = artifacts(kafka)
+    wanted = "\n".join(coords)
     stamp = os.path.join(folder, _STAMP)
     if not (os.path.exists(stamp) and open(stamp).read() == wanted):
         shutil.rmtree(folder, ignore_errors=True)
-        _install_connectors(folder)
+        _install_connectors(folder, coords)
         with open(stamp, "w") as f:
             f.write(wanted)
         print(f"connector jars in {folder}:", ", ".join(sorted(os.listdir(folder))))
+    if not kafka:
+        return
     broker = broker_dir()
     wanted = broker_artifact(kafka_clients_version())
     stamp = os.path.join(broker, _STAMP)
@@ -229,6 +249,6 @@ def install() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["install"]:
-        raise SystemExit("usage: python integration_tests/jars.py install")
-    install()
+    if sys.argv[1:] not in (["install"], ["install", "--without-kafka"]):
+        raise SystemExit("usage: python integration_tests/jars.py install [--without-kafka]")
+    install(kafka=sys.argv[2:] != ["--without-kafka"])
