@@ -18,7 +18,7 @@ def main(workdir: str) -> None:
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.remote("local[2]")
-             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     from pyspark_datastream import (
         KeyedProcessFunction,
         RuntimeExecutionMode,

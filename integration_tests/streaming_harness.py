@@ -173,7 +173,7 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
         builder = builder.config("spark.databricks.delta.snapshotPartitions", "2")
     builder = builder.config("pyspark_datastream.delta.writer", delta_writer)
     spark = (builder.master("local[2]").appName("pds-harness")
-             .config("spark.sql.shuffle.partitions", "4")
+             .config("spark.sql.shuffle.partitions", "2")  # as conftest.py's session
              .config("spark.ui.enabled", "false")
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
