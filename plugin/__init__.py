@@ -24,6 +24,7 @@ from .api.connectors import (
     KafkaSink,
     KafkaSource,
     KafkaTopicPartition,
+    NumberSequenceSource,
     SimpleStringSchema,
 )
 from .api.datastream import (
@@ -232,8 +233,10 @@ __all__ = [
     "UnclaimedStateError", "UserFunctionError", "ValueState", "ValueStateDescriptor",
     "WatermarkStrategy", "Window", "WindowAssigner", "WindowedStream", "WindowFunction",
 ]
-# PyFlink's Kafka connector (pyflink.datastream.connectors.kafka, .base; pyflink.common.serialization)
+# PyFlink's connectors (pyflink.datastream.connectors.kafka, .number_seq, .base;
+# pyflink.common.serialization)
 __all__ += [
     "DeliveryGuarantee", "KafkaOffsetsInitializer", "KafkaRecordSerializationSchema", "KafkaSink",
-    "KafkaSource", "KafkaTopicPartition", "SimpleStringSchema", "UnsupportedConnectorError",
+    "KafkaSource", "KafkaTopicPartition", "NumberSequenceSource", "SimpleStringSchema",
+    "UnsupportedConnectorError",
 ]

@@ -1,5 +1,6 @@
-"""PyFlink's Kafka connector API (``KafkaSource``, ``KafkaSink`` and their builders) on Spark's
-Kafka source and sink.
+"""PyFlink's connector API on Spark: the Kafka connector (``KafkaSource``, ``KafkaSink`` and
+their builders) on Spark's Kafka source and sink, and ``NumberSequenceSource`` on
+``spark.range``.
 
 A program builds them as in PyFlink and hands them to ``env.from_source(...)`` and
 ``ds.sink_to(...)``. A builder option Spark's Kafka connector cannot honour is refused with an
@@ -25,6 +26,7 @@ __all__ = [
     "KafkaRecordSerializationSchemaBuilder",
     "KafkaSink",
     "KafkaSinkBuilder",
+    "NumberSequenceSource",
 ]
 
 #: Flink's own KafkaSource options: they configure Flink's reader, which Spark replaces
@@ -69,6 +71,39 @@ class SimpleStringSchema:
 
     def __repr__(self) -> str:
         return "SimpleStringSchema()"
+
+
+class NumberSequenceSource:
+    """A bounded source of every long from ``start`` to ``end``, both included, each once
+    (PyFlink's ``NumberSequenceSource``); ``env.from_source`` reads it with ``spark.range``,
+    in parallel, so records arrive in no particular order across parallel instances.
+
+    Args:
+        start: The first number (an int).
+        end: The last number (an int, at least ``start``).
+
+    Raises:
+        GraphBuildError: When a bound is not an int or ``end`` is below ``start``.
+
+    Example:
+        >>> NumberSequenceSource(1, 3)
+        NumberSequenceSource(1, 3)
+    """
+
+    def __init__(self, start: int, end: int) -> None:
+        for name, value in (("start", start), ("end", end)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise GraphBuildError(f"NumberSequenceSource: {name} must be an int, got {value!r}")
+        if end < start:
+            raise GraphBuildError(f"NumberSequenceSource: end ({end}) is below start ({start})")
+        if end >= 2**63 - 1 or start < -2**63:
+            raise GraphBuildError(f"NumberSequenceSource({start}, {end}): the bounds must be "
+                                  "longs, with end below 2**63 - 1")
+        self.start = start
+        self.end = end
+
+    def __repr__(self) -> str:
+        return f"NumberSequenceSource({self.start}, {self.end})"
 
 
 class DeliveryGuarantee(enum.Enum):

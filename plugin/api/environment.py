@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from ..state_store.storage import Storage
     from ..translation.contract import Translator
-    from .connectors import KafkaSource
+    from .connectors import KafkaSource, NumberSequenceSource
     from .job_client import JobClient
     from .watermarks import WatermarkStrategy
 
@@ -448,48 +448,63 @@ class StreamExecutionEnvironment(SessionResources):
         self._sources.append(node)
         return DataStream(self, node)
 
-    def from_source(self, source: KafkaSource, watermark_strategy: WatermarkStrategy,
-                    source_name: str, type_info: Optional[TypeInformation] = None) -> DataStream:
-        """A stream of a connector source (a :class:`KafkaSource`), as in PyFlink.
+    def from_source(self, source: Union[KafkaSource, NumberSequenceSource],
+                    watermark_strategy: WatermarkStrategy, source_name: str,
+                    type_info: Optional[TypeInformation] = None) -> DataStream:
+        """A stream of a connector source (a :class:`KafkaSource` or a
+        :class:`NumberSequenceSource`), as in PyFlink.
 
-        Records carry their Kafka timestamps; a strategy other than
+        Kafka records carry their Kafka timestamps; a strategy other than
         ``WatermarkStrategy.no_watermarks()`` is applied as by
-        ``assign_timestamps_and_watermarks``. A source without ``set_bounded`` is unbounded:
-        a BATCH job refuses it.
+        ``assign_timestamps_and_watermarks``. A KafkaSource without ``set_bounded`` is
+        unbounded: a BATCH job refuses it. A NumberSequenceSource is bounded and its records
+        have no timestamps.
 
         Args:
-            source: The KafkaSource.
+            source: The KafkaSource or NumberSequenceSource.
             watermark_strategy: How event time and watermarks are derived.
             source_name: The operator's name.
-            type_info: ``Types.STRING()`` (what SimpleStringSchema gives) or None.
+            type_info: ``Types.STRING()`` for a KafkaSource (what SimpleStringSchema gives),
+                ``Types.LONG()`` for a NumberSequenceSource, or None.
 
         Returns:
-            The stream of the source's records (str for SimpleStringSchema).
+            The stream of the source's records (str for SimpleStringSchema, int for a
+            NumberSequenceSource).
 
         Raises:
-            UnsupportedConnectorError: For a source other than a KafkaSource.
+            UnsupportedConnectorError: For a source other than these two.
             GraphBuildError: For a bad strategy, name or type, or an unbounded source when the
                 runtime mode is BATCH.
         """
         from ..state_store.typeinfo import Types
-        from .connectors import KafkaSource
+        from .connectors import KafkaSource, NumberSequenceSource
         from .exceptions import UnsupportedConnectorError
         from .watermarks import WatermarkStrategy
 
-        if not isinstance(source, KafkaSource):
+        if not isinstance(source, (KafkaSource, NumberSequenceSource)):
             raise UnsupportedConnectorError(
-                f"from_source: {type(source).__name__} is not supported; the supported source "
-                "is KafkaSource (read other sources with Spark and use from_dataframe)")
+                f"from_source: {type(source).__name__} is not supported; the supported sources "
+                "are KafkaSource and NumberSequenceSource (read other sources with Spark and "
+                "use from_dataframe)")
         if not isinstance(watermark_strategy, WatermarkStrategy):
             raise GraphBuildError(f"from_source({source_name!r}) needs a WatermarkStrategy, "
                                   f"got {watermark_strategy!r}")
         if not isinstance(source_name, str) or not source_name:
             raise GraphBuildError(f"from_source needs a source name, got {source_name!r}")
-        if type_info is not None and getattr(type_info, "type_name", None) != "STRING":
-            raise GraphBuildError(f"from_source({source_name!r}): SimpleStringSchema gives "
-                                  f"Types.STRING() records, got type_info {type_info!r}")
-        node = SourceNode(name=source_name, inputs=[], output_type=Types.STRING(), kind="kafka",
-                          payload=source.spec, bounded=source.bounded)
+        kafka = isinstance(source, KafkaSource)
+        gives = "STRING" if kafka else "LONG"
+        if type_info is not None and getattr(type_info, "type_name", None) != gives:
+            raise GraphBuildError(
+                f"from_source({source_name!r}): "
+                f"{'SimpleStringSchema' if kafka else 'NumberSequenceSource'} gives "
+                f"Types.{gives}() records, got type_info {type_info!r}")
+        if kafka:
+            node = SourceNode(name=source_name, inputs=[], output_type=Types.STRING(),
+                              kind="kafka", payload=source.spec, bounded=source.bounded)
+        else:
+            numbers = self.spark.range(source.start, source.end + 1)
+            node = SourceNode(name=source_name, inputs=[], output_type=Types.LONG(),
+                              kind="dataframe", payload=numbers, bounded=True)
         if not source.bounded and configured_runtime_mode(self._config) is RuntimeMode.BATCH:
             raise GraphBuildError(unbounded_in_batch(node))
         self._sources.append(node)
@@ -497,6 +512,7 @@ class StreamExecutionEnvironment(SessionResources):
         if watermark_strategy.kind != "none" or watermark_strategy.timestamp_assigner is not None:
             stream = stream.assign_timestamps_and_watermarks(watermark_strategy)
         return stream
+
     def cached_stream(self, df: DataFrame, type_info: TypeInformation) -> CachedDataStream:
         """A stream of the records of ``df``, a cached DataFrame of another stream
         (``DataStream.cache``).
