@@ -41,6 +41,22 @@ from .api.datastream import (
 from .api.environment import StreamExecutionEnvironment, default_local_session
 from .api.exceptions import UnsupportedConnectorError
 from .api.job_client import JobClient, JobStatus
+from .api.refused_connectors import (
+    CassandraSink,
+    Elasticsearch6SinkBuilder,
+    Elasticsearch7SinkBuilder,
+    FlinkKinesisConsumer,
+    JdbcConnectionOptions,
+    JdbcExecutionOptions,
+    JdbcSink,
+    KinesisFirehoseSink,
+    KinesisStreamsSink,
+    PulsarSink,
+    PulsarSource,
+    RMQConnectionConfig,
+    RMQSink,
+    RMQSource,
+)
 from .api.state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend, StateBackend
 from .api.time import Duration, Time
 from .api.watermarks import WatermarkStrategy
@@ -239,4 +255,21 @@ __all__ += [
     "DeliveryGuarantee", "KafkaOffsetsInitializer", "KafkaRecordSerializationSchema", "KafkaSink",
     "KafkaSource", "KafkaTopicPartition", "NumberSequenceSource", "SimpleStringSchema",
     "UnsupportedConnectorError",
+]
+# PyFlink's connectors Spark has no counterpart for here: refused where a program uses them
+__all__ += [
+    "CassandraSink",
+    "Elasticsearch6SinkBuilder",
+    "Elasticsearch7SinkBuilder",
+    "FlinkKinesisConsumer",
+    "JdbcConnectionOptions",
+    "JdbcExecutionOptions",
+    "JdbcSink",
+    "KinesisFirehoseSink",
+    "KinesisStreamsSink",
+    "PulsarSink",
+    "PulsarSource",
+    "RMQConnectionConfig",
+    "RMQSink",
+    "RMQSource",
 ]

@@ -498,14 +498,14 @@ class StreamExecutionEnvironment(SessionResources):
                 f"from_source({source_name!r}): "
                 f"{'SimpleStringSchema' if kafka else 'NumberSequenceSource'} gives "
                 f"Types.{gives}() records, got type_info {type_info!r}")
-        if kafka:
+        if isinstance(source, KafkaSource):
             node = SourceNode(name=source_name, inputs=[], output_type=Types.STRING(),
                               kind="kafka", payload=source.spec, bounded=source.bounded)
         else:
             numbers = self.spark.range(source.start, source.end + 1)
             node = SourceNode(name=source_name, inputs=[], output_type=Types.LONG(),
                               kind="dataframe", payload=numbers, bounded=True)
-        if not source.bounded and configured_runtime_mode(self._config) is RuntimeMode.BATCH:
+        if not node.bounded and configured_runtime_mode(self._config) is RuntimeMode.BATCH:
             raise GraphBuildError(unbounded_in_batch(node))
         self._sources.append(node)
         stream = DataStream(self, node)
