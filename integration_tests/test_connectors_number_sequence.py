@@ -11,7 +11,6 @@ from helpers import env_for
 from pyspark_datastream import (
     GraphBuildError,
     NumberSequenceSource,
-    RuntimeExecutionMode,
     Types,
     WatermarkStrategy,
 )
@@ -22,22 +21,20 @@ def test_every_number_of_the_closed_range_arrives_once_and_reduces_by_key(
         env_factory, tmp_path, mode):
     start, end = -250, 1749  # negative bounds, 2,000 numbers, end included
     env = env_for(env_factory, tmp_path, mode, "seq")
-    env.set_runtime_mode(getattr(RuntimeExecutionMode, mode))
     numbers = env.from_source(NumberSequenceSource(start, end),
                               WatermarkStrategy.no_watermarks(), "Sequence")
-    every = numbers.execute_and_collect()
+    every = list(numbers.execute_and_collect())
     # every number once, as Python ints
     assert Counter(every) == Counter(range(start, end + 1))
     assert all(type(n) is int for n in every)
 
     env = env_for(env_factory, tmp_path, mode, "seq-sum")
-    env.set_runtime_mode(getattr(RuntimeExecutionMode, mode))
-    sums = (env.from_source(NumberSequenceSource(1, 3000), WatermarkStrategy.no_watermarks(),
-                            "Sequence", Types.LONG())
-            .map(lambda n: (n % 7, n), output_type=Types.TUPLE([Types.INT(), Types.LONG()]))
-            .key_by(lambda t: t[0])
-            .reduce(lambda a, b: (a[0], a[1] + b[1]))
-            .execute_and_collect())
+    sums = list(env.from_source(NumberSequenceSource(1, 3000), WatermarkStrategy.no_watermarks(),
+                                "Sequence", Types.LONG())
+                .map(lambda n: (n % 7, n), output_type=Types.TUPLE([Types.INT(), Types.LONG()]))
+                .key_by(lambda t: t[0])
+                .reduce(lambda a, b: (a[0], a[1] + b[1]))
+                .execute_and_collect())
     expected: dict[int, int] = {}
     for n in range(1, 3001):
         expected[n % 7] = expected.get(n % 7, 0) + n
