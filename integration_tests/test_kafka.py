@@ -5,6 +5,7 @@ lines produced."""
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from collections import Counter
@@ -15,11 +16,14 @@ from kafka_broker import consume_all, produce
 from pyspark_datastream import (
     DeliveryGuarantee,
     GraphBuildError,
+    JsonRowDeserializationSchema,
+    JsonRowSerializationSchema,
     KafkaOffsetsInitializer,
     KafkaRecordSerializationSchema,
     KafkaSink,
     KafkaSource,
     KafkaTopicPartition,
+    Row,
     RuntimeExecutionMode,
     SimpleStringSchema,
     Types,
@@ -184,3 +188,79 @@ def test_starting_offsets_by_timestamp_and_explicit_offsets_on_a_topic_pattern(
     assert read(KafkaOffsetsInitializer.offsets({
         KafkaTopicPartition(topic, 0): 2, KafkaTopicPartition(topic, 1): 0})) == [
         "new0", "new1", "newb", "old2"]
+
+
+ORDER = Types.ROW_NAMED(["user", "amount", "note"], [Types.STRING(), Types.LONG(), Types.STRING()])
+TOTAL = Types.ROW_NAMED(["user", "total"], [Types.STRING(), Types.LONG()])
+
+
+def _json_source(broker, topic: str, bounded: bool, **flags: bool) -> KafkaSource:
+    schema = JsonRowDeserializationSchema.builder().type_info(ORDER)
+    if flags.get("ignore"):
+        schema = schema.ignore_parse_errors()
+    builder = (KafkaSource.builder().set_bootstrap_servers(broker.bootstrap_servers)
+               .set_topics(topic).set_starting_offsets(KafkaOffsetsInitializer.earliest())
+               .set_value_only_deserializer(schema.build()))
+    return (builder.set_bounded(KafkaOffsetsInitializer.latest()) if bounded else builder).build()
+
+
+def _json_sink(broker, topic: str) -> KafkaSink:
+    value = JsonRowSerializationSchema.builder().with_type_info(TOTAL).build()
+    return (KafkaSink.builder().set_bootstrap_servers(broker.bootstrap_servers)
+            .set_record_serializer(KafkaRecordSerializationSchema.builder().set_topic(topic)
+                                   .set_value_serialization_schema(value).build())
+            .set_delivery_guarantee(DeliveryGuarantee.AT_LEAST_ONCE).build())
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_json_rows_in_and_out_with_parse_errors_skipped(kafka_broker, env_factory, tmp_path, mode):
+    """Orders as JSON objects (extra members, a missing ``note``, and values that are not
+    orders, which ignore_parse_errors skips) summed per user and written as JSON objects."""
+    orders_topic, totals_topic = _topics(kafka_broker)
+    rng = random.Random(7)
+    orders, values = [], []
+    for i in range(80):
+        user, amount = f"u{rng.randrange(6)}", rng.randint(1, 500)
+        order = {"user": user, "amount": amount, "extra": [i]}
+        if i % 3:
+            order["note"] = f"n{i}"
+        orders.append((user, amount))
+        values.append(json.dumps(order))
+        if i % 17 == 0:  # not orders: not JSON, a JSON array, a string amount
+            values += ["{not json", "[1, 2]", json.dumps({"user": user, "amount": "12"})]
+    produce(kafka_broker.bootstrap_servers, orders_topic, [(str(i), v) for i, v in enumerate(values)])
+    env = env_for(env_factory, tmp_path, mode, f"json-{mode}")
+    (env.from_source(_json_source(kafka_broker, orders_topic, mode == "BATCH", ignore=True),
+                     WatermarkStrategy.no_watermarks(), "Orders")
+        .map(lambda r: (r.user, r.amount), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
+        .key_by(lambda t: t[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .map(lambda t: Row(user=t[0], total=t[1]), output_type=TOTAL)
+        .sink_to(_json_sink(kafka_broker, totals_topic)))
+    env.execute(f"json-orders-{mode}")
+
+    written = [json.loads(v) for v in consume_all(kafka_broker.bootstrap_servers, totals_topic)]
+    assert all(set(w) == {"user", "total"} for w in written)
+    expected: dict[str, int] = {}
+    for user, amount in orders:
+        expected[user] = expected.get(user, 0) + amount
+    final: dict[str, int] = {}
+    for w in written:  # the totals only grow: the largest per user is the final one
+        final[w["user"]] = max(final.get(w["user"], 0), w["total"])
+    assert final == expected
+    # BATCH: one final total per user; STREAMING: one running total per order
+    assert len(written) == (len(expected) if mode == "BATCH" else len(orders))
+
+
+def test_a_value_that_is_not_a_row_fails_the_job_naming_the_field(
+        kafka_broker, env_factory, tmp_path):
+    orders_topic, _ = _topics(kafka_broker)
+    produce(kafka_broker.bootstrap_servers, orders_topic,
+            [("a", json.dumps({"user": "a", "amount": 3})),
+             ("b", json.dumps({"user": "b", "amount": "three"}))])
+    env = env_for(env_factory, tmp_path, "BATCH", "json-error")
+    orders = env.from_source(_json_source(kafka_broker, orders_topic, True),
+                             WatermarkStrategy.no_watermarks(), "Orders")
+    with pytest.raises(Exception, match=r'JsonRowDeserializationSchema: field amount: "three" '
+                                        r"is not a Types.LONG\(\) value"):
+        list(orders.execute_and_collect())

@@ -40,6 +40,7 @@ from .api.datastream import (
 )
 from .api.environment import StreamExecutionEnvironment, default_local_session
 from .api.exceptions import UnsupportedConnectorError
+from .api.formats import JsonRowDeserializationSchema, JsonRowSerializationSchema
 from .api.job_client import JobClient, JobStatus
 from .api.refused_connectors import (
     CassandraSink,
@@ -255,6 +256,8 @@ __all__ += [
     "DeliveryGuarantee", "KafkaOffsetsInitializer", "KafkaRecordSerializationSchema", "KafkaSink",
     "KafkaSource", "KafkaTopicPartition", "NumberSequenceSource", "SimpleStringSchema",
     "UnsupportedConnectorError",
+    # pyflink.datastream.formats.json
+    "JsonRowDeserializationSchema", "JsonRowSerializationSchema",
 ]
 # PyFlink's connectors Spark has no counterpart for here: refused where a program uses them
 __all__ += [

@@ -10,10 +10,11 @@ A program builds them as in PyFlink and hands them to ``env.from_source(...)`` a
 from __future__ import annotations
 
 import enum
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from ..state_store.exceptions import GraphBuildError
 from .exceptions import UnsupportedConnectorError
+from .formats import JsonRowDeserializationSchema, JsonRowSerializationSchema
 
 __all__ = [
     "SimpleStringSchema",
@@ -291,7 +292,7 @@ class KafkaSourceBuilder:
         self._group_id: Optional[str] = None
         self._starting = KafkaOffsetsInitializer.earliest()
         self._bounded = False
-        self._deserializer: Optional[SimpleStringSchema] = None
+        self._deserializer: Optional[Union[SimpleStringSchema, JsonRowDeserializationSchema]] = None
         self._properties: dict[str, str] = {}
 
     def set_bootstrap_servers(self, bootstrap_servers: str) -> KafkaSourceBuilder:
@@ -414,19 +415,23 @@ class KafkaSourceBuilder:
         self._bounded = True
         return self
 
-    def set_value_only_deserializer(self, deserialization_schema: SimpleStringSchema
-                                    ) -> KafkaSourceBuilder:
-        """How record values become records: ``SimpleStringSchema()`` gives str.
+    def set_value_only_deserializer(
+            self, deserialization_schema: Union[SimpleStringSchema, JsonRowDeserializationSchema]
+    ) -> KafkaSourceBuilder:
+        """How record values become records: ``SimpleStringSchema()`` gives str, a
+        ``JsonRowDeserializationSchema`` Rows of its type.
 
         Args:
-            deserialization_schema: A SimpleStringSchema.
+            deserialization_schema: A SimpleStringSchema or JsonRowDeserializationSchema.
 
         Returns:
             This builder.
         """
-        if not isinstance(deserialization_schema, SimpleStringSchema):
+        if not isinstance(deserialization_schema,
+                          (SimpleStringSchema, JsonRowDeserializationSchema)):
             raise _unsupported(self._WHAT, f"deserializer {deserialization_schema!r}",
-                               "values are read with SimpleStringSchema()")
+                               "values are read with SimpleStringSchema() or a "
+                               "JsonRowDeserializationSchema")
         self._deserializer = deserialization_schema
         return self
 
@@ -507,8 +512,11 @@ class KafkaSourceBuilder:
         options.update(self._starting.spark_offsets("starting"))
         if self._bounded:
             options["endingOffsets"] = "latest"
+        json = self._deserializer if isinstance(
+            self._deserializer, JsonRowDeserializationSchema) else None
         return KafkaSource({"topics": self._topics, "topic_pattern": self._pattern,
-                            "bounded": self._bounded, "value": "string", "options": options})
+                            "bounded": self._bounded, "value": "string", "json": json,
+                            "options": options})
 
 
 class KafkaRecordSerializationSchema:
@@ -516,7 +524,8 @@ class KafkaRecordSerializationSchema:
     ``KafkaRecordSerializationSchema.builder()``; not constructed directly.
     """
 
-    def __init__(self, topic: str, value_schema: SimpleStringSchema) -> None:
+    def __init__(self, topic: str,
+                 value_schema: Union[SimpleStringSchema, JsonRowSerializationSchema]) -> None:
         self.topic = topic
         self.value_schema = value_schema
 
@@ -537,7 +546,7 @@ class KafkaRecordSerializationSchemaBuilder:
 
     def __init__(self) -> None:
         self._topic: Optional[str] = None
-        self._value: Optional[SimpleStringSchema] = None
+        self._value: Optional[Union[SimpleStringSchema, JsonRowSerializationSchema]] = None
 
     def set_topic(self, topic: str) -> KafkaRecordSerializationSchemaBuilder:
         """Write every record to this topic.
@@ -587,19 +596,23 @@ class KafkaRecordSerializationSchemaBuilder:
         raise _unsupported(self._WHAT, "set_partitioner(...)",
                            "Kafka's default partitioner places the records")
 
-    def set_value_serialization_schema(self, value_serialization_schema: SimpleStringSchema
-                                       ) -> KafkaRecordSerializationSchemaBuilder:
-        """How a record becomes the Kafka value: ``SimpleStringSchema()`` writes str as UTF-8.
+    def set_value_serialization_schema(
+            self, value_serialization_schema: Union[SimpleStringSchema, JsonRowSerializationSchema]
+    ) -> KafkaRecordSerializationSchemaBuilder:
+        """How a record becomes the Kafka value: ``SimpleStringSchema()`` writes str as UTF-8,
+        a ``JsonRowSerializationSchema`` Rows as JSON objects.
 
         Args:
-            value_serialization_schema: A SimpleStringSchema.
+            value_serialization_schema: A SimpleStringSchema or JsonRowSerializationSchema.
 
         Returns:
             This builder.
         """
-        if not isinstance(value_serialization_schema, SimpleStringSchema):
+        if not isinstance(value_serialization_schema,
+                          (SimpleStringSchema, JsonRowSerializationSchema)):
             raise _unsupported(self._WHAT, f"value schema {value_serialization_schema!r}",
-                               "values are written with SimpleStringSchema()")
+                               "values are written with SimpleStringSchema() or a "
+                               "JsonRowSerializationSchema")
         self._value = value_serialization_schema
         return self
 
@@ -750,5 +763,7 @@ class KafkaSinkBuilder:
                                   "set_record_serializer first")
         options = {"kafka.bootstrap.servers": self._bootstrap, "topic": self._serializer.topic}
         options.update({f"kafka.{k}": v for k, v in self._properties.items()})
+        value = self._serializer.value_schema
         return KafkaSink({"topic": self._serializer.topic, "options": options,
-                          "guarantee": self._guarantee.name})
+                          "guarantee": self._guarantee.name,
+                          "json": value if isinstance(value, JsonRowSerializationSchema) else None})

@@ -464,12 +464,13 @@ class StreamExecutionEnvironment(SessionResources):
             source: The KafkaSource or NumberSequenceSource.
             watermark_strategy: How event time and watermarks are derived.
             source_name: The operator's name.
-            type_info: ``Types.STRING()`` for a KafkaSource (what SimpleStringSchema gives),
+            type_info: ``Types.STRING()`` for a KafkaSource read with SimpleStringSchema, the
+                schema's ROW type for one read with a JsonRowDeserializationSchema,
                 ``Types.LONG()`` for a NumberSequenceSource, or None.
 
         Returns:
-            The stream of the source's records (str for SimpleStringSchema, int for a
-            NumberSequenceSource).
+            The stream of the source's records (str for SimpleStringSchema, Rows for a
+            JsonRowDeserializationSchema, int for a NumberSequenceSource).
 
         Raises:
             UnsupportedConnectorError: For a source other than these two.
@@ -491,13 +492,20 @@ class StreamExecutionEnvironment(SessionResources):
                                   f"got {watermark_strategy!r}")
         if not isinstance(source_name, str) or not source_name:
             raise GraphBuildError(f"from_source needs a source name, got {source_name!r}")
-        kafka = isinstance(source, KafkaSource)
-        gives = "STRING" if kafka else "LONG"
-        if type_info is not None and getattr(type_info, "type_name", None) != gives:
-            raise GraphBuildError(
-                f"from_source({source_name!r}): "
-                f"{'SimpleStringSchema' if kafka else 'NumberSequenceSource'} gives "
-                f"Types.{gives}() records, got type_info {type_info!r}")
+        json = source.spec["json"] if isinstance(source, KafkaSource) else None
+        if json is not None:
+            if type_info is not None and repr(type_info) != repr(json.type_info):
+                raise GraphBuildError(
+                    f"from_source({source_name!r}): {json!r} gives Rows of "
+                    f"{json.type_info!r}, got type_info {type_info!r}")
+        else:
+            kafka = isinstance(source, KafkaSource)
+            gives = "STRING" if kafka else "LONG"
+            if type_info is not None and getattr(type_info, "type_name", None) != gives:
+                raise GraphBuildError(
+                    f"from_source({source_name!r}): "
+                    f"{'SimpleStringSchema' if kafka else 'NumberSequenceSource'} gives "
+                    f"Types.{gives}() records, got type_info {type_info!r}")
         if isinstance(source, KafkaSource):
             node = SourceNode(name=source_name, inputs=[], output_type=Types.STRING(),
                               kind="kafka", payload=source.spec, bounded=source.bounded)
@@ -509,6 +517,9 @@ class StreamExecutionEnvironment(SessionResources):
             raise GraphBuildError(unbounded_in_batch(node))
         self._sources.append(node)
         stream = DataStream(self, node)
+        if json is not None:  # Kafka values read as JSON Rows (skipped or failing as set)
+            stream = stream.flat_map(json.parser(), output_type=json.type_info).name(
+                f"{source_name}: {json!r}")
         if watermark_strategy.kind != "none" or watermark_strategy.timestamp_assigner is not None:
             stream = stream.assign_timestamps_and_watermarks(watermark_strategy)
         return stream

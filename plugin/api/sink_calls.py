@@ -101,15 +101,18 @@ class SinkCalls:
         """Write the stream to a connector sink (a :class:`KafkaSink`) when the job runs.
 
         Args:
-            sink: The KafkaSink; its SimpleStringSchema needs a ``Types.STRING()`` stream.
+            sink: The KafkaSink; its SimpleStringSchema needs a ``Types.STRING()`` stream, a
+                JsonRowSerializationSchema a stream of its ROW type.
 
         Returns:
             The DataStreamSink.
 
         Raises:
             UnsupportedConnectorError: For a sink other than a KafkaSink.
-            GraphBuildError: When the stream is not declared ``Types.STRING()``.
+            GraphBuildError: When the stream is not declared with the type the value schema
+                writes.
         """
+        from ..state_store.typeinfo import Types
         from .connectors import KafkaSink
         from .exceptions import UnsupportedConnectorError
 
@@ -118,12 +121,22 @@ class SinkCalls:
                 f"sink_to: {type(sink).__name__} is not supported; the supported sink is "
                 "KafkaSink (or sink_to_delta, print)")
         t = self._node.output_type
-        if getattr(t, "type_name", None) != "STRING":
+        json = sink.spec["json"]
+        source = self._node
+        if json is not None:
+            if t is None or repr(t) != repr(json.type_info):
+                raise GraphBuildError(
+                    f"sink_to({sink!r}): {json!r} writes Rows of {json.type_info!r}, but "
+                    f"{self._node.describe()} has {'no output_type' if t is None else repr(t)}; "
+                    "pass that output_type to the operator that produces it")
+            source = self.map(json.formatter(), output_type=Types.STRING()).name(  # type: ignore[attr-defined]
+                f"{sink!r}: {json!r}")._node
+        elif getattr(t, "type_name", None) != "STRING":
             raise GraphBuildError(
                 f"sink_to({sink!r}): SimpleStringSchema writes str records, but "
                 f"{self._node.describe()} has {'no output_type' if t is None else repr(t)}; "
                 "pass output_type=Types.STRING() to the operator that produces it")
-        node = SinkNode(name=f"KafkaSink({sink.spec['topic']})", inputs=[self._node],
+        node = SinkNode(name=f"KafkaSink({sink.spec['topic']})", inputs=[source],
                         kind="kafka", options=dict(sink.spec))
         self._env.add_sink_node(node)
         return DataStreamSink(node)

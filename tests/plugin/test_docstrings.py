@@ -162,7 +162,8 @@ NOT_CONSTRUCTED_PHRASE = "not constructed directly"
 NOT_CONSTRUCTED = frozenset({
     "AllWindowedStream", "BroadcastConnectedStream", "BroadcastStream", "CachedDataStream",
     "CheckpointConfig", "CloseableIterator", "ConnectedStreams", "DataStream", "DataStreamSink",
-    "ExecutionConfig", "JobClient", "JobExecutionResult", "KafkaOffsetsInitializer",
+    "ExecutionConfig", "JobClient", "JobExecutionResult", "JsonRowDeserializationSchema",
+    "JsonRowSerializationSchema", "KafkaOffsetsInitializer",
     "KafkaRecordSerializationSchema", "KafkaSink", "KafkaSource", "KeyedStream",
     "PartitionWindowedStream", "RuntimeContext", "Savepoint", "StateTtlConfig",
     "TemporalListState", "TemporalValueState", "WatermarkStrategy", "WindowedStream",
