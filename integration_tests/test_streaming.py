@@ -290,7 +290,7 @@ def test_a_restart_with_other_shuffle_partitions_fails_clearly(spark, env_factor
         return sorted(ds.execute_and_collect("restart-partitions"))
 
     before = spark.conf.get("spark.sql.shuffle.partitions")
-    assert before == "4"
+    assert before != "3"  # the restart below plans for another number than the first run
     assert run() == [("a", 1), ("a", 3), ("b", 10)]
     add_file(src, [("a", 5), ("b", 1)], "f2")
     spark.conf.set("spark.sql.shuffle.partitions", "3")
