@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -187,53 +186,52 @@ def json_row_reader(type_info: TypeInformation, fail_on_missing_field: bool = Fa
     return reader
 
 
-def _writer(t: TypeInformation) -> Callable[[Any], Any]:
+def _key_text(key: Any) -> str:
+    """A JSON object key as ``json.dumps`` writes a dict key (a str as is; an int, float,
+    bool or None converted to text)."""
+    return json.dumps({key: None}, allow_nan=False)[1:-len(": null}")]
+
+
+def _decimal_text(value: Any) -> str:
+    """A BIG_DEC value's exact digits (an int's too)."""
+    if isinstance(value, decimal.Decimal) and value.is_finite():
+        return str(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError(f"{value!r} is not a finite decimal")
+
+
+def _writer(t: TypeInformation) -> Callable[[Any], str]:
+    """The function from a value of ``t`` (not None) to its JSON text."""
     name = t.type_name
+
+    def text(write: Callable[[Any], str], value: Any) -> str:
+        return "null" if value is None else write(value)
+
     if name == "ROW":
-        names = t.get_field_names()  # type: ignore[attr-defined]
+        keys = [json.dumps(n) for n in t.get_field_names()]  # type: ignore[attr-defined]
         fields = [_writer(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
 
-        def row(value: Any) -> dict[str, Any]:
-            if len(value) != len(names):
-                raise SerializationError(f"{value!r} has {len(value)} fields, {t!r} {len(names)}")
-            return {n: None if v is None else w(v) for n, w, v in zip(names, fields, value)}
+        def row(value: Any) -> str:
+            if len(value) != len(keys):
+                raise SerializationError(f"{value!r} has {len(value)} fields, {t!r} {len(keys)}")
+            return "{" + ",".join(f"{k}:{text(w, v)}" for k, w, v in zip(keys, fields, value)) + "}"
         return row
     if name in _ARRAYS:
         element = _writer(t.element_type)  # type: ignore[attr-defined]
-        return lambda value: [None if v is None else element(v) for v in value]
+        return lambda value: "[" + ",".join(text(element, v) for v in value) + "]"
     if name == "MAP":
         entry = _writer(t.value_type)  # type: ignore[attr-defined]
-        return lambda value: {k: None if v is None else entry(v) for k, v in value.items()}
+        return lambda value: "{" + ",".join(f"{_key_text(k)}:{text(entry, v)}"
+                                            for k, v in value.items()) + "}"
     if name == "BIG_DEC":
-        return lambda value: _Exact(value)
+        return _decimal_text
     if name in ("SQL_DATE", "SQL_TIME"):
-        return lambda value: value.isoformat()
+        return lambda value: json.dumps(value.isoformat())
     if name == "SQL_TIMESTAMP":
-        return lambda value: value.isoformat(
-            timespec="milliseconds" if value.microsecond % 1000 == 0 else "microseconds") + "Z"
-    return lambda value: value
-
-
-class _Exact:
-    """A decimal to write as its exact digits (the JSON encoder writes ``_MARK`` strings,
-    which :func:`json_row_writer` unquotes)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: decimal.Decimal) -> None:
-        self.value = value
-
-
-_MARK = "\ue000"
-_QUOTED_MARKS = re.compile(r'"\\ue000([^"]*)\\ue000"')
-
-
-def _exact(value: Any) -> str:
-    if isinstance(value, _Exact):
-        if not value.value.is_finite():
-            raise SerializationError(f"{value.value} has no JSON form")
-        return f"{_MARK}{value.value}{_MARK}"
-    raise TypeError(f"{value!r} is not JSON serializable")
+        return lambda value: json.dumps(value.isoformat(
+            timespec="milliseconds" if value.microsecond % 1000 == 0 else "microseconds") + "Z")
+    return lambda value: json.dumps(value, allow_nan=False)
 
 
 def json_row_writer(type_info: TypeInformation) -> Callable[[Any], str]:
@@ -249,10 +247,8 @@ def json_row_writer(type_info: TypeInformation) -> Callable[[Any], str]:
 
     def writer(value: Any) -> str:
         try:
-            text = json.dumps(write(value), separators=(",", ":"), allow_nan=False,
-                              default=_exact)
-        except (TypeError, ValueError) as exc:
+            return write(value)
+        except (TypeError, ValueError, AttributeError) as exc:
             raise SerializationError(f"{value!r} is not a {type_info!r} value: {exc}") from None
-        return _QUOTED_MARKS.sub(r"\1", text)
 
     return writer

@@ -92,3 +92,11 @@ def test_types_without_a_json_form_are_named_with_their_field():
     problems = json_type_problems(t)
     assert [p.split(":")[0] for p in problems] == ["raw", "m", "obj"]
     assert "STRING key" in problems[1]
+
+
+def test_any_string_and_map_key_round_trips_as_the_json_module_writes_it():
+    t = Types.ROW_NAMED(["s", "m"], [Types.STRING(), Types.MAP(Types.STRING(), Types.INT())])
+    value = ("\ue000 12 \ue000 \"q\" é", {"a": 1, "\ue000": None})
+    text = json_row_writer(t)(value)
+    assert text == json.dumps({"s": value[0], "m": value[1]}, separators=(",", ":"))
+    assert json_row_reader(t)(text) == value
