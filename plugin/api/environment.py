@@ -494,18 +494,14 @@ class StreamExecutionEnvironment(SessionResources):
             raise GraphBuildError(f"from_source needs a source name, got {source_name!r}")
         json = source.spec["json"] if isinstance(source, KafkaSource) else None
         if json is not None:
-            if type_info is not None and repr(type_info) != repr(json.type_info):
-                raise GraphBuildError(
-                    f"from_source({source_name!r}): {json!r} gives Rows of "
-                    f"{json.type_info!r}, got type_info {type_info!r}")
+            gives, by = json.type_info, repr(json)
+        elif isinstance(source, KafkaSource):
+            gives, by = Types.STRING(), "SimpleStringSchema"
         else:
-            kafka = isinstance(source, KafkaSource)
-            gives = "STRING" if kafka else "LONG"
-            if type_info is not None and getattr(type_info, "type_name", None) != gives:
-                raise GraphBuildError(
-                    f"from_source({source_name!r}): "
-                    f"{'SimpleStringSchema' if kafka else 'NumberSequenceSource'} gives "
-                    f"Types.{gives}() records, got type_info {type_info!r}")
+            gives, by = Types.LONG(), "NumberSequenceSource"
+        if type_info is not None and type_info != gives:
+            raise GraphBuildError(f"from_source({source_name!r}): {by} gives {gives!r} "
+                                  f"records, got type_info {type_info!r}")
         if isinstance(source, KafkaSource):
             node = SourceNode(name=source_name, inputs=[], output_type=Types.STRING(),
                               kind="kafka", payload=source.spec, bounded=source.bounded)

@@ -124,7 +124,7 @@ class SinkCalls:
         json = sink.spec["json"]
         source = self._node
         if json is not None:
-            if t is None or repr(t) != repr(json.type_info):
+            if t != json.type_info:
                 raise GraphBuildError(
                     f"sink_to({sink!r}): {json!r} writes Rows of {json.type_info!r}, but "
                     f"{self._node.describe()} has {'no output_type' if t is None else repr(t)}; "
