@@ -200,11 +200,15 @@ def test_disable_operator_chaining_is_a_documented_no_op(caplog):
     assert _warnings(caplog, "pipeline.operator-chaining.enabled")
 
 
-def test_jars_and_python_executable_wait_for_the_session(tmp_path):
+def test_jars_and_python_executable_wait_for_the_session(tmp_path, monkeypatch):
+    from pyspark.sql import SparkSession
+
+    # a process where no session has started (an earlier test in this process may have one)
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
     env = _env()
     env.add_jars("file:///opt/a.jar", "file:///opt/b.jar").add_classpaths("file:///opt/c.jar")
     env.set_python_executable("/usr/bin/python3")
-    # the session this environment starts gets them (no session exists in this process)
+    # the session this environment starts gets them
     assert env.get_config().get_string("pipeline.jars") == "file:///opt/a.jar;file:///opt/b.jar"
     with pytest.raises(ConfigurationError, match="one or more paths"):
         env.add_jars()
