@@ -87,6 +87,18 @@ def test_the_site_has_python_blocks_and_some_run():
     assert PAGES_WITH_CODE and runnable
 
 
+def _start_with_the_suites_jars() -> None:
+    """Start the session a page would start, with the jars of ``make setup`` on its class
+    path: this process's JVM outlives the session, and a later test of the same process
+    (the integration suite's Delta session) needs them there, where only a starting JVM
+    takes them."""
+    from pyspark_datastream import default_local_session
+
+    jars = os.path.join(sys.prefix, "jars")
+    if glob.glob(os.path.join(jars, "*.jar")):
+        default_local_session({"spark.driver.extraClassPath": os.path.join(jars, "*")})
+
+
 @pytest.mark.parametrize("page", PAGES_WITH_CODE)
 def test_python_blocks_of_page_run_or_say_why_not(page, tmp_path, monkeypatch):
     from pyspark.sql import SparkSession
@@ -108,6 +120,8 @@ def test_python_blocks_of_page_run_or_say_why_not(page, tmp_path, monkeypatch):
     namespace: dict = {}
     exec("from pyspark_datastream import *", namespace)  # noqa: S102
     monkeypatch.chdir(tmp_path)
+    if active is None:  # after chdir: the JVM resolves relative paths against its start folder
+        _start_with_the_suites_jars()
     try:
         check = PAGE_INPUTS[page](namespace) if page in PAGE_INPUTS else None
         for i, block in enumerate(_blocks(page)):
