@@ -20,6 +20,12 @@ runs), and the wrapper dies at the armed point. The points:
 * ``delta.after-commit``: the Delta commit holding the batch returned, and Spark has not
   yet logged the batch (delta-rs: its commit call returned; Spark's Delta: the sink's
   write of the batch returned).
+
+and for the STREAMING Kafka sink (``pyspark_datastream.translation.kafka``):
+
+* ``kafka.after-write``: the batch's records are in Kafka (EXACTLY_ONCE: every partition's
+  transaction committed; AT_LEAST_ONCE: Spark's Kafka write returned), and Spark has not
+  yet logged the batch.
 """
 
 from __future__ import annotations
@@ -29,10 +35,12 @@ import os
 import signal
 from typing import Any, Callable, Optional
 
-__all__ = ["KILL_AT_ENV", "POINTS", "parse", "kill_point", "install"]
+__all__ = ["KILL_AT_ENV", "POINTS", "DELTA_POINTS", "KAFKA_POINTS", "parse", "kill_point", "install"]
 
 KILL_AT_ENV = "PDS_TEST_KILL_AT"
-POINTS = ("delta.before-write", "delta.after-write", "delta.after-commit")
+DELTA_POINTS = ("delta.before-write", "delta.after-write", "delta.after-commit")
+KAFKA_POINTS = ("kafka.after-write",)
+POINTS = DELTA_POINTS + KAFKA_POINTS
 
 #: (point, n) of this process once armed; ("", 0) when unarmed
 _armed: tuple[str, int] = ("", 0)
@@ -82,7 +90,7 @@ def _after(point: str, function: Callable[..., Any]) -> Callable[..., Any]:
 
 def install(spec: Optional[str] = None) -> bool:
     """Arm this process with ``spec`` (default: the ``PDS_TEST_KILL_AT`` environment
-    variable) and wrap the Delta sink's steps; True when a point is armed.
+    variable) and wrap the Delta and Kafka sinks' steps; True when a point is armed.
 
     Args:
         spec: ``"<point>:<n>"``, one of :data:`POINTS`.
@@ -100,6 +108,10 @@ def install(spec: Optional[str] = None) -> bool:
     if _installed:
         return True
     _installed = True
+    from pyspark_datastream.translation import kafka
+
+    kafka.write_kafka = _after("kafka.after-write", kafka.write_kafka)
+    kafka.write_kafka_transactions = _after("kafka.after-write", kafka.write_kafka_transactions)
     import deltalake
     import deltalake.transaction
     from pyspark_datastream.spark_io.delta_io import session_has_delta

@@ -13,6 +13,7 @@ from pyspark_datastream import Configuration, RuntimeExecutionMode, StreamExecut
 from pyspark_datastream.savepoint import Savepoint
 
 __all__ = ["ENTRY_COLS", "KV_SCHEMA", "env_on", "env_for", "add_file", "add_keys_file",
+           "last_commit", "drop_last_commit",
            "delta_rows", "run_to_delta", "entry_rows"]
 
 #: a savepoint's entry columns, in the order the tests compare them
@@ -83,3 +84,24 @@ def entry_rows(spark: Any, path: str, uid: str) -> list[tuple]:
     df = Savepoint.load(path, spark).entries(uid).select(*ENTRY_COLS)
     return sorted(tuple(bytes(v) if isinstance(v, (bytes, bytearray)) else v for v in r)
                   for r in df.collect())
+
+
+def _commit_log(checkpoints: Any) -> Any:
+    """The commit log of the one sink query checkpointed under ``checkpoints`` (a Path)."""
+    (commits,) = [p for p in checkpoints.rglob("commits") if p.parent.name == "checkpoint"]
+    return commits
+
+
+def last_commit(checkpoints: Any) -> int:
+    """The last batch id in the commit log of the one sink query under ``checkpoints``."""
+    return max(int(p.name) for p in _commit_log(checkpoints).iterdir() if p.name.isdigit())
+
+
+def drop_last_commit(checkpoints: Any) -> int:
+    """Remove the last entry of that commit log, as a driver that died after the sink wrote
+    the batch and before Spark logged it leaves it (the next run runs the batch again); the
+    batch id removed."""
+    last = last_commit(checkpoints)
+    for name in (str(last), f".{last}.crc"):
+        (_commit_log(checkpoints) / name).unlink(missing_ok=True)
+    return last

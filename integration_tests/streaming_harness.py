@@ -4,7 +4,9 @@
 runs one keyed STREAMING job in its own driver process (own JVM): a running sum per
 key (ValueState) over a Parquet file stream read one file per micro-batch, written
 by Spark's exactly-once Parquet file sink (``--sink delta``: by ``sink_to_delta``, through
-delta-rs, or with ``--delta-writer spark`` through Spark's own Delta Lake). With the
+delta-rs, or with ``--delta-writer spark`` through Spark's own Delta Lake; ``--sink
+kafka-exactly_once|kafka-at_least_once`` with ``--out <bootstrap>/<topic>``: by a KafkaSink
+with that guarantee, one line per record, :func:`running_sum_line`). With the
 Parquet sink, ``--backend hashmap,rocksdb`` runs one such query per backend at once in
 the same driver (:func:`start_file_sink_queries`). The test kills it with SIGKILL at
 random moments (or arms a named crash point of ``faults`` through its environment
@@ -28,6 +30,7 @@ from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
 
 __all__ = ["RunningSum", "write_input", "expected_output", "exactly_once_violations",
            "running_sum_stream", "start_file_sink_queries", "committed_batches", "run_job", "start",
+           "running_sum_line", "parse_running_sum_line", "kafka_sink",
            "kill", "kill_after_batch"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -171,6 +174,10 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
         for key, value in delta_spark_conf().items():
             builder = builder.config(key, value)
         builder = builder.config("spark.databricks.delta.snapshotPartitions", "2")
+    if sink.startswith("kafka"):  # Spark's Kafka connector (AT_LEAST_ONCE writes with it)
+        from jars import class_path
+
+        builder = builder.config("spark.driver.extraClassPath", class_path())
     builder = builder.config("pyspark_datastream.delta.writer", delta_writer)
     spark = (builder.master("local[2]").appName("pds-harness")
              .config("spark.sql.shuffle.partitions", "2")  # as conftest.py's session
@@ -187,9 +194,46 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
         return
     env = env_on(spark, "STREAMING", {"execution.checkpointing.dir": os.path.join(ckpt, "job"),
                                       "state.backend.type": backend})
-    running_sum_stream(env, spark, src).sink_to_delta(out)
-    env.execute("delta-sink")
+    if sink == "delta":
+        running_sum_stream(env, spark, src).sink_to_delta(out)
+    else:  # kafka-<guarantee>: out is "<bootstrap servers>/<topic>"
+        bootstrap, topic = out.split("/")
+        (running_sum_stream(env, spark, src)
+            .map(running_sum_line, output_type=Types.STRING())
+            .sink_to(kafka_sink(bootstrap, topic, sink.partition("-")[2])))
+    env.execute(f"{sink}-sink")
     spark.stop()
+
+
+def running_sum_line(t: tuple) -> str:
+    """A running-sum record as the Kafka sink writes it (:func:`parse_running_sum_line`)."""
+    return f"{t[0]},{t[1]},{t[2]}"
+
+
+def parse_running_sum_line(line: str) -> tuple[str, int, int]:
+    """A Kafka value written by the harness back as the record."""
+    k, total, count = line.split(",")
+    return (k, int(total), int(count))
+
+
+def kafka_sink(bootstrap: str, topic: str, guarantee: str) -> Any:
+    """The harness's KafkaSink to ``topic`` with ``guarantee`` (``exactly_once``,
+    ``at_least_once``), as a PyFlink program builds it."""
+    from pyspark_datastream import (
+        DeliveryGuarantee,
+        KafkaRecordSerializationSchema,
+        KafkaSink,
+        SimpleStringSchema,
+    )
+
+    builder = (KafkaSink.builder().set_bootstrap_servers(bootstrap)
+               .set_record_serializer(KafkaRecordSerializationSchema.builder().set_topic(topic)
+                                      .set_value_serialization_schema(SimpleStringSchema())
+                                      .build())
+               .set_delivery_guarantee(DeliveryGuarantee[guarantee.upper()]))
+    if guarantee == "exactly_once":
+        builder = builder.set_transactional_id_prefix(f"harness-{topic}")
+    return builder.build()
 
 
 def start(src: str, ckpt: str, out: str, backend: str, log: str, sink: str = "parquet",
@@ -243,7 +287,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     for name in ("--src", "--ckpt", "--out", "--backend"):
         parser.add_argument(name, required=True)
-    parser.add_argument("--sink", default="parquet", choices=["parquet", "delta"])
+    parser.add_argument("--sink", default="parquet", choices=[
+        "parquet", "delta", "kafka-exactly_once", "kafka-at_least_once"])
     parser.add_argument("--delta-writer", default="delta-rs", choices=["delta-rs", "spark"])
     a = parser.parse_args()
     import streaming_harness  # the job's functions under their module name, not __main__'s

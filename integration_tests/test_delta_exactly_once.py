@@ -34,7 +34,8 @@ import delta_commit_child as child
 import pytest
 import streaming_harness as harness
 from deltalake import DeltaTable
-from faults import KILL_AT_ENV, POINTS
+from faults import DELTA_POINTS as POINTS
+from faults import KILL_AT_ENV
 from pyspark_datastream import KeyedProcessFunctionTestHarness
 from pyspark_datastream.translation.delta_sink import APP_ID_PREFIX, commit_batch
 

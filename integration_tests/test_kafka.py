@@ -11,9 +11,10 @@ import uuid
 from collections import Counter
 
 import pytest
-from helpers import env_for
+from helpers import drop_last_commit, env_for, last_commit
 from kafka_broker import consume_all, produce
 from pyspark_datastream import (
+    ConfigurationError,
     DeliveryGuarantee,
     GraphBuildError,
     JsonRowDeserializationSchema,
@@ -75,42 +76,46 @@ def _source(broker, topic: str, bounded: bool) -> KafkaSource:
     return builder.build()
 
 
-def _sink(broker, topic: str) -> KafkaSink:
-    return (KafkaSink.builder()
-            .set_bootstrap_servers(broker.bootstrap_servers)
-            .set_record_serializer(KafkaRecordSerializationSchema.builder()
-                                   .set_topic(topic)
-                                   .set_value_serialization_schema(SimpleStringSchema())
-                                   .build())
-            .set_delivery_guarantee(DeliveryGuarantee.AT_LEAST_ONCE)
-            .build())
+def _sink(broker, topic: str, guarantee: str = "AT_LEAST_ONCE") -> KafkaSink:
+    builder = (KafkaSink.builder()
+               .set_bootstrap_servers(broker.bootstrap_servers)
+               .set_record_serializer(KafkaRecordSerializationSchema.builder()
+                                      .set_topic(topic)
+                                      .set_value_serialization_schema(SimpleStringSchema())
+                                      .build())
+               .set_delivery_guarantee(DeliveryGuarantee[guarantee]))
+    if guarantee == "EXACTLY_ONCE":
+        builder = builder.set_transactional_id_prefix(f"word-count-{topic}")
+    return builder.build()
 
 
 def _totals(lines: list[str]) -> Counter:
     return Counter(w for line in lines for w in line.split())
 
 
+@pytest.mark.parametrize("guarantee", ["AT_LEAST_ONCE", "EXACTLY_ONCE"])
 def test_word_count_batch_reads_a_bounded_source_to_its_latest_offsets(
-        kafka_broker, env_factory, tmp_path):
+        kafka_broker, env_factory, tmp_path, guarantee):
     lines_topic, counts_topic = _topics(kafka_broker)
     lines = _lines(1, 60)
     _produce_lines(kafka_broker, lines_topic, lines, 0)
     env = env_for(env_factory, tmp_path, "BATCH", "kafka-batch")
     _word_count(env, _source(kafka_broker, lines_topic, bounded=True),
-                _sink(kafka_broker, counts_topic), "kafka-word-count-batch")
+                _sink(kafka_broker, counts_topic, guarantee), "kafka-word-count-batch")
     # BATCH: reduce emits one final count per word (Flink's BATCH semantics)
     expected = sorted(f"{w}:{n}" for w, n in _totals(lines).items())
     assert sorted(consume_all(kafka_broker.bootstrap_servers, counts_topic)) == expected
 
 
+@pytest.mark.parametrize("guarantee", ["AT_LEAST_ONCE", "EXACTLY_ONCE"])
 def test_word_count_streaming_second_run_continues_from_the_checkpoint(
-        kafka_broker, env_factory, tmp_path):
+        kafka_broker, env_factory, tmp_path, guarantee):
     lines_topic, counts_topic = _topics(kafka_broker)
     first, second = _lines(2, 40), _lines(3, 30)
     _produce_lines(kafka_broker, lines_topic, first, 0)
     _word_count(env_for(env_factory, tmp_path, "STREAMING", "kafka"),
                 _source(kafka_broker, lines_topic, bounded=False),
-                _sink(kafka_broker, counts_topic), "kafka-word-count-streaming")
+                _sink(kafka_broker, counts_topic, guarantee), "kafka-word-count-streaming")
     # STREAMING: reduce emits every running count, 1..n per word
     after_first = sorted(f"{w}:{i}" for w, n in _totals(first).items() for i in range(1, n + 1))
     assert sorted(consume_all(kafka_broker.bootstrap_servers, counts_topic)) == after_first
@@ -118,7 +123,7 @@ def test_word_count_streaming_second_run_continues_from_the_checkpoint(
     _produce_lines(kafka_broker, lines_topic, second, len(first))
     _word_count(env_for(env_factory, tmp_path, "STREAMING", "kafka"),
                 _source(kafka_broker, lines_topic, bounded=False),
-                _sink(kafka_broker, counts_topic), "kafka-word-count-streaming")
+                _sink(kafka_broker, counts_topic, guarantee), "kafka-word-count-streaming")
     # the second run reads only the new lines (offsets from the checkpoint) and continues
     # the counts kept in state: re-read lines would push counts past the totals
     total = _totals(first + second)
@@ -126,11 +131,63 @@ def test_word_count_streaming_second_run_continues_from_the_checkpoint(
     assert sorted(consume_all(kafka_broker.bootstrap_servers, counts_topic)) == expected
 
 
-def test_exactly_once_is_refused_naming_the_sink_and_what_is_supported():
-    with pytest.raises(UnsupportedConnectorError) as err:
-        KafkaSink.builder().set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
-    message = str(err.value)
-    assert "KafkaSink" in message and "EXACTLY_ONCE" in message and "AT_LEAST_ONCE" in message
+@pytest.mark.parametrize("guarantee", ["EXACTLY_ONCE", "AT_LEAST_ONCE"])
+def test_streaming_replay_of_a_written_batch_writes_it_again_unless_exactly_once(
+        kafka_broker, env_factory, tmp_path, guarantee):
+    """Spark runs a micro-batch again when its commit-log entry is missing; the
+    transactional sink finds the batch committed in Kafka (per partition) and skips it,
+    while AT_LEAST_ONCE writes it twice (what the transactions prevent)."""
+    lines = _lines(4, 50)
+    expected = sorted(f"{w}:{i}" for w, n in _totals(lines).items() for i in range(1, n + 1))
+    lines_topic, counts_topic = _topics(kafka_broker)
+    _produce_lines(kafka_broker, lines_topic, lines, 0)
+    config = {"execution.checkpointing.dir": str(tmp_path / "ckpt")}
+    source = _source(kafka_broker, lines_topic, bounded=False)
+    sink = _sink(kafka_broker, counts_topic, guarantee)
+    _word_count(env_factory("STREAMING", config), source, sink, "kafka-replay")
+    assert sorted(consume_all(kafka_broker.bootstrap_servers, counts_topic)) == expected
+    replayed = drop_last_commit(tmp_path / "ckpt")
+    _word_count(env_factory("STREAMING", config), source, sink, "kafka-replay")
+    got = sorted(consume_all(kafka_broker.bootstrap_servers, counts_topic))
+    assert last_commit(tmp_path / "ckpt") == replayed  # Spark did run that batch again
+    if guarantee == "EXACTLY_ONCE":
+        assert got == expected
+    else:  # the only data batch ran twice: every count twice
+        assert got == sorted(expected * 2)
+
+
+def test_exactly_once_needs_a_transactional_id_prefix_and_owns_the_transactional_id():
+    builder = (KafkaSink.builder().set_bootstrap_servers("127.0.0.1:1")
+               .set_record_serializer(KafkaRecordSerializationSchema.builder().set_topic("t")
+                                      .set_value_serialization_schema(SimpleStringSchema())
+                                      .build())
+               .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE))
+    with pytest.raises(GraphBuildError, match="EXACTLY_ONCE needs set_transactional_id_prefix"):
+        builder.build()
+    with pytest.raises(UnsupportedConnectorError, match="'transactional.id'"):
+        builder.set_property("transactional.id", "mine")
+    with pytest.raises(GraphBuildError, match="transactional id prefix must be a non-empty"):
+        builder.set_transactional_id_prefix("")
+    sink = builder.set_transactional_id_prefix("orders").build()
+    assert sink.spec["guarantee"] == "EXACTLY_ONCE"
+    assert sink.spec["transactional_id_prefix"] == "orders"
+
+
+def test_exactly_once_producer_settings_the_client_refuses_fail_before_the_job_runs(
+        kafka_broker, env_factory, tmp_path):
+    lines_topic, counts_topic = _topics(kafka_broker)
+    sink = (KafkaSink.builder().set_bootstrap_servers(kafka_broker.bootstrap_servers)
+            .set_record_serializer(KafkaRecordSerializationSchema.builder().set_topic(counts_topic)
+                                   .set_value_serialization_schema(SimpleStringSchema()).build())
+            .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+            .set_transactional_id_prefix("bad-settings")
+            .set_property("no.such.setting", "1").build())
+    env = env_for(env_factory, tmp_path, "STREAMING", "bad-settings")
+    ds = env.from_source(_source(kafka_broker, lines_topic, bounded=False),
+                         WatermarkStrategy.no_watermarks(), "Kafka Source")
+    ds.map(lambda s: s, output_type=Types.STRING()).sink_to(sink)
+    with pytest.raises(ConfigurationError, match="KafkaSink.*no.such.setting"):
+        env.execute("bad-settings")
 
 
 def test_unbounded_source_in_batch_is_refused(kafka_broker, env_factory, tmp_path):
@@ -151,8 +208,6 @@ def test_unbounded_source_in_batch_is_refused(kafka_broker, env_factory, tmp_pat
 def test_unsupported_builder_options_are_refused_by_name():
     with pytest.raises(UnsupportedConnectorError, match="set_bounded"):
         KafkaSource.builder().set_bounded(KafkaOffsetsInitializer.earliest())
-    with pytest.raises(UnsupportedConnectorError, match="set_transactional_id_prefix"):
-        KafkaSink.builder().set_transactional_id_prefix("tx")
     with pytest.raises(UnsupportedConnectorError, match="partition.discovery.interval.ms"):
         KafkaSource.builder().set_property("partition.discovery.interval.ms", "1000")
     with pytest.raises(UnsupportedConnectorError, match="committed_offsets"):

@@ -18,11 +18,9 @@ from .api.checkpointing import (
     ExternalizedCheckpointRetention,
 )
 from .api.connectors import (
-    DeliveryGuarantee,
     KafkaOffsetsInitializer,
-    KafkaRecordSerializationSchema,
-    KafkaSink,
     KafkaSource,
+    KafkaSourceBuilder,
     KafkaTopicPartition,
     NumberSequenceSource,
     SimpleStringSchema,
@@ -40,8 +38,25 @@ from .api.datastream import (
 )
 from .api.environment import StreamExecutionEnvironment, default_local_session
 from .api.exceptions import UnsupportedConnectorError
+from .api.file_connectors import (
+    BucketAssigner,
+    Encoder,
+    FileSink,
+    FileSource,
+    FileSourceBuilder,
+    OutputFileConfig,
+    RollingPolicy,
+    StreamFormat,
+)
 from .api.formats import JsonRowDeserializationSchema, JsonRowSerializationSchema
 from .api.job_client import JobClient, JobStatus
+from .api.kafka_sink import (
+    DeliveryGuarantee,
+    KafkaRecordSerializationSchema,
+    KafkaRecordSerializationSchemaBuilder,
+    KafkaSink,
+    KafkaSinkBuilder,
+)
 from .api.refused_connectors import (
     CassandraSink,
     Elasticsearch6SinkBuilder,
@@ -250,11 +265,14 @@ __all__ = [
     "UnclaimedStateError", "UserFunctionError", "ValueState", "ValueStateDescriptor",
     "WatermarkStrategy", "Window", "WindowAssigner", "WindowedStream", "WindowFunction",
 ]
-# PyFlink's connectors (pyflink.datastream.connectors.kafka, .number_seq, .base;
+# PyFlink's connectors (pyflink.datastream.connectors.kafka, .number_seq, .file_system, .base;
 # pyflink.common.serialization)
 __all__ += [
-    "DeliveryGuarantee", "KafkaOffsetsInitializer", "KafkaRecordSerializationSchema", "KafkaSink",
-    "KafkaSource", "KafkaTopicPartition", "NumberSequenceSource", "SimpleStringSchema",
+    "DeliveryGuarantee", "KafkaOffsetsInitializer", "KafkaRecordSerializationSchema",
+    "KafkaRecordSerializationSchemaBuilder", "KafkaSink", "KafkaSinkBuilder", "KafkaSource",
+    "KafkaSourceBuilder", "KafkaTopicPartition", "NumberSequenceSource", "SimpleStringSchema",
+    "FileSource", "FileSourceBuilder", "StreamFormat", "FileSink", "Encoder", "OutputFileConfig",
+    "RollingPolicy", "BucketAssigner",
     "UnsupportedConnectorError",
     # pyflink.datastream.formats.json
     "JsonRowDeserializationSchema", "JsonRowSerializationSchema",

@@ -1,6 +1,6 @@
-"""PyFlink's connector API on Spark: the Kafka connector (``KafkaSource``, ``KafkaSink`` and
-their builders) on Spark's Kafka source and sink, and ``NumberSequenceSource`` on
-``spark.range``.
+"""PyFlink's source connectors on Spark: ``KafkaSource`` and its builder on Spark's Kafka
+source, ``NumberSequenceSource`` on ``spark.range``, and ``SimpleStringSchema`` (the Kafka
+sink: ``kafka_sink.py``).
 
 A program builds them as in PyFlink and hands them to ``env.from_source(...)`` and
 ``ds.sink_to(...)``. A builder option Spark's Kafka connector cannot honour is refused with an
@@ -9,24 +9,18 @@ A program builds them as in PyFlink and hands them to ``env.from_source(...)`` a
 
 from __future__ import annotations
 
-import enum
-from typing import Any, Optional, Union
+from typing import Any, NoReturn, Optional, Union
 
 from ..state_store.exceptions import GraphBuildError
-from .exceptions import UnsupportedConnectorError
-from .formats import JsonRowDeserializationSchema, JsonRowSerializationSchema
+from .connector_checks import nonempty_text, unsupported_option
+from .formats import JsonRowDeserializationSchema
 
 __all__ = [
     "SimpleStringSchema",
-    "DeliveryGuarantee",
     "KafkaTopicPartition",
     "KafkaOffsetsInitializer",
     "KafkaSource",
     "KafkaSourceBuilder",
-    "KafkaRecordSerializationSchema",
-    "KafkaRecordSerializationSchemaBuilder",
-    "KafkaSink",
-    "KafkaSinkBuilder",
     "NumberSequenceSource",
 ]
 
@@ -36,18 +30,6 @@ _FLINK_SOURCE_PROPERTIES = ("client.id.prefix", "partition.discovery.interval.ms
 #: consumer settings Spark's Kafka source owns (it refuses them itself, but only when the job runs)
 _SPARK_OWNED_PROPERTIES = ("auto.offset.reset", "key.deserializer", "value.deserializer",
                            "enable.auto.commit", "interceptor.classes")
-#: producer settings Spark's Kafka sink owns
-_SPARK_OWNED_SINK_PROPERTIES = ("key.serializer", "value.serializer", "transactional.id")
-
-
-def _unsupported(what: str, option: str, supported: str) -> UnsupportedConnectorError:
-    return UnsupportedConnectorError(f"{what}: {option} is not supported; {supported}")
-
-
-def _text(what: str, name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise GraphBuildError(f"{what}: {name} must be a non-empty string, got {value!r}")
-    return value
 
 
 class SimpleStringSchema:
@@ -66,7 +48,7 @@ class SimpleStringSchema:
 
     def __init__(self, charset: str = "UTF-8") -> None:
         if str(charset).upper().replace("_", "-") not in ("UTF-8", "UTF8"):
-            raise _unsupported("SimpleStringSchema", f"charset {charset!r}",
+            raise unsupported_option("SimpleStringSchema", f"charset {charset!r}",
                                "Kafka values are decoded and encoded as UTF-8")
         self.charset = "UTF-8"
 
@@ -107,14 +89,6 @@ class NumberSequenceSource:
         return f"NumberSequenceSource({self.start}, {self.end})"
 
 
-class DeliveryGuarantee(enum.Enum):
-    """How a sink delivers records across failures (PyFlink's ``DeliveryGuarantee``)."""
-
-    EXACTLY_ONCE = "exactly-once"
-    AT_LEAST_ONCE = "at-least-once"
-    NONE = "none"
-
-
 class KafkaTopicPartition:
     """One partition of a topic.
 
@@ -124,7 +98,7 @@ class KafkaTopicPartition:
     """
 
     def __init__(self, topic: str, partition: int) -> None:
-        self.topic = _text("KafkaTopicPartition", "topic", topic)
+        self.topic = nonempty_text("KafkaTopicPartition", "topic", topic)
         if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
             raise GraphBuildError(f"KafkaTopicPartition: partition must be an int >= 0, "
                                   f"got {partition!r}")
@@ -197,7 +171,7 @@ class KafkaOffsetsInitializer:
             The initializer.
         """
         if offset_reset_strategy is not None:
-            raise _unsupported("KafkaOffsetsInitializer.offsets", "offset_reset_strategy",
+            raise unsupported_option("KafkaOffsetsInitializer.offsets", "offset_reset_strategy",
                                "Spark's Kafka source has no reset strategy for explicit offsets")
         if not isinstance(offsets, dict) or not offsets or not all(
                 isinstance(k, KafkaTopicPartition) and isinstance(v, int) and v >= 0
@@ -219,7 +193,7 @@ class KafkaOffsetsInitializer:
         Raises:
             UnsupportedConnectorError: Always.
         """
-        raise _unsupported("KafkaOffsetsInitializer", "committed_offsets()",
+        raise unsupported_option("KafkaOffsetsInitializer", "committed_offsets()",
                            "a STREAMING job resumes from the offsets in its own checkpoint; "
                            "use earliest(), latest(), timestamp(...) or offsets(...)")
 
@@ -304,7 +278,7 @@ class KafkaSourceBuilder:
         Returns:
             This builder.
         """
-        self._bootstrap = _text(self._WHAT, "bootstrap servers", bootstrap_servers)
+        self._bootstrap = nonempty_text(self._WHAT, "bootstrap servers", bootstrap_servers)
         return self
 
     def set_topics(self, *topics: str) -> KafkaSourceBuilder:
@@ -318,7 +292,7 @@ class KafkaSourceBuilder:
         """
         if not topics:
             raise GraphBuildError("KafkaSource: set_topics needs at least one topic")
-        self._topics = [_text(self._WHAT, "topic", t) for t in topics]
+        self._topics = [nonempty_text(self._WHAT, "topic", t) for t in topics]
         self._pattern = None
         return self
 
@@ -331,11 +305,11 @@ class KafkaSourceBuilder:
         Returns:
             This builder.
         """
-        self._pattern = _text(self._WHAT, "topic pattern", topic_pattern)
+        self._pattern = nonempty_text(self._WHAT, "topic pattern", topic_pattern)
         self._topics = None
         return self
 
-    def set_partitions(self, partitions: Any) -> KafkaSourceBuilder:
+    def set_partitions(self, partitions: Any) -> NoReturn:
         """Not supported: use set_topics or set_topic_pattern.
 
         Args:
@@ -344,7 +318,7 @@ class KafkaSourceBuilder:
         Raises:
             UnsupportedConnectorError: Always.
         """
-        raise _unsupported(self._WHAT, "set_partitions(...)", "use set_topics or set_topic_pattern")
+        raise unsupported_option(self._WHAT, "set_partitions(...)", "use set_topics or set_topic_pattern")
 
     def set_group_id(self, group_id: str) -> KafkaSourceBuilder:
         """The consumer group id (Spark's ``kafka.group.id``); offsets are not committed to it.
@@ -355,10 +329,10 @@ class KafkaSourceBuilder:
         Returns:
             This builder.
         """
-        self._group_id = _text(self._WHAT, "group id", group_id)
+        self._group_id = nonempty_text(self._WHAT, "group id", group_id)
         return self
 
-    def set_client_id_prefix(self, prefix: str) -> KafkaSourceBuilder:
+    def set_client_id_prefix(self, prefix: str) -> NoReturn:
         """Not supported: Spark names its consumers.
 
         Args:
@@ -367,7 +341,7 @@ class KafkaSourceBuilder:
         Raises:
             UnsupportedConnectorError: Always.
         """
-        raise _unsupported(self._WHAT, "set_client_id_prefix(...)", "Spark names its consumers")
+        raise unsupported_option(self._WHAT, "set_client_id_prefix(...)", "Spark names its consumers")
 
     def set_starting_offsets(self, starting_offsets_initializer: KafkaOffsetsInitializer
                              ) -> KafkaSourceBuilder:
@@ -386,7 +360,7 @@ class KafkaSourceBuilder:
         return self
 
     def set_unbounded(self, stopping_offsets_initializer: KafkaOffsetsInitializer
-                      ) -> KafkaSourceBuilder:
+                      ) -> NoReturn:
         """Not supported: an unbounded source runs until the STREAMING job ends.
 
         Args:
@@ -395,7 +369,7 @@ class KafkaSourceBuilder:
         Raises:
             UnsupportedConnectorError: Always.
         """
-        raise _unsupported(self._WHAT, "set_unbounded(...)",
+        raise unsupported_option(self._WHAT, "set_unbounded(...)",
                            "leave the source unbounded, or set_bounded(latest()) for BATCH")
 
     def set_bounded(self, stopping_offsets_initializer: KafkaOffsetsInitializer
@@ -410,7 +384,7 @@ class KafkaSourceBuilder:
         """
         if not isinstance(stopping_offsets_initializer, KafkaOffsetsInitializer) or \
                 stopping_offsets_initializer.kind != "latest":
-            raise _unsupported(self._WHAT, f"set_bounded({stopping_offsets_initializer!r})",
+            raise unsupported_option(self._WHAT, f"set_bounded({stopping_offsets_initializer!r})",
                                "a bounded source stops at KafkaOffsetsInitializer.latest()")
         self._bounded = True
         return self
@@ -429,13 +403,13 @@ class KafkaSourceBuilder:
         """
         if not isinstance(deserialization_schema,
                           (SimpleStringSchema, JsonRowDeserializationSchema)):
-            raise _unsupported(self._WHAT, f"deserializer {deserialization_schema!r}",
+            raise unsupported_option(self._WHAT, f"deserializer {deserialization_schema!r}",
                                "values are read with SimpleStringSchema() or a "
                                "JsonRowDeserializationSchema")
         self._deserializer = deserialization_schema
         return self
 
-    def set_deserializer(self, deserializer: Any) -> KafkaSourceBuilder:
+    def set_deserializer(self, deserializer: Any) -> NoReturn:
         """Not supported: use set_value_only_deserializer(SimpleStringSchema()).
 
         Args:
@@ -444,7 +418,7 @@ class KafkaSourceBuilder:
         Raises:
             UnsupportedConnectorError: Always.
         """
-        raise _unsupported(self._WHAT, "set_deserializer(...)",
+        raise unsupported_option(self._WHAT, "set_deserializer(...)",
                            "use set_value_only_deserializer(SimpleStringSchema())")
 
     def set_property(self, key: str, value: str) -> KafkaSourceBuilder:
@@ -457,14 +431,14 @@ class KafkaSourceBuilder:
         Returns:
             This builder.
         """
-        key = _text(self._WHAT, "property key", key)
+        key = nonempty_text(self._WHAT, "property key", key)
         if key == "group.id":
             return self.set_group_id(str(value))
         if key in _FLINK_SOURCE_PROPERTIES:
-            raise _unsupported(self._WHAT, f"property {key!r}",
+            raise unsupported_option(self._WHAT, f"property {key!r}",
                                "it configures Flink's reader, which Spark's Kafka source replaces")
         if key in _SPARK_OWNED_PROPERTIES:
-            raise _unsupported(self._WHAT, f"property {key!r}", "Spark's Kafka source sets it")
+            raise unsupported_option(self._WHAT, f"property {key!r}", "Spark's Kafka source sets it")
         self._properties[key] = str(value)
         return self
 
@@ -498,7 +472,7 @@ class KafkaSourceBuilder:
         if missing:
             raise GraphBuildError(f"KafkaSource.builder().build(): call {', '.join(missing)} first")
         if self._bounded and self._starting.kind == "latest":
-            raise _unsupported(self._WHAT, "set_starting_offsets(latest()) with "
+            raise unsupported_option(self._WHAT, "set_starting_offsets(latest()) with "
                                "set_bounded(latest())",
                                "Spark's bounded Kafka read cannot start at the latest offsets")
         options = {"kafka.bootstrap.servers": self._bootstrap}
@@ -517,253 +491,3 @@ class KafkaSourceBuilder:
         return KafkaSource({"topics": self._topics, "topic_pattern": self._pattern,
                             "bounded": self._bounded, "value": "string", "json": json,
                             "options": options})
-
-
-class KafkaRecordSerializationSchema:
-    """How a KafkaSink turns a record into a Kafka record (topic and value). Built by
-    ``KafkaRecordSerializationSchema.builder()``; not constructed directly.
-    """
-
-    def __init__(self, topic: str,
-                 value_schema: Union[SimpleStringSchema, JsonRowSerializationSchema]) -> None:
-        self.topic = topic
-        self.value_schema = value_schema
-
-    @staticmethod
-    def builder() -> KafkaRecordSerializationSchemaBuilder:
-        """A builder of a KafkaRecordSerializationSchema.
-
-        Returns:
-            A new builder.
-        """
-        return KafkaRecordSerializationSchemaBuilder()
-
-
-class KafkaRecordSerializationSchemaBuilder:
-    """PyFlink's ``KafkaRecordSerializationSchemaBuilder``: a topic and a value schema."""
-
-    _WHAT = "KafkaRecordSerializationSchema"
-
-    def __init__(self) -> None:
-        self._topic: Optional[str] = None
-        self._value: Optional[Union[SimpleStringSchema, JsonRowSerializationSchema]] = None
-
-    def set_topic(self, topic: str) -> KafkaRecordSerializationSchemaBuilder:
-        """Write every record to this topic.
-
-        Args:
-            topic: The topic.
-
-        Returns:
-            This builder.
-        """
-        self._topic = _text(self._WHAT, "topic", topic)
-        return self
-
-    def set_topic_selector(self, topic_selector: Any) -> KafkaRecordSerializationSchemaBuilder:
-        """Not supported: one topic per sink.
-
-        Args:
-            topic_selector: PyFlink's topic selector (not used).
-
-        Raises:
-            UnsupportedConnectorError: Always.
-        """
-        raise _unsupported(self._WHAT, "set_topic_selector(...)", "use set_topic (one topic)")
-
-    def set_key_serialization_schema(self, key_serialization_schema: Any
-                                     ) -> KafkaRecordSerializationSchemaBuilder:
-        """Not supported: records are written without keys.
-
-        Args:
-            key_serialization_schema: PyFlink's key schema (not used).
-
-        Raises:
-            UnsupportedConnectorError: Always.
-        """
-        raise _unsupported(self._WHAT, "set_key_serialization_schema(...)",
-                           "records are written without keys")
-
-    def set_partitioner(self, partitioner: Any) -> KafkaRecordSerializationSchemaBuilder:
-        """Not supported: Kafka's default partitioner places the records.
-
-        Args:
-            partitioner: PyFlink's partitioner (not used).
-
-        Raises:
-            UnsupportedConnectorError: Always.
-        """
-        raise _unsupported(self._WHAT, "set_partitioner(...)",
-                           "Kafka's default partitioner places the records")
-
-    def set_value_serialization_schema(
-            self, value_serialization_schema: Union[SimpleStringSchema, JsonRowSerializationSchema]
-    ) -> KafkaRecordSerializationSchemaBuilder:
-        """How a record becomes the Kafka value: ``SimpleStringSchema()`` writes str as UTF-8,
-        a ``JsonRowSerializationSchema`` Rows as JSON objects.
-
-        Args:
-            value_serialization_schema: A SimpleStringSchema or JsonRowSerializationSchema.
-
-        Returns:
-            This builder.
-        """
-        if not isinstance(value_serialization_schema,
-                          (SimpleStringSchema, JsonRowSerializationSchema)):
-            raise _unsupported(self._WHAT, f"value schema {value_serialization_schema!r}",
-                               "values are written with SimpleStringSchema() or a "
-                               "JsonRowSerializationSchema")
-        self._value = value_serialization_schema
-        return self
-
-    def build(self) -> KafkaRecordSerializationSchema:
-        """The schema.
-
-        Returns:
-            The KafkaRecordSerializationSchema.
-
-        Raises:
-            GraphBuildError: When the topic or the value schema is missing.
-        """
-        if self._topic is None or self._value is None:
-            raise GraphBuildError("KafkaRecordSerializationSchema.builder().build(): call "
-                                  "set_topic and set_value_serialization_schema first")
-        return KafkaRecordSerializationSchema(self._topic, self._value)
-
-
-class KafkaSink:
-    """A Kafka sink; ``ds.sink_to`` writes to it. Built by ``KafkaSink.builder()``; not
-    constructed directly.
-    """
-
-    def __init__(self, spec: dict[str, Any]) -> None:
-        self.spec = spec
-
-    @staticmethod
-    def builder() -> KafkaSinkBuilder:
-        """A builder of a KafkaSink.
-
-        Returns:
-            A new KafkaSinkBuilder.
-        """
-        return KafkaSinkBuilder()
-
-    def __repr__(self) -> str:
-        return f"KafkaSink({self.spec['topic']!r})"
-
-
-class KafkaSinkBuilder:
-    """PyFlink's ``KafkaSinkBuilder``; the guarantee defaults to ``DeliveryGuarantee.NONE``.
-
-    Example:
-        >>> sink = (KafkaSink.builder().set_bootstrap_servers("localhost:9092")
-        ...         .set_record_serializer(KafkaRecordSerializationSchema.builder()
-        ...             .set_topic("counts").set_value_serialization_schema(SimpleStringSchema())
-        ...             .build())
-        ...         .set_delivery_guarantee(DeliveryGuarantee.AT_LEAST_ONCE).build())
-    """
-
-    _WHAT = "KafkaSink"
-
-    def __init__(self) -> None:
-        self._bootstrap: Optional[str] = None
-        self._serializer: Optional[KafkaRecordSerializationSchema] = None
-        self._guarantee = DeliveryGuarantee.NONE
-        self._properties: dict[str, str] = {}
-
-    def set_bootstrap_servers(self, bootstrap_servers: str) -> KafkaSinkBuilder:
-        """The brokers' ``host:port`` list.
-
-        Args:
-            bootstrap_servers: Comma-separated ``host:port``.
-
-        Returns:
-            This builder.
-        """
-        self._bootstrap = _text(self._WHAT, "bootstrap servers", bootstrap_servers)
-        return self
-
-    def set_record_serializer(self, record_serializer: KafkaRecordSerializationSchema
-                              ) -> KafkaSinkBuilder:
-        """The topic and value schema of the records written.
-
-        Args:
-            record_serializer: A KafkaRecordSerializationSchema.
-
-        Returns:
-            This builder.
-        """
-        if not isinstance(record_serializer, KafkaRecordSerializationSchema):
-            raise GraphBuildError("KafkaSink: set_record_serializer needs a "
-                                  f"KafkaRecordSerializationSchema, got {record_serializer!r}")
-        self._serializer = record_serializer
-        return self
-
-    def set_delivery_guarantee(self, delivery_guarantee: DeliveryGuarantee) -> KafkaSinkBuilder:
-        """AT_LEAST_ONCE or NONE; EXACTLY_ONCE (Kafka transactions) is refused.
-
-        Args:
-            delivery_guarantee: A DeliveryGuarantee.
-
-        Returns:
-            This builder.
-
-        Raises:
-            UnsupportedConnectorError: For EXACTLY_ONCE.
-        """
-        if delivery_guarantee is DeliveryGuarantee.EXACTLY_ONCE:
-            raise _unsupported(self._WHAT, "DeliveryGuarantee.EXACTLY_ONCE",
-                               "Spark's Kafka sink writes without transactions: use "
-                               "DeliveryGuarantee.AT_LEAST_ONCE (or NONE)")
-        if not isinstance(delivery_guarantee, DeliveryGuarantee):
-            raise GraphBuildError("KafkaSink: set_delivery_guarantee needs a DeliveryGuarantee, "
-                                  f"got {delivery_guarantee!r}")
-        self._guarantee = delivery_guarantee
-        return self
-
-    def set_transactional_id_prefix(self, transactional_id_prefix: str) -> KafkaSinkBuilder:
-        """Not supported: only EXACTLY_ONCE uses transactions, and it is not supported.
-
-        Args:
-            transactional_id_prefix: PyFlink's prefix (not used).
-
-        Raises:
-            UnsupportedConnectorError: Always.
-        """
-        raise _unsupported(self._WHAT, "set_transactional_id_prefix(...)",
-                           "it serves DeliveryGuarantee.EXACTLY_ONCE, which is not supported")
-
-    def set_property(self, key: str, value: str) -> KafkaSinkBuilder:
-        """A Kafka producer setting.
-
-        Args:
-            key: The producer config key.
-            value: Its value.
-
-        Returns:
-            This builder.
-        """
-        key = _text(self._WHAT, "property key", key)
-        if key in _SPARK_OWNED_SINK_PROPERTIES:
-            raise _unsupported(self._WHAT, f"property {key!r}", "Spark's Kafka sink sets it")
-        self._properties[key] = str(value)
-        return self
-
-    def build(self) -> KafkaSink:
-        """The KafkaSink.
-
-        Returns:
-            The sink.
-
-        Raises:
-            GraphBuildError: When the bootstrap servers or the record serializer are missing.
-        """
-        if self._bootstrap is None or self._serializer is None:
-            raise GraphBuildError("KafkaSink.builder().build(): call set_bootstrap_servers and "
-                                  "set_record_serializer first")
-        options = {"kafka.bootstrap.servers": self._bootstrap, "topic": self._serializer.topic}
-        options.update({f"kafka.{k}": v for k, v in self._properties.items()})
-        value = self._serializer.value_schema
-        return KafkaSink({"topic": self._serializer.topic, "options": options,
-                          "guarantee": self._guarantee.name,
-                          "json": value if isinstance(value, JsonRowSerializationSchema) else None})

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ..state_store.storage import Storage
     from ..translation.contract import Translator
     from .connectors import KafkaSource, NumberSequenceSource
+    from .file_connectors import FileSource
     from .job_client import JobClient
     from .watermarks import WatermarkStrategy
 
@@ -55,9 +56,11 @@ def unbounded_in_batch(node: SourceNode) -> str:
     Returns:
         The message.
     """
-    return (f"source {node.describe()} is unbounded (a KafkaSource without set_bounded) and "
-            "execution.runtime-mode is BATCH: a BATCH job needs bounded sources. Call "
-            "set_bounded(KafkaOffsetsInitializer.latest()) on its builder, or run in STREAMING")
+    return (f"source {node.describe()} is unbounded (a KafkaSource without set_bounded, a "
+            "FileSource with monitor_continuously) and execution.runtime-mode is BATCH: a BATCH "
+            "job needs bounded sources. Call set_bounded(KafkaOffsetsInitializer.latest()) on "
+            "a KafkaSource's builder (leave out a FileSource's monitor_continuously), or run in "
+            "STREAMING")
 
 
 def default_local_session(session_conf: Optional[dict[str, str]] = None) -> SparkSession:
@@ -448,45 +451,47 @@ class StreamExecutionEnvironment(SessionResources):
         self._sources.append(node)
         return DataStream(self, node)
 
-    def from_source(self, source: Union[KafkaSource, NumberSequenceSource],
+    def from_source(self, source: Union[KafkaSource, NumberSequenceSource, FileSource],
                     watermark_strategy: WatermarkStrategy, source_name: str,
                     type_info: Optional[TypeInformation] = None) -> DataStream:
-        """A stream of a connector source (a :class:`KafkaSource` or a
-        :class:`NumberSequenceSource`), as in PyFlink.
+        """A stream of a connector source (a :class:`KafkaSource`, a
+        :class:`NumberSequenceSource` or a :class:`FileSource`), as in PyFlink.
 
         Kafka records carry their Kafka timestamps; a strategy other than
         ``WatermarkStrategy.no_watermarks()`` is applied as by
-        ``assign_timestamps_and_watermarks``. A KafkaSource without ``set_bounded`` is
-        unbounded: a BATCH job refuses it. A NumberSequenceSource is bounded and its records
-        have no timestamps.
+        ``assign_timestamps_and_watermarks``. A KafkaSource without ``set_bounded`` and a
+        FileSource with ``monitor_continuously`` are unbounded: a BATCH job refuses them. A
+        NumberSequenceSource is bounded; its records, and a FileSource's, have no timestamps.
 
         Args:
-            source: The KafkaSource or NumberSequenceSource.
+            source: The KafkaSource, NumberSequenceSource or FileSource.
             watermark_strategy: How event time and watermarks are derived.
             source_name: The operator's name.
-            type_info: ``Types.STRING()`` for a KafkaSource read with SimpleStringSchema, the
-                schema's ROW type for one read with a JsonRowDeserializationSchema,
-                ``Types.LONG()`` for a NumberSequenceSource, or None.
+            type_info: ``Types.STRING()`` for a KafkaSource read with SimpleStringSchema or a
+                FileSource of text lines, the schema's ROW type for a KafkaSource read with a
+                JsonRowDeserializationSchema, ``Types.LONG()`` for a NumberSequenceSource, or
+                None.
 
         Returns:
-            The stream of the source's records (str for SimpleStringSchema, Rows for a
-            JsonRowDeserializationSchema, int for a NumberSequenceSource).
+            The stream of the source's records (str for SimpleStringSchema and text lines,
+            Rows for a JsonRowDeserializationSchema, int for a NumberSequenceSource).
 
         Raises:
-            UnsupportedConnectorError: For a source other than these two.
+            UnsupportedConnectorError: For a source other than these.
             GraphBuildError: For a bad strategy, name or type, or an unbounded source when the
                 runtime mode is BATCH.
         """
         from ..state_store.typeinfo import Types
         from .connectors import KafkaSource, NumberSequenceSource
         from .exceptions import UnsupportedConnectorError
+        from .file_connectors import FileSource
         from .watermarks import WatermarkStrategy
 
-        if not isinstance(source, (KafkaSource, NumberSequenceSource)):
+        if not isinstance(source, (KafkaSource, NumberSequenceSource, FileSource)):
             raise UnsupportedConnectorError(
                 f"from_source: {type(source).__name__} is not supported; the supported sources "
-                "are KafkaSource and NumberSequenceSource (read other sources with Spark and "
-                "use from_dataframe)")
+                "are KafkaSource, NumberSequenceSource and FileSource (read other sources with "
+                "Spark and use from_dataframe)")
         if not isinstance(watermark_strategy, WatermarkStrategy):
             raise GraphBuildError(f"from_source({source_name!r}) needs a WatermarkStrategy, "
                                   f"got {watermark_strategy!r}")
@@ -497,6 +502,8 @@ class StreamExecutionEnvironment(SessionResources):
             gives, by = json.type_info, repr(json)
         elif isinstance(source, KafkaSource):
             gives, by = Types.STRING(), "SimpleStringSchema"
+        elif isinstance(source, FileSource):
+            gives, by = Types.STRING(), "StreamFormat.text_line_format()"
         else:
             gives, by = Types.LONG(), "NumberSequenceSource"
         if type_info is not None and type_info != gives:
@@ -505,10 +512,13 @@ class StreamExecutionEnvironment(SessionResources):
         if isinstance(source, KafkaSource):
             node = SourceNode(name=source_name, inputs=[], output_type=Types.STRING(),
                               kind="kafka", payload=source.spec, bounded=source.bounded)
+        elif isinstance(source, FileSource):
+            node = SourceNode(name=source_name, inputs=[], output_type=gives, kind="dataframe",
+                              payload=source.dataframe(self.spark), bounded=source.bounded)
         else:
-            numbers = self.spark.range(source.start, source.end + 1)
-            node = SourceNode(name=source_name, inputs=[], output_type=Types.LONG(),
-                              kind="dataframe", payload=numbers, bounded=True)
+            node = SourceNode(name=source_name, inputs=[], output_type=gives, kind="dataframe",
+                              payload=self.spark.range(source.start, source.end + 1),
+                              bounded=True)
         if not node.bounded and configured_runtime_mode(self._config) is RuntimeMode.BATCH:
             raise GraphBuildError(unbounded_in_batch(node))
         self._sources.append(node)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ..plan.graph import SinkNode, Transformation, check_uid
 from ..state_store.exceptions import GraphBuildError
@@ -12,7 +12,8 @@ from .hints import SchedulingHints
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from .connectors import KafkaSink
+    from .file_connectors import FileSink
+    from .kafka_sink import KafkaSink
 
 __all__ = ["DataStreamSink", "SinkCalls"]
 
@@ -97,31 +98,35 @@ class SinkCalls:
         self._env.add_sink_node(node)
         return DataStreamSink(node)
 
-    def sink_to(self, sink: KafkaSink) -> DataStreamSink:
-        """Write the stream to a connector sink (a :class:`KafkaSink`) when the job runs.
+    def sink_to(self, sink: Union[KafkaSink, FileSink]) -> DataStreamSink:
+        """Write the stream to a connector sink (a :class:`KafkaSink` or a
+        :class:`FileSink`) when the job runs.
 
         Args:
-            sink: The KafkaSink; its SimpleStringSchema needs a ``Types.STRING()`` stream, a
-                JsonRowSerializationSchema a stream of its ROW type.
+            sink: The KafkaSink (its SimpleStringSchema needs a ``Types.STRING()`` stream, a
+                JsonRowSerializationSchema a stream of its ROW type) or the FileSink (a
+                ``Types.STRING()`` stream).
 
         Returns:
             The DataStreamSink.
 
         Raises:
-            UnsupportedConnectorError: For a sink other than a KafkaSink.
-            GraphBuildError: When the stream is not declared with the type the value schema
-                writes.
+            UnsupportedConnectorError: For another sink.
+            GraphBuildError: When the stream is not declared with the type the sink writes.
         """
         from ..state_store.typeinfo import Types
-        from .connectors import KafkaSink
         from .exceptions import UnsupportedConnectorError
+        from .file_connectors import FileSink
+        from .kafka_sink import KafkaSink
 
-        if not isinstance(sink, KafkaSink):
+        if not isinstance(sink, (KafkaSink, FileSink)):
             raise UnsupportedConnectorError(
-                f"sink_to: {type(sink).__name__} is not supported; the supported sink is "
-                "KafkaSink (or sink_to_delta, print)")
+                f"sink_to: {type(sink).__name__} is not supported; the supported sinks are "
+                "KafkaSink and FileSink (or sink_to_delta, print)")
         t = self._node.output_type
-        json = sink.spec["json"]
+        json = sink.spec["json"] if isinstance(sink, KafkaSink) else None
+        writes = "Encoder.simple_string_encoder()" if isinstance(sink, FileSink) else \
+            "SimpleStringSchema"
         source = self._node
         if json is not None:
             if t != json.type_info:
@@ -133,11 +138,15 @@ class SinkCalls:
                 f"{sink!r}: {json!r}")._node
         elif getattr(t, "type_name", None) != "STRING":
             raise GraphBuildError(
-                f"sink_to({sink!r}): SimpleStringSchema writes str records, but "
+                f"sink_to({sink!r}): {writes} writes str records, but "
                 f"{self._node.describe()} has {'no output_type' if t is None else repr(t)}; "
                 "pass output_type=Types.STRING() to the operator that produces it")
-        node = SinkNode(name=f"KafkaSink({sink.spec['topic']})", inputs=[source],
-                        kind="kafka", options=dict(sink.spec))
+        if isinstance(sink, FileSink):
+            node = SinkNode(name=f"FileSink({sink.spec['base_path']})", inputs=[source],
+                            kind="files", options=dict(sink.spec))
+        else:
+            node = SinkNode(name=f"KafkaSink({sink.spec['topic']})", inputs=[source],
+                            kind="kafka", options=dict(sink.spec))
         self._env.add_sink_node(node)
         return DataStreamSink(node)
 

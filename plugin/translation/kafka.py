@@ -5,8 +5,10 @@ A bounded source in BATCH is one batch read up to the latest offsets (``endingOf
 in STREAMING a source is a streaming read whose offsets live in the query's checkpoint, so
 a later run continues where the last one stopped. Records are the values decoded as UTF-8
 strings, stamped with the Kafka record timestamp. A sink writes each record's string as the
-value of a keyless Kafka record: at least once (a micro-batch retried after a failure is
-written again).
+value of a keyless Kafka record: with ``NONE``/``AT_LEAST_ONCE`` through Spark's Kafka sink
+(a micro-batch retried after a failure is written again), with ``EXACTLY_ONCE`` in Kafka
+transactions, one per partition of each micro-batch, that a rerun of the batch skips
+(``runtime/kafka_transactions.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from .stream import Stream
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["kafka_source", "write_kafka", "kafka_batch_writer", "missing_connector"]
+__all__ = ["kafka_source", "write_kafka", "write_kafka_transactions", "exactly_once",
+           "kafka_batch_writer", "missing_connector"]
 
 #: the column holding the decoded value
 _VALUE = "value"
@@ -122,18 +125,59 @@ def write_kafka(df: DataFrame, sink: SinkNode) -> int:
     return int(n)
 
 
-def kafka_batch_writer(sink: SinkNode, total: list[int]) -> Callable[[Any, int], None]:
+def exactly_once(sink: SinkNode) -> bool:
+    """Whether ``sink`` writes in Kafka transactions (``DeliveryGuarantee.EXACTLY_ONCE``).
+
+    Args:
+        sink: The ``kafka`` SinkNode.
+
+    Returns:
+        True for EXACTLY_ONCE.
+    """
+    return bool(sink.options["guarantee"] == "EXACTLY_ONCE")
+
+
+def write_kafka_transactions(df: DataFrame, sink: SinkNode, query_id: str, batch_id: int) -> int:
+    """Write the records of ``df`` (one string column) to the sink's topic exactly once: each
+    partition in one Kafka transaction, skipped when a run of the same query, batch and
+    partition committed it before.
+
+    Args:
+        df: The records.
+        sink: The ``kafka`` SinkNode (EXACTLY_ONCE).
+        query_id: The streaming query's id (a BATCH job: its run's id).
+        batch_id: The micro-batch id (a BATCH job: 0).
+
+    Returns:
+        The number of records written by this run.
+    """
+    from ..runtime.kafka_transactions import partition_writer
+
+    spec = {k: sink.options[k] for k in ("topic", "transactional_id_prefix", "producer")}
+    written = _values(df).mapInArrow(partition_writer(spec, query_id, batch_id), "written long")
+    return int(sum(row[0] for row in written.collect()))
+
+
+def kafka_batch_writer(sink: SinkNode, total: list[int], spark: Any = None,
+                       checkpoint: Optional[str] = None) -> Callable[[Any, int], None]:
     """The ``foreachBatch`` function of a STREAMING Kafka sink; written counts add to ``total[0]``.
 
     Args:
         sink: The ``kafka`` SinkNode.
         total: A one-element list accumulating the records written.
+        spark: The session (EXACTLY_ONCE: to find the query's id).
+        checkpoint: The sink query's checkpoint (EXACTLY_ONCE: to find the query's id).
 
     Returns:
         The function.
     """
+    from .delta_sink import query_app_id
 
     def write(batch_df: Any, batch_id: int) -> None:
-        total[0] += write_kafka(batch_df, sink)
+        if exactly_once(sink):
+            query_id = query_app_id(spark, checkpoint or "").rpartition(":")[2]
+            total[0] += write_kafka_transactions(batch_df, sink, query_id, batch_id)
+        else:
+            total[0] += write_kafka(batch_df, sink)
 
     return write

@@ -9,6 +9,7 @@ kind is one entry here; the translators and the environment look the kind up wit
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -137,9 +138,13 @@ def _kafka_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
     source = sink.inputs[0]
     df = typed_df(t, t.input_stream(source), source)
 
-    def write() -> int:
-        from .kafka import write_kafka
+    exactly_once = _check_kafka_sink(sink)
 
+    def write() -> int:
+        from .kafka import write_kafka, write_kafka_transactions
+
+        if exactly_once:  # the whole job is one batch, under an id of its own
+            return write_kafka_transactions(df, sink, uuid.uuid4().hex, 0)
         return write_kafka(df, sink)
 
     return f"Kafka topic {sink.options['topic']}", write
@@ -149,8 +154,41 @@ def _kafka_streaming(t: Any, sink: SinkNode, stream: Stream, name: str
                      ) -> tuple[DataFrame, Callable[[Any, int], None], list[int]]:
     from .kafka import kafka_batch_writer
 
+    _check_kafka_sink(sink)
     total = [0]
-    return typed_df(t, stream, sink.inputs[0]), kafka_batch_writer(sink, total), total
+    write = kafka_batch_writer(sink, total, t.spark,
+                               t.storage.join(t.job_folder(), name, "checkpoint"))
+    return typed_df(t, stream, sink.inputs[0]), write, total
+
+
+def _check_kafka_sink(sink: SinkNode) -> bool:
+    """Whether ``sink`` is EXACTLY_ONCE, its producer settings checked if so."""
+    from .kafka import exactly_once
+
+    if not exactly_once(sink):
+        return False
+    from ..runtime.kafka_transactions import check_producer_config
+
+    check_producer_config(dict(sink.options), f"sink {sink.describe()}")
+    return True
+
+
+def _file_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
+    from .file_sink import file_job_writer
+
+    source = sink.inputs[0]
+    df = typed_df(t, t.input_stream(source), source)
+    return f"files under {sink.options['base_path']}", file_job_writer(df, sink, t.storage)
+
+
+def _file_streaming(t: Any, sink: SinkNode, stream: Stream, name: str
+                    ) -> tuple[DataFrame, Callable[[Any, int], None], list[int]]:
+    from .file_sink import file_batch_writer
+
+    total = [0]
+    write = file_batch_writer(sink, total, t.spark, t.storage,
+                              t.storage.join(t.job_folder(), name, "checkpoint"))
+    return typed_df(t, stream, sink.inputs[0]), write, total
 
 
 #: ``SinkNode.kind`` -> what that kind of sink needs and how each mode runs it
@@ -161,6 +199,8 @@ SINK_KINDS: dict[str, SinkKind] = {
                       batch=_delta_batch, streaming=_delta_streaming),
     "kafka": SinkKind(title="Kafka sink", durable=True, writes_delta=False,
                       batch=_kafka_batch, streaming=_kafka_streaming),
+    "files": SinkKind(title="file sink", durable=True, writes_delta=False,
+                     batch=_file_batch, streaming=_file_streaming),
 }
 
 

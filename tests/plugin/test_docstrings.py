@@ -160,7 +160,9 @@ def offenders(names: dict[str, object]) -> list[str]:
 #: ``execute``) rather than by calling the class: their docstrings say how, with this phrase.
 NOT_CONSTRUCTED_PHRASE = "not constructed directly"
 NOT_CONSTRUCTED = frozenset({
-    "AllWindowedStream", "BroadcastConnectedStream", "BroadcastStream", "CachedDataStream",
+    "AllWindowedStream", "BroadcastConnectedStream", "BroadcastStream", "BucketAssigner",
+    "CachedDataStream", "Encoder", "FileSink", "FileSource", "FileSourceBuilder",
+    "RollingPolicy", "StreamFormat",
     "CheckpointConfig", "CloseableIterator", "ConnectedStreams", "DataStream", "DataStreamSink",
     "ExecutionConfig", "JobClient", "JobExecutionResult", "JsonRowDeserializationSchema",
     "JsonRowSerializationSchema", "KafkaOffsetsInitializer",

@@ -9,7 +9,7 @@ from pyspark_datastream.translation.sinks import SINK_KINDS, SinkKind, sink_kind
 
 
 def test_each_sink_kind_has_its_entry() -> None:
-    assert set(SINK_KINDS) == {"print", "delta", "kafka"}
+    assert set(SINK_KINDS) == {"print", "delta", "kafka", "files"}
     assert sink_kind(SinkNode(name="Print", inputs=[], kind="print")) is SINK_KINDS["print"]
     assert sink_kind(SinkNode(name="DeltaSink(/t)", inputs=[], kind="delta")) is SINK_KINDS["delta"]
     assert all(isinstance(k, SinkKind) and callable(k.batch) and callable(k.streaming)
@@ -24,6 +24,8 @@ def test_print_needs_no_checkpoint_root_and_delta_does() -> None:
     assert (delta.durable, delta.writes_delta) == (True, True)
     kafka = SINK_KINDS["kafka"]  # a topic outlives the run too, and is no Delta table
     assert (kafka.durable, kafka.writes_delta) == (True, False)
+    files = SINK_KINDS["files"]  # so do part files
+    assert (files.durable, files.writes_delta) == (True, False)
 
 
 @pytest.mark.parametrize("kind", ["console", "PRINT", "", "collect"])
@@ -33,4 +35,4 @@ def test_an_unknown_kind_is_a_graph_error_naming_the_sink_and_kind(kind: str) ->
         sink_kind(sink)
     message = str(err.value)
     assert "'MySink'" in message and repr(kind) in message
-    assert "delta, kafka, print" in message  # the kinds there are
+    assert "delta, files, kafka, print" in message  # the kinds there are

@@ -1,0 +1,85 @@
+"""A STREAMING job writing to a KafkaSink, killed between its Kafka writes and Spark's commit
+of the micro-batch, then restarted over the same checkpoint in a second process.
+
+The job (``streaming_harness``, its own driver, JVM and Python workers) keeps a running sum
+per key over a Parquet file stream read one file per micro-batch and writes one line per
+record. It is armed (``faults``: ``kafka.after-write``) to SIGKILL its whole process group
+right after the sink wrote micro-batch 1, before Spark logged the batch, so the restart runs
+batch 1 again and then batch 2. What a ``read_committed`` consumer finally reads is compared
+with :func:`streaming_harness.expected_output`, computed in plain Python from the input:
+
+* ``EXACTLY_ONCE``: every record exactly once (the rerun of batch 1 finds each partition's
+  transaction committed and writes nothing);
+* ``AT_LEAST_ONCE``: no record lost, and batch 1's records twice (what the transactions
+  prevent).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import uuid
+from collections import Counter
+
+import pytest
+import streaming_harness as harness
+from faults import KILL_AT_ENV
+from kafka_broker import consume_all
+
+
+def _random_files(rng: random.Random, n: int) -> list[list[tuple[str, int]]]:
+    return [[(rng.choice("pqrstuvw"), rng.randint(1, 99)) for _ in range(rng.randint(4, 12))]
+            for _ in range(n)]
+
+
+def _run(src: str, ckpt: str, out: str, backend: str, log: str, sink: str,
+         extra_env: dict[str, str] | None = None) -> int:
+    proc = harness.start(src, ckpt, out, backend, log, sink=sink, extra_env=extra_env)
+    try:
+        return proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _log_tail(log: str) -> str:
+    with open(log, encoding="utf-8", errors="replace") as f:
+        return f.read()[-3000:]
+
+
+def _records(broker, topic: str) -> list[tuple[str, int, int]]:
+    return [harness.parse_running_sum_line(v)
+            for v in consume_all(broker.bootstrap_servers, topic, isolation="read_committed")]
+
+
+@pytest.mark.parametrize("guarantee,backend", [("exactly_once", "hashmap"),
+                                               ("at_least_once", "rocksdb")])
+def test_job_killed_after_its_kafka_write_then_restarted(kafka_broker, tmp_path, guarantee,
+                                                         backend):
+    rng = random.Random(f"kafka-kill-{guarantee}")
+    files = _random_files(rng, 3)  # batch 0 committed, the kill after writing 1, then 1 and 2
+    topic = f"sums-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(topic, 2)
+    src, ckpt, log = str(tmp_path / "in"), str(tmp_path / "ckpt"), str(tmp_path / "driver.log")
+    out = f"{kafka_broker.bootstrap_servers}/{topic}"
+    harness.write_input(src, files)
+
+    code = _run(src, ckpt, out, backend, log, f"kafka-{guarantee}",
+                {KILL_AT_ENV: "kafka.after-write:2"})
+    assert code == -signal.SIGKILL, _log_tail(log)
+    # batches 0 and 1 reached Kafka before the kill
+    assert sorted(_records(kafka_broker, topic)) == sorted(harness.expected_output(files[:2]))
+
+    code = _run(src, ckpt, out, backend, log, f"kafka-{guarantee}")  # restarted, unarmed
+    assert code == 0, _log_tail(log)
+    got = _records(kafka_broker, topic)
+    expected = harness.expected_output(files)
+    if guarantee == "exactly_once":
+        assert sorted(got) == sorted(expected)
+        assert harness.exactly_once_violations(got, files) == []
+    else:
+        batch_1 = Counter(harness.expected_output(files[:2])) - Counter(
+            harness.expected_output(files[:1]))
+        assert not Counter(expected) - Counter(got)  # none lost
+        assert Counter(got) - Counter(expected) == batch_1  # the rerun batch, written again

@@ -1,0 +1,212 @@
+"""Exactly-once Kafka writes (``DeliveryGuarantee.EXACTLY_ONCE``): each partition of a
+micro-batch is one Kafka transaction, run on the executor that holds the partition.
+
+Spark may run a micro-batch's sink again (its ``foreachBatch`` ran, its commit-log entry was
+never written) and retries failed tasks. A partition's write is made idempotent by Kafka
+itself: its transaction also commits the offset ``batch_id + 1`` for a consumer group of
+its own (``<prefix>-<query>-<partition>``, never consumed from), atomically with the
+records. A run that finds that group's committed offset past its batch id writes nothing.
+The transactional id ``<prefix>-<partition>`` is stable across runs and retries, so
+``init_transactions`` fences a zombie writer of the same partition and aborts its open
+transaction before anything is checked or written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from typing import Any, Callable, Optional
+
+from ..operators.exceptions import JobExecutionError
+from ..state_store.exceptions import ConfigurationError
+
+__all__ = ["transactional_id", "marker_group", "producer_config", "check_producer_config",
+           "write_partition", "partition_writer"]
+
+#: seconds a transaction call (init, offsets, commit) may take before the write fails
+CALL_TIMEOUT_S = 60.0
+
+
+def transactional_id(prefix: str, partition: int) -> str:
+    """The transactional id of ``partition`` of a sink: the same in every run.
+
+    Args:
+        prefix: The sink's ``set_transactional_id_prefix``.
+        partition: The Spark partition index of the micro-batch.
+
+    Returns:
+        ``<prefix>-<partition>``.
+    """
+    return f"{prefix}-{partition}"
+
+
+def marker_group(prefix: str, query_id: str, partition: int) -> str:
+    """The consumer group whose committed offset records ``partition``'s last written batch.
+
+    Args:
+        prefix: The sink's transactional id prefix.
+        query_id: The streaming query's id (a new checkpoint is a new query: batch ids
+            start again at 0 under a new id).
+        partition: The Spark partition index.
+
+    Returns:
+        The group id.
+    """
+    return f"{prefix}-{query_id}-{partition}"
+
+
+def producer_config(spec: dict[str, Any], partition: int) -> dict[str, Any]:
+    """The confluent-kafka producer settings of ``partition``'s transactional writer.
+
+    Args:
+        spec: The KafkaSink's spec (``producer``: the user's settings and the brokers;
+            ``transactional_id_prefix``).
+        partition: The Spark partition index.
+
+    Returns:
+        The settings.
+    """
+    return {**spec["producer"],
+            "transactional.id": transactional_id(spec["transactional_id_prefix"], partition)}
+
+
+def check_producer_config(spec: dict[str, Any], sink: str) -> None:
+    """Fail now, on the driver, for settings the Kafka client refuses (an unknown key, a bad
+    value), instead of in every executor's first write.
+
+    Args:
+        spec: The KafkaSink's spec.
+        sink: The sink's description, for the message.
+
+    Raises:
+        ConfigurationError: The client refused a setting (its message names it).
+    """
+    from confluent_kafka import KafkaException, Producer
+
+    try:
+        Producer(producer_config(spec, 0))
+    except (KafkaException, ValueError, TypeError) as exc:
+        raise ConfigurationError(f"{sink}: the Kafka producer settings {spec['producer']!r} "
+                                 f"are refused: {exc}") from exc
+
+
+def _committed_batch(consumer: Any, topic: str) -> int:
+    """The batch id the marker group recorded last (-1: none)."""
+    from confluent_kafka import TopicPartition
+
+    (found,) = consumer.committed([TopicPartition(topic, 0)], timeout=CALL_TIMEOUT_S)
+    if found.error is not None:
+        raise JobExecutionError(f"reading the committed batch of {topic}: {found.error}")
+    return found.offset - 1 if found.offset > 0 else -1
+
+
+def _produce(producer: Any, topic: str, value: Optional[bytes]) -> None:
+    while True:
+        try:
+            producer.produce(topic, value=value)
+            return
+        except BufferError:  # the local queue is full: let deliveries drain it
+            producer.poll(0.05)
+
+
+def write_partition(values: Iterable[Optional[str]], spec: dict[str, Any], partition: int,
+                    query_id: str, batch_id: int) -> int:
+    """Write ``values`` (one partition of micro-batch ``batch_id``) in one Kafka transaction,
+    unless an earlier run of the same batch and partition committed it.
+
+    Args:
+        values: The records' strings (None: a record without value).
+        spec: The KafkaSink's spec.
+        partition: The Spark partition index.
+        query_id: The streaming query's id (a BATCH job: its run's id).
+        batch_id: The micro-batch id (a BATCH job: 0).
+
+    Returns:
+        The records written (0 when the batch was written before, or has no records here).
+
+    Raises:
+        JobExecutionError: Kafka refused a step (fenced by a newer run, broker gone, a
+            transaction timed out); the transaction is aborted, nothing of it is visible to
+            ``read_committed`` consumers, and Spark's retry of the task writes it again.
+    """
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+    iterator = iter(values)
+    first = next(iterator, _END)
+    if first is _END:
+        return 0
+    topic, prefix = spec["topic"], spec["transactional_id_prefix"]
+    config = producer_config(spec, partition)
+    group = marker_group(prefix, query_id, partition)
+    what = (f"Kafka sink {topic!r}, transactional id {config['transactional.id']!r}, "
+            f"micro-batch {batch_id}")
+    producer: Any = None
+    consumer: Any = None
+    try:
+        consumer = Consumer({"bootstrap.servers": config["bootstrap.servers"],
+                             "group.id": group, "enable.auto.commit": False})
+        producer = Producer(config)
+        producer.init_transactions(CALL_TIMEOUT_S)  # fences older writers of this partition
+        if _committed_batch(consumer, topic) >= batch_id:
+            for _ in iterator:  # written by an earlier run: consume the input, write nothing
+                pass
+            return 0
+        producer.begin_transaction()
+        written = 0
+        for value in _chain(first, iterator):
+            _produce(producer, topic, None if value is None else value.encode("utf-8"))
+            written += 1
+        producer.send_offsets_to_transaction([TopicPartition(topic, 0, batch_id + 1)],
+                                             consumer.consumer_group_metadata(), CALL_TIMEOUT_S)
+        producer.commit_transaction(CALL_TIMEOUT_S)
+        return written
+    except KafkaException as exc:
+        _abort(producer)
+        raise JobExecutionError(f"{what}: {exc.args[0] if exc.args else exc}") from exc
+    finally:
+        if consumer is not None:
+            consumer.close()
+
+
+_END = object()
+
+
+def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+    yield first
+    yield from rest
+
+
+def _abort(producer: Any) -> None:
+    """Abort the open transaction if the producer can still do it (a fenced one cannot; the
+    broker aborts it when the next writer of the id starts, or at its timeout)."""
+    if producer is None:
+        return
+    with contextlib.suppress(Exception):  # the original error is the one to report
+        producer.abort_transaction(CALL_TIMEOUT_S)
+
+
+def partition_writer(spec: dict[str, Any], query_id: str, batch_id: int
+                     ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function writing each partition of a micro-batch's ``value``
+    column; it yields one batch with the partition's ``written`` count.
+
+    Args:
+        spec: The KafkaSink's spec.
+        query_id: The streaming query's id.
+        batch_id: The micro-batch id.
+
+    Returns:
+        The function.
+    """
+
+    def write(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else 0
+        values = (v for b in batches for v in b.column(0).to_pylist())
+        n = write_partition(values, spec, partition, query_id, batch_id)
+        yield pa.RecordBatch.from_pydict({"written": pa.array([n], pa.int64())})
+
+    return write
