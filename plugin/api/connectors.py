@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, NoReturn, Optional, Union
 
 from ..state_store.exceptions import GraphBuildError
-from .connector_checks import nonempty_text, unsupported_option
+from .connector_checks import nonempty_text, require_utf8, unsupported_option
 from .formats import JsonRowDeserializationSchema
 
 __all__ = [
@@ -47,9 +47,7 @@ class SimpleStringSchema:
     """
 
     def __init__(self, charset: str = "UTF-8") -> None:
-        if str(charset).upper().replace("_", "-") not in ("UTF-8", "UTF8"):
-            raise unsupported_option("SimpleStringSchema", f"charset {charset!r}",
-                               "Kafka values are decoded and encoded as UTF-8")
+        require_utf8("SimpleStringSchema", charset, "Kafka values are decoded and encoded as UTF-8")
         self.charset = "UTF-8"
 
     def __repr__(self) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 from ..state_store.exceptions import GraphBuildError
-from .connector_checks import nonempty_text, unsupported_option
+from .connector_checks import nonempty_text, require_utf8, unsupported_option
 from .time import Duration
 
 if TYPE_CHECKING:
@@ -47,9 +47,7 @@ class StreamFormat:
         Raises:
             UnsupportedConnectorError: For another character set.
         """
-        if str(charset_name).upper().replace("_", "-") not in ("UTF-8", "UTF8"):
-            raise unsupported_option("StreamFormat.text_line_format", f"charset {charset_name!r}",
-                                     "Spark's text source reads UTF-8")
+        require_utf8("StreamFormat.text_line_format", charset_name, "Spark's text source reads UTF-8")
         return StreamFormat("text")
 
     def __repr__(self) -> str:
@@ -275,9 +273,7 @@ class Encoder:
         Raises:
             UnsupportedConnectorError: For another character set.
         """
-        if str(charset_name).upper().replace("_", "-") not in ("UTF-8", "UTF8"):
-            raise unsupported_option("Encoder.simple_string_encoder", f"charset {charset_name!r}",
-                                     "files are written as UTF-8")
+        require_utf8("Encoder.simple_string_encoder", charset_name, "files are written as UTF-8")
         return Encoder("simple-string")
 
     def __repr__(self) -> str:
