@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional
 
 from ..operators.exceptions import JobExecutionError
 from ..state_store.exceptions import ConfigurationError
+from .partition_writes import counting_writer, non_empty
 
 __all__ = ["transactional_id", "marker_group", "producer_config", "check_producer_config",
            "write_partition", "partition_writer"]
@@ -131,9 +132,8 @@ def write_partition(values: Iterable[Optional[str]], spec: dict[str, Any], parti
     """
     from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-    iterator = iter(values)
-    first = next(iterator, _END)
-    if first is _END:
+    records = non_empty(iter(values))
+    if records is None:
         return 0
     topic, prefix = spec["topic"], spec["transactional_id_prefix"]
     config = producer_config(spec, partition)
@@ -148,12 +148,12 @@ def write_partition(values: Iterable[Optional[str]], spec: dict[str, Any], parti
         producer = Producer(config)
         producer.init_transactions(CALL_TIMEOUT_S)  # fences older writers of this partition
         if _committed_batch(consumer, topic) >= batch_id:
-            for _ in iterator:  # written by an earlier run: consume the input, write nothing
+            for _ in records:  # written by an earlier run: consume the input, write nothing
                 pass
             return 0
         producer.begin_transaction()
         written = 0
-        for value in _chain(first, iterator):
+        for value in records:
             _produce(producer, topic, None if value is None else value.encode("utf-8"))
             written += 1
         producer.send_offsets_to_transaction([TopicPartition(topic, 0, batch_id + 1)],
@@ -168,14 +168,6 @@ def write_partition(values: Iterable[Optional[str]], spec: dict[str, Any], parti
             consumer.close()
 
 
-_END = object()
-
-
-def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
-    yield first
-    yield from rest
-
-
 def _abort(producer: Any) -> None:
     """Abort the open transaction if the producer can still do it (a fenced one cannot; the
     broker aborts it when the next writer of the id starts, or at its timeout)."""
@@ -188,7 +180,7 @@ def _abort(producer: Any) -> None:
 def partition_writer(spec: dict[str, Any], query_id: str, batch_id: int
                      ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function writing each partition of a micro-batch's ``value``
-    column; it yields one batch with the partition's ``written`` count.
+    column (:func:`~.partition_writes.counting_writer` around :func:`write_partition`).
 
     Args:
         spec: The KafkaSink's spec.
@@ -198,15 +190,5 @@ def partition_writer(spec: dict[str, Any], query_id: str, batch_id: int
     Returns:
         The function.
     """
-
-    def write(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        partition = context.partitionId() if context is not None else 0
-        values = (v for b in batches for v in b.column(0).to_pylist())
-        n = write_partition(values, spec, partition, query_id, batch_id)
-        yield pa.RecordBatch.from_pydict({"written": pa.array([n], pa.int64())})
-
-    return write
+    return counting_writer(
+        lambda values, partition: write_partition(values, spec, partition, query_id, batch_id))

@@ -12,12 +12,13 @@ written twice and none is lost.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from ..state_store.exceptions import SerializationError
 from ..state_store.storage import Storage
+from .partition_writes import counting_writer, non_empty
 
-__all__ = ["part_file_name", "part_file_path", "partition_file_writer"]
+__all__ = ["part_file_name", "part_file_path", "write_part_file", "partition_file_writer"]
 
 
 def part_file_name(prefix: str, uid: str, subtask: int, batch_id: int, suffix: str) -> str:
@@ -55,22 +56,47 @@ def part_file_path(spec: dict[str, Any], bucket: str, uid: str, subtask: int, ba
                                                spec["suffix"]))
 
 
-def _lines(batches: Iterator[Any], sink: str) -> Iterator[bytes]:
-    for batch in batches:
-        for value in batch.column(0).to_pylist():
+def write_part_file(values: Iterator[Optional[str]], storage: Storage, spec: dict[str, Any],
+                    bucket: str, uid: str, subtask: int, batch_id: int) -> int:
+    """Write ``values`` (subtask ``subtask``'s records of micro-batch ``batch_id``) as its part
+    file, each a UTF-8 line; no file when there are none, as in Flink.
+
+    Args:
+        values: The records' strings.
+        storage: The job's storage layer (how the executors reach the base path).
+        spec: The sink's options.
+        bucket: The micro-batch's bucket id.
+        uid: The query's id.
+        subtask: The Spark partition index.
+        batch_id: The micro-batch id.
+
+    Returns:
+        The records written.
+
+    Raises:
+        SerializationError: For a None record (nothing of the file is written).
+    """
+    records = non_empty(values)
+    if records is None:
+        return 0
+    written = 0
+    with storage.open_output(part_file_path(spec, bucket, uid, subtask, batch_id)) as f:
+        for value in records:
             if value is None:
-                raise SerializationError(f"{sink}: a record is None; "
+                raise SerializationError(f"FileSink({spec['base_path']!r}): a record is None; "
                                          "Encoder.simple_string_encoder() writes str records")
-            yield value.encode("utf-8") + b"\n"
+            f.write(value.encode("utf-8") + b"\n")
+            written += 1
+    return written
 
 
 def partition_file_writer(storage: Storage, spec: dict[str, Any], bucket: str, uid: str,
                           batch_id: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The ``mapInArrow`` function writing each partition's records (one string column) as its
-    part file; it yields one batch with the partition's ``written`` count.
+    """The ``mapInArrow`` function writing each partition's records as its part file
+    (:func:`~.partition_writes.counting_writer` around :func:`write_part_file`).
 
     Args:
-        storage: The job's storage layer (how the executors reach the base path).
+        storage: The job's storage layer.
         spec: The sink's options.
         bucket: The micro-batch's bucket id.
         uid: The query's id.
@@ -79,24 +105,5 @@ def partition_file_writer(storage: Storage, spec: dict[str, Any], bucket: str, u
     Returns:
         The function.
     """
-    sink = f"FileSink({spec['base_path']!r})"
-
-    def write(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        subtask = context.partitionId() if context is not None else 0
-        lines = _lines(batches, sink)
-        first = next(lines, None)
-        written = 0
-        if first is not None:  # no empty files, as in Flink
-            with storage.open_output(part_file_path(spec, bucket, uid, subtask, batch_id)) as f:
-                f.write(first)
-                written = 1
-                for line in lines:
-                    f.write(line)
-                    written += 1
-        yield pa.RecordBatch.from_pydict({"written": pa.array([written], pa.int64())})
-
-    return write
+    return counting_writer(lambda values, subtask: write_part_file(
+        values, storage, spec, bucket, uid, subtask, batch_id))

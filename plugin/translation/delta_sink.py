@@ -8,9 +8,7 @@ batch id and the same rows. The sink makes the second run a no-op:
 * **Application id**: the sink query's id, which Spark keeps in its checkpoint
   (``<checkpoint>/metadata``): stable across restarts of the query, different for every
   sink query and for every new checkpoint (a fresh checkpoint restarts batch ids at 0
-  under a new id). :func:`query_app_id` reads it from the micro-batch thread's
-  ``sql.streaming.queryId``, else from the checkpoint's metadata file, else (neither
-  readable) derives it from the checkpoint location.
+  under a new id): :func:`query_app_id`, from ``streaming_queries.streaming_query_id``.
 * **Spark's Delta** (``session_has_delta``): the ``txnAppId``/``txnVersion`` write options;
   Delta skips a batch whose version it has recorded for that id (without running its
   DataFrame, so the sink then drains it, as below). A run that loses a concurrent commit of
@@ -30,10 +28,7 @@ unreferenced by the Delta log (readers never see them; ``VACUUM`` removes them).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -49,6 +44,7 @@ from ..spark_io.delta_io import (
 from ..spark_io.storage_conf import current_storage, delta_options, job_scope
 from ..state_store.exceptions import DataStreamError, StorageError
 from ..state_store.storage import Storage
+from .streaming_queries import streaming_query_id
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -65,25 +61,9 @@ log = logging.getLogger("pyspark_datastream")
 
 def query_app_id(spark: Any, checkpoint: str) -> str:
     """The Delta application id of the streaming query whose checkpoint is ``checkpoint``
-    (called from inside its ``foreachBatch`` function)."""
-    query_id = None
-    if os.environ.get("PYSPARK_PIN_THREAD", "true").lower() != "false":
-        # pinned threads: this call runs in the micro-batch's own JVM thread
-        try:
-            query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId")
-        except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
-            query_id = None
-    if not query_id:
-        try:
-            raw = current_storage(spark).read_bytes(
-                Storage.join(local_path(checkpoint), "metadata"))
-            query_id = json.loads(raw.decode("utf-8")).get("id")
-        except (OSError, ValueError, AttributeError):
-            query_id = None
-    if query_id:
-        return f"{APP_ID_PREFIX}{query_id}"
-    digest = hashlib.sha256(checkpoint.rstrip("/").encode("utf-8")).hexdigest()[:32]
-    return f"{APP_ID_PREFIX}checkpoint-{digest}"
+    (called from inside its ``foreachBatch`` function): :func:`streaming_query_id` with
+    :data:`APP_ID_PREFIX`."""
+    return f"{APP_ID_PREFIX}{streaming_query_id(spark, checkpoint)}"
 
 
 def _committed(root: str, app_id: str, options: Optional[dict[str, str]] = None) -> int:

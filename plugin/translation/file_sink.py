@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..operators.exceptions import JobExecutionError
 from ..plan.graph import SinkNode
 from ..state_store.storage import Storage
+from .steps import write_partitions
+from .streaming_queries import streaming_query_id
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -38,16 +40,10 @@ def write_part_files(df: DataFrame, sink: SinkNode, storage: Storage, bucket: st
     Returns:
         The number of records written.
     """
-    from pyspark.sql import functions as F
-
     from ..runtime.part_files import partition_file_writer
 
-    (column,) = df.columns
     spec = {k: sink.options[k] for k in ("base_path", "prefix", "suffix")}
-    written = (df.select(F.col(f"`{column}`").cast("string").alias("value"))
-               .mapInArrow(partition_file_writer(storage, spec, bucket, uid, batch_id),
-                           "written long"))
-    return int(sum(row[0] for row in written.collect()))
+    return write_partitions(df, partition_file_writer(storage, spec, bucket, uid, batch_id))
 
 
 def batch_timestamp_ms(storage: Storage, checkpoint: str, batch_id: int) -> int:
@@ -88,10 +84,9 @@ def file_batch_writer(sink: SinkNode, total: list[int], spark: Any, storage: Sto
     Returns:
         The function.
     """
-    from .delta_sink import query_app_id
 
     def write(batch_df: Any, batch_id: int) -> None:
-        uid = query_app_id(spark, checkpoint).rpartition(":")[2]
+        uid = streaming_query_id(spark, checkpoint)
         bucket = sink.options["buckets"].bucket(batch_timestamp_ms(storage, checkpoint, batch_id))
         total[0] += write_part_files(batch_df, sink, storage, bucket, uid, batch_id)
 

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from ..plan.graph import SinkNode, SourceNode
 from ..runtime.encoding import TS, typed_encoding
 from ..state_store.exceptions import ConfigurationError, GraphBuildError
+from .steps import string_values, write_partitions
 from .stream import Stream
+from .streaming_queries import streaming_query_id
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -91,14 +93,6 @@ def missing_connector(exc: Exception, what: str) -> Exception:
         "spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:<its Spark version>")
 
 
-def _values(df: DataFrame) -> DataFrame:
-    """``df``'s only column (the records' strings) as Kafka's ``value`` column."""
-    from pyspark.sql import functions as F
-
-    (column,) = df.columns
-    return df.select(F.col(f"`{column}`").cast("string").alias("value"))
-
-
 def write_kafka(df: DataFrame, sink: SinkNode) -> int:
     """Write the records of ``df`` (one string column) to the sink's topic.
 
@@ -113,7 +107,7 @@ def write_kafka(df: DataFrame, sink: SinkNode) -> int:
 
     # counted on the cached rows, then written from them: the input plan (a stateful
     # query's micro-batch too) runs once, every partition of it
-    out = _values(df).persist(StorageLevel.MEMORY_AND_DISK)
+    out = string_values(df).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         n = out.count()
         try:
@@ -154,12 +148,11 @@ def write_kafka_transactions(df: DataFrame, sink: SinkNode, query_id: str, batch
     from ..runtime.kafka_transactions import partition_writer
 
     spec = {k: sink.options[k] for k in ("topic", "transactional_id_prefix", "producer")}
-    written = _values(df).mapInArrow(partition_writer(spec, query_id, batch_id), "written long")
-    return int(sum(row[0] for row in written.collect()))
+    return write_partitions(df, partition_writer(spec, query_id, batch_id))
 
 
-def kafka_batch_writer(sink: SinkNode, total: list[int], spark: Any = None,
-                       checkpoint: Optional[str] = None) -> Callable[[Any, int], None]:
+def kafka_batch_writer(sink: SinkNode, total: list[int], spark: Any,
+                       checkpoint: str) -> Callable[[Any, int], None]:
     """The ``foreachBatch`` function of a STREAMING Kafka sink; written counts add to ``total[0]``.
 
     Args:
@@ -171,11 +164,10 @@ def kafka_batch_writer(sink: SinkNode, total: list[int], spark: Any = None,
     Returns:
         The function.
     """
-    from .delta_sink import query_app_id
 
     def write(batch_df: Any, batch_id: int) -> None:
         if exactly_once(sink):
-            query_id = query_app_id(spark, checkpoint or "").rpartition(":")[2]
+            query_id = streaming_query_id(spark, checkpoint)
             total[0] += write_kafka_transactions(batch_df, sink, query_id, batch_id)
         else:
             total[0] += write_kafka(batch_df, sink)

@@ -51,6 +51,8 @@ __all__ = [
     "typed_df",
     "collectable_arrow",
     "collectable",
+    "string_values",
+    "write_partitions",
 ]
 
 
@@ -288,3 +290,35 @@ def collectable(t: StreamTranslator, stream: Stream, node: Transformation) -> tu
     loads = pickle.loads
     check = output_check(node.output_type, enc, node.name) or (lambda records: records)
     return df, lambda rows: check([loads(row[0]) for row in rows])
+
+
+# -- sinks written from the executors ----------------------------------------------------------
+
+def string_values(df: DataFrame) -> DataFrame:
+    """``df``'s only column (the records' strings) as one string column ``value``.
+
+    Args:
+        df: A DataFrame of one column.
+
+    Returns:
+        The DataFrame of the ``value`` column.
+    """
+    from pyspark.sql import functions as F
+
+    (column,) = df.columns
+    return df.select(F.col(f"`{column}`").cast("string").alias("value"))
+
+
+def write_partitions(df: DataFrame, writer: Any) -> int:
+    """Run ``writer`` (a ``runtime.partition_writes.counting_writer``) over every partition of
+    ``df``'s records, one string column, and add up what the partitions wrote.
+
+    Args:
+        df: The records (a stateful query's micro-batch: every partition runs).
+        writer: The ``mapInArrow`` function.
+
+    Returns:
+        The records written.
+    """
+    written = string_values(df).mapInArrow(writer, "written long")
+    return int(sum(row[0] for row in written.collect()))

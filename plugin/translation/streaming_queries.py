@@ -8,6 +8,7 @@ queries there are, these functions start them, wait for them and keep one
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -17,6 +18,8 @@ from typing import Any, Optional, Protocol
 from ..runtime.encoding import KEY, KG, SIDE, TAG, TS, VALUE
 from ..runtime.group_frames import SEQ, SEQ_ROW
 from ..runtime.group_state import END_OF_INPUT_MS, END_THRESHOLD
+from ..spark_io.delta_io import local_path
+from ..spark_io.storage_conf import current_storage
 from ..state_store.storage import Storage
 from .failures import job_failure
 
@@ -25,6 +28,7 @@ __all__ = [
     "progress_row",
     "as_dict",
     "is_connect",
+    "streaming_query_id",
     "write_df_once",
     "write_table_once",
     "end_of_input_stream",
@@ -75,6 +79,40 @@ def progress_row(query_name: str, progress: dict[str, Any]) -> dict[str, Any]:
 def is_connect(spark: Any) -> bool:
     """True for a Spark Connect session (Databricks serverless and shared clusters)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def streaming_query_id(spark: Any, checkpoint: str) -> str:
+    """The id of the streaming query whose checkpoint is ``checkpoint``, called from inside its
+    ``foreachBatch`` function: the same in every run of the query, a new one for a new
+    checkpoint (whose batch ids start at 0 again). Read from the micro-batch thread's
+    ``sql.streaming.queryId``, else from the checkpoint's metadata file, else (neither
+    readable) derived from the checkpoint location.
+
+    Args:
+        spark: The session.
+        checkpoint: The query's checkpoint location.
+
+    Returns:
+        The query id (``checkpoint-<digest>`` when derived).
+    """
+    query_id = None
+    if os.environ.get("PYSPARK_PIN_THREAD", "true").lower() != "false":
+        # pinned threads: this call runs in the micro-batch's own JVM thread
+        try:
+            query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId")
+        except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+            query_id = None
+    if not query_id:
+        try:
+            raw = current_storage(spark).read_bytes(
+                Storage.join(local_path(checkpoint), "metadata"))
+            query_id = json.loads(raw.decode("utf-8")).get("id")
+        except (OSError, ValueError, AttributeError):
+            query_id = None
+    if query_id:
+        return str(query_id)
+    digest = hashlib.sha256(checkpoint.rstrip("/").encode("utf-8")).hexdigest()[:32]
+    return f"checkpoint-{digest}"
 
 
 def write_table_once(storage: Storage, folder: str, file_name: str, table: Any) -> None:
