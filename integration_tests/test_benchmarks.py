@@ -32,6 +32,7 @@ SHARED = [
     ("sessionize", "sessionize", []),
     ("savepoint_io", "savepoint_io", []),
     ("wordcount", "wordcount", ["--state-store", "rocksdb", "--driver-memory", "1200m"]),
+    ("async_io", "async_io", []),
 ]
 
 

@@ -1,10 +1,11 @@
 """Non-keyed, fused per-record pipelines and key extraction.
 
 ``StatelessChain`` runs a list of map / flat_map / filter / process /
-timestamp-assigner stages over each record in one Python call chain: stages are
-compiled at ``open`` into closures that push each output straight into the
+timestamp-assigner / async stages over each record in one Python call chain: stages
+are compiled at ``open`` into closures that push each output straight into the
 next stage (no intermediate lists, methods prebound). Side outputs of any stage
-leave the chain tagged; only main outputs flow on.
+leave the chain tagged; only main outputs flow on. An async stage may hold records
+back; ``finish`` (end of the input) drains it.
 
 ``CoStatelessOperator`` is the non-keyed two-input counterpart (CoMap /
 CoFlatMap / CoProcess functions). ``KeyExtractor`` computes ``(key_group,
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..state_store.exceptions import DataStreamError, GraphBuildError, SerializationError
 from ..state_store.keygroups import check_max_parallelism
 from ..state_store.row import Row, take_emitted
+from .async_wait import AsyncWaitOperator
 from .base import OperatorConfig, Output, user_function_error
 from .context import ProcessContextImpl, RuntimeContext
 from .exceptions import JobExecutionError
@@ -57,7 +59,7 @@ __all__ = [
 ]
 
 #: Stage kinds of a StatelessChain.
-STAGE_KINDS = ("map", "flat_map", "filter", "process", "timestamps")
+STAGE_KINDS = ("map", "flat_map", "filter", "process", "timestamps", "async")
 
 _NORMALIZERS: dict[str, Callable[..., Function]] = {
     "map": as_map_function,
@@ -108,6 +110,12 @@ def _stage_from(spec: Any, position: int) -> ChainStage:
         if not isinstance(function, ProcessFunction):
             raise GraphBuildError(
                 f"StatelessChain: stage {position} ('process') needs a ProcessFunction, "
+                f"got {function!r:.80}"
+            )
+    elif kind == "async":
+        if not isinstance(function, AsyncWaitOperator):
+            raise GraphBuildError(
+                f"StatelessChain: stage {position} ('async') needs an AsyncWaitOperator, "
                 f"got {function!r:.80}"
             )
     else:
@@ -164,6 +172,7 @@ class StatelessChain:
         self._head: Callable[[Any, Any], None] | None = None
         self._buf: list[Output] = []
         self._clock: OperatorClock | None = None
+        self._drains: list[Callable[[], None]] = []
 
     def __getstate__(self) -> dict[str, Any]:
         return {"stages": self.stages, "name": self.name}
@@ -175,6 +184,7 @@ class StatelessChain:
         self._head = None
         self._buf = []
         self._clock = None
+        self._drains = []
 
     def __repr__(self) -> str:
         return f"StatelessChain({[s.name for s in self.stages]!r})"
@@ -207,6 +217,7 @@ class StatelessChain:
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
         self._buf = []
+        self._drains = []
         self._head = self._compile(config)
         self._opened = True
 
@@ -244,6 +255,17 @@ class StatelessChain:
         kind = stage.kind
         fn = stage.function
         what = f"{kind} stage {stage.name!r}"
+
+        if kind == "async":
+            submit = fn.process
+            drain = fn.drain
+            # compiled last stage first: upstream async stages drain before downstream ones
+            self._drains.insert(0, lambda: drain(nxt))
+
+            def run_async(value: Any, ts: int | None) -> None:
+                submit(value, ts, nxt)
+
+            return run_async
 
         if kind == "map":
             f = fn.map
@@ -380,6 +402,23 @@ class StatelessChain:
             else:
                 for value, ts in zip(values, timestamps, strict=True):
                     head(value, ts)  # type: ignore[misc]
+        except BaseException:
+            buf.clear()
+            raise
+        out = buf.copy()
+        buf.clear()
+        return out
+
+    def finish(self) -> list[Output]:
+        """Outputs of the records async stages still hold (end of the input: a partition,
+        or a micro-batch's partition); empty for a chain without async stages."""
+        if not self._drains:
+            return []
+        self._require_open()
+        buf = self._buf
+        try:
+            for drain in self._drains:
+                drain()
         except BaseException:
             buf.clear()
             raise

@@ -9,6 +9,7 @@ program ports by changing its imports::
 
 from __future__ import annotations
 
+from .api.async_stream import AsyncDataStream
 from .api.cached import CachedDataStream
 from .api.checkpointing import (
     CheckpointConfig,
@@ -76,6 +77,7 @@ from .api.refused_connectors import (
 from .api.state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend, StateBackend
 from .api.time import Duration, Time
 from .api.watermarks import WatermarkStrategy
+from .operators.async_functions import AsyncFunction, AsyncRetryPredicate, AsyncRetryStrategy
 from .operators.broadcast_functions import (
     BaseBroadcastProcessFunction,
     BroadcastProcessFunction,
@@ -225,6 +227,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AggregateFunction", "AggregatingState", "AggregatingStateDescriptor", "AllWindowedStream",
+    "AsyncDataStream", "AsyncFunction", "AsyncRetryPredicate", "AsyncRetryStrategy",
     "AllWindowFunction", "BaseBroadcastProcessFunction", "BinarySortedState",
     "BinarySortedStateDescriptor", "BroadcastConnectedStream", "BroadcastProcessFunction",
     "BroadcastState", "BroadcastStateError", "CachedDataStream", "CheckpointConfig", "CheckpointingMode",

@@ -46,6 +46,7 @@ from ..state_store.serializers import GenericKeySerializer
 from ..state_store.typeinfo import TypeInformation
 from .arguments import check_output_type as _check_type
 from .arguments import function_name as _fn_name
+from .async_stream import AsyncCalls
 from .connected import BroadcastConnectedCalls, ConnectedCalls
 from .hints import SchedulingHints
 from .keyed_aggregations import KeyedAggregations
@@ -88,7 +89,7 @@ def _count_assigner(size: int, slide: int) -> Any:
     return CountSlidingWindowAssigner.of(size, slide)
 
 
-class DataStream(SchedulingHints, Partitioning, StreamExtras, SinkCalls):
+class DataStream(SchedulingHints, Partitioning, StreamExtras, SinkCalls, AsyncCalls):
     """A stream of records of one type. Built by ``env.from_collection``/``env.from_source``
     (and the other sources) and by ``DataStream`` methods; not constructed directly.
     """

@@ -652,6 +652,7 @@ def _through_chain(chain: StatelessChain, outputs: Iterator[Output]) -> Iterator
             yield out
         else:
             yield from process(out.value, out.timestamp)
+    yield from chain.finish()  # what async stages still hold
 
 
 def _through_co_stage(stage: Any, rows: Iterator[tuple[Any, ...]]) -> Iterator[Output]:
