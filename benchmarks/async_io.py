@@ -23,6 +23,7 @@ PARALLELISM = 2
 
 
 def _service_module() -> Any:
+    """``integration_tests/http_service.py`` (``main`` ships it to the Python workers)."""
     sys.path.insert(0, os.path.join(ROOT, "integration_tests"))
     import http_service
 
@@ -63,7 +64,8 @@ def main(argv: list[str] | None = None) -> None:
 
     ids = list(range(args.records))
     expected = Counter((i, http.answer(i)) for i in ids)
-    local_session()
+    # the functions below call the module in the Python workers too
+    local_session().sparkContext.addPyFile(http.__file__)
     with http.SlowService() as service:
         port = service.port
 
