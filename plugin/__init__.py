@@ -49,6 +49,12 @@ from .api.file_connectors import (
     RollingPolicy,
     StreamFormat,
 )
+from .api.file_formats import (
+    CsvReaderFormat,
+    CsvSchema,
+    CsvSchemaBuilder,
+    ParquetColumnarRowInputFormat,
+)
 from .api.formats import JsonRowDeserializationSchema, JsonRowSerializationSchema
 from .api.job_client import JobClient, JobStatus
 from .api.kafka_sink import (
@@ -235,7 +241,7 @@ __all__ = [
     "CheckpointRootError", "CloseableIterator", "CoFlatMapFunction",
     "CoMapFunction", "Configuration", "ConfigurationError", "ConnectedStreams", "CoProcessFunction",
     "ContinuousEventTimeTrigger", "ContinuousProcessingTimeTrigger",
-    "CountSlidingWindowAssigner", "CountTrigger", "CountTumblingWindowAssigner", "CountWindow", "CountWindowSerializer",
+    "CountSlidingWindowAssigner", "CsvReaderFormat", "CsvSchema", "CsvSchemaBuilder", "CountTrigger", "CountTumblingWindowAssigner", "CountWindow", "CountWindowSerializer",
     "DataStream", "DataStreamError", "DataStreamSink", "default_local_session", "Duration",
     "DynamicEventTimeSessionWindows", "DynamicProcessingTimeSessionWindows",
     "EmbeddedRocksDBStateBackend", "EndOfStreamWindows", "EventTimeSessionWindows",
@@ -251,7 +257,7 @@ __all__ = [
     "LexicographicShortSerializer", "LexicographicStringSerializer",
     "LexicographicTimestampSerializer", "LexicographicTupleSerializer", "ListState",
     "ListStateDescriptor", "MapFunction", "MapPartitionFunction", "MapState", "MapStateDescriptor",
-    "MergingWindowAssigner", "NeverTrigger", "Order", "OutputTag", "OutputTypeError", "Partitioner",
+    "MergingWindowAssigner", "NeverTrigger", "Order", "OutputTag", "ParquetColumnarRowInputFormat", "OutputTypeError", "Partitioner",
     "PartitionWindowedStream",
     "ProcessAllWindowFunction", "ProcessFunction", "ProcessingTimeError",
     "ProcessingTimeSessionWindows", "ProcessingTimeTrigger", "ProcessWindowFunction",

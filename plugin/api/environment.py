@@ -468,7 +468,8 @@ class StreamExecutionEnvironment(SessionResources):
             watermark_strategy: How event time and watermarks are derived.
             source_name: The operator's name.
             type_info: ``Types.STRING()`` for a KafkaSource read with SimpleStringSchema or a
-                FileSource of text lines, the schema's ROW type for a KafkaSource read with a
+                FileSource of text lines, the format's row type for a FileSource of CSV or
+                Parquet, the schema's ROW type for a KafkaSource read with a
                 JsonRowDeserializationSchema, ``Types.LONG()`` for a NumberSequenceSource, or
                 None.
 
@@ -503,7 +504,9 @@ class StreamExecutionEnvironment(SessionResources):
         elif isinstance(source, KafkaSource):
             gives, by = Types.STRING(), "SimpleStringSchema"
         elif isinstance(source, FileSource):
-            gives, by = Types.STRING(), "StreamFormat.text_line_format()"
+            gives = source.type_info
+            by = ("StreamFormat.text_line_format()" if source.file_format is None
+                  else repr(source.file_format))
         else:
             gives, by = Types.LONG(), "NumberSequenceSource"
         if type_info is not None and type_info != gives:

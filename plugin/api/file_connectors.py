@@ -1,6 +1,8 @@
 """PyFlink's file connectors on Spark. The source: ``FileSource.for_record_stream_format(
 StreamFormat.text_line_format(), *paths)`` reads text files line by line with Spark's text
-source, bounded (every file there when the job starts) or, with ``monitor_continuously``,
+source (``CsvReaderFormat.for_schema(...)``: CSV rows with Spark's CSV source;
+``for_bulk_file_format(ParquetColumnarRowInputFormat(...), ...)``: Parquet, ``file_formats.py``),
+bounded (every file there when the job starts) or, with ``monitor_continuously``,
 unbounded (Spark's streaming file source: each new file read once). Directories are read
 recursively and hidden files (``.x``, ``_x``) skipped, as Flink's default enumerator does.
 The sink: ``FileSink.for_row_format(base_path, Encoder.simple_string_encoder())`` writes each
@@ -13,7 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 from ..state_store.exceptions import GraphBuildError
+from ..state_store.typeinfo import TypeInformation, Types
 from .connector_checks import nonempty_text, require_utf8, unsupported_option
+from .file_formats import CsvReaderFormat, ParquetColumnarRowInputFormat
 from .time import Duration
 
 if TYPE_CHECKING:
@@ -23,8 +27,8 @@ __all__ = ["StreamFormat", "FileSource", "FileSourceBuilder", "strftime_pattern"
            "OutputFileConfig", "OutputFileConfigBuilder", "RollingPolicy", "BucketAssigner",
            "FileSink", "FileSinkRowFormatBuilder"]
 
-_SPARK_READS = ("read Parquet, CSV or JSON lines with spark.read (or spark.readStream) and "
-                "pass the DataFrame to env.from_dataframe")
+_SPARK_READS = ("read other formats (JSON lines, ORC, Avro) with spark.read (or "
+                "spark.readStream) and pass the DataFrame to env.from_dataframe")
 
 
 class StreamFormat:
@@ -59,17 +63,22 @@ class FileSource:
     ``FileSource.for_record_stream_format(...).build()``; not constructed directly.
     """
 
-    def __init__(self, paths: tuple[str, ...], monitor_ms: Optional[int]) -> None:
+    def __init__(self, paths: tuple[str, ...], monitor_ms: Optional[int],
+                 file_format: Any = None) -> None:
         self.paths = paths
         self.monitor_ms = monitor_ms
+        #: None: text lines; else a CsvReaderFormat or ParquetColumnarRowInputFormat
+        self.file_format = file_format
 
     @staticmethod
-    def for_record_stream_format(stream_format: StreamFormat, *paths: str) -> FileSourceBuilder:
+    def for_record_stream_format(stream_format: StreamFormat | CsvReaderFormat,
+                                 *paths: str) -> FileSourceBuilder:
         """A builder of a source reading the files at ``paths`` (files or directories, local
         paths or URIs such as ``file:///...`` and ``s3a://...``) with ``stream_format``.
 
         Args:
-            stream_format: ``StreamFormat.text_line_format()``.
+            stream_format: ``StreamFormat.text_line_format()`` (str records) or
+                ``CsvReaderFormat.for_schema(schema)`` (named Rows).
             *paths: One or more paths.
 
         Returns:
@@ -78,26 +87,39 @@ class FileSource:
         Raises:
             GraphBuildError: For no path or a path that is not a non-empty str, or another format.
         """
-        if not isinstance(stream_format, StreamFormat):
+        if not isinstance(stream_format, (StreamFormat, CsvReaderFormat)):
             raise GraphBuildError("FileSource.for_record_stream_format needs a StreamFormat "
-                                  f"(StreamFormat.text_line_format()), got {stream_format!r}")
-        if not paths:
-            raise GraphBuildError("FileSource.for_record_stream_format needs one or more paths")
-        return FileSourceBuilder(tuple(nonempty_text("FileSource", "path", p) for p in paths))
+                                  "(StreamFormat.text_line_format()) or a CsvReaderFormat, "
+                                  f"got {stream_format!r}")
+        fmt = stream_format if isinstance(stream_format, CsvReaderFormat) else None
+        return FileSourceBuilder(_paths("for_record_stream_format", paths), fmt)
 
     @staticmethod
-    def for_bulk_file_format(bulk_format: Any, *paths: str) -> NoReturn:
-        """Not supported: Spark reads these formats itself.
+    def for_bulk_file_format(bulk_format: ParquetColumnarRowInputFormat,
+                             *paths: str) -> FileSourceBuilder:
+        """A builder of a source reading Parquet files at ``paths`` as named Rows.
 
         Args:
-            bulk_format: PyFlink's bulk format (not used).
-            *paths: The paths (not used).
+            bulk_format: A ``ParquetColumnarRowInputFormat``.
+            *paths: One or more paths (files or directories, local paths or URIs).
+
+        Returns:
+            The builder.
 
         Raises:
-            UnsupportedConnectorError: Always, naming the Spark reader to use.
+            UnsupportedConnectorError: Another bulk format, naming the Spark reader to use.
+            GraphBuildError: For no path or a path that is not a non-empty str.
         """
-        raise unsupported_option("FileSource", f"for_bulk_file_format({bulk_format!r}, ...)",
-                                 _SPARK_READS)
+        if not isinstance(bulk_format, ParquetColumnarRowInputFormat):
+            raise unsupported_option("FileSource", f"for_bulk_file_format({bulk_format!r}, ...)",
+                                     "use ParquetColumnarRowInputFormat, or " + _SPARK_READS)
+        return FileSourceBuilder(_paths("for_bulk_file_format", paths), bulk_format)
+
+    @property
+    def type_info(self) -> TypeInformation:
+        """The records' type: ``Types.STRING()`` for text lines, else the format's row."""
+        fmt = self.file_format
+        return Types.STRING() if fmt is None else fmt.row_type
 
     @property
     def bounded(self) -> bool:
@@ -119,12 +141,17 @@ class FileSource:
         """
         from pyspark.errors import AnalysisException
 
+        fmt = self.file_format
         if self.bounded:
+            reader = spark.read.option("recursiveFileLookup", "true")
             try:
-                return spark.read.option("recursiveFileLookup", "true").text(list(self.paths))
+                if fmt is None:
+                    return reader.text(list(self.paths))
+                return fmt.read(reader, list(self.paths))
             except AnalysisException as exc:
                 raise GraphBuildError(f"{self!r}: Spark cannot read it: {exc}") from exc
-        frames = [spark.readStream.option("recursiveFileLookup", "true").text(p)
+        frames = [spark.readStream.option("recursiveFileLookup", "true").text(p) if fmt is None
+                  else fmt.read(spark.readStream.option("recursiveFileLookup", "true"), [p])
                   for p in self.paths]
         df = frames[0]
         for other in frames[1:]:
@@ -133,7 +160,14 @@ class FileSource:
 
     def __repr__(self) -> str:
         monitor = "" if self.bounded else f", monitor_continuously={self.monitor_ms} ms"
-        return f"FileSource({', '.join(map(repr, self.paths))}{monitor})"
+        fmt = "" if self.file_format is None else f", {self.file_format!r}"
+        return f"FileSource({', '.join(map(repr, self.paths))}{fmt}{monitor})"
+
+
+def _paths(call: str, paths: tuple[str, ...]) -> tuple[str, ...]:
+    if not paths:
+        raise GraphBuildError(f"FileSource.{call} needs one or more paths")
+    return tuple(nonempty_text("FileSource", "path", p) for p in paths)
 
 
 class FileSourceBuilder:
@@ -142,8 +176,9 @@ class FileSourceBuilder:
 
     _WHAT = "FileSource"
 
-    def __init__(self, paths: tuple[str, ...]) -> None:
+    def __init__(self, paths: tuple[str, ...], file_format: Any = None) -> None:
         self._paths = paths
+        self._format = file_format
         self._monitor_ms: Optional[int] = None
 
     def monitor_continuously(self, discovery_interval: Duration) -> FileSourceBuilder:
@@ -205,7 +240,7 @@ class FileSourceBuilder:
         Returns:
             The source.
         """
-        return FileSource(self._paths, self._monitor_ms)
+        return FileSource(self._paths, self._monitor_ms, self._format)
 
 
 # -- FileSink -------------------------------------------------------------------------------
