@@ -222,7 +222,30 @@ class NoRetryStrategy(AsyncRetryStrategy[OUT]):
         return RetryPredicate(None, None)
 
 
-class FixedDelayRetryStrategy(AsyncRetryStrategy[OUT]):
+class _BoundedRetryStrategy(AsyncRetryStrategy[OUT]):
+    """Retries while ``current_attempts <= max_attempts``, for the outcomes its predicate
+    accepts; subclasses give the delays."""
+
+    def __init__(self, owner: str, max_attempts: int,
+                 result_predicate: Optional[ResultPredicate],
+                 exception_predicate: Optional[ExceptionPredicate]) -> None:
+        _positive(owner, "max_attempts", max_attempts)
+        self._max_attempts = max_attempts
+        self._predicate: RetryPredicate[OUT] = RetryPredicate(result_predicate,
+                                                              exception_predicate)
+
+    def can_retry(self, current_attempts: int) -> bool:
+        """Returns:
+        ``current_attempts <= max_attempts``."""
+        return current_attempts <= self._max_attempts
+
+    def get_retry_predicate(self) -> AsyncRetryPredicate[OUT]:
+        """Returns:
+        The strategy's predicate."""
+        return self._predicate
+
+
+class FixedDelayRetryStrategy(_BoundedRetryStrategy[OUT]):
     """Retries after a fixed delay while ``current_attempts <= max_attempts``.
 
     Args:
@@ -235,30 +258,18 @@ class FixedDelayRetryStrategy(AsyncRetryStrategy[OUT]):
     def __init__(self, max_attempts: int, backoff_time_millis: int,
                  result_predicate: Optional[ResultPredicate] = None,
                  exception_predicate: Optional[ExceptionPredicate] = None) -> None:
-        _positive("FixedDelayRetryStrategy", "max_attempts", max_attempts)
+        super().__init__("FixedDelayRetryStrategy", max_attempts, result_predicate,
+                         exception_predicate)
         _positive("FixedDelayRetryStrategy", "backoff_time_millis", backoff_time_millis)
-        self._max_attempts = max_attempts
         self._backoff_time_millis = backoff_time_millis
-        self._predicate: RetryPredicate[OUT] = RetryPredicate(result_predicate,
-                                                              exception_predicate)
-
-    def can_retry(self, current_attempts: int) -> bool:
-        """Returns:
-        ``current_attempts <= max_attempts``."""
-        return current_attempts <= self._max_attempts
 
     def get_backoff_time_millis(self, current_attempts: int) -> int:
         """Returns:
         The fixed delay."""
         return self._backoff_time_millis
 
-    def get_retry_predicate(self) -> AsyncRetryPredicate[OUT]:
-        """Returns:
-        The strategy's predicate."""
-        return self._predicate
 
-
-class ExponentialBackoffDelayRetryStrategy(AsyncRetryStrategy[OUT]):
+class ExponentialBackoffDelayRetryStrategy(_BoundedRetryStrategy[OUT]):
     """Retries while ``current_attempts <= max_attempts``, the n-th retry after
     ``min(initial_delay * multiplier ** (n - 1), max_retry_delay)`` milliseconds.
 
@@ -275,21 +286,13 @@ class ExponentialBackoffDelayRetryStrategy(AsyncRetryStrategy[OUT]):
                  multiplier: float, result_predicate: Optional[ResultPredicate] = None,
                  exception_predicate: Optional[ExceptionPredicate] = None) -> None:
         owner = "ExponentialBackoffDelayRetryStrategy"
-        _positive(owner, "max_attempts", max_attempts)
+        super().__init__(owner, max_attempts, result_predicate, exception_predicate)
         _positive(owner, "initial_delay", initial_delay)
         _positive(owner, "max_retry_delay", max_retry_delay)
         _positive(owner, "multiplier", multiplier, real=True)
-        self._max_attempts = max_attempts
         self._initial_delay = initial_delay
         self._max_retry_delay = max_retry_delay
         self._multiplier = multiplier
-        self._predicate: RetryPredicate[OUT] = RetryPredicate(result_predicate,
-                                                              exception_predicate)
-
-    def can_retry(self, current_attempts: int) -> bool:
-        """Returns:
-        ``current_attempts <= max_attempts``."""
-        return current_attempts <= self._max_attempts
 
     def get_backoff_time_millis(self, current_attempts: int) -> int:
         """Args:
@@ -300,11 +303,6 @@ class ExponentialBackoffDelayRetryStrategy(AsyncRetryStrategy[OUT]):
         """
         delay = self._initial_delay * self._multiplier ** max(current_attempts - 1, 0)
         return int(min(delay, self._max_retry_delay))
-
-    def get_retry_predicate(self) -> AsyncRetryPredicate[OUT]:
-        """Returns:
-        The strategy's predicate."""
-        return self._predicate
 
 
 #: The strategy that never retries.

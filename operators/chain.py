@@ -394,14 +394,22 @@ class StatelessChain:
     ) -> list[Output]:
         """Outputs of many records (one list for the whole batch)."""
         head = self._head if self._opened else self._require_open()
-        buf = self._buf
-        try:
+
+        def run() -> None:
             if timestamps is None:
                 for value in values:
                     head(value, None)  # type: ignore[misc]
             else:
                 for value, ts in zip(values, timestamps, strict=True):
                     head(value, ts)  # type: ignore[misc]
+
+        return self._collected(run)
+
+    def _collected(self, run: Callable[[], None]) -> list[Output]:
+        """What ``run`` pushed through the chain (the buffer is left empty, also on error)."""
+        buf = self._buf
+        try:
+            run()
         except BaseException:
             buf.clear()
             raise
@@ -415,16 +423,12 @@ class StatelessChain:
         if not self._drains:
             return []
         self._require_open()
-        buf = self._buf
-        try:
+
+        def run() -> None:
             for drain in self._drains:
                 drain()
-        except BaseException:
-            buf.clear()
-            raise
-        out = buf.copy()
-        buf.clear()
-        return out
+
+        return self._collected(run)
 
     def advance_watermark(self, watermark: int) -> list[Output]:
         """Record the watermark (seen by process functions' ``current_watermark()``)."""
