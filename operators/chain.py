@@ -203,10 +203,11 @@ class StatelessChain:
             return
         config = config or OperatorConfig.for_mode("STREAMING", operator_name=self.name)
         self._clock = OperatorClock(config)
-        runtime_context = RuntimeContext(config, backend)
         for stage in self.stages:
             if stage.function is None:
                 continue
+            # each stage's metrics under its own operator's name, as Flink's chained operators
+            runtime_context = RuntimeContext(config, backend, metrics_name=stage.name)
             try:
                 stage.function.open(runtime_context)
             except DataStreamError:

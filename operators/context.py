@@ -24,6 +24,7 @@ from ..state_store.row import take_emitted
 from .base import OperatorConfig, Output
 from .functions import Context as _Context
 from .functions import KeyedContext, OnTimerContext, OutputTag, TimeDomain, TimerService
+from .metrics import MetricGroup, new_group
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend
@@ -56,9 +57,13 @@ class RuntimeContext:
     directly.
     """
 
-    def __init__(self, config: OperatorConfig, backend: KeyedStateBackend | None = None) -> None:
+    def __init__(self, config: OperatorConfig, backend: KeyedStateBackend | None = None,
+                 metrics_name: str | None = None) -> None:
         self._config = config
         self._backend = backend
+        #: the operator name its metrics are reported under (a fused stage's own name)
+        self._metrics_name = metrics_name or config.operator_name
+        self._metrics: MetricGroup | None = None
         #: Descriptors acquired through this context, by state name (read by the test harness).
         self.registered_descriptors: dict[str, Any] = {}
         #: ``name -> (method, descriptor)``: which getter acquired each state.
@@ -265,6 +270,20 @@ class RuntimeContext:
                 raise TypeError(f"get_job_parameter() got unexpected keyword(s) {sorted(kwargs)}")
             default = kwargs["default_value"]
         return self._config.job_parameters.get(key, default)
+
+    def get_metrics_group(self) -> MetricGroup:
+        """This operator instance's metric group: counters, gauges, meters, distributions.
+
+        Their values are logged (logger ``pyspark_datastream.metrics``, the executor's log
+        by default) at the end of a BATCH task and every 10 s in STREAMING; see
+        docs/user-guide/progress-and-logs.md.
+
+        Returns:
+            The group (the same registry on every call in the instance).
+        """
+        if self._metrics is None:
+            self._metrics = new_group(self._metrics_name, self._config.subtask_index)
+        return self._metrics
 
     def get_attempt_number(self) -> int:
         """Attempt number of this task (always 0: Spark retries re-run from the input).

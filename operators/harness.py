@@ -38,6 +38,7 @@ from .chain import KeyExtractor
 from .exceptions import JobExecutionError
 from .functions import OutputTag, TimeDomain
 from .keyed import AbstractKeyedOperator, KeyedCoProcessOperator, KeyedProcessOperator
+from .metrics import snapshot as metrics_snapshot
 
 __all__ = [
     "TimestampedValue",
@@ -367,6 +368,16 @@ class KeyedOperatorTestHarness:
             The number of timers.
         """
         return len(self.operator.processing_queue)
+
+    def get_metrics(self) -> dict[str, Any]:
+        """The current values of the function's metrics (``get_metrics_group()``), by full
+        name: an int per counter, the value of each gauge, ``{"count", "rate"}`` per meter and
+        ``{"count", "sum", "min", "max", "mean"}`` per distribution.
+
+        Returns:
+            The values (empty when the function registered none).
+        """
+        return metrics_snapshot(self.config.operator_name, self.config.subtask_index)
 
     def fired_timers(self) -> list[FiredTimer]:
         """Every timer that fired so far, in firing order.

@@ -22,6 +22,7 @@ import copy
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..state_store.exceptions import StateError
+from . import metrics
 from .base import OperatorConfig
 from .context import RuntimeContext
 
@@ -178,6 +179,7 @@ class SubtaskInstance:
             except Exception as exc:  # noqa: BLE001 - every function gets its close()
                 error = error or exc
         self._opened.clear()
+        metrics.report(self.config.operator_name, self.config.subtask_index)  # the run's last
         if error is not None:
             raise error
 

@@ -50,10 +50,10 @@ def _named(kind: str, fn: Callable[..., Any], name: str, body: Stage) -> Stage:
     return run
 
 
-def compile_chain(stages: list[tuple[str, Any]], name: str) -> Optional[Callable[..., Any]]:
+def compile_chain(stages: list[tuple[Any, ...]], name: str) -> Optional[Callable[..., Any]]:
     """A function ``(values, timestamps) -> (values, timestamps)`` or None when not applicable."""
     compiled: list[Stage] = []
-    for kind, function in stages:
+    for kind, function, *_ in stages:  # (kind, function[, operator name])
         if kind == "timestamps" and function is None:
             continue
         fn = plain_callable(function)

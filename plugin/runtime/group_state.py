@@ -17,6 +17,7 @@ from ..operators.broadcast_runtime import BroadcastKeyGroupRuntime
 from ..operators.exceptions import JobExecutionError
 from ..operators.instances import run_instances
 from ..operators.keygroup import KeyGroupRuntime
+from ..operators.metrics import report_due
 from ..state_store.backends import HEAP, get_backend
 from ..state_store.keygroups import key_group_of_range_key, operator_index_for_key_group
 from ..state_store.storage import Storage
@@ -166,6 +167,7 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         result = runtime().run(previous, rows, watermark, end_of_input=end,
                                processing_time=now_ms, key_group=int(kg))
         _commit(state, result.state)
+        report_due()  # the functions' metrics, every REPORT_INTERVAL_S per instance
         if spec.processing_timeout:
             if result.state is not None and result.next_processing_timer is not None:
                 state.setTimeoutDuration(max(result.next_processing_timer - now_ms, 1))

@@ -21,6 +21,8 @@ from ..operators.chain import KeyExtractor, StatelessChain, open_key_selector
 from ..operators.factory import make_keyed_operator
 from ..operators.functions import as_key_selector
 from ..operators.instances import SubtaskInstance, run_instances
+from ..operators.metrics import mark as metrics_mark
+from ..operators.metrics import report_due, report_since
 from ..state_store.backends import HEAP, SINGLE_KEY, get_backend
 from ..state_store.bulk import paused_gc as gc_paused  # a call's acyclic objects: no GC
 from ..state_store.exceptions import GraphBuildError
@@ -93,7 +95,7 @@ class PassSpec:
     sided: bool = False
     co_stage: Optional[tuple[str, Any]] = None
     keyed: Optional[KeyedSpec] = None
-    chain: list[tuple[str, Any]] = field(default_factory=list)
+    chain: list[tuple[Any, ...]] = field(default_factory=list)  # (kind, function[, name])
     tags: frozenset[str] = frozenset()
     key_out: Optional[tuple[Any, Any]] = None  # (key_selector, key_serializer)
     combiner: Any = None
@@ -234,17 +236,26 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     The automatic cyclic collector is off during the pass: decoding a batch allocates
     thousands of acyclic records, and the collector's passes over them cost more than
     the records' own work. A full collection every :data:`_GC_EVERY_BATCHES` input
-    batches still frees any cycles the user's functions leave behind.
+    batches still frees any cycles the user's functions leave behind. The functions'
+    metrics are reported at the end (BATCH: the pass was the instance's whole run) or when
+    due (STREAMING).
     """
-    with gc_paused():
-        yield from _run_pass(spec, _collecting_every(batches, _GC_EVERY_BATCHES), subtask)
+    config = _operator_config(spec, partition_id() if subtask is None else subtask)
+    since = metrics_mark()
+    try:
+        with gc_paused():
+            yield from _run_pass(spec, _collecting_every(batches, _GC_EVERY_BATCHES), config)
+    finally:
+        if not spec.instance_key:  # BATCH: the pass was its instances' whole run
+            report_since(since)
+        else:
+            report_due()
 
 
 def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
-              subtask: Optional[int]) -> Iterator[pa.RecordBatch]:
+              config: OperatorConfig) -> Iterator[pa.RecordBatch]:
     from ..operators.driver import run_hash_keyed, run_sorted_keyed
 
-    config = _operator_config(spec, partition_id() if subtask is None else subtask)
     stages = _subtask_stages(spec, config)
     decode = make_decoder(spec.input_enc)
     writes_savepoint = spec.writes_savepoint

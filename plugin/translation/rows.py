@@ -26,7 +26,7 @@ from .stream import Stream
 __all__ = ["chain_before", "chain_for_output", "leading_rows", "keyed_function"]
 
 
-def chain_before(stream: Stream) -> tuple[tuple[str, Any], ...]:
+def chain_before(stream: Stream) -> tuple[tuple[Any, ...], ...]:
     """``stream``'s chain, ending with a Row stage when its pending work makes records of a
     ROW type (the next stage reads Rows); records decoded from its DataFrame are Rows."""
     chain = stream.chain
@@ -36,7 +36,7 @@ def chain_before(stream: Stream) -> tuple[tuple[str, Any], ...]:
     return chain if stage is None else chain + (stage,)
 
 
-def _rows_already(chain: tuple[tuple[str, Any], ...]) -> bool:
+def _rows_already(chain: tuple[tuple[Any, ...], ...]) -> bool:
     """Whether the chain's records are Rows already: a Row stage, then only stages that
     pass records on unchanged (filters, timestamp assigners)."""
     for stage in reversed(chain):
@@ -47,7 +47,7 @@ def _rows_already(chain: tuple[tuple[str, Any], ...]) -> bool:
     return False
 
 
-def chain_for_output(stream: Stream, enc: Encoding, key_out: Any = None) -> list[tuple[str, Any]]:
+def chain_for_output(stream: Stream, enc: Encoding, key_out: Any = None) -> list[tuple[Any, ...]]:
     """The chain of a pass running ``stream``'s pending work into ``enc`` (with ``key_out``,
     keyed for the next operator): records of a ROW type leave pickled or keyed as Rows; a
     trailing Row stage is dropped before typed columns, which do not need it."""
@@ -57,7 +57,7 @@ def chain_for_output(stream: Stream, enc: Encoding, key_out: Any = None) -> list
     return list(chain_before(stream))
 
 
-def leading_rows(type_info: Any, name: str) -> tuple[tuple[str, Any], ...]:
+def leading_rows(type_info: Any, name: str) -> tuple[tuple[Any, ...], ...]:
     """The chain of a stream whose pickled records of ``type_info`` may not be Rows yet: a
     Row stage for a ROW type, else nothing."""
     stage = row_stage(type_info, name)

@@ -161,7 +161,7 @@ def input_stream(t: StreamTranslator, parent: Transformation) -> Stream:
 def fused_chain(parent: Stream, node: ChainNode, stage: Optional[int]) -> Stream:
     """``parent`` with ``node``'s stage appended to its pending work (run in the same pass;
     ``stage``: the progress stage of that pass)."""
-    return replace(parent, chain=chain_before(parent) + ((node.stage, node.function),),
+    return replace(parent, chain=chain_before(parent) + ((node.stage, node.function, node.name),),
                    type_info=node.output_type, name=node.name, stage=stage)
 
 

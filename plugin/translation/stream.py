@@ -30,7 +30,7 @@ class Stream:
     keyed: Optional[KeyedSpec] = None
     co_stage: Optional[tuple[str, Any]] = None
     sided: bool = False
-    chain: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
+    chain: tuple[tuple[Any, ...], ...] = field(default_factory=tuple)  # (kind, function[, name])
     name: str = ""
     tagged: bool = False  # df carries a _tag column (side outputs present)
     stage: Optional[int] = None  # progress stage of the pending work (None: none / not tracked)

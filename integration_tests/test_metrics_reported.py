@@ -1,0 +1,70 @@
+"""``runtime_context.get_metrics_group()`` in jobs: what the Python workers report.
+
+``metrics_job.py`` runs in its own driver process (local[2]), so its stderr holds the lines
+the workers log (Spark keeps a worker's stderr in the executor's log). Each line is one
+operator instance's metrics, cumulative; the last line of each instance, summed over the
+instances of an operator, must equal what the input implies: every record counted once by
+each operator, the values' sum, count, min and max, the odd values, the distinct keys.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from jvm_options import submit_env
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LINE = re.compile(r"metrics of operator '([^']+)' subtask (\d+): (\{.*\})$")
+N = 300
+
+
+def _last_reports(stderr: str) -> dict[str, list[dict]]:
+    """operator -> the last report of each of its instances."""
+    last: dict[tuple[str, int], dict] = {}
+    for line in stderr.splitlines():
+        m = LINE.search(line)
+        if m:
+            last[(m.group(1), int(m.group(2)))] = ast.literal_eval(m.group(3))
+    out: dict[str, list[dict]] = {}
+    for (op, _), values in sorted(last.items()):
+        out.setdefault(op, []).append(values)
+    return out
+
+
+@pytest.fixture(scope="module")
+def job_reports(tmp_path_factory) -> dict[str, list[dict]]:
+    """Both modes' jobs in one driver process; what its workers reported."""
+    env = submit_env(dict(os.environ, PYSPARK_PYTHON=sys.executable,
+                          PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]),
+                          # every task reports (default: at most every 10 s per instance)
+                          PYSPARK_DATASTREAM_METRICS_INTERVAL_S="0"))
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "metrics_job.py"),
+                           str(tmp_path_factory.mktemp("metrics") / "ckpt"), str(N)],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for mode in ("BATCH", "STREAMING"):
+        assert f"PDS-RESULT {mode} {N}" in proc.stdout
+    return _last_reports(proc.stderr)
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_workers_report_every_operators_metrics(job_reports, mode):
+    reports = job_reports
+    keyed = reports.get(f"per-key-{mode}", [])
+    mapped = reports.get(f"seen-{mode}", [])  # fused into the key_by pass, under its own name
+    assert keyed and mapped, sorted(reports)
+    values = list(range(N))
+    assert sum(r["records"] for r in mapped) == N
+    assert sum(r["io.events"]["count"] for r in mapped) == N
+    assert sum(r["records"] for r in keyed) == N
+    assert sum(r["parity.odd.records"] for r in keyed) == sum(v % 2 for v in values)
+    dists = [r["values"] for r in keyed if r["values"]["count"]]
+    assert sum(d["count"] for d in dists) == N
+    assert sum(d["sum"] for d in dists) == sum(values)
+    assert min(d["min"] for d in dists) == 0 and max(d["max"] for d in dists) == N - 1
+    assert sum(r["keys"] for r in keyed) == 7  # each key lives in one instance

@@ -1,0 +1,344 @@
+"""User metrics with PyFlink's API: ``runtime_context.get_metrics_group()``.
+
+A ``MetricGroup`` registers counters, gauges, meters and distributions under a scope
+(``add_group``). One registry per operator instance (operator name and subtask) lives in the
+process that runs it; :func:`report` logs an instance's current values as one line, the way
+Flink's SLF4J reporter does: at the end of a BATCH task, and in STREAMING at most every
+:data:`REPORT_INTERVAL_S` seconds per instance (values cumulative over the run). The line goes
+to the logger ``pyspark_datastream.metrics``; when nothing configured logging in the worker,
+to its stderr, which Spark keeps in the executor's log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Optional
+
+from ..state_store.exceptions import GraphBuildError
+
+__all__ = ["MetricGroup", "Counter", "Meter", "Distribution", "new_group", "mark", "report",
+           "report_since", "report_due", "snapshot", "REPORT_INTERVAL_S", "INTERVAL_ENV"]
+
+log = logging.getLogger("pyspark_datastream.metrics")
+
+#: STREAMING: the least time between two reports of one instance, in seconds (Flink's
+#: reporters default to 10 s too); the workers' environment variable
+#: ``PYSPARK_DATASTREAM_METRICS_INTERVAL_S`` overrides it (``spark.executorEnv.*`` on a cluster)
+REPORT_INTERVAL_S = 10.0
+INTERVAL_ENV = "PYSPARK_DATASTREAM_METRICS_INTERVAL_S"
+
+
+def _interval() -> float:
+    value = os.environ.get(INTERVAL_ENV)
+    try:
+        return REPORT_INTERVAL_S if value is None else float(value)
+    except ValueError:
+        log.warning("%s=%r is not a number of seconds; reporting every %s s", INTERVAL_ENV,
+                    value, REPORT_INTERVAL_S)
+        return REPORT_INTERVAL_S
+
+
+class Counter:
+    """A count that goes up and down (PyFlink's ``Counter``)."""
+
+    def __init__(self) -> None:
+        self._count = 0
+
+    def inc(self, n: int = 1) -> None:
+        """Args:
+            n: How much to add."""
+        self._count += n
+
+    def dec(self, n: int = 1) -> None:
+        """Args:
+            n: How much to subtract."""
+        self._count -= n
+
+    def get_count(self) -> int:
+        """Returns:
+        The current count."""
+        return self._count
+
+
+class Meter:
+    """Events and their rate per second over the last ``time_span_in_seconds`` (PyFlink's
+    ``Meter``).
+
+    Args:
+        time_span_in_seconds: The window of the rate.
+    """
+
+    def __init__(self, time_span_in_seconds: int = 60) -> None:
+        self._span = time_span_in_seconds
+        self._count = 0
+        self._events: list[tuple[float, int]] = []  # (monotonic second, events in it)
+
+    def mark_event(self, value: int = 1) -> None:
+        """Args:
+            value: How many events happened."""
+        self._count += value
+        now = float(int(time.monotonic()))
+        if self._events and self._events[-1][0] == now:
+            self._events[-1] = (now, self._events[-1][1] + value)
+        else:
+            self._events.append((now, value))
+            cutoff = now - self._span
+            while self._events and self._events[0][0] <= cutoff:
+                self._events.pop(0)
+
+    def get_count(self) -> int:
+        """Returns:
+        Every event marked so far."""
+        return self._count
+
+    def get_rate(self) -> float:
+        """Returns:
+        Events per second over the last ``time_span_in_seconds``."""
+        cutoff = time.monotonic() - self._span
+        return sum(n for t, n in self._events if t > cutoff) / self._span
+
+
+class Distribution:
+    """Statistics of the values it is updated with (PyFlink's ``Distribution``): count, sum,
+    min, max and mean."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.sum: float = 0
+        self.min: Optional[float] = None
+        self.max: Optional[float] = None
+
+    def update(self, value: float) -> None:
+        """Args:
+            value: One observed value."""
+        self.count += 1
+        self.sum += value
+        self.min = value if self.min is None else min(self.min, value)
+        self.max = value if self.max is None else max(self.max, value)
+
+    @property
+    def mean(self) -> Optional[float]:
+        """The mean of the values (None before the first)."""
+        return self.sum / self.count if self.count else None
+
+
+class MetricGroup:
+    """Named metrics of one operator instance, in nested scopes (PyFlink's ``MetricGroup``).
+
+    Args:
+        scope: The group's scope components (empty: the operator's own group).
+        registry: The instance's metrics by full name (shared by its subgroups).
+    """
+
+    def __init__(self, scope: tuple[str, ...] = (),
+                 registry: Optional[dict[str, Any]] = None) -> None:
+        self._scope = scope
+        self._registry: dict[str, Any] = {} if registry is None else registry
+
+    def add_group(self, name: str, extra: Optional[str] = None) -> MetricGroup:
+        """A subgroup: ``add_group("db")``, or the key-value group ``add_group("shard", "3")``.
+
+        Args:
+            name: The subgroup's name (the key of a key-value group).
+            extra: The value of a key-value group.
+
+        Returns:
+            The subgroup.
+        """
+        _check_name(name, "add_group")
+        scope = self._scope + (name,) if extra is None else self._scope + (name, str(extra))
+        return MetricGroup(scope, self._registry)
+
+    def _register(self, name: str, metric: Any) -> Any:
+        _check_name(name, type(metric).__name__.lower())
+        full = ".".join(self._scope + (name,))
+        existing = self._registry.get(full)
+        if existing is not None:  # as in Flink: the first registration under a name is kept
+            return existing
+        self._registry[full] = metric
+        return metric
+
+    def counter(self, name: str) -> Counter:
+        """Args:
+            name: The counter's name in this group.
+
+        Returns:
+            The counter (the same one for the same name).
+        """
+        return self._register(name, Counter())  # type: ignore[no-any-return]
+
+    def gauge(self, name: str, obj: Callable[[], Any]) -> None:
+        """Register a gauge: ``obj()`` is read each time the metrics are reported.
+
+        Args:
+            name: The gauge's name in this group.
+            obj: A function of no arguments giving the current value.
+
+        Raises:
+            GraphBuildError: ``obj`` is not callable.
+        """
+        if not callable(obj):
+            raise GraphBuildError(f"MetricGroup.gauge({name!r}): obj must be a function of no "
+                                  f"arguments, got {obj!r:.60}")
+        self._register(name, _Gauge(obj))
+
+    def meter(self, name: str, time_span_in_seconds: int = 60) -> Meter:
+        """Args:
+            name: The meter's name in this group.
+            time_span_in_seconds: The window of its rate.
+
+        Returns:
+            The meter.
+        """
+        if isinstance(time_span_in_seconds, bool) or not isinstance(time_span_in_seconds, int) \
+                or time_span_in_seconds <= 0:
+            raise GraphBuildError(f"MetricGroup.meter({name!r}): time_span_in_seconds must be "
+                                  f"a positive int, got {time_span_in_seconds!r}")
+        return self._register(name, Meter(time_span_in_seconds))  # type: ignore[no-any-return]
+
+    def distribution(self, name: str) -> Distribution:
+        """Args:
+            name: The distribution's name in this group.
+
+        Returns:
+            The distribution.
+        """
+        return self._register(name, Distribution())  # type: ignore[no-any-return]
+
+
+class _Gauge:
+    def __init__(self, obj: Callable[[], Any]) -> None:
+        self.obj = obj
+
+
+def _check_name(name: Any, what: str) -> None:
+    if not isinstance(name, str) or not name or "." in name:
+        raise GraphBuildError(f"MetricGroup.{what}: a name must be a non-empty str without "
+                              f"'.', got {name!r}")
+
+
+# -- the operator instances' registries in this process ------------------------------------
+class _Registry:
+    """One operator instance's metrics by full name, and when it was made (``seq``)."""
+
+    def __init__(self, seq: int) -> None:
+        self.metrics: dict[str, Any] = {}
+        self.seq = seq
+
+
+_REGISTRIES: dict[tuple[str, int], _Registry] = {}
+_LAST_REPORT: dict[tuple[str, int], float] = {}
+_LOCK = threading.Lock()
+_SEQ = [0]
+
+
+def new_group(operator_name: str, subtask: int) -> MetricGroup:
+    """A new operator instance's metric group; it replaces the registry of an earlier
+    instance of the same operator and subtask in this process (an earlier task or run).
+
+    Args:
+        operator_name: The operator's name.
+        subtask: Its subtask index.
+
+    Returns:
+        The group.
+    """
+    with _LOCK:
+        _SEQ[0] += 1
+        registry = _Registry(_SEQ[0])
+        _REGISTRIES[(operator_name, subtask)] = registry
+        _LAST_REPORT.pop((operator_name, subtask), None)
+    return MetricGroup((), registry.metrics)
+
+
+def mark() -> int:
+    """Returns:
+    A mark: :func:`report_since` reports the instances made after it."""
+    return _SEQ[0]
+
+
+def report_since(since: int) -> None:
+    """Report, then forget, every instance made after :func:`mark` gave ``since`` (the end
+    of a BATCH task: its instances' whole run).
+
+    Args:
+        since: The mark.
+    """
+    for instance, registry in list(_REGISTRIES.items()):
+        if registry.seq > since:
+            report(*instance)
+            with _LOCK:
+                if _REGISTRIES.get(instance) is registry:
+                    del _REGISTRIES[instance]
+
+
+def snapshot(operator_name: str, subtask: int) -> dict[str, Any]:
+    """The current values of an instance's metrics by full name: an int for a counter,
+    ``{"count", "rate"}`` for a meter, ``{"count", "sum", "min", "max", "mean"}`` for a
+    distribution, a gauge's value (or the error it raised, as a str).
+
+    Args:
+        operator_name: The operator's name.
+        subtask: Its subtask index.
+
+    Returns:
+        The values (empty when it registered none).
+    """
+    out: dict[str, Any] = {}
+    registry = _REGISTRIES.get((operator_name, subtask))
+    for name, metric in sorted(registry.metrics.items() if registry is not None else ()):
+        if isinstance(metric, Counter):
+            out[name] = metric.get_count()
+        elif isinstance(metric, Meter):
+            out[name] = {"count": metric.get_count(), "rate": round(metric.get_rate(), 3)}
+        elif isinstance(metric, Distribution):
+            out[name] = {"count": metric.count, "sum": metric.sum, "min": metric.min,
+                         "max": metric.max, "mean": metric.mean}
+        else:
+            try:
+                out[name] = metric.obj()
+            except Exception as exc:  # noqa: BLE001 - a failing gauge is reported, not fatal
+                out[name] = f"<gauge failed: {type(exc).__name__}: {exc}>"
+    return out
+
+
+def report(operator_name: str, subtask: int, force: bool = True) -> Optional[dict[str, Any]]:
+    """Log an instance's metrics at INFO, one line (nothing when it has none).
+
+    Args:
+        operator_name: The operator's name.
+        subtask: Its subtask index.
+        force: Report now; False: only when :data:`REPORT_INTERVAL_S` passed since the
+            instance's last report.
+
+    Returns:
+        What was logged, or None.
+    """
+    instance = (operator_name, subtask)
+    if instance not in _REGISTRIES:
+        return None
+    now = time.monotonic()
+    if not force and instance in _LAST_REPORT and now - _LAST_REPORT[instance] < _interval():
+        return None
+    _LAST_REPORT[instance] = now
+    values = snapshot(operator_name, subtask)
+    if not values:
+        return None
+    if not log.handlers and not logging.getLogger().handlers:  # a bare Python worker
+        handler = logging.StreamHandler()  # stderr: the executor's log
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+    log.info("metrics of operator %r subtask %d: %s", operator_name, subtask, values)
+    return values
+
+
+def report_due() -> None:
+    """Report every instance in this process whose last report is
+    :data:`REPORT_INTERVAL_S` old (STREAMING, after each task's work)."""
+    for operator_name, subtask in list(_REGISTRIES):
+        report(operator_name, subtask, force=False)

@@ -1,0 +1,81 @@
+"""Metric groups (PyFlink's API), their registry per operator instance and the log line."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from pyspark_datastream import KeyedProcessFunction, KeyedProcessFunctionTestHarness
+from pyspark_datastream.operators import metrics
+from pyspark_datastream.state_store.exceptions import GraphBuildError
+
+
+def test_counter_meter_distribution_and_gauge_values():
+    group = metrics.new_group("op", 0)
+    c = group.counter("seen")
+    c.inc()
+    c.inc(4)
+    c.dec(2)
+    m = group.add_group("io").meter("calls", time_span_in_seconds=5)
+    m.mark_event()
+    m.mark_event(9)
+    d = group.add_group("shard", "3").distribution("size")
+    for v in (4, 1, 10):
+        d.update(v)
+    group.gauge("queue", lambda: 7)
+    assert group.counter("seen") is c  # the same name gives the same counter, as in Flink
+    values = metrics.snapshot("op", 0)
+    assert values["seen"] == 3
+    assert values["io.calls"]["count"] == 10 and 0 < values["io.calls"]["rate"] <= 10 / 5
+    assert values["shard.3.size"] == {"count": 3, "sum": 15, "min": 1, "max": 10, "mean": 5.0}
+    assert values["queue"] == 7
+
+
+def test_a_failing_gauge_is_reported_not_raised_and_names_are_checked():
+    group = metrics.new_group("op", 1)
+    group.gauge("broken", lambda: 1 / 0)
+    assert metrics.snapshot("op", 1)["broken"].startswith("<gauge failed: ZeroDivisionError")
+    with pytest.raises(GraphBuildError, match="without '.'"):
+        group.counter("a.b")
+    with pytest.raises(GraphBuildError, match="obj must be a function"):
+        group.gauge("g", 3)
+    with pytest.raises(GraphBuildError, match="time_span_in_seconds must be a positive int"):
+        group.meter("m", 0)
+
+
+def test_report_logs_one_line_and_report_since_forgets(caplog):
+    since = metrics.mark()
+    metrics.new_group("logged", 2).counter("n").inc(5)
+    with caplog.at_level(logging.INFO, logger="pyspark_datastream.metrics"):
+        assert metrics.report("logged", 2) == {"n": 5}
+        assert metrics.report("logged", 2, force=False) is None  # not due yet
+        metrics.report_since(since)  # reports again, then forgets the instance
+    assert caplog.text.count("metrics of operator 'logged' subtask 2: {'n': 5}") == 2
+    assert metrics.snapshot("logged", 2) == {} and metrics.report("logged", 2) is None
+    assert metrics.new_group("logged", 2).counter("n").get_count() == 0  # a new instance
+
+
+class Counting(KeyedProcessFunction):
+    def open(self, runtime_context):
+        group = runtime_context.get_metrics_group()
+        self.records = group.counter("records")
+        self.values = group.distribution("values")
+        self.keys = 0
+        group.gauge("keys_seen", lambda: self.keys)
+
+    def process_element(self, value, ctx):
+        self.records.inc()
+        self.values.update(value[1])
+        yield value
+
+
+def test_the_harness_shows_a_functions_metrics():
+    with KeyedProcessFunctionTestHarness(Counting(), key_selector=lambda v: v[0]) as h:
+        for v in [("a", 3), ("b", 5), ("a", 1)]:
+            h.process_element(v, 0)
+        got = h.get_metrics()
+    assert got["records"] == 3
+    assert got["values"] == {"count": 3, "sum": 9, "min": 1, "max": 5, "mean": 3.0}
+    assert got["keys_seen"] == 0
+    with KeyedProcessFunctionTestHarness(Counting(), key_selector=lambda v: v[0]) as h:
+        assert h.get_metrics()["records"] == 0  # a new instance starts from zero
