@@ -56,8 +56,7 @@ lint: setup
 # The suite runs in TEST_WORKERS pytest-xdist processes, a test file per process at a time
 # (each has its own local[2] session and servers at ephemeral ports): on 2 cores a Spark test
 # leaves a core idle much of the time (JVM and Python worker start-up, micro-batch triggers,
-# subprocess jobs). Files go out slowest first (integration_tests/conftest.py's
-# SLOWEST_FIRST), so no worker ends alone on a long file. TEST_WORKERS=0 runs it in one process.
+# subprocess jobs). TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 
 # The documentation site (mkdocs.yml, docs/): the configuration reference regenerated from
@@ -70,8 +69,7 @@ docs: setup
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 
 test: setup lint docs
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 \
-	  tests integration_tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 tests integration_tests
 
 unit: setup
 	$(PY) -m pytest -q tests

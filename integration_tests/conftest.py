@@ -1,5 +1,4 @@
-"""One local[2] SparkSession for the whole integration suite, its servers, and the order
-in which ``make test``'s workers take the test files."""
+"""One local[2] SparkSession for the whole integration suite."""
 
 from __future__ import annotations
 
@@ -8,32 +7,6 @@ import shutil
 import sys
 
 import pytest
-
-#: The suite's slowest files, slowest first (summed durations of one ``make test`` run,
-#: ``--durations=0``). ``make test`` hands whole files to its workers in collection order
-#: (``--dist loadfile --no-loadscope-reorder``); starting with the longest leaves the many
-#: short files to fill the end, instead of one worker running a 4-minute file alone while
-#: the other idles. Only the order changes, never what runs.
-SLOWEST_FIRST = [
-    "test_delta_exactly_once.py", "test_side_output_sweep.py", "test_storage_s3.py",
-    "test_savepoint_multistage.py", "test_benchmarks.py", "test_kafka_exactly_once.py",
-    "test_cluster.py", "test_spark_delta.py", "test_row_records.py", "test_windows.py",
-    "test_notebooks.py", "test_docs.py", "test_broadcast_state.py", "test_streaming.py",
-    "test_batch.py", "test_exactly_once.py", "test_side_output_sinks.py", "test_kafka.py",
-    "test_pyflink_ports.py", "test_user_errors.py", "test_storage_s3_faults.py",
-    "test_savepoint_api.py", "test_function_lifecycle.py", "test_savepoint_streaming.py",
-    "test_handoff_differential.py", "test_job_lifecycle.py", "test_examples.py",
-    "test_structure.py", "test_savepoint_batch.py", "test_state_ttl.py", "test_connect.py",
-    "test_savepoint_direct.py",
-]
-
-
-def pytest_collection_modifyitems(config, items):
-    """Slowest files first (:data:`SLOWEST_FIRST`), the rest in their collected order."""
-    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
-    position = {id(item): i for i, item in enumerate(items)}
-    items.sort(key=lambda item: (rank.get(os.path.basename(str(item.path)), len(rank)),
-                                 position[id(item)]))
 
 
 def _java_ok() -> bool:
