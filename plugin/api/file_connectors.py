@@ -127,8 +127,9 @@ class FileSource:
         return self.monitor_ms is None
 
     def dataframe(self, spark: SparkSession) -> DataFrame:
-        """The source's lines as a DataFrame of one string column: a batch read when bounded,
-        a streaming read (each new file once) when monitored.
+        """The source's records as a DataFrame (one string column of lines, or the format's
+        columns): a batch read when bounded, a streaming read (each new file once) when
+        monitored.
 
         Args:
             spark: The session.
@@ -142,17 +143,18 @@ class FileSource:
         from pyspark.errors import AnalysisException
 
         fmt = self.file_format
+
+        def read(reader: Any, paths: list[str]) -> DataFrame:
+            reader = reader.option("recursiveFileLookup", "true")
+            return reader.text(paths if len(paths) > 1 else paths[0]) if fmt is None \
+                else fmt.read(reader, paths)
+
         if self.bounded:
-            reader = spark.read.option("recursiveFileLookup", "true")
             try:
-                if fmt is None:
-                    return reader.text(list(self.paths))
-                return fmt.read(reader, list(self.paths))
+                return read(spark.read, list(self.paths))
             except AnalysisException as exc:
                 raise GraphBuildError(f"{self!r}: Spark cannot read it: {exc}") from exc
-        frames = [spark.readStream.option("recursiveFileLookup", "true").text(p) if fmt is None
-                  else fmt.read(spark.readStream.option("recursiveFileLookup", "true"), [p])
-                  for p in self.paths]
+        frames = [read(spark.readStream, [p]) for p in self.paths]  # one path per stream read
         df = frames[0]
         for other in frames[1:]:
             df = df.unionByName(other)
