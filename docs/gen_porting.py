@@ -45,7 +45,7 @@ NOTES: dict[str, str] = {
     "DataStream.disable_chaining": "accepted and checked, no other effect ([porting](porting.md))",
     "DataStream.slot_sharing_group": "accepted and checked, no other effect ([porting](porting.md))",
     "DataStream.set_description": "kept on the job graph, no other effect ([porting](porting.md))",
-    "RuntimeContext.get_metrics_group": "logged per operator instance by the workers (SLF4J-reporter style), not in progress rows ([progress and logs](user-guide/progress-and-logs.md))",
+    "RuntimeContext.get_metrics_group": "logged per operator instance by the workers (SLF4J-reporter style) and combined per operator in the progress rows; not in Spark's metrics system ([progress and logs](user-guide/progress-and-logs.md))",
     "DataStream.cache": "BATCH: a Spark cache; the records carry no event timestamps ([environment calls](user-guide/environment-calls.md))",
     "FileSink.for_bulk_format": "raises `UnsupportedConnectorError`: write with Spark's writer or `sink_to_delta` ([file connectors](user-guide/files.md))",
     "RollingPolicy.default_rolling_policy": "files roll at every micro-batch; the bounds do not split a micro-batch's file ([file connectors](user-guide/files.md))",

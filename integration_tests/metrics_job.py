@@ -4,11 +4,13 @@ the Python workers log on the driver's stderr (local mode: the executor's log).
 ``python metrics_job.py CKPT N`` runs a BATCH job, then a STREAMING one (one JVM start), each
 at parallelism 2 over ``N`` records ``(k, v)``: a non-keyed map and a keyed process function
 that register counters, a meter, a distribution and a gauge, named ``seen-<MODE>`` and
-``per-key-<MODE>``; it prints ``PDS-RESULT <MODE> <count of results>``.
+``per-key-<MODE>``. It prints each result as ``PDS-REC <key> <value>`` (print sink), and
+``PDS-PROGRESS <MODE> <JSON>``: the metrics of the job's progress rows, by operator.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 
 from pyspark_datastream import (
@@ -61,11 +63,16 @@ def main() -> None:
             Configuration().set_string("execution.checkpointing.dir", ckpt))
         env.set_runtime_mode(RuntimeExecutionMode[mode])
         env.set_parallelism(2)
-        out = (env.from_collection(data, type_info=PAIR)
-               .map(Seen(), output_type=PAIR).name(f"seen-{mode}")
-               .key_by(lambda r: r[0]).process(PerKey(), output_type=PAIR).name(f"per-key-{mode}"))
-        with out.execute_and_collect(f"metrics-{mode}") as it:
-            print(f"PDS-RESULT {mode} {len(list(it))}", flush=True)
+        (env.from_collection(data, type_info=PAIR)
+         .map(Seen(), output_type=PAIR).name(f"seen-{mode}")
+         .key_by(lambda r: r[0]).process(PerKey(), output_type=PAIR).name(f"per-key-{mode}")
+         .map(lambda r: f"PDS-REC {r[0]} {r[1]}", output_type=Types.STRING()).name("format")
+         .print())
+        result = env.execute(f"metrics-{mode}")
+        metrics: dict = {}
+        for row in result.get_progress():
+            metrics.update(row["metrics"])
+        print(f"PDS-PROGRESS {mode} {json.dumps(metrics)}", flush=True)
 
 
 if __name__ == "__main__":

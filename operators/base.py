@@ -15,7 +15,7 @@ import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Optional
 
 from ..state_store.exceptions import ConfigurationError, DataStreamError, SerializationError
 from ..state_store.keygroups import DEFAULT_MAX_PARALLELISM, check_max_parallelism
@@ -86,6 +86,12 @@ class OperatorConfig:
     max_parallelism: int = DEFAULT_MAX_PARALLELISM
     operator_name: str = "operator"
     job_parameters: dict[str, Any] = field(default_factory=dict)
+    #: STREAMING: where the instance's metrics are published for the driver's progress rows,
+    #: (storage layer, folder) (``metrics.new_group``); None: logged only
+    metrics_publish: Optional[tuple[Any, str]] = None
+    #: the name the functions' metrics are reported under ("": ``operator_name``), e.g. a
+    #: keyed operator's own name when later stages share its pass
+    metrics_name: str = ""
 
     def __post_init__(self) -> None:
         self.mode = _choice("execution.runtime-mode", self.mode, RUNTIME_MODES)

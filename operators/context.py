@@ -62,7 +62,7 @@ class RuntimeContext:
         self._config = config
         self._backend = backend
         #: the operator name its metrics are reported under (a fused stage's own name)
-        self._metrics_name = metrics_name or config.operator_name
+        self._metrics_name = metrics_name or config.metrics_name or config.operator_name
         self._metrics: MetricGroup | None = None
         #: Descriptors acquired through this context, by state name (read by the test harness).
         self.registered_descriptors: dict[str, Any] = {}
@@ -275,14 +275,15 @@ class RuntimeContext:
         """This operator instance's metric group: counters, gauges, meters, distributions.
 
         Their values are logged (logger ``pyspark_datastream.metrics``, the executor's log
-        by default) at the end of a BATCH task and every 10 s in STREAMING; see
-        docs/user-guide/progress-and-logs.md.
+        by default) at the end of a BATCH task and every 10 s in STREAMING, and reach the
+        job's progress rows; see docs/user-guide/progress-and-logs.md.
 
         Returns:
             The group (the same registry on every call in the instance).
         """
         if self._metrics is None:
-            self._metrics = new_group(self._metrics_name, self._config.subtask_index)
+            self._metrics = new_group(self._metrics_name, self._config.subtask_index,
+                                      self._config.metrics_publish)
         return self._metrics
 
     def get_attempt_number(self) -> int:

@@ -11,17 +11,21 @@ to its stderr, which Spark keeps in the executor's log.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, Optional
+from urllib.parse import quote
 
 from ..state_store.exceptions import GraphBuildError
 
 __all__ = ["MetricGroup", "Counter", "Meter", "Distribution", "new_group", "mark", "report",
-           "report_since", "report_due", "snapshot", "REPORT_INTERVAL_S", "INTERVAL_ENV"]
+           "report_since", "report_due", "snapshot", "kinds", "merge", "read_published", "REPORT_INTERVAL_S",
+           "INTERVAL_ENV"]
 
 log = logging.getLogger("pyspark_datastream.metrics")
 
@@ -223,11 +227,14 @@ def _check_name(name: Any, what: str) -> None:
 
 # -- the operator instances' registries in this process ------------------------------------
 class _Registry:
-    """One operator instance's metrics by full name, and when it was made (``seq``)."""
+    """One operator instance's metrics by full name, when it was made (``seq``), and where
+    its reports are published (``publish``: storage layer and folder, or None)."""
 
-    def __init__(self, seq: int) -> None:
+    def __init__(self, seq: int, publish: Optional[tuple[Any, str]] = None) -> None:
         self.metrics: dict[str, Any] = {}
         self.seq = seq
+        self.publish = publish
+        self.publish_failed = False
 
 
 _REGISTRIES: dict[tuple[str, int], _Registry] = {}
@@ -236,20 +243,23 @@ _LOCK = threading.Lock()
 _SEQ = [0]
 
 
-def new_group(operator_name: str, subtask: int) -> MetricGroup:
+def new_group(operator_name: str, subtask: int,
+              publish: Optional[tuple[Any, str]] = None) -> MetricGroup:
     """A new operator instance's metric group; it replaces the registry of an earlier
     instance of the same operator and subtask in this process (an earlier task or run).
 
     Args:
         operator_name: The operator's name.
         subtask: Its subtask index.
+        publish: STREAMING: (storage layer, folder) where each report is also written as
+            one JSON file per instance (:func:`read_published`); None: only logged.
 
     Returns:
         The group.
     """
     with _LOCK:
         _SEQ[0] += 1
-        registry = _Registry(_SEQ[0])
+        registry = _Registry(_SEQ[0], publish)
         _REGISTRIES[(operator_name, subtask)] = registry
         _LAST_REPORT.pop((operator_name, subtask), None)
     return MetricGroup((), registry.metrics)
@@ -261,19 +271,28 @@ def mark() -> int:
     return _SEQ[0]
 
 
-def report_since(since: int) -> None:
+def report_since(since: int) -> list[dict[str, Any]]:
     """Report, then forget, every instance made after :func:`mark` gave ``since`` (the end
     of a BATCH task: its instances' whole run).
 
     Args:
         since: The mark.
+
+    Returns:
+        One record per reported instance that has metrics: ``{"operator", "subtask",
+        "metrics"}`` (:func:`snapshot`) and ``"kinds"`` (:func:`kinds`), for :func:`merge`.
     """
+    records = []
     for instance, registry in list(_REGISTRIES.items()):
         if registry.seq > since:
-            report(*instance)
+            values = report(*instance)
+            if values:
+                records.append({"operator": instance[0], "subtask": instance[1],
+                                "metrics": values, "kinds": kinds(*instance)})
             with _LOCK:
                 if _REGISTRIES.get(instance) is registry:
                     del _REGISTRIES[instance]
+    return records
 
 
 def snapshot(operator_name: str, subtask: int) -> dict[str, Any]:
@@ -306,6 +325,71 @@ def snapshot(operator_name: str, subtask: int) -> dict[str, Any]:
     return out
 
 
+def kinds(operator_name: str, subtask: int) -> dict[str, str]:
+    """The kind of each of an instance's metrics by full name.
+
+    Args:
+        operator_name: The operator's name.
+        subtask: Its subtask index.
+
+    Returns:
+        ``"counter"``, ``"meter"``, ``"distribution"`` or ``"gauge"`` by name.
+    """
+    registry = _REGISTRIES.get((operator_name, subtask))
+    out = {}
+    for name, metric in sorted(registry.metrics.items() if registry is not None else ()):
+        out[name] = ("counter" if isinstance(metric, Counter) else
+                     "meter" if isinstance(metric, Meter) else
+                     "distribution" if isinstance(metric, Distribution) else "gauge")
+    return out
+
+
+def merge(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The metrics of an operator's parallel instances, combined per operator as Flink's
+    web UI sums a vertex's subtasks: counters summed; meters' counts and rates summed;
+    distributions merged (count, sum, min, max, mean of all values); a gauge's values by
+    subtask index (a gauge has no sum; of a subtask's instances in several processes, the
+    last one's).
+
+    Args:
+        records: What :func:`report_since` or :func:`read_published` returned, from any
+            number of tasks (an instance reported twice counts once: its last record).
+
+    Returns:
+        ``{operator: {metric: value}}``, operators and metrics sorted by name.
+    """
+    latest: dict[tuple[str, int, str], dict[str, Any]] = {}
+    for record in records:
+        latest[(record["operator"], int(record["subtask"]), record.get("process", ""))] = record
+    out: dict[str, dict[str, Any]] = {}
+    for (operator, subtask, _), record in sorted(latest.items()):
+        merged = out.setdefault(operator, {})
+        for name, value in record["metrics"].items():
+            kind = record["kinds"].get(name, "gauge")
+            have = merged.get(name)
+            if kind == "counter":
+                merged[name] = (have or 0) + value
+            elif kind == "meter":
+                have = have or {"count": 0, "rate": 0.0}
+                merged[name] = {"count": have["count"] + value["count"],
+                                "rate": round(have["rate"] + value["rate"], 3)}
+            elif kind == "distribution":
+                merged[name] = _merge_distribution(have, value)
+            else:
+                merged.setdefault(name, {})[subtask] = value
+    return {op: dict(sorted(values.items())) for op, values in sorted(out.items())}
+
+
+def _merge_distribution(have: Optional[dict[str, Any]], value: dict[str, Any]) -> dict[str, Any]:
+    if have is None or not have["count"]:
+        return dict(value)
+    if not value["count"]:
+        return have
+    count, total = have["count"] + value["count"], have["sum"] + value["sum"]
+    return {"count": count, "sum": total, "min": min(have["min"], value["min"]),
+            "max": max(have["max"], value["max"]), "mean": total / count}
+
+
 def report(operator_name: str, subtask: int, force: bool = True) -> Optional[dict[str, Any]]:
     """Log an instance's metrics at INFO, one line (nothing when it has none).
 
@@ -334,7 +418,54 @@ def report(operator_name: str, subtask: int, force: bool = True) -> Optional[dic
         log.addHandler(handler)
         log.setLevel(logging.INFO)
     log.info("metrics of operator %r subtask %d: %s", operator_name, subtask, values)
+    registry = _REGISTRIES.get(instance)
+    if registry is not None and registry.publish is not None:
+        _publish(registry, operator_name, subtask, values)
     return values
+
+
+def _publish(registry: _Registry, operator_name: str, subtask: int,
+             values: dict[str, Any]) -> None:
+    """Write an instance's report where the driver reads it; a failure is logged once per
+    instance and never fails the job (metrics are not results)."""
+    storage, folder = registry.publish  # type: ignore[misc]
+    # STREAMING keeps an instance per subtask in each Python worker process that runs it
+    # (operators/instances.py): each process's instance counts its own records
+    process = f"{socket.gethostname()}-{os.getpid()}"
+    record = {"operator": operator_name, "subtask": subtask, "process": process,
+              "metrics": values, "kinds": kinds(operator_name, subtask)}
+    uri = storage.join(folder, f"{quote(operator_name, safe='')}-{subtask}-{process}.json")
+    try:
+        storage.write_bytes(uri, json.dumps(record, default=str).encode("utf-8"))
+    except Exception as exc:  # noqa: BLE001 - any storage error: the log line still has them
+        if not registry.publish_failed:
+            registry.publish_failed = True
+            log.warning("metrics of operator %r subtask %d cannot be published to %s: %s",
+                        operator_name, subtask, uri, exc)
+
+
+def read_published(storage: Any, folder: str) -> list[dict[str, Any]]:
+    """The reports the instances published into ``folder`` (see :func:`new_group`), for
+    :func:`merge`; files that cannot be read or parsed are skipped (one may be mid-write).
+
+    Args:
+        storage: The storage layer (``state_store.storage.Storage``).
+        folder: The folder given to the instances.
+
+    Returns:
+        One record per instance, as :func:`report_since` returns them.
+    """
+    try:
+        names = storage.list_names(folder)
+    except (OSError, FileNotFoundError):
+        return []
+    records = []
+    for name in sorted(n for n in names if n.endswith(".json")):
+        try:
+            records.append(json.loads(storage.read_bytes(storage.join(folder, name))))
+        except (OSError, ValueError):
+            continue
+    return records
 
 
 def report_due() -> None:

@@ -107,9 +107,12 @@ class JobExecutionResult:
 
         BATCH: one row per stage (``stage``, ``stages``, ``kind``, ``name``, ``detail``,
         ``rows_in``, ``rows_out``, ``side_rows_out``, ``entries_in``, ``entries_out``,
-        ``key_groups_in_approx``, ``action``, ``duration_ms``).
+        ``key_groups_in_approx``, ``action``, ``duration_ms``, ``metrics``).
         STREAMING: one row per micro-batch (``query``, ``batch``, ``rows_in``, ``rows_out``,
-        ``watermark``, key-group state counts, ``duration_ms``).
+        ``watermark``, key-group state counts, ``duration_ms``, ``metrics``).
+        ``metrics``: the user metrics (``get_metrics_group()``) of the stage's operators, or
+        in STREAMING of the query's operators on its last row, combined over their parallel
+        instances: ``{operator: {metric: value}}`` (``{}`` when none).
 
         Returns:
             A new list of the progress dicts, in the order they were recorded.

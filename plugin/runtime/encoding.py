@@ -32,6 +32,9 @@ __all__ = ["Encoding", "PICKLED", "typed_encoding", "make_decoder", "row_names",
            "checked_array", "fields_of", "output_check", "record_arrays"]
 
 TS, VALUE, TAG, KG, KEY, SIDE = "_ts", "_v", "_tag", "_kg", "_k", "_side"
+#: BATCH pass output: null on records; the last rows of a task carry its operator instances'
+#: metrics (JSON), taken by the stage's progress observation and filtered out
+METRICS = "_metrics"
 _PICKLE = pickle.HIGHEST_PROTOCOL
 
 

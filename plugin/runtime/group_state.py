@@ -24,7 +24,7 @@ from ..state_store.storage import Storage
 from .columnar_reduce import FieldReduce, run_field_reduce
 from .encoding import VALUE, Encoding
 from .group_frames import BLOB, SEQ, SPLIT_SHIFT, TypedInput, column_blobs, group_rows
-from .passes import PassSpec, gc_paused, partition_id, run_pass
+from .passes import PassSpec, gc_paused, partition_id, query_metrics_folder, run_pass
 
 __all__ = [
     "END_OF_INPUT_MS", "END_THRESHOLD", "FLUSH_BYTES", "GroupSpec", "group_function", "flushing",
@@ -94,7 +94,11 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         rt = holder.get("rt")
         if rt is None:
             c = spec.config
-            cfg = OperatorConfig.from_dict(c, subtask_index=0, operator_name=spec.name)
+            query = _query_id()
+            publish = (None if c.get("metrics_publish") is None
+                       else query_metrics_folder(c["metrics_publish"], query))
+            cfg = OperatorConfig.from_dict(c, subtask_index=0, operator_name=spec.name,
+                                           metrics_publish=publish)
             reference, options = spec.backend
             backend_type = get_backend(reference)
             maxp = int(c["max_parallelism"])
@@ -104,7 +108,6 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
             factory = None if backend_type.snapshot_fast_paths or store is not None else (
                 partial(backend_type.create, spec.key_serializer, maxp, **options))
             runtime_class = BroadcastKeyGroupRuntime if spec.kind == "broadcast" else KeyGroupRuntime
-            query = _query_id()
             instances = run_instances(f"{spec.instance_key}/{query}", f"{spec.run_id}/{query}")
             # the stage's parallel instances are its Spark partitions (key group ranges)
             rt = runtime_class(spec.kind, spec.function, spec.key_serializer, cfg,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional
 
@@ -27,7 +28,7 @@ from ..state_store.backends import HEAP, SINGLE_KEY, get_backend
 from ..state_store.bulk import paused_gc as gc_paused  # a call's acyclic objects: no GC
 from ..state_store.exceptions import GraphBuildError
 from ..state_store.row import take_emitted
-from .encoding import KEY, KG, SIDE, TAG, TS, ColumnWriter, Encoding, make_decoder
+from .encoding import KEY, KG, METRICS, SIDE, TAG, TS, ColumnWriter, Encoding, make_decoder
 from .entry_files import EntryFiles
 from .fastpath import FastKeyedOutput, compile_chain
 from .savepoint_rows import (
@@ -43,7 +44,7 @@ from .savepoint_rows import (
 
 __all__ = [
     "KeyedSpec", "PassSpec", "run_pass", "output_ddl", "gc_paused", "COUNT", "COUNTABLE_TYPES",
-    "folds_without_context",
+    "folds_without_context", "query_metrics_folder",
 ]
 
 _COMBINE_LIMIT = 100_000
@@ -82,6 +83,9 @@ class KeyedSpec:
     #: BATCH reduce: each input row stands for ``COUNT`` identical records (Spark counted
     #: them before the sort); the pass folds the record in that many times
     counted: bool = False
+    #: the keyed node's name, which its function's metrics are reported under ("": the
+    #: pass's name)
+    name: str = ""
 
 
 @dataclass
@@ -109,6 +113,9 @@ class PassSpec:
     #: the input is a partitioning's ``parallelism`` partitions (translation/physical.py):
     #: as for a keyed pass, a union's task numbering is folded back into a subtask index
     partitioned: bool = False
+    #: BATCH with progress: the output ends with a ``METRICS`` column, null on records; each
+    #: task's last rows carry its operator instances' metrics (JSON, ``metrics.report_since``)
+    metrics_column: bool = False
 
     def extra_fields(self) -> list[pa.Field]:
         fields = []
@@ -139,6 +146,8 @@ def output_ddl(spec: PassSpec) -> str:
     if spec.writes_savepoint:
         parts += [f"{n} {d}" for n, _, d in SP_COLUMNS]
     parts += spec.output_enc.spark_fields()
+    if spec.metrics_column:
+        parts.append(f"{METRICS} string")
     return ", ".join(parts)
 
 
@@ -151,11 +160,29 @@ def _operator_config(spec: PassSpec, subtask: int) -> OperatorConfig:
         # ``parallelism`` each still gets a subtask index of its own.
         subtask %= parallelism
     overrides: dict[str, Any] = {"subtask_index": subtask, "operator_name": spec.name}
+    if spec.config.get("metrics_publish") is not None:
+        overrides["metrics_publish"] = query_metrics_folder(spec.config["metrics_publish"],
+                                                            query_id())
     if spec.keyed is None and subtask >= parallelism:
         # Non-keyed passes keep their input's partitioning, which may be wider than the
         # configured parallelism (e.g. after a union).
         overrides["parallelism"] = subtask + 1
     return OperatorConfig.from_dict(spec.config, **overrides)
+
+
+def query_metrics_folder(publish: tuple[Any, str], query: str) -> tuple[Any, str]:
+    """STREAMING: where the instances of ``query`` publish their metrics: the run's metrics
+    folder (``metrics_publish`` of the operator configuration), one sub-folder per query.
+
+    Args:
+        publish: (storage layer, the run's metrics folder).
+        query: The streaming query's id.
+
+    Returns:
+        (storage layer, the query's folder).
+    """
+    storage, folder = publish
+    return storage, storage.join(folder, query or "no-query")
 
 
 def partition_id() -> int:
@@ -242,6 +269,9 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     """
     config = _operator_config(spec, partition_id() if subtask is None else subtask)
     since = metrics_mark()
+    if not spec.instance_key and spec.metrics_column:
+        yield from _with_metrics_rows(spec, config, batches, since)
+        return
     try:
         with gc_paused():
             yield from _run_pass(spec, _collecting_every(batches, _GC_EVERY_BATCHES), config)
@@ -250,6 +280,31 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
             report_since(since)
         else:
             report_due()
+
+
+def _with_metrics_rows(spec: PassSpec, config: OperatorConfig, batches: Iterator[pa.RecordBatch],
+                       since: int) -> Iterator[pa.RecordBatch]:
+    """A BATCH pass's batches with a null ``METRICS`` column, then (when it ends without an
+    error) one row per operator instance that has metrics, every other column null."""
+    schema = None
+    records: list[dict[str, Any]] = []
+    try:
+        with gc_paused():
+            for batch in _run_pass(spec, _collecting_every(batches, _GC_EVERY_BATCHES), config):
+                batch = batch.append_column(pa.field(METRICS, pa.string()),
+                                            pa.nulls(batch.num_rows, pa.string()))
+                schema = batch.schema
+                yield batch
+    finally:
+        records = report_since(since)
+    if not records:
+        return
+    if schema is None:
+        schema = pa.schema(spec.extra_fields() + spec.output_enc.arrow_fields()
+                           + [pa.field(METRICS, pa.string())])
+    rows = [json.dumps(r, default=str) for r in records]
+    columns = [pa.nulls(len(rows), f.type) for f in schema][:-1] + [pa.array(rows, pa.string())]
+    yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
@@ -315,7 +370,7 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
         backend = backend_type.create(ks.key_serializer, spec.max_parallelism, **ks.backend[1])
         operator = make_keyed_operator(ks.kind, ks.function, savepoint_write=ks.savepoint_write,
                                        savepoint_watermark=ks.savepoint_watermark)
-        operator.open(backend, config)
+        operator.open(backend, config.with_overrides(metrics_name=ks.name) if ks.name else config)
         cleanup += [operator.close, backend.close]
         sink = entry_sink(ks, backend, config)
         if sink is not None:

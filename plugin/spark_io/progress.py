@@ -21,6 +21,7 @@ action that ran it.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -30,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..operators.metrics import merge
 from ..plan.config import RuntimeMode
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HEARTBEAT_SECONDS",
     "COUNT_KEYS",
+    "METRICS_KEY",
     "Heartbeat",
     "Stage",
     "BatchProgress",
@@ -54,6 +57,11 @@ HEARTBEAT_SECONDS = 10.0
 #: Count columns of a progress row (None when not measured for that stage).
 COUNT_KEYS = ("rows_in", "rows_out", "side_rows_out", "entries_in", "entries_out",
               "key_groups_in_approx")
+
+#: Observed by a Python pass's stage: its tasks' metrics records (JSON strings); a progress
+#: row's ``metrics`` are the user metrics of the stage's operators, combined over subtasks
+#: (``operators.metrics.merge``)
+METRICS_KEY = "metrics"
 
 
 def fmt_count(n: Optional[int]) -> str:
@@ -164,6 +172,8 @@ class Stage:
     names: list[str]
     detail: str = ""
     counts: dict[str, Optional[int]] = field(default_factory=dict)
+    #: the user metrics of the stage's operators: {operator: {metric: value}}
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: observation group ("in" / "out") -> Observations (one per materialization)
     observations: dict[str, list[Any]] = field(default_factory=dict)
     completed: bool = False  # counts set explicitly (sinks, savepoints)
@@ -194,7 +204,10 @@ class Stage:
                 ready = False
                 continue
             for k, v in got.items():
-                self.counts[k] = None if v is None else int(v)
+                if k == METRICS_KEY:
+                    self.metrics = merge([json.loads(r) for r in v or ()])
+                else:
+                    self.counts[k] = None if v is None else int(v)
         return ready
 
 
@@ -304,7 +317,11 @@ class BatchProgress:
                      f"{fmt_count(c.get('key_groups_in_approx'))} key groups)")
         if c.get("entries_out") is not None:
             body += f", {fmt_count(c['entries_out'])} state entries for the savepoint"
-        return f"{head}: {body}; ran in {stage.action} ({secs})"
+        line = f"{head}: {body}; ran in {stage.action} ({secs})"
+        if stage.metrics:
+            line += "; metrics " + "; ".join(f"{op!r}: {values}"
+                                             for op, values in stage.metrics.items())
+        return line
 
     def row(self, stage: Stage) -> dict[str, Any]:
         """A flat dict for a notebook DataFrame (keys as STREAMING's progress rows where they
@@ -318,6 +335,7 @@ class BatchProgress:
             out[k] = stage.counts.get(k)
         out["action"] = stage.action
         out["duration_ms"] = stage.duration_ms
+        out[METRICS_KEY] = stage.metrics
         return out
 
     def finish(self, succeeded: bool = True) -> list[dict[str, Any]]:

@@ -41,6 +41,7 @@ from ..results import CloseableIterator
 from ..runtime.encoding import (
     KEY,
     KG,
+    METRICS,
     PICKLED,
     SIDE,
     TAG,
@@ -62,7 +63,7 @@ from ..runtime.savepoint_rows import RESTORE_COLUMNS, SP_COLUMNS, SP_META
 from ..spark_io.columns import col, count_all, lit
 from ..spark_io.key_columns import native_key_bytes
 from ..spark_io.key_group_ranges import repartition_by_key_group_range
-from ..spark_io.progress import BatchProgress, Stage
+from ..spark_io.progress import METRICS_KEY, BatchProgress, Stage
 from ..state_store.exceptions import GraphBuildError
 from ..state_store.storage import Storage
 from .failures import surfacing
@@ -343,10 +344,17 @@ class BatchTranslator:
             side = tagged if main is None else (tagged & main)
             main = ~tagged if main is None else (~tagged & main)
             metrics_out["side_rows_out"] = F.count(F.when(side, one))
+        if spec.metrics_column:  # the tasks' metrics rows: taken, then filtered out
+            record = F.col(METRICS).isNull()
+            main = record if main is None else (main & record)
+            metrics_out[METRICS_KEY] = F.collect_list(F.col(METRICS))
         metrics_out["rows_out"] = F.count(one) if main is None else F.count(F.when(main, one))
 
         def observe_out(df: DataFrame) -> DataFrame:
-            return self._observe(df, stage, "out", metrics_out)
+            df = self._observe(df, stage, "out", metrics_out)
+            if spec.metrics_column:
+                df = df.filter(F.col(METRICS).isNull()).drop(METRICS)
+            return df
 
         return df_in, observe_out
 
@@ -403,7 +411,7 @@ class BatchTranslator:
         df, enc = self.keyed_input(key_node, node, combiner=combiner)
         df = self._keyed_shuffle(df, node, sided=False)
         spec = KeyedSpec(node.op, function, key_node.key_serializer, self.sorted_inputs,
-                         self.backend, **self.savepoint_fields(node))
+                         self.backend, name=node.name, **self.savepoint_fields(node))
         keyed_stage = self.keyed_stage(node, node.op, sided=False)
         return Stream(df, enc, node.output_type, keyed=spec, name=node.name, stage=keyed_stage)
 
@@ -417,7 +425,7 @@ class BatchTranslator:
         serializer = same_key_serializer(node)
         df = self._keyed_shuffle(parts[0].unionByName(parts[1]), node, sided=True)
         spec = KeyedSpec("co_process", node.function, serializer, self.sorted_inputs,
-                         self.backend, **self.savepoint_fields(node))
+                         self.backend, name=node.name, **self.savepoint_fields(node))
         keyed_stage = self.keyed_stage(node, "co_process", sided=True)
         return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name,
                       stage=keyed_stage)
@@ -589,6 +597,7 @@ class BatchTranslator:
         if not needs_pass(stream, enc, key_out, tags, force):
             return stream.df
         spec = pass_spec(self, stream, enc, key_out, combiner, tags, name)
+        spec.metrics_column = self.batch_progress is not None
         ddl = output_ddl(spec)
 
         def fn(batches: Any) -> Any:
@@ -623,7 +632,7 @@ class BatchTranslator:
                 count_all().alias(COUNT))
         df = df.sortWithinPartitions(column, col(TS))
         spec = KeyedSpec(node.op, function, key_node.key_serializer, True,
-                         self.backend, key_field=index, counted=counted,
+                         self.backend, key_field=index, counted=counted, name=node.name,
                          **self.savepoint_fields(node))
         log.info("BATCH: %s is keyed by column %s", node.name, parent.enc.columns[index])
         name = parent.enc.columns[index]

@@ -142,7 +142,7 @@ def batch_broadcast(t: Any, node: BroadcastNode) -> Stream:
         df = union.repartition(n, F.col(KG)).sortWithinPartitions(*lead, KEY, TS)
     df = df.drop(_BSEQ)
     spec = KeyedSpec("broadcast", node.operator_spec(restored), node.key_serializer,
-                     t.sorted_inputs, t.backend, **t.savepoint_fields(node))
+                     t.sorted_inputs, t.backend, name=node.name, **t.savepoint_fields(node))
     return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name,
                   stage=t.keyed_stage(node, "broadcast", sided=True))
 

@@ -167,6 +167,7 @@ class StreamingTranslator:
         #: this run of the job: workers keep its operators' function instances under it
         self.run_id = uuid.uuid4().hex
         self._passes = 0  # passes built so far (_long_lived)
+        self._metrics_cleared = False  # an earlier run's metrics deleted (metrics_folder)
         self.nodes = nodes = list(plan.nodes)
         self.consumers = consumers(nodes)
         cfg = plan.config
@@ -436,8 +437,31 @@ class StreamingTranslator:
         n-th pass of the translation (the same in every run of the same job)."""
         spec.instance_key = f"{self.job_name}#pass{self._passes}:{spec.name}"
         spec.run_id = self.run_id
+        spec.config["metrics_publish"] = self.metrics_publish()
         self._passes += 1
         return spec
+
+    def metrics_folder(self) -> str:
+        """Where this run's operator instances publish their metrics (one sub-folder per
+        query, operators/metrics.py); the job's folder keeps only the latest run's."""
+        folder = self.storage.join(self.job_folder(), "metrics")
+        if not self._metrics_cleared:
+            self._metrics_cleared = True
+            self.storage.delete(folder)
+        return self.storage.join(folder, self.run_id)
+
+    def metrics_publish(self) -> tuple[Storage, str]:
+        """The operator configuration's ``metrics_publish`` of this run."""
+        return self.storage, self.metrics_folder()
+
+    def published_metrics(self, query_id: str) -> dict[str, dict[str, Any]]:
+        """The metrics the instances of query ``query_id`` published last, combined per
+        operator (``operators.metrics.merge``)."""
+        from ..operators.metrics import merge, read_published
+        from ..runtime.passes import query_metrics_folder
+
+        _, folder = query_metrics_folder(self.metrics_publish(), query_id)
+        return merge(read_published(self.storage, folder))
 
     def _materialize_shared(self, stream: Stream, node: Transformation,
                             tags: frozenset[str]) -> Stream:
@@ -650,7 +674,8 @@ class StreamingTranslator:
         # group_frames.py: typed columns in (native keyed input) and out, where pandas keeps
         # them exact; pickled ``_v`` otherwise
         out_enc = output_encoding(node.output_type, bool(tags))  # ROW types: pickled Rows
-        spec = GroupSpec(node.name, kind, function, key_serializer, dict(self.op_config),
+        spec = GroupSpec(node.name, kind, function, key_serializer,
+                         dict(self.op_config, metrics_publish=self.metrics_publish()),
                           ws is not None, sided, tags,
                           (backend_kind, dict(backend[1] or {})),
                           (self.storage.join(self.job_folder(), "state", stage)

@@ -56,6 +56,10 @@ class QueryOwner(Protocol):
 
     def job_folder(self) -> str: ...
 
+    def published_metrics(self, query_id: str) -> dict[str, dict[str, Any]]:
+        """The user metrics the query's operator instances published last, per operator."""
+        ...
+
 
 def progress_row(query_name: str, progress: dict[str, Any]) -> dict[str, Any]:
     """A flat, notebook-readable summary of one micro-batch's StreamingQueryProgress."""
@@ -73,6 +77,7 @@ def progress_row(query_name: str, progress: dict[str, Any]) -> dict[str, Any]:
         "key_groups_updated": op.get("numRowsUpdated"),
         "state_bytes": op.get("memoryUsedBytes"),
         "duration_ms": duration.get("triggerExecution"),
+        "metrics": {},
     }
 
 
@@ -267,12 +272,20 @@ def _await_processing_time(t: QueryOwner, query: Any) -> None:
 
 
 def log_query_progress(t: QueryOwner, name: str, query: Any) -> None:
-    """Record (``t.progress``) and log one :func:`progress_row` per micro-batch of ``query``."""
-    for p in query.recentProgress:
-        row = progress_row(name, as_dict(p))
+    """Record (``t.progress``) and log one :func:`progress_row` per micro-batch of ``query``;
+    the last one carries the user metrics its operator instances published last."""
+    rows = [progress_row(name, as_dict(p)) for p in query.recentProgress]
+    if rows:
+        try:
+            rows[-1]["metrics"] = t.published_metrics(str(query.id))
+        except Exception as exc:  # noqa: BLE001 - progress never fails a job
+            log.warning("STREAMING %s: the operators' metrics cannot be read: %s", name, exc)
+    for row in rows:
         t.progress.append(row)
         log.info(
             "STREAMING %s batch %s: rows in %s, rows out %s, watermark %s, key groups %s "
-            "(updated %s), state %s bytes, %s ms", name, row["batch"], row["rows_in"],
+            "(updated %s), state %s bytes, %s ms%s", name, row["batch"], row["rows_in"],
             row["rows_out"], row["watermark"], row["key_groups_with_state"],
-            row["key_groups_updated"], row["state_bytes"], row["duration_ms"])
+            row["key_groups_updated"], row["state_bytes"], row["duration_ms"],
+            "; metrics " + "; ".join(f"{op!r}: {v}" for op, v in row["metrics"].items())
+            if row["metrics"] else "")

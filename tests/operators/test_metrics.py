@@ -55,6 +55,62 @@ def test_report_logs_one_line_and_report_since_forgets(caplog):
     assert metrics.new_group("logged", 2).counter("n").get_count() == 0  # a new instance
 
 
+def test_merge_combines_instances_as_flink_sums_subtasks():
+    records = []
+    for subtask, values in enumerate(([3, 1, 5], [10], [])):
+        group = metrics.new_group("merged", subtask)
+        group.counter("n").inc(len(values))
+        meter = group.meter("m")
+        d = group.distribution("d")
+        for v in values:
+            meter.mark_event()
+            d.update(v)
+        group.gauge("g", lambda s=subtask: s * 10)
+        records.append({"operator": "merged", "subtask": subtask,
+                        "metrics": metrics.snapshot("merged", subtask),
+                        "kinds": metrics.kinds("merged", subtask)})
+    records.append(dict(records[0], operator="other"))
+    merged = metrics.merge(records + [records[1]])  # a repeated report counts once
+    assert sorted(merged) == ["merged", "other"]
+    got = merged["merged"]
+    assert got["n"] == 4 and got["m"]["count"] == 4
+    assert got["d"] == {"count": 4, "sum": 19, "min": 1, "max": 10, "mean": 19 / 4}
+    assert got["g"] == {0: 0, 1: 10, 2: 20}  # a gauge has no sum: by subtask
+    assert merged["other"]["n"] == 3
+    # the same subtask in two processes (STREAMING's per-process instances) adds up
+    twice = [dict(records[1], process="a"), dict(records[1], process="b")]
+    assert metrics.merge(twice)["merged"]["n"] == 2
+
+
+def test_published_reports_are_read_back(tmp_path):
+    from pyspark_datastream.state_store.storage import Storage
+
+    storage = Storage()
+    folder = str(tmp_path / "metrics")
+    group = metrics.new_group("published op/1", 0, (storage, folder))
+    group.counter("n").inc(7)
+    group.distribution("d").update(2)
+    assert metrics.report("published op/1", 0) is not None
+    (tmp_path / "metrics" / "torn.json").write_text("{")  # a file mid-write is skipped
+    got = metrics.read_published(storage, folder)
+    assert [(r["operator"], r["subtask"], r["metrics"]["n"]) for r in got] == [
+        ("published op/1", 0, 7)]
+    assert metrics.merge(got)["published op/1"]["d"]["count"] == 1
+    assert metrics.read_published(storage, str(tmp_path / "none")) == []
+
+
+def test_a_failing_publish_is_logged_once_and_never_raised(caplog, tmp_path):
+    from pyspark_datastream.state_store.storage import Storage
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    metrics.new_group("unpublishable", 0, (Storage(), str(blocker))).counter("n").inc()
+    with caplog.at_level(logging.INFO, logger="pyspark_datastream.metrics"):
+        assert metrics.report("unpublishable", 0) == {"n": 1}
+        assert metrics.report("unpublishable", 0) == {"n": 1}
+    assert caplog.text.count("cannot be published to") == 1
+
+
 class Counting(KeyedProcessFunction):
     def open(self, runtime_context):
         group = runtime_context.get_metrics_group()
