@@ -121,7 +121,9 @@ from .streaming_queries import (
     end_of_input_stream,
     is_connect,
     log_query_progress,
+    metrics_target,
     progress_row,
+    published_metrics,
     run_query,
     write_df_once,
     write_table_once,
@@ -167,7 +169,7 @@ class StreamingTranslator:
         #: this run of the job: workers keep its operators' function instances under it
         self.run_id = uuid.uuid4().hex
         self._passes = 0  # passes built so far (_long_lived)
-        self._metrics_cleared = False  # an earlier run's metrics deleted (metrics_folder)
+        self._metrics_publish: Optional[tuple[Storage, str]] = None  # (metrics_publish)
         self.nodes = nodes = list(plan.nodes)
         self.consumers = consumers(nodes)
         cfg = plan.config
@@ -441,27 +443,15 @@ class StreamingTranslator:
         self._passes += 1
         return spec
 
-    def metrics_folder(self) -> str:
-        """Where this run's operator instances publish their metrics (one sub-folder per
-        query, operators/metrics.py); the job's folder keeps only the latest run's."""
-        folder = self.storage.join(self.job_folder(), "metrics")
-        if not self._metrics_cleared:
-            self._metrics_cleared = True
-            self.storage.delete(folder)
-        return self.storage.join(folder, self.run_id)
-
     def metrics_publish(self) -> tuple[Storage, str]:
-        """The operator configuration's ``metrics_publish`` of this run."""
-        return self.storage, self.metrics_folder()
+        """The operator configuration's ``metrics_publish`` (streaming_queries.py)."""
+        if self._metrics_publish is None:
+            self._metrics_publish = metrics_target(self.storage, self.job_folder(), self.run_id)
+        return self._metrics_publish
 
     def published_metrics(self, query_id: str) -> dict[str, dict[str, Any]]:
-        """The metrics the instances of query ``query_id`` published last, combined per
-        operator (``operators.metrics.merge``)."""
-        from ..operators.metrics import merge, read_published
-        from ..runtime.passes import query_metrics_folder
-
-        _, folder = query_metrics_folder(self.metrics_publish(), query_id)
-        return merge(read_published(self.storage, folder))
+        """The user metrics the query's operator instances published last, per operator."""
+        return published_metrics(self.metrics_publish(), query_id)
 
     def _materialize_shared(self, stream: Stream, node: Transformation,
                             tags: frozenset[str]) -> Stream:

@@ -15,9 +15,11 @@ import os
 import time
 from typing import Any, Optional, Protocol
 
+from ..operators.metrics import merge, read_published
 from ..runtime.encoding import KEY, KG, SIDE, TAG, TS, VALUE
 from ..runtime.group_frames import SEQ, SEQ_ROW
 from ..runtime.group_state import END_OF_INPUT_MS, END_THRESHOLD
+from ..runtime.passes import query_metrics_folder
 from ..spark_io.delta_io import local_path
 from ..spark_io.storage_conf import current_storage
 from ..state_store.storage import Storage
@@ -35,6 +37,8 @@ __all__ = [
     "start_query",
     "run_query",
     "log_query_progress",
+    "metrics_target",
+    "published_metrics",
 ]
 
 log = logging.getLogger("pyspark_datastream")
@@ -79,6 +83,39 @@ def progress_row(query_name: str, progress: dict[str, Any]) -> dict[str, Any]:
         "duration_ms": duration.get("triggerExecution"),
         "metrics": {},
     }
+
+
+def metrics_target(storage: Storage, job_folder: str, run_id: str) -> tuple[Storage, str]:
+    """Where the operator instances of run ``run_id`` publish their metrics (the operator
+    configuration's ``metrics_publish``); an earlier run's are deleted first: the job's folder
+    keeps only the latest run's.
+
+    Args:
+        storage: The job's storage layer.
+        job_folder: The job's folder.
+        run_id: This run's id.
+
+    Returns:
+        (storage, the run's metrics folder).
+    """
+    folder = storage.join(job_folder, "metrics")
+    storage.delete(folder)
+    return storage, storage.join(folder, run_id)
+
+
+def published_metrics(target: tuple[Storage, str], query_id: str) -> dict[str, dict[str, Any]]:
+    """The user metrics the instances of query ``query_id`` published last, combined per
+    operator.
+
+    Args:
+        target: What :func:`metrics_target` returned.
+        query_id: The streaming query's id.
+
+    Returns:
+        ``{operator: {metric: value}}`` (``operators.metrics.merge``).
+    """
+    storage, folder = query_metrics_folder(target, query_id)
+    return merge(read_published(storage, folder))
 
 
 def is_connect(spark: Any) -> bool:
