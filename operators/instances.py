@@ -157,6 +157,9 @@ class SubtaskInstance:
         self._opened: list[Any] = []  # in the order opened (kept alive: ids stay unique)
         self._opened_ids: set[int] = set()
         self.closed = False
+        #: the metric groups made after this are its functions' (and, of this subtask index,
+        #: other live instances'; reporting those too only repeats current values)
+        self._metrics_mark = metrics.mark()
 
     def open(self, function: Any, runtime_context: Any) -> None:
         """``function.open(runtime_context)`` the first time this instance runs it only."""
@@ -179,7 +182,8 @@ class SubtaskInstance:
             except Exception as exc:  # noqa: BLE001 - every function gets its close()
                 error = error or exc
         self._opened.clear()
-        metrics.report(self.config.operator_name, self.config.subtask_index)  # the run's last
+        # the run's last report of each function's group (fused stages keep their own names)
+        metrics.report_since(self._metrics_mark, self.config.subtask_index, forget=False)
         if error is not None:
             raise error
 

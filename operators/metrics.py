@@ -271,12 +271,15 @@ def mark() -> int:
     return _SEQ[0]
 
 
-def report_since(since: int) -> list[dict[str, Any]]:
+def report_since(since: int, subtask: Optional[int] = None,
+                 forget: bool = True) -> list[dict[str, Any]]:
     """Report, then forget, every instance made after :func:`mark` gave ``since`` (the end
     of a BATCH task: its instances' whole run).
 
     Args:
         since: The mark.
+        subtask: Only the instances of this subtask index (None: all).
+        forget: Forget the reported instances (False: they stay registered).
 
     Returns:
         One record per reported instance that has metrics: ``{"operator", "subtask",
@@ -284,11 +287,13 @@ def report_since(since: int) -> list[dict[str, Any]]:
     """
     records = []
     for instance, registry in list(_REGISTRIES.items()):
-        if registry.seq > since:
+        if registry.seq > since and (subtask is None or instance[1] == subtask):
             values = report(*instance)
             if values:
                 records.append({"operator": instance[0], "subtask": instance[1],
                                 "metrics": values, "kinds": kinds(*instance)})
+            if not forget:
+                continue
             with _LOCK:
                 if _REGISTRIES.get(instance) is registry:
                     del _REGISTRIES[instance]

@@ -135,3 +135,23 @@ def test_the_harness_shows_a_functions_metrics():
     assert got["keys_seen"] == 0
     with KeyedProcessFunctionTestHarness(Counting(), key_selector=lambda v: v[0]) as h:
         assert h.get_metrics()["records"] == 0  # a new instance starts from zero
+
+
+def test_closing_an_instance_reports_every_group_made_for_its_subtask(caplog):
+    """A STREAMING instance runs fused stages, each with its own operator name: the end of
+    the run reports every group of its subtask, not only the pass's own name."""
+    from pyspark_datastream.operators.base import OperatorConfig
+    from pyspark_datastream.operators.instances import SubtaskInstance
+
+    config = OperatorConfig.for_mode("STREAMING", subtask_index=1, parallelism=2,
+                                     operator_name="fused pass")
+    instance = SubtaskInstance(None, config)
+    metrics.new_group("fused-a", 1).counter("n").inc(2)
+    metrics.new_group("fused-b", 1).counter("n").inc(3)
+    metrics.new_group("fused-a", 0).counter("n").inc(9)  # another subtask's instance
+    with caplog.at_level(logging.INFO, logger="pyspark_datastream.metrics"):
+        instance.close()
+    assert "metrics of operator 'fused-a' subtask 1: {'n': 2}" in caplog.text
+    assert "metrics of operator 'fused-b' subtask 1: {'n': 3}" in caplog.text
+    assert "subtask 0" not in caplog.text
+    assert metrics.snapshot("fused-a", 1) == {"n": 2}  # still registered: not forgotten
