@@ -122,6 +122,7 @@ bench: setup
 	$(PY) -m benchmarks.wordcount --floor
 	$(PY) -m benchmarks.wordcount_s3
 	$(PY) -m benchmarks.async_io
+	$(PY) -m benchmarks.latency
 
 # Every benchmark at a small size, correctness checks included (its figures mean nothing).
 bench-quick: setup
@@ -132,6 +133,7 @@ bench-quick: setup
 	$(PY) -m benchmarks.wordcount --quick
 	$(PY) -m benchmarks.wordcount_s3 --quick
 	$(PY) -m benchmarks.async_io --quick
+	$(PY) -m benchmarks.latency --quick
 
 # FLIP-140's WordCount at full scale: 40M records, 4M keys; one untimed run of every variant,
 # then three timed rounds of every variant in turn (25 minutes on 2 cores at load 2.2-2.4,
