@@ -170,6 +170,7 @@ class StreamingTranslator:
         self.run_id = uuid.uuid4().hex
         self._passes = 0  # passes built so far (_long_lived)
         self._metrics_publish: Optional[tuple[Storage, str]] = None  # (metrics_publish)
+        self._user_query = False  # to_dataframe(): the user runs the job's last query
         self.nodes = nodes = list(plan.nodes)
         self.consumers = consumers(nodes)
         cfg = plan.config
@@ -258,8 +259,8 @@ class StreamingTranslator:
     # -- public entry points -------------------------------------------------------------
     def to_dataframe(self, node: Transformation) -> DataFrame:
         """A streaming DataFrame of ``node``'s records (upstream keyed stages run first)."""
-        # the caller's query checkpoint will point into what the job keeps outside it
-        self.job.plan("never", TO_DATAFRAME_KEEPS)
+        self.job.plan("never", TO_DATAFRAME_KEEPS)  # the user's checkpoint points into it
+        self._user_query = True
         # the user runs the query: a source file that does not fit its declared schema is
         # named now (source_schema.py), not by Spark's failure of the user's query
         check_parquet_sources(self.nodes, self.storage,
@@ -443,9 +444,9 @@ class StreamingTranslator:
         self._passes += 1
         return spec
 
-    def metrics_publish(self) -> tuple[Storage, str]:
-        """The operator configuration's ``metrics_publish`` (streaming_queries.py)."""
-        if self._metrics_publish is None:
+    def metrics_publish(self) -> Optional[tuple[Storage, str]]:
+        """``metrics_publish`` of the operators (None: to_dataframe(), may have no folder)."""
+        if self._metrics_publish is None and not self._user_query:
             self._metrics_publish = metrics_target(self.storage, self.job_folder(), self.run_id)
         return self._metrics_publish
 

@@ -103,17 +103,20 @@ def metrics_target(storage: Storage, job_folder: str, run_id: str) -> tuple[Stor
     return storage, storage.join(folder, run_id)
 
 
-def published_metrics(target: tuple[Storage, str], query_id: str) -> dict[str, dict[str, Any]]:
+def published_metrics(target: Optional[tuple[Storage, str]], query_id: str
+                      ) -> dict[str, dict[str, Any]]:
     """The user metrics the instances of query ``query_id`` published last, combined per
     operator.
 
     Args:
-        target: What :func:`metrics_target` returned.
+        target: What :func:`metrics_target` returned (None: nothing was published).
         query_id: The streaming query's id.
 
     Returns:
         ``{operator: {metric: value}}`` (``operators.metrics.merge``).
     """
+    if target is None:
+        return {}
     storage, folder = query_metrics_folder(target, query_id)
     return merge(read_published(storage, folder))
 
