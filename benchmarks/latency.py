@@ -37,6 +37,17 @@ commit time - the **mean** ``created_ms`` of those records (their sum difference
 difference), counted once per such record (count-weighted): per-record latencies within a
 micro-batch are not recoverable from an aggregate.
 
+**Phase.** Spark's processing-time trigger ticks at multiples of the interval since the epoch,
+while the rate source's seconds start at ``t0``, an arbitrary millisecond: a record released
+at ``t0 + (value // rate + 1) * 1000`` waits for the next tick, and with a 1 s interval that
+*tick wait* is the same for every record of a run, ``(1000 - t0 % 1000) % 1000`` ms, but
+anywhere from 0 to 1 s from one run to the next. Each run's raw figures carry it
+(``<variant>_tick_wait_ms``, the median over the window's records). ``*_phase_neutral``
+figures replace each record's tick wait with its mean over a uniformly random phase,
+interval / 2 (for ``native``: each row's mean tick wait over the records it stands for); the
+rest of the latency (from the tick to the commit) does not depend on the phase. The ratios
+are given both ways.
+
 Only records created in the **window** count: ``created_ms`` in ``[t0 + --warmup, t0 +
 --warmup + --seconds)`` s, i.e. values ``[warmup * rate, (warmup + seconds) * rate)``; the
 job keeps running ``--drain`` s after the window (``t0`` is read from the first committed
@@ -66,12 +77,13 @@ order.
 
 The last line is JSON: per variant ``<variant>_p50_ms``, ``_p95_ms``, ``_p99_ms`` (over the
 window's records), ``_records`` (window records measured), ``_sustained``, ``_missing``,
-``_out_of_order``, ``_first_quarter_p50_ms``/``_last_quarter_p50_ms``, ``_versions`` (Delta
-commits) and ``_batch_ms`` (each query's median micro-batch duration, from Spark's recent
-progress); the ratios ``stages1_p50_vs_floor`` (target <= 1.5), ``stage_step_vs_stages1`` =
-max(stages2 p50 - stages1 p50, stages3 p50 - stages2 p50) / stages1 p50 (target <= 0.5),
-``stages3_vs_stages1`` (target <= 2.0), ``native_p50_vs_floor``; ``targets_met``; the rate,
-trigger and durations.
+``_out_of_order``, ``_first_quarter_p50_ms``/``_last_quarter_p50_ms``, ``_tick_wait_ms``,
+``_p50_ms_phase_neutral`` (and p95, p99), ``_versions`` (Delta commits) and ``_batch_ms``
+(each query's median micro-batch duration, from Spark's recent progress); the ratios
+``stages1_p50_vs_floor`` (target <= 1.5), ``stage_step_vs_stages1`` = max(stages2 p50 -
+stages1 p50, stages3 p50 - stages2 p50) / stages1 p50 (target <= 0.5), ``stages3_vs_stages1``
+(target <= 2.0), ``native_p50_vs_floor``, each also ``*_phase_neutral``; ``targets_met`` and
+``targets_met_phase_neutral``; the rate, trigger and durations.
 """
 
 from __future__ import annotations
@@ -321,6 +333,28 @@ def created_at(t0: int, value: np.ndarray, rate: int) -> np.ndarray:
     return t0 + (value * 1000) // rate
 
 
+_UNIT_MS = {"microsecond": 0.001, "millisecond": 1, "second": 1000, "minute": 60_000,
+            "hour": 3_600_000, "day": 86_400_000}
+_UNIT = "|".join(_UNIT_MS)
+
+
+def interval_ms(text: str) -> int:
+    """A Spark interval (``1 second``, ``500 milliseconds``, ``1 minute 30 seconds``) in ms."""
+    low = text.strip().lower()
+    if not re.fullmatch(rf"(?:interval\s+)?(?:\d+(?:\.\d+)?\s*(?:{_UNIT})s?\s*)+", low):
+        raise ValueError(f"not a Spark interval: {text!r}")
+    parts = re.findall(rf"(\d+(?:\.\d+)?)\s*({_UNIT})", low)
+    return round(sum(float(n) * _UNIT_MS[u] for n, u in parts))
+
+
+def tick_wait(value: np.ndarray, t0: int, rate: int, interval: int) -> np.ndarray:
+    """ms from the rate source releasing row ``value`` (once its second, ``value // rate``,
+    has passed since ``t0``) to the next processing-time trigger tick (Spark ticks at
+    multiples of the interval since the epoch)."""
+    released = t0 + (value // rate + 1) * 1000
+    return -((-released) // interval) * interval - released
+
+
 def stream_start(rows: Committed, variant: str, rate: int) -> int:
     """``t0`` of the rate stream, from committed rows (each row's created_ms and value)."""
     created, value = ((rows.columns[3], rows.columns[4]) if variant == "native"
@@ -347,11 +381,16 @@ class Result:
     out_of_order: int = 0
     #: each query's median micro-batch duration, ms (batches with input rows)
     batch_ms: dict[str, float] = field(default_factory=dict)
+    #: ``latency`` with each record's tick wait replaced by its mean, interval / 2
+    neutral: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: the median tick wait of the window's records (this run's phase), ms
+    tick_wait: float = float("nan")
 
-    def percentile(self, q: float) -> float:
+    def percentile(self, q: float, neutral: bool = False) -> float:
         if self.records == 0:
             return float("nan")
-        return float(np.percentile(np.repeat(self.latency, self.weight), q))
+        return float(np.percentile(np.repeat(self.neutral if neutral else self.latency,
+                                             self.weight), q))
 
     @property
     def sustained(self) -> bool:
@@ -393,7 +432,7 @@ def _key_values_in(k: np.ndarray, lo: np.ndarray, hi: np.ndarray, keys: int) -> 
 
 
 def measure_records(variant: str, rows: Committed, t0: int, rate: int, keys: int,
-                    window: tuple[int, int], end_ms: int,
+                    window: tuple[int, int], end_ms: int, interval: int,
                     tolerate_reordering: bool = False) -> Result:
     """``floor`` and ``stages*``: one output row per record. Every committed row is checked;
     only those committed by ``end_ms`` count as committed. ``tolerate_reordering``: a key's
@@ -453,6 +492,9 @@ def measure_records(variant: str, rows: Committed, t0: int, rate: int, keys: int
     res.latency = (rows.commit_ms - created)[in_window].astype(np.float64)
     res.weight = np.ones(int(in_window.sum()), dtype=np.int64)
     res.records = int(in_window.sum())
+    waits = tick_wait(value[in_window], t0, rate, interval)
+    res.neutral = res.latency - waits + interval / 2
+    res.tick_wait = float(np.median(waits)) if res.records else float("nan")
     quarter = (hi - lo) // 4
     v = value[in_window]
     res.first_quarter_p50 = _weighted_median(res.latency[v < lo + quarter],
@@ -463,7 +505,7 @@ def measure_records(variant: str, rows: Committed, t0: int, rate: int, keys: int
 
 
 def measure_native(rows: Committed, t0: int, rate: int, keys: int,
-                   window: tuple[int, int], end_ms: int) -> Result:
+                   window: tuple[int, int], end_ms: int, interval: int) -> Result:
     """``native``: a key's running totals per micro-batch (see the module doc)."""
     variant = "native"
     res = Result(variant, rate, versions=rows.versions, from_mtime=rows.from_mtime)
@@ -504,6 +546,12 @@ def measure_native(rows: Committed, t0: int, rate: int, keys: int,
 
     res.latency, res.weight = latency, weights(lo, hi)
     res.records = int(res.weight.sum())
+    # each row's mean tick wait over the records it newly counts (counts prev_n+1 .. n)
+    seg = np.repeat(np.arange(len(ks)), dn)
+    j = prev_n[seg] + np.arange(int(dn.sum())) - np.repeat(np.cumsum(dn) - dn, dn)
+    mean_wait = np.bincount(seg, tick_wait(ks[seg] + j * keys, t0, rate, interval)) / dn
+    res.neutral = latency - mean_wait + interval / 2
+    res.tick_wait = _weighted_median(mean_wait, res.weight)
     last = np.full(keys, -1, dtype=np.int64)
     np.maximum.at(last, ks[by_end], vmax[order][by_end])
     kk = np.arange(keys)
@@ -549,13 +597,16 @@ def run_variant(variant: str, spark: Any, rate: int, keys: int, trigger: str, wa
     assert rows is not None and t0 is not None
     window = (warmup * rate, (warmup + seconds) * rate)
     if variant == "native":
-        res = measure_native(rows, t0, rate, keys, window, int(end * 1000))
+        res = measure_native(rows, t0, rate, keys, window, int(end * 1000),
+                             interval_ms(trigger))
     else:
         res = measure_records(variant, rows, t0, rate, keys, window, int(end * 1000),
-                              tolerate_reordering)
+                              interval_ms(trigger), tolerate_reordering)
     res.batch_ms = batch_ms
     progress(f"{variant} at {rate} rows/s: {res.records} window records, p50 "
-             f"{res.percentile(50):.0f} ms, p99 {res.percentile(99):.0f} ms, first/last quarter "
+             f"{res.percentile(50):.0f} ms, p99 {res.percentile(99):.0f} ms (tick wait "
+             f"{res.tick_wait:.0f} ms; phase-neutral p50 {res.percentile(50, True):.0f} ms, p99 "
+             f"{res.percentile(99, True):.0f} ms), first/last quarter "
              f"p50 {res.first_quarter_p50:.0f}/{res.last_quarter_p50:.0f} ms, missing "
              f"{res.missing}, out of order {res.out_of_order}, {res.versions} versions, "
              f"sustained {res.sustained}; median "
@@ -582,6 +633,25 @@ def find_max_rate(variant: str, spark: Any, args: argparse.Namespace,
 
 def _ms(x: float) -> Optional[float]:
     return None if x != x else round(x, 1)
+
+
+def _round(x: float) -> Optional[float]:
+    return None if x != x else round(x, 3)
+
+
+def _ratios(p50: dict[str, float]) -> dict[str, float]:
+    """The target ratios of the variants' p50s (a variant that measured nothing has a NaN
+    p50: its ratios are NaN, null in the JSON and never met)."""
+    ratios: dict[str, float] = {}
+    if {"floor", "stages1"} <= p50.keys():
+        ratios["stages1_p50_vs_floor"] = p50["stages1"] / p50["floor"]
+    if {"stages1", "stages2", "stages3"} <= p50.keys():
+        step = max(p50["stages2"] - p50["stages1"], p50["stages3"] - p50["stages2"])
+        ratios["stage_step_vs_stages1"] = step / p50["stages1"]
+        ratios["stages3_vs_stages1"] = p50["stages3"] / p50["stages1"]
+    if {"floor", "native"} <= p50.keys():
+        ratios["native_p50_vs_floor"] = p50["native"] / p50["floor"]
+    return ratios
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -611,6 +681,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--variants: {sorted(unknown)} unknown, pick from {','.join(VARIANTS)}")
     if args.rate < 1 or args.keys < 1 or args.seconds < 4 or args.warmup < 0 or args.drain < 0:
         parser.error("--rate, --keys >= 1, --seconds >= 4, --warmup, --drain >= 0")
+    try:
+        if interval_ms(args.trigger) < 1:
+            raise ValueError(args.trigger)
+    except ValueError:
+        parser.error(f"--trigger: a Spark interval of at least 1 ms such as '1 second', got "
+                     f"{args.trigger!r}")
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = local_session()
@@ -621,7 +697,8 @@ def main(argv: list[str] | None = None) -> int:
                    for v in variants}
         out: dict[str, Any] = {
             "benchmark": "latency", "quick": args.quick, "rate": args.rate, "keys": args.keys,
-            "trigger": args.trigger, "warmup_s": args.warmup, "seconds": args.seconds,
+            "trigger": args.trigger, "trigger_ms": interval_ms(args.trigger),
+            "warmup_s": args.warmup, "seconds": args.seconds,
             "drain_s": args.drain, "variants": variants,
             "reordering_tolerated": args.tolerate_reordering,
         }
@@ -632,21 +709,18 @@ def main(argv: list[str] | None = None) -> int:
                         f"{v}_out_of_order": r.out_of_order,
                         f"{v}_first_quarter_p50_ms": _ms(r.first_quarter_p50),
                         f"{v}_last_quarter_p50_ms": _ms(r.last_quarter_p50),
+                        f"{v}_tick_wait_ms": _ms(r.tick_wait),
+                        **{f"{v}_p{q}_ms_phase_neutral": _ms(r.percentile(q, True))
+                           for q in (50, 95, 99)},
                         f"{v}_versions": r.versions, f"{v}_batch_ms": r.batch_ms})
-        # a variant that measured nothing has no p50 (NaN): its ratios are null
-        p50 = {v: r.percentile(50) for v, r in results.items()}
-        ratios: dict[str, float] = {}
-        if {"floor", "stages1"} <= p50.keys():
-            ratios["stages1_p50_vs_floor"] = p50["stages1"] / p50["floor"]
-        if {"stages1", "stages2", "stages3"} <= p50.keys():
-            step = max(p50["stages2"] - p50["stages1"], p50["stages3"] - p50["stages2"])
-            ratios["stage_step_vs_stages1"] = step / p50["stages1"]
-            ratios["stages3_vs_stages1"] = p50["stages3"] / p50["stages1"]
-        if "native" in p50 and "floor" in p50:
-            ratios["native_p50_vs_floor"] = p50["native"] / p50["floor"]
-        out.update({k: None if x != x else round(x, 3) for k, x in ratios.items()})
+        ratios = _ratios({v: r.percentile(50) for v, r in results.items()})
+        neutral = _ratios({v: r.percentile(50, True) for v, r in results.items()})
+        out.update({k: _round(x) for k, x in ratios.items()})
+        out.update({f"{k}_phase_neutral": _round(x) for k, x in neutral.items()})
         out["targets"] = TARGETS
         out["targets_met"] = {k: ratios[k] <= t for k, t in TARGETS.items() if k in ratios}
+        out["targets_met_phase_neutral"] = {k: neutral[k] <= t for k, t in TARGETS.items()
+                                            if k in neutral}
         if args.find_max_rate:
             maxima = {}
             for v in ("floor", "stages1"):
