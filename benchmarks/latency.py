@@ -623,8 +623,10 @@ def find_max_rate(variant: str, spark: Any, args: argparse.Namespace,
         res = run_variant(variant, spark, rate, args.keys, args.trigger, min(args.warmup, 10),
                           min(args.seconds, 20), args.drain, work, args.tolerate_reordering)
         tries.append({"rate": rate, "p50_ms": _ms(res.percentile(50)),
-                      "p99_ms": _ms(res.percentile(99)), "missing": res.missing,
-                      "sustained": res.sustained})
+                      "p99_ms": _ms(res.percentile(99)),
+                      "p50_ms_phase_neutral": _ms(res.percentile(50, True)),
+                      "missing": res.missing, "sustained": res.sustained,
+                      "batch_ms": res.batch_ms})
         if not res.sustained:
             break
         best, rate = rate, rate * 2
