@@ -116,7 +116,7 @@ from .steps import (
     union,
 )
 from .stream import Stream
-from .streaming_pushdown import field_reduce_plan, native_keyed_input
+from .streaming_pushdown import field_reduce_plan, native_keyed_input, restaged_order
 from .streaming_queries import (
     end_of_input_stream,
     is_connect,
@@ -615,9 +615,8 @@ class StreamingTranslator:
         folder = self.storage.join(self.job_folder(), name)
         data = self.storage.join(folder, "data")
         self.storage.makedirs(data)  # a file stream needs its folder to exist
-        writer = df.writeStream.format("parquet").option("path", data)
-        self._prerequisites.append((name, writer))
-        return self.spark.readStream.schema(df.schema).parquet(data)
+        self._prerequisites.append((name, df.writeStream.format("parquet").option("path", data)))
+        return restaged_order(self.spark.readStream.schema(df.schema).parquet(data))
 
     def watermark_strategy(self, node: Transformation) -> Any:
         """The nearest upstream WatermarkStrategy (Flink forwards watermarks through operators)."""

@@ -59,6 +59,28 @@ def file_row_seq(df: DataFrame) -> Optional[tuple[Any, Any]]:
     return mtime, F.shiftleft(file_hash, _ROW_INDEX_BITS) + F.col("_metadata.row_index")
 
 
+def restaged_order(df: DataFrame) -> DataFrame:
+    """A stream read back from the files a keyed stage's input was staged in, with ``_seq``
+    and ``_seq_row`` taken from the files (:func:`file_row_seq`): the upstream query numbered
+    each micro-batch's records from 0, so a micro-batch reading the files of several upstream
+    micro-batches would interleave a key's records of different ones; by file time and row,
+    each key keeps the order the upstream stage emitted it in (Flink's order per channel).
+    Unchanged when ``df`` has no ``_seq`` or no file metadata.
+
+    Args:
+        df: The staged files read as a stream.
+
+    Returns:
+        The stream, ordered by file.
+    """
+    if SEQ not in df.columns:
+        return df
+    seq = file_row_seq(df)
+    if seq is None:
+        return df
+    return df.withColumn(SEQ, seq[0]).withColumn(SEQ_ROW, seq[1])
+
+
 def native_keyed_input(parent: Stream, key_node: KeyByNode, max_parallelism: int
                        ) -> Optional[tuple[DataFrame, TypedInput]]:
     """``_ts, _kg, <typed columns>[, _n<i>], _seq`` computed by Spark (no per-record

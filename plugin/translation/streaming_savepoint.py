@@ -378,6 +378,7 @@ def _pack_pass(metas: list[dict[str, Any]], fields: list[str],
             KEY: pa.array([None], pa.binary()),
             VALUE: pa.array([value], pa.binary()),
             "_seq": pa.array([RESTORE_SEQ], pa.int64()),
+            "_seq_row": pa.array([0], pa.int64()),  # a staged input's (restaged_order)
             SIDE: pa.array([0], pa.int32()),
         }
         return pa.table({name: columns[name] for name in fields})
