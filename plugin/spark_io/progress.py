@@ -58,7 +58,7 @@ HEARTBEAT_SECONDS = 10.0
 COUNT_KEYS = ("rows_in", "rows_out", "side_rows_out", "entries_in", "entries_out",
               "key_groups_in_approx")
 
-#: Observed by a Python pass's stage: its tasks' metrics records (JSON strings); a progress
+#: Observed by a Python pass's stage: its tasks' metrics records (JSON lines); a progress
 #: row's ``metrics`` are the user metrics of the stage's operators, combined over subtasks
 #: (``operators.metrics.merge``)
 METRICS_KEY = "metrics"
@@ -204,8 +204,8 @@ class Stage:
                 ready = False
                 continue
             for k, v in got.items():
-                if k == METRICS_KEY:
-                    self.metrics = merge([json.loads(r) for r in v or ()])
+                if k == METRICS_KEY:  # JSON lines (translation/batch.py)
+                    self.metrics = merge([json.loads(r) for r in str(v or "").split("\n") if r])
                 else:
                     self.counts[k] = None if v is None else int(v)
         return ready

@@ -347,7 +347,9 @@ class BatchTranslator:
         if spec.metrics_column:  # the tasks' metrics rows: taken, then filtered out
             record = F.col(METRICS).isNull()
             main = record if main is None else (main & record)
-            metrics_out[METRICS_KEY] = F.collect_list(F.col(METRICS))
+            # one string of JSON lines (json.dumps escapes newlines): an array observed by
+            # pyspark 4.0/4.1 reaches Python as a JVM object, not a list
+            metrics_out[METRICS_KEY] = F.concat_ws("\n", F.collect_list(F.col(METRICS)))
         metrics_out["rows_out"] = F.count(one) if main is None else F.count(F.when(main, one))
 
         def observe_out(df: DataFrame) -> DataFrame:
