@@ -24,8 +24,8 @@ from urllib.parse import quote
 from ..state_store.exceptions import GraphBuildError
 
 __all__ = ["MetricGroup", "Counter", "Meter", "Distribution", "new_group", "mark", "report",
-           "report_since", "report_due", "snapshot", "kinds", "merge", "read_published", "REPORT_INTERVAL_S",
-           "INTERVAL_ENV"]
+           "report_since", "report_due", "snapshot", "kinds", "merge", "read_published",
+           "REPORT_INTERVAL_S", "INTERVAL_ENV"]
 
 log = logging.getLogger("pyspark_datastream.metrics")
 

@@ -95,10 +95,9 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         if rt is None:
             c = spec.config
             query = _query_id()
-            publish = (None if c.get("metrics_publish") is None
-                       else query_metrics_folder(c["metrics_publish"], query))
-            cfg = OperatorConfig.from_dict(c, subtask_index=0, operator_name=spec.name,
-                                           metrics_publish=publish)
+            cfg = OperatorConfig.from_dict(
+                c, subtask_index=0, operator_name=spec.name,
+                metrics_publish=query_metrics_folder(c.get("metrics_publish"), query))
             reference, options = spec.backend
             backend_type = get_backend(reference)
             maxp = int(c["max_parallelism"])

@@ -114,7 +114,8 @@ class PassSpec:
     #: as for a keyed pass, a union's task numbering is folded back into a subtask index
     partitioned: bool = False
     #: BATCH with progress: the output ends with a ``METRICS`` column, null on records; each
-    #: task's last rows carry its operator instances' metrics (JSON, ``metrics.report_since``)
+    #: task's last rows carry its operator instances' metrics (JSON, ``metrics.report_since``;
+    #: a STREAMING pass, whose instances outlive the task, publishes them instead)
     metrics_column: bool = False
 
     def extra_fields(self) -> list[pa.Field]:
@@ -160,9 +161,8 @@ def _operator_config(spec: PassSpec, subtask: int) -> OperatorConfig:
         # ``parallelism`` each still gets a subtask index of its own.
         subtask %= parallelism
     overrides: dict[str, Any] = {"subtask_index": subtask, "operator_name": spec.name}
-    if spec.config.get("metrics_publish") is not None:
-        overrides["metrics_publish"] = query_metrics_folder(spec.config["metrics_publish"],
-                                                            query_id())
+    overrides["metrics_publish"] = query_metrics_folder(spec.config.get("metrics_publish"),
+                                                        query_id())
     if spec.keyed is None and subtask >= parallelism:
         # Non-keyed passes keep their input's partitioning, which may be wider than the
         # configured parallelism (e.g. after a union).
@@ -170,17 +170,20 @@ def _operator_config(spec: PassSpec, subtask: int) -> OperatorConfig:
     return OperatorConfig.from_dict(spec.config, **overrides)
 
 
-def query_metrics_folder(publish: tuple[Any, str], query: str) -> tuple[Any, str]:
+def query_metrics_folder(publish: Optional[tuple[Any, str]], query: str
+                         ) -> Optional[tuple[Any, str]]:
     """STREAMING: where the instances of ``query`` publish their metrics: the run's metrics
     folder (``metrics_publish`` of the operator configuration), one sub-folder per query.
 
     Args:
-        publish: (storage layer, the run's metrics folder).
+        publish: (storage layer, the run's metrics folder); None: nothing is published.
         query: The streaming query's id.
 
     Returns:
-        (storage layer, the query's folder).
+        (storage layer, the query's folder), or None.
     """
+    if publish is None:
+        return None
     storage, folder = publish
     return storage, storage.join(folder, query or "no-query")
 
@@ -269,42 +272,35 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     """
     config = _operator_config(spec, partition_id() if subtask is None else subtask)
     since = metrics_mark()
-    if not spec.instance_key and spec.metrics_column:
-        yield from _with_metrics_rows(spec, config, batches, since)
-        return
-    try:
-        with gc_paused():
-            yield from _run_pass(spec, _collecting_every(batches, _GC_EVERY_BATCHES), config)
-    finally:
-        if not spec.instance_key:  # BATCH: the pass was its instances' whole run
-            report_since(since)
-        else:
-            report_due()
-
-
-def _with_metrics_rows(spec: PassSpec, config: OperatorConfig, batches: Iterator[pa.RecordBatch],
-                       since: int) -> Iterator[pa.RecordBatch]:
-    """A BATCH pass's batches with a null ``METRICS`` column, then (when it ends without an
-    error) one row per operator instance that has metrics, every other column null."""
-    schema = None
     records: list[dict[str, Any]] = []
+    schema: Optional[pa.Schema] = None
     try:
         with gc_paused():
             for batch in _run_pass(spec, _collecting_every(batches, _GC_EVERY_BATCHES), config):
-                batch = batch.append_column(pa.field(METRICS, pa.string()),
-                                            pa.nulls(batch.num_rows, pa.string()))
-                schema = batch.schema
+                if spec.metrics_column:
+                    batch = batch.append_column(pa.field(METRICS, pa.string()),
+                                                pa.nulls(batch.num_rows, pa.string()))
+                    schema = batch.schema
                 yield batch
     finally:
-        records = report_since(since)
-    if not records:
-        return
+        if not spec.instance_key:  # BATCH: the pass was its instances' whole run
+            records = report_since(since)
+        else:
+            report_due()
+    if spec.metrics_column and records:  # the pass ended without an error
+        yield _metrics_batch(spec, records, schema)
+
+
+def _metrics_batch(spec: PassSpec, records: list[dict[str, Any]],
+                   schema: Optional[pa.Schema]) -> pa.RecordBatch:
+    """One row per operator instance's metrics record (JSON in ``METRICS``), every other
+    column null; ``schema``: the pass's output batches' (None: none was output)."""
     if schema is None:
         schema = pa.schema(spec.extra_fields() + spec.output_enc.arrow_fields()
                            + [pa.field(METRICS, pa.string())])
     rows = [json.dumps(r, default=str) for r in records]
     columns = [pa.nulls(len(rows), f.type) for f in schema][:-1] + [pa.array(rows, pa.string())]
-    yield pa.RecordBatch.from_arrays(columns, schema=schema)
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],

@@ -115,10 +115,8 @@ def published_metrics(target: Optional[tuple[Storage, str]], query_id: str
     Returns:
         ``{operator: {metric: value}}`` (``operators.metrics.merge``).
     """
-    if target is None:
-        return {}
-    storage, folder = query_metrics_folder(target, query_id)
-    return merge(read_published(storage, folder))
+    published = query_metrics_folder(target, query_id)
+    return {} if published is None else merge(read_published(*published))
 
 
 def is_connect(spark: Any) -> bool:
