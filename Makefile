@@ -123,6 +123,7 @@ bench: setup
 	$(PY) -m benchmarks.wordcount_s3
 	$(PY) -m benchmarks.async_io
 	$(PY) -m benchmarks.latency
+	$(PY) -m benchmarks.memory
 
 # Every benchmark at a small size, correctness checks included (its figures mean nothing).
 bench-quick: setup
@@ -133,6 +134,7 @@ bench-quick: setup
 	$(PY) -m benchmarks.wordcount --quick
 	$(PY) -m benchmarks.wordcount_s3 --quick
 	$(PY) -m benchmarks.async_io --quick
+	$(PY) -m benchmarks.memory --quick
 	$(PY) -m benchmarks.latency --quick
 
 # FLIP-140's WordCount at full scale: 40M records, 4M keys; one untimed run of every variant,

@@ -200,20 +200,23 @@ def streaming_floor(spark: object, path: str, schema: object) -> float:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _streaming_figures(native_s: float, reduce_s: float, streaming_s: float | None,
+def _streaming_figures(native_s: float, reduce_s: float | None, streaming_s: float | None,
                        python_s: float | None) -> dict[str, float]:
-    """The STREAMING fields of the JSON (none with --batch-only)."""
+    """The STREAMING fields of the JSON (none with --batch-only; no BATCH comparison with
+    --streaming-only)."""
     if streaming_s is None or python_s is None:
         return {}
-    return {
+    figures = {
         "streaming_s": round(streaming_s, 3),
         "streaming_ratio": round(streaming_s / native_s, 3),
-        "batch_speedup": round(streaming_s / reduce_s, 3),
         # the same STREAMING job with a reduce function called once per record
         "streaming_python_s": round(python_s, 3),
         "streaming_python_ratio": round(python_s / native_s, 3),
-        "batch_speedup_python": round(python_s / reduce_s, 3),
     }
+    if reduce_s is not None:
+        figures["batch_speedup"] = round(streaming_s / reduce_s, 3)
+        figures["batch_speedup_python"] = round(python_s / reduce_s, 3)
+    return figures
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -239,6 +242,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="native and the BATCH variants only: the Python workers then run "
                              "nothing but BATCH, so their peak RSS is BATCH's own (compare it "
                              "across --keys)")
+    parser.add_argument("--streaming-only", action="store_true",
+                        help="native and the STREAMING variants only: the Python workers then "
+                             "run nothing but STREAMING, so their peak RSS is STREAMING's own "
+                             "(compare it with --batch-only's, and across --keys)")
     parser.add_argument("--state-store", choices=sorted(STATE_STORES), default="hdfs",
                         help="Spark's state store provider for the STREAMING variants: hdfs "
                              "(Spark's default: state on the JVM heap) or rocksdb (off the heap)")
@@ -314,6 +321,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.batch_only:
         variants = {name: run for name, run in variants.items()
                     if name in ("native", "reduce", "sum")}
+    if args.streaming_only:
+        variants = {name: run for name, run in variants.items()
+                    if name == "native" or name.startswith("streaming")}
     runs: dict[str, list[float]] = {name: [] for name in variants}
     # peak RSS of the driver, the JVM and the Python workers, sampled while the variants run
     with RssSampler() as rss:
@@ -325,13 +335,15 @@ def main(argv: list[str] | None = None) -> None:
                 if timed_round >= warmup:
                     runs[name].append(seconds)
     median = {name: statistics.median(times) for name, times in runs.items()}
-    native_s, reduce_s, sum_s = median["native"], median["reduce"], median["sum"]
+    native_s, reduce_s, sum_s = median["native"], median.get("reduce"), median.get("sum")
     streaming_s, python_s = median.get("streaming"), median.get("streaming_python")
     floor_s = median.get("streaming_floor")
 
     result = {
-        "native_s": round(native_s, 3), "reduce_s": round(reduce_s, 3), "sum_s": round(sum_s, 3),
-        "reduce_ratio": round(reduce_s / native_s, 3), "sum_ratio": round(sum_s / native_s, 3),
+        "native_s": round(native_s, 3),
+        **({"reduce_s": round(reduce_s, 3), "sum_s": round(sum_s, 3),
+            "reduce_ratio": round(reduce_s / native_s, 3), "sum_ratio": round(sum_s / native_s, 3)}
+           if reduce_s is not None and sum_s is not None else {}),
         **_streaming_figures(native_s, reduce_s, streaming_s, python_s),
         # with --floor: applyInPandasWithState alone on the same input, and the rest
         **({"streaming_floor_s": round(floor_s, 3),
@@ -342,6 +354,7 @@ def main(argv: list[str] | None = None) -> None:
         "driver_memory": spark.sparkContext.getConf().get("spark.driver.memory", "1g"),
         "state_store": args.state_store,
         "batch_only": args.batch_only,
+        "streaming_only": args.streaming_only,
         # other work on the machine skews every ratio: report the 1/5/15-minute load with them
         "load": [round(x, 2) for x in os.getloadavg()],
         "runs": {name: [round(t, 2) for t in times] for name, times in runs.items()},
@@ -351,8 +364,9 @@ def main(argv: list[str] | None = None) -> None:
     }
     streaming = ("" if streaming_s is None or python_s is None else
                  f", streaming {streaming_s:.2f}s, streaming_python {python_s:.2f}s")
-    print(f"records={args.records} keys={args.keys}: native {native_s:.2f}s, "
-          f"reduce {reduce_s:.2f}s, sum {sum_s:.2f}s{streaming}")
+    batch = ("" if reduce_s is None or sum_s is None else
+             f", reduce {reduce_s:.2f}s, sum {sum_s:.2f}s")
+    print(f"records={args.records} keys={args.keys}: native {native_s:.2f}s{batch}{streaming}")
     print(json.dumps(result))
 
 

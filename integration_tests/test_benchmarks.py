@@ -8,10 +8,11 @@ driver JVM gets the suite's short-job options, ``jvm_options.py``).
 
 ``make bench-quick`` runs each benchmark in its own process; here WordCount (``--batch-only``
 first, so its Python workers never ran a STREAMING variant, then on RocksDB with a given
-heap), Sessionize and the savepoint benchmark run one after the other in one process and one
-local[2] SparkSession (each ``main`` gets the session the one before started, as a program
-gets the active session): one JVM start instead of four. The S3 benchmark needs the s3a jars
-and its server's Hadoop settings when its JVM starts: it runs in a process of its own.
+heap, then ``--streaming-only``), Sessionize, the savepoint and async I/O benchmarks run one
+after the other in one process and one local[2] SparkSession (each ``main`` gets the session
+the one before started, as a program gets the active session): one JVM start instead of six. The S3 benchmark needs the s3a jars
+and its server's Hadoop settings when its JVM starts, and the memory benchmark starts a
+process per measurement: each runs in a process of its own.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ SHARED = [
     ("sessionize", "sessionize", []),
     ("savepoint_io", "savepoint_io", []),
     ("wordcount", "wordcount", ["--state-store", "rocksdb", "--driver-memory", "1200m"]),
+    ("wordcount_streaming_only", "wordcount", ["--streaming-only"]),
     ("async_io", "async_io", []),
 ]
 
@@ -131,6 +133,34 @@ def test_wordcount_batch_only_quick(shared_results):
     assert "streaming_ratio" not in result and "batch_speedup" not in result
     assert result["reduce_ratio"] > 0 and result["sum_ratio"] > 0
     assert result["peak_rss_mib_by_variant"]["reduce"]["python_workers"] > 0
+
+
+@pytest.mark.slow
+def test_wordcount_streaming_only_quick(shared_results):
+    """``--streaming-only``: native and the STREAMING variants (each checked against pandas
+    in the benchmark), no BATCH field."""
+    result = shared_results["wordcount_streaming_only"]
+    assert result["streaming_only"] is True and result["batch_only"] is False
+    assert set(result["runs"]) == {"native", "streaming", "streaming_python"}
+    assert "reduce_ratio" not in result and "batch_speedup" not in result
+    assert result["streaming_ratio"] > 0 and result["streaming_python_ratio"] > 0
+    assert result["peak_rss_mib_by_variant"]["streaming"]["python_workers"] > 0
+
+
+@pytest.mark.slow
+def test_memory_quick(tmp_path):
+    """The memory benchmark: three WordCount processes (BATCH, STREAMING, STREAMING with ten
+    times the keys), each checked against pandas; the JSON's ratios are its own figures'."""
+    result = _run("memory", str(tmp_path))
+    assert result["benchmark"] == "memory" and result["quick"] is True
+    mib = result["python_workers_mib"]
+    assert set(mib) == {"batch", "streaming", "streaming_more_keys"} and min(mib.values()) > 0
+    assert result["streaming_over_batch"] == round(mib["streaming"] / mib["batch"], 3)
+    assert result["streaming_keys_growth"] == round(
+        mib["streaming_more_keys"] / mib["streaming"], 3)
+    assert (result["keys"], result["more_keys"]) == (2_000, 20_000)
+    assert set(result["runs"]["batch"]) == {"native", "reduce", "sum"}
+    assert set(result["runs"]["streaming"]) == {"native", "streaming", "streaming_python"}
 
 
 @pytest.mark.slow

@@ -65,6 +65,8 @@ BLOB = "_b"
 #: At most this many records, and about this many bytes, per blob (one Spark row).
 BLOB_ROWS = 1 << 16
 BLOB_BYTES = 16 << 20
+#: Blob bytes :func:`unpack_blobs` reads between two releases of Arrow's unused memory.
+RELEASE_BYTES = 16 << 20
 SEQ = "_seq"
 #: Second ordering column of a file stream's native keyed input (``streaming._file_row_seq``):
 #: ``hash(file path) << ROW_INDEX_BITS | row index``
@@ -389,8 +391,17 @@ def batch_blobs(batch: pa.RecordBatch) -> Any:
 
 
 def unpack_blobs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` function after the stateful operator: blobs -> their record batches."""
+    """``mapInArrow`` function after the stateful operator: blobs -> their record batches.
+
+    Every :data:`RELEASE_BYTES` of blobs read, the memory Arrow's allocator kept from the
+    batches already sent on goes back to the system (it would stay with the worker)."""
+    pool = pa.default_memory_pool()
+    read = 0
     for batch in batches:
+        read += batch.nbytes
+        if read >= RELEASE_BYTES:
+            pool.release_unused()
+            read = 0
         column = batch.column(0)
         for i in range(len(column)):
             blob = column[i]

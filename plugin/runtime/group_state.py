@@ -28,15 +28,16 @@ from .passes import PassSpec, gc_paused, partition_id, query_metrics_folder, run
 
 __all__ = [
     "END_OF_INPUT_MS", "END_THRESHOLD", "FLUSH_BYTES", "GroupSpec", "group_function", "flushing",
-    "stream_pass", "seq_pass", "append_seq", "check_partition",
+    "release_arrow_memory", "stream_pass", "seq_pass", "append_seq", "check_partition",
 ]
 
 #: Event time (ms) of the end-of-input sentinel: 9999-12-31T23:59:59Z.
 END_OF_INPUT_MS = 253_402_300_799_000
 #: A Spark watermark at or above this (year ~5138) means "end of input".
 END_THRESHOLD = 100_000_000_000_000
-#: Output and state bytes after which a call makes PySpark's serializer cut its Arrow batch.
-FLUSH_BYTES = 32 << 20
+#: Output and state bytes after which a call makes PySpark's serializer cut its Arrow batch
+#: (the worker holds them, and their copies in pandas and Arrow, until it does).
+FLUSH_BYTES = 4 << 20
 
 
 @dataclass
@@ -126,6 +127,7 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
             if unflushed[0] >= FLUSH_BYTES:
                 frame = flushing(frame, spec.arrow_batch_rows)
                 unflushed[0] = 0
+                release_arrow_memory()
         if frame is not None:
             yield frame
 
@@ -206,6 +208,14 @@ def _commit(state: Any, data: Optional[bytes]) -> None:
         state.update((data,))
     elif state.exists:
         state.remove()
+
+
+def release_arrow_memory() -> None:
+    """Give the memory Arrow's allocator keeps after the batches it held were sent back to
+    the system: it keeps it otherwise, and each Python worker grew by tens of MB."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def flushing(frame: Any, batch_rows: int) -> Any:

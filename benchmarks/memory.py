@@ -1,0 +1,100 @@
+"""Peak memory of the Python workers: STREAMING against BATCH, and STREAMING as keys grow.
+
+``python -m benchmarks.memory [--records 4000000] [--keys 400000] [--more-keys 4000000]``
+runs ``benchmarks.wordcount`` three times, each in its own process (so no Python worker
+carries memory over from another mode): ``--batch-only`` and ``--streaming-only`` at
+``--keys``, and ``--streaming-only`` at ``--more-keys``, all over ``--records`` records and
+with ``--repeat 1`` (an untimed round, then a timed one). Each run samples the summed peak
+RSS of its Python workers (the daemon and every worker it forked) every 0.25 s.
+
+The last line is JSON: each run's ``python_workers_mib``, ``streaming_over_batch``
+(STREAMING's peak over BATCH's at ``--keys``) and ``streaming_keys_growth`` (STREAMING's
+peak at ``--more-keys`` over its peak at ``--keys``), with their targets. Each run's own
+results are checked against pandas, as ``benchmarks.wordcount`` always does. ``--quick``:
+20,000 records, 2,000 and 20,000 keys (a smoke run whose figures mean nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+#: STREAMING's workers at most twice BATCH's; flat as keys grow tenfold (within 25%)
+TARGETS = {"streaming_over_batch": 2.0, "streaming_keys_growth": 1.25}
+
+
+def run_wordcount(flags: list[str]) -> dict[str, Any]:
+    """One ``benchmarks.wordcount`` process; its JSON line.
+
+    Args:
+        flags: its command-line arguments.
+
+    Returns:
+        The JSON object it printed last.
+
+    Raises:
+        SystemExit: it failed (its output is shown).
+    """
+    command = [sys.executable, "-m", "benchmarks.wordcount", *flags]
+    done = subprocess.run(command, capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines or not lines[-1].startswith("{"):
+        sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
+        raise SystemExit(f"{' '.join(command)} failed with exit code {done.returncode}")
+    print(lines[-2] if len(lines) > 1 else lines[-1], flush=True)
+    return json.loads(lines[-1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the three measurements and print the JSON line.
+
+    Args:
+        argv: the command line's arguments (default: ``sys.argv[1:]``).
+    """
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=4_000_000)
+    parser.add_argument("--keys", type=int, default=400_000)
+    parser.add_argument("--more-keys", type=int, default=4_000_000)
+    parser.add_argument("--data", default=".bench-data")
+    parser.add_argument("--quick", action="store_true",
+                        help="20,000 records, 2,000 and 20,000 keys (a smoke run)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.records, args.keys, args.more_keys = 20_000, 2_000, 20_000
+    common = ["--records", str(args.records), "--repeat", "1", "--data", args.data]
+    runs = {
+        "batch": run_wordcount([*common, "--keys", str(args.keys), "--batch-only"]),
+        "streaming": run_wordcount([*common, "--keys", str(args.keys), "--streaming-only"]),
+        "streaming_more_keys": run_wordcount(
+            [*common, "--keys", str(args.more_keys), "--streaming-only"]),
+    }
+    mib = {name: run["peak_rss_mib"]["python_workers"] for name, run in runs.items()}
+    figures = {
+        "streaming_over_batch": round(mib["streaming"] / mib["batch"], 3),
+        "streaming_keys_growth": round(mib["streaming_more_keys"] / mib["streaming"], 3),
+    }
+    result = {
+        "benchmark": "memory", "records": args.records, "keys": args.keys,
+        "more_keys": args.more_keys, "quick": args.quick,
+        "python_workers_mib": mib,
+        **figures,
+        "targets": TARGETS,
+        "targets_met": {name: figures[name] <= limit for name, limit in TARGETS.items()},
+        # per variant of each run, and the seconds of its timed run
+        "peak_rss_mib_by_variant": {name: run["peak_rss_mib_by_variant"]
+                                    for name, run in runs.items()},
+        "runs": {name: run["runs"] for name, run in runs.items()},
+        "load": [round(x, 2) for x in os.getloadavg()],
+    }
+    print(f"Python workers, peak MiB: BATCH {mib['batch']}, STREAMING {mib['streaming']} "
+          f"({args.keys:,} keys), {mib['streaming_more_keys']} ({args.more_keys:,} keys)")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
