@@ -78,8 +78,9 @@ order.
 The last line is JSON: per variant ``<variant>_p50_ms``, ``_p95_ms``, ``_p99_ms`` (over the
 window's records), ``_records`` (window records measured), ``_sustained``, ``_missing``,
 ``_out_of_order``, ``_first_quarter_p50_ms``/``_last_quarter_p50_ms``, ``_tick_wait_ms``,
-``_p50_ms_phase_neutral`` (and p95, p99), ``_versions`` (Delta commits) and ``_batch_ms``
-(each query's median micro-batch duration, from Spark's recent progress); the ratios
+``_p50_ms_phase_neutral`` (and p95, p99), ``_versions`` (Delta commits), ``_batch_ms``
+(each query's median micro-batch duration, from Spark's recent progress) and
+``_batch_phases_ms`` (the median of each phase Spark times in those micro-batches); the ratios
 ``stages1_p50_vs_floor`` (target <= 1.5), ``stage_step_vs_stages1`` = max(stages2 p50 -
 stages1 p50, stages3 p50 - stages2 p50) / stages1 p50 (target <= 0.5), ``stages3_vs_stages1``
 (target <= 2.0), ``native_p50_vs_floor``, each also ``*_phase_neutral``; ``targets_met`` and
@@ -148,17 +149,20 @@ class Running:
                 return f"query {q.name} stopped"
         return None
 
-    def batch_ms(self) -> dict[str, float]:
-        """Each query's median micro-batch duration (ms) over its recent progress (Spark keeps
-        the last 100), by query name; for the project's job the names are its own."""
+    def batch_phases_ms(self) -> dict[str, dict[str, float]]:
+        """Each query's median of every phase Spark times in a micro-batch (``durationMs``:
+        ``latestOffset``, ``getBatch``, ``queryPlanning``, ``addBatch``, ``walCommit``,
+        ``commitOffsets``, ``triggerExecution``...) over its recent progress, batches with
+        input rows only, by query name."""
         named = (self.client.get_queries().items() if self.client is not None
                  else [(q.name, q) for q in self.queries])
-        out = {}
+        out: dict[str, dict[str, float]] = {}
         for name, q in named:
-            ms = [p["durationMs"]["triggerExecution"] for p in q.recentProgress
-                  if p.get("numInputRows")]
-            if ms:
-                out[name] = float(np.median(ms))
+            progress = [p["durationMs"] for p in q.recentProgress if p.get("numInputRows")]
+            if progress:
+                phases = sorted({k for d in progress for k in d})
+                out[name] = {k: float(np.median([d.get(k, 0) for d in progress]))
+                             for k in phases}
         return out
 
     def stop(self) -> None:
@@ -381,6 +385,8 @@ class Result:
     out_of_order: int = 0
     #: each query's median micro-batch duration, ms (batches with input rows)
     batch_ms: dict[str, float] = field(default_factory=dict)
+    #: each query's median duration of every micro-batch phase Spark times, ms
+    batch_phases_ms: dict[str, dict[str, float]] = field(default_factory=dict)
     #: ``latency`` with each record's tick wait replaced by its mean, interval / 2
     neutral: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: the median tick wait of the window's records (this run's phase), ms
@@ -590,7 +596,7 @@ def run_variant(variant: str, spark: Any, rate: int, keys: int, trigger: str, wa
             elif time.time() >= end:
                 break
             time.sleep(0.5)
-        batch_ms = running.batch_ms()
+        phases = running.batch_phases_ms()
     finally:
         running.stop()
     rows = read_committed(path)
@@ -602,7 +608,9 @@ def run_variant(variant: str, spark: Any, rate: int, keys: int, trigger: str, wa
     else:
         res = measure_records(variant, rows, t0, rate, keys, window, int(end * 1000),
                               interval_ms(trigger), tolerate_reordering)
-    res.batch_ms = batch_ms
+    res.batch_phases_ms = phases
+    res.batch_ms = {name: p["triggerExecution"] for name, p in phases.items()
+                    if "triggerExecution" in p}
     progress(f"{variant} at {rate} rows/s: {res.records} window records, p50 "
              f"{res.percentile(50):.0f} ms, p99 {res.percentile(99):.0f} ms (tick wait "
              f"{res.tick_wait:.0f} ms; phase-neutral p50 {res.percentile(50, True):.0f} ms, p99 "
@@ -714,7 +722,8 @@ def main(argv: list[str] | None = None) -> int:
                         f"{v}_tick_wait_ms": _ms(r.tick_wait),
                         **{f"{v}_p{q}_ms_phase_neutral": _ms(r.percentile(q, True))
                            for q in (50, 95, 99)},
-                        f"{v}_versions": r.versions, f"{v}_batch_ms": r.batch_ms})
+                        f"{v}_versions": r.versions, f"{v}_batch_ms": r.batch_ms,
+                        f"{v}_batch_phases_ms": r.batch_phases_ms})
         ratios = _ratios({v: r.percentile(50) for v, r in results.items()})
         neutral = _ratios({v: r.percentile(50, True) for v, r in results.items()})
         out.update({k: _round(x) for k, x in ratios.items()})

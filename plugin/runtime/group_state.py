@@ -211,8 +211,8 @@ def _commit(state: Any, data: Optional[bytes]) -> None:
 
 
 def release_arrow_memory() -> None:
-    """Give the memory Arrow's allocator keeps after the batches it held were sent back to
-    the system: it keeps it otherwise, and each Python worker grew by tens of MB."""
+    """Return to the system the memory Arrow's allocator still keeps from batches already
+    freed (it keeps it otherwise: each stateful Python worker grew by tens of MB)."""
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
