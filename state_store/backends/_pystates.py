@@ -59,8 +59,10 @@ class NoKeyTable(dict):  # type: ignore[type-arg]
 
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
         name = self._state_name
-        if name is None and args and isinstance(args[0], tuple) and args[0]:
-            name = args[0][0]  # single-key slots are (state name, namespace)
+        if name is None and args and isinstance(args[0], str):
+            name = args[0]  # a single-key slot in the void namespace: the state name
+        elif name is None and args and isinstance(args[0], tuple) and args[0]:
+            name = args[0][0]  # other single-key slots are (state name, namespace)
         what = "keyed state" if name is None else f"state {name!r}"
         raise StateError(f"no current key: call set_current_key before accessing {what}")
 

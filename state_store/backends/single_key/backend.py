@@ -2,7 +2,8 @@
 
 In BATCH execution the input of a keyed operator is sorted by key, so only the
 current key's state is ever needed. This backend keeps exactly that, in one
-plain dict ``(state name, namespace) -> container``; switching to another key
+plain dict ``slot -> container`` (the slot: the state name, or ``(state name, namespace)``
+for a namespace other than the void one); switching to another key
 first calls the key-change listeners (where the runtime fires the previous
 key's timers), then drops the previous key's state and timers by replacing the
 dict. No key groups are tracked per access, which makes it the fastest backend.
@@ -40,19 +41,31 @@ _crc32 = zlib.crc32
 _new_tuple = tuple.__new__
 
 
+def _slot_of(name: str, namespace: Any) -> Any:
+    """The store's key of a container: the state's name in the void namespace (a string hashes
+    from its cache, a tuple is hashed again on each access: the per-record path), else
+    ``(name, namespace)``."""
+    return name if namespace is VOID_NAMESPACE else (name, namespace)
+
+
+def _name_and_namespace(slot: Any) -> tuple[str, Any]:
+    """``(state name, namespace)`` of a store key (:func:`_slot_of` reversed)."""
+    return (slot, VOID_NAMESPACE) if type(slot) is str else slot
+
+
 class _SingleKeyStorage:
-    """Containers in ``backend._store[(state name, namespace)]``."""
+    """Containers in ``backend._store[slot]`` (:func:`_slot_of`)."""
 
     _backend: SingleKeyStateBackend
     _name: str
     _ns: Any
 
     def _init_storage(self) -> None:
-        self._slot: tuple[str, Any] = (self._name, VOID_NAMESPACE)
+        self._slot: Any = self._name
 
     def set_current_namespace(self, namespace: Any) -> None:
         self._ns = namespace
-        self._slot = (self._name, namespace)
+        self._slot = _slot_of(self._name, namespace)
 
     def _get(self) -> Any:
         return self._backend._store.get(self._slot)
@@ -68,7 +81,8 @@ class _SingleKeyStorage:
         if backend._key_bytes is None or key_group != backend.get_current_key_group():
             return
         name = self._name
-        for (state_name, namespace), container in list(backend._store.items()):
+        for slot, container in list(backend._store.items()):
+            state_name, namespace = _name_and_namespace(slot)
             if state_name == name:
                 yield backend._key_bytes, namespace, container
 
@@ -88,11 +102,11 @@ class _SingleKeyStorage:
                 f"SingleKeyStateBackend holds one key; cannot restore state {self._name!r} of "
                 f"key bytes {key_bytes!r} while the current key bytes are {backend._key_bytes!r}"
             )
-        backend._store[(self._name, namespace)] = container
+        backend._store[_slot_of(self._name, namespace)] = container
 
     def _keys_in_namespace(self, namespace: Any) -> list[tuple[int, bytes]]:
         backend = self._backend
-        if backend._key_bytes is not None and (self._name, namespace) in backend._store:
+        if backend._key_bytes is not None and _slot_of(self._name, namespace) in backend._store:
             return [(backend.get_current_key_group(), backend._key_bytes)]
         return []
 
@@ -159,7 +173,7 @@ class SingleKeyStateBackend(KeyedStateBackend):
         key_group_range: range | None = None,
     ) -> None:
         super().__init__(key_serializer, max_parallelism, key_group_range)
-        self._store: dict[tuple[str, Any], Any] = NoKeyTable()
+        self._store: dict[Any, Any] = NoKeyTable()
         self._listeners: list[Callable[[Any, bytes], None]] = []
         self._pending_states: dict[str, list[StateEntry]] = {}
         #: True once a key change needs more than swapping the store (listeners, timers,
@@ -285,7 +299,8 @@ class SingleKeyStateBackend(KeyedStateBackend):
             # itself, once (it leaves out expired values)
             states = self._states
             wrapped: set[str] = set()
-            for (name, namespace), container in store.items():
+            for slot, container in store.items():
+                name, namespace = _name_and_namespace(slot)
                 state = states[name].state
                 if isinstance(state, _SingleKeyStorage):
                     batch.extend(state.container_snapshot(key_group, key_bytes, namespace,
