@@ -383,14 +383,18 @@ class Result:
     from_mtime: int = 0
     #: records committed out of their key's order (stages; fails the run unless tolerated)
     out_of_order: int = 0
-    #: each query's median micro-batch duration, ms (batches with input rows)
-    batch_ms: dict[str, float] = field(default_factory=dict)
     #: each query's median duration of every micro-batch phase Spark times, ms
     batch_phases_ms: dict[str, dict[str, float]] = field(default_factory=dict)
     #: ``latency`` with each record's tick wait replaced by its mean, interval / 2
     neutral: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: the median tick wait of the window's records (this run's phase), ms
     tick_wait: float = float("nan")
+
+    @property
+    def batch_ms(self) -> dict[str, float]:
+        """Each query's median micro-batch duration, ms (batches with input rows)."""
+        return {name: p["triggerExecution"] for name, p in self.batch_phases_ms.items()
+                if "triggerExecution" in p}
 
     def percentile(self, q: float, neutral: bool = False) -> float:
         if self.records == 0:
@@ -609,8 +613,6 @@ def run_variant(variant: str, spark: Any, rate: int, keys: int, trigger: str, wa
         res = measure_records(variant, rows, t0, rate, keys, window, int(end * 1000),
                               interval_ms(trigger), tolerate_reordering)
     res.batch_phases_ms = phases
-    res.batch_ms = {name: p["triggerExecution"] for name, p in phases.items()
-                    if "triggerExecution" in p}
     progress(f"{variant} at {rate} rows/s: {res.records} window records, p50 "
              f"{res.percentile(50):.0f} ms, p99 {res.percentile(99):.0f} ms (tick wait "
              f"{res.tick_wait:.0f} ms; phase-neutral p50 {res.percentile(50, True):.0f} ms, p99 "

@@ -238,14 +238,15 @@ def main(argv: list[str] | None = None) -> None:
                              "files, one timed run, no warm-up (a smoke run)")
     parser.add_argument("--driver-memory", default=None,
                         help="the JVM heap of the local session, e.g. 2g (default: Spark's, 1g)")
-    parser.add_argument("--batch-only", action="store_true",
-                        help="native and the BATCH variants only: the Python workers then run "
-                             "nothing but BATCH, so their peak RSS is BATCH's own (compare it "
-                             "across --keys)")
-    parser.add_argument("--streaming-only", action="store_true",
-                        help="native and the STREAMING variants only: the Python workers then "
-                             "run nothing but STREAMING, so their peak RSS is STREAMING's own "
-                             "(compare it with --batch-only's, and across --keys)")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--batch-only", action="store_true",
+                      help="native and the BATCH variants only: the Python workers then run "
+                           "nothing but BATCH, so their peak RSS is BATCH's own (compare it "
+                           "across --keys)")
+    only.add_argument("--streaming-only", action="store_true",
+                      help="native and the STREAMING variants only: the Python workers then "
+                           "run nothing but STREAMING, so their peak RSS is STREAMING's own "
+                           "(compare it with --batch-only's, and across --keys)")
     parser.add_argument("--state-store", choices=sorted(STATE_STORES), default="hdfs",
                         help="Spark's state store provider for the STREAMING variants: hdfs "
                              "(Spark's default: state on the JVM heap) or rocksdb (off the heap)")

@@ -10,9 +10,9 @@ driver JVM gets the suite's short-job options, ``jvm_options.py``).
 first, so its Python workers never ran a STREAMING variant, then on RocksDB with a given
 heap, then ``--streaming-only``), Sessionize, the savepoint and async I/O benchmarks run one
 after the other in one process and one local[2] SparkSession (each ``main`` gets the session
-the one before started, as a program gets the active session): one JVM start instead of six. The S3 benchmark needs the s3a jars
-and its server's Hadoop settings when its JVM starts, and the memory benchmark starts a
-process per measurement: each runs in a process of its own.
+the one before started, as a program gets the active session): one JVM start instead of six.
+The S3 benchmark needs the s3a jars and its server's Hadoop settings when its JVM starts, and
+the memory benchmark starts a process per measurement: each runs in a process of its own.
 """
 
 from __future__ import annotations

@@ -23,12 +23,20 @@ from ..state_store.keygroups import key_group_of_range_key, operator_index_for_k
 from ..state_store.storage import Storage
 from .columnar_reduce import FieldReduce, run_field_reduce
 from .encoding import VALUE, Encoding
-from .group_frames import BLOB, SEQ, SPLIT_SHIFT, TypedInput, column_blobs, group_rows
+from .group_frames import (
+    BLOB,
+    SEQ,
+    SPLIT_SHIFT,
+    TypedInput,
+    column_blobs,
+    group_rows,
+    release_arrow_memory,
+)
 from .passes import PassSpec, gc_paused, partition_id, query_metrics_folder, run_pass
 
 __all__ = [
     "END_OF_INPUT_MS", "END_THRESHOLD", "FLUSH_BYTES", "GroupSpec", "group_function", "flushing",
-    "release_arrow_memory", "stream_pass", "seq_pass", "append_seq", "check_partition",
+    "stream_pass", "seq_pass", "append_seq", "check_partition",
 ]
 
 #: Event time (ms) of the end-of-input sentinel: 9999-12-31T23:59:59Z.
@@ -208,14 +216,6 @@ def _commit(state: Any, data: Optional[bytes]) -> None:
         state.update((data,))
     elif state.exists:
         state.remove()
-
-
-def release_arrow_memory() -> None:
-    """Return to the system the memory Arrow's allocator still keeps from batches already
-    freed (it keeps it otherwise: each stateful Python worker grew by tens of MB)."""
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
 
 
 def flushing(frame: Any, batch_rows: int) -> Any:
