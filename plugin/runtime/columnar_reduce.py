@@ -29,7 +29,7 @@ from ..state_store.serializers import PickleSerializer
 from .encoding import TS, Encoding
 from .group_frames import (
     TypedInput,
-    batch_blobs,
+    output_frame,
     output_schema,
     processing_order,
     serialized_keys,
@@ -63,10 +63,11 @@ class FieldReduce:
 
 def run_field_reduce(plan: FieldReduce, typed: TypedInput, out_enc: Encoding, frames: list[Any],
                      state: Optional[bytes], key_group: int, key_serializer: Any,
-                     runtime: KeyGroupRuntime) -> Optional[tuple[Optional[bytes], Any]]:
+                     runtime: KeyGroupRuntime, direct: bool = False
+                     ) -> Optional[tuple[Optional[bytes], Any]]:
     """One call of a field reduce over the key group's non-empty ``frames``, started from
-    ``state``: ``(new state bytes or None, output frame)``, or None to take the Python
-    path (nothing done)."""
+    ``state``: ``(new state bytes or None, output frame)`` (``direct``: as arrays,
+    ``group_frames.output_frame``), or None to take the Python path (nothing done)."""
     if not runtime.lean_reduce:
         return None
     restored = runtime.lean_restored(state)
@@ -111,7 +112,7 @@ def run_field_reduce(plan: FieldReduce, typed: TypedInput, out_enc: Encoding, fr
             arrays.append(pa.array(final, type=field.type).take(indices))
         else:
             arrays.append(pa.array(result, type=field.type))
-    return new_state, batch_blobs(pa.RecordBatch.from_arrays(arrays, schema=schema))
+    return new_state, output_frame(pa.RecordBatch.from_arrays(arrays, schema=schema), direct)
 
 
 def _columns(frames: list[Any], typed: TypedInput) -> Optional[list[np.ndarray]]:

@@ -53,13 +53,17 @@ class Encoding:
 
     def spark_fields(self) -> list[str]:
         """DDL fragments ``name type`` for the payload columns."""
+        return [f"`{name}` {kind}" for name, kind in self.spark_columns()]
+
+    def spark_columns(self) -> list[tuple[str, str]]:
+        """``(name, Spark DDL type)`` of the payload columns."""
         if not self.typed:
-            return [f"{VALUE} binary"]
+            return [(VALUE, "binary")]
         assert self.type_info is not None
         if self.shape == "scalar":
-            return [f"`{self.columns[0]}` {spark_ddl_type(self.type_info)}"]
+            return [(self.columns[0], spark_ddl_type(self.type_info))]
         types = self.type_info.get_field_types()
-        return [f"`{c}` {spark_ddl_type(t)}" for c, t in zip(self.columns, types)]
+        return [(c, spark_ddl_type(t)) for c, t in zip(self.columns, types)]
 
     def arrow_fields(self) -> list[pa.Field]:
         if not self.typed:

@@ -10,14 +10,16 @@ thousands of rows), so per-row pandas work dominates it unless avoided:
   conversion Spark does keeps exact, nullable numbers with a null-flag column
   (:class:`TypedInput`).
 * out: :func:`output_blobs` writes the call's outputs as Arrow record batches
-  (``[_tag,] _ts, payload``, the Arrow passes' layout and types) and hands them
-  to Spark as Arrow IPC streams in a single ``_b`` binary column (one row per
-  :data:`BLOB_ROWS` records or :data:`BLOB_BYTES` bytes); :func:`unpack_blobs`,
-  a ``mapInArrow`` function right after the stateful operator, turns them back
-  into rows. PySpark's own pandas output path pads its per-batch state column to
-  the data length and concatenates it row by row (a quarter of the worker's time
-  on 4M rows); a handful of blob rows per call avoids that and keeps every Arrow
-  type exact (no pandas round trip).
+  (``[_tag,] _ts, payload``, the Arrow passes' layout and types). PySpark's own
+  pandas output path pads its per-batch state column to the data length and
+  concatenates it row by row (a quarter of the worker's time on 4M rows), so the
+  records leave in a few rows (one per :data:`BLOB_ROWS` records or
+  :data:`BLOB_BYTES` bytes): when every column has a plain type
+  (:func:`direct_output`), as one list per column (:func:`array_frame`), which
+  Spark explodes into rows itself; otherwise as Arrow IPC streams in one ``_b``
+  binary column, which :func:`unpack_blobs`, a ``mapInArrow`` pass right after
+  the stateful operator (a second Python worker per task), turns back into rows.
+  Both keep every value exact.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from .spark_types import is_spark_mappable, python_from_arrow
 
 __all__ = [
     "BLOB",
+    "NBYTES",
     "BLOB_ROWS",
     "BLOB_BYTES",
     "TypedInput",
@@ -57,6 +60,10 @@ __all__ = [
     "output_blobs",
     "batch_blobs",
     "column_blobs",
+    "array_frame",
+    "nan_column",
+    "direct_output",
+    "output_frame",
     "unpack_blobs",
     "release_arrow_memory",
 ]
@@ -68,6 +75,8 @@ BLOB_ROWS = 1 << 16
 BLOB_BYTES = 16 << 20
 #: Blob bytes :func:`unpack_blobs` reads between two releases of Arrow's unused memory.
 RELEASE_BYTES = 16 << 20
+#: ``attrs`` entry of a direct output frame: the Arrow bytes of its records
+NBYTES = "nbytes"
 SEQ = "_seq"
 #: Second ordering column of a file stream's native keyed input (``streaming._file_row_seq``):
 #: ``hash(file path) << ROW_INDEX_BITS | row index``
@@ -349,9 +358,10 @@ def output_blobs(outputs: list[Any], tags: frozenset[str], enc: Optional[Encodin
 
 def column_blobs(out_tags: Optional[list[Optional[str]]], values: list[Any],
                  stamps: list[Optional[int]], tags: frozenset[str], enc: Optional[Encoding],
-                 name: str = "") -> Optional[Any]:
+                 name: str = "", direct: bool = False) -> Optional[Any]:
     """:func:`output_blobs` of outputs given as columns (``out_tags`` None: every output is
-    a main output, as ``KeyGroupResult.output_columns`` gives a lean reduce's)."""
+    a main output, as ``KeyGroupResult.output_columns`` gives a lean reduce's); with
+    ``direct``, as :func:`array_frame`."""
     if out_tags is not None and (tags or set(out_tags) - {None}):
         kept = [i for i, t in enumerate(out_tags) if t is None or t in tags]
         out_tags = [out_tags[i] for i in kept]
@@ -371,7 +381,70 @@ def column_blobs(out_tags: Optional[list[Optional[str]]], values: list[Any],
         values = ([shape(v) for v in values] if out_tags is None else
                   [shape(v) if t is None else v for t, v in zip(out_tags, values)])
     arrays.extend(_payload_arrays(values, enc, name))
-    return batch_blobs(pa.RecordBatch.from_arrays(arrays, schema=schema))
+    return output_frame(pa.RecordBatch.from_arrays(arrays, schema=schema), direct)
+
+
+def direct_output(schema: pa.Schema) -> bool:
+    """Whether outputs of ``schema`` leave the keyed call as arrays (:func:`array_frame`):
+    when every column is an integer, float, boolean, string or binary (pickled records
+    too), which PySpark's conversion of lists keeps exact (NaNs aside, which the query
+    restores); other types leave as blobs."""
+    return all(_direct_type(f.type) for f in schema)
+
+
+def _direct_type(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+            or t == pa.string() or t == pa.binary())
+
+
+def output_frame(batch: pa.RecordBatch, direct: bool = False) -> Any:
+    """The output frame holding ``batch`` (the :func:`output_schema` layout): its blobs
+    (:func:`batch_blobs`), or with ``direct`` (a :func:`direct_output` schema) its columns
+    as arrays (:func:`array_frame`)."""
+    return array_frame(batch) if direct else batch_blobs(batch)
+
+
+def array_frame(batch: pa.RecordBatch) -> Any:
+    """The output frame holding ``batch`` as arrays: one row per :func:`_chunk_rows` records,
+    each column's values of them as one list (the query explodes them back into rows; a
+    row of nulls gives none), and for each float column its :func:`nan_column`: the
+    positions of its NaNs, which PySpark's conversion would turn into nulls (None when
+    there are none). ``attrs["nbytes"]``: the records' Arrow bytes."""
+    import pandas as pd
+    import pyarrow.compute as pc
+
+    step = _chunk_rows(batch)
+    starts = range(0, batch.num_rows, step)
+    columns: dict[str, Any] = {}
+    nans: dict[str, Any] = {}
+    for name, column in zip(batch.schema.names, batch.columns):
+        columns[name] = _objects([column.slice(start, step).to_pylist() for start in starts])
+        if pa.types.is_floating(column.type):
+            flags = pc.fill_null(pc.is_nan(column), False).to_numpy(zero_copy_only=False)
+            nans[nan_column(name)] = _objects([
+                (np.flatnonzero(flags[start:start + step]).tolist() or None)
+                for start in starts])
+    frame = pd.DataFrame({**columns, **nans})
+    frame.attrs[NBYTES] = batch.nbytes
+    return frame
+
+
+def nan_column(name: str) -> str:
+    """The column of :func:`array_frame` listing the NaN positions of float column ``name``."""
+    return f"_nan_{name}"
+
+
+def _objects(values: list[Any]) -> Any:
+    """``values`` as a one-dimensional object array (lists stay elements)."""
+    out = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        out[i] = value
+    return out
+
+
+def _chunk_rows(batch: pa.RecordBatch) -> int:
+    """Records per output row: at most :data:`BLOB_ROWS`, about :data:`BLOB_BYTES`."""
+    return max(1, min(BLOB_ROWS, batch.num_rows * BLOB_BYTES // max(batch.nbytes, 1)))
 
 
 def batch_blobs(batch: pa.RecordBatch) -> Any:
@@ -381,7 +454,7 @@ def batch_blobs(batch: pa.RecordBatch) -> Any:
 
     schema = batch.schema
     rows = batch.num_rows
-    step = max(1, min(BLOB_ROWS, rows * BLOB_BYTES // max(batch.nbytes, 1)))
+    step = _chunk_rows(batch)
     blobs = []
     for start in range(0, rows, step):
         sink = pa.BufferOutputStream()

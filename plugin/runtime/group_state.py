@@ -25,11 +25,14 @@ from .columnar_reduce import FieldReduce, run_field_reduce
 from .encoding import VALUE, Encoding
 from .group_frames import (
     BLOB,
+    NBYTES,
     SEQ,
     SPLIT_SHIFT,
     TypedInput,
     column_blobs,
     group_rows,
+    nan_column,
+    output_schema,
     release_arrow_memory,
 )
 from .passes import PassSpec, gc_paused, partition_id, query_metrics_folder, run_pass
@@ -93,6 +96,8 @@ class GroupSpec:
     #: instances under (operators/instances.py; a later run closes the earlier one's)
     instance_key: str = ""
     run_id: str = ""
+    #: outputs leave as arrays of their columns (group_frames.array_frame), not as blobs
+    direct_output: bool = False
 
 
 def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -124,16 +129,17 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
             holder["rt"] = rt
         return rt
 
+    direct = output_schema(spec.output_enc, bool(spec.tags)) if spec.direct_output else None
     unflushed = [0]  # output and state bytes PySpark's serializer holds for its next batch
 
     def fn(key: tuple[Any, ...], pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
         with gc_paused():
             frame = run(key, pdfs, state)
         if spec.arrow_batch_rows > 0:
-            unflushed[0] += (0 if frame is None else sum(map(len, frame[BLOB])))
+            unflushed[0] += frame_bytes(frame)
             unflushed[0] += len(state.get[0]) if state.exists else 0
             if unflushed[0] >= FLUSH_BYTES:
-                frame = flushing(frame, spec.arrow_batch_rows)
+                frame = flushing(frame, spec.arrow_batch_rows, direct)
                 unflushed[0] = 0
                 release_arrow_memory()
         if frame is not None:
@@ -165,7 +171,8 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         if (spec.field_reduce is not None and frames and spec.typed_input is not None
                 and spec.output_enc is not None):
             done = run_field_reduce(spec.field_reduce, spec.typed_input, spec.output_enc,
-                                    frames, previous, int(kg), spec.key_serializer, runtime())
+                                    frames, previous, int(kg), spec.key_serializer, runtime(),
+                                    spec.direct_output)
             if done is not None:  # a reduce holds no timers: no timeout to set
                 new_state, frame = done
                 _commit(state, new_state)
@@ -194,7 +201,8 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
             if due:
                 state.setTimeoutTimestamp(max(min(due), wm_s, 1))
         out_tags, values, stamps = result.output_columns()
-        return column_blobs(out_tags, values, stamps, spec.tags, spec.output_enc, spec.name)
+        return column_blobs(out_tags, values, stamps, spec.tags, spec.output_enc, spec.name,
+                            spec.direct_output)
 
     return fn
 
@@ -218,21 +226,39 @@ def _commit(state: Any, data: Optional[bytes]) -> None:
         state.remove()
 
 
-def flushing(frame: Any, batch_rows: int) -> Any:
-    """``frame`` (None: no output) padded with null blobs to more than ``batch_rows`` rows.
+def flushing(frame: Any, batch_rows: int, direct: Optional[Any] = None) -> Any:
+    """``frame`` (None: no output) padded with rows of nulls to more than ``batch_rows`` rows
+    (blobs :func:`unpack_blobs` skips; for ``direct``, the Arrow schema of an array frame,
+    arrays that explode into no record).
 
     PySpark's applyInPandasWithState serializer cuts its Arrow batches by output row count
     alone (``spark.sql.execution.arrow.maxRecordsPerBatch``), and the state of every call
-    rides along: a few blob rows per key group never reach it, so a partition's whole output
-    and state (hundreds of MB at tens of millions of records) became one Arrow buffer in
-    the JVM's direct memory, which a 1 GB driver could not allocate. More rows than the
-    limit in one call make it cut the batch here; :func:`unpack_blobs` skips the nulls.
+    rides along: a few output rows per key group never reach it, so a partition's whole
+    output and state (hundreds of MB at tens of millions of records) became one Arrow
+    buffer in the JVM's direct memory, which a 1 GB driver could not allocate. More rows
+    than the limit in one call make it cut the batch here.
     """
     import pandas as pd
+    import pyarrow as pa
 
-    blobs = [] if frame is None else frame[BLOB].tolist()
-    blobs.extend([None] * (batch_rows + 1 - len(blobs)))
-    return pd.DataFrame({BLOB: pd.Series(blobs, dtype=object)})
+    names = [BLOB] if direct is None else list(direct.names) + [
+        nan_column(f.name) for f in direct if pa.types.is_floating(f.type)]
+    if frame is None:
+        frame = pd.DataFrame({name: pd.Series([], dtype=object) for name in names})
+    rows = batch_rows + 1 - len(frame)
+    if rows <= 0:
+        return frame
+    pad = pd.DataFrame({name: pd.Series([None] * rows, dtype=object) for name in names})
+    return pd.concat([frame, pad], ignore_index=True)
+
+
+def frame_bytes(frame: Any) -> int:
+    """The bytes of a call's output frame (None: none)."""
+    if frame is None:
+        return 0
+    if BLOB in frame:
+        return sum(map(len, frame[BLOB]))
+    return int(frame.attrs.get(NBYTES, 0))
 
 
 def check_partition(spec: GroupSpec, key_group: int) -> None:

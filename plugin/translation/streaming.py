@@ -71,16 +71,15 @@ from ..plan.graph import (
 from ..results import CloseableIterator
 from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
 from ..runtime.group_frames import (
-    BLOB,
     SEQ,
     TypedInput,
+    direct_output,
     output_encoding,
-    unpack_blobs,
+    output_schema,
 )
 from ..runtime.group_state import (
     END_OF_INPUT_MS,
     GroupSpec,
-    group_function,
     seq_pass,
     stream_pass,
 )
@@ -116,6 +115,7 @@ from .steps import (
     union,
 )
 from .stream import Stream
+from .streaming_keyed import keyed_call, watermarked
 from .streaming_pushdown import field_reduce_plan, native_keyed_input, restaged_order
 from .streaming_queries import (
     end_of_input_stream,
@@ -140,8 +140,6 @@ __all__ = ["StreamingTranslator", "END_OF_INPUT_MS", "parse_trigger", "progress_
 log = logging.getLogger("pyspark_datastream")
 
 #: A Spark watermark at or above this (year ~5138) means "end of input".
-_ET = "_et"
-_STATE_SCHEMA = "s binary"
 
 
 def _arrow_batch_rows(spark: Any) -> int:
@@ -656,7 +654,7 @@ class StreamingTranslator:
         # checkpoint stays resumable when the trigger changes.
         timeouts = ws is not None or self.bounded or processing_time_use(function) is not None
         if timeouts:
-            df = self._watermarked(df, ws)
+            df = watermarked(df, ws)
         tags = self._tags.get(node.id, frozenset())
         backend = backend or self.backend
         backend_type = get_backend(backend[0])
@@ -676,14 +674,13 @@ class StreamingTranslator:
                           field_reduce_plan(kind, function, self._typed_inputs.get(node.id),
                                             out_enc, backend_kind),
                           timeouts, self.storage, f"{self.job_name}#{node.id}",
-                          self.run_id)
+                          self.run_id, direct_output(output_schema(out_enc, bool(tags))))
         self.group_specs[node.id] = spec
-        payload = ", ".join(out_enc.spark_fields()) if out_enc is not None else f"{VALUE} binary"
-        ddl = (f"{TAG} string, " if tags else "") + f"{TS} bigint, {payload}"
+        fields = ([(TAG, "string")] if tags else []) + [(TS, "bigint")] + (
+            out_enc.spark_columns() if out_enc is not None else [(VALUE, "binary")])
         timeout = (GroupStateTimeout.ProcessingTimeTimeout if processing_timeout
                    else GroupStateTimeout.EventTimeTimeout if timeouts
                    else GroupStateTimeout.NoTimeout)
-        # the function returns its rows as Arrow IPC blobs; a zero-copy pass unpacks them
         grouping = KG
         if self.range_partitions:
             # Spark hashes the grouping column to pick a partition: the range key (key group
@@ -693,32 +690,10 @@ class StreamingTranslator:
             df = df.withColumn(RANGE_KEY, range_key_column(F.col(KG), self.max_parallelism,
                                                            self.range_partitions)).drop(KG)
             grouping = RANGE_KEY
-        out = df.groupBy(grouping).applyInPandasWithState(
-            group_function(spec), f"{BLOB} binary", _STATE_SCHEMA, "append", timeout)
-        out = out.mapInArrow(unpack_blobs, ddl)
+        out = keyed_call(df.groupBy(grouping), spec, fields, timeout)
         return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
                       node.output_type, name=node.name,
                       tagged=bool(tags))
-
-    def _watermarked(self, df: DataFrame, ws: Any) -> DataFrame:
-        """``df`` with the watermark-tagged ``_et`` column a GroupState timeout needs: the
-        watermark follows the records' event time (``ws``; else only the end-of-input
-        sentinel's), and the column handed to the operator is null."""
-        from pyspark.sql import functions as F
-
-        delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
-        has_ts = F.col(TS).isNotNull() if ws is not None else F.col(KG) < 0
-        df = (df.withColumn(_ET, F.when(has_ts, F.timestamp_millis(F.col(TS))))
-              .withWatermark(_ET, f"{delay} milliseconds"))
-        # Keep a watermark-tagged column (Spark requires one for EventTimeTimeout) but make it
-        # null: Spark's late-row filter then drops nothing, as Flink's process functions see
-        # late elements. A bigint, not a timestamp: the watermark is computed upstream, and
-        # PySpark hands a timestamp column to pandas one value at a time (~0.3 s of CPU per 4M
-        # records) where a bigint one is a single array conversion.
-        # (a select, not withColumn: over Spark Connect withColumn drops the alias metadata)
-        return df.select(*[F.col(f"`{c}`") for c in df.columns if c != _ET],
-                         F.lit(None).cast("long").alias(
-                             _ET, metadata={"spark.watermarkDelayMs": delay}))
 
     # -- running queries -------------------------------------------------------------------
     def _run_prerequisites(self) -> None:

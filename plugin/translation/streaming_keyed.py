@@ -1,0 +1,91 @@
+"""The Spark plan around a STREAMING keyed stage.
+
+:func:`watermarked` adds the watermark column its GroupState timeouts need;
+:func:`keyed_call` is its ``applyInPandasWithState`` call and the step that turns the
+function's output into the stage's records (``execution.streaming.keyed-output``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..runtime.encoding import KG, TS
+from ..runtime.group_frames import BLOB, nan_column, unpack_blobs
+from ..runtime.group_state import GroupSpec, group_function
+
+__all__ = ["ET", "STATE_SCHEMA", "keyed_call", "watermarked"]
+
+#: The watermark-tagged column a GroupState timeout needs (null on every row).
+ET = "_et"
+#: Spark's GroupState of a keyed call: the key group's state bytes.
+STATE_SCHEMA = "s binary"
+#: A record's position in its output row (which NaN positions refer to).
+_POS = "_pos"
+
+
+def watermarked(df: Any, ws: Any) -> Any:
+    """``df`` with the watermark-tagged ``_et`` column a GroupState timeout needs.
+
+    Args:
+        df: the keyed stage's input.
+        ws: the nearest upstream WatermarkStrategy; None: the watermark follows only the
+            end-of-input sentinel's event time.
+
+    Returns:
+        ``df`` and ``_et``, null on every row, carrying the watermark's delay.
+    """
+    from pyspark.sql import functions as F
+
+    delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
+    has_ts = F.col(TS).isNotNull() if ws is not None else F.col(KG) < 0
+    df = (df.withColumn(ET, F.when(has_ts, F.timestamp_millis(F.col(TS))))
+          .withWatermark(ET, f"{delay} milliseconds"))
+    # Keep a watermark-tagged column (Spark requires one for EventTimeTimeout) but make it
+    # null: Spark's late-row filter then drops nothing, as Flink's process functions see
+    # late elements. A bigint, not a timestamp: the watermark is computed upstream, and
+    # PySpark hands a timestamp column to pandas one value at a time (~0.3 s of CPU per 4M
+    # records) where a bigint one is a single array conversion.
+    # (a select, not withColumn: over Spark Connect withColumn drops the alias metadata)
+    return df.select(*[F.col(f"`{c}`") for c in df.columns if c != ET],
+                     F.lit(None).cast("long").alias(
+                         ET, metadata={"spark.watermarkDelayMs": delay}))
+
+
+def keyed_call(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
+               timeout: str) -> Any:
+    """The keyed stage's records: ``applyInPandasWithState`` of ``spec`` over ``grouped``.
+
+    Args:
+        grouped: the input grouped on the key group (or its range key).
+        spec: the keyed call; its ``direct_output`` chooses the output's way out.
+        fields: the records' columns, ``(name, Spark DDL type)`` (``[_tag,] _ts, payload``).
+        timeout: the GroupState timeout kind.
+
+    Returns:
+        The records: the function's arrays exploded into rows by Spark, or its Arrow IPC
+        blobs unpacked by a ``mapInArrow`` pass.
+    """
+    from pyspark.sql import functions as F
+
+    function = group_function(spec)
+    names = [name for name, _ in fields]
+    if spec.direct_output:
+        floats = [(name, kind) for name, kind in fields if kind in ("float", "double")]
+        arrays = ", ".join([f"`{name}` array<{kind}>" for name, kind in fields]
+                           + [f"`{nan_column(name)}` array<int>" for name, _ in floats])
+        out = grouped.applyInPandasWithState(function, arrays, STATE_SCHEMA, "append", timeout)
+        zipped = F.arrays_zip(*[F.col(f"`{name}`") for name in names])
+        if not floats:
+            return out.select(F.inline(zipped)).toDF(*names)
+        nans = [nan_column(name) for name, _ in floats]
+        rows = (out.select(F.posexplode(zipped).alias(_POS, "_r"), *nans)
+                .select(_POS, "_r.*", *nans).toDF(_POS, *names, *nans))
+        nan_of = {name: (nan_column(name), kind) for name, kind in floats}
+        return rows.select(*[
+            F.when(F.array_contains(F.col(nan_of[name][0]), F.col(_POS)),
+                   F.lit(float("nan")).cast(nan_of[name][1])).otherwise(F.col(f"`{name}`"))
+            .alias(name) if name in nan_of else F.col(f"`{name}`") for name in names])
+    out = grouped.applyInPandasWithState(function, f"{BLOB} binary", STATE_SCHEMA, "append",
+                                         timeout)
+    ddl = ", ".join(f"`{name}` {kind}" for name, kind in fields)
+    return out.mapInArrow(unpack_blobs, ddl)
