@@ -177,3 +177,44 @@ def test_only_records_of_other_types_take_a_python_unpack_pass(
         out = sorted(stage.execute_and_collect("dated"))
         assert out == sorted((k, datetime.date(2024, 1, 1) + datetime.timedelta(days=v))
                              for k, v, _ in _data(3))
+
+
+class Heavy(KeyedProcessFunction):
+    """Counts per key; key ``big`` also keeps 9 MB in state, more than a keyed call lets
+    PySpark hold before it pads its output to make PySpark cut a batch (FLUSH_BYTES)."""
+
+    def open(self, runtime_context):
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+        self.ballast = runtime_context.get_state(ValueStateDescriptor("ballast", Types.STRING()))
+
+    def process_element(self, value, ctx):
+        count = (self.count.value() or 0) + 1
+        self.count.update(count)
+        if value[0] == "big" and self.ballast.value() is None:
+            self.ballast.update("x" * 9_000_000)
+        yield (value[0], count, value[1] / 2, None)
+
+
+def test_calls_padded_to_cut_pysparks_batches_lose_and_add_no_record(spark, env_factory,
+                                                                      tmp_path):
+    src = str(tmp_path / "in")
+    rng = random.Random(5)
+    files = [[(rng.choice(["big", "a", "b", "c"]), rng.randint(-9, 9)) for _ in range(200)]
+             for _ in range(3)]
+    for i, rows in enumerate(files):
+        add_file(src, rows, f"f{i}")
+    env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt")})
+    df = spark.readStream.schema(KV_SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    out = list(env.from_dataframe(df).key_by(lambda r: r[0])
+               .process(Heavy(), output_type=OUT).execute_and_collect("heavy"))
+    expected: dict = {}
+    for key, value in (r for rows in files for r in rows):
+        expected.setdefault(key, []).append((key, len(expected.get(key, [])) + 1, value / 2, None))
+    assert _per_key(out) == expected
+
+
+def _per_key(records: list[tuple]) -> dict:
+    out: dict = {}
+    for r in records:
+        out.setdefault(r[0], []).append(r)
+    return out
