@@ -407,7 +407,7 @@ def output_frame(batch: pa.RecordBatch, direct: bool = False) -> Any:
 def array_frame(batch: pa.RecordBatch) -> Any:
     """The output frame holding ``batch`` as arrays: one row per :func:`_chunk_rows` records,
     each column's values of them as one list (the query explodes them back into rows; a
-    row of nulls gives none), and for each float column its :func:`nan_column`: the
+    row of empty arrays gives none), and for each float column its :func:`nan_column`: the
     positions of its NaNs, which PySpark's conversion would turn into nulls (None when
     there are none). ``attrs["nbytes"]``: the records' Arrow bytes."""
     import pandas as pd
