@@ -61,6 +61,7 @@ __all__ = [
     "batch_blobs",
     "column_blobs",
     "array_frame",
+    "float_columns",
     "nan_column",
     "direct_output",
     "output_frame",
@@ -415,18 +416,22 @@ def array_frame(batch: pa.RecordBatch) -> Any:
 
     step = _chunk_rows(batch)
     starts = range(0, batch.num_rows, step)
-    columns: dict[str, Any] = {}
+    columns = {name: _objects([column.slice(start, step).to_pylist() for start in starts])
+               for name, column in zip(batch.schema.names, batch.columns)}
     nans: dict[str, Any] = {}
-    for name, column in zip(batch.schema.names, batch.columns):
-        columns[name] = _objects([column.slice(start, step).to_pylist() for start in starts])
-        if pa.types.is_floating(column.type):
-            flags = pc.fill_null(pc.is_nan(column), False).to_numpy(zero_copy_only=False)
-            nans[nan_column(name)] = _objects([
-                (np.flatnonzero(flags[start:start + step]).tolist() or None)
-                for start in starts])
+    for name in float_columns(batch.schema):
+        flags = pc.fill_null(pc.is_nan(batch.column(name)), False).to_numpy(zero_copy_only=False)
+        nans[nan_column(name)] = _objects([
+            (np.flatnonzero(flags[start:start + step]).tolist() or None) for start in starts])
     frame = pd.DataFrame({**columns, **nans})
     frame.attrs[NBYTES] = batch.nbytes
     return frame
+
+
+def float_columns(schema: pa.Schema) -> list[str]:
+    """The float columns of ``schema``: those an :func:`array_frame` gives a
+    :func:`nan_column`."""
+    return [f.name for f in schema if pa.types.is_floating(f.type)]
 
 
 def nan_column(name: str) -> str:

@@ -30,6 +30,7 @@ from .group_frames import (
     SPLIT_SHIFT,
     TypedInput,
     column_blobs,
+    float_columns,
     group_rows,
     nan_column,
     output_schema,
@@ -243,10 +244,9 @@ def flushing(frame: Any, batch_rows: int, direct: Optional[Any] = None) -> Any:
     """
     import numpy as np
     import pandas as pd
-    import pyarrow as pa
 
     names = [BLOB] if direct is None else list(direct.names) + [
-        nan_column(f.name) for f in direct if pa.types.is_floating(f.type)]
+        nan_column(name) for name in float_columns(direct)]
     kept = 0 if frame is None else len(frame)
     if kept > batch_rows:
         return frame

@@ -47,7 +47,7 @@ def native_map(node: ChainNode, parent: Stream) -> Optional[Stream]:
             return None
     elif len(exprs) != len(out_enc.columns):
         return None
-    ddl = [f.split(" ", 1)[1] for f in out_enc.spark_fields()]
+    ddl = [kind for _, kind in out_enc.spark_columns()]
     try:
         cols = [to_column(e, [list(parent.enc.columns)]).cast(t).alias(c)
                 for e, t, c in zip(exprs, ddl, out_enc.columns)]

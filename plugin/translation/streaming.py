@@ -139,8 +139,6 @@ __all__ = ["StreamingTranslator", "END_OF_INPUT_MS", "parse_trigger", "progress_
 
 log = logging.getLogger("pyspark_datastream")
 
-#: A Spark watermark at or above this (year ~5138) means "end of input".
-
 
 def _arrow_batch_rows(spark: Any) -> int:
     """The session's ``spark.sql.execution.arrow.maxRecordsPerBatch`` (0: no limit)."""

@@ -2,7 +2,7 @@
 
 :func:`watermarked` adds the watermark column its GroupState timeouts need;
 :func:`keyed_call` is its ``applyInPandasWithState`` call and the step that turns the
-function's output into the stage's records (``execution.streaming.keyed-output``).
+function's output into the stage's records.
 """
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..runtime.encoding import KG, TS
-from ..runtime.group_frames import BLOB, nan_column, unpack_blobs
+from ..runtime.group_frames import BLOB, float_columns, nan_column, output_schema, unpack_blobs
 from ..runtime.group_state import GroupSpec, group_function
 
-__all__ = ["ET", "STATE_SCHEMA", "keyed_call", "watermarked"]
+__all__ = ["keyed_call", "watermarked"]
 
 #: The watermark-tagged column a GroupState timeout needs (null on every row).
-ET = "_et"
+_ET = "_et"
 #: Spark's GroupState of a keyed call: the key group's state bytes.
-STATE_SCHEMA = "s binary"
+_STATE_SCHEMA = "s binary"
 #: A record's position in its output row (which NaN positions refer to).
 _POS = "_pos"
 
@@ -38,17 +38,17 @@ def watermarked(df: Any, ws: Any) -> Any:
 
     delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
     has_ts = F.col(TS).isNotNull() if ws is not None else F.col(KG) < 0
-    df = (df.withColumn(ET, F.when(has_ts, F.timestamp_millis(F.col(TS))))
-          .withWatermark(ET, f"{delay} milliseconds"))
+    df = (df.withColumn(_ET, F.when(has_ts, F.timestamp_millis(F.col(TS))))
+          .withWatermark(_ET, f"{delay} milliseconds"))
     # Keep a watermark-tagged column (Spark requires one for EventTimeTimeout) but make it
     # null: Spark's late-row filter then drops nothing, as Flink's process functions see
     # late elements. A bigint, not a timestamp: the watermark is computed upstream, and
     # PySpark hands a timestamp column to pandas one value at a time (~0.3 s of CPU per 4M
     # records) where a bigint one is a single array conversion.
     # (a select, not withColumn: over Spark Connect withColumn drops the alias metadata)
-    return df.select(*[F.col(f"`{c}`") for c in df.columns if c != ET],
+    return df.select(*[F.col(f"`{c}`") for c in df.columns if c != _ET],
                      F.lit(None).cast("long").alias(
-                         ET, metadata={"spark.watermarkDelayMs": delay}))
+                         _ET, metadata={"spark.watermarkDelayMs": delay}))
 
 
 def keyed_call(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
@@ -70,10 +70,12 @@ def keyed_call(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
     function = group_function(spec)
     names = [name for name, _ in fields]
     if spec.direct_output:
-        floats = [(name, kind) for name, kind in fields if kind in ("float", "double")]
+        kinds = dict(fields)
+        floats = [(name, kinds[name])
+                  for name in float_columns(output_schema(spec.output_enc, bool(spec.tags)))]
         arrays = ", ".join([f"`{name}` array<{kind}>" for name, kind in fields]
                            + [f"`{nan_column(name)}` array<int>" for name, _ in floats])
-        out = grouped.applyInPandasWithState(function, arrays, STATE_SCHEMA, "append", timeout)
+        out = grouped.applyInPandasWithState(function, arrays, _STATE_SCHEMA, "append", timeout)
         zipped = F.arrays_zip(*[F.col(f"`{name}`") for name in names])
         if not floats:
             return out.select(F.inline(zipped)).toDF(*names)
@@ -85,7 +87,7 @@ def keyed_call(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
             F.when(F.array_contains(F.col(nan_of[name][0]), F.col(_POS)),
                    F.lit(float("nan")).cast(nan_of[name][1])).otherwise(F.col(f"`{name}`"))
             .alias(name) if name in nan_of else F.col(f"`{name}`") for name in names])
-    out = grouped.applyInPandasWithState(function, f"{BLOB} binary", STATE_SCHEMA, "append",
+    out = grouped.applyInPandasWithState(function, f"{BLOB} binary", _STATE_SCHEMA, "append",
                                          timeout)
     ddl = ", ".join(f"`{name}` {kind}" for name, kind in fields)
     return out.mapInArrow(unpack_blobs, ddl)
