@@ -1,7 +1,8 @@
 """End-to-end latency of STREAMING jobs under a processing-time trigger, against Spark's floor.
 
 ``python -m benchmarks.latency [--rate 1000] [--keys 100] [--trigger "1 second"] [--warmup 15]
-[--seconds 60] [--drain 15] [--variants floor,native,stages1,stages2,stages3] [--find-max-rate
+[--seconds 60] [--drain 15] [--variants floor,native,stages1,stages2,stages3,chain1,chain2,chain3]
+[--find-max-rate
 [--max-rate 256000]] [--tolerate-reordering] [--quick]``
 
 Every variant is its own streaming run, one after another in one ``local[2]`` session, over
@@ -23,6 +24,13 @@ trigger, each committing every micro-batch as a version of its own Delta table:
 * ``stages2``/``stages3``: as ``stages1``, then one/two more ``key_by(k)`` +
   ``KeyedProcessFunction`` stages passing each record on unchanged (each keyed stage runs as
   its own query, joined by the job's staging tables).
+* ``chain1``/``chain2``/``chain3``: Spark's floor for one, two and three keyed stages chained
+  in **one** query, which ``applyInPandasWithState`` cannot do: ``transformWithStateInPandas``
+  stages (RocksDB state store provider, set for these queries only) grouped by key group
+  (``pmod(hash(k), 128)``), each reading and writing one pickled ``{key: count}`` blob per
+  key group per call as the project keeps a key group's state, the first a running count,
+  the others passing records on, chained through ``eventTimeColumnName`` (watermark 0 s on
+  the records' creation time); same sink, same checks as ``stages*``.
 
 **Latency** of an output row = the commit timestamp of the Delta version that added its
 file (``commitInfo.timestamp`` in ``_delta_log/<version>.json``, ms; read here from the log
@@ -83,7 +91,9 @@ window's records), ``_records`` (window records measured), ``_sustained``, ``_mi
 ``_batch_phases_ms`` (the median of each phase Spark times in those micro-batches); the ratios
 ``stages1_p50_vs_floor`` (target <= 1.5), ``stage_step_vs_stages1`` = max(stages2 p50 -
 stages1 p50, stages3 p50 - stages2 p50) / stages1 p50 (target <= 0.5), ``stages3_vs_stages1``
-(target <= 2.0), ``native_p50_vs_floor``, each also ``*_phase_neutral``; ``targets_met`` and
+(target <= 2.0), ``native_p50_vs_floor``, and the same for the chained floor
+(``chain1_p50_vs_floor``, ``chain_step_vs_chain1``, ``chain3_vs_chain1``: no targets, what a
+mapping chaining its stages in one query would start from), each also ``*_phase_neutral``; ``targets_met`` and
 ``targets_met_phase_neutral``; the rate, trigger and durations.
 """
 
@@ -116,7 +126,9 @@ from benchmarks.common import load, local_session, progress
 
 __all__ = ["PassOn", "main"]
 
-VARIANTS = ("floor", "native", "stages1", "stages2", "stages3")
+#: Spark's floor for keyed stages chained in one query
+CHAIN_VARIANTS = ("chain1", "chain2", "chain3")
+VARIANTS = ("floor", "native", "stages1", "stages2", "stages3") + CHAIN_VARIANTS
 TARGETS = {"stages1_p50_vs_floor": 1.5, "stage_step_vs_stages1": 0.5, "stages3_vs_stages1": 2.0}
 #: seconds a run may take to commit its first rows (JVM, Python workers, first batch)
 FIRST_COMMIT_TIMEOUT = 180
@@ -263,11 +275,88 @@ def start_stages(stages: int, spark: Any, rate: int, keys: int, trigger: str, pa
     return Running(client=env.execute_async(f"latency-stages{stages}"))
 
 
+_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+#: key groups of the chained floor (as the project's default max parallelism groups keys)
+_CHAIN_GROUPS = 128
+
+
+def _chain_processor(count: bool) -> Any:
+    """A ``transformWithStateInPandas`` processor for one key group: its records in
+    ``value`` order (each key's order), a pickled ``{key: count}`` blob in one ValueState,
+    read and written once per call (as the project keeps a key group's state); ``count``:
+    the first stage's running count, else the records passed on unchanged."""
+    import pickle
+
+    import pandas as pd
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    class ChainStage(StatefulProcessor):
+        def init(self, handle: Any) -> None:
+            self.blob = handle.getValueState(
+                "blob", StructType([StructField("b", BinaryType())]))
+
+        def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
+            pdf = pd.concat(list(rows), ignore_index=True).sort_values("value", kind="stable")
+            counts = pickle.loads(self.blob.get()[0]) if self.blob.exists() else {}
+            if count:
+                n = []
+                for k in pdf["k"].tolist():
+                    counts[k] = c = counts.get(k, 0) + 1
+                    n.append(c)
+                pdf["n"] = n
+            else:
+                for k in pdf["k"].unique().tolist():
+                    counts[k] = counts.get(k, 0) + 1  # state touched as a stage would
+            self.blob.update((pickle.dumps(counts),))
+            yield pdf[["kg", "k", "n", "ts", "created_ms", "value"]]
+
+        def close(self) -> None:
+            pass
+
+    return ChainStage()
+
+
+def start_chain(stages: int, spark: Any, rate: int, keys: int, trigger: str, path: str,
+                work: str) -> Running:
+    """Spark's floor for ``stages`` keyed stages chained in one query (see the module doc)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType, TimestampType
+
+    schema = StructType([StructField("kg", LongType()), StructField("k", LongType()),
+                         StructField("n", LongType()), StructField("ts", TimestampType()),
+                         StructField("created_ms", LongType()), StructField("value", LongType())])
+    df = (rate_input(spark, rate, keys)
+          .select(F.pmod(F.hash("k"), F.lit(_CHAIN_GROUPS)).cast("long").alias("kg"), "k",
+                  F.lit(0).cast("long").alias("n"), F.timestamp_millis("created_ms").alias("ts"),
+                  "created_ms", "value")
+          .withWatermark("ts", "0 seconds"))
+    for i in range(stages):
+        df = df.groupBy("kg").transformWithStateInPandas(
+            _chain_processor(count=i == 0), schema, "Append", "None", eventTimeColumnName="ts")
+    previous = spark.conf.get(_PROVIDER, None)
+    spark.conf.set(_PROVIDER, _ROCKSDB)  # transformWithState needs it; recorded per checkpoint
+    try:
+        query = (df.select("k", "n", "created_ms", "value").writeStream
+                 .foreachBatch(delta_append(path))
+                 .option("checkpointLocation", os.path.join(work, "checkpoint"))
+                 .trigger(processingTime=trigger).queryName(f"latency-chain{stages}").start())
+    finally:
+        if previous is None:
+            spark.conf.unset(_PROVIDER)
+        else:
+            spark.conf.set(_PROVIDER, previous)
+    return Running([query])
+
+
 def start(variant: str, *args: Any) -> Running:
     if variant == "floor":
         return start_floor(*args)
     if variant == "native":
         return start_native(*args)
+    if variant.startswith("chain"):
+        return start_chain(int(variant[len("chain"):]), *args)
     return start_stages(int(variant[len("stages"):]), *args)
 
 
@@ -663,6 +752,12 @@ def _ratios(p50: dict[str, float]) -> dict[str, float]:
         ratios["stages3_vs_stages1"] = p50["stages3"] / p50["stages1"]
     if {"floor", "native"} <= p50.keys():
         ratios["native_p50_vs_floor"] = p50["native"] / p50["floor"]
+    if {"floor", "chain1"} <= p50.keys():
+        ratios["chain1_p50_vs_floor"] = p50["chain1"] / p50["floor"]
+    if set(CHAIN_VARIANTS) <= p50.keys():
+        step = max(p50["chain2"] - p50["chain1"], p50["chain3"] - p50["chain2"])
+        ratios["chain_step_vs_chain1"] = step / p50["chain1"]
+        ratios["chain3_vs_chain1"] = p50["chain3"] / p50["chain1"]
     return ratios
 
 
