@@ -289,13 +289,18 @@ class AbstractKeyedOperator(KeyedOperator):
                 return
 
     def advance_watermark(self, watermark: int) -> Iterable[Output]:
-        """Fire event timers <= ``watermark`` (lazy: iterate the result). BATCH: ignored."""
+        """Fire event timers <= ``watermark`` (iterate the result; eager unless a timer
+        listener watches them fire). BATCH: ignored."""
         if self.batch:
             return _EMPTY
         clock = self.clock
         if watermark <= clock.watermark:
             return _EMPTY
         clock.watermark = watermark
+        if self.timer_listener is None:  # eager, in the operator's own firing loop
+            out: list[Output] = []
+            self._fire_all_event_timers(out, watermark)
+            return out
         return self._fire_event_timers(watermark)
 
     def advance_processing_time(self, now: int) -> Iterable[Output]:
@@ -334,9 +339,9 @@ class AbstractKeyedOperator(KeyedOperator):
             clock.quiescing = False
 
     def _fire_all_event_timers(self, out: list[Output], up_to: int = MAX_WATERMARK) -> None:
-        """BATCH end of key: fire the event timers up to ``up_to`` (the clock's watermark) in
-        order into ``out``; timers registered while firing fire too when due. Without a
-        timer listener."""
+        """Fire the event timers up to ``up_to`` (the clock's watermark) in order into
+        ``out`` (a BATCH key's end, a STREAMING watermark); timers registered while firing
+        fire too when due. Without a timer listener."""
         switch = self._switch_key
         on_event_time = self.on_event_time
         extend = out.extend

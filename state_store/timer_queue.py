@@ -389,10 +389,21 @@ class TimerQueue:
             return None
         with paused_gc():
             items = list(live)
-            pairs = list(zip(map(_ITEM_KEY, items), map(_ITEM_NAMESPACE, items)))
-            ids = dict.fromkeys(pairs)
-            ids = dict(zip(ids, range(len(ids))))
-            columns = TimerColumns(list(ids), _le_bytes(array("I", map(ids.__getitem__, pairs))),
+            namespaces = set(map(_ITEM_NAMESPACE, items))
+            if len(namespaces) == 1:  # e.g. every timer VOID: index by the key bytes alone,
+                (namespace,) = namespaces  # whose hash is cached (a pair's is computed)
+                keys = list(map(_ITEM_KEY, items))
+                ids = dict.fromkeys(keys)
+                ids = dict(zip(ids, range(len(ids))))
+                pairs = [(key, namespace) for key in ids]
+                index = array("I", map(ids.__getitem__, keys))
+            else:
+                every = list(zip(map(_ITEM_KEY, items), map(_ITEM_NAMESPACE, items)))
+                pair_ids = dict.fromkeys(every)
+                pair_ids = dict(zip(pair_ids, range(len(pair_ids))))
+                pairs = list(pair_ids)
+                index = array("I", map(pair_ids.__getitem__, every))
+            columns = TimerColumns(pairs, _le_bytes(index),
                                    _le_bytes(array("q", map(_STAMP, items))))
         self.clear()
         return columns

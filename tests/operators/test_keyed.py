@@ -234,6 +234,53 @@ def test_timer_registered_in_on_timer_fires_in_the_same_advance(drive) -> None:
     assert values(d.operator.advance_watermark(100)) == [30]
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_streaming_timers_fire_alike_with_and_without_a_timer_listener(drive, seed) -> None:
+    """STREAMING fires eagerly in the operator's own loop unless a timer listener watches
+    (then lazily, one timer at a time): random timers over many keys, timers re-armed in
+    on_timer, watermarks in steps; both fire the same outputs, each advance in (timestamp,
+    key) order, every timer up to the last watermark once."""
+    import random
+
+    class Rearm(KeyedProcessFunction):
+        def process_element(self, value, ctx):
+            ctx.timer_service().register_event_time_timer(value)
+
+        def on_timer(self, timestamp, ctx):
+            if timestamp % 3 == 0:  # due in the same advance when <= its watermark
+                ctx.timer_service().register_event_time_timer(timestamp + 7)
+            yield (ctx.get_current_key(), timestamp)
+            yield SIDE, timestamp
+
+    rnd = random.Random(seed)
+    pushes = [(rnd.randrange(40), rnd.randrange(1, 400)) for _ in range(600)]
+    marks = sorted(rnd.sample(range(0, 420), 8)) + [500]
+    runs = []
+    for listened in (False, True):
+        d = drive(KeyedProcessOperator(Rearm()))
+        heard: list[tuple[int, object]] = []
+        if listened:
+            d.operator.timer_listener = lambda ts, key, domain, heard=heard: heard.append((ts, key))
+        for key, ts in pushes:
+            d.push(key, ts, ts)
+        fired = [list(d.operator.advance_watermark(mark)) for mark in marks]
+        runs.append(fired)
+        if listened:
+            assert len(heard) == sum(len(out) for out in fired) // 2
+    assert runs[0] == runs[1]
+    expected: set[tuple[int, int]] = set()
+    for key, ts in pushes:
+        while (key, ts) not in expected and ts <= marks[-1]:
+            expected.add((key, ts))
+            if ts % 3:
+                break
+            ts += 7
+    main = [[o.value for o in out if o.tag is None] for out in runs[0]]
+    for out in main:
+        assert out == sorted(out, key=lambda kt: (kt[1], d.backend.key_serializer.serialize(kt[0])))
+    assert sorted(kt for out in main for kt in out) == sorted(expected)
+
+
 # -- BATCH: perfect watermark per key ---------------------------------------------------------------
 
 

@@ -237,17 +237,26 @@ def test_a_restored_queue_fires_what_the_queue_it_came_from_fires() -> None:
     assert fired(copy.timer_queue("event", WINDOWS)) == expected
 
 
-def test_columns_hold_what_the_entries_hold() -> None:
+@pytest.mark.parametrize("namespaces", [NAMESPACES, NAMESPACES[:1]], ids=["several", "one"])
+def test_columns_hold_what_the_entries_hold(namespaces: list[TimeWindow]) -> None:
+    """Several namespaces, and one (every timer's the same, as a keyed process function's
+    VOID namespace): the columns hold every timer once, restore into a queue that fires
+    what the model holds, in order."""
     rnd = random.Random(11)
     qm = QueueAndModel()
     for _ in range(1500):
         qm.add(rnd.choice(STAMPS + [rnd.randrange(-100, 100)]), rnd.choice(KEYS),
-               rnd.choice(NAMESPACES))
+               rnd.choice(namespaces))
     expected = qm.expected_entries()
     [(name, columns)] = qm.backend.take_timer_columns()
     assert name == timer_state_name("event") and columns.timer_count() == len(expected)
     assert sorted(columns.entries(name, MAX_PARALLELISM), key=StateEntry.encoded_key) == expected
     assert len(columns.pairs) == len({(e.key, e.namespace) for e in expected})
+    assert len(qm.queue) == 0
+    qm.queue.restore_columns(columns)
+    fired = [(t.timestamp, t.key_bytes, WINDOWS.serialize(t.namespace))
+             for t in qm.queue.poll_until(2**63 - 1)]
+    assert fired == [(ts, kb, nsb) for ts, kb, nsb in qm.model]
 
 
 def _columns(pairs: list[tuple[bytes, bytes]], index: list[int], stamps: list[int]) -> TimerColumns:
