@@ -56,7 +56,8 @@ __all__ = ["Sessionize", "main"]
 
 GAP = 30_000  # ms without a click that ends a session
 OUT_OF_ORDERNESS = 5_000  # ms, the watermark strategy's bound
-TARGETS = {"batch_ratio": 3.0, "streaming_ratio": 6.0}
+#: the latest targets (the benchmarks page lists each with its history)
+TARGETS = {"batch_ratio": 2.0, "streaming_ratio": 3.0, "batch_shuffled_ratio": 2.5}
 
 
 class Sessionize(KeyedProcessFunction):
