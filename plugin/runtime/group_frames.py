@@ -165,6 +165,8 @@ def output_schema(enc: Optional[Encoding], tagged: bool) -> pa.Schema:
 def _timestamps(pdf: Any) -> list[Any]:
     """``_ts`` as ints / None (Spark hands a bigint column with nulls over as float64)."""
     column = pdf[TS]
+    if column.dtype.kind in "iu":  # no nulls: already ints
+        return column.tolist()
     if column.isna().all():
         return [None] * len(column)
     return [None if t is None or t != t else int(t) for t in column.tolist()]

@@ -277,3 +277,16 @@ def test_unpack_blobs_releasing_arrow_memory_keeps_every_batch(monkeypatch):
     batches = list(unpack_blobs(iter(inputs)))  # all held while later ones are read
     got = [tuple(r.values()) for b in batches for r in b.to_pylist()]
     assert got == expected
+
+
+def test_timestamps_come_back_as_python_ints_or_none():
+    """``_ts`` as Spark hands it over: int64 without nulls, float64 with some, all null."""
+    from pyspark_datastream.runtime.encoding import TS
+    from pyspark_datastream.runtime.group_frames import _timestamps
+
+    big = 2**62 + 1  # exact as an int, not as a float
+    ints = _timestamps(pd.DataFrame({TS: pd.Series([big, -5, 0], dtype="int64")}))
+    assert ints == [big, -5, 0] and all(type(t) is int for t in ints)
+    some = _timestamps(pd.DataFrame({TS: pd.Series([1.0, None, 3.0], dtype="float64")}))
+    assert some == [1, None, 3] and type(some[0]) is int
+    assert _timestamps(pd.DataFrame({TS: pd.Series([None, None], dtype="float64")})) == [None, None]
