@@ -392,17 +392,11 @@ class TimerQueue:
             namespaces = set(map(_ITEM_NAMESPACE, items))
             if len(namespaces) == 1:  # e.g. every timer VOID: index by the key bytes alone,
                 (namespace,) = namespaces  # whose hash is cached (a pair's is computed)
-                keys = list(map(_ITEM_KEY, items))
-                ids = dict.fromkeys(keys)
-                ids = dict(zip(ids, range(len(ids))))
-                pairs = [(key, namespace) for key in ids]
-                index = array("I", map(ids.__getitem__, keys))
+                keys, index = _numbered(list(map(_ITEM_KEY, items)))
+                pairs = [(key, namespace) for key in keys]
             else:
-                every = list(zip(map(_ITEM_KEY, items), map(_ITEM_NAMESPACE, items)))
-                pair_ids = dict.fromkeys(every)
-                pair_ids = dict(zip(pair_ids, range(len(pair_ids))))
-                pairs = list(pair_ids)
-                index = array("I", map(pair_ids.__getitem__, every))
+                pairs, index = _numbered(list(zip(map(_ITEM_KEY, items),
+                                                  map(_ITEM_NAMESPACE, items))))
             columns = TimerColumns(pairs, _le_bytes(index),
                                    _le_bytes(array("q", map(_STAMP, items))))
         self.clear()
@@ -420,6 +414,13 @@ class TimerQueue:
             keys = list(map([pair[0] for pair in pairs].__getitem__, index))
             namespaces = list(map([pair[1] for pair in pairs].__getitem__, index))
             self._register(zip(stamps, keys, namespaces), map(infos.__getitem__, index))
+
+
+def _numbered(values: list[Any]) -> tuple[list[Any], array]:
+    """The distinct ``values`` in first-seen order, and each value's index among them."""
+    ids = dict.fromkeys(values)
+    ids = dict(zip(ids, range(len(ids))))
+    return list(ids), array("I", map(ids.__getitem__, values))
 
 
 def _le_bytes(values: array) -> bytes:
