@@ -297,11 +297,7 @@ class AbstractKeyedOperator(KeyedOperator):
         if watermark <= clock.watermark:
             return _EMPTY
         clock.watermark = watermark
-        if self.timer_listener is None:  # eager, in the operator's own firing loop
-            out: list[Output] = []
-            self._fire_all_event_timers(out, watermark)
-            return out
-        return self._fire_event_timers(watermark)
+        return self._event_timers_up_to(watermark)
 
     def advance_processing_time(self, now: int) -> Iterable[Output]:
         """Set processing time; STREAMING: fire processing timers <= ``now`` (lazy)."""
@@ -338,6 +334,16 @@ class AbstractKeyedOperator(KeyedOperator):
             clock.watermark = MIN_WATERMARK
             clock.quiescing = False
 
+    def _event_timers_up_to(self, up_to: int) -> Iterable[Output]:
+        """Fire the event timers up to ``up_to``: eagerly in the operator's own loop
+        (:meth:`_fire_all_event_timers`), or one at a time (lazy) when a timer listener
+        watches them fire."""
+        if self.timer_listener is not None:
+            return self._fire_event_timers(up_to)
+        out: list[Output] = []
+        self._fire_all_event_timers(out, up_to)
+        return out
+
     def _fire_all_event_timers(self, out: list[Output], up_to: int = MAX_WATERMARK) -> None:
         """Fire the event timers up to ``up_to`` (the clock's watermark) in order into
         ``out`` (a BATCH key's end, a STREAMING watermark); timers registered while firing
@@ -366,11 +372,7 @@ class AbstractKeyedOperator(KeyedOperator):
         clock = self.clock
         clock.watermark = watermark
         try:
-            if self.timer_listener is not None:
-                return list(self._fire_event_timers(watermark))
-            out: list[Output] = []
-            self._fire_all_event_timers(out, watermark)
-            return out
+            return list(self._event_timers_up_to(watermark))
         finally:
             clock.watermark = MIN_WATERMARK
 
