@@ -2,8 +2,7 @@
 
 ``python -m benchmarks.latency [--rate 1000] [--keys 100] [--trigger "1 second"] [--warmup 15]
 [--seconds 60] [--drain 15] [--variants floor,native,stages1,stages2,stages3,chain1,chain2,chain3]
-[--find-max-rate
-[--max-rate 256000]] [--tolerate-reordering] [--quick]``
+[--find-max-rate [--max-rate 256000]] [--tolerate-reordering] [--quick]``
 
 Every variant is its own streaming run, one after another in one ``local[2]`` session, over
 Spark's ``rate`` source at ``--rate`` rows/s (columns ``k = value % --keys``, ``created_ms``
@@ -93,8 +92,8 @@ window's records), ``_records`` (window records measured), ``_sustained``, ``_mi
 stages1 p50, stages3 p50 - stages2 p50) / stages1 p50 (target <= 0.5), ``stages3_vs_stages1``
 (target <= 2.0), ``native_p50_vs_floor``, and the same for the chained floor
 (``chain1_p50_vs_floor``, ``chain_step_vs_chain1``, ``chain3_vs_chain1``: no targets, what a
-mapping chaining its stages in one query would start from), each also ``*_phase_neutral``; ``targets_met`` and
-``targets_met_phase_neutral``; the rate, trigger and durations.
+mapping chaining its stages in one query would start from), each also ``*_phase_neutral``;
+``targets_met`` and ``targets_met_phase_neutral``; the rate, trigger and durations.
 """
 
 from __future__ import annotations
