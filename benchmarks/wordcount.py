@@ -22,7 +22,11 @@ Python-worker figure counts the workers that ran in it, not idle ones kept from 
 ``--floor`` also times Spark's ``applyInPandasWithState`` alone over the columns the
 STREAMING job gives it, with a function that reads them and does nothing
 (``streaming_floor_ratio`` against native, ``streaming_over_floor`` for the job against it):
-the part of the STREAMING figure that no work in this library can remove.
+the part of the STREAMING figure that no work in this library can remove. It also times
+the same query emitting one record per input record, as both STREAMING jobs do, from a
+function that hands its input columns back (``streaming_emit_floor_ratio``;
+``streaming_over_emit_floor`` and ``streaming_python_over_emit_floor`` for the two jobs):
+the floor under any STREAMING job whose output is as large as its input.
 
 ``--driver-memory`` sizes the local session's JVM heap; ``--state-store rocksdb`` runs the
 STREAMING variants on Spark's RocksDB state store provider (state off the JVM heap) instead
@@ -154,23 +158,49 @@ def streaming_reduce(spark: object, path: str, schema: object, expected: pd.Seri
             shutil.rmtree(work, ignore_errors=True)
 
 
+def _floor_input(spark: object, path: str, schema: object) -> object:
+    """The file stream as the STREAMING job hands it to ``applyInPandasWithState``: the
+    record's two fields, the file order columns, a null record timestamp and the range key
+    (the key group plus the salt that puts it on its range's partition)."""
+    from pyspark.sql import functions as F
+    from pyspark_datastream.spark_io.key_group_ranges import RANGE_KEY, range_key_column
+
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))  # type: ignore[attr-defined]
+    word = F.col("word")
+    stream = (spark.readStream.schema(schema).parquet(path)  # type: ignore[attr-defined]
+              .select(F.lit(None).cast("long").alias("_ts"),
+                      F.pmod(F.crc32(word.cast("binary")), F.lit(128)).cast("int").alias("_kg"),
+                      word.alias("f0"), F.lit(1).cast("long").alias("f1"),
+                      F.unix_millis(F.col("_metadata.file_modification_time")).alias("_seq"),
+                      F.col("_metadata.row_index").alias("_seq_row")))
+    return stream.withColumn(RANGE_KEY, range_key_column(F.col("_kg"), 128, partitions)).drop("_kg")
+
+
+def _timed_parquet_query(out: object, work: str) -> float:
+    """Runs ``out`` available-now into a Parquet sink under ``work``; its seconds."""
+    query = (out.writeStream.format("parquet")  # type: ignore[attr-defined]
+             .option("path", os.path.join(work, "out"))
+             .option("checkpointLocation", os.path.join(work, "sink"))
+             .trigger(availableNow=True))
+    t = time.time()
+    running = query.start()
+    running.awaitTermination()
+    return time.time() - t
+
+
 def streaming_floor(spark: object, path: str, schema: object) -> float:
     """What Spark's ``applyInPandasWithState`` itself costs on this input: the columns the
-    STREAMING job hands it (the record's two fields, the file order columns, a null record
-    timestamp and the range key: the key group plus the salt that puts it on its range's
-    partition), grouped as the job groups them and with its timeout kind (``NoTimeout``: no
-    watermark strategy, so nothing can time out), to a function that reads every frame and
-    returns nothing, available-now into a Parquet sink. No state, no output: the floor under
-    any STREAMING keyed job on this API. Returns the query's seconds.
+    STREAMING job hands it (:func:`_floor_input`), grouped as the job groups them and with
+    its timeout kind (``NoTimeout``: no watermark strategy, so nothing can time out), to a
+    function that reads every frame and returns nothing, available-now into a Parquet sink.
+    No state, no output: the floor under any STREAMING keyed job on this API. Returns the
+    query's seconds.
     """
     import shutil
     import tempfile
 
-    from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
-    from pyspark_datastream.spark_io.key_group_ranges import RANGE_KEY, range_key_column
-
-    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))  # type: ignore[attr-defined]
+    from pyspark_datastream.spark_io.key_group_ranges import RANGE_KEY
 
     def consume(key: tuple, frames: object, state: object) -> object:
         for _ in frames:  # type: ignore[attr-defined]
@@ -179,23 +209,59 @@ def streaming_floor(spark: object, path: str, schema: object) -> float:
 
     work = tempfile.mkdtemp(prefix="wordcount-floor-")
     try:
-        word = F.col("word")
-        stream = (spark.readStream.schema(schema).parquet(path)  # type: ignore[attr-defined]
-                  .select(F.lit(None).cast("long").alias("_ts"),
-                          F.pmod(F.crc32(word.cast("binary")), F.lit(128)).cast("int").alias("_kg"),
-                          word.alias("f0"), F.lit(1).cast("long").alias("f1"),
-                          F.unix_millis(F.col("_metadata.file_modification_time")).alias("_seq"),
-                          F.col("_metadata.row_index").alias("_seq_row")))
-        out = (stream.withColumn(RANGE_KEY, range_key_column(F.col("_kg"), 128, partitions))
-               .drop("_kg").groupBy(RANGE_KEY)
+        out = (_floor_input(spark, path, schema).groupBy(RANGE_KEY)  # type: ignore[attr-defined]
                .applyInPandasWithState(consume, "_b binary", "s binary", "append",
                                        GroupStateTimeout.NoTimeout))
-        t = time.time()
-        query = (out.writeStream.format("parquet").option("path", os.path.join(work, "out"))
-                 .option("checkpointLocation", os.path.join(work, "sink"))
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
-        return time.time() - t
+        return _timed_parquet_query(out, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+#: records per output row of :func:`streaming_emit_floor` (as the job chunks its outputs)
+EMIT_CHUNK = 1 << 16
+
+
+def streaming_emit_floor(spark: object, path: str, schema: object,
+                         expected: pd.Series) -> float:
+    """:func:`streaming_floor` that also emits what the job emits: one output record per
+    input record. Its function hands each key group's ``f0``/``f1`` columns back as Python
+    lists of at most :data:`EMIT_CHUNK` records per output row, which the query explodes
+    into the same Parquet sink, as the job's records leave: no state, no reduce. What
+    STREAMING's one-result-per-record output costs on this API, whatever computes it.
+    The sink's counts per word are checked against pandas. Returns the query's seconds.
+    """
+    import shutil
+    import tempfile
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+    from pyspark_datastream.spark_io.key_group_ranges import RANGE_KEY
+
+    def chunks(values: list) -> np.ndarray:
+        rows = np.empty((len(values) + EMIT_CHUNK - 1) // EMIT_CHUNK, dtype=object)
+        for i in range(len(rows)):
+            rows[i] = values[i * EMIT_CHUNK:(i + 1) * EMIT_CHUNK]
+        return rows
+
+    def emit(key: tuple, frames: object, state: object) -> object:
+        got = [f for f in frames if len(f)]  # type: ignore[attr-defined]
+        if not got:
+            return iter(())
+        words = [w for f in got for w in f["f0"].tolist()]
+        ones = [n for f in got for n in f["f1"].tolist()]
+        return iter([pd.DataFrame({"f0": chunks(words), "f1": chunks(ones)})])
+
+    work = tempfile.mkdtemp(prefix="wordcount-emit-floor-")
+    try:
+        out = (_floor_input(spark, path, schema).groupBy(RANGE_KEY)  # type: ignore[attr-defined]
+               .applyInPandasWithState(emit, "f0 array<string>, f1 array<bigint>", "s binary",
+                                       "append", GroupStateTimeout.NoTimeout)
+               .select(F.inline(F.arrays_zip("f0", "f1"))))
+        seconds = _timed_parquet_query(out, work)
+        emitted = (spark.read.parquet(os.path.join(work, "out"))  # type: ignore[attr-defined]
+                   .groupBy("f0").agg(F.sum("f1")).collect())
+        check([(r[0], r[1]) for r in emitted], expected, "streaming_emit_floor")
+        return seconds
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -319,6 +385,8 @@ def main(argv: list[str] | None = None) -> None:
     }
     if args.floor:
         variants["streaming_floor"] = lambda: streaming_floor(spark, path, words.schema)
+        variants["streaming_emit_floor"] = lambda: streaming_emit_floor(
+            spark, path, words.schema, expected)
     if args.batch_only:
         variants = {name: run for name, run in variants.items()
                     if name in ("native", "reduce", "sum")}
@@ -338,7 +406,7 @@ def main(argv: list[str] | None = None) -> None:
     median = {name: statistics.median(times) for name, times in runs.items()}
     native_s, reduce_s, sum_s = median["native"], median.get("reduce"), median.get("sum")
     streaming_s, python_s = median.get("streaming"), median.get("streaming_python")
-    floor_s = median.get("streaming_floor")
+    floor_s, emit_s = median.get("streaming_floor"), median.get("streaming_emit_floor")
 
     result = {
         "native_s": round(native_s, 3),
@@ -350,6 +418,12 @@ def main(argv: list[str] | None = None) -> None:
         **({"streaming_floor_s": round(floor_s, 3),
             "streaming_floor_ratio": round(floor_s / native_s, 3),
             "streaming_over_floor": round(streaming_s / floor_s, 3)} if floor_s and streaming_s else {}),
+        # with --floor: the same, emitting one record per input record (what the jobs emit)
+        **({"streaming_emit_floor_s": round(emit_s, 3),
+            "streaming_emit_floor_ratio": round(emit_s / native_s, 3),
+            "streaming_over_emit_floor": round(streaming_s / emit_s, 3),
+            "streaming_python_over_emit_floor": round(python_s / emit_s, 3)}
+           if emit_s and streaming_s and python_s else {}),
         "records": args.records, "keys": args.keys,
         # the heap the session got (unset: Spark's default, 1g)
         "driver_memory": spark.sparkContext.getConf().get("spark.driver.memory", "1g"),

@@ -33,7 +33,7 @@ SHARED = [
     ("sessionize", "sessionize", []),
     ("savepoint_io", "savepoint_io", []),
     ("wordcount", "wordcount", ["--state-store", "rocksdb", "--driver-memory", "1200m"]),
-    ("wordcount_streaming_only", "wordcount", ["--streaming-only"]),
+    ("wordcount_streaming_only", "wordcount", ["--streaming-only", "--floor"]),
     ("async_io", "async_io", []),
 ]
 
@@ -137,13 +137,25 @@ def test_wordcount_batch_only_quick(shared_results):
 
 @pytest.mark.slow
 def test_wordcount_streaming_only_quick(shared_results):
-    """``--streaming-only``: native and the STREAMING variants (each checked against pandas
-    in the benchmark), no BATCH field."""
+    """``--streaming-only --floor``: native, the STREAMING variants (each checked against
+    pandas in the benchmark) and Spark's two floors (the emitting one's sink checked against
+    pandas too), no BATCH field; each ratio is the JSON's own seconds divided."""
     result = shared_results["wordcount_streaming_only"]
     assert result["streaming_only"] is True and result["batch_only"] is False
-    assert set(result["runs"]) == {"native", "streaming", "streaming_python"}
+    assert set(result["runs"]) == {"native", "streaming", "streaming_python", "streaming_floor",
+                                   "streaming_emit_floor"}
     assert "reduce_ratio" not in result and "batch_speedup" not in result
     assert result["streaming_ratio"] > 0 and result["streaming_python_ratio"] > 0
+    # the JSON rounds seconds to the millisecond: a ratio of quick runs' rounded seconds
+    # differs from the one of unrounded seconds by up to a few parts in a hundred
+    emit_s, native_s = result["streaming_emit_floor_s"], result["native_s"]
+    assert result["streaming_emit_floor_ratio"] == pytest.approx(emit_s / native_s, rel=0.03)
+    assert result["streaming_over_emit_floor"] == pytest.approx(
+        result["streaming_s"] / emit_s, rel=0.03)
+    assert result["streaming_python_over_emit_floor"] == pytest.approx(
+        result["streaming_python_s"] / emit_s, rel=0.03)
+    assert result["streaming_over_floor"] == pytest.approx(
+        result["streaming_s"] / result["streaming_floor_s"], rel=0.03)
     assert result["peak_rss_mib_by_variant"]["streaming"]["python_workers"] > 0
 
 
