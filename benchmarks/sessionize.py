@@ -15,7 +15,11 @@ In one process and one SparkSession it times, each written to Parquet:
 * ``streaming``: the program in STREAMING over the same files as a file stream, run
   available-now (a query writing Parquet);
 * ``baseline_shuffled`` and ``batch_shuffled``: both over the shuffled files (BATCH
-  sorts each key's records by time, so its result must not change).
+  sorts each key's records by time, so its result must not change);
+* with ``--breakdown``: ``batch_nothing``/``streaming_nothing``, the same job over the
+  ordered files with a function that does nothing, and ``batch_timers``/``streaming_timers``
+  with one that only registers the program's timer per click (``breakdown_ratios``: each
+  over the baseline; each checked to emit nothing).
 
 Every result is checked against the baseline's, and the run fails if one differs. The
 file stream is unbounded, so the STREAMING run ends with the watermark of its input
@@ -78,6 +82,30 @@ class Sessionize(KeyedProcessFunction):
             yield (ctx.get_current_key(), self.last.value())
 
 
+class DoNothing(KeyedProcessFunction):
+    """``--breakdown``: the same job with a function that does nothing per click."""
+
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        return None
+
+
+class TimersOnly(KeyedProcessFunction):
+    """``--breakdown``: registers :class:`Sessionize`'s timer per click; no state, no output."""
+
+    def process_element(self, value, ctx):  # type: ignore[no-untyped-def]
+        ctx.timer_service().register_event_time_timer(value[2] + 30_000)
+
+    def on_timer(self, timestamp, ctx):  # type: ignore[no-untyped-def]
+        return None
+
+
+#: ``--breakdown`` variants: name -> (function class, STREAMING)
+BREAKDOWN = {
+    "batch_nothing": (DoNothing, False), "streaming_nothing": (DoNothing, True),
+    "batch_timers": (TimersOnly, False), "streaming_timers": (TimersOnly, True),
+}
+
+
 def generate(path: str, clicks: int, users: int, files: int, seed: int = 7) -> None:
     """``path/ordered`` and ``path/shuffled``: ``files`` Parquet files of ``(user, page, ts)``.
 
@@ -128,14 +156,16 @@ def generate(path: str, clicks: int, users: int, files: int, seed: int = 7) -> N
     os.rename(tmp, path)
 
 
-def sessions(env: StreamExecutionEnvironment, clicks_df: Any) -> Any:
-    """The README's pipeline around :class:`Sessionize`, as a DataFrame ``(f0 user, f1 end)``."""
+def sessions(env: StreamExecutionEnvironment, clicks_df: Any,
+             function: type[KeyedProcessFunction] = Sessionize) -> Any:
+    """The README's pipeline around :class:`Sessionize` (or ``function``), as a DataFrame
+    ``(f0 user, f1 end)``."""
     clicks = env.from_dataframe(clicks_df)  # (user, page, ts) tuples
     return (clicks
             .assign_timestamps_and_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(
                 Duration.of_seconds(5)).with_timestamp_assigner(lambda c, _: c[2]))
             .key_by(lambda c: c[0])
-            .process(Sessionize(), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
+            .process(function(), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
             .to_dataframe())
 
 
@@ -170,14 +200,14 @@ class Bench:
         baseline(self.spark.read.parquet(self.files(kind))).write.parquet(out)
         return out
 
-    def batch(self, kind: str) -> str:
+    def batch(self, kind: str, function: type[KeyedProcessFunction] = Sessionize) -> str:
         env = StreamExecutionEnvironment.get_execution_environment(spark=self.spark)
         env.set_runtime_mode(RuntimeExecutionMode.BATCH)
         out = self.out()
-        sessions(env, self.spark.read.parquet(self.files(kind))).write.parquet(out)
+        sessions(env, self.spark.read.parquet(self.files(kind)), function).write.parquet(out)
         return out
 
-    def streaming(self) -> str:
+    def streaming(self, function: type[KeyedProcessFunction] = Sessionize) -> str:
         """A new job (its own checkpoint root) over every file, available-now."""
         out = self.out()
         conf = Configuration()
@@ -185,7 +215,7 @@ class Bench:
         env = StreamExecutionEnvironment.get_execution_environment(conf, spark=self.spark)
         env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
         stream = self.spark.readStream.schema(self.schema).parquet(self.files("ordered"))
-        query = (sessions(env, stream).writeStream.format("parquet").option("path", out)
+        query = (sessions(env, stream, function).writeStream.format("parquet").option("path", out)
                  .option("checkpointLocation", out + "-sink").trigger(availableNow=True).start())
         query.awaitTermination()
         self.micro_batches = len(query.recentProgress)
@@ -213,6 +243,18 @@ class Bench:
                 f"ends vs {len(expected)}; {len(extra)} not in the baseline's (e.g. "
                 f"{extra.head(3).values.tolist()}), {len(missing)} missing (e.g. "
                 f"{missing.head(3).values.tolist()})")
+        self.remove(out)
+
+    def check_empty(self, out: str, what: str) -> None:
+        """Fail loudly unless ``out`` holds no row (a ``--breakdown`` job); then delete it."""
+        got = self.read(out)
+        if len(got):
+            raise SystemExit(f"sessionize {what}: emitted {len(got)} rows, none expected "
+                             f"(e.g. {got.head(3).values.tolist()})")
+        self.remove(out)
+
+    @staticmethod
+    def remove(out: str) -> None:
         for path in (out, out + "-ckpt", out + "-sink"):
             shutil.rmtree(path, ignore_errors=True)
 
@@ -237,6 +279,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="timed runs per variant, median counts (default 3; --quick: 1)")
     parser.add_argument("--quick", action="store_true",
                         help="20k clicks of 500 users in 4 files, one timed run, no warm-up")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time the BATCH and STREAMING job (ordered files) with a "
+                             "function doing nothing and with one registering Sessionize's "
+                             "timers only (each checked to emit nothing): what the mapping, "
+                             "the timers and the rest (state, the function, its output) take")
     args = parser.parse_args(argv)
     if args.quick:
         args.clicks, args.users, args.files = 20_000, 500, 4
@@ -271,6 +318,14 @@ def main(argv: list[str] | None = None) -> int:
                 return lambda out: bench.check(
                     out, expected_streaming if streaming else expected, name)
 
+            def breakdown_run(function: type[KeyedProcessFunction], streaming: bool) -> Any:
+                return ((lambda: bench.streaming(function)) if streaming
+                        else (lambda: bench.batch("ordered", function)))
+
+            breakdown = {
+                name: (breakdown_run(function, streaming),
+                       lambda out, name=name: bench.check_empty(out, name))
+                for name, (function, streaming) in BREAKDOWN.items()} if args.breakdown else {}
             # the baseline runs first in every round, so the others compare with its result
             results = timed_rounds({
                 "baseline": (lambda: bench.baseline("ordered"), check_baseline),
@@ -279,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
                 "baseline_shuffled": (lambda: bench.baseline("shuffled"),
                                       against("baseline_shuffled")),
                 "batch_shuffled": (lambda: bench.batch("shuffled"), against("batch_shuffled")),
+                **breakdown,
             }, repeat, warmup, rss)
         med = {name: r[0] for name, r in results.items()}
         ratios = {
@@ -297,8 +353,14 @@ def main(argv: list[str] | None = None) -> int:
             **{k: round(v, 3) for k, v in ratios.items()},
             "targets": TARGETS,
             "targets_met": {k: ratios[k] <= t for k, t in TARGETS.items()},
-            # every variant's result was compared with the baseline's (the run fails if one differs)
-            "checked_equal_to_baseline": sorted(n for n in results if n != "baseline"),
+            # with --breakdown: each such job over the baseline (ordered files)
+            **({"breakdown_ratios": {name: round(med[name] / med["baseline"], 3)
+                                     for name in BREAKDOWN}} if args.breakdown else {}),
+            # every variant's result was compared with the baseline's (the run fails if one
+            # differs); the --breakdown ones were checked to emit nothing
+            "checked_equal_to_baseline": sorted(n for n in results
+                                                if n != "baseline" and n not in BREAKDOWN),
+            "checked_empty": sorted(n for n in results if n in BREAKDOWN),
             "results_equal": True,
             "runs": {name: [round(t, 2) for t in r[1]] for name, r in results.items()},
             "peak_rss_mib": rss.summary(),

@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # (name, module, arguments after --quick --data DIR), in the order they run in one process
 SHARED = [
     ("wordcount_batch_only", "wordcount", ["--batch-only", "--driver-memory", "1200m"]),
-    ("sessionize", "sessionize", []),
+    ("sessionize", "sessionize", ["--breakdown"]),
     ("savepoint_io", "savepoint_io", []),
     ("wordcount", "wordcount", ["--state-store", "rocksdb", "--driver-memory", "1200m"]),
     ("wordcount_streaming_only", "wordcount", ["--streaming-only", "--floor"]),
@@ -77,6 +77,14 @@ def test_sessionize_quick(shared_results):
     assert result["results_equal"] is True
     assert result["checked_equal_to_baseline"] == [
         "baseline_shuffled", "batch", "batch_shuffled", "streaming"]
+    # --breakdown: the job with a function doing nothing and one registering timers only,
+    # each checked to emit nothing, each over the baseline
+    breakdown = ["batch_nothing", "batch_timers", "streaming_nothing", "streaming_timers"]
+    assert result["checked_empty"] == breakdown
+    assert sorted(result["breakdown_ratios"]) == breakdown
+    for name in breakdown:
+        assert result["breakdown_ratios"][name] == pytest.approx(
+            result["runs"][name][0] / result["runs"]["baseline"][0], rel=0.05)
     # the comparison had something to compare: sessions, some still open in STREAMING
     assert result["session_ends"] > 1_000
     assert 0 <= result["streaming_sessions_open_at_end"] < result["session_ends"]
