@@ -305,6 +305,14 @@ def processing_order(frames: list[Any], keys: Any, stamps: Any, sides: Optional[
     return order
 
 
+def _first_seen_codes(values: list[Any]) -> Any:
+    """Each value's index among the distinct ``values`` in first-seen order (int64 array;
+    equal values share one)."""
+    distinct = dict.fromkeys(values)
+    codes = dict(zip(distinct, range(len(distinct))))
+    return np.fromiter(map(codes.__getitem__, values), dtype=np.int64, count=len(values))
+
+
 def _merge_splits_by_event_time(order: Optional[Any], keys: list[Any], stamps: Any,
                                 split: list[Any]) -> Optional[Any]:
     """The arrival ``order`` (None: as given) with each key's records of different upstream
@@ -320,19 +328,24 @@ def _merge_splits_by_event_time(order: Optional[Any], keys: list[Any], stamps: A
     its order; ties keep arrival order): splits whose records are in time order per key
     come out merged into time order per key, as BATCH sees them.
     """
-    import numpy as np
-    import pandas as pd
-
     if all(bool((s == s[0]).all()) for s in split):
         return order  # one split: arrival order is the only order
     n = len(keys)
     base = np.arange(n) if order is None else np.asarray(order)
-    columns: dict[str, Any] = {"k": pd.Series(keys, dtype=object).take(base).to_numpy()}
-    for i, s in enumerate(split):
-        columns[f"s{i}"] = s[base]
-    columns["t"] = stamps[base]
-    frame = pd.DataFrame(columns)
-    running = frame.groupby([c for c in columns if c != "t"], sort=False)["t"].cummax().to_numpy()
+    # one code per (key, split) pair, renumbered after each column so codes stay below n
+    group = _first_seen_codes(keys)
+    for column in split:
+        values, codes = np.unique(column, return_inverse=True)
+        group = np.unique(group * len(values) + codes.reshape(-1), return_inverse=True)[1]
+    group = group.reshape(-1)[base]
+    # event times as their ranks: the same order, and small enough to offset per pair
+    ranks = np.unique(stamps[base], return_inverse=True)[1].reshape(-1).astype(np.int64)
+    by_group = np.argsort(group, kind="stable")  # each pair's records in arrival order
+    grouped = group[by_group]
+    pair = np.cumsum(np.concatenate(([0], grouped[1:] != grouped[:-1]))).astype(np.int64)
+    width = int(ranks.max()) + 1  # pair * width + rank < n * n: no overflow below 3e9 rows
+    running = np.empty(n, dtype=np.int64)
+    running[by_group] = np.maximum.accumulate(ranks[by_group] + pair * width) - pair * width
     if bool((running[1:] >= running[:-1]).all()):
         return order
     return base[np.argsort(running, kind="stable")]

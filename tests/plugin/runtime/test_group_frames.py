@@ -16,6 +16,7 @@ from pyspark_datastream.operators.base import Output
 from pyspark_datastream.runtime.encoding import PICKLED, typed_encoding
 from pyspark_datastream.runtime.group_frames import (
     BLOB,
+    ROW_INDEX_BITS,
     SEQ_ROW,
     TypedInput,
     group_rows,
@@ -217,6 +218,39 @@ def test_files_of_a_file_stream_are_merged_by_event_time_per_key():
     right = _frame([("a", 3)], [0], ts=[3], pickled=True, sides=[1])
     both = group_rows([left, right], None, True, KS)
     assert list(both)[0][3] == 1 and [v[1] for v in both.values] == [3, 9]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_file_splits_merge_as_a_running_maximum_per_key_and_file_model(seed):
+    # random files of one key group: each file's records arrive in (file time, file, row)
+    # order; the model gives each record the running maximum event time of its key within
+    # its file and orders stably by it (Flink keeps each split's order, and merges a key's
+    # splits by event time as BATCH sees them); timestamps span the whole long range
+    rng = np.random.default_rng(seed)
+    keys = ["a", "b", "c", "d", None]  # a null key is a key too
+    frames, records = [], []
+    for file in range(int(rng.integers(2, 6))):
+        n = int(rng.integers(1, 40))
+        mtime = int(rng.integers(0, 3)) * 1000  # files may share a modification time
+        spread = 2**62 if seed % 2 else 50  # ties, or the long range's ends
+        ts = [int(t) for t in rng.integers(-spread, spread, size=n)]
+        ks = [keys[int(k)] for k in rng.integers(0, len(keys), size=n)]
+        ids = [len(records) + i for i in range(n)]
+        frame = _frame([(k, i) for k, i in zip(ks, ids)], [mtime] * n, ts=ts)
+        frame["_ts"] = np.array(ts, dtype=np.int64)  # no nulls: Spark hands over longs
+        frame[SEQ_ROW] = np.array([(file << ROW_INDEX_BITS) | r for r in range(n)], dtype=np.int64)
+        frames.append(frame)
+        records += [(mtime, file, r, k, t, i) for r, (k, t, i) in enumerate(zip(ks, ts, ids))]
+    frames = [frames[int(i)] for i in rng.permutation(len(frames))]  # reached in any order
+    arrival = sorted(records, key=lambda r: (r[0], r[1], r[2]))
+    running, keyed = {}, []
+    for mtime, file, _, key, t, i in arrival:
+        running[key, mtime, file] = max(running.get((key, mtime, file), t), t)
+        keyed.append((running[key, mtime, file], i))
+    expected = [i for _, i in sorted(keyed, key=lambda pair: pair[0])]
+    cols = group_rows(frames, TYPED, False, KS)
+    assert [v[1] for v in cols.values] == expected
+    assert cols.timestamps == [records[i][4] for i in expected]
 
 
 def test_column_blobs_equal_output_blobs():
