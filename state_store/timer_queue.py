@@ -24,7 +24,7 @@ from itertools import compress, repeat
 from operator import itemgetter, not_
 from typing import Any, NamedTuple, Protocol
 
-from .bulk import paused_gc
+from .bulk import numbered, paused_gc
 from .entries import StateEntry, encode_key_group, encode_timestamp, join_parts, timer_state_name
 from .exceptions import SavepointFormatError, StateError
 from .keygroups import assign_key_group
@@ -392,12 +392,12 @@ class TimerQueue:
             namespaces = set(map(_ITEM_NAMESPACE, items))
             if len(namespaces) == 1:  # e.g. every timer VOID: index by the key bytes alone,
                 (namespace,) = namespaces  # whose hash is cached (a pair's is computed)
-                keys, index = _numbered(list(map(_ITEM_KEY, items)))
+                keys, index = numbered(list(map(_ITEM_KEY, items)))
                 pairs = [(key, namespace) for key in keys]
             else:
-                pairs, index = _numbered(list(zip(map(_ITEM_KEY, items),
-                                                  map(_ITEM_NAMESPACE, items))))
-            columns = TimerColumns(pairs, _le_bytes(index),
+                pairs, index = numbered(list(zip(map(_ITEM_KEY, items),
+                                                 map(_ITEM_NAMESPACE, items))))
+            columns = TimerColumns(pairs, _le_bytes(array("I", index)),
                                    _le_bytes(array("q", map(_STAMP, items))))
         self.clear()
         return columns
@@ -414,13 +414,6 @@ class TimerQueue:
             keys = list(map([pair[0] for pair in pairs].__getitem__, index))
             namespaces = list(map([pair[1] for pair in pairs].__getitem__, index))
             self._register(zip(stamps, keys, namespaces), map(infos.__getitem__, index))
-
-
-def _numbered(values: list[Any]) -> tuple[list[Any], array]:
-    """The distinct ``values`` in first-seen order, and each value's index among them."""
-    ids = dict.fromkeys(values)
-    ids = dict(zip(ids, range(len(ids))))
-    return list(ids), array("I", map(ids.__getitem__, values))
 
 
 def _le_bytes(values: array) -> bytes:

@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from ..operators.exceptions import JobExecutionError
 from ..operators.keygroup import KeyGroupColumns
+from ..state_store.bulk import numbered
 from ..state_store.exceptions import SerializationError
 from ..state_store.keygroups import key_groups_of
 from ..state_store.row import named_row_class
@@ -305,14 +306,6 @@ def processing_order(frames: list[Any], keys: Any, stamps: Any, sides: Optional[
     return order
 
 
-def _first_seen_codes(values: list[Any]) -> Any:
-    """Each value's index among the distinct ``values`` in first-seen order (int64 array;
-    equal values share one)."""
-    distinct = dict.fromkeys(values)
-    codes = dict(zip(distinct, range(len(distinct))))
-    return np.fromiter(map(codes.__getitem__, values), dtype=np.int64, count=len(values))
-
-
 def _merge_splits_by_event_time(order: Optional[Any], keys: list[Any], stamps: Any,
                                 split: list[Any]) -> Optional[Any]:
     """The arrival ``order`` (None: as given) with each key's records of different upstream
@@ -333,13 +326,13 @@ def _merge_splits_by_event_time(order: Optional[Any], keys: list[Any], stamps: A
     n = len(keys)
     base = np.arange(n) if order is None else np.asarray(order)
     # one code per (key, split) pair, renumbered after each column so codes stay below n
-    group = _first_seen_codes(keys)
+    group = np.fromiter(numbered(keys)[1], dtype=np.int64, count=n)
     for column in split:
         values, codes = np.unique(column, return_inverse=True)
-        group = np.unique(group * len(values) + codes.reshape(-1), return_inverse=True)[1]
-    group = group.reshape(-1)[base]
+        group = np.unique(group * len(values) + codes, return_inverse=True)[1]
+    group = group[base]
     # event times as their ranks: the same order, and small enough to offset per pair
-    ranks = np.unique(stamps[base], return_inverse=True)[1].reshape(-1).astype(np.int64)
+    ranks = np.unique(stamps[base], return_inverse=True)[1].astype(np.int64)
     by_group = np.argsort(group, kind="stable")  # each pair's records in arrival order
     grouped = group[by_group]
     pair = np.cumsum(np.concatenate(([0], grouped[1:] != grouped[:-1]))).astype(np.int64)
