@@ -98,10 +98,14 @@ class Row(tuple):
     _kind: RowKind = RowKind.INSERT
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Row:
-        if args and kwargs:
-            raise _BothForms("Row() takes either positional values or keyword fields, not both")
-        if kwargs:
-            return _new(named_row_class(tuple(kwargs)), kwargs.values())
+        if kwargs:  # PyFlink's common form, one per emitted record: the class lookup inlined
+            if args:
+                raise _BothForms(
+                    "Row() takes either positional values or keyword fields, not both")
+            names = tuple(kwargs)
+            named = _CLASSES.get(names)
+            return _new(named if named is not None else named_row_class(names),
+                        tuple(kwargs.values()))
         fields = cls._fields
         if fields is not None and len(args) != len(fields):  # a named class called directly
             raise ValueError(f"Row{fields!r} expects {len(fields)} values, got {len(args)}")
@@ -210,15 +214,20 @@ class Row(tuple):
         return _make_row(tuple(self), values)
 
     def __getitem__(self, item: Any) -> Any:  # type: ignore[override]
-        try:  # an index or a slice: the tuple's own lookup (no cost unless it fails)
-            return _tuple_item(self, item)
-        except TypeError:
-            if not isinstance(item, str):
-                raise
+        if type(item) is not str:
+            try:  # an index or a slice: the tuple's own lookup (no cost unless it fails)
+                return _tuple_item(self, item)
+            except TypeError:
+                if not isinstance(item, str):  # e.g. numpy's str_ goes on as a name
+                    raise
+        # a name, checked first: letting the tuple refuse it costs an exception per access
         fields = self._fields
-        if fields is None or item not in fields:
-            raise _NoField(f"Row has no field {item!r} (fields: {self.get_field_names()})")
-        return _tuple_item(self, fields.index(item))
+        if fields is not None:
+            try:
+                return _tuple_item(self, fields.index(item))
+            except ValueError:
+                pass
+        raise _NoField(f"Row has no field {item!r} (fields: {self.get_field_names()})")
 
     def __getattr__(self, item: str) -> Any:
         # only called for names the class does not define: a named Row's fields are

@@ -137,3 +137,23 @@ def test_many_distinct_field_names_do_not_grow_without_bound() -> None:
         Row(**{f"f{i}": i})
     assert len(row_module._CLASSES) <= row_module._MAX_CLASSES
     assert Row(f1=1).f1 == 1
+
+
+def test_reads_by_index_slice_and_name_on_every_kind_of_row() -> None:
+    import numpy as np
+    from pyspark_datastream.state_store.row import RowKind
+
+    r = Row(user="u", page="p", ts=7)
+    assert (r[2], r[-3], r[0:2], r["ts"], r["user"], r[np.str_("page")]) == (
+        7, "u", ("u", "p"), 7, "u", "p")
+    assert r[np.int64(1)] == "p"
+    r.set_row_kind(RowKind.DELETE)  # a subclass of the named class
+    assert r["ts"] == 7 and r[1] == "p"
+    with pytest.raises(ValueError, match="Row has no field 'x'"):
+        _ = r["x"]
+    with pytest.raises(ValueError, match="Row has no field 'x'"):
+        _ = Row(1, 2)["x"]  # an unnamed Row has no names
+    with pytest.raises(TypeError):
+        _ = r[1.5]
+    with pytest.raises(IndexError):
+        _ = r[3]
