@@ -525,7 +525,7 @@ class _ProcessOperatorBase(AbstractKeyedOperator):
         append = out.append
         timestamp = up_to
         try:
-            for timestamp, key, _, key_bytes in self.event_queue.poll_until(up_to):
+            for timestamp, key, _, key_bytes in self.event_queue.poll_tuples_until(up_to):
                 if key_bytes != current:
                     backend.set_current_key(key, key_bytes)
                     current = key_bytes

@@ -20,6 +20,7 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterable, Iterator
+from functools import partial
 from itertools import compress, repeat
 from operator import itemgetter, not_
 from typing import Any, NamedTuple, Protocol
@@ -55,6 +56,10 @@ class CurrentKeySource(Protocol):
     """What a :class:`TimerQueue` needs of its backend (the keyed state backend)."""
 
     key_serializer: TypeSerializer[Any]
+    #: the current key and its bytes (None: no key set), as ``current_key_and_bytes()``
+    #: returns them; ``add`` reads them directly, once per registered timer
+    _key: Any
+    _key_bytes: bytes | None
 
     def current_key_and_bytes(self) -> tuple[Any, bytes | None]:
         """``(key, key bytes)`` of the current key; key bytes None when no key is set."""
@@ -72,6 +77,10 @@ class Timer(NamedTuple):
     key: Any
     namespace: Any
     key_bytes: bytes
+
+
+#: a plain ``(timestamp, key, namespace, key_bytes)`` tuple as a :class:`Timer`
+_as_timer = partial(_new_tuple, Timer)
 
 
 def encode_timestamps(stamps: Iterable[int]) -> list[bytes]:
@@ -189,9 +198,10 @@ class TimerQueue:
     # -- public API ----------------------------------------------------------------------------
     def add(self, timestamp: int, namespace: Any = VOID_NAMESPACE) -> None:
         """Register a timer for the current key (idempotent per (timestamp, key, namespace))."""
-        key, key_bytes = self._backend.current_key_and_bytes()
+        backend = self._backend
+        key_bytes = backend._key_bytes  # current_key_and_bytes() inlined (hot path)
         if key_bytes is None:
-            key, key_bytes = self._current()  # raises the no-current-key error
+            key_bytes = self._current()[1]  # raises the no-current-key error
         if namespace is self._last_ns:  # _ns_bytes inlined (hot path)
             ns_bytes = self._last_ns_bytes
         else:
@@ -199,7 +209,7 @@ class TimerQueue:
         item = (timestamp if type(timestamp) is int else int(timestamp), key_bytes, ns_bytes)
         live = self._live
         if item not in live:
-            live[item] = (key, namespace)
+            live[item] = (backend._key, namespace)
             _heappush(self._heap, item)  # type: ignore[arg-type]
 
     def delete(self, timestamp: int, namespace: Any = VOID_NAMESPACE) -> None:
@@ -229,6 +239,12 @@ class TimerQueue:
         At the last timestamp (end of input, a BATCH key's end) every timer is due: the
         heap is sorted once into the run, so each timer costs a ``list.pop``, not a heap pop.
         """
+        return map(_as_timer, self.poll_tuples_until(timestamp))
+
+    def poll_tuples_until(self, timestamp: int) -> Iterator[tuple[int, Any, Any, bytes]]:
+        """:meth:`poll_until`, each timer a plain ``(timestamp, key, namespace, key_bytes)``
+        tuple: for callers that unpack them (a :class:`Timer` costs a slower constructor
+        call per fired timer, and BATCH fires one per record of a sessionizer)."""
         heap = self._heap  # these lists change in place only, so the references stay valid
         run = self._run
         fresh = self._fresh
@@ -237,7 +253,6 @@ class TimerQueue:
             heap.clear()
             run.sort(reverse=True)
         take = self._live.pop
-        new = _new_tuple
         while True:
             if fresh:
                 self._settle_fresh(timestamp)
@@ -262,7 +277,7 @@ class TimerQueue:
             info = take(item, None)
             if info is None:  # deleted, or a duplicate of a timer that already fired
                 continue
-            yield new(Timer, (item[0], info[0], info[1], item[1]))
+            yield (item[0], info[0], info[1], item[1])
 
     def timers_for_current_key(self) -> list[tuple[int, Any]]:
         """``(timestamp, namespace)`` of the current key's timers, in timer order.

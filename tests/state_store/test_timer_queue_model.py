@@ -29,7 +29,7 @@ from pyspark_datastream.state_store.entries import (
 from pyspark_datastream.state_store.keygroups import assign_key_group
 from pyspark_datastream.state_store.namespaces import TimeWindow, TimeWindowSerializer
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
-from pyspark_datastream.state_store.timer_queue import TimerColumns, TimerQueue
+from pyspark_datastream.state_store.timer_queue import Timer, TimerColumns, TimerQueue
 
 KS = GenericKeySerializer.INSTANCE
 WINDOWS = TimeWindowSerializer()
@@ -82,7 +82,12 @@ class QueueAndModel:
     def poll(self, timestamp: int, rnd: random.Random, limit: int | None = None) -> None:
         """Poll up to ``timestamp``, changing timers while firing; stop after ``limit``."""
         fired = 0
-        for timer in self.queue.poll_until(timestamp):
+        plain = rnd.random() < 0.5  # the same timers as plain tuples
+        polled = (self.queue.poll_tuples_until(timestamp) if plain
+                  else self.queue.poll_until(timestamp))
+        for timer in polled:
+            assert type(timer) is (tuple if plain else Timer)
+            timer = Timer(*timer)
             expected = self.model.pop(0)
             assert expected[0] <= timestamp
             assert (timer.timestamp, timer.key_bytes, WINDOWS.serialize(timer.namespace)) == expected
