@@ -56,10 +56,6 @@ class CurrentKeySource(Protocol):
     """What a :class:`TimerQueue` needs of its backend (the keyed state backend)."""
 
     key_serializer: TypeSerializer[Any]
-    #: the current key and its bytes (None: no key set), as ``current_key_and_bytes()``
-    #: returns them; ``add`` reads them directly, once per registered timer
-    _key: Any
-    _key_bytes: bytes | None
 
     def current_key_and_bytes(self) -> tuple[Any, bytes | None]:
         """``(key, key bytes)`` of the current key; key bytes None when no key is set."""
@@ -198,10 +194,9 @@ class TimerQueue:
     # -- public API ----------------------------------------------------------------------------
     def add(self, timestamp: int, namespace: Any = VOID_NAMESPACE) -> None:
         """Register a timer for the current key (idempotent per (timestamp, key, namespace))."""
-        backend = self._backend
-        key_bytes = backend._key_bytes  # current_key_and_bytes() inlined (hot path)
+        key, key_bytes = self._backend.current_key_and_bytes()
         if key_bytes is None:
-            key_bytes = self._current()[1]  # raises the no-current-key error
+            key, key_bytes = self._current()  # raises the no-current-key error
         if namespace is self._last_ns:  # _ns_bytes inlined (hot path)
             ns_bytes = self._last_ns_bytes
         else:
@@ -209,7 +204,7 @@ class TimerQueue:
         item = (timestamp if type(timestamp) is int else int(timestamp), key_bytes, ns_bytes)
         live = self._live
         if item not in live:
-            live[item] = (backend._key, namespace)
+            live[item] = (key, namespace)
             _heappush(self._heap, item)  # type: ignore[arg-type]
 
     def delete(self, timestamp: int, namespace: Any = VOID_NAMESPACE) -> None:
