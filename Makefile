@@ -37,10 +37,14 @@ check-java:
 	  if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
 	    echo "ERROR: Java 17+ is required by Spark 4, found: $$(java -version 2>&1 | head -1)"; exit 1; fi
 
-$(STAMP): setup.cfg pyproject.toml | check-java
+# pyspark is not a dependency of the package (runtimes bring their own); the `spark` extra
+# brings pip's, pinned here to the line the whole suite runs on.
+SPARK_VERSION ?= 4.2.1
+
+$(STAMP): setup.cfg pyproject.toml Makefile | check-java
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	$(PY) -m pip install -q -e '.[test,docs]'
+	$(PY) -m pip install -q -e '.[spark,test,docs]' 'pyspark==$(SPARK_VERSION)'
 	@touch $(STAMP)
 
 # Spark's Delta Lake, s3a and Kafka connector jars matching the installed pyspark, and a Kafka
@@ -78,27 +82,33 @@ integration: setup
 	$(PY) -m pytest -q integration_tests
 
 # The core of the integration suite (tests marked `compat`: BATCH and STREAMING jobs, a
-# savepoint handoff, Spark's Delta sink and source, the S3 job) on the lowest and the middle
-# Spark line the pin admits, each in its own venv (.venv-compat-<line>) with pyspark pinned
-# and the Delta artifact of that line (integration_tests/jars.py installs into the venv that
-# runs it). `make test` covers the newest line in .venv. pyspark 4.0.0-4.0.4 and 4.1.0-4.1.3
-# cannot run applyInPandasWithState with pyarrow >= 26 (plugin/spark_io/versions.py refuses
-# the pair): their venvs get pyarrow<26. The core has no Kafka test, so these venvs get no
-# Kafka connector or broker (--without-kafka): the Maven registry CI reaches lacks
-# spark-token-provider-kafka-0-10 4.0.1 and spark-sql-kafka-0-10 4.1.4.
-COMPAT_SPARK ?= 4.0.1 4.1.4
+# savepoint handoff, Spark's Delta sink and source where the line has its jars, the S3 job,
+# Spark Connect) on every other supported Spark line, each in its own venv
+# (.venv-compat-<line>) with pyspark pinned and that line's jars (integration_tests/jars.py
+# installs into the venv that runs it, skipping an artifact Maven Central lacks for the
+# line). `make test` covers 4.2 in .venv. Per line, the pip pins below:
+# * 3.5: the oldest numpy, pandas and pyarrow setup.cfg admits (what Databricks 15.4 LTS
+#   ships), so the floors are tested, not just declared;
+# * 4.0.0-4.0.4 and 4.1.0-4.1.3 cannot run applyInPandasWithState with pyarrow >= 26
+#   (plugin/spark_io/versions.py refuses the pair): pyarrow<26.
+COMPAT_SPARK ?= 3.5.0 4.0.5 4.1.4 4.3.0
 
 compat-setup: check-java
 	@set -e; for v in $(COMPAT_SPARK); do \
 	  venv=.venv-compat-$${v%.*}; stamp=$$venv/.installed-stamp; \
 	  if [ -f $$stamp ] && [ "$$(cat $$stamp)" = "$$v" ] && [ $$stamp -nt setup.cfg ] \
-	      && [ $$stamp -nt pyproject.toml ] && [ $$stamp -nt Makefile ]; then continue; fi; \
+	      && [ $$stamp -nt pyproject.toml ] && [ $$stamp -nt Makefile ] \
+	      && [ $$stamp -nt integration_tests/jars.py ]; then continue; fi; \
 	  echo "== $$venv: pyspark $$v"; \
 	  test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
 	  $$venv/bin/python -m pip install -q --upgrade pip setuptools wheel; \
-	  case $$v in 4.0.[0-4]|4.1.[0-3]) arrow='pyarrow<26';; *) arrow='pyarrow';; esac; \
-	  $$venv/bin/python -m pip install -q -e '.[test]' "pyspark==$$v" "$$arrow"; \
-	  $$venv/bin/python integration_tests/jars.py install --without-kafka; \
+	  case $$v in \
+	    3.5.*) pins='numpy==1.23.5 pandas==1.5.3 pyarrow==14.0.1';; \
+	    4.0.[0-4]|4.1.[0-3]) pins='pyarrow<26';; \
+	    *) pins='';; \
+	  esac; \
+	  $$venv/bin/python -m pip install -q -e '.[spark,test]' "pyspark==$$v" $$pins; \
+	  $$venv/bin/python integration_tests/jars.py install; \
 	  echo "$$v" > $$stamp; \
 	done
 
