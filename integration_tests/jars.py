@@ -2,9 +2,13 @@
 and a Kafka broker.
 
 ``make setup`` calls ``python integration_tests/jars.py install`` once: Maven resolves the
-artifacts that match the installed pyspark (its Spark line picks the Delta artifact, the
-Hadoop client it ships picks ``hadoop-aws``, its version picks ``spark-sql-kafka-0-10``) into
-``<venv>/jars``, leaving out every jar pyspark already ships. Tests and benchmarks then put
+artifacts that match the installed pyspark into ``<venv>/jars``, leaving out every jar pyspark
+already ships. The Spark line picks the Delta artifact and the Scala suffix
+(:data:`DELTA_ARTIFACTS`), the Hadoop client pyspark ships picks ``hadoop-aws``, and
+``spark-sql-kafka-0-10`` is taken at pyspark's version or, when Maven Central lacks that
+patch, at the newest patch of the same line it has. A line whose Delta or Kafka artifact is
+not on Maven Central gets none: the stamp file records which connectors were resolved
+(:func:`available`), and the tests of Spark's Delta or Kafka skip there, saying why. Tests and benchmarks then put
 them on the class path (:func:`delta_spark_conf`). The Kafka broker (``kafka_2.13`` at the
 version of the ``kafka-clients`` the connector uses) goes into ``<venv>/kafka-broker``, a
 folder of its own that never joins Spark's class path (:func:`broker_class_path`). Nothing
@@ -21,11 +25,21 @@ import subprocess
 import sys
 import tempfile
 
-__all__ = ["DELTA_VERSION", "jar_dir", "class_path", "delta_spark_conf", "install", "artifacts",
-           "broker_dir", "broker_class_path", "kafka_clients_version"]
+__all__ = ["DELTA_ARTIFACTS", "jar_dir", "class_path", "delta_spark_conf", "install",
+           "artifacts", "available", "broker_dir", "broker_class_path", "kafka_clients_version"]
 
-#: Maven Central's newest Delta release for Spark 4.0-4.2 (the pip package's 4.4.1 has no jars).
-DELTA_VERSION = "4.4.0"
+#: Spark's Delta Lake per Spark line, as Maven Central names it (since Delta 4.1 the artifact
+#: carries the Spark line; 3.3.x is the last release for Spark 3.5, Scala 2.12). A line
+#: missing here, or whose artifact Maven Central does not have yet, runs without Spark's
+#: Delta (the product's Delta sink and source then use delta-rs).
+DELTA_ARTIFACTS = {
+    "3.5": "io.delta:delta-spark_2.12:3.3.3",
+    "4.0": "io.delta:delta-spark_4.0_2.13:4.4.0",
+    "4.1": "io.delta:delta-spark_4.1_2.13:4.4.0",
+    "4.2": "io.delta:delta-spark_4.2_2.13:4.4.0",
+    "4.3": "io.delta:delta-spark_4.3_2.13:4.4.0",
+}
+_CENTRAL = "https://repo.maven.apache.org/maven2"
 _STAMP = ".resolved"
 
 
@@ -50,20 +64,71 @@ def hadoop_version() -> str:
     return re.sub(r"^hadoop-client-api-|\.jar$", "", os.path.basename(found[0]))
 
 
-def artifacts(kafka: bool = True) -> list[str]:
-    """``group:artifact:version`` of the jars to resolve (with their runtime dependencies);
-    without Spark's Kafka connector when ``kafka`` is false."""
+def scala_version() -> str:
+    """The Scala binary version of the installed pyspark's jars (``2.12`` or ``2.13``)."""
+    found = glob.glob(os.path.join(_pyspark_dir(), "jars", "spark-core_*.jar"))
+    if not found:
+        raise SystemExit("pyspark ships no spark-core jar: cannot tell its Scala version")
+    return re.sub(r"^spark-core_|-.*$", "", os.path.basename(found[0]))
+
+
+def _on_central(coord: str) -> bool:
+    """Whether Maven Central serves ``group:artifact:version``'s POM (only ``install`` asks)."""
+    import urllib.error
+    import urllib.request
+
+    group, artifact, version = coord.split(":")
+    url = f"{_CENTRAL}/{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.pom"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=60):
+            return True
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return False
+        raise
+
+
+def _kafka_candidates() -> list[str]:
+    """``spark-sql-kafka-0-10`` at pyspark's version first, then the line's other patches,
+    newest first (a connector of the same line runs on any of its patches)."""
     import pyspark
 
-    coords = [
-        f"io.delta:delta-spark_{spark_line()}_2.13:{DELTA_VERSION}",
-        f"org.apache.hadoop:hadoop-aws:{hadoop_version()}",
-    ]
+    version = pyspark.__version__.split("+")[0]
+    major, minor, patch = (int(p) for p in version.split(".")[:3])
+    versions = [version] + [f"{major}.{minor}.{p}" for p in range(max(patch, 9), -1, -1)
+                            if p != patch]
+    return [f"org.apache.spark:spark-sql-kafka-0-10_{scala_version()}:{v}" for v in versions]
+
+
+def artifacts(kafka: bool = True) -> list[str]:
+    """``group:artifact:version`` of the jars to resolve for the installed pyspark (with their
+    runtime dependencies), as far as Maven Central has them: Spark's Delta for the line
+    (:data:`DELTA_ARTIFACTS`), ``hadoop-aws``, and with ``kafka`` Spark's Kafka connector."""
+    coords = [f"org.apache.hadoop:hadoop-aws:{hadoop_version()}"]
+    delta = DELTA_ARTIFACTS.get(spark_line())
+    if delta and _on_central(delta):
+        coords.insert(0, delta)
+    else:
+        print(f"  Spark {spark_line()}: no Delta Lake artifact on Maven Central "
+              f"({delta or 'none known'}); Spark's Delta is left out")
     if kafka:
         # Spark's Kafka source and sink; brings kafka-clients, commons-pool2 and
         # spark-token-provider-kafka-0-10 (Spark's own modules are `provided`)
-        coords.append(f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}")
+        found = next((c for c in _kafka_candidates() if _on_central(c)), None)
+        if found is None:
+            print(f"  Spark {spark_line()}: no spark-sql-kafka-0-10 of the line on Maven "
+                  "Central; Spark's Kafka connector is left out")
+        else:
+            coords.append(found)
     return coords
+
+
+def available() -> dict[str, bool]:
+    """Which connectors ``make setup`` resolved into :func:`jar_dir`: ``{"delta": ...,
+    "kafka": ...}`` (from the stamp file; all false before ``make setup``)."""
+    stamp = os.path.join(jar_dir(), _STAMP)
+    text = open(stamp).read() if os.path.exists(stamp) else ""
+    return {"delta": "io.delta:" in text, "kafka": "spark-sql-kafka-0-10" in text}
 
 
 def broker_artifact(clients_version: str) -> str:
