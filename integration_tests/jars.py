@@ -287,9 +287,9 @@ def _install_broker(folder: str, clients_version: str) -> None:
 
 
 def install(kafka: bool = True) -> None:
-    """Resolve :func:`artifacts` into :func:`jar_dir` (minus what pyspark ships), then, with
-    ``kafka``, the Kafka broker matching the connector's ``kafka-clients`` into
-    :func:`broker_dir`."""
+    """Resolve :func:`artifacts` into :func:`jar_dir` (minus what pyspark ships), then, when
+    Spark's Kafka connector was among them, the Kafka broker matching the connector's
+    ``kafka-clients`` into :func:`broker_dir`."""
     folder = jar_dir()
     coords = artifacts(kafka)
     wanted = "\n".join(coords)
@@ -300,8 +300,8 @@ def install(kafka: bool = True) -> None:
         with open(stamp, "w") as f:
             f.write(wanted)
         print(f"connector jars in {folder}:", ", ".join(sorted(os.listdir(folder))))
-    if not kafka:
-        return
+    if not any(":spark-sql-kafka-0-10_" in c for c in coords):
+        return  # no connector for the line (artifacts() said so): no broker to match it
     broker = broker_dir()
     wanted = broker_artifact(kafka_clients_version())
     stamp = os.path.join(broker, _STAMP)
