@@ -176,13 +176,17 @@ def kafka_clients_version(folder: str | None = None) -> str:
 
 
 def delta_spark_conf() -> dict[str, str]:
-    """Spark conf that gives a session the jars and Spark's Delta Lake (extension and catalog)."""
-    return {
+    """Spark conf that gives a session the jars and, where ``make setup`` resolved it
+    (:func:`available`), Spark's Delta Lake (extension and catalog): without its jars the
+    Delta catalog fails every query of the session (``CATALOG_PLUGIN_CLASS_NOT_FOUND``)."""
+    conf = {
         "spark.driver.extraClassPath": class_path(),
         "spark.executor.extraClassPath": class_path(),
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     }
+    if available()["delta"]:
+        conf["spark.sql.extensions"] = "io.delta.sql.DeltaSparkSessionExtension"
+        conf["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+    return conf
 
 
 def _artifact_name(jar: str) -> str:
