@@ -1,18 +1,28 @@
 """Keyed outputs of plain types as arrays of their columns (``array_frame``) through
-PySpark's own applyInPandasWithState serializer: every value exact, in order, and the
-padding rows that make PySpark cut its batches give no record."""
+PySpark's own applyInPandasWithState worker code: every value exact, in order, and the
+padding rows that make PySpark cut its batches give no record.
+
+The installed pyspark's ``worker.read_udfs`` builds the operator's function and serializers
+as a Python worker does (through 4.2 an ``ApplyInPandasWithStateSerializer``; from 4.3 the
+same count/data/state batch layout, written inline in ``pyspark/worker.py``), and gets
+input batches laid out as the JVM sends them: the data rows, and a trailing state column
+with one row per key chunk (``startOffset``, ``numRows``, ``isLastChunk``) padded with nulls.
+"""
 
 from __future__ import annotations
 
+import inspect
 import io
+import json
 import math
 import random
 import struct
 
+import pandas as pd
 import pyarrow as pa
 import pytest
-from pyspark.sql.pandas.serializers import ApplyInPandasWithStateSerializer
-from pyspark.sql.streaming.state import GroupState
+from pyspark import worker
+from pyspark.serializers import CloudPickleSerializer, write_int, write_long, write_with_length
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -25,6 +35,7 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+from pyspark.util import PythonEvalType
 from pyspark_datastream.runtime.group_frames import (
     array_frame,
     direct_output,
@@ -62,35 +73,128 @@ def _batch(records: list[tuple]) -> pa.RecordBatch:
                                       schema=SCHEMA)
 
 
-def _state() -> GroupState:
-    state = GroupState(keyAsUnsafe=b"k", valueSchema=STATE, optionalValue=None,
-                       batchProcessingTimeMs=0, eventTimeWatermarkMs=0, timeoutConf="NoTimeout",
-                       hasTimedOut=False, watermarkPresent=False, defined=False, updated=False,
-                       removed=False, timeoutTimestamp=-1)
-    state.update((b"state" * 100,))
-    return state
+#: the JVM's input: one data row per record of a key (the key ``k`` and a value ``v``), cut
+#: into batches of INPUT_ROWS rows (a key's rows may span two), and the state column
+INPUT_ROWS = 4
+STATE_INFO = pa.struct([("properties", pa.string()), ("keyRowAsUnsafe", pa.binary()),
+                        ("object", pa.binary()), ("startOffset", pa.int32()),
+                        ("numRows", pa.int32()), ("isLastChunk", pa.bool_())])
+INPUT = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("__state", STATE_INFO)])
+#: BasePandasGroupExec's argument offsets: 3 offsets follow, 1 key column (0), value column 1
+ARG_OFFSETS = [3, 1, 0, 1]
+PROPERTIES = json.dumps({"batchProcessingTimeMs": 0, "eventTimeWatermarkMs": 0,
+                         "timeoutConf": "NoTimeout", "hasTimedOut": False,
+                         "watermarkPresent": False, "defined": False, "updated": False,
+                         "removed": False, "timeoutTimestamp": -1})
+
+
+def _input_rows(key: int) -> int:
+    return key % 3 + 1
+
+
+def _input_batches(keys: int) -> list[pa.RecordBatch]:
+    """Keys ``0 .. keys-1`` (``_input_rows(k)`` rows each) as the JVM's Arrow batches."""
+    rows = [k for k in range(keys) for _ in range(_input_rows(k))]
+    batches = []
+    for start in range(0, len(rows), INPUT_ROWS):
+        part = rows[start:start + INPUT_ROWS]
+        chunks: list = []
+        for offset, key in enumerate(part):
+            if offset and part[offset - 1] == key:
+                chunks[-1]["numRows"] += 1
+            else:
+                chunks.append({"properties": PROPERTIES, "keyRowAsUnsafe": b"key%d" % key,
+                               "object": None, "startOffset": offset, "numRows": 1})
+            chunks[-1]["isLastChunk"] = start + offset + 1 == len(rows) or \
+                rows[start + offset + 1] != key
+        state = chunks + [None] * (len(part) - len(chunks))
+        batches.append(pa.RecordBatch.from_arrays(
+            [pa.array(part, pa.int64()), pa.array(part, pa.int64()),
+             pa.array(state, STATE_INFO)], schema=INPUT))
+    return batches
+
+
+def _function(frames: list):
+    """The user function applyInPandasWithState calls: key ``k`` gets ``frames[k]``."""
+    def call(key: tuple, pdfs, state):
+        values = pd.concat(list(pdfs))
+        assert list(values["v"]) == [key[0]] * _input_rows(key[0])  # its own rows only
+        state.update((b"state" * 100,))
+        frame = frames[key[0]]
+        return iter([] if frame is None else [frame])
+
+    return call
+
+
+def _conf(conf: dict[str, str]) -> io.BytesIO:
+    """A configuration as the JVM writes it to a Python worker."""
+    stream = io.BytesIO()
+    write_int(len(conf), stream)
+    for key, value in conf.items():
+        write_with_length(key.encode(), stream)
+        write_with_length(value.encode(), stream)
+    stream.seek(0)
+    return stream
+
+
+def _worker(frames: list, batch_rows: int):
+    """``(func, deserializer, serializer)`` of the installed pyspark's worker for an
+    applyInPandasWithState whose function returns ``frames``."""
+    runner_conf = worker.RunnerConf(_conf({
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows),
+        "spark.sql.execution.pandas.convertToArrowArraySafely": "true",
+        "spark.sql.legacy.execution.pandas.groupedMap.assignColumnsByName": "false"}))
+    eval_conf = worker.EvalConf(_conf({"state_value_schema": STATE.json()}))
+    command = CloudPickleSerializer().dumps((_function(frames), RETURN))
+    if "udf_info_list" in inspect.signature(worker.read_udfs).parameters:  # pyspark 4.3+
+        from pyspark.worker_message import UDFInfo
+
+        udf_info = [UDFInfo(udfs=[memoryview(command)], args=ARG_OFFSETS, kwargs={},
+                            result_id=0)]
+    else:  # the UDF as the JVM writes it to the worker's input stream
+        udf_info = io.BytesIO()
+        write_int(1, udf_info)  # UDFs
+        write_int(len(ARG_OFFSETS), udf_info)
+        for offset in ARG_OFFSETS:
+            write_int(offset, udf_info)
+            udf_info.write(b"\x00")  # positional, not a keyword argument
+        write_int(1, udf_info)  # chained functions
+        write_with_length(command, udf_info)
+        write_long(0, udf_info)  # result id
+        udf_info.seek(0)
+    func, _, deserializer, serializer = worker.read_udfs(
+        worker.pickleSer, udf_info, PythonEvalType.SQL_GROUPED_MAP_PANDAS_UDF_WITH_STATE,
+        runner_conf, eval_conf)
+    return func, deserializer, serializer
 
 
 def _through_pyspark(frames: list, batch_rows: int) -> tuple[list[tuple], int, int]:
-    """What the JVM makes of PySpark's serializer's stream for these call outputs: the
-    records of every Arrow batch's data rows (the first ``dataCount``), exploded as
-    ``inline(arrays_zip(...))`` does (a row of nulls gives none); the number of rows of
-    nulls, and of batches."""
-    serializer = ApplyInPandasWithStateSerializer(
-        timezone="UTC", safecheck=True, assign_cols_by_name=False, prefer_int_ext_dtype=False,
-        state_object_schema=STATE, arrow_max_records_per_batch=batch_rows,
-        prefers_large_var_types=False, int_to_decimal_coercion_enabled=False)
-    calls = ((((iter([] if f is None else [f]), _state()), RETURN),) for f in frames)
+    """What the JVM makes of PySpark's worker's output stream for these call outputs (call
+    ``k`` is key ``k``'s): the records of every Arrow batch's data rows (the first
+    ``dataCount``), exploded as ``inline(arrays_zip(...))`` does (a row of nulls gives
+    none); the number of rows of nulls, and of batches. Every key's state comes back too."""
+    func, deserializer, serializer = _worker(frames, batch_rows)
+    source = io.BytesIO()
+    with pa.ipc.new_stream(source, INPUT) as writer:
+        for batch in _input_batches(len(frames)):
+            writer.write_batch(batch)
+    source.seek(0)
     sink = io.BytesIO()
-    serializer.dump_stream(calls, sink)
+    serializer.dump_stream(func(0, deserializer.load_stream(source)), sink)
     data = sink.getvalue()
     assert struct.unpack("!i", data[:4])[0] == -6  # PySpark's START_ARROW_STREAM
     records: list[tuple] = []
-    batches = empty = 0
+    batches = empty = states = 0
     with pa.ipc.open_stream(data[4:]) as reader:
         for batch in reader:
             batches += 1
             count = batch.column(0).field("dataCount")[0].as_py()
+            state_count = batch.column(0).field("stateCount")[0].as_py()
+            for state in batch.column(2).slice(0, state_count).to_pylist():
+                assert state["keyRowAsUnsafe"] == b"key%d" % states  # in call order
+                assert json.loads(state["properties"])["updated"] is True
+                states += 1
             for row in batch.column(1).slice(0, count).to_pylist():
                 arrays = [row[name] for name in SCHEMA.names]
                 if not any(arrays):  # padding: empty arrays, which explode into nothing
@@ -103,6 +207,7 @@ def _through_pyspark(frames: list, batch_rows: int) -> tuple[list[tuple], int, i
                         assert values[i] is None  # PySpark made the NaN a null
                         values[i] = math.nan
                 records.extend(zip(*arrays))
+    assert states == len(frames)
     return records, empty, batches
 
 
