@@ -4,7 +4,8 @@ and a Kafka broker.
 ``make setup`` calls ``python integration_tests/jars.py install`` once: Maven resolves the
 artifacts that match the installed pyspark into ``<venv>/jars``, leaving out every jar pyspark
 already ships. The Spark line picks the Delta artifact and the Scala suffix
-(:data:`DELTA_ARTIFACTS`), the Hadoop client pyspark ships picks ``hadoop-aws``, and
+(:data:`DELTA_ARTIFACTS`, an older release for a line's early patches: :data:`DELTA_BEFORE`),
+the Hadoop client pyspark ships picks ``hadoop-aws``, and
 ``spark-sql-kafka-0-10`` is taken at pyspark's version or, when Maven Central lacks that
 patch, at the newest patch of the same line it has. A line whose Delta or Kafka artifact is
 not on Maven Central gets none: the stamp file records which connectors were resolved
@@ -25,8 +26,8 @@ import subprocess
 import sys
 import tempfile
 
-__all__ = ["DELTA_ARTIFACTS", "jar_dir", "class_path", "delta_spark_conf", "install",
-           "artifacts", "available", "broker_dir", "broker_class_path", "kafka_clients_version"]
+__all__ = ["DELTA_ARTIFACTS", "DELTA_BEFORE", "delta_artifact", "jar_dir", "class_path",
+           "delta_spark_conf", "install", "artifacts", "available", "broker_dir", "broker_class_path", "kafka_clients_version"]
 
 #: Spark's Delta Lake per Spark line, as Maven Central names it (since Delta 4.1 the artifact
 #: carries the Spark line; 3.3.x is the last release for Spark 3.5, Scala 2.12). A line
@@ -38,6 +39,13 @@ DELTA_ARTIFACTS = {
     "4.1": "io.delta:delta-spark_4.1_2.13:4.4.0",
     "4.2": "io.delta:delta-spark_4.2_2.13:4.4.0",
     "4.3": "io.delta:delta-spark_4.3_2.13:4.4.0",
+}
+#: Older patches of a line that need an older Delta release: ``{line: (first patch the
+#: line's artifact runs on, the artifact below it)}``. Delta 3.3.x calls Spark classes that
+#: 3.5.3 added (on 3.5.0 every query fails with ``NoClassDefFoundError:
+#: SupportsNonDeterministicExpression``); 3.2.0 is the last release for Spark 3.5.0-3.5.2.
+DELTA_BEFORE = {
+    "3.5": ("3.5.3", "io.delta:delta-spark_2.12:3.2.0"),
 }
 _CENTRAL = "https://repo.maven.apache.org/maven2"
 _STAMP = ".resolved"
@@ -100,12 +108,28 @@ def _kafka_candidates() -> list[str]:
     return [f"org.apache.spark:spark-sql-kafka-0-10_{scala_version()}:{v}" for v in versions]
 
 
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version.split("+")[0])[:3])
+
+
+def delta_artifact() -> str | None:
+    """Spark's Delta for the installed pyspark: the line's (:data:`DELTA_ARTIFACTS`), or an
+    older release for the line's early patches (:data:`DELTA_BEFORE`); None for no line known."""
+    import pyspark
+
+    line = spark_line()
+    before = DELTA_BEFORE.get(line)
+    if before and _release(pyspark.__version__) < _release(before[0]):
+        return before[1]
+    return DELTA_ARTIFACTS.get(line)
+
+
 def artifacts(kafka: bool = True) -> list[str]:
     """``group:artifact:version`` of the jars to resolve for the installed pyspark (with their
     runtime dependencies), as far as Maven Central has them: Spark's Delta for the line
     (:data:`DELTA_ARTIFACTS`), ``hadoop-aws``, and with ``kafka`` Spark's Kafka connector."""
     coords = [f"org.apache.hadoop:hadoop-aws:{hadoop_version()}"]
-    delta = DELTA_ARTIFACTS.get(spark_line())
+    delta = delta_artifact()
     if delta and _on_central(delta):
         coords.insert(0, delta)
     else:
