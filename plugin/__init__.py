@@ -9,6 +9,13 @@ program ports by changing its imports::
 
 from __future__ import annotations
 
+# The pyspark this process can import (pip's, a runtime's on PYTHONPATH, databricks-connect's)
+# must be of a supported Spark line: checked before anything else, without importing pyspark.
+from .spark_io.versions import check_pyspark
+
+check_pyspark()
+
+# isort: split
 from .api.async_stream import AsyncDataStream
 from .api.cached import CachedDataStream
 from .api.checkpointing import (
@@ -133,6 +140,7 @@ from .savepoint.exceptions import (
     UnclaimedStateError,
 )
 from .spark_io.delta_io import read_delta
+from .spark_io.exceptions import SparkVersionError, UnsupportedSparkFeatureError
 from .state_store.descriptors import (
     AggregatingStateDescriptor,
     BinarySortedStateDescriptor,
@@ -184,7 +192,12 @@ from .state_store.state import (
 from .state_store.temporal import TemporalListState, TemporalValue, TemporalValueState
 from .state_store.ttl_config import StateTtlConfig
 from .state_store.typeinfo import Instant, TypeInformation, Types
-from .translation.exceptions import CheckpointMismatchError, CheckpointRootError, SourceSchemaError
+from .translation.exceptions import (
+    CheckpointMismatchError,
+    CheckpointRootError,
+    SourceSchemaError,
+    WorkerEnvironmentError,
+)
 
 # isort: split
 # -- keyed windows and FLIP-380 full-window processing (plugin/windows.py) ---------------
@@ -265,7 +278,8 @@ __all__ = [
     "ReducingStateDescriptor", "Row", "RowKind", "RuntimeContext", "RuntimeExecutionMode", "Savepoint",
     "SavepointConflictError", "SavepointError", "SavepointFormatError", "SavepointNotFoundError", "SavepointWriter",
     "SerializationError", "SessionWindowTimeGapExtractor", "SlidingEventTimeWindows",
-    "SlidingProcessingTimeWindows", "SourceSchemaError", "StateBackend", "StateBackendError",
+    "SlidingProcessingTimeWindows", "SourceSchemaError", "SparkVersionError", "UnsupportedSparkFeatureError",
+    "WorkerEnvironmentError", "StateBackend", "StateBackendError",
     "StateDescriptor", "StateDescriptorError", "StateError", "StateTtlConfig", "StorageError",
     "StreamExecutionEnvironment",
     "TemporalListState", "TemporalValue", "TemporalValueState", "Time", "TimeDomain", "TimerService",

@@ -22,6 +22,7 @@ EXCEPTION_MODULES = (
     "pyspark_datastream.savepoint.exceptions",
     "pyspark_datastream.translation.exceptions",
     "pyspark_datastream.api.exceptions",
+    "pyspark_datastream.spark_io.exceptions",
 )
 
 
@@ -46,7 +47,7 @@ def _root_errors() -> dict[str, type]:
 
 def test_the_root_exports_exactly_the_errors_the_exceptions_modules_define() -> None:
     defined = _defined()
-    assert len(defined) == 24 and "StorageError" in defined
+    assert len(defined) == 27 and "StorageError" in defined
     assert _root_errors() == defined
 
 

@@ -9,6 +9,7 @@ __all__ = [
     "CheckpointRootError",
     "CheckpointMismatchError",
     "SourceSchemaError",
+    "WorkerEnvironmentError",
 ]
 
 
@@ -25,3 +26,8 @@ class CheckpointMismatchError(GraphBuildError):
 class SourceSchemaError(JobExecutionError):
     """A source's data no longer has the schema the program reads it with (a column's type
     changed in a newer file): names the column, both types and the file."""
+
+
+class WorkerEnvironmentError(JobExecutionError):
+    """Spark's Python workers could not import a module the job needs (they run another
+    interpreter than the driver, or one without the package's dependencies)."""

@@ -6,8 +6,10 @@ driver buried in a ``PythonException`` / ``StreamingQueryException`` / Py4J erro
 worker traceback and before JVM frames. :func:`job_failure` digs the product's error back
 out and raises it as the same class, its text as the executor wrote it (the first line
 names the operator and the record), with the job context on a last line and Spark's
-exception as ``__cause__``. Anything else becomes a :class:`JobExecutionError` whose first
-line is Spark's own first line.
+exception as ``__cause__``. A worker that could not import a module the job needs (it runs
+another Python than the driver, or one without the package's dependencies) becomes a
+:class:`WorkerEnvironmentError` saying so. Anything else becomes a :class:`JobExecutionError`
+whose first line is Spark's own first line.
 """
 
 from __future__ import annotations
@@ -20,22 +22,23 @@ from typing import Optional
 from ..operators import exceptions as operators_exceptions
 from ..operators.exceptions import JobExecutionError
 from ..savepoint import exceptions as savepoint_exceptions
+from ..spark_io import exceptions as spark_io_exceptions
 from ..state_store import exceptions as state_store_exceptions
 from ..state_store.exceptions import DataStreamError
 from . import exceptions as translation_exceptions
-from .exceptions import CheckpointMismatchError, SourceSchemaError
+from .exceptions import CheckpointMismatchError, SourceSchemaError, WorkerEnvironmentError
 
 __all__ = ["embedded_error", "job_failure", "schema_change", "surfacing",
-           "timeout_layout_change"]
+           "timeout_layout_change", "worker_environment"]
 
 #: how a worker's traceback names the product's error class (its module, then the class)
-_MARK = re.compile(r"(?:pyspark_datastream\.)?(?:state_store|operators|savepoint|translation)"
+_MARK = re.compile(r"(?:pyspark_datastream\.)?(?:state_store|operators|savepoint|spark_io|translation)"
                    r"\.exceptions\.(\w+): ")
 #: the product's error classes by name, from every layer's ``exceptions`` module
 _CLASSES: dict[str, type[DataStreamError]] = {
     name: getattr(module, name)
     for module in (state_store_exceptions, operators_exceptions, savepoint_exceptions,
-                   translation_exceptions)
+                   spark_io_exceptions, translation_exceptions)
     for name in module.__all__
 }
 #: where the worker's Python text ends: JVM frames and Spark's trailers
@@ -104,6 +107,34 @@ def schema_change(exc: BaseException, context: str) -> Optional[SourceSchemaErro
     return None
 
 
+#: a Python worker's failure to import a module (its own start-up, or unpickling the job)
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '(?P<module>[\w.]+)'")
+
+
+def worker_environment(exc: BaseException, context: str) -> Optional[WorkerEnvironmentError]:
+    """A WorkerEnvironmentError when ``exc`` is a Python worker's failure to import a module
+    (the workers run an interpreter without the job's dependencies), else None."""
+    import os
+    import sys
+
+    for text in _texts(exc):
+        found = _MISSING_MODULE.search(text)
+        if found is None:
+            continue
+        module = found["module"]
+        workers = os.environ.get("PYSPARK_PYTHON")
+        told = (f"PYSPARK_PYTHON is {workers!r}" if workers else
+                "PYSPARK_PYTHON is not set, so they run the first python3 on the PATH")
+        return WorkerEnvironmentError(
+            f"Spark's Python workers cannot import {module!r}, which the job needs "
+            f"(ModuleNotFoundError while running {context}). They must run a Python with "
+            f"pyspark-datastream and its dependencies installed; this driver runs "
+            f"{sys.executable} and {told}. Set PYSPARK_PYTHON (or spark.pyspark.python) to "
+            f"that interpreter before the session starts, or install the package on every "
+            f"worker (on Databricks: as a cluster or notebook library)")
+    return None
+
+
 def job_failure(exc: BaseException, context: str) -> DataStreamError:
     """The error to raise for ``exc``, a failure of ``context`` (e.g. ``"collect of 'x'"``):
     the executor's typed error when ``exc`` carries one, else a JobExecutionError."""
@@ -125,6 +156,9 @@ def job_failure(exc: BaseException, context: str) -> DataStreamError:
     changed = timeout_layout_change(exc, context)
     if changed is not None:
         return changed
+    missing = worker_environment(exc, context)
+    if missing is not None:
+        return missing
     first = (str(getattr(exc, "desc", None) or exc).strip().splitlines() or [repr(exc)])[0]
     return JobExecutionError(f"{context} failed: {first[:2000]}")
 
