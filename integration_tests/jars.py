@@ -7,10 +7,10 @@ already ships. The Spark line picks the Delta artifact and the Scala suffix
 (:data:`DELTA_ARTIFACTS`, an older release for a line's early patches: :data:`DELTA_BEFORE`),
 the Hadoop client pyspark ships picks ``hadoop-aws``, and
 ``spark-sql-kafka-0-10`` is taken at pyspark's version or, when Maven Central lacks that
-patch, at the newest patch of the same line it has. A line whose Delta or Kafka artifact is
-not on Maven Central gets none: the stamp file records which connectors were resolved
-(:func:`available`), and the tests of Spark's Delta or Kafka skip there, saying why. Tests and benchmarks then put
-them on the class path (:func:`delta_spark_conf`). The Kafka broker (``kafka_2.13`` at the
+patch (or its token provider), at the newest patch of the line it has with both. A line
+whose Delta or Kafka artifact is not on Maven Central gets none: the stamp file records
+which connectors were resolved (:func:`available`), and the tests of Spark's Delta or Kafka
+skip there, saying why. Tests and benchmarks then put them on the class path (:func:`delta_spark_conf`). The Kafka broker (``kafka_2.13`` at the
 version of the ``kafka-clients`` the connector uses) goes into ``<venv>/kafka-broker``, a
 folder of its own that never joins Spark's class path (:func:`broker_class_path`). Nothing
 is downloaded at test or run time.
@@ -108,6 +108,14 @@ def _kafka_candidates() -> list[str]:
     return [f"org.apache.spark:spark-sql-kafka-0-10_{scala_version()}:{v}" for v in versions]
 
 
+def _kafka_on_central(coord: str) -> bool:
+    """Whether Maven Central has the connector ``coord`` and the Spark module it needs at
+    its own version, ``spark-token-provider-kafka-0-10`` (Central has patches of the
+    connector whose token provider it lacks, e.g. 4.0.1-4.0.4: Maven then fails on them)."""
+    token = coord.replace(":spark-sql-kafka-0-10_", ":spark-token-provider-kafka-0-10_")
+    return _on_central(coord) and _on_central(token)
+
+
 def _release(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version.split("+")[0])[:3])
 
@@ -138,7 +146,7 @@ def artifacts(kafka: bool = True) -> list[str]:
     if kafka:
         # Spark's Kafka source and sink; brings kafka-clients, commons-pool2 and
         # spark-token-provider-kafka-0-10 (Spark's own modules are `provided`)
-        found = next((c for c in _kafka_candidates() if _on_central(c)), None)
+        found = next((c for c in _kafka_candidates() if _kafka_on_central(c)), None)
         if found is None:
             print(f"  Spark {spark_line()}: no spark-sql-kafka-0-10 of the line on Maven "
                   "Central; Spark's Kafka connector is left out")
