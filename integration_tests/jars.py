@@ -10,10 +10,11 @@ the Hadoop client pyspark ships picks ``hadoop-aws``, and
 patch (or its token provider), at the newest patch of the line it has with both. A line
 whose Delta or Kafka artifact is not on Maven Central gets none: the stamp file records
 which connectors were resolved (:func:`available`), and the tests of Spark's Delta or Kafka
-skip there, saying why. Tests and benchmarks then put them on the class path (:func:`delta_spark_conf`). The Kafka broker (``kafka_2.13`` at the
-version of the ``kafka-clients`` the connector uses) goes into ``<venv>/kafka-broker``, a
-folder of its own that never joins Spark's class path (:func:`broker_class_path`). Nothing
-is downloaded at test or run time.
+skip there, saying why. Tests and benchmarks then put them on the class path
+(:func:`delta_spark_conf`). The Kafka broker (``kafka_2.13`` at the version of the
+``kafka-clients`` the connector uses) goes into ``<venv>/kafka-broker``, a folder of its own
+that never joins Spark's class path (:func:`broker_class_path`). Nothing is downloaded at
+test or run time.
 """
 
 from __future__ import annotations
