@@ -27,6 +27,8 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 from pyspark_datastream import (
+    CoFlatMapFunction,
+    CoMapFunction,
     Configuration,
     ConfigurationError,
     ContinuousEventTimeTrigger,
@@ -34,7 +36,9 @@ from pyspark_datastream import (
     FilterFunction,
     FlatMapFunction,
     GraphBuildError,
+    KeySelector,
     MapFunction,
+    MapStateDescriptor,
     ProcessWindowFunction,
     ReduceFunction,
     RuntimeContext,
@@ -339,3 +343,79 @@ def test_a_keyed_map_hands_its_state_from_batch_to_streaming(spark, tmp_path, ba
     assert rows(out_a) == sorted((k, i) for k, n in before.items() for i in range(1, n + 1))
     assert rows(out_b) == sorted((k, before[k] + i) for k, n in after.items()
                                  for i in range(1, n + 1))
+
+
+# -- PyFlink's test_data_stream.py: keyed connected streams, keyed reduce with state, keys of
+# -- any picklable type (the tests' own inputs and expected lists) ------------------------------
+
+class _KeyOfSecond(KeySelector):  # PyFlink's MyKeySelector
+    def get_key(self, value):
+        return value[1]
+
+
+class _RichCoFlatMap(CoFlatMapFunction):  # PyFlink's MyRichCoFlatMapFunction
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.map_state = runtime_context.get_map_state(
+            MapStateDescriptor("map", Types.STRING(), Types.BOOLEAN()))
+
+    def flat_map1(self, value):
+        yield str(value[0] + 1)
+        yield str(value[0] + 1)
+
+    def flat_map2(self, value):
+        if value[0] not in self.map_state:
+            self.map_state[value[0]] = True
+            yield value[0]
+
+
+class _AssertKeyCoMap(CoMapFunction):  # PyFlink's test_keyed_co_map
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.pre1 = runtime_context.get_state(ValueStateDescriptor("pre1", Types.STRING()))
+        self.pre2 = runtime_context.get_state(ValueStateDescriptor("pre2", Types.STRING()))
+
+    def map1(self, value):
+        if value[0] == "b":
+            assert self.pre1.value() == "a"
+        if value[0] == "d":
+            assert self.pre1.value() == "c"
+        self.pre1.update(value[0])
+        return value
+
+    def map2(self, value):
+        if value[0] == "b":
+            assert self.pre2.value() == "a"
+        if value[0] == "d":
+            assert self.pre2.value() == "c"
+        self.pre2.update(value[0])
+        return value
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_pyflink_keyed_co_flat_map_reads_keyed_map_state(env_factory, tmp_path, mode):
+    """PyFlink's test_keyed_co_flat_map: after ``connect(...).key_by(k1, k2)`` the
+    CoFlatMapFunction's MapState is the key's, so a repeated 'a' is emitted once."""
+    env = env_factory(mode, _conf(tmp_path))
+    ds1 = env.from_collection([(1, 1), (2, 2), (3, 3)],
+                              type_info=Types.ROW([Types.INT(), Types.INT()]))
+    ds2 = env.from_collection([("a", "a"), ("b", "b"), ("c", "c"), ("a", "a")],
+                              type_info=Types.ROW([Types.STRING(), Types.STRING()]))
+    out = (ds1.connect(ds2).key_by(lambda x: 1, lambda x: 1)
+           .flat_map(_RichCoFlatMap(), output_type=Types.STRING())
+           .filter(lambda x: x != "4"))
+    with out.execute_and_collect() as it:
+        assert sorted(it) == sorted(["2", "2", "3", "3", "a", "b", "c"])
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_pyflink_keyed_co_map_reads_each_keys_value_state(env_factory, tmp_path, mode):
+    """PyFlink's test_keyed_co_map: the CoMapFunction's ValueStates are per key (its
+    asserts fail inside the job otherwise), a keyed input is keyed again by the connect."""
+    env = env_factory(mode, _conf(tmp_path))
+    rows = [("a", 0), ("b", 0), ("c", 1), ("d", 1), ("e", 2)]
+    row_t = Types.ROW([Types.STRING(), Types.INT()])
+    ds1 = env.from_collection(rows, type_info=row_t).key_by(_KeyOfSecond(), key_type=Types.INT())
+    ds2 = env.from_collection(rows, type_info=row_t)
+    out = (ds1.connect(ds2).key_by(_KeyOfSecond(), _KeyOfSecond(), key_type=Types.INT())
+           .map(_AssertKeyCoMap()).map(lambda x: (x[0], x[1] + 1)))
+    with out.execute_and_collect() as it:
+        assert sorted(it) == sorted([("a", 1), ("b", 1), ("c", 2), ("d", 2), ("e", 3)] * 2)

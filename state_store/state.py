@@ -220,6 +220,17 @@ class MapState(State, Generic[K, V]):
             Whether the map is empty.
         """
 
+    # PyFlink's MapState reads as a mapping too: ``state[k]`` is ``get(k)`` (None when
+    # absent), ``state[k] = v`` is ``put``, ``del state[k]`` is ``remove``.
+    def __getitem__(self, key: K) -> V | None:
+        return self.get(key)
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self.put(key, value)
+
+    def __delitem__(self, key: K) -> None:
+        self.remove(key)
+
     def __iter__(self) -> Iterator[K]:
         return iter(self.keys())
 

@@ -5,9 +5,24 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..state_store.exceptions import GraphBuildError
+from ..state_store.functions import Function
 from ..state_store.typeinfo import TypeInformation
 
-__all__ = ["check_output_type", "function_name"]
+__all__ = ["check_output_type", "function_name", "opens"]
+
+
+def opens(function: Any) -> bool:
+    """Whether ``function`` (a Function) defines its own ``open(runtime_context)``: the only
+    way a map, flat_map, filter, co-map or co-flat-map function reaches keyed state, so the
+    only such function after ``key_by`` that must run as a keyed operator.
+
+    Args:
+        function: The user function object.
+
+    Returns:
+        True when its class overrides ``Function.open``.
+    """
+    return isinstance(function, Function) and type(function).open is not Function.open
 
 
 def check_output_type(output_type: Any, where: str) -> Optional[TypeInformation]:

@@ -16,7 +16,7 @@ from ..operators.functions import (
 from ..plan.graph import BroadcastNode, CoChainNode, CoKeyedNode, Transformation
 from ..state_store.exceptions import GraphBuildError
 from ..state_store.typeinfo import TypeInformation
-from .arguments import check_output_type, function_name
+from .arguments import check_output_type, function_name, opens
 
 __all__ = ["ConnectedCalls", "BroadcastConnectedCalls"]
 
@@ -111,9 +111,8 @@ class ConnectedCalls:
         """
         if not isinstance(func, CoMapFunction):
             raise GraphBuildError(f"ConnectedStreams.map needs a CoMapFunction, got {func!r}")
-        node = CoChainNode(name=function_name(func, "CoMap"), inputs=self._input_nodes(),
-                           output_type=check_output_type(output_type, "map"), stage="co_map", function=func)
-        return self._derive(node)
+        return self._co_function(func, function_name(func, "CoMap"),
+                                 check_output_type(output_type, "map"), "co_map")
 
     def flat_map(self, func: CoFlatMapFunction,
                  output_type: Optional[TypeInformation] = None) -> Any:
@@ -132,10 +131,20 @@ class ConnectedCalls:
         """
         if not isinstance(func, CoFlatMapFunction):
             raise GraphBuildError(f"ConnectedStreams.flat_map needs a CoFlatMapFunction, got {func!r}")
-        node = CoChainNode(name=function_name(func, "CoFlatMap"), inputs=self._input_nodes(),
-                           output_type=check_output_type(output_type, "flat_map"), stage="co_flat_map",
-                           function=func)
-        return self._derive(node)
+        return self._co_function(func, function_name(func, "CoFlatMap"),
+                                 check_output_type(output_type, "flat_map"), "co_flat_map")
+
+    # After key_by(k1, k2) a co-map or co-flat-map function object runs keyed, as in Flink:
+    # the runtime context its open() receives reads the current key's state (PyFlink wraps
+    # it into a KeyedCoProcessFunction). As after DataStream.key_by, only a function with its
+    # own open() can reach that context; every other one stays a stateless two-input step.
+    def _co_function(self, func: Any, name: str, output_type: Optional[TypeInformation],
+                     stage: str) -> Any:
+        if self._is_keyed() and opens(func):
+            return self._derive(CoKeyedNode(name=name, inputs=self._input_nodes(),
+                                             output_type=output_type, function=func))
+        return self._derive(CoChainNode(name=name, inputs=self._input_nodes(),
+                                        output_type=output_type, stage=stage, function=func))
 
 
 class BroadcastConnectedCalls:

@@ -41,15 +41,16 @@ from ..plan.graph import (
 from ..results import CloseableIterator
 from ..state_store.descriptors import MapStateDescriptor
 from ..state_store.exceptions import GraphBuildError
-from ..state_store.functions import Function
 from ..state_store.serializers import GenericKeySerializer
 from ..state_store.typeinfo import TypeInformation
 from .arguments import check_output_type as _check_type
 from .arguments import function_name as _fn_name
+from .arguments import opens
 from .async_stream import AsyncCalls
 from .connected import BroadcastConnectedCalls, ConnectedCalls
 from .hints import SchedulingHints
 from .keyed_aggregations import KeyedAggregations
+from .keyed_settings import KeyedStreamSettings
 from .partitioning import KeyedPartitioning, Partitioning
 from .sink_calls import DataStreamSink, SinkCalls
 from .stream_extras import StreamExtras
@@ -455,13 +456,10 @@ class DataStream(SchedulingHints, Partitioning, StreamExtras, SinkCalls, AsyncCa
         return PartitionWindowedStream(self)
 
 
-def _opens(function: Any) -> bool:
-    """Whether ``function`` (a Function) defines its own ``open(runtime_context)``: the
-    only way a map, flat_map or filter function reaches keyed state."""
-    return type(function).open is not Function.open
+_opens = opens  # whether a map, flat_map or filter function can reach keyed state
 
 
-class KeyedStream(KeyedPartitioning, KeyedAggregations, DataStream):
+class KeyedStream(KeyedStreamSettings, KeyedPartitioning, KeyedAggregations, DataStream):
     """A stream partitioned by key; keyed operators see per-key state and timers. Built by
     ``ds.key_by(selector)``; not constructed directly.
     """

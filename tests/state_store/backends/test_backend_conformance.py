@@ -256,6 +256,17 @@ class TestBackendConformance(TtlConformance):
         assert state.is_empty()
         assert list(state.items()) == []
 
+    def test_map_state_reads_and_writes_as_a_mapping(self, backend: KeyedStateBackend) -> None:
+        """PyFlink's MapState item syntax: ``s[k]`` gets (None when absent), ``s[k] = v``
+        puts, ``del s[k]`` removes (PyFlink's test_keyed_co_flat_map writes it so)."""
+        state = backend.get_state(MapStateDescriptor("m", Types.STRING(), Types.BOOLEAN()))
+        backend.set_current_key("k")
+        assert state["a"] is None
+        state["a"] = True
+        assert state["a"] is True and "a" in state and state.get("a") is True
+        del state["a"]
+        assert "a" not in state and state.is_empty()
+
     def test_map_descriptor_needs_deterministic_key(self) -> None:
         with pytest.raises(StateDescriptorError, match="MapStateDescriptor 'm'.*key_type_info"):
             MapStateDescriptor("m", Types.PICKLED_BYTE_ARRAY(), Types.LONG())
