@@ -12,9 +12,12 @@ The rules (docs: user-guide/streaming-jobs.md, configuration.md, limitations.md)
   by default (and always for ``to_dataframe()``) :func:`default_job_name`, a readable
   slug of the graph's operators plus a short hash of its :func:`describe_graph`.
   Running the same job (name + root) again resumes it.
-* **Mismatch**: a job folder whose manifest holds another fingerprint raises
-  :class:`CheckpointMismatchError` naming the job, the folder and what differs, before
-  any folder is created or any query starts.
+* **Evolution**: a job folder whose manifest holds another fingerprint is resumed when
+  Flink would restore the change (state follows operators: evolution.py), and the manifest
+  then describes the new program; a change that cannot resume raises its typed error
+  before any folder is created or any query starts. A manifest of an earlier release (no
+  ``"evolution"`` entry) still needs the same graph (:class:`CheckpointMismatchError` naming
+  what differs); resuming it with the same graph adds the entry.
 * **Ephemeral**: a job whose sinks are only ``print()``, or a named
   ``execute_and_collect()``, runs on a temporary root (removed when the job ends) when no
   root is configured; an unnamed ``execute_and_collect()`` always does (a one-off job).
@@ -39,6 +42,7 @@ from ..plan.config import RuntimeMode, resolve
 from ..plan.graph import KeyByNode, SinkNode, SourceNode, Transformation
 from ..state_store.backends import get_backend
 from ..state_store.storage import Storage, normalize_uri
+from .evolution import ProgramStates, check_evolution, evolution_info
 from .exceptions import CheckpointMismatchError, CheckpointRootError
 
 __all__ = [
@@ -229,7 +233,10 @@ class JobCheckpoint:
     """The job folder of one STREAMING job: resolved, checked and created once."""
 
     def __init__(self, job_name: str, root: Optional[str], root_source: str,
-                 description: dict[str, Any], storage: Optional[Storage] = None) -> None:
+                 description: dict[str, Any], storage: Optional[Storage] = None,
+                 nodes: Optional[list[Transformation]] = None,
+                 program: Optional[ProgramStates] = None,
+                 ignore_unclaimed: bool = False) -> None:
         self.job_name = job_name
         #: the root as the storage layer keeps it (ConfigurationError for a scheme it cannot
         #: serve, here, before anything runs)
@@ -244,6 +251,27 @@ class JobCheckpoint:
         self.purpose = "its checkpoints"
         self._folder: Optional[str] = None
         self._temp: Optional[str] = None
+        #: the graph (None: resuming needs the same graph), the program's states (asked
+        #: lazily, once) and execution.savepoint.ignore-unclaimed-state (evolution.py)
+        self._nodes = nodes
+        self._program = program
+        self._states: Optional[Any] = None
+        self.ignore_unclaimed = ignore_unclaimed
+        #: set by _check: the manifest must be rewritten for this program (an evolved graph,
+        #: or a manifest of an earlier release); the changes it follows
+        self._rewrite = False
+        self.changes: list[str] = []
+
+    def _program_states(self) -> Any:
+        if self._states is None and self._program is not None:
+            self._states = self._program()
+        return self._states
+
+    def _evolution(self, with_states: bool) -> Optional[dict[str, Any]]:
+        if self._nodes is None:
+            return None
+        return evolution_info(self._nodes, self.description,
+                              self._program_states() if with_states else None)
 
     @property
     def is_temporary(self) -> bool:
@@ -286,17 +314,34 @@ class JobCheckpoint:
                 f"STREAMING job {self.job_name!r}: the manifest {path} of its checkpoint is "
                 f"unreadable ({exc}); remove the folder {folder} to start the job afresh"
             ) from exc
-        if manifest.get("fingerprint") == self.fingerprint:
+        same = manifest.get("fingerprint") == self.fingerprint
+        diff = [] if same else (graph_diff(manifest.get("graph") or {}, self.description)
+                                or ["the graph"])
+        stored = manifest.get("evolution")
+        current = self._evolution(with_states=False)
+        if same and (stored is None or current is None):
+            self._rewrite = current is not None  # a manifest of an earlier release: add it
             return
-        diff = graph_diff(manifest.get("graph") or {}, self.description) or ["the graph"]
-        raise CheckpointMismatchError(
-            f"STREAMING job {self.job_name!r} would resume the checkpoint {folder}, written by "
-            f"job {manifest.get('job_name')!r} with another graph (fingerprint "
-            f"{manifest.get('fingerprint')} there, {self.fingerprint} now): "
-            f"{'; '.join(diff)}. Give this job another name (or leave the name out: the "
-            "default is derived from the graph), remove that folder to start afresh, or carry "
-            "the state over with a savepoint (execute(name, savepoint_path=...), then "
-            "execution.savepoint.path in the new job)")
+        if stored is None or current is None:
+            raise CheckpointMismatchError(
+                f"STREAMING job {self.job_name!r} would resume the checkpoint {folder}, written "
+                f"by job {manifest.get('job_name')!r} with another graph (fingerprint "
+                f"{manifest.get('fingerprint')} there, {self.fingerprint} now): "
+                f"{'; '.join(diff)}. That checkpoint was written by an earlier release, which "
+                "kept no record of its operators' state: run it once with its own program on "
+                "this release, or give this job another name (or leave the name out: the "
+                "default is derived from the graph), remove that folder to start afresh, or "
+                "carry the state over with a savepoint (execute(name, savepoint_path=...), "
+                "then execution.savepoint.path in the new job)")
+        # the same graph may still carry other state descriptors (a function's parameters)
+        self.changes = check_evolution(self.job_name, folder, stored, current,
+                                       self._program_states, self.ignore_unclaimed)
+        self.changes[:0] = diff
+        now = json.loads(json.dumps(self._evolution(with_states=True), sort_keys=True))
+        self._rewrite = bool(self.changes) or now != stored
+        if self.changes:
+            log.info("STREAMING job %r resumes its checkpoint %s with a changed program: %s",
+                     self.job_name, folder, "; ".join(self.changes))
 
     def folder(self) -> str:
         """The job folder, created (with its manifest) on first use."""
@@ -316,11 +361,22 @@ class JobCheckpoint:
                      self.root_source)
         self.storage.makedirs(folder)
         manifest = Storage.join(folder, MANIFEST)
-        if not self.storage.exists(manifest):
-            self.storage.write_bytes(manifest, json.dumps(
-                {"job_name": self.job_name, "fingerprint": self.fingerprint,
-                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                 "graph": self.description}, indent=1, sort_keys=True).encode("utf-8"))
+        created = not self.storage.exists(manifest)
+        if created or self._rewrite:
+            record: dict[str, Any] = {}
+            if not created:
+                record = json.loads(self.storage.read_bytes(manifest).decode("utf-8"))
+                record["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            record.update({"job_name": self.job_name, "fingerprint": self.fingerprint,
+                           "graph": self.description})
+            record.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            # a temporary checkpoint is never resumed: its operators need not be opened here
+            evolution = self._evolution(with_states=durable is not None)
+            if evolution is not None:
+                record["evolution"] = evolution
+            self.storage.write_bytes(manifest, json.dumps(record, indent=1, sort_keys=True)
+                                     .encode("utf-8"))
+            self._rewrite = False
         self._folder = folder
         return folder
 

@@ -89,6 +89,7 @@ from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column, stateful_pa
 from ..state_store.backends import backend_reference, get_backend
 from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.storage import Storage
+from .evolution import stage_names
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
@@ -204,12 +205,13 @@ class StreamingTranslator:
         #: the storage layer of every file the job writes outside Spark (the job's, built by
         #: the environment: spark_io/storage_conf.py); pickled to executors with specs
         self.storage = storage
-        self.job = JobCheckpoint(job_name, root, where,
-                                 describe_graph(nodes, self.max_parallelism, self.backend[0]),
-                                 self.storage)
+        self._stage_names = stage_names(nodes)  # evolution.py: a stateful operator's identity
+        self.job = JobCheckpoint(
+            job_name, root, where, describe_graph(nodes, self.max_parallelism, self.backend[0]),
+            self.storage, nodes=nodes, program=self._program_states,
+            ignore_unclaimed=bool(cfg.get_boolean("execution.savepoint.ignore-unclaimed-state",
+                                                  False)))
         self.bounded = all(n.bounded for n in nodes if isinstance(n, SourceNode))
-        keyed = [n for n in nodes if is_keyed(n)]
-        self._stage_names = {n.id: (n.uid or f"stage{i}") for i, n in enumerate(keyed)}
         self._source_ordinals = {n.id: i for i, n in enumerate(
             n for n in nodes if isinstance(n, SourceNode))}
         self._prerequisites: list[tuple[str, Any]] = []  # (query name, DataStreamWriter)
@@ -228,6 +230,14 @@ class StreamingTranslator:
         #: when a list, run_query only starts each query and appends ``(name, query)``
         #: (:meth:`start_sinks`) instead of waiting for it
         self.async_queries: Optional[list[tuple[str, Any]]] = None
+
+    def _program_states(self) -> dict[str, tuple[Any, list[Any]]]:
+        """Stage name -> (key serializer, states) of every stateful operator (evolution.py)."""
+        from .batch_savepoint import key_serializer_of, operator_states
+
+        return {self._stage_names[n.id]: (key_serializer_of(n), operator_states(
+                    n, self.op_config, self.max_parallelism))
+                for n in self.nodes if is_keyed(n)}
 
     @property
     def progress(self) -> list[dict[str, Any]]:
