@@ -41,6 +41,7 @@ from pyspark_datastream import (
     MapStateDescriptor,
     ProcessWindowFunction,
     ReduceFunction,
+    Row,
     RuntimeContext,
     RuntimeExecutionMode,
     StreamExecutionEnvironment,
@@ -419,3 +420,43 @@ def test_pyflink_keyed_co_map_reads_each_keys_value_state(env_factory, tmp_path,
            .map(_AssertKeyCoMap()).map(lambda x: (x[0], x[1] + 1)))
     with out.execute_and_collect() as it:
         assert sorted(it) == sorted([("a", 1), ("b", 1), ("c", 2), ("d", 2), ("e", 3)] * 2)
+
+
+class _ReduceWithState(ReduceFunction):  # PyFlink's MyReduceFunction
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.state = runtime_context.get_state(ValueStateDescriptor("test_state", Types.INT()))
+
+    def reduce(self, value1, value2):
+        state_value = self.state.value()
+        state_value = 2 if state_value is None else state_value + 1
+        result_value = Row(value1[0] + value2[0], value1[1])
+        if result_value[0] == "ab":
+            assert state_value == 2
+        if result_value[0] == "cde":
+            assert state_value == 3
+        self.state.update(state_value)
+        return result_value
+
+
+@pytest.mark.parametrize("key", ["int", "string"])
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_pyflink_reduce_with_state(env_factory, tmp_path, mode, key):
+    """PyFlink's test_reduce_with_state (its input order, its expected lists per mode): the
+    ReduceFunction is opened before it reduces, its state is the key's, and the KeyedStream
+    refuses ``name()``. Keyed by an INT as PyFlink's test, and by a STRING at parallelism 2."""
+    env = env_factory(mode, _conf(tmp_path))
+    env.set_parallelism(2)
+    ds = env.from_collection([("a", 0), ("c", 1), ("d", 1), ("b", 0), ("e", 1)],
+                             type_info=Types.ROW([Types.STRING(), Types.INT()]))
+    if key == "int":
+        keyed_stream = ds.key_by(_KeyOfSecond(), key_type=Types.INT())
+    else:
+        keyed_stream = ds.key_by(lambda r: str(r[1]), key_type=Types.STRING())
+    with pytest.raises(GraphBuildError, match=r"name\(\) on the KeyedStream"):
+        keyed_stream.name("keyed stream")
+    with keyed_stream.reduce(_ReduceWithState()).execute_and_collect() as it:
+        got = sorted(tuple(r) for r in it)
+    if mode == "BATCH":
+        assert got == [("ab", 0), ("cde", 1)]
+    else:
+        assert got == [("a", 0), ("ab", 0), ("c", 1), ("cd", 1), ("cde", 1)]

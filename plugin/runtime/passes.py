@@ -501,11 +501,25 @@ def _fast_reduce_applies(ks: KeyedSpec, config: OperatorConfig) -> bool:
 
 
 def folds_without_context(function: Any) -> bool:
-    """Whether a BATCH sorted reduce runs ``function`` as a plain fold (it has no ``open`` of
-    its own, so it cannot use a runtime context or keyed state)."""
+    """Whether BATCH may run ``function`` as a plain fold outside a keyed operator (a sorted
+    reduce, the pre-aggregation before the shuffle): it has no ``open`` or ``close`` of its
+    own, so it uses no runtime context or keyed state and has no lifecycle to honour. Any
+    other function runs only in the keyed operator, which opens it once before its first
+    record and closes it after its last, as Flink does (Flink's keyed reduce has no
+    pre-aggregation).
+
+    Args:
+        function: The reduce function (or its Row-shaping wrapper, which has an ``open``
+            and ``close`` of its own exactly when the wrapped function has).
+
+    Returns:
+        True when it is a plain fold.
+    """
     from ..state_store.functions import Function
 
-    return getattr(type(function), "open", Function.open) is Function.open
+    kind = type(function)
+    return (getattr(kind, "open", Function.open) is Function.open
+            and getattr(kind, "close", Function.close) is Function.close)
 
 
 def _repeated(items: list[Any], counts: list[int]) -> list[Any]:

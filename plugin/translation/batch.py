@@ -409,7 +409,8 @@ class BatchTranslator:
         if field_keyed is not None:
             return field_keyed
         function = keyed_function(node)
-        combiner = function if (node.op == "reduce" and self.pre_aggregate) else None
+        combiner = (function if (node.op == "reduce" and self.pre_aggregate
+                                 and folds_without_context(function)) else None)
         df, enc = self.keyed_input(key_node, node, combiner=combiner)
         df = self._keyed_shuffle(df, node, sided=False)
         spec = KeyedSpec(node.op, function, key_node.key_serializer, self.sorted_inputs,

@@ -179,3 +179,26 @@ def test_a_counted_pass_repeats_rows_for_the_operator_path_too():
                                     ("hashmap", {}), key_field=0, counted=True))
     out = [v for b in run_pass(spec, iter([batch]), subtask=0) for v in make_decoder(PICKLED)(b)]
     assert out == [("a", "x")] * 3 + [("b", "y")]
+
+
+def test_only_a_function_without_lifecycle_folds_outside_the_keyed_operator():
+    """A sorted fold or a pre-aggregation never opens or closes the function, so only a
+    function with neither ``open`` nor ``close`` of its own may run there; one with either
+    runs in the keyed operator, opened before its first record and closed after its last."""
+    from pyspark_datastream.runtime.passes import folds_without_context
+    from pyspark_datastream.runtime.rows import shaped_reduce
+
+    class Opens(Concat):
+        def open(self, runtime_context):
+            self.ctx = runtime_context
+
+    class Closes(Concat):
+        def close(self):
+            self.closed = True
+
+    row = Types.ROW([Types.STRING(), Types.STRING()])
+    assert folds_without_context(Concat())
+    assert folds_without_context(shaped_reduce(Concat(), row, "r"))
+    for rich in (Opens(), Closes()):
+        assert not folds_without_context(rich)
+        assert not folds_without_context(shaped_reduce(rich, row, "r"))
