@@ -107,6 +107,7 @@ def test_word_count_batch_reads_a_bounded_source_to_its_latest_offsets(
     assert sorted(consume_all(kafka_broker.bootstrap_servers, counts_topic)) == expected
 
 
+@pytest.mark.compat  # make test-compat: every Spark line with a Kafka connector
 @pytest.mark.parametrize("guarantee", ["AT_LEAST_ONCE", "EXACTLY_ONCE"])
 def test_word_count_streaming_second_run_continues_from_the_checkpoint(
         kafka_broker, env_factory, tmp_path, guarantee):

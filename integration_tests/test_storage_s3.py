@@ -9,6 +9,7 @@ import pickle
 from collections import defaultdict
 from itertools import permutations
 
+import pytest
 from helpers import KV_SCHEMA, add_file
 from pyspark_datastream import ConfigurationError, Types, ValueStateDescriptor
 from pyspark_datastream.savepoint import Savepoint
@@ -78,6 +79,7 @@ def _run(env_factory, spark, root: str, src: str) -> list[tuple[str, int]]:
     return list(two_stage(env, spark, src).execute_and_collect("two-stage-rocksdb"))
 
 
+@pytest.mark.compat  # make test-compat: every Spark line, its hadoop-aws
 def test_two_stage_rocksdb_job_resumes_from_a_checkpoint_root_on_s3(
         spark, env_factory, s3_server, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # nothing may land in the working directory
@@ -258,6 +260,7 @@ def test_a_two_stage_streaming_savepoint_on_s3_restores_into_batch_and_back(
     assert {k: n for k, n in _final(out_batch).items() if k in of_b} == expected_b
 
 
+@pytest.mark.compat  # make test-compat: every Spark line, its hadoop-aws
 def test_a_batch_savepoint_on_s3_restores_into_streaming_and_back(
         spark, env_factory, s3_server, tmp_path):
     """BATCH writes its savepoint to s3a:// (the keyed passes' entry files and reports go
