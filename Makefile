@@ -8,7 +8,7 @@ JARS := $(VENV)/jars/.resolved
 SRC := plugin operators state_store
 
 .PHONY: setup test unit integration lint docs demo bench bench-quick bench-scale clean check-java \
-	check-chromium compat-setup test-compat
+	check-chromium compat-setup test-compat install-setup
 
 setup: $(STAMP) $(JARS) check-chromium
 
@@ -93,7 +93,14 @@ integration: setup
 #   (plugin/spark_io/versions.py refuses the pair): pyarrow<26.
 COMPAT_SPARK ?= 3.5.0 4.0.5 4.1.4 4.3.0
 
-compat-setup: check-java
+# The install tests (integration_tests/test_install.py, marker `install`) install the built
+# wheel as users do (pyspark on PYTHONPATH as on Databricks Runtime, databricks-connect, the
+# [spark] extra) from a local wheelhouse, with no index: integration_tests/wheelhouse.py fills
+# .venv-compat-wheelhouse once per set of requirements (pip's cache makes a refill quick).
+install-setup: $(STAMP) | check-java
+	$(PY) integration_tests/wheelhouse.py fill --spark-extra $(SPARK_VERSION)
+
+compat-setup: check-java install-setup
 	@set -e; for v in $(COMPAT_SPARK); do \
 	  venv=.venv-compat-$${v%.*}; stamp=$$venv/.installed-stamp; \
 	  if [ -f $$stamp ] && [ "$$(cat $$stamp)" = "$$v" ] && [ $$stamp -nt setup.cfg ] \
@@ -119,6 +126,9 @@ test-compat: compat-setup
 	  $$venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m compat -p no:cacheprovider integration_tests; \
 	  echo "== pyspark $$v: passed in $$(( $$(date +%s) - start )) s"; \
 	done
+	@echo "== install tests (.venv)"; start=$$(date +%s); \
+	  $(PY) -m pytest -q -n 0 -m install -p no:cacheprovider integration_tests/test_install.py && \
+	  echo "== install tests: passed in $$(( $$(date +%s) - start )) s"
 
 demo: setup
 	$(PY) -m pyspark_datastream demo

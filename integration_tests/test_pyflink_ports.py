@@ -460,3 +460,55 @@ def test_pyflink_reduce_with_state(env_factory, tmp_path, mode, key):
         assert got == [("ab", 0), ("cde", 1)]
     else:
         assert got == [("a", 0), ("ab", 0), ("c", 1), ("cd", 1), ("cde", 1)]
+
+
+def test_pyflink_keyed_min_by_and_max_with_a_list_key(env_factory, tmp_path):
+    """PyFlink's BATCH test_keyed_min_by_and_max: a key selector returning a list
+    (``lambda x: [1]``) keys by the pickled value, as PyFlink does; its expected list."""
+    env = env_factory("BATCH", _conf(tmp_path))
+    env.set_parallelism(1)
+    ds = env.from_collection([(1, "9", 0), (1, "5", 1), (1, "6", 2), (5, "5", 0), (5, "3", 1)],
+                             type_info=Types.ROW_NAMED(["v1", "v2", "v3"],
+                                                       [Types.INT(), Types.STRING(), Types.INT()]))
+
+    def flat_map_func1(data):
+        for i in data:
+            yield int(i), 1
+
+    def flat_map_func2(data):
+        for i in data:
+            yield i
+
+    out = (ds.key_by(lambda x: x[0]).min_by("v2")
+           .map(lambda x: (x[0], x[1], x[2]),
+                output_type=Types.TUPLE([Types.INT(), Types.STRING(), Types.INT()]))
+           .key_by(lambda x: x[2]).max(0)
+           .flat_map(flat_map_func1, output_type=Types.TUPLE([Types.INT(), Types.INT()]))
+           .key_by(lambda x: [1]).min_by()
+           .flat_map(flat_map_func2, output_type=Types.INT())
+           .key_by(lambda x: x).max_by())
+    with out.execute_and_collect() as it:
+        assert sorted(it) == [1]
+
+
+@pytest.mark.parametrize("shape", ["list", "dict", "set"])
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_keys_of_any_picklable_type(env_factory, tmp_path, mode, shape):
+    """Unhashable keys (a list, a dict, a set) key by their pickled value in both modes:
+    each key's running count, counted here from the input."""
+    rng = random.Random(5)
+    records = [(rng.randrange(7), 1) for _ in range(200)]
+    selector = {"list": lambda r: [r[0] % 3, "k"], "dict": lambda r: {"k": r[0] % 3},
+                "set": lambda r: {r[0] % 3}}[shape]
+    pair = Types.TUPLE([Types.INT(), Types.INT()])
+    env = env_factory(mode, _conf(tmp_path))
+    counts = (env.from_collection(records, type_info=pair)
+              .map(lambda r: (r[0] % 3, r[1]), output_type=pair)
+              .key_by(selector).reduce(lambda a, b: (a[0], a[1] + b[1])))
+    with counts.execute_and_collect() as it:
+        got = sorted(it)
+    per_key = Counter(k % 3 for k, _ in records)
+    if mode == "BATCH":
+        assert got == sorted(per_key.items())
+    else:
+        assert got == sorted((k, i) for k, n in per_key.items() for i in range(1, n + 1))
