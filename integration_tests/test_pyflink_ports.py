@@ -476,8 +476,7 @@ def test_pyflink_keyed_min_by_and_max_with_a_list_key(env_factory, tmp_path):
             yield int(i), 1
 
     def flat_map_func2(data):
-        for i in data:
-            yield i
+        yield from data
 
     out = (ds.key_by(lambda x: x[0]).min_by("v2")
            .map(lambda x: (x[0], x[1], x[2]),

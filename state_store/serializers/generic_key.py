@@ -4,12 +4,16 @@ A key selector may return any of None, bool, int, float, str, bytes, dates,
 datetimes and (nested) tuples or Rows of these. Each value is written as a tag
 byte and an order-preserving body, so equal keys give equal bytes (keys are
 grouped by their bytes) and the byte order is a stable total order across types.
+Lists, sets and dicts are written structurally too (sets and dicts in the order of
+their elements' bytes, so equal ones give equal bytes in every process); any other
+picklable value is keyed by its pickled bytes, as PyFlink keys a Python key.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import operator
+import pickle
 from typing import Any
 
 from ..exceptions import SerializationError
@@ -40,7 +44,7 @@ __all__ = ["GenericKeySerializer"]
 
 # Tags. Byte order across types follows the tag order:
 #   None < False < True < int < float < str < bytes < date < naive datetime
-#   < aware datetime < tuple < Row.
+#   < aware datetime < tuple < Row < list < set < frozenset < dict < pickled.
 # 0x00 ends a tuple/Row, so a shorter tuple sorts before its extensions.
 _G_END = 0x00
 _G_NONE = 0x01
@@ -56,6 +60,14 @@ _G_DATETIME = 0x0C
 _G_DATETIME_TZ = 0x0D
 _G_TUPLE = 0x0E
 _G_ROW = 0x0F
+_G_LIST = 0x10
+_G_SET = 0x11
+_G_FROZENSET = 0x12
+_G_DICT = 0x13
+_G_PICKLED = 0x14
+#: pickle protocol of keys of other types: fixed, so a key's bytes stay the same across
+#: Python versions (savepoints hold them)
+_PICKLE_PROTOCOL = 4
 
 _B_NONE = bytes((_G_NONE,))
 _B_FALSE = bytes((_G_FALSE,))
@@ -66,6 +78,9 @@ _B_BYTES = bytes((_G_BYTES,))
 _B_TUPLE = bytes((_G_TUPLE,))
 _B_ROW = bytes((_G_ROW,))
 _B_END = bytes((_G_END,))
+_B_LIST = bytes((_G_LIST,))
+_B_DICT = bytes((_G_DICT,))
+_B_PICKLED = bytes((_G_PICKLED,))
 _LEX_DOUBLE = LexicographicDoubleSerializer.INSTANCE
 _UTC = _dt.timezone.utc
 #: the str tag and terminator as text (both ASCII) for :meth:`GenericKeySerializer.serialize_many`
@@ -89,7 +104,10 @@ class GenericKeySerializer(Stateless, TypeSerializer[Any]):
     """Deterministic, prefix-free, tagged encoding of keys that have no declared type.
 
     Supports None, bool, int (any size), float, str, bytes, datetime.date,
-    datetime.datetime and tuples / ``Row``s of these, nested. Each value is a tag
+    datetime.datetime and tuples / ``Row``s of these, nested; lists, sets, frozensets and
+    dicts of supported values (sets and dicts by their elements' bytes, so equal ones are
+    one key in every process); and any other picklable value by its pickled bytes
+    (PyFlink's rule: two such values are one key when their pickles are equal). Each value is a tag
     byte followed by an order-preserving body, so the byte order is a stable
     total order: first by type (None < bool < int < float < str < bytes < date
     < naive datetime < aware datetime < tuple < Row), then by value (floats:
@@ -236,15 +254,47 @@ class GenericKeySerializer(Stateless, TypeSerializer[Any]):
             out.append(_B_FLOAT + _LEX_DOUBLE.serialize(float(value)))
         elif hasattr(type(value), "__index__"):  # numpy ints and other integral types
             out.append(encode_ordered_int(operator.index(value), _G_INT))
+        elif isinstance(value, list):
+            out.append(_B_LIST)
+            for v in value:
+                self._write(v, out, key)
+            out.append(_B_END)
+        elif isinstance(value, (set, frozenset)):
+            # by the elements' bytes, not iteration order (which follows the process's hash seed)
+            out.append(bytes((_G_FROZENSET if isinstance(value, frozenset) else _G_SET,)))
+            out.extend(sorted(self._bytes_of(v, key) for v in value))
+            out.append(_B_END)
+        elif isinstance(value, dict):
+            out.append(_B_DICT)
+            for entry in sorted(self._bytes_of(k, key) + self._bytes_of(v, key)
+                                for k, v in value.items()):
+                out.append(entry)
+            out.append(_B_END)
         else:
+            self._write_pickled(value, out, key)
+
+    def _bytes_of(self, value: Any, key: Any) -> bytes:
+        parts: list[bytes] = []
+        self._write(value, parts, key)
+        return b"".join(parts)
+
+    @staticmethod
+    def _write_pickled(value: Any, out: list[bytes], key: Any) -> None:
+        """Any other value: its pickled bytes, as PyFlink keys a Python key (two values are
+        one key when their pickles are equal)."""
+        try:
+            raw = pickle.dumps(value, protocol=_PICKLE_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - pickling runs the value's own code
             where = "" if value is key else f" inside key {describe(key)}"
             raise SerializationError(
                 f"GenericKeySerializer cannot serialize a key value of type "
-                f"{type(value).__name__!r}{where}: {describe(value)} is not a supported key. "
-                f"Return a str/int/float/bytes/tuple key from the key selector, or declare "
-                f"key_type with a deterministic type (e.g. Types.STRING(), Types.LONG(), "
-                f"Types.TUPLE([...]))."
-            )
+                f"{type(value).__name__!r}{where}: {describe(value)} cannot be pickled "
+                f"({type(exc).__name__}: {exc}). Return a str/int/float/bytes/tuple key from "
+                f"the key selector, or declare key_type with a deterministic type (e.g. "
+                f"Types.STRING(), Types.LONG(), Types.TUPLE([...]))."
+            ) from exc
+        out.append(_B_PICKLED)
+        out.append(_escape(raw))
 
     def deserialize(self, data: bytes) -> Any:
         try:
@@ -312,6 +362,20 @@ class GenericKeySerializer(Stateless, TypeSerializer[Any]):
         if tag == _G_DATETIME_TZ:
             micros = U64.unpack_from(data, pos)[0] - LONG_OFFSET
             return micros_to_datetime(micros).replace(tzinfo=_UTC), pos + 8
+        if _G_LIST <= tag <= _G_DICT:
+            items = []
+            while data[pos] != _G_END:
+                v, pos = self._read(data, pos)
+                items.append(v)
+            pos += 1
+            if tag == _G_LIST:
+                return items, pos
+            if tag == _G_DICT:
+                return dict(zip(items[0::2], items[1::2])), pos
+            return (set(items) if tag == _G_SET else frozenset(items)), pos
+        if tag == _G_PICKLED:
+            raw, pos = read_escaped(data, pos)
+            return pickle.loads(raw), pos
         raise ValueError(f"unknown key tag 0x{tag:02x} at offset {pos - 1}")
 
 
