@@ -9,11 +9,17 @@ records. A run that finds that group's committed offset past its batch id writes
 The transactional id ``<prefix>-<partition>`` is stable across runs and retries, so
 ``init_transactions`` fences a zombie writer of the same partition and aborts its open
 transaction before anything is checked or written.
+
+Reading the marker group's committed offset asks the group coordinator, which a new broker
+only has once it has created its offsets topic (about 1.5 s with Kafka's default 50
+partitions): librdkafka answers ``NOT_COORDINATOR`` meanwhile and does not retry it, so
+:func:`retry_transient` retries the coordinator and timeout errors within a bound.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any, Callable, Optional
 
@@ -22,10 +28,18 @@ from ..state_store.exceptions import ConfigurationError
 from .partition_writes import counting_writer, non_empty
 
 __all__ = ["transactional_id", "marker_group", "producer_config", "check_producer_config",
-           "write_partition", "partition_writer"]
+           "write_partition", "partition_writer", "committed_batch", "retry_transient",
+           "TRANSIENT_ERRORS"]
 
 #: seconds a transaction call (init, offsets, commit) may take before the write fails
 CALL_TIMEOUT_S = 60.0
+#: the bound of :func:`retry_transient` for the committed-offset read: total seconds, attempts
+RETRY_SECONDS = 60.0
+RETRY_ATTEMPTS = 40
+#: librdkafka error names retried: a group coordinator being elected or loading, and timeouts
+TRANSIENT_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
+                              "COORDINATOR_NOT_AVAILABLE", "REQUEST_TIMED_OUT", "_TIMED_OUT",
+                              "_WAIT_COORD"})
 
 
 def transactional_id(prefix: str, partition: int) -> str:
@@ -91,13 +105,86 @@ def check_producer_config(spec: dict[str, Any], sink: str) -> None:
                                  f"are refused: {exc}") from exc
 
 
-def _committed_batch(consumer: Any, topic: str) -> int:
-    """The batch id the marker group recorded last (-1: none)."""
-    from confluent_kafka import TopicPartition
+def _transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is a KafkaException whose error is worth another attempt."""
+    from confluent_kafka import KafkaError, KafkaException
 
-    (found,) = consumer.committed([TopicPartition(topic, 0)], timeout=CALL_TIMEOUT_S)
-    if found.error is not None:
-        raise JobExecutionError(f"reading the committed batch of {topic}: {found.error}")
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return isinstance(error, KafkaError) and (error.name() in TRANSIENT_ERRORS
+                                              or bool(error.retriable()))
+
+
+def retry_transient(call: Callable[[float], Any], what: str, *,
+                    max_seconds: float = RETRY_SECONDS, max_attempts: int = RETRY_ATTEMPTS,
+                    sleep: Callable[[float], None] = time.sleep,
+                    clock: Callable[[], float] = time.monotonic) -> Any:
+    """``call(timeout)`` again while it raises a transient Kafka error (:data:`TRANSIENT_ERRORS`
+    or one librdkafka marks retriable), backing off from 0.1 s up to 2 s between attempts,
+    within ``max_seconds`` in all and ``max_attempts`` calls.
+
+    Args:
+        call: The client call; it gets the seconds left (at most ``CALL_TIMEOUT_S``).
+        what: What is being done, for the error (the sink, transactional id, batch, call).
+        max_seconds: The total time bound, the calls' own time included.
+        max_attempts: The bound on calls.
+        sleep: Sleeps between attempts (``time.sleep``).
+        clock: A monotonic clock in seconds (``time.monotonic``).
+
+    Returns:
+        What ``call`` returned.
+
+    Raises:
+        JobExecutionError: A bound was reached; names ``what``, the attempts, the time and the
+            last error.
+        KafkaException: A non-transient error, at once.
+    """
+    start = clock()
+    deadline = start + max_seconds
+    backoff = 0.1
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            return call(max(0.1, min(CALL_TIMEOUT_S, deadline - clock())))
+        except Exception as exc:
+            if not _transient(exc):
+                raise
+            left = deadline - clock()
+            if attempts >= max_attempts or left <= 0:
+                error = exc.args[0]
+                raise JobExecutionError(
+                    f"{what}: Kafka still answered {error.name()} after {attempts} attempts in "
+                    f"{clock() - start:.1f} s (bound: {max_attempts} attempts, {max_seconds:g} s); "
+                    f"last error: {error}") from exc
+            sleep(min(backoff, left))
+            backoff = min(backoff * 2, 2.0)
+
+
+def committed_batch(consumer: Any, topic: str, what: str) -> int:
+    """The batch id the consumer's marker group recorded last, read with
+    :func:`retry_transient` (a new broker has no group coordinator for its first second).
+
+    Args:
+        consumer: A confluent-kafka Consumer of the marker group.
+        topic: The sink's topic (the group's offset is recorded on its partition 0).
+        what: The sink, transactional id and micro-batch, for the error.
+
+    Returns:
+        The batch id, or -1 when the group has recorded none.
+
+    Raises:
+        JobExecutionError: The coordinator stayed unavailable past the retry bound.
+        KafkaException: Kafka refused the read otherwise.
+    """
+    from confluent_kafka import KafkaException, TopicPartition
+
+    def read(timeout: float) -> Any:
+        (found,) = consumer.committed([TopicPartition(topic, 0)], timeout=timeout)
+        if found.error is not None:
+            raise KafkaException(found.error)
+        return found
+
+    found = retry_transient(read, f"{what}, reading the committed batch of its marker group")
     return found.offset - 1 if found.offset > 0 else -1
 
 
@@ -147,7 +234,7 @@ def write_partition(values: Iterable[Optional[str]], spec: dict[str, Any], parti
                              "group.id": group, "enable.auto.commit": False})
         producer = Producer(config)
         producer.init_transactions(CALL_TIMEOUT_S)  # fences older writers of this partition
-        if _committed_batch(consumer, topic) >= batch_id:
+        if committed_batch(consumer, topic, what) >= batch_id:
             for _ in records:  # written by an earlier run: consume the input, write nothing
                 pass
             return 0
