@@ -24,6 +24,12 @@ KV_SCHEMA = "k string, v long"
 _mtime = [1_700_000_000]
 
 
+def spark_line(spark: Any) -> tuple[int, int]:
+    """The session's Spark line as ``(major, minor)``: ``(3, 5)``, ``(4, 2)``."""
+    major, minor = spark.version.split(".")[:2]
+    return int(major), int(minor)
+
+
 def env_on(spark: Any, mode: str, config: Optional[dict[str, Any]] = None) -> Any:
     """An environment in ``mode`` on the session ``spark``, with ``config`` and parallelism 2
     (what the ``env_factory`` fixture builds; usable where no fixture is, e.g. in a

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..operators.exceptions import JobExecutionError
 from ..plan.config import RuntimeMode
 from ..plan.graph import SinkNode
+from ..spark_io.versions import require_feature
 from ..state_store.exceptions import SavepointError
 from ..state_store.storage import Storage
 
@@ -325,6 +326,7 @@ class JobClient:
         Raises:
             SavepointError: The job ran in BATCH or is not a running processing-time job, or it
                 runs keyed operators in several queries (use ``stop_with_savepoint``).
+            UnsupportedSparkFeatureError: Spark 3.5, which cannot read the state back.
         """
         with self._lock:
             self._check_savepoint("trigger_savepoint")
@@ -358,6 +360,7 @@ class JobClient:
         Raises:
             SavepointError: a wrong-typed argument (e.g. the path first), True for
                 ``advance_to_end_of_event_time``, a job not RUNNING, or no consistent cut.
+            UnsupportedSparkFeatureError: Spark 3.5, which cannot read the state back.
         """
         if not isinstance(advance_to_end_of_event_time, bool):
             raise SavepointError(
@@ -412,6 +415,8 @@ class JobClient:
                 "write its savepoint with env.execute(name, savepoint_path=...), or run it "
                 "with execution.streaming.trigger=processing-time=<interval> over unbounded "
                 "sources")
+        # before any query stops: a line without Spark's state data source cannot write it
+        require_feature("streaming_savepoint")
 
     def _holds_state(self, name: str) -> bool:
         return self._job.query_holds_state(name)

@@ -278,8 +278,10 @@ def run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
         with gc_paused():
             for batch in _run_pass(spec, _collecting_every(batches, _GC_EVERY_BATCHES), config):
                 if spec.metrics_column:
-                    batch = batch.append_column(pa.field(METRICS, pa.string()),
-                                                pa.nulls(batch.num_rows, pa.string()))
+                    # (RecordBatch.append_column needs pyarrow 15)
+                    batch = pa.RecordBatch.from_arrays(
+                        [*batch.columns, pa.nulls(batch.num_rows, pa.string())],
+                        schema=batch.schema.append(pa.field(METRICS, pa.string())))
                     schema = batch.schema
                 yield batch
     finally:

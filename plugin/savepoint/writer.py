@@ -86,6 +86,15 @@ def _kind_column(metadata: SavepointMetadata) -> Any:
     return F.when(F.col("key_group") < F.lit(0), operator_state).otherwise(keyed)
 
 
+def _failure_text(exc: BaseException) -> str:
+    """``exc`` as one message: a Py4J error (pyspark 3.5 hands Spark's job failures over as
+    such) without its "An error occurred while calling o123.save." preamble, which would put
+    the cause on a later line."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java) if java is not None else str(exc)
+    return f"{type(exc).__name__}: {text[:2000]}"
+
+
 def _check_target(root: str) -> Any:
     """The current table (snapshot for conflict detection), or None for a new savepoint."""
     from deltalake import DeltaTable
@@ -287,7 +296,7 @@ def _write_with_spark_delta(spark: SparkSession, path: str, df: DataFrame,
                 f"savepoint at {path}: another writer committed concurrently: {exc}") from exc
         raise JobExecutionError(
             f"writing the savepoint at {path} failed (no version was committed): "
-            f"{type(exc).__name__}: {str(exc)[:2000]}") from exc
+            f"{_failure_text(exc)}") from exc
     hist = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()
     version = int(hist[0]["version"]) if hist else 0
     log.info("savepoint %s: Delta version %d written by Spark's Delta writer in %.1f s", path,
@@ -374,8 +383,7 @@ def _write_with_delta_rs(spark: SparkSession, path: str, df: DataFrame,
 
         raise JobExecutionError(
             f"writing the savepoint at {path} failed (no version was committed): "
-            f"{type(exc).__name__}: {str(exc)[:2000]}"
-        ) from exc
+            f"{_failure_text(exc)}") from exc
     written = time.monotonic()
     version = folder.commit(metadata)
     done = time.monotonic()

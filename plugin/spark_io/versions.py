@@ -29,7 +29,8 @@ from ..state_store.exceptions import ConfigurationError
 from .exceptions import SparkVersionError, UnsupportedSparkFeatureError
 
 __all__ = ["SUPPORTED_LINES", "UNTESTED_SPARK_ENV", "check_pyspark", "check_streaming_versions",
-           "installed_pyspark_version", "require_spark_feature"]
+           "installed_pyspark_version", "require_spark_feature", "SPARK_FEATURES",
+           "require_feature"]
 
 #: The Spark lines the package is tested on (``make test`` and ``make test-compat``).
 SUPPORTED_LINES: tuple[str, ...] = ("3.5", "4.0", "4.1", "4.2", "4.3")
@@ -143,6 +144,39 @@ def require_spark_feature(feature: str, since: str, spark_version: Optional[str]
         raise UnsupportedSparkFeatureError(
             f"{feature} needs Spark {since} or newer; this session runs Spark {spark_version} "
             f"(line {line}). Run the job on a Spark {since}+ runtime, or do without {feature}")
+
+
+#: Features of the package that an older supported Spark line cannot run, by the name
+#: :func:`require_feature` takes: ``(what the job asks for, the first line that runs it, what
+#: it needs from that line)``. Everything else runs on every line of :data:`SUPPORTED_LINES`.
+SPARK_FEATURES: dict[str, tuple[str, str, str]] = {
+    "streaming_savepoint": (
+        "a STREAMING savepoint", "4.0",
+        "env.execute(name, savepoint_path=...) in STREAMING mode and JobClient's "
+        "trigger_savepoint / stop_with_savepoint read the keyed state back from the query "
+        "checkpoint with Spark's state data source, format(\"statestore\"), which Spark 4.0 "
+        "added; on this line write the savepoint from a BATCH run, which a STREAMING job can "
+        "restore"),
+}
+
+
+def require_feature(name: str, spark_version: Optional[str] = None) -> None:
+    """Refuse the package feature ``name`` (a key of :data:`SPARK_FEATURES`) when the
+    session's Spark line cannot run it; called when the job is built.
+
+    Args:
+        name: The feature's key in :data:`SPARK_FEATURES`.
+        spark_version: The session's Spark version (``spark.version``); default the
+            importable pyspark's.
+
+    Raises:
+        UnsupportedSparkFeatureError: the line is older than the feature's first line.
+    """
+    feature, since, why = SPARK_FEATURES[name]
+    try:
+        require_spark_feature(feature, since, spark_version)
+    except UnsupportedSparkFeatureError as exc:
+        raise UnsupportedSparkFeatureError(f"{exc} ({why})") from None
 
 
 def check_streaming_versions(pyspark_version: Optional[str] = None,

@@ -61,6 +61,7 @@ from ..runtime.passes import (
 )
 from ..runtime.savepoint_rows import RESTORE_COLUMNS, SP_COLUMNS, SP_META
 from ..spark_io.columns import col, count_all, lit
+from ..spark_io.dataframes import to_arrow
 from ..spark_io.key_columns import native_key_bytes
 from ..spark_io.key_group_ranges import repartition_by_key_group_range
 from ..spark_io.progress import METRICS_KEY, BatchProgress, Stage
@@ -168,7 +169,7 @@ class BatchTranslator:
             try:
                 with progress.action(f"collect of {node.name!r}"):
                     with surfacing(f"BATCH job {self.job_name!r}, collect of {node.name!r}"):
-                        table = df.toArrow()
+                        table = to_arrow(df)
                     progress.complete(stage, rows_in=table.num_rows)
                 ok = True
             finally:
@@ -709,14 +710,17 @@ class BatchTranslator:
                     aggs.append(F.max(f"`{c}`").alias(c))
                 else:  # 'first': the earliest record's value (Flink keeps the first record)
                     aggs.append(F.min_by(f"`{c}`", F.col(TS)).alias(c))
-            df = parent.df.groupBy(f"`{kcol}`").agg(*aggs)
+            # F.col, not the name: Spark Connect 3.5 binds a name to the plan id of the
+            # observed DataFrame, which its analyzer then fails to find
+            df = parent.df.groupBy(F.col(f"`{kcol}`")).agg(*aggs)
         else:  # min_by / max_by: the whole record holding the extreme value, first on ties
             field_idx = plan[1]
             fn = F.min_by if kind == "min_by" else F.max_by
             order = F.struct(F.col(f"`{cols[field_idx]}`"),
                              (F.col(TS) if kind == "min_by" else -F.col(TS)))
             rec = F.struct(*[F.col(f"`{c}`") for c in cols])
-            df = parent.df.groupBy(f"`{kcol}`").agg(F.max(TS).alias(TS), fn(rec, order).alias("_r"))
+            df = parent.df.groupBy(F.col(f"`{kcol}`")).agg(
+                F.max(TS).alias(TS), fn(rec, order).alias("_r"))
             df = df.select(TS, *[F.col(f"_r.`{c}`").alias(c) for c in cols])
         df = df.select(TS, *[F.col(f"`{c}`") for c in cols])
         df = self._observe(df, stage, "out", {"rows_out": F.count(F.lit(1))})

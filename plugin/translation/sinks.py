@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..plan.graph import SinkNode, Transformation
 from ..runtime.encoding import make_decoder, output_check
+from ..spark_io.dataframes import to_arrow
 from ..state_store.exceptions import GraphBuildError
 from .steps import collectable, collectable_arrow, typed_df
 from .stream import Stream
@@ -85,7 +86,7 @@ def _print_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
 
     def write() -> int:
         n = 0
-        for batch in df.toArrow().to_batches():
+        for batch in to_arrow(df).to_batches():
             for record in decode(batch):
                 print(_line(prefix, record))
                 n += 1
@@ -128,7 +129,7 @@ def _delta_streaming(t: Any, sink: SinkNode, stream: Stream, name: str
     df = typed_df(t, stream, sink.inputs[0])
     total = [0]
     # exactly-once: each micro-batch is one idempotent Delta commit (delta_sink.py)
-    write = micro_batch_writer(t.spark, sink.options["path"], sink.options["mode"],
+    write = micro_batch_writer(sink.options["path"], sink.options["mode"],
                                t.storage.join(t.job_folder(), name, "checkpoint"),
                                total, t.storage)
     return df, write, total
@@ -156,8 +157,7 @@ def _kafka_streaming(t: Any, sink: SinkNode, stream: Stream, name: str
 
     _check_kafka_sink(sink)
     total = [0]
-    write = kafka_batch_writer(sink, total, t.spark,
-                               t.storage.join(t.job_folder(), name, "checkpoint"))
+    write = kafka_batch_writer(sink, total, t.storage.join(t.job_folder(), name, "checkpoint"))
     return typed_df(t, stream, sink.inputs[0]), write, total
 
 
@@ -186,7 +186,7 @@ def _file_streaming(t: Any, sink: SinkNode, stream: Stream, name: str
     from .file_sink import file_batch_writer
 
     total = [0]
-    write = file_batch_writer(sink, total, t.spark, t.storage,
+    write = file_batch_writer(sink, total, t.storage,
                               t.storage.join(t.job_folder(), name, "checkpoint"))
     return typed_df(t, stream, sink.inputs[0]), write, total
 

@@ -53,8 +53,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 from ..plan.graph import Transformation, is_keyed, upstream
 from ..runtime.encoding import KEY, KG, SIDE, TS, VALUE
 from ..savepoint.format import OperatorMetadata, SavepointMetadata
+from ..spark_io.dataframes import map_groups_in_arrow
 from ..spark_io.key_group_ranges import RANGE_KEY, key_group_of_range_key_column
 from ..spark_io.progress import Heartbeat, fmt_count, observe, observed_metrics
+from ..spark_io.versions import require_feature
 from ..state_store.backends import get_backend
 from ..state_store.entries import StateMetaInfo
 from ..state_store.exceptions import SavepointFormatError
@@ -195,6 +197,8 @@ class StreamingSavepointWrite:
         #: as its queries run), or those of the batches a running job's savepoint pins
         self.progress: list[dict[str, Any]] = (translator.progress if progress is None
                                                else progress)
+        # Spark 3.5 has no state data source to read the state back with (versions.py)
+        require_feature("streaming_savepoint", translator.spark.version)
         check_savepoint_uids(translator.nodes)
         #: query name -> root node of the DataFrame it runs (filled by the translator)
         self.queries: dict[str, Transformation] = {}
@@ -343,8 +347,8 @@ class StreamingSavepointWrite:
 
 def _pack_pass(metas: list[dict[str, Any]], fields: list[str],
                broadcast: Optional[Any] = None) -> Callable[[Any], Any]:
-    """``applyInArrow`` per key group: its savepoint entries -> one restore row with the
-    keyed input's ``fields`` (with ``broadcast`` = ``(meta infos, entries)``, the broadcast
+    """Per key group (:func:`map_groups_in_arrow`): its savepoint entries -> one restore row
+    with the keyed input's ``fields`` (with ``broadcast`` = ``(meta infos, entries)``, the broadcast
     state every key group gets; rows without a key then only mark a key group).
 
     Arrow sorts the entries (so a retried task packs the same bytes) and hands them over as
@@ -410,7 +414,8 @@ def restore_rows_folder(translator: Any, node: Transformation, folder: str, sche
         every = translator.spark.range(translator.max_parallelism).select(
             F.col("id").cast("int").alias("key_group"))
         entries = entries.unionByName(every, allowMissingColumns=True)
-    packed = entries.groupBy("key_group").applyInArrow(
+    packed = map_groups_in_arrow(
+        entries, "key_group",
         _pack_pass([m.to_dict() for m in op.states], schema.fieldNames(), broadcast), schema)
     packed, obs_out = observe(packed, f"restore key groups {node.effective_uid()}",
                               {"key_groups": F.count(F.lit(1))})

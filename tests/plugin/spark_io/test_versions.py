@@ -4,6 +4,7 @@ lacks, and pyspark/pyarrow pairs whose applyInPandasWithState cannot run."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -15,11 +16,13 @@ from pyspark_datastream import (
     UnsupportedSparkFeatureError,
 )
 from pyspark_datastream.spark_io.versions import (
+    SPARK_FEATURES,
     SUPPORTED_LINES,
     UNTESTED_SPARK_ENV,
     check_pyspark,
     check_streaming_versions,
     installed_pyspark_version,
+    require_feature,
     require_spark_feature,
 )
 
@@ -113,6 +116,18 @@ def test_a_feature_newer_than_the_line_is_refused_naming_both():
         require_spark_feature("groupBy().applyInArrow", "4.0", "3.5.0")
     require_spark_feature("groupBy().applyInArrow", "4.0", "4.0.0")
     require_spark_feature("groupBy().applyInArrow", "4.0", "4.3.0")
+
+
+def test_the_streaming_savepoint_is_refused_on_3_5_only_saying_why_and_what_instead():
+    assert SPARK_FEATURES["streaming_savepoint"][1] == "4.0"
+    for version in ("3.5.0", "3.5.2+databricks", "3.5.9"):
+        with pytest.raises(UnsupportedSparkFeatureError,
+                           match=rf"a STREAMING savepoint needs Spark 4\.0 or newer; this session "
+                                 rf"runs Spark {re.escape(version)} \(line 3\.5\).*"
+                                 r"format\(\"statestore\"\).*from a BATCH run"):
+            require_feature("streaming_savepoint", version)
+    for version in ("4.0.0", "4.2.1", "4.3.0"):
+        require_feature("streaming_savepoint", version)
 
 
 @pytest.mark.parametrize("pyspark,pyarrow,fixed", [
