@@ -94,10 +94,24 @@ def s3_proxy(spark, s3_server):
     proxy.stop()
 
 
+def _skip_without(connector: str, what: str) -> None:
+    """Skip the test when ``make setup`` resolved no ``connector`` jars (``"delta"`` or
+    ``"kafka"``, jars.available()) for the installed pyspark: its line has none on Maven
+    Central (4.3 has neither yet)."""
+    import jars
+
+    if not jars.available()[connector]:
+        pytest.skip(f"{what}: `make setup` resolved no {connector} jars for Spark "
+                    f"{jars.spark_line()} into {jars.jar_dir()} (its line has none on Maven "
+                    "Central; see integration_tests/jars.py)")
+
+
 @pytest.fixture
 def spark_delta(spark):
     """The shared session with Spark's own Delta Lake as the project's Delta writer and
-    reader (``pyspark_datastream.delta.writer=spark``) for one test."""
+    reader (``pyspark_datastream.delta.writer=spark``) for one test; skipped on a line
+    without Spark's Delta jars."""
+    _skip_without("delta", "Spark's Delta Lake")
     spark.conf.set("pyspark_datastream.delta.writer", "spark")
     try:
         yield spark
@@ -118,7 +132,9 @@ def env_factory(spark):
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
-    """A single-node KRaft Kafka broker on loopback (kafka_broker.py), stopped at the end."""
+    """A single-node KRaft Kafka broker on loopback (kafka_broker.py), stopped at the end;
+    skipped on a line without Spark's Kafka connector (the broker comes with it)."""
+    _skip_without("kafka", "Spark's Kafka connector")
     from kafka_broker import KafkaBroker
 
     broker = KafkaBroker(str(tmp_path_factory.mktemp("kafka"))).start()

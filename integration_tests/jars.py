@@ -28,7 +28,9 @@ import sys
 import tempfile
 
 __all__ = ["DELTA_ARTIFACTS", "DELTA_BEFORE", "delta_artifact", "jar_dir", "class_path",
-           "delta_spark_conf", "install", "artifacts", "available", "broker_dir", "broker_class_path", "kafka_clients_version"]
+           "delta_spark_conf", "install", "artifacts", "available", "broker_dir",
+           "broker_class_path", "kafka_clients_version", "connect_server_dir",
+           "connect_server_jars"]
 
 #: Spark's Delta Lake per Spark line, as Maven Central names it (since Delta 4.1 the artifact
 #: carries the Spark line; 3.3.x is the last release for Spark 3.5, Scala 2.12). A line
@@ -323,6 +325,47 @@ def _install_broker(folder: str, clients_version: str) -> None:
         shutil.move(staged, folder)
 
 
+def connect_server_dir() -> str:
+    """Where ``make setup`` put Spark Connect's server for a pyspark that ships none:
+    ``<venv>/connect-server``."""
+    return os.path.join(sys.prefix, "connect-server")
+
+
+def connect_server_jars() -> list[str]:
+    """The Spark Connect server jars a local ``remote("local[2]")`` session must be started
+    with (``--jars``): none where pyspark ships the server (4.0+), else those ``make setup``
+    resolved (3.5's pip package has no ``spark-connect`` jar)."""
+    if glob.glob(os.path.join(_pyspark_dir(), "jars", "spark-connect_*.jar")):
+        return []
+    found = sorted(glob.glob(os.path.join(connect_server_dir(), "*.jar")))
+    if not found:
+        raise RuntimeError(f"pyspark ships no Spark Connect server and {connect_server_dir()} "
+                           "has none: run `make setup`")
+    return found
+
+
+def _install_connect_server() -> None:
+    """``org.apache.spark:spark-connect`` at pyspark's version into
+    :func:`connect_server_dir` when pyspark ships no Connect server (3.5): its jar shades
+    gRPC and its Guava, so it goes on ``--jars``, never on the class path before Spark's
+    own jars (there its Guava classes hide Spark's: ``NoClassDefFoundError:
+    InternalFutureFailureAccess``)."""
+    import pyspark
+
+    if glob.glob(os.path.join(_pyspark_dir(), "jars", "spark-connect_*.jar")):
+        return
+    folder = connect_server_dir()
+    wanted = f"org.apache.spark:spark-connect_{scala_version()}:{pyspark.__version__}"
+    stamp = os.path.join(folder, _STAMP)
+    if os.path.exists(stamp) and open(stamp).read() == wanted:
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    _install_connectors(folder, [wanted])
+    with open(stamp, "w") as f:
+        f.write(wanted)
+    print(f"Spark Connect server {wanted} in {folder}:", ", ".join(sorted(os.listdir(folder))))
+
+
 def install(kafka: bool = True) -> None:
     """Resolve :func:`artifacts` into :func:`jar_dir` (minus what pyspark ships), then, when
     Spark's Kafka connector was among them, the Kafka broker matching the connector's
@@ -337,6 +380,7 @@ def install(kafka: bool = True) -> None:
         with open(stamp, "w") as f:
             f.write(wanted)
         print(f"connector jars in {folder}:", ", ".join(sorted(os.listdir(folder))))
+    _install_connect_server()
     if not any(":spark-sql-kafka-0-10_" in c for c in coords):
         return  # no connector for the line (artifacts() said so): no broker to match it
     broker = broker_dir()

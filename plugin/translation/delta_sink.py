@@ -243,13 +243,15 @@ def drain(df: DataFrame) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
-def micro_batch_writer(spark: Any, path: str, mode: str, checkpoint: str,
+def micro_batch_writer(path: str, mode: str, checkpoint: str,
                        total: list[int], storage: Storage) -> Callable[[Any, int], None]:
     """The ``foreachBatch`` function of a STREAMING ``sink_to_delta``: batch 0 uses ``mode``,
     later batches append; rows added accumulate in ``total[0]``. Spark calls it from a thread
-    of its own, so it enters the job's storage scope (``storage``) itself."""
+    of its own, so it enters the job's storage scope (``storage``) itself. It takes the
+    session from the micro-batch: Spark Connect 3.5 cannot pickle a session into it."""
 
     def write(batch_df: Any, batch_id: int) -> None:
+        spark = batch_df.sparkSession
         with job_scope(storage):
             app_id = query_app_id(spark, checkpoint)
             try:

@@ -70,14 +70,13 @@ def batch_timestamp_ms(storage: Storage, checkpoint: str, batch_id: int) -> int:
                                 f"{path}: {type(exc).__name__}: {exc}") from exc
 
 
-def file_batch_writer(sink: SinkNode, total: list[int], spark: Any, storage: Storage,
+def file_batch_writer(sink: SinkNode, total: list[int], storage: Storage,
                       checkpoint: str) -> Callable[[Any, int], None]:
     """The ``foreachBatch`` function of a STREAMING FileSink; written counts add to ``total[0]``.
 
     Args:
         sink: The ``files`` SinkNode.
         total: A one-element list accumulating the records written.
-        spark: The session (to find the query's id).
         storage: The job's storage layer.
         checkpoint: The sink query's checkpoint.
 
@@ -86,7 +85,8 @@ def file_batch_writer(sink: SinkNode, total: list[int], spark: Any, storage: Sto
     """
 
     def write(batch_df: Any, batch_id: int) -> None:
-        uid = streaming_query_id(spark, checkpoint)
+        # the micro-batch's session: Spark Connect 3.5 cannot pickle one into this function
+        uid = streaming_query_id(batch_df.sparkSession, checkpoint)
         bucket = sink.options["buckets"].bucket(batch_timestamp_ms(storage, checkpoint, batch_id))
         total[0] += write_part_files(batch_df, sink, storage, bucket, uid, batch_id)
 

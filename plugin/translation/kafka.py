@@ -151,14 +151,13 @@ def write_kafka_transactions(df: DataFrame, sink: SinkNode, query_id: str, batch
     return write_partitions(df, partition_writer(spec, query_id, batch_id))
 
 
-def kafka_batch_writer(sink: SinkNode, total: list[int], spark: Any,
+def kafka_batch_writer(sink: SinkNode, total: list[int],
                        checkpoint: str) -> Callable[[Any, int], None]:
     """The ``foreachBatch`` function of a STREAMING Kafka sink; written counts add to ``total[0]``.
 
     Args:
         sink: The ``kafka`` SinkNode.
         total: A one-element list accumulating the records written.
-        spark: The session (EXACTLY_ONCE: to find the query's id).
         checkpoint: The sink query's checkpoint (EXACTLY_ONCE: to find the query's id).
 
     Returns:
@@ -167,7 +166,8 @@ def kafka_batch_writer(sink: SinkNode, total: list[int], spark: Any,
 
     def write(batch_df: Any, batch_id: int) -> None:
         if exactly_once(sink):
-            query_id = streaming_query_id(spark, checkpoint)
+            # the micro-batch's session: Spark Connect 3.5 cannot pickle one into this function
+            query_id = streaming_query_id(batch_df.sparkSession, checkpoint)
             total[0] += write_kafka_transactions(batch_df, sink, query_id, batch_id)
         else:
             total[0] += write_kafka(batch_df, sink)
