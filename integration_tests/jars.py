@@ -13,8 +13,10 @@ which connectors were resolved (:func:`available`), and the tests of Spark's Del
 skip there, saying why. Tests and benchmarks then put them on the class path
 (:func:`delta_spark_conf`). The Kafka broker (``kafka_2.13`` at the version of the
 ``kafka-clients`` the connector uses) goes into ``<venv>/kafka-broker``, a folder of its own
-that never joins Spark's class path (:func:`broker_class_path`). Nothing is downloaded at
-test or run time.
+that never joins Spark's class path (:func:`broker_class_path`). Where pyspark ships no
+Spark Connect server (3.5's pip package), ``spark-connect`` at pyspark's version goes into
+``<venv>/connect-server`` for a local Connect session's ``--jars``
+(:func:`connect_server_jars`). Nothing is downloaded at test or run time.
 """
 
 from __future__ import annotations
