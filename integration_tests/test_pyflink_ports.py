@@ -32,6 +32,7 @@ from pyspark_datastream import (
     Configuration,
     ConfigurationError,
     ContinuousEventTimeTrigger,
+    CoProcessFunction,
     EventTimeTrigger,
     FilterFunction,
     FlatMapFunction,
@@ -511,3 +512,40 @@ def test_keys_of_any_picklable_type(env_factory, tmp_path, mode, shape):
         assert got == sorted(per_key.items())
     else:
         assert got == sorted((k, i) for k, n in per_key.items() for i in range(1, n + 1))
+
+
+class _CountPerKey(CoProcessFunction):
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def _next(self, value):
+        n = (self.count.value() or 0) + 1
+        self.count.update(n)
+        yield value[0], n
+
+    def process_element1(self, value, ctx):
+        yield from self._next(value)
+
+    def process_element2(self, value, ctx):
+        yield from self._next(value)
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_a_co_process_function_on_keyed_connected_streams_counts_per_key(env_factory, tmp_path,
+                                                                         mode):
+    """As PyFlink (its ConnectedStreams.process runs keyed inputs keyed whatever the function's
+    class), a CoProcessFunction after ``connect(...).key_by(k1, k2)`` reads the key's state:
+    each key's running count over both inputs, counted here from the input."""
+    rng = random.Random(11)
+    left = [(f"k{rng.randrange(5)}", i) for i in range(60)]
+    right = [(f"k{rng.randrange(5)}", -i) for i in range(40)]
+    pair = Types.TUPLE([Types.STRING(), Types.LONG()])
+    env = env_factory(mode, _conf(tmp_path))
+    out = (env.from_collection(left, type_info=pair)
+           .connect(env.from_collection(right, type_info=pair))
+           .key_by(lambda r: r[0], lambda r: r[0])
+           .process(_CountPerKey(), output_type=pair))
+    with out.execute_and_collect() as it:
+        got = sorted(it)
+    per_key = Counter(k for k, _ in left + right)
+    assert got == sorted((k, i) for k, n in per_key.items() for i in range(1, n + 1))

@@ -62,7 +62,8 @@ class ConnectedCalls:
                              self.second.key_by(key_selector2, key_type))
 
     def process(self, func: Any, output_type: Optional[TypeInformation] = None) -> Any:
-        """Run a ``KeyedCoProcessFunction`` (keyed inputs) or a ``CoProcessFunction``.
+        """Run a ``KeyedCoProcessFunction`` (keyed inputs) or a ``CoProcessFunction`` (keyed
+        inputs run it keyed, as PyFlink does: its state and timers are the key's).
 
         Args:
             func: The co-process function.
@@ -87,6 +88,10 @@ class ConnectedCalls:
                                      output_type=out_t, function=func)
             return self._derive(keyed_node)
         if isinstance(func, CoProcessFunction):
+            if self._is_keyed():  # as PyFlink: keyed inputs run a keyed co-process operator,
+                # so the function's state is the key's and its context's timers work
+                return self._derive(CoKeyedNode(name=name, inputs=self._input_nodes(),
+                                                output_type=out_t, function=func))
             node = CoChainNode(name=name, inputs=self._input_nodes(),
                                output_type=out_t, stage="co_process", function=func)
             return self._derive(node)

@@ -47,3 +47,21 @@ def test_a_co_function_that_opens_runs_keyed_after_connected_key_by():
     assert isinstance(keyed.map(_Counting())._node, CoKeyedNode)
     assert isinstance(keyed.flat_map(_Plain())._node, CoChainNode)
     assert isinstance(a.connect(b).map(_Counting())._node, CoChainNode)  # not keyed
+
+
+def test_a_co_process_function_on_keyed_inputs_runs_keyed_as_in_pyflink():
+    """PyFlink's ConnectedStreams.process builds its KEYED_CO_PROCESS operator for keyed
+    inputs whatever the function's class, so a CoProcessFunction's state is the key's."""
+    from pyspark_datastream import CoProcessFunction
+
+    class Both(CoProcessFunction):
+        def process_element1(self, value, ctx):
+            yield value
+
+        def process_element2(self, value, ctx):
+            yield value
+
+    a, b = _stream(), _stream()
+    assert isinstance(a.connect(b).key_by(lambda r: r[1], lambda r: r[1]).process(Both())._node,
+                      CoKeyedNode)
+    assert isinstance(a.connect(b).process(Both())._node, CoChainNode)
