@@ -16,6 +16,7 @@ from typing import Any, Optional
 from ..plan.config import Configuration, parse_duration_ms
 from ..state_store.exceptions import ConfigurationError
 from ..state_store.keygroups import check_max_parallelism
+from .execution_extras import CheckpointConfigExtras, ExecutionConfigExtras
 
 __all__ = ["CheckpointConfig", "CheckpointingMode", "ExecutionConfig",
            "ExternalizedCheckpointCleanup", "ExternalizedCheckpointRetention"]
@@ -56,7 +57,7 @@ def _millis(what: str, value: Any, low: int = 0) -> int:
     return value
 
 
-class CheckpointConfig:
+class CheckpointConfig(CheckpointConfigExtras):
     """PyFlink's checkpoint settings, kept in the job's configuration
     (``execution.checkpointing.*``). Obtained from ``env.get_checkpoint_config()``; not
     constructed directly.
@@ -308,7 +309,7 @@ class CheckpointConfig:
         return self._config.get_string(_DIR)
 
 
-class ExecutionConfig(Configuration):
+class ExecutionConfig(Configuration, ExecutionConfigExtras):
     """The job's :class:`Configuration` (``set_string``, ``get_string``, ...) with PyFlink's
     ``ExecutionConfig`` methods on top. Obtained from ``env.get_config()``; not constructed
     directly.

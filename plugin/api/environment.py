@@ -29,6 +29,8 @@ from ..state_store.typeinfo import TypeInformation
 from .cached import CachedDataStream
 from .checkpointing import CheckpointConfig, CheckpointingMode, ExecutionConfig
 from .datastream import DataStream
+from .environment_extras import EnvironmentExtras
+from .restart_strategies import local_master_with_attempts
 from .session_resources import SessionResources
 from .state_backends import StateBackend, backend_spec
 
@@ -95,7 +97,8 @@ def default_local_session(session_conf: Optional[dict[str, str]] = None) -> Spar
     for key, value in (session_conf or {}).items():
         builder = builder.config(key, value)
     return (
-        builder.master(os.environ.get("PYSPARK_DATASTREAM_MASTER", "local[2]"))
+        builder.master(local_master_with_attempts(
+            os.environ.get("PYSPARK_DATASTREAM_MASTER", "local[2]"), session_conf or {}))
         .appName("pyspark-datastream")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")
@@ -124,7 +127,7 @@ def _as_row(element: Any, index: int, type_info: TypeInformation) -> Row:
     return Row.from_fields(names, values)
 
 
-class StreamExecutionEnvironment(SessionResources):
+class StreamExecutionEnvironment(SessionResources, EnvironmentExtras):
     """Entry point of a DataStream program; usually made by :meth:`get_execution_environment`.
 
     Args:

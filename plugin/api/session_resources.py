@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional, Self
 
 from ..state_store.exceptions import ConfigurationError
 from .checkpointing import ExecutionConfig
+from .restart_strategies import RestartStrategyCalls
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["SessionResources"]
 
 
-class SessionResources:
+class SessionResources(RestartStrategyCalls):
     """PyFlink's jar and Python-environment calls of ``StreamExecutionEnvironment``: they
     apply to the session the environment starts, or ship files to a running one."""
 
@@ -38,6 +39,7 @@ class SessionResources:
         python = self._config.get_string("python.executable")
         if python:
             conf["spark.pyspark.python"] = python
+        conf.update(self._restart_conf())
         return conf
 
     def _running_session(self) -> Optional[SparkSession]:

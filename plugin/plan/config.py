@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 from ..state_store.backends import get_backend, registered_backends
 from ..state_store.exceptions import ConfigurationError
+from .config_extras import ConfigurationExtras
 
 __all__ = [
     "Configuration",
@@ -351,9 +352,28 @@ NOT_HONOURED: dict[str, str] = {
     "pipeline.operator-chaining.enabled": "Spark fuses the stages of a pass itself",
     "execution.buffer-timeout.interval":
         "Spark moves records between stages per partition or micro-batch",
+    "execution.checkpointing.unaligned.forced":
+        "a micro-batch's state and output commit together, there are no barriers",
+    "execution.checkpointing.aligned-checkpoint-timeout":
+        "a micro-batch's state and output commit together, there are no barriers",
+    "execution.checkpointing.snapshot-compression":
+        "Spark compresses its state store and checkpoint files itself",
+    "execution.checkpointing.savepoint-dir":
+        "stop_with_savepoint writes to the savepoint_directory it is given",
+    "pipeline.closure-cleaner-level": "Python functions are pickled as written",
+    "pipeline.force-kryo": "Python records are pickled or typed (Types.*), as in PyFlink",
+    "pipeline.force-avro": "Python records are pickled or typed (Types.*), as in PyFlink",
+    "pipeline.generic-types": "Python records are pickled or typed (Types.*), as in PyFlink",
+    "metrics.latency.interval":
+        "Flink's latency markers; Spark reports each micro-batch's progress",
+    "task.cancellation.interval": "Spark cancels its tasks itself",
+    "task.cancellation.timeout": "Spark kills its tasks itself",
+    "state.backend.rocksdb.checkpoint.transfer.thread.num":
+        "Spark uploads and downloads the state store's files itself",
     "restart-strategy.type":
-        "a failed Spark task is retried by Spark (spark.task.maxFailures); a failed STREAMING "
-        "job resumes from its checkpoint when run again",
+        "a failed Spark task is retried by Spark (spark.task.maxFailures, which "
+        "env.set_restart_strategy(RestartStrategies...) sets); a failed STREAMING job "
+        "resumes from its checkpoint when run again",
 }
 
 #: key prefixes of Flink's own options: a key under one that this product neither reads
@@ -405,7 +425,7 @@ def not_honoured(key: str) -> Optional[str]:
     return None
 
 
-class Configuration:
+class Configuration(ConfigurationExtras):
     """String-keyed configuration with PyFlink's typed accessors.
 
     A Flink key this product does not read (:func:`not_honoured`) is kept and logs one
