@@ -160,6 +160,15 @@ def compare(theirs: list[dict[str, Any]] | None, ours: list[dict[str, Any]] | No
     return out
 
 
+def _constructor_params(cls: type) -> list[dict[str, Any]] | None:
+    """The parameters a class without an ``__init__`` of its own is called with: its
+    ``__new__``'s, or none (Python's default constructor)."""
+    new = inspect.getattr_static(cls, "__new__", None)
+    if isinstance(new, staticmethod) and inspect.isfunction(new.__func__):
+        return _our_params(new.__func__)
+    return []
+
+
 def _java(param: dict[str, Any]) -> bool:
     return bool(param["name"].lstrip("*").startswith("j_"))
 
@@ -197,11 +206,15 @@ def class_rows(name: str, info: dict[str, Any]) -> list[Line]:
         theirs = _public_params(member)
         sig = "" if member["kind"] == "property" else _params_text(theirs)
         mine = None if ours is None else inspect.getattr_static(ours, member["name"], None)
-        if mine is None or (member["name"] == "__init__" and mine is object.__init__):
+        if mine is None:
             rows.append(Line(label, sig, MISSING))
             continue
         differs: list[str] = []
-        if member["kind"] == "method":
+        if member["name"] == "__init__" and mine is object.__init__:
+            # constructed by its own __new__ (a tuple subclass, a singleton), or by Python's
+            # default constructor, which takes no arguments
+            differs = compare(theirs, _constructor_params(ours))
+        elif member["kind"] == "method":
             if isinstance(mine, property):
                 differs.append("a property here")
             else:

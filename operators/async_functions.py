@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from enum import Enum
 from typing import Any, Generic, Optional, TypeVar
 
 from ..state_store.exceptions import GraphBuildError
@@ -17,6 +18,7 @@ from ..state_store.functions import Function
 
 __all__ = [
     "AsyncFunction",
+    "AsyncFunctionDescriptor",
     "AsyncRetryPredicate",
     "AsyncRetryStrategy",
     "RetryPredicate",
@@ -70,6 +72,45 @@ class AsyncFunction(Function, ABC, Generic[IN, OUT]):
             TimeoutError: Always, unless overridden.
         """
         raise TimeoutError("Async function call has timed out.")
+
+
+class AsyncFunctionDescriptor:
+    """An async stage's function and settings, as PyFlink's ``AsyncDataStream`` keeps them.
+
+    Args:
+        async_function: The AsyncFunction.
+        timeout: How long a record's call may take (a Duration, Time or milliseconds).
+        capacity: How many calls may be in flight per parallel instance (>= 1).
+        async_retry_strategy: An AsyncRetryStrategy.
+        output_mode: ``AsyncFunctionDescriptor.OutputMode.ORDERED`` or ``UNORDERED``.
+
+    Raises:
+        GraphBuildError: not an AsyncFunction, a bad capacity or output mode.
+    """
+
+    class OutputMode(Enum):
+        """Whether results leave in input order or as their calls finish."""
+
+        ORDERED = 0
+        UNORDERED = 1
+
+    def __init__(self, async_function: AsyncFunction[Any, Any], timeout: Any, capacity: int,
+                 async_retry_strategy: AsyncRetryStrategy[Any],
+                 output_mode: AsyncFunctionDescriptor.OutputMode) -> None:
+        if not isinstance(async_function, AsyncFunction):
+            raise GraphBuildError(f"AsyncFunctionDescriptor needs an AsyncFunction, got "
+                                  f"{async_function!r:.80}")
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise GraphBuildError(f"AsyncFunctionDescriptor: capacity must be an int >= 1, "
+                                  f"got {capacity!r}")
+        if not isinstance(output_mode, AsyncFunctionDescriptor.OutputMode):
+            raise GraphBuildError(f"AsyncFunctionDescriptor: output_mode must be an "
+                                  f"AsyncFunctionDescriptor.OutputMode, got {output_mode!r}")
+        self.async_function = async_function
+        self.timeout = timeout
+        self.capacity = capacity
+        self.async_retry_strategy = async_retry_strategy
+        self.output_mode = output_mode
 
 
 class AsyncRetryPredicate(ABC, Generic[OUT]):

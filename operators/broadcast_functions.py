@@ -34,6 +34,7 @@ __all__ = [
     "BaseBroadcastProcessFunction",
     "BroadcastProcessFunction",
     "KeyedBroadcastProcessFunction",
+    "OperatorStateStore",
 ]
 
 K = TypeVar("K")
@@ -157,6 +158,22 @@ class BroadcastState(ReadOnlyBroadcastState[K, V]):
         self.remove(key)
 
 
+class OperatorStateStore(ABC):
+    """Where an operator's broadcast state lives (PyFlink's ``OperatorStateStore``): the
+    context of ``process_broadcast_element`` is one."""
+
+    @abstractmethod
+    def get_broadcast_state(self, state_descriptor: Any) -> BroadcastState[Any, Any]:
+        """The broadcast state of ``state_descriptor``.
+
+        Args:
+            state_descriptor: The ``MapStateDescriptor``.
+
+        Returns:
+            The ``BroadcastState``.
+        """
+
+
 class BaseBroadcastProcessFunction(Function):
     """What :class:`BroadcastProcessFunction` and :class:`KeyedBroadcastProcessFunction` share."""
 
@@ -199,7 +216,7 @@ class BaseBroadcastProcessFunction(Function):
                 value: The value.
             """
 
-    class Context(BaseContext):
+    class Context(BaseContext, OperatorStateStore):
         """The context of ``process_broadcast_element``: read/write broadcast state."""
 
         @abstractmethod

@@ -251,6 +251,16 @@ class RuntimeContext:
         """
         return self._config.operator_name
 
+    def get_task_name_with_subtasks(self) -> str:
+        """The operator's name with its subtask, as Flink writes it: ``name (i/n)#attempt``
+        (``i`` counted from 1).
+
+        Returns:
+            The name, e.g. ``"Map (2/4)#0"``.
+        """
+        return (f"{self.get_task_name()} ({self.get_index_of_this_subtask() + 1}/"
+                f"{self.get_number_of_parallel_subtasks()})#{self.get_attempt_number()}")
+
     def get_job_parameter(self, key: str, default: Any = None, **kwargs: Any) -> Any:
         """A job parameter (``env.set_job_parameter``-style), or ``default``.
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from enum import Enum
-from typing import Any
+from typing import Any, NoReturn
 
 from ..state_store.exceptions import GraphBuildError
 from ..state_store.functions import AggregateFunction, Function, ReduceFunction
@@ -186,6 +186,14 @@ class OutputTag:
         if self._type_info is None:
             return f"OutputTag({self._tag_id!r})"
         return f"OutputTag({self._tag_id!r}, {self._type_info!r})"
+
+    def get_java_output_tag(self) -> NoReturn:
+        """Refused: no Java Flink object is behind an OutputTag here.
+
+        Raises:
+            GraphBuildError: always.
+        """
+        raise GraphBuildError(f"{self!r}.get_java_output_tag(): there is no Java Flink object here")
 
     def __getstate__(self) -> tuple[str, Any]:
         return (self._tag_id, self._type_info)

@@ -18,6 +18,12 @@ check_pyspark()
 # isort: split
 from .api.async_stream import AsyncDataStream
 from .api.cached import CachedDataStream
+from .api.checkpoint_storage import (
+    CheckpointStorage,
+    CustomCheckpointStorage,
+    FileSystemCheckpointStorage,
+    JobManagerCheckpointStorage,
+)
 from .api.checkpointing import (
     CheckpointConfig,
     CheckpointingMode,
@@ -45,6 +51,7 @@ from .api.datastream import (
     WindowedStream,
 )
 from .api.environment import StreamExecutionEnvironment, default_local_session
+from .api.environment_extras import TimeCharacteristic
 from .api.exceptions import UnsupportedConnectorError
 from .api.file_connectors import (
     BucketAssigner,
@@ -71,6 +78,26 @@ from .api.kafka_sink import (
     KafkaSink,
     KafkaSinkBuilder,
 )
+from .api.legacy_connectors import (
+    BulkFormat,
+    CsvBulkWriters,
+    CsvRowDeserializationSchema,
+    CsvRowSerializationSchema,
+    FileCompactor,
+    FileCompactStrategy,
+    FileEnumeratorProvider,
+    FileSplitAssignerProvider,
+    FlinkKafkaConsumer,
+    FlinkKafkaProducer,
+    KafkaOffsetResetStrategy,
+    KafkaTopicSelector,
+    Semantic,
+    Sink,
+    SinkFunction,
+    Source,
+    SourceFunction,
+    StreamingFileSink,
+)
 from .api.refused_connectors import (
     CassandraSink,
     Elasticsearch6SinkBuilder,
@@ -87,15 +114,29 @@ from .api.refused_connectors import (
     RMQSink,
     RMQSource,
 )
-from .api.state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend, StateBackend
+from .api.restart_strategies import RestartStrategies, RestartStrategyConfiguration
+from .api.slot_sharing import MemorySize, SlotSharingGroup
+from .api.state_backends import (
+    CustomStateBackend,
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
+    PredefinedOptions,
+    StateBackend,
+)
 from .api.time import Duration, Time
 from .api.watermarks import WatermarkStrategy
-from .operators.async_functions import AsyncFunction, AsyncRetryPredicate, AsyncRetryStrategy
+from .operators.async_functions import (
+    AsyncFunction,
+    AsyncFunctionDescriptor,
+    AsyncRetryPredicate,
+    AsyncRetryStrategy,
+)
 from .operators.broadcast_functions import (
     BaseBroadcastProcessFunction,
     BroadcastProcessFunction,
     BroadcastState,
     KeyedBroadcastProcessFunction,
+    OperatorStateStore,
     ReadOnlyBroadcastState,
 )
 from .operators.context import RuntimeContext
@@ -316,4 +357,18 @@ __all__ += [
     "RMQConnectionConfig",
     "RMQSink",
     "RMQSource",
+]
+# The rest of PyFlink 2.3's DataStream API: checkpoint storages, restart strategies, slot
+# sharing, RocksDB options, PyFlink 1.x's time characteristic and the legacy connector names
+# (each works, is kept as a runtime-only hint, or is refused with its reason; see the porting
+# reference)
+__all__ += [
+    "AsyncFunctionDescriptor", "BulkFormat", "CheckpointStorage", "CsvBulkWriters",
+    "CsvRowDeserializationSchema", "CsvRowSerializationSchema", "CustomCheckpointStorage",
+    "CustomStateBackend", "FileCompactor", "FileCompactStrategy", "FileEnumeratorProvider",
+    "FileSplitAssignerProvider", "FileSystemCheckpointStorage", "FlinkKafkaConsumer",
+    "FlinkKafkaProducer", "JobManagerCheckpointStorage", "KafkaOffsetResetStrategy",
+    "KafkaTopicSelector", "MemorySize", "OperatorStateStore", "PredefinedOptions",
+    "RestartStrategies", "RestartStrategyConfiguration", "Semantic", "Sink", "SinkFunction",
+    "SlotSharingGroup", "Source", "SourceFunction", "StreamingFileSink", "TimeCharacteristic",
 ]

@@ -350,6 +350,14 @@ class ReducingStateDescriptor(StateDescriptor):
         self.type_info = type_info
         self._value_serializer = resolve_serializer(self._owner, "type_info", type_info)
 
+    def get_reduce_function(self) -> Any:
+        """The reduce function given (a ReduceFunction or a callable).
+
+        Returns:
+            The function.
+        """
+        return self.reduce_function
+
     @property
     def value_serializer(self) -> TypeSerializer[Any]:
         return self._value_serializer
@@ -390,6 +398,14 @@ class AggregatingStateDescriptor(StateDescriptor):
         self.agg_function = agg_function
         self.state_type_info = state_type_info
         self._value_serializer = resolve_serializer(self._owner, "state_type_info", state_type_info)
+
+    def get_agg_function(self) -> Any:
+        """The AggregateFunction given.
+
+        Returns:
+            The function.
+        """
+        return self.agg_function
 
     @property
     def value_serializer(self) -> TypeSerializer[Any]:

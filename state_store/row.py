@@ -161,6 +161,45 @@ class Row(tuple):
                 f"Row has {len(self)} values but {len(names)} field names {list(names)!r}")
         object.__setattr__(self, "__class__", _kind_class(names, self._kind))
 
+    def get_fields_by_names(self, names: Sequence[str]) -> list[Any]:
+        """The values of the fields ``names``, in that order.
+
+        Args:
+            names: Field names.
+
+        Returns:
+            A new list of the values.
+
+        Raises:
+            ValueError: The Row is unnamed, or a name is not one of its fields.
+        """
+        fields = self._fields
+        if fields is None:
+            raise ValueError("Row.get_fields_by_names: the Row's fields have no names")
+        unknown = [n for n in names if n not in fields]
+        if unknown:
+            raise ValueError(f"Row.get_fields_by_names: no field {unknown!r} in {list(fields)!r}")
+        return [tuple.__getitem__(self, fields.index(n)) for n in names]
+
+    @staticmethod
+    def of_kind(row_kind: RowKind, *args: Any, **kwargs: Any) -> Row:
+        """A Row of the given kind (``Row(*args, **kwargs)`` with ``set_row_kind``).
+
+        Args:
+            row_kind: a :class:`RowKind`.
+            *args: positional values.
+            **kwargs: named fields.
+
+        Returns:
+            The Row.
+
+        Raises:
+            TypeError: ``row_kind`` is not a RowKind.
+        """
+        row = Row(*args, **kwargs)
+        row.set_row_kind(row_kind)
+        return row
+
     def get_row_kind(self) -> RowKind:
         """The kind of change this Row stands for (INSERT unless set).
 

@@ -58,6 +58,7 @@ from .serializers import (
     TypeSerializer,
 )
 from .serializers.instant import Instant, InstantSerializer, LexicographicInstantSerializer
+from .typeinfo_conversions import TypeConversions
 
 __all__ = [
     "Instant",
@@ -76,7 +77,7 @@ __all__ = [
 ]
 
 
-class TypeInformation(ABC):
+class TypeInformation(TypeConversions, ABC):
     """Description of a value type; creates its serializers."""
 
     #: Upper-case type name, e.g. ``"LONG"``, ``"ROW"``; stable (stored in savepoints).

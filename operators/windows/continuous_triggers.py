@@ -57,8 +57,22 @@ class _ContinuousTrigger(Trigger):
 
     def _schedule_after(self, time: int, window: Any, ctx: TriggerContext) -> None:
         """Schedule the firing one interval after ``time`` (at most the window's end)."""
+        self.register_next_fire_timestamp(
+            time, window, ctx, ctx.get_partitioned_state(self.state_descriptor))
+
+    def register_next_fire_timestamp(self, time: int, window: Any, ctx: TriggerContext,
+                                     fire_timestamp_state: Any) -> None:
+        """Keep and register the next firing: one interval after ``time``, at most the
+        window's max timestamp (PyFlink's helper of the same name).
+
+        Args:
+            time: The time to count the interval from (ms).
+            window: The window.
+            ctx: The trigger context (its timer of this trigger's clock is registered).
+            fire_timestamp_state: The ReducingState (min) keeping the next firing time.
+        """
         fire_at = min(time + self.interval, window.max_timestamp())
-        ctx.get_partitioned_state(self.state_descriptor).add(fire_at)
+        fire_timestamp_state.add(fire_at)
         self._register(ctx, fire_at)
 
     def _on_timer(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:

@@ -13,7 +13,9 @@ from typing import Any, NoReturn, Optional, Union
 
 from ..state_store.exceptions import GraphBuildError
 from .connector_checks import nonempty_text, require_utf8, unsupported_option
+from .exceptions import UnsupportedConnectorError
 from .formats import JsonRowDeserializationSchema
+from .no_jvm import no_java_object
 
 __all__ = [
     "SimpleStringSchema",
@@ -82,6 +84,8 @@ class NumberSequenceSource:
                                   "longs, with end below 2**63 - 1")
         self.start = start
         self.end = end
+
+    get_java_function = no_java_object("NumberSequenceSource.get_java_function", UnsupportedConnectorError)
 
     def __repr__(self) -> str:
         return f"NumberSequenceSource({self.start}, {self.end})"
@@ -240,6 +244,8 @@ class KafkaSource:
     def bounded(self) -> bool:
         """Whether ``set_bounded`` gave the source an end."""
         return bool(self.spec["bounded"])
+
+    get_java_function = no_java_object("KafkaSource.get_java_function", UnsupportedConnectorError)
 
     def __repr__(self) -> str:
         where = self.spec.get("topics") or self.spec.get("topic_pattern")

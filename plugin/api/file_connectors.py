@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional
 from ..state_store.exceptions import GraphBuildError
 from ..state_store.typeinfo import TypeInformation, Types
 from .connector_checks import nonempty_text, require_utf8, unsupported_option
-from .file_formats import CsvReaderFormat, ParquetColumnarRowInputFormat
+from .exceptions import UnsupportedConnectorError
+from .file_formats import CsvReaderFormat, ParquetColumnarRowInputFormat, StreamFormat
+from .no_jvm import no_java_object
 from .time import Duration
 
 if TYPE_CHECKING:
@@ -29,33 +31,6 @@ __all__ = ["StreamFormat", "FileSource", "FileSourceBuilder", "strftime_pattern"
 
 _SPARK_READS = ("read other formats (JSON lines, ORC, Avro) with spark.read (or "
                 "spark.readStream) and pass the DataFrame to env.from_dataframe")
-
-
-class StreamFormat:
-    """How a FileSource decodes a file into records (PyFlink's ``StreamFormat``). Built by
-    ``StreamFormat.text_line_format()``; not constructed directly."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-
-    @staticmethod
-    def text_line_format(charset_name: str = "UTF-8") -> StreamFormat:
-        """Each line of a text file is one ``str`` record, without its line terminator.
-
-        Args:
-            charset_name: The files' character set; only ``UTF-8`` (Spark's text source).
-
-        Returns:
-            The format.
-
-        Raises:
-            UnsupportedConnectorError: For another character set.
-        """
-        require_utf8("StreamFormat.text_line_format", charset_name, "Spark's text source reads UTF-8")
-        return StreamFormat("text")
-
-    def __repr__(self) -> str:
-        return "StreamFormat.text_line_format()"
 
 
 class FileSource:
@@ -159,6 +134,8 @@ class FileSource:
         for other in frames[1:]:
             df = df.unionByName(other)
         return df
+
+    get_java_function = no_java_object("FileSource.get_java_function", UnsupportedConnectorError)
 
     def __repr__(self) -> str:
         monitor = "" if self.bounded else f", monitor_continuously={self.monitor_ms} ms"
@@ -360,6 +337,8 @@ class OutputFileConfig:
         """
         return OutputFileConfigBuilder()
 
+    get_java_object = no_java_object("OutputFileConfig.get_java_object", UnsupportedConnectorError)
+
 
 class OutputFileConfigBuilder:
     """PyFlink's ``OutputFileConfig.OutputFileConfigBuilder``."""
@@ -450,6 +429,8 @@ class RollingPolicy:
         return ("RollingPolicy.default_rolling_policy(part_size={}, rollover_interval={}, "
                 "inactivity_interval={})".format(*self.bounds))
 
+    get_java_object = no_java_object("RollingPolicy.get_java_object", UnsupportedConnectorError)
+
 
 class BucketAssigner:
     """Which folder under the base path a record goes to (PyFlink's ``BucketAssigner``).
@@ -516,6 +497,8 @@ class BucketAssigner:
         moment = datetime.datetime.fromtimestamp(time_ms / 1000, tz=zone)
         return moment.strftime(strftime_pattern(self.pattern))
 
+    get_java_object = no_java_object("BucketAssigner.get_java_object", UnsupportedConnectorError)
+
     def __repr__(self) -> str:
         if self.kind == "base-path":
             return "BucketAssigner.base_path_bucket_assigner()"
@@ -564,6 +547,9 @@ class FileSink:
         raise unsupported_option("FileSink", "for_bulk_format(...)",
                                  "write Parquet or other formats with ds.to_dataframe() and "
                                  "Spark's writer, or use sink_to_delta")
+
+    get_java_function = no_java_object("FileSink.get_java_function", UnsupportedConnectorError)
+    get_transformer = no_java_object("FileSink.get_transformer", UnsupportedConnectorError)
 
     def __repr__(self) -> str:
         return f"FileSink({self.spec['base_path']!r})"

@@ -12,9 +12,9 @@ from typing import Any, NoReturn, Optional
 from ..runtime.spark_types import spark_ddl_type
 from ..state_store.exceptions import GraphBuildError
 from ..state_store.typeinfo import TypeInformation, Types
-from .connector_checks import nonempty_text, unsupported_option
+from .connector_checks import nonempty_text, require_utf8, unsupported_option
 
-__all__ = ["CsvSchema", "CsvSchemaBuilder", "CsvReaderFormat", "ParquetColumnarRowInputFormat",
+__all__ = ["StreamFormat", "CsvSchema", "CsvSchemaBuilder", "CsvReaderFormat", "ParquetColumnarRowInputFormat",
            "spark_schema_ddl"]
 
 _NUMBER_TYPES = ("BYTE", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "BIG_DEC", "BIG_INT")
@@ -45,6 +45,33 @@ def _one_char(what: str, name: str, value: Any) -> str:
     if not isinstance(value, str) or len(value) != 1:
         raise GraphBuildError(f"{what}: {name} must be one character, got {value!r}")
     return value
+
+
+class StreamFormat:
+    """How a FileSource decodes a file into records (PyFlink's ``StreamFormat``). Built by
+    ``StreamFormat.text_line_format()``; not constructed directly."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    @staticmethod
+    def text_line_format(charset_name: str = "UTF-8") -> StreamFormat:
+        """Each line of a text file is one ``str`` record, without its line terminator.
+
+        Args:
+            charset_name: The files' character set; only ``UTF-8`` (Spark's text source).
+
+        Returns:
+            The format.
+
+        Raises:
+            UnsupportedConnectorError: For another character set.
+        """
+        require_utf8("StreamFormat.text_line_format", charset_name, "Spark's text source reads UTF-8")
+        return StreamFormat("text")
+
+    def __repr__(self) -> str:
+        return "StreamFormat.text_line_format()"
 
 
 class CsvSchema:
@@ -237,6 +264,115 @@ class CsvSchemaBuilder:
         self._options["lineSep"] = nonempty_text("CsvSchemaBuilder", "line separator", separator)
         return self
 
+    def add_columns_from(self, schema: CsvSchema) -> CsvSchemaBuilder:
+        """Add the columns of ``schema`` (after those already added).
+
+        Args:
+            schema: A CsvSchema.
+
+        Returns:
+            This builder.
+
+        Raises:
+            GraphBuildError: not a CsvSchema, or a column already defined.
+        """
+        if not isinstance(schema, CsvSchema):
+            raise GraphBuildError(f"CsvSchemaBuilder.add_columns_from needs a CsvSchema, "
+                                  f"got {schema!r}")
+        row = schema.row_type
+        for name, type_info in zip(row.get_field_names(),  # type: ignore[attr-defined]
+                                   row.get_field_types()):  # type: ignore[attr-defined]
+            self._column(name, type_info)
+        return self
+
+    def clear_columns(self) -> CsvSchemaBuilder:
+        """Remove every column added so far.
+
+        Returns:
+            This builder.
+        """
+        self._names.clear()
+        self._types.clear()
+        return self
+
+    def size(self) -> int:
+        """The number of columns added so far.
+
+        Returns:
+            The count.
+        """
+        return len(self._names)
+
+    def set_array_element_separator(self, separator: str) -> CsvSchemaBuilder:
+        """The separator of array columns' elements; kept, no effect: array columns are
+        refused (``add_array_column``).
+
+        Args:
+            separator: The separator.
+
+        Returns:
+            This builder.
+        """
+        nonempty_text("CsvSchemaBuilder", "array element separator", separator)
+        return self
+
+    def disable_array_element_separator(self) -> CsvSchemaBuilder:
+        """See :meth:`set_array_element_separator`.
+
+        Returns:
+            This builder.
+        """
+        return self
+
+    def remove_array_element_separator(self, index: int) -> CsvSchemaBuilder:
+        """See :meth:`set_array_element_separator`.
+
+        Args:
+            index: The column whose separator to remove.
+
+        Returns:
+            This builder.
+        """
+        return self
+
+    def disable_escape_char(self) -> CsvSchemaBuilder:
+        """Forget an escape character given to :meth:`set_escape_char`.
+
+        Returns:
+            This builder.
+        """
+        self._options.pop("escape", None)
+        return self
+
+    def set_any_property_name(self, name: str) -> CsvSchemaBuilder:
+        """Jackson's property collecting columns beyond the schema's when reading into maps;
+        kept, no effect: records are Rows of the schema's columns.
+
+        Args:
+            name: The property's name.
+
+        Returns:
+            This builder.
+        """
+        nonempty_text("CsvSchemaBuilder", "any property name", name)
+        return self
+
+    def set_strict_headers(self, strict: bool = True) -> CsvSchemaBuilder:
+        """Check each file's header against the columns (Spark's ``enforceSchema=false``,
+        with :meth:`set_use_header`).
+
+        Args:
+            strict: Check the header (True) or not.
+
+        Returns:
+            This builder.
+        """
+        if strict:
+            self._options["enforceSchema"] = "false"
+        else:
+            self._options.pop("enforceSchema", None)
+        return self
+
     def build(self) -> CsvSchema:
         """Returns:
         The schema: records are ``Types.ROW_NAMED`` of the columns in order.
@@ -260,6 +396,18 @@ class CsvReaderFormat:
 
     def __init__(self, schema: CsvSchema) -> None:
         self.schema = schema
+
+    @staticmethod
+    def text_line_format(charset_name: str = "UTF-8") -> Any:
+        """PyFlink's inherited ``StreamFormat.text_line_format``: lines of text.
+
+        Args:
+            charset_name: ``UTF-8`` only.
+
+        Returns:
+            A StreamFormat.
+        """
+        return StreamFormat.text_line_format(charset_name)
 
     @staticmethod
     def for_schema(schema: CsvSchema) -> CsvReaderFormat:

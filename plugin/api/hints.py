@@ -100,3 +100,21 @@ class SchedulingHints:
                 f"{self._node.describe()}: slot_sharing_group() needs a non-empty name or a "
                 f"SlotSharingGroup, got {slot_sharing_group!r:.80}")
         return self
+
+    def set_uid_hash(self: _Self, uid_hash: str) -> _Self:
+        """Refused: Flink's operator hash matches the state of a Flink savepoint; state here
+        is matched by ``uid()`` (else by position).
+
+        Args:
+            uid_hash: Flink's 32-hex-digit hash.
+
+        Returns:
+            Nothing: it always raises.
+
+        Raises:
+            GraphBuildError: always, naming ``uid()`` instead.
+        """
+        raise GraphBuildError(
+            f"{self._node.describe()}: set_uid_hash({uid_hash!r}) sets Flink's operator hash "
+            f"for matching a Flink savepoint's state; state here is matched by uid(): call "
+            f"uid(...) instead")

@@ -14,7 +14,9 @@ from typing import Any, NoReturn, Optional, Union
 from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from .connector_checks import nonempty_text, unsupported_option
 from .connectors import SimpleStringSchema
+from .exceptions import UnsupportedConnectorError
 from .formats import JsonRowSerializationSchema
+from .no_jvm import no_java_object
 
 __all__ = [
     "DeliveryGuarantee",
@@ -164,6 +166,9 @@ class KafkaSink:
             A new KafkaSinkBuilder.
         """
         return KafkaSinkBuilder()
+
+    get_java_function = no_java_object("KafkaSink.get_java_function", UnsupportedConnectorError)
+    get_transformer = no_java_object("KafkaSink.get_transformer", UnsupportedConnectorError)
 
     def __repr__(self) -> str:
         return f"KafkaSink({self.spec['topic']!r})"

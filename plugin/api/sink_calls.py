@@ -150,6 +150,39 @@ class SinkCalls:
         self._env.add_sink_node(node)
         return DataStreamSink(node)
 
+    def add_sink(self, sink_func: Any) -> DataStreamSink:
+        """PyFlink's legacy sink call: a ``StreamingFileSink`` or ``FlinkKafkaProducer`` (or
+        any FileSink or KafkaSink) is written as :meth:`sink_to` writes it.
+
+        Args:
+            sink_func: The sink.
+
+        Returns:
+            The DataStreamSink.
+
+        Raises:
+            UnsupportedConnectorError: Another sink (a Java ``SinkFunction`` cannot run here).
+            GraphBuildError: As :meth:`sink_to`.
+        """
+        from .exceptions import UnsupportedConnectorError
+        from .file_connectors import FileSink
+        from .kafka_sink import KafkaSink
+
+        if not isinstance(sink_func, (KafkaSink, FileSink)):
+            raise UnsupportedConnectorError(
+                f"add_sink({type(sink_func).__name__}): only StreamingFileSink and "
+                f"FlinkKafkaProducer (or a FileSink or KafkaSink) are written here; a Java "
+                f"SinkFunction cannot run on Spark. Use sink_to, sink_to_delta or to_dataframe()")
+        return self.sink_to(sink_func)
+
+    def get_execution_config(self) -> Any:
+        """The environment's ExecutionConfig (as ``env.get_config()``).
+
+        Returns:
+            The ExecutionConfig.
+        """
+        return self._env.get_config()
+
     def _require_typed(self, what: str) -> None:
         from ..runtime.spark_types import is_spark_mappable
 

@@ -28,6 +28,8 @@ class WatermarkStrategy:
         self.kind = kind
         self.timestamp_assigner: Optional[TimestampAssigner] = None
         self.idleness_ms: Optional[int] = None
+        #: (group, max drift ms, update interval ms) of with_watermark_alignment, kept only
+        self.alignment: Optional[tuple[str, int, int]] = None
 
     @staticmethod
     def for_monotonous_timestamps() -> WatermarkStrategy:
@@ -94,6 +96,7 @@ class WatermarkStrategy:
         copy = WatermarkStrategy(self.out_of_orderness_ms, self.kind)
         copy.timestamp_assigner = assigner
         copy.idleness_ms = self.idleness_ms
+        copy.alignment = self.alignment
         return copy
 
     def with_idleness(self, idle_timeout: Union[Duration, Time, int]) -> WatermarkStrategy:
@@ -111,6 +114,40 @@ class WatermarkStrategy:
         copy = WatermarkStrategy(self.out_of_orderness_ms, self.kind)
         copy.timestamp_assigner = self.timestamp_assigner
         copy.idleness_ms = to_millis(idle_timeout, "idle_timeout")
+        copy.alignment = self.alignment
+        return copy
+
+    def with_watermark_alignment(self, watermark_group: str,
+                                 max_allowed_watermark_drift: Union[Duration, Time, int],
+                                 update_interval: Optional[Union[Duration, Time, int]] = None
+                                 ) -> WatermarkStrategy:
+        """This strategy with Flink's watermark alignment, checked and kept; no other effect.
+        Flink pauses a source whose watermark runs ahead of its group's by more than the
+        drift, to bound the state the faster source makes others buffer; the combined
+        watermark is the slowest input's either way, so no result changes, and a Spark
+        query reads each micro-batch's input to its end.
+
+        Args:
+            watermark_group: The group's name (non-empty).
+            max_allowed_watermark_drift: ``Duration``, ``Time`` or int ms.
+            update_interval: How often Flink aligns (default 1 s).
+
+        Returns:
+            A new strategy.
+
+        Raises:
+            GraphBuildError: an empty group or a drift or interval of another type.
+        """
+        if not isinstance(watermark_group, str) or not watermark_group:
+            raise GraphBuildError(f"with_watermark_alignment needs a non-empty watermark_group, "
+                                  f"got {watermark_group!r}")
+        copy = WatermarkStrategy(self.out_of_orderness_ms, self.kind)
+        copy.timestamp_assigner = self.timestamp_assigner
+        copy.idleness_ms = self.idleness_ms
+        copy.alignment = (watermark_group,
+                          to_millis(max_allowed_watermark_drift, "max_allowed_watermark_drift"),
+                          1000 if update_interval is None
+                          else to_millis(update_interval, "update_interval"))
         return copy
 
     def __repr__(self) -> str:
