@@ -193,6 +193,30 @@ def test_full_window_map_aggregate_reduce_non_keyed_keep_partitions(env_factory)
     assert sum(r[2] for r in red) == 45 and len(red) == len(mapped)
 
 
+class SubtaskSummary(MapPartitionFunction):
+    """Opened with its parallel instance's RuntimeContext (as Flink opens it), closed after."""
+
+    def open(self, runtime_context):
+        self.subtask = runtime_context.get_index_of_this_subtask()
+        self.parallelism = runtime_context.get_number_of_parallel_subtasks()
+
+    def map_partition(self, values):
+        yield self.subtask, self.parallelism, sum(1 for _ in values)
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_full_window_functions_are_opened_with_their_runtime_context(env_factory, keyed):
+    env = env_factory("BATCH")
+    env.set_parallelism(2)
+    ds = env.from_collection(EVENTS, type_info=TRIPLE)
+    windowed = (ds.key_by(lambda e: e[0]) if keyed else ds).full_window_partition()
+    got = list(windowed.map_partition(SubtaskSummary()).execute_and_collect())
+    assert sum(n for _, _, n in got) == len(EVENTS)
+    assert all(0 <= subtask < parallelism for subtask, parallelism, _ in got), got
+    if keyed:  # one partition per key, on the key shuffle's 2 subtasks
+        assert sorted(n for _, _, n in got) == [2, 5] and {p for _, p, _ in got} == {2}
+
+
 def test_full_window_keyed_applies_per_key(env_factory):
     env = env_factory("BATCH")
     ks = env.from_collection(EVENTS, type_info=TRIPLE).key_by(lambda e: e[0])

@@ -266,15 +266,16 @@ def _stream_partition(op: PartitionOp, values: Iterator[Any], operator_name: str
 _MISSING = object()
 
 
-def run_partition(op: PartitionOp, values: Iterable[Any], operator_name: str = "operator"
-                  ) -> Iterator[Any]:
+def run_partition(op: PartitionOp, values: Iterable[Any], operator_name: str = "operator",
+                  runtime_context: Any = None) -> Iterator[Any]:
     """Apply ``op`` (map_partition, aggregate or reduce) to one partition, streaming.
 
-    Opens and closes the user function around the run.
+    Opens the user function with ``runtime_context`` (the parallel instance's
+    ``RuntimeContext``, as Flink opens it) and closes it around the run.
     """
     function = op.function
     try:
-        function.open(None)
+        function.open(runtime_context)
     except Exception as exc:
         raise JobExecutionError(
             f"operator {operator_name!r}: open() failed: {type(exc).__name__}: {exc}"
@@ -286,15 +287,17 @@ def run_partition(op: PartitionOp, values: Iterable[Any], operator_name: str = "
 
 
 def run_keyed_partition(op: PartitionOp, rows: Iterable[tuple[bytes, Any]],
-                        operator_name: str = "operator") -> Iterator[Any]:
+                        operator_name: str = "operator", runtime_context: Any = None
+                        ) -> Iterator[Any]:
     """Apply ``op`` per key to ``(key_bytes, value)`` rows grouped (sorted) by key, streaming.
 
     A key's values reach the function as an iterator; values it leaves unread are
-    skipped before the next key starts.
+    skipped before the next key starts. The function is opened once with
+    ``runtime_context`` (the parallel instance's) and closed after the last key.
     """
     function = op.function
     try:
-        function.open(None)
+        function.open(runtime_context)
     except Exception as exc:
         raise JobExecutionError(
             f"operator {operator_name!r}: open() failed: {type(exc).__name__}: {exc}"

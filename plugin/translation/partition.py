@@ -21,6 +21,8 @@ from typing import Any, Iterator, Optional
 
 import pyarrow as pa
 
+from ..operators.base import OperatorConfig
+from ..operators.context import RuntimeContext
 from ..operators.partition import (
     Order,
     run_keyed_partition,
@@ -31,6 +33,7 @@ from ..operators.partition import (
 from ..plan.graph import FullPartitionNode, KeyByNode
 from ..runtime.encoding import KEY, KG, PICKLED, TS, ColumnWriter, Encoding, make_decoder
 from ..runtime.fastpath import plain_callable
+from ..runtime.passes import partition_id
 from ..spark_io.key_group_ranges import repartition_by_key_group_range
 from .rows import leading_rows
 from .stream import KeyedInputTranslator, Stream
@@ -66,7 +69,7 @@ def translate_full_partition(translator: KeyedInputTranslator, node: FullPartiti
         return _sort(translator, node, df, enc, keys)
     if keys:
         df = df.sortWithinPartitions(*keys)
-    spec = (op, enc, node.name, bool(keys))
+    spec = (op, enc, node.name, bool(keys), dict(translator.op_config))
 
     def fn(batches: Any) -> Any:
         return partition_batches(spec, batches)
@@ -147,14 +150,20 @@ def sort_key_batches(spec: tuple[Any, Encoding, str], batches: Iterator[pa.Recor
         )
 
 
-def partition_batches(spec: tuple[Any, Encoding, str, bool], batches: Iterator[pa.RecordBatch]
-                      ) -> Iterator[pa.RecordBatch]:
+def partition_batches(spec: tuple[Any, Encoding, str, bool, dict[str, Any]],
+                      batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Run map_partition / aggregate / reduce over one Spark partition's Arrow batches.
 
-    Records are decoded one batch at a time and handed on lazily.
+    Records are decoded one batch at a time and handed on lazily. The function is opened
+    with the ``RuntimeContext`` of this parallel instance (the Spark partition).
     """
-    op, enc, name, keyed = spec
+    op, enc, name, keyed, op_config = spec
     decode = make_decoder(enc)
+    subtask = partition_id()
+    config = OperatorConfig.from_dict(
+        op_config, subtask_index=subtask, operator_name=name,
+        parallelism=max(int(op_config.get("parallelism", 1)), subtask + 1))
+    context = RuntimeContext(config, None)
     writer = ColumnWriter(PICKLED, [pa.field(TS, pa.int64())])
 
     if keyed:
@@ -163,14 +172,14 @@ def partition_batches(spec: tuple[Any, Encoding, str, bool], batches: Iterator[p
                 if batch.num_rows:
                     yield from zip(batch.column(KEY).to_pylist(), decode(batch))
 
-        outputs = run_keyed_partition(op, rows(), name)
+        outputs = run_keyed_partition(op, rows(), name, context)
     else:
         def values() -> Iterator[Any]:
             for batch in batches:
                 if batch.num_rows:
                     yield from decode(batch)
 
-        outputs = run_partition(op, values(), name)
+        outputs = run_partition(op, values(), name, context)
     for value in outputs:
         out = writer.append((None,), value)
         if out is not None:
