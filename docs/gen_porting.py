@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +27,10 @@ COMMAND = "python docs/gen_porting.py"
 
 UNCHANGED = "ports unchanged"
 DIFFERENT = "ports with a difference"
+NO_EFFECT = "accepted, no effect"
+REFUSED = "refused"
 MISSING = "missing"
+STATUSES = (UNCHANGED, DIFFERENT, NO_EFFECT, REFUSED, MISSING)
 
 # Semantic differences the site already documents, by ``Class`` or ``Class.member``: a member
 # whose parameters match still ports with a difference when it has a note. Keep each note to
@@ -73,6 +77,17 @@ NOTES: dict[str, str] = {
     "KeyedStream.partition_custom": "raises `GraphBuildError`, as every partitioning call on a KeyedStream in Flink ([porting](porting.md))",
     "Row": "a `tuple`: equals, hashes and sorts as its values; fixed length; keyword fields keep their order; `RowKind` kept only while records travel pickled ([porting](porting.md))",
     "ReadOnlyBroadcastState": "`put`/`remove`/`clear` raise `BroadcastStateError` ([porting](porting.md))",
+    "RestartStrategies": "`env.set_restart_strategy` maps it onto `spark.task.maxFailures` ([environment calls](user-guide/environment-calls.md))",
+    "FileSystemCheckpointStorage": "the checkpoint root `execution.checkpointing.dir`; its size thresholds have no effect ([environment calls](user-guide/environment-calls.md))",
+    "JobManagerCheckpointStorage": "with a path, the checkpoint root; without one `set_checkpoint_storage` raises `ConfigurationError` ([environment calls](user-guide/environment-calls.md))",
+    "PredefinedOptions": "onto the rocksdict options with a counterpart ([environment calls](user-guide/environment-calls.md))",
+    "EmbeddedRocksDBStateBackend.set_predefined_options": "onto the rocksdict options with a counterpart ([environment calls](user-guide/environment-calls.md))",
+    "EmbeddedRocksDBStateBackend.set_db_storage_paths": "`local_dir`: the first path ([environment calls](user-guide/environment-calls.md))",
+    "StreamingFileSink": "a `FileSink` written by `ds.add_sink` ([environment calls](user-guide/environment-calls.md))",
+    "FlinkKafkaProducer": "a `KafkaSink` written by `ds.add_sink` ([environment calls](user-guide/environment-calls.md))",
+    "DataStream.add_sink": "a `StreamingFileSink`, `FlinkKafkaProducer`, `FileSink` or `KafkaSink`; a Java `SinkFunction` raises `UnsupportedConnectorError` ([environment calls](user-guide/environment-calls.md))",
+    "KeyedStream.add_sink": "a `StreamingFileSink`, `FlinkKafkaProducer`, `FileSink` or `KafkaSink`; a Java `SinkFunction` raises `UnsupportedConnectorError` ([environment calls](user-guide/environment-calls.md))",
+    "CsvSchemaBuilder.set_strict_headers": "Spark's CSV `enforceSchema=false` ([file connectors](user-guide/files.md))",
     "StateTtlConfig": "not applied in sorted BATCH (as in Flink); a TTL change on restore is refused ([porting](porting.md))",
 }
 
@@ -160,6 +175,67 @@ def compare(theirs: list[dict[str, Any]] | None, ours: list[dict[str, Any]] | No
     return out
 
 
+def _first_paragraph(obj: Any) -> str:
+    doc = inspect.getdoc(obj) or ""
+    return " ".join(doc.split("\n\n", 1)[0].split())
+
+
+def _plain(text: str) -> str:
+    return re.sub(r":\w+:`~?([^`]+)`", r"`\1`", text).replace("``", "`")
+
+
+def _first_sentence(text: str) -> str:
+    text = _plain(text)
+    match = re.match(r"(.+?[.;])(\s|$)", text)
+    return (match.group(1) if match else text).rstrip(".;")
+
+
+_REFUSED_CLASS = re.compile(r"^[^.]*(: refused\b|\brefused when constructed)")
+
+
+def behaviour(label: str, owner: Any, member: str) -> tuple[str | None, str]:
+    """Whether a present member only steers Flink (accepted, no effect) or is refused, from
+    its note or the first paragraph of its docstring (or, for ``__init__``, its class's).
+
+    Args:
+        label: ``Class.member`` (or ``Class`` for the class itself).
+        owner: This package's class.
+        member: The member's name, or ``""`` for the class.
+
+    Returns:
+        ``(status, why)``: NO_EFFECT or REFUSED with the sentence saying so, or
+        ``(None, "")`` when it works (as in PyFlink or with the noted difference).
+    """
+    note = NOTES.get(label)
+    if note is not None:
+        if note.startswith("raises `"):
+            return REFUSED, ""
+        if note.startswith(("accepted and checked, no other effect", "kept, no effect")):
+            return NO_EFFECT, ""
+        return None, ""
+    if not member or member == "__init__":
+        own_init = inspect.getattr_static(owner, "__init__", None)
+        text = _first_paragraph(owner.__init__) if member and own_init is not object.__init__ \
+            and getattr(owner.__init__, "__doc__", None) else ""
+        if not text.startswith(("Refused", "Not supported")):
+            text = _first_paragraph(owner)
+            return (REFUSED, _first_sentence(text)) if _REFUSED_CLASS.search(text) else (None, "")
+    else:
+        text = _first_paragraph(getattr(owner, member))
+    if text.startswith(("Refused", "Not supported")):
+        return REFUSED, _first_sentence(text)
+    if text.startswith(("Kept, no effect", "Kept, not applied", "Kept (", "Kept and checked")) \
+            or re.match(r"^Flink:[^.]*\. [^.]*(: (checked, )?no effect|^Kept, no effect)", text) \
+            or re.match(r"^Flink:[^.]*\. Kept, no effect", text) \
+            or re.search(r"\bchecked and kept; (it has )?no other effect", text):
+        if text.startswith("Flink:"):  # what Flink does, then what happens here
+            clean = _plain(text)
+            head = _first_sentence(clean)
+            return NO_EFFECT, f"{head}. {_first_sentence(clean[len(head) + 1:].strip())}"
+        return NO_EFFECT, _first_sentence(text)
+    return None, ""
+
+
 def _constructor_params(cls: type) -> list[dict[str, Any]] | None:
     """The parameters a class without an ``__init__`` of its own is called with: its
     ``__new__``'s, or none (Python's default constructor)."""
@@ -221,15 +297,21 @@ def class_rows(name: str, info: dict[str, Any]) -> list[Line]:
                 differs = compare(theirs, _our_params(getattr(ours, member["name"])))
         if label in NOTES:
             differs.append(NOTES[label])
-        rows.append(Line(label, sig, DIFFERENT if differs else UNCHANGED, differs))
+        status, why = behaviour(label, ours, member["name"])
+        if why:
+            differs.append(why)
+        rows.append(Line(label, sig, status or (DIFFERENT if differs else UNCHANGED), differs))
     if ours is None:
         head = Line(name, "", MISSING)
     else:
-        differs = [f"{sum(r.status != UNCHANGED for r in rows)} of {len(rows)} members differ or are missing"
-                   ] if any(r.status != UNCHANGED for r in rows) else []
+        differs = [f"{sum(r.status != UNCHANGED for r in rows)} of {len(rows)} members differ "
+                   f"or are missing"] if any(r.status != UNCHANGED for r in rows) else []
         if name in NOTES:
             differs.append(NOTES[name])
-        head = Line(name, "", DIFFERENT if differs else UNCHANGED, differs)
+        status, why = behaviour(name, ours, "")
+        if why:
+            differs.append(why)
+        head = Line(name, "", status or (DIFFERENT if differs else UNCHANGED), differs)
     return [head, *rows]
 
 
@@ -271,7 +353,7 @@ def table(snapshot: dict[str, Any]) -> str:
     """
     by_module = {m: [class_rows(c, i) for c, i in classes.items()]
                  for m, classes in sections(snapshot).items() if classes}
-    statuses = (UNCHANGED, DIFFERENT, MISSING)
+    statuses = STATUSES
     lines = [
         f"Compared with PyFlink {snapshot['pyflink_version']} (`apache-flink` on Python "
         f"{snapshot['python']}).",
@@ -280,15 +362,16 @@ def table(snapshot: dict[str, Any]) -> str:
         + " / ".join(statuses) + " |",
         "|---|---|---|",
     ]
-    grand = [0] * 6
+    n = len(statuses)
+    grand = [0] * (2 * n)
     for module, groups in by_module.items():
         counts = [sum(g[0].status == s for g in groups) for s in statuses]
         counts += [sum(r.status == s for g in groups for r in g[1:]) for s in statuses]
         grand = [a + b for a, b in zip(grand, counts)]
-        lines.append(f"| `{module}` | {' / '.join(map(str, counts[:3]))} | "
-                     f"{' / '.join(map(str, counts[3:]))} |")
-    lines.append(f"| **all** | {' / '.join(map(str, grand[:3]))} | "
-                 f"{' / '.join(map(str, grand[3:]))} |")
+        lines.append(f"| `{module}` | {' / '.join(map(str, counts[:n]))} | "
+                     f"{' / '.join(map(str, counts[n:]))} |")
+    lines.append(f"| **all** | {' / '.join(map(str, grand[:n]))} | "
+                 f"{' / '.join(map(str, grand[n:]))} |")
     for module, groups in by_module.items():
         lines += ["", f"## {module}", "", "| PyFlink | status | what differs |", "|---|---|---|"]
         for group in groups:
