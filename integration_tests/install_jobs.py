@@ -6,7 +6,8 @@ the built wheel into (a Databricks-Runtime-like one, one with databricks-connect
 over a Parquet file stream (every running total), on a local session or over Spark Connect
 (through ``DatabricksSession`` where databricks-connect is installed). ``--build-only``
 declares the STREAMING job and returns its plan without running it. Prints one JSON line:
-the results, the server's Spark version, and where pyspark and the package came from.
+the results, the server's Spark version, and where pyspark and the package came from (and
+which pip-installed distribution, if any, owns the ``pyspark`` module).
 """
 
 from __future__ import annotations
@@ -55,8 +56,12 @@ def main() -> None:
 
     with open(args.data) as f:
         data = [(k, v) for k, v in json.load(f)]
+    from importlib.metadata import packages_distributions
+
     out: dict[str, object] = {"pyspark_version": pyspark.__version__,
                               "pyspark_file": pyspark.__file__, "package_file": pds.__file__,
+                              # which installed distribution pip knows the module by, if any
+                              "pyspark_distribution": packages_distributions().get("pyspark"),
                               "session": type(spark).__module__, "spark_version": spark.version}
     src = os.path.join(args.workdir, "stream_in")
     os.makedirs(src)

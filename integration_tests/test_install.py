@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 import wheelhouse
@@ -71,18 +71,25 @@ def _venv(path: str) -> str:
     return os.path.join(path, "bin", "python")
 
 
-def _installed(python: str) -> dict[str, str]:
+def _installed(python: str, env: dict[str, str] | None = None) -> dict[str, str]:
     return {_name(p["name"]): p["version"]
-            for p in json.loads(_pip(python, "list", "--format", "json"))}
+            for p in json.loads(_pip(python, "list", "--format", "json", env=env))}
 
 
-def _would_install(python: str, tmp: str, *requirements: str) -> dict[str, str]:
+def _would_install(python: str, tmp: str, *requirements: str,
+                   env: dict[str, str] | None = None) -> dict[str, str]:
     """What ``pip install REQUIREMENTS`` would install into the venv (``--dry-run --report``)."""
     report = os.path.join(tmp, f"report-{time.monotonic_ns()}.json")
-    _pip(python, "install", "-q", "--dry-run", "--report", report, *requirements)
+    _pip(python, "install", "-q", "--dry-run", "--report", report, *requirements, env=env)
     with open(report) as f:
         return {_name(i["metadata"]["name"]): i["metadata"]["version"]
                 for i in json.load(f)["install"]}
+
+
+def _remove(folder: str) -> None:
+    """Delete a venv in the background, without holding up the run: venvs are large
+    (pyspark's jars alone are 450 MB), not worth keeping for pytest's last three runs."""
+    subprocess.Popen(["rm", "-rf", folder], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _run(python: str, args: list[str], env: dict[str, str], cwd: str,
@@ -158,29 +165,31 @@ def wheel(filled, tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
-def runtime_venv(wheel, tmp_path_factory) -> str:
+def runtime_venv(wheel, tmp_path_factory) -> Iterator[str]:
     """A venv shaped like Databricks Runtime 15.4 LTS's Python: its numpy, pandas and pyarrow
     installed, pyspark 3.5.0 on ``PYTHONPATH`` only; then the wheel ``pip install``-ed."""
     base = str(tmp_path_factory.mktemp("runtime"))
     python = _venv(os.path.join(base, "venv"))
     _pip(python, "install", "-q", *wheelhouse.RUNTIME_PINS)
+    # pip runs as on the runtime: pyspark importable from PYTHONPATH, no metadata for it
     env = dict(_pip_env(), PYTHONPATH=wheelhouse.runtime_path())
-    before = _installed(python)
-    would = _would_install(python, base, wheel)
+    before = _installed(python, env)
+    would = _would_install(python, base, wheel, env=env)
     assert "pyspark-datastream" in would
     assert not SPARK_DISTRIBUTIONS & set(would), would
     # the floors are what the runtime ships: nothing it has installed is replaced
     assert not set(before) & set(would), would
     _pip(python, "install", "-q", wheel, env=env)
-    after = _installed(python)
+    after = _installed(python, env)
     assert not SPARK_DISTRIBUTIONS & set(after), after
     assert {k: after[k] for k in before} == before
     assert "No broken requirements found" in _pip(python, "check", env=env)
-    return python
+    yield python
+    _remove(base)
 
 
 @pytest.fixture(scope="module")
-def spark_extra_venv(wheel, filled, tmp_path_factory) -> str:
+def spark_extra_venv(wheel, filled, tmp_path_factory) -> Iterator[str]:
     """A clean venv with ``pip install '<wheel>[spark]'``."""
     base = str(tmp_path_factory.mktemp("spark-extra"))
     python = _venv(os.path.join(base, "venv"))
@@ -190,7 +199,8 @@ def spark_extra_venv(wheel, filled, tmp_path_factory) -> str:
     _pip(python, "install", "-q", f"{wheel}[spark]")
     assert _installed(python)["pyspark"] == filled["spark_extra_pyspark"]
     assert "No broken requirements found" in _pip(python, "check")
-    return python
+    yield python
+    _remove(base)
 
 
 def _free_port() -> int:
@@ -228,9 +238,10 @@ def _connect_server(spark_home: str, python: str, pythonpath: str | None, log: s
 
 
 def _stop(server: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 5 s (nothing of its state is kept)."""
     server.terminate()
     try:
-        server.wait(30)
+        server.wait(5)
     except subprocess.TimeoutExpired:
         server.kill()
         server.wait(30)
@@ -250,7 +261,7 @@ def connect_server(spark_extra_venv, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def dbconnect_venv(wheel, tmp_path_factory) -> str:
+def dbconnect_venv(wheel, tmp_path_factory) -> Iterator[str]:
     """databricks-connect 16.1 installed, then the wheel."""
     base = str(tmp_path_factory.mktemp("dbconnect"))
     python = _venv(os.path.join(base, "venv"))
@@ -270,7 +281,8 @@ def dbconnect_venv(wheel, tmp_path_factory) -> str:
     assert not {"pyspark", "delta-spark"} & set(after), after
     assert {k: after[k] for k in before} == before
     assert "No broken requirements found" in _pip(python, "check")
-    return python
+    yield python
+    _remove(base)
 
 
 # -- tests -----------------------------------------------------------------------------------
@@ -280,6 +292,7 @@ def test_runtime_pyspark_on_pythonpath_runs_batch_and_streaming(runtime_venv, tm
     got = _run_jobs(runtime_venv, str(tmp_path), _job_env(runtime_venv, runtime))
     assert got["pyspark_version"] == wheelhouse.RUNTIME_PYSPARK
     assert got["pyspark_file"].startswith(runtime + os.sep)
+    assert got["pyspark_distribution"] is None  # importable, unknown to pip
     assert got["package_file"].startswith(os.path.dirname(os.path.dirname(runtime_venv)))
     expected = _expected(_records())
     assert got["batch"] == expected["batch"]
@@ -293,6 +306,7 @@ def test_databricks_connect_runs_batch_and_streaming_over_connect(dbconnect_venv
     # databricks-connect 16.1's own pyspark module says 3.5.2 (a Spark 3.5 Connect client)
     assert got["pyspark_version"] == "3.5.2"
     assert got["pyspark_file"].startswith(os.path.dirname(os.path.dirname(dbconnect_venv)))
+    assert got["pyspark_distribution"] == ["databricks-connect"]
     assert got["session"] == "pyspark.sql.connect.session"
     expected = _expected(_records())
     assert got["batch"] == expected["batch"]
