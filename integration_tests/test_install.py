@@ -317,11 +317,13 @@ def test_databricks_connect_against_spark_35_connect_server(dbconnect_venv, runt
                                                             tmp_path):
     """databricks-connect 16.1 reaches Apache Spark 3.5.0's Connect server and a job builds
     there; it cannot run one: the client speaks a newer protocol than Apache Spark 3.5's
-    server. ``createDataFrame`` asks for Spark 4.0 settings (``[SQL_CONF_NOT_FOUND] The SQL
-    config "spark.sql.execution.pandas.inferPandasDictAsMap" cannot be found``, set below so
-    the session starts), ``spark.sql(...)`` reaches the server empty (``[PARSE_SYNTAX_ERROR]
-    Syntax error at or near end of input``) and observed metrics come back unnamed
-    (``observed_metric_0``...)."""
+    server (Databricks clusters serve the client's own). Its ``createDataFrame`` asks for
+    settings Spark 3.5 lacks (``[SQL_CONF_NOT_FOUND] The SQL config
+    "spark.sql.execution.pandas.inferPandasDictAsMap" cannot be found``, then
+    ``spark.sql.pyspark.legacy.inferMapTypeFromFirstPair.enabled``: both set on the server
+    below), every ``spark.sql(...)`` reaches the server empty (``[PARSE_SYNTAX_ERROR] Syntax
+    error at or near end of input``; ``spark.table`` works), and observed metrics come back
+    unnamed (``observed_metric_0``, ...), which a BATCH job's stage counts read."""
     runtime = wheelhouse.runtime_path()
     server, url = _connect_server(
         os.path.join(runtime, "pyspark"), runtime_venv, runtime, str(tmp_path / "server.log"),
