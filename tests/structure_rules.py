@@ -373,6 +373,8 @@ CROSS_MODULE_TESTS: dict[str, str] = {
         "PyFlink's smaller names across the API (types, Row kinds, descriptors, job status, "
         "configuration)",
     "plugin/test_docstrings.py": "the docstrings of every public name of the package root",
+    "plugin/test_pyflink_api.py":
+        "the package root's exports against PyFlink's recorded API (docs/pyflink_api.json)",
     "plugin/test_site_render.py": "the built documentation site in a headless browser",
     "plugin/translation/test_config_and_tracing.py":
         "configuration resolution, lambda tracing and graph checks that need no SparkSession",
