@@ -40,9 +40,14 @@ def test_batch_and_streaming_jobs_over_spark_connect(tmp_path):
     assert results["streaming_delta"] == [["a", 1], ["a", 4], ["b", 2]]
     # the sink's counter lives in the server's process: no count rather than a wrong one
     assert results["streaming_counts"] == {}
-    if pyspark.__version__ >= "4":
+    line = tuple(int(p) for p in pyspark.__version__.split(".")[:2])
+    if line >= (4, 1):
         assert results["progress"] == [["source", None, 4], ["pass", 4, 4], ["keyed", 4, 3],
                                        ["sink", 3, None]]
+    elif line == (4, 0):  # Spark Connect 4.0 hands a write the outermost observation only
+        # (measured on 4.0.5; a collect gets them all): the keyed stage's output, no other
+        assert results["progress"] == [["source", None, None], ["pass", None, None],
+                                       ["keyed", None, 3], ["sink", 3, None]]
     else:  # Spark Connect 3.5 hands observed metrics to toPandas only: no count, not a wrong one
         assert results["progress"] == [["source", None, None], ["pass", None, None],
                                        ["keyed", None, None], ["sink", 3, None]]
