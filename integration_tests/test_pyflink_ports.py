@@ -45,6 +45,7 @@ from pyspark_datastream import (
     Row,
     RuntimeContext,
     RuntimeExecutionMode,
+    StateError,
     StreamExecutionEnvironment,
     Time,
     TimestampAssigner,
@@ -549,3 +550,28 @@ def test_a_co_process_function_on_keyed_connected_streams_counts_per_key(env_fac
         got = sorted(it)
     per_key = Counter(k for k, _ in left + right)
     assert got == sorted((k, i) for k, n in per_key.items() for i in range(1, n + 1))
+
+
+class _KeyedStateWithoutKey(CoMapFunction):
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.seen = runtime_context.get_state(ValueStateDescriptor("seen", Types.LONG()))
+
+    def map1(self, value):
+        return value
+
+    def map2(self, value):
+        return value
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
+def test_a_non_keyed_co_function_is_opened_under_its_own_operator_name(env_factory, tmp_path,
+                                                                        mode):
+    """A co-function on non-keyed connected streams is opened with a runtime context of its
+    own operator (not of the step fused after it): keyed state there is refused naming it."""
+    env = env_factory(mode, _conf(tmp_path))
+    a = env.from_collection([1, 2], type_info=Types.LONG())
+    b = env.from_collection([3], type_info=Types.LONG())
+    out = a.connect(b).map(_KeyedStateWithoutKey()).name("pairs").filter(lambda x: x > 0)
+    with pytest.raises(StateError, match=r"operator 'pairs': get_state\(\) is keyed state"):
+        with out.execute_and_collect() as it:
+            list(it)

@@ -1,13 +1,16 @@
 """``CoStage``: the non-keyed two-input stage as the plugin names it.
 
-``CoStage(stage, function)`` with ``stage`` one of ``co_map``, ``co_flat_map``,
+``CoStage(stage, function, name)`` with ``stage`` one of ``co_map``, ``co_flat_map``,
 ``co_process`` (the graph's ``CoChainNode.stage``) runs the function through
 ``chain.CoStatelessOperator``; ``process(value, timestamp, side)`` takes the
-input index (0 or 1) as ``side``.
+input index (0 or 1) as ``side``. Given its operator's ``name``, the stage opens its
+function with a runtime context of that operator, not of the pass it runs in (whose
+name is the last step fused into it).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..state_store.exceptions import GraphBuildError
@@ -40,10 +43,13 @@ class CoStage:
             )
         self.stage = stage
         self.function = function
+        self.name = name
         self._operator = CoStatelessOperator(function, name or stage)
 
     def open(self, config: OperatorConfig | None = None) -> None:
-        """Open the function."""
+        """Open the function (with its own operator's name when the stage has one)."""
+        if config is not None and self.name is not None:
+            config = replace(config, operator_name=self.name, metrics_name="")
         self._operator.open(config)
 
     def process(self, value: Any, timestamp: int | None = None, side: int = 0) -> list[Output]:

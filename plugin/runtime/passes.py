@@ -97,7 +97,7 @@ class PassSpec:
     output_enc: Encoding
     config: dict[str, Any]
     sided: bool = False
-    co_stage: Optional[tuple[str, Any]] = None
+    co_stage: Optional[tuple[str, Any, str]] = None
     keyed: Optional[KeyedSpec] = None
     chain: list[tuple[Any, ...]] = field(default_factory=list)  # (kind, function[, name])
     tags: frozenset[str] = frozenset()
@@ -223,7 +223,7 @@ class _PassStages:
         self.chain = StatelessChain(chain) if chain else None
         self.extractor = (KeyExtractor(key_out[0], key_out[1], spec.max_parallelism,
                                        operator_name=spec.name) if key_out is not None else None)
-        self.co_stage = CoStage(co_stage[0], co_stage[1]) if co_stage is not None else None
+        self.co_stage = CoStage(*co_stage) if co_stage is not None else None
 
 
 def _subtask_stages(spec: PassSpec, config: OperatorConfig) -> Optional[_PassStages]:
@@ -738,11 +738,11 @@ def _through_co_stage(stage: Any, rows: Iterator[tuple[Any, ...]]) -> Iterator[O
         yield from stage.process(value, ts, side)
 
 
-def _run_co_stage(co_stage: tuple[str, Any], rows: Iterator[tuple[Any, ...]],
+def _run_co_stage(co_stage: tuple[str, Any, str], rows: Iterator[tuple[Any, ...]],
                   config: OperatorConfig) -> Iterator[Output]:
     from ..operators.co import CoStage
 
-    stage = CoStage(co_stage[0], co_stage[1])
+    stage = CoStage(*co_stage)
     stage.open(config)
     try:
         for value, ts, side in rows:

@@ -441,7 +441,7 @@ class BatchTranslator:
 
     def _co_chain(self, node: CoChainNode) -> Stream:
         return Stream(co_chain_input(self, node), PICKLED, node.output_type,
-                      co_stage=(node.stage, node.function), sided=True, name=node.name,
+                      co_stage=(node.stage, node.function, node.name), sided=True, name=node.name,
                       stage=self._new_stage("pass", f"connected {node.stage}", [node.name]))
 
     def _union(self, node: UnionNode) -> Stream:

@@ -28,7 +28,7 @@ class Stream:
     enc: Encoding
     type_info: Any = None
     keyed: Optional[KeyedSpec] = None
-    co_stage: Optional[tuple[str, Any]] = None
+    co_stage: Optional[tuple[str, Any, str]] = None
     sided: bool = False
     chain: tuple[tuple[Any, ...], ...] = field(default_factory=tuple)  # (kind, function[, name])
     name: str = ""

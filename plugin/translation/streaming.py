@@ -408,7 +408,8 @@ class StreamingTranslator:
             df = self.materialize(s, PICKLED, name=node.name)
             parts.append(df.select(TS, VALUE, lit(side).alias(SIDE)))
         return Stream(parts[0].unionByName(parts[1]), PICKLED, node.output_type,
-                      co_stage=(node.stage, node.function), sided=True, name=node.name)
+                      co_stage=(node.stage, node.function, node.name), sided=True,
+                      name=node.name)
 
     def _union(self, node: UnionNode) -> Stream:
         return union(self, node, self._union_inputs(node))
