@@ -229,8 +229,11 @@ class WindowOperator(AbstractKeyedOperator):
         self.open_function(self.window_function)
 
     def close_operator(self) -> None:
+        closed: list[Any] = []  # a process window's function is also the spec's: close it once
         for function in (self.window_function, self.spec.function, self.trigger):
-            self.close_function(function)
+            if not any(function is done for done in closed):
+                closed.append(function)
+                self.close_function(function)
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -386,3 +386,29 @@ def test_window_state_and_timers_survive_snapshot_restore(tmp_path, target):
 def test_min_watermark_constant_is_initial(drive):
     d = drive(op(TumblingEventTimeWindows.of(10)))
     assert d.operator.clock.watermark == MIN_WATERMARK
+
+
+class _Lifecycle(ProcessWindowFunction):
+    """Counts its open() and close() calls."""
+
+    def __init__(self):
+        self.opened = self.closed = 0
+
+    def open(self, runtime_context):
+        self.opened += 1
+
+    def close(self):
+        self.closed += 1
+
+    def process(self, key, context, elements):
+        yield key, len(list(elements))
+
+
+def test_a_process_window_function_is_opened_and_closed_once(drive):
+    """As Flink: the window function is opened once and closed once (a ``process`` window's
+    function is also the spec's function; it was closed twice)."""
+    function = _Lifecycle()
+    d = drive(op(TumblingEventTimeWindows.of(10), kind="process", function=function))
+    d.push("k", ("k", 1), 1)
+    d.operator.close()
+    assert (function.opened, function.closed) == (1, 1)
