@@ -9,6 +9,7 @@ context allocation.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from ..state_store.descriptors import (
@@ -51,7 +52,67 @@ _STATE_GETTERS: dict[str, tuple[type, str]] = {
 }
 
 
-class RuntimeContext:
+class KeyedStateStore(ABC):
+    """Where a function's keyed state comes from (PyFlink's ``KeyedStateStore``): the
+    :class:`RuntimeContext` is one."""
+
+    @abstractmethod
+    def get_state(self, state_descriptor: Any) -> Any:
+        """The ValueState of ``state_descriptor``.
+
+        Args:
+            state_descriptor: A ValueStateDescriptor.
+
+        Returns:
+            The state.
+        """
+
+    @abstractmethod
+    def get_list_state(self, state_descriptor: Any) -> Any:
+        """The ListState of ``state_descriptor``.
+
+        Args:
+            state_descriptor: A ListStateDescriptor.
+
+        Returns:
+            The state.
+        """
+
+    @abstractmethod
+    def get_map_state(self, state_descriptor: Any) -> Any:
+        """The MapState of ``state_descriptor``.
+
+        Args:
+            state_descriptor: A MapStateDescriptor.
+
+        Returns:
+            The state.
+        """
+
+    @abstractmethod
+    def get_reducing_state(self, state_descriptor: Any) -> Any:
+        """The ReducingState of ``state_descriptor``.
+
+        Args:
+            state_descriptor: A ReducingStateDescriptor.
+
+        Returns:
+            The state.
+        """
+
+    @abstractmethod
+    def get_aggregating_state(self, state_descriptor: Any) -> Any:
+        """The AggregatingState of ``state_descriptor``.
+
+        Args:
+            state_descriptor: An AggregatingStateDescriptor.
+
+        Returns:
+            The state.
+        """
+
+
+class RuntimeContext(KeyedStateStore):
     """Per operator instance: keyed state, subtask coordinates and job parameters. Passed to a
     function's ``open(runtime_context)`` (and reachable from its contexts); not constructed
     directly.

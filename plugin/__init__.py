@@ -31,6 +31,7 @@ from .api.checkpointing import (
     ExternalizedCheckpointCleanup,
     ExternalizedCheckpointRetention,
 )
+from .api.config_options import ConfigOption, ConfigOptions, InputDependencyConstraint
 from .api.connectors import (
     KafkaOffsetsInitializer,
     KafkaSource,
@@ -115,6 +116,12 @@ from .api.refused_connectors import (
     RMQSource,
 )
 from .api.restart_strategies import RestartStrategies, RestartStrategyConfiguration
+from .api.serialization import (
+    ByteArraySchema,
+    DeserializationSchema,
+    RowFieldExtractorSchema,
+    SerializationSchema,
+)
 from .api.slot_sharing import MemorySize, SlotSharingGroup
 from .api.state_backends import (
     CustomStateBackend,
@@ -139,7 +146,7 @@ from .operators.broadcast_functions import (
     OperatorStateStore,
     ReadOnlyBroadcastState,
 )
-from .operators.context import RuntimeContext
+from .operators.context import KeyedStateStore, RuntimeContext
 from .operators.exceptions import (
     BroadcastStateError,
     JobExecutionError,
@@ -173,7 +180,7 @@ from .operators.harness import (
     KeyedProcessFunctionTestHarness,
 )
 from .plan.config import Configuration, RuntimeExecutionMode
-from .results import CloseableIterator, JobExecutionResult
+from .results import CloseableIterator, JobExecutionResult, JobID
 from .savepoint import Savepoint, SavepointWriter
 from .savepoint.exceptions import (
     SavepointConflictError,
@@ -371,4 +378,8 @@ __all__ += [
     "KafkaTopicSelector", "MemorySize", "OperatorStateStore", "PredefinedOptions",
     "RestartStrategies", "RestartStrategyConfiguration", "Semantic", "Sink", "SinkFunction",
     "SlotSharingGroup", "Source", "SourceFunction", "StreamingFileSink", "TimeCharacteristic",
+    # pyflink.common: config options, job ids, serialization schemas; the keyed state store
+    "ByteArraySchema", "ConfigOption", "ConfigOptions", "DeserializationSchema",
+    "InputDependencyConstraint", "JobID", "KeyedStateStore", "RowFieldExtractorSchema",
+    "SerializationSchema",
 ]

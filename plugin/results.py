@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-__all__ = ["CloseableIterator", "JobExecutionResult"]
+__all__ = ["CloseableIterator", "JobExecutionResult", "JobID"]
 
 
 class CloseableIterator(Iterator[Any]):
@@ -61,6 +61,53 @@ class CloseableIterator(Iterator[Any]):
 
 
 
+class JobID(str):
+    """A job run's id (PyFlink's ``JobID``): 32 hex digits, as Flink's 16-byte ids print;
+    a ``str``, so it equals and hashes as its text.
+
+    Args:
+        hex_string: The id's 32 hex digits.
+
+    Raises:
+        ValueError: not 32 hex digits.
+    """
+
+    def __new__(cls, hex_string: str) -> JobID:
+        text = str(hex_string).lower()
+        if len(text) != 32 or any(c not in "0123456789abcdef" for c in text):
+            raise ValueError(f"a JobID is 32 hex digits, got {hex_string!r}")
+        return super().__new__(cls, text)
+
+    @staticmethod
+    def generate() -> JobID:
+        """A new random id.
+
+        Returns:
+            The JobID.
+        """
+        return JobID(uuid.uuid4().hex)
+
+    @staticmethod
+    def from_hex_string(hex_string: str) -> JobID:
+        """The id of ``hex_string`` (Flink's ``JobID.fromHexString``).
+
+        Args:
+            hex_string: 32 hex digits.
+
+        Returns:
+            The JobID.
+        """
+        return JobID(hex_string)
+
+    def to_hex_string(self) -> str:
+        """The id's 32 hex digits.
+
+        Returns:
+            The text.
+        """
+        return str.__str__(self)
+
+
 @dataclass
 class JobExecutionResult:
     """What ``execute`` returns: job name, mode, net runtime, per-sink row counts and the
@@ -78,13 +125,34 @@ class JobExecutionResult:
     #: a random hex id of the run (Spark has no id for a set of queries)
     job_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
-    def get_job_id(self) -> str:
+    def get_job_id(self) -> JobID:
         """The run's id (as ``JobClient.get_job_id`` of the same run).
 
         Returns:
-            A 32-digit hex string.
+            A :class:`JobID` (a 32-digit hex ``str``).
         """
-        return self.job_id
+        return JobID(self.job_id)
+
+    def get_all_accumulator_results(self) -> dict[str, Any]:
+        """The job's accumulators: none, as for every PyFlink job whose functions are
+        Python (PyFlink's ``RuntimeContext`` has no accumulators).
+
+        Returns:
+            An empty dict.
+        """
+        return {}
+
+    def get_accumulator_result(self, accumulator_name: str) -> Any:
+        """An accumulator's result: None, as no Python function registers one (see
+        :meth:`get_all_accumulator_results`).
+
+        Args:
+            accumulator_name: The accumulator's name.
+
+        Returns:
+            None.
+        """
+        return None
 
     def get_job_execution_result(self) -> JobExecutionResult:
         """This result itself (PyFlink's ``JobExecutionResult.get_job_execution_result``).

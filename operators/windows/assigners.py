@@ -183,6 +183,19 @@ class WindowAssigner(ABC, Generic[T, W]):
 class MergingWindowAssigner(WindowAssigner[T, W]):
     """An assigner whose windows merge when they overlap (sessions)."""
 
+    class MergeCallback(ABC):
+        """PyFlink's callback of a merge: here ``merge_windows`` returns the merges
+        (``[(covering window, [members]), ...]``) instead of calling one."""
+
+        @abstractmethod
+        def merge(self, to_be_merged: Iterable[Any], merge_result: Any) -> None:
+            """Called with the windows merged into ``merge_result``.
+
+            Args:
+                to_be_merged: The merged windows.
+                merge_result: The window covering them.
+            """
+
     def is_merging(self) -> bool:
         return True
 

@@ -16,6 +16,7 @@ from .connector_checks import nonempty_text, require_utf8, unsupported_option
 from .exceptions import UnsupportedConnectorError
 from .formats import JsonRowDeserializationSchema
 from .no_jvm import no_java_object
+from .serialization import DeserializationSchema, SerializationSchema
 
 __all__ = [
     "SimpleStringSchema",
@@ -34,7 +35,7 @@ _SPARK_OWNED_PROPERTIES = ("auto.offset.reset", "key.deserializer", "value.deser
                            "enable.auto.commit", "interceptor.classes")
 
 
-class SimpleStringSchema:
+class SimpleStringSchema(SerializationSchema, DeserializationSchema):
     """Records as strings: Kafka values decoded as text, strings written encoded.
 
     Args:

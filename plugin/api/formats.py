@@ -14,6 +14,7 @@ from ..state_store.json_rows import json_row_reader, json_row_writer, json_type_
 from ..state_store.row import Row
 from ..state_store.typeinfo import TypeInformation
 from .exceptions import UnsupportedConnectorError
+from .serialization import DeserializationSchema, SerializationSchema
 
 __all__ = ["JsonRowDeserializationSchema", "JsonRowSerializationSchema"]
 
@@ -28,7 +29,7 @@ def _row_type(what: str, type_info: Any) -> TypeInformation:
     return type_info
 
 
-class JsonRowDeserializationSchema:
+class JsonRowDeserializationSchema(DeserializationSchema):
     """Kafka values as JSON objects read into Rows of a ROW type, members matched to fields by
     name (others ignored; a missing one is None unless ``fail_on_missing_field``). A value
     that is not such an object fails the job with a :class:`SerializationError`, or, with
@@ -145,7 +146,7 @@ class JsonRowDeserializationSchema:
                                                 self._ignore_errors)
 
 
-class JsonRowSerializationSchema:
+class JsonRowSerializationSchema(SerializationSchema):
     """Rows of a ROW type written as JSON objects, field names as member names and None as
     ``null`` (the Kafka value). Built by ``JsonRowSerializationSchema.builder()``; not
     constructed directly.

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..operators.exceptions import JobExecutionError
 from ..plan.config import RuntimeMode
 from ..plan.graph import SinkNode
+from ..results import JobID
 from ..spark_io.versions import require_feature
 from ..state_store.exceptions import SavepointError
 from ..state_store.storage import Storage
@@ -168,13 +169,22 @@ class JobClient:
         return self._translator
 
     # -- PyFlink API ---------------------------------------------------------------------------
-    def get_job_id(self) -> str:
+    def get_job_id(self) -> JobID:
         """A random hex id of this run (Spark has no job id for a set of streaming queries).
 
         Returns:
-            The id.
+            The id, a :class:`JobID` (a 32-digit hex ``str``).
         """
-        return self._job_id
+        return JobID(self._job_id)
+
+    def get_accumulators(self) -> dict[str, Any]:
+        """The job's accumulators: none, as for every PyFlink job whose functions are
+        Python (PyFlink's ``RuntimeContext`` has no accumulators).
+
+        Returns:
+            An empty dict.
+        """
+        return {}
 
     def get_queries(self) -> dict[str, Any]:
         """The Spark ``StreamingQuery`` of each query name (processing-time jobs only).

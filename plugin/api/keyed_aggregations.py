@@ -5,6 +5,7 @@ their keyed operator.
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Union
 
 from ..operators import aggregations as _aggs
@@ -15,6 +16,15 @@ __all__ = ["KeyedAggregations"]
 
 class KeyedAggregations:
     """Rolling field aggregations per key, for a stream holding its key node in ``_key_node``."""
+
+    class AccumulateType(enum.Enum):
+        """The rolling aggregations (PyFlink's ``KeyedStream.AccumulateType``)."""
+
+        MIN = 1
+        MAX = 2
+        MIN_BY = 3
+        MAX_BY = 4
+        SUM = 5
 
     _key_node: Any
 
