@@ -61,7 +61,8 @@ class S3Server:
             # fail fast while the server is down (fault tests) instead of minutes of retries
             "fs.s3a.attempts.maximum": "2",
             "fs.s3a.retry.limit": "2",
-            "fs.s3a.connection.establish.timeout": "5s",
+            # milliseconds: Hadoop 3.3 (Spark 3.5) reads it as an int, refusing "5s"
+            "fs.s3a.connection.establish.timeout": "5000",
         }
 
     def client(self) -> Any:

@@ -148,10 +148,19 @@ class StorageOptions:
 
         Returns:
             the arguments (beyond ``allow_delayed_open``: the environment's defaults).
+
+        Raises:
+            ConfigurationError: path-style access turned off for an endpoint with a pyarrow
+                older than 16, whose S3FileSystem cannot force virtual addressing.
         """
-        # a whole file is written at once (open_output buffers it): with a delayed open a
-        # small one is one PutObject instead of a multipart upload's three round trips
-        kw: dict[str, Any] = {"allow_delayed_open": True}
+        import pyarrow
+
+        arrow = tuple(int(p) for p in pyarrow.__version__.split(".")[:1])
+        kw: dict[str, Any] = {}
+        if arrow >= (20,):  # pyarrow 20 added it; before, every file is a multipart upload
+            # a whole file is written at once (open_output buffers it): with a delayed open a
+            # small one is one PutObject instead of a multipart upload's three round trips
+            kw["allow_delayed_open"] = True
         if self.s3_access_key or self.s3_secret_key:
             kw["access_key"] = self.s3_access_key
             kw["secret_key"] = self.s3_secret_key
@@ -171,6 +180,11 @@ class StorageOptions:
         if self.s3_region:
             kw["region"] = self.s3_region
         if self.s3_path_style is False and self.s3_endpoint:
+            if arrow < (16,):
+                raise ConfigurationError(
+                    f"s3.path.style.access = false with s3.endpoint {self.s3_endpoint!r} needs "
+                    f"pyarrow 16 or newer (S3FileSystem's force_virtual_addressing); pyarrow "
+                    f"{pyarrow.__version__} is installed: upgrade it, or use path-style access")
             kw["force_virtual_addressing"] = True
         return kw
 

@@ -82,6 +82,26 @@ def test_options_pickle_without_handles_and_hide_secrets():
     assert kw["endpoint_override"] == "127.0.0.1:9" and kw["scheme"] == "http"
 
 
+def test_s3_arguments_are_ones_the_installed_pyarrow_takes():
+    import pyarrow
+    import pyarrow.fs as pafs
+
+    major = int(pyarrow.__version__.split(".")[0])
+    options = StorageOptions(s3_endpoint="http://127.0.0.1:9", s3_access_key="AK",
+                             s3_secret_key="SK", s3_path_style=True)
+    kw = options.s3_kwargs()
+    assert ("allow_delayed_open" in kw) == (major >= 20)  # pyarrow 20 added it
+    pafs.S3FileSystem(**kw)  # a keyword this pyarrow lacks would be a TypeError
+    virtual = StorageOptions(s3_endpoint="http://127.0.0.1:9", s3_path_style=False)
+    if major < 16:  # no force_virtual_addressing yet: refused, naming both
+        with pytest.raises(ConfigurationError, match=r"s3\.path\.style\.access = false .*"
+                                                     r"pyarrow 16 or newer"):
+            virtual.s3_kwargs()
+    else:
+        assert virtual.s3_kwargs()["force_virtual_addressing"] is True
+        pafs.S3FileSystem(**virtual.s3_kwargs())
+
+
 def test_the_version_pointer_is_json_and_a_crafted_pickle_runs_nothing(tmp_path):
     pointer = VersionPointer(3, ("000000000001-abc.base", "000000000003-def.delta"), (10, 4))
     data = pointer.to_bytes()
