@@ -322,13 +322,13 @@ class RuntimeContext(KeyedStateStore):
         return (f"{self.get_task_name()} ({self.get_index_of_this_subtask() + 1}/"
                 f"{self.get_number_of_parallel_subtasks()})#{self.get_attempt_number()}")
 
-    def get_job_parameter(self, key: str, default: Any = None, **kwargs: Any) -> Any:
-        """A job parameter (``env.set_job_parameter``-style), or ``default``.
+    def get_job_parameter(self, key: str, default_value: Any = None, **kwargs: Any) -> Any:
+        """A job parameter (``env.set_job_parameter``-style), or ``default_value``.
 
         Args:
             key: The parameter's name.
-            default: What to return when it is not set.
-            **kwargs: PyFlink's keyword ``default_value=`` (instead of ``default``).
+            default_value: What to return when it is not set.
+            **kwargs: ``default=`` (this package's earlier name of ``default_value``).
 
         Returns:
             The parameter's value, or the default.
@@ -337,10 +337,10 @@ class RuntimeContext(KeyedStateStore):
             TypeError: Another keyword argument is given.
         """
         if kwargs:
-            if set(kwargs) != {"default_value"}:
+            if set(kwargs) != {"default"}:
                 raise TypeError(f"get_job_parameter() got unexpected keyword(s) {sorted(kwargs)}")
-            default = kwargs["default_value"]
-        return self._config.job_parameters.get(key, default)
+            default_value = kwargs["default"]
+        return self._config.job_parameters.get(key, default_value)
 
     def get_metrics_group(self) -> MetricGroup:
         """This operator instance's metric group: counters, gauges, meters, distributions.

@@ -169,7 +169,7 @@ class TimeWindow:
 
     @staticmethod
     def merge_windows(
-        windows: Iterable[TimeWindow],
+        windows: Iterable[TimeWindow], callback: Any = None,
     ) -> list[tuple[TimeWindow, list[TimeWindow]]]:
         """Group intersecting windows: ``[(merged window, [windows merged into it]), ...]``.
 
@@ -178,6 +178,8 @@ class TimeWindow:
 
         Args:
             windows: The windows to merge.
+            callback: PyFlink's ``MergeCallback``: when given, ``callback.merge(members,
+                covering window)`` is called for each group too.
 
         Returns:
             ``[(covering window, [members]), ...]`` for each group of two or more
@@ -198,7 +200,11 @@ class TimeWindow:
                 current, members = window, [window]
         if current is not None:
             merged.append((current, members))
-        return [(window, group) for window, group in merged if len(group) > 1]
+        result = [(window, group) for window, group in merged if len(group) > 1]
+        if callback is not None:
+            for window, group in result:
+                callback.merge(group, window)
+        return result
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not TimeWindow:

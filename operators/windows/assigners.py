@@ -184,8 +184,8 @@ class MergingWindowAssigner(WindowAssigner[T, W]):
     """An assigner whose windows merge when they overlap (sessions)."""
 
     class MergeCallback(ABC):
-        """PyFlink's callback of a merge: here ``merge_windows`` returns the merges
-        (``[(covering window, [members]), ...]``) instead of calling one."""
+        """PyFlink's callback of a merge, given to ``merge_windows`` (which also returns
+        the merges, ``[(covering window, [members]), ...]``)."""
 
         @abstractmethod
         def merge(self, to_be_merged: Iterable[Any], merge_result: Any) -> None:
@@ -199,17 +199,20 @@ class MergingWindowAssigner(WindowAssigner[T, W]):
     def is_merging(self) -> bool:
         return True
 
-    def merge_windows(self, windows: Iterable[TimeWindow]) -> list[tuple[TimeWindow, list[TimeWindow]]]:
+    def merge_windows(self, windows: Iterable[TimeWindow], callback: Any = None
+                      ) -> list[tuple[TimeWindow, list[TimeWindow]]]:
         """Groups of overlapping windows: ``[(covering window, [members]), ...]``.
 
         Args:
             windows: The windows to merge.
+            callback: PyFlink's :class:`MergeCallback`: when given, its ``merge(members,
+                covering window)`` is called for each group too.
 
         Returns:
             One ``(covering window, members)`` pair per group of two or more overlapping
             windows.
         """
-        return TimeWindow.merge_windows(windows)
+        return TimeWindow.merge_windows(windows, callback)
 
 
 def _require_timestamp(timestamp: int | None, assigner: WindowAssigner, element: Any) -> int:
@@ -379,11 +382,12 @@ class EventTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
     """Event-time sessions: windows ``[ts, ts + gap)`` merged while they overlap.
 
     Args:
-        gap: The session gap in ms, > 0 (``with_gap`` takes a Time or Duration and checks it).
+        session_gap: The session gap in ms, > 0 (``with_gap`` takes a Time or Duration and
+            checks it).
     """
 
-    def __init__(self, gap: int) -> None:
-        self.gap = gap
+    def __init__(self, session_gap: int) -> None:
+        self.gap = session_gap
 
     @staticmethod
     def with_dynamic_gap(extractor: SessionWindowTimeGapExtractor) -> DynamicEventTimeSessionWindows:
@@ -530,12 +534,13 @@ class DynamicEventTimeSessionWindows(EventTimeSessionWindows[T]):
     """Event-time sessions with a gap per element: windows ``[ts, ts + extract(element))``.
 
     Args:
-        extractor: Gives each element's gap in ms (``extractor.extract(element)``); usually
+        session_window_time_gap_extractor: Gives each element's gap in ms
+            (``extractor.extract(element)``); usually
             passed to ``EventTimeSessionWindows.with_dynamic_gap``.
     """
 
-    def __init__(self, extractor: SessionWindowTimeGapExtractor) -> None:
-        self.extractor = extractor
+    def __init__(self, session_window_time_gap_extractor: SessionWindowTimeGapExtractor) -> None:
+        self.extractor = session_window_time_gap_extractor
 
     def assign_windows(self, element: Any, timestamp: int | None,
                        context: _WindowAssignerContext) -> list[TimeWindow]:
@@ -547,11 +552,12 @@ class ProcessingTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
     """Sessions over processing time.
 
     Args:
-        gap: The session gap in ms, > 0 (``with_gap`` takes a Time or Duration and checks it).
+        session_gap: The session gap in ms, > 0 (``with_gap`` takes a Time or Duration and
+            checks it).
     """
 
-    def __init__(self, gap: int) -> None:
-        self.gap = gap
+    def __init__(self, session_gap: int) -> None:
+        self.gap = session_gap
 
     @staticmethod
     def with_dynamic_gap(
@@ -607,12 +613,13 @@ class DynamicProcessingTimeSessionWindows(ProcessingTimeSessionWindows[T]):
     """Processing-time sessions with a gap per element.
 
     Args:
-        extractor: Gives each element's gap in ms (``extractor.extract(element)``); usually
+        session_window_time_gap_extractor: Gives each element's gap in ms
+            (``extractor.extract(element)``); usually
             passed to ``ProcessingTimeSessionWindows.with_dynamic_gap``.
     """
 
-    def __init__(self, extractor: SessionWindowTimeGapExtractor) -> None:
-        self.extractor = extractor
+    def __init__(self, session_window_time_gap_extractor: SessionWindowTimeGapExtractor) -> None:
+        self.extractor = session_window_time_gap_extractor
 
     def assign_windows(self, element: Any, timestamp: int | None,
                        context: _WindowAssignerContext) -> list[TimeWindow]:

@@ -276,13 +276,14 @@ class CountTrigger(Trigger):
     """Fires each time ``count`` elements have entered the window since the last firing.
 
     Args:
-        count: Elements per firing, an int >= 1 (``CountTrigger.of(count)``).
+        window_size: Elements per firing, an int >= 1 (``CountTrigger.of(window_size)``).
 
     Raises:
-        GraphBuildError: ``count`` is not an int >= 1.
+        GraphBuildError: ``window_size`` is not an int >= 1.
     """
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, window_size: int) -> None:
+        count = window_size
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise GraphBuildError(f"CountTrigger.of(count): count must be an int >= 1, got {count!r}")
         self.count = count
@@ -291,19 +292,19 @@ class CountTrigger(Trigger):
         )
 
     @staticmethod
-    def of(count: int) -> CountTrigger:
-        """A trigger firing every ``count`` elements (Flink's ``CountTrigger.of``).
+    def of(window_size: int) -> CountTrigger:
+        """A trigger firing every ``window_size`` elements (Flink's ``CountTrigger.of``).
 
         Args:
-            count: Elements per firing, an int >= 1.
+            window_size: Elements per firing, an int >= 1.
 
         Returns:
             The trigger.
 
         Raises:
-            GraphBuildError: ``count`` is not an int >= 1.
+            GraphBuildError: ``window_size`` is not an int >= 1.
         """
-        return CountTrigger(count)
+        return CountTrigger(window_size)
 
     def __getstate__(self) -> int:
         return self.count

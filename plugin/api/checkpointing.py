@@ -135,11 +135,11 @@ class CheckpointConfig(CheckpointConfigExtras):
         return CheckpointingMode[(self._config.get_string(_MODE) or "EXACTLY_ONCE").upper()]
 
     def set_externalized_checkpoint_retention(
-            self, retention: ExternalizedCheckpointRetention) -> CheckpointConfig:
+            self, retention_mode: ExternalizedCheckpointRetention) -> CheckpointConfig:
         """Keep the checkpoint when the job is cancelled: the only behaviour here.
 
         Args:
-            retention: ``ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION``.
+            retention_mode: ``ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION``.
 
         Returns:
             This CheckpointConfig.
@@ -147,11 +147,11 @@ class CheckpointConfig(CheckpointConfigExtras):
         Raises:
             ConfigurationError: any other value (the checkpoint is always kept).
         """
-        if not isinstance(retention, ExternalizedCheckpointRetention):
+        if not isinstance(retention_mode, ExternalizedCheckpointRetention):
             raise ConfigurationError(
                 f"set_externalized_checkpoint_retention needs an ExternalizedCheckpointRetention,"
-                f" got {retention!r}")
-        self._config.set_string(_RETENTION, retention.name)
+                f" got {retention_mode!r}")
+        self._config.set_string(_RETENTION, retention_mode.name)
         return self
 
     def enable_externalized_checkpoints(

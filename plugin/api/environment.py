@@ -254,18 +254,20 @@ class StreamExecutionEnvironment(SessionResources, EnvironmentExtras):
             self._state_backend = backend_spec(configuration.get_string("state.backend.type") or "")
         return self
 
-    def set_runtime_mode(self, mode: Union[RuntimeExecutionMode, str]) -> StreamExecutionEnvironment:
+    def set_runtime_mode(self, execution_mode: Union[RuntimeExecutionMode, str]
+                         ) -> StreamExecutionEnvironment:
         """Set ``execution.runtime-mode``: BATCH, STREAMING or AUTOMATIC (by the sources' boundedness).
 
         Args:
-            mode: A ``RuntimeExecutionMode`` or its name (any case).
+            execution_mode: A ``RuntimeExecutionMode`` or its name (any case).
 
         Returns:
             This environment.
 
         Raises:
-            ConfigurationError: ``mode`` names no mode.
+            ConfigurationError: ``execution_mode`` names no mode.
         """
+        mode = execution_mode
         value = mode.value if isinstance(mode, RuntimeExecutionMode) else mode
         self._config.set_string("execution.runtime-mode", str(value))
         return self

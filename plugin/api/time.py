@@ -122,64 +122,64 @@ class Time:
     millis: int
 
     @staticmethod
-    def milliseconds(value: int) -> Time:
-        """A Time of ``value`` milliseconds.
+    def milliseconds(milliseconds: int) -> Time:
+        """A Time of ``milliseconds`` milliseconds.
 
         Args:
-            value: The amount of milliseconds.
+            milliseconds: The amount of milliseconds.
 
         Returns:
             The Time, held in whole milliseconds.
         """
-        return Time(int(value))
+        return Time(int(milliseconds))
 
     @staticmethod
-    def seconds(value: float) -> Time:
-        """A Time of ``value`` seconds (rounded to ms).
+    def seconds(seconds: float) -> Time:
+        """A Time of ``seconds`` seconds (rounded to ms).
 
         Args:
-            value: The amount of seconds.
+            seconds: The amount of seconds.
 
         Returns:
             The Time, held in whole milliseconds.
         """
-        return Time(int(round(value * 1000)))
+        return Time(int(round(seconds * 1000)))
 
     @staticmethod
-    def minutes(value: float) -> Time:
-        """A Time of ``value`` minutes (rounded to ms).
+    def minutes(minutes: float) -> Time:
+        """A Time of ``minutes`` minutes (rounded to ms).
 
         Args:
-            value: The amount of minutes.
+            minutes: The amount of minutes.
 
         Returns:
             The Time, held in whole milliseconds.
         """
-        return Time(int(round(value * 60_000)))
+        return Time(int(round(minutes * 60_000)))
 
     @staticmethod
-    def hours(value: float) -> Time:
-        """A Time of ``value`` hours (rounded to ms).
+    def hours(hours: float) -> Time:
+        """A Time of ``hours`` hours (rounded to ms).
 
         Args:
-            value: The amount of hours.
+            hours: The amount of hours.
 
         Returns:
             The Time, held in whole milliseconds.
         """
-        return Time(int(round(value * 3_600_000)))
+        return Time(int(round(hours * 3_600_000)))
 
     @staticmethod
-    def days(value: float) -> Time:
-        """A Time of ``value`` days (rounded to ms).
+    def days(days: float) -> Time:
+        """A Time of ``days`` days (rounded to ms).
 
         Args:
-            value: The amount of days.
+            days: The amount of days.
 
         Returns:
             The Time, held in whole milliseconds.
         """
-        return Time(int(round(value * 86_400_000)))
+        return Time(int(round(days * 86_400_000)))
 
     def to_milliseconds(self) -> int:
         """The length in milliseconds.

@@ -480,11 +480,11 @@ class Configuration(ConfigurationExtras):
         return self
 
     @staticmethod
-    def from_dict(conf_dict: Mapping[str, Any]) -> Configuration:
+    def from_dict(map: Mapping[str, Any]) -> Configuration:  # noqa: A002 (PyFlink's name)
         """A configuration of the given keys and values (PyFlink's ``Configuration.from_dict``).
 
         Args:
-            conf_dict: keys and values (values are kept as strings).
+            map: keys and values (values are kept as strings).
 
         Returns:
             A new Configuration.
@@ -492,7 +492,7 @@ class Configuration(ConfigurationExtras):
         Raises:
             ConfigurationError: a key was removed, or a value is not one its option takes.
         """
-        return Configuration(conf_dict)
+        return Configuration(map)
 
     def set_integer(self, key: str, value: int) -> Configuration:
         """Set ``key`` to an int (stored as a string, ``int(value)``).
