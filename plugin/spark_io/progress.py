@@ -139,6 +139,17 @@ def observe(df: DataFrame, label: str, metrics: dict[str, Column]) -> tuple[Data
         return df, None
 
 
+def _observed(jo: Any) -> bool:
+    """Whether the JVM Observation ``jo`` has its metrics (so ``get`` returns at once)."""
+    try:
+        future = jo.future()
+    except Exception:  # noqa: BLE001 - Spark 3.5's Observation has no future(): its field
+        field = jo.getClass().getDeclaredField("metrics")  # (a Scala Option) says it
+        field.setAccessible(True)
+        return bool(field.get(jo).isDefined())
+    return bool(future.isCompleted())
+
+
 def observed_metrics(obs: Any) -> Optional[dict[str, Any]]:
     """The metrics of ``obs`` if the first action over it has finished, else None. Never
     blocks (``Observation.get`` of classic PySpark waits for an action that may never come)."""
@@ -147,10 +158,10 @@ def observed_metrics(obs: Any) -> Optional[dict[str, Any]]:
     jo = getattr(obs, "_jo", None)
     if jo is not None:  # classic: the JVM Observation's future completes when the action ends
         try:
-            if not jo.future().isCompleted():
+            if not _observed(jo):
                 return None
             got = obs.get
-        except Exception:  # noqa: BLE001 - the action failed, or a PySpark without future()
+        except Exception:  # noqa: BLE001 - the action failed
             return None
         return dict(got) if got else None
     if hasattr(obs, "_result"):  # Spark Connect: filled from the action's response
