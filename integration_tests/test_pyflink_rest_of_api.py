@@ -102,3 +102,36 @@ def test_a_fixed_delay_restart_lets_a_failed_task_run_again(tmp_path):
     assert result["master"] == "local[2,2]"
     assert result["failed_once"] is True
     assert result["out"] == [v * 2 for v in range(10)]
+
+
+def _csv_rows(env, schema, path):
+    from pyspark_datastream import CsvReaderFormat, FileSource, WatermarkStrategy
+
+    return sorted(tuple(r) for r in env.from_source(
+        FileSource.for_record_stream_format(CsvReaderFormat.for_schema(schema), str(path))
+        .build(), WatermarkStrategy.no_watermarks(), "CSV").execute_and_collect("csv"))
+
+
+def test_strict_headers_refuse_a_file_whose_header_is_not_the_schemas(env_factory, tmp_path):
+    from pyspark_datastream import CsvSchema
+
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir()
+    bad.mkdir()
+    (good / "a.csv").write_text("user,amount\nann,3\nbob,4\n", encoding="utf-8")
+    (bad / "a.csv").write_text("name,total\nann,3\n", encoding="utf-8")
+
+    def schema(strict: bool):
+        return (CsvSchema.builder().add_string_column("user").add_number_column("amount")
+                .set_use_header().set_strict_headers(strict).build())
+
+    env = env_factory("BATCH")
+    assert _csv_rows(env, schema(True), good) == [("ann", 3), ("bob", 4)]
+    assert _csv_rows(env, schema(False), bad) == [("ann", 3)]  # the header is skipped
+    with pytest.raises(Exception, match="'csv'.*failed") as failed:
+        _csv_rows(env, schema(True), bad)
+    causes, error = [], failed.value
+    while error is not None:
+        causes.append(str(error))
+        error = error.__cause__ or error.__context__
+    assert any("CSV header does not conform to the schema" in c for c in causes), causes
