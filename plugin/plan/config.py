@@ -229,9 +229,11 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("execution.batch.pre-aggregation.enabled", "true",
                      "BATCH: combine reduce/sum/min/max inputs per partition before the shuffle "
                      "(reduce functions must be associative and commutative, as for Flink's "
-                     "combinable reduce; the earliest record by event time stays first); a reduce "
-                     "over a typed stream keyed by a field instead counts identical records before "
-                     "the sort (exact for any reduce function).",
+                     "combinable reduce; the earliest record by event time stays first; a reduce "
+                     "function with its own `open()` or `close()` is never pre-combined: it runs "
+                     "only in the keyed operator, opened once per parallel instance as in Flink); "
+                     "a reduce over a typed stream keyed by a field instead counts identical "
+                     "records before the sort (exact for any reduce function).",
                      check=_boolean),
         ConfigOption("execution.batch.native-pushdown.enabled", "true",
                      "BATCH: traceable lambdas (field access, constants, tuples, `+ - *`) and "
