@@ -17,6 +17,7 @@ import json
 import math
 import random
 import struct
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -47,14 +48,6 @@ from pyspark_datastream.runtime.group_frames import (
     output_schema,
 )
 from pyspark_datastream.runtime.group_state import flushing, frame_bytes
-
-# The worker's configuration objects (RunnerConf, EvalConf) this test hands read_udfs are
-# pyspark 4.2's and 4.3's; 3.5's worker reads its configuration from the input stream.
-# Keyed STREAMING on 3.5 is covered end to end by the compat core (make test-compat).
-pytestmark = pytest.mark.skipif(not hasattr(worker, "RunnerConf"),
-                                reason="this pyspark's worker has no RunnerConf/EvalConf "
-                                       "(pyspark 3.5's reads its configuration from the input "
-                                       "stream)")
 
 STATE = StructType([StructField("s", BinaryType())])
 SCHEMA = pa.schema([("_tag", pa.string()), ("_ts", pa.int64()), ("f0", pa.string()),
@@ -149,35 +142,55 @@ def _conf(conf: dict[str, str]) -> io.BytesIO:
     return stream
 
 
+def _command_stream(command: bytes, stream: io.BytesIO, flagged: bool) -> None:
+    """One UDF as the JVM writes it to a worker: its argument offsets (``flagged``: each
+    followed by a keyword-argument flag, False), one function, no profiler's result id."""
+    write_int(1, stream)  # UDFs
+    write_int(len(ARG_OFFSETS), stream)
+    for offset in ARG_OFFSETS:
+        write_int(offset, stream)
+        if flagged:
+            stream.write(b"\x00")  # positional, not a keyword argument
+    write_int(1, stream)  # chained functions
+    write_with_length(command, stream)
+
+
 def _worker(frames: list, batch_rows: int):
     """``(func, deserializer, serializer)`` of the installed pyspark's worker for an
-    applyInPandasWithState whose function returns ``frames``."""
-    runner_conf = worker.RunnerConf(_conf({
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows),
-        "spark.sql.execution.pandas.convertToArrowArraySafely": "true",
-        "spark.sql.legacy.execution.pandas.groupedMap.assignColumnsByName": "false"}))
-    eval_conf = worker.EvalConf(_conf({"state_value_schema": STATE.json()}))
+    applyInPandasWithState whose function returns ``frames``, handed its configuration and
+    UDF the way that pyspark's worker reads them."""
+    conf = {"spark.sql.session.timeZone": "UTC",
+            "spark.sql.execution.arrow.maxRecordsPerBatch": str(batch_rows),
+            "spark.sql.execution.pandas.convertToArrowArraySafely": "true",
+            "spark.sql.legacy.execution.pandas.groupedMap.assignColumnsByName": "false"}
     command = CloudPickleSerializer().dumps((_function(frames), RETURN))
-    if "udf_info_list" in inspect.signature(worker.read_udfs).parameters:  # pyspark 4.3+
+    eval_type = PythonEvalType.SQL_GROUPED_MAP_PANDAS_UDF_WITH_STATE
+    params = inspect.signature(worker.read_udfs).parameters
+    if "runner_conf" not in params:  # 3.5-4.1: configuration and UDF in the input stream
+        stream = _conf(conf)
+        stream.seek(0, io.SEEK_END)
+        write_with_length(STATE.json().encode(), stream)  # the state's schema
+        if "profiler" in inspect.signature(worker.read_single_udf).parameters:  # 4.0, 4.1
+            stream.write(b"\x00")  # no profiler
+        _command_stream(command, stream, flagged=False)
+        stream.seek(0)
+        func, _, deserializer, serializer = worker.read_udfs(worker.pickleSer, stream, eval_type)
+        return func, deserializer, serializer
+    runner_conf = worker.RunnerConf(_conf(conf))
+    eval_conf = worker.EvalConf(_conf({"state_value_schema": STATE.json()}))
+    udf_info: Any
+    if "udf_info_list" in params:  # 4.3+
         from pyspark.worker_message import UDFInfo
 
         udf_info = [UDFInfo(udfs=[memoryview(command)], args=ARG_OFFSETS, kwargs={},
                             result_id=0)]
-    else:  # the UDF as the JVM writes it to the worker's input stream
+    else:  # 4.2: the UDF in the input stream
         udf_info = io.BytesIO()
-        write_int(1, udf_info)  # UDFs
-        write_int(len(ARG_OFFSETS), udf_info)
-        for offset in ARG_OFFSETS:
-            write_int(offset, udf_info)
-            udf_info.write(b"\x00")  # positional, not a keyword argument
-        write_int(1, udf_info)  # chained functions
-        write_with_length(command, udf_info)
+        _command_stream(command, udf_info, flagged=True)
         write_long(0, udf_info)  # result id
         udf_info.seek(0)
     func, _, deserializer, serializer = worker.read_udfs(
-        worker.pickleSer, udf_info, PythonEvalType.SQL_GROUPED_MAP_PANDAS_UDF_WITH_STATE,
-        runner_conf, eval_conf)
+        worker.pickleSer, udf_info, eval_type, runner_conf, eval_conf)
     return func, deserializer, serializer
 
 
