@@ -20,7 +20,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def test_batch_and_streaming_jobs_over_spark_connect(tmp_path):
     # the local Connect server's JVM gets the suite's short-job options (jvm_options.py) through
     # PYSPARK_SUBMIT_ARGS: over Connect a core conf set on the builder is refused
-    env = submit_env(dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=HERE))
+    # SPARK_TESTING: pyspark's local Connect server binds an ephemeral port (SPARK-42272)
+    # and its client asks the server which, instead of the fixed 15002 that a second server
+    # on this host (another run, an install test) would hold
+    env = submit_env(dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=HERE,
+                          SPARK_TESTING="1"))
     server = connect_server_jars()  # Spark 3.5's pip package has no Connect server
     if server:
         env["PYSPARK_SUBMIT_ARGS"] = f"--jars {','.join(server)} {env['PYSPARK_SUBMIT_ARGS']}"
