@@ -233,7 +233,10 @@ def write_partition(values: Iterable[Optional[str]], spec: dict[str, Any], parti
         consumer = Consumer({"bootstrap.servers": config["bootstrap.servers"],
                              "group.id": group, "enable.auto.commit": False})
         producer = Producer(config)
-        producer.init_transactions(CALL_TIMEOUT_S)  # fences older writers of this partition
+        # fences older writers of this partition; a new broker's transaction coordinator may
+        # still be loading (COORDINATOR_LOAD_IN_PROGRESS / NOT_AVAILABLE): retried in a bound,
+        # as librdkafka allows after a retriable error
+        retry_transient(producer.init_transactions, f"{what}, initializing its transactions")
         if committed_batch(consumer, topic, what) >= batch_id:
             for _ in records:  # written by an earlier run: consume the input, write nothing
                 pass
