@@ -88,6 +88,8 @@ NOTES: dict[str, str] = {
     "DataStream.add_sink": "a `StreamingFileSink`, `FlinkKafkaProducer`, `FileSink` or `KafkaSink`; a Java `SinkFunction` raises `UnsupportedConnectorError` ([environment calls](user-guide/environment-calls.md))",
     "KeyedStream.add_sink": "a `StreamingFileSink`, `FlinkKafkaProducer`, `FileSink` or `KafkaSink`; a Java `SinkFunction` raises `UnsupportedConnectorError` ([environment calls](user-guide/environment-calls.md))",
     "CsvSchemaBuilder.set_strict_headers": "Spark's CSV `enforceSchema=false` ([file connectors](user-guide/files.md))",
+    "JobClient.trigger_savepoint": "the savepoint directory is required: there is no cluster-wide default ([savepoints](user-guide/savepoints.md))",
+    "ParquetColumnarRowInputFormat.__init__": "`hadoop_config` only `None` or empty: Hadoop settings are the session's `spark.hadoop.*` ([file connectors](user-guide/files.md))",
     "StateTtlConfig": "not applied in sorted BATCH (as in Flink); a TTL change on restore is refused ([porting](porting.md))",
 }
 

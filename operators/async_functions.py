@@ -248,13 +248,21 @@ class NoRetryStrategy(AsyncRetryStrategy[OUT]):
     """Never retries."""
 
     def can_retry(self, current_attempts: int) -> bool:
-        """Returns:
-        False."""
+        """Args:
+            current_attempts: How many calls of the record have been made.
+
+        Returns:
+            False.
+        """
         return False
 
     def get_backoff_time_millis(self, current_attempts: int) -> int:
-        """Returns:
-        -1 (no retry is made)."""
+        """Args:
+            current_attempts: How many calls of the record have been made.
+
+        Returns:
+            -1 (no retry is made).
+        """
         return -1
 
     def get_retry_predicate(self) -> AsyncRetryPredicate[OUT]:
@@ -276,8 +284,12 @@ class _BoundedRetryStrategy(AsyncRetryStrategy[OUT]):
                                                               exception_predicate)
 
     def can_retry(self, current_attempts: int) -> bool:
-        """Returns:
-        ``current_attempts <= max_attempts``."""
+        """Args:
+            current_attempts: How many calls of the record have been made.
+
+        Returns:
+            ``current_attempts <= max_attempts``.
+        """
         return current_attempts <= self._max_attempts
 
     def get_retry_predicate(self) -> AsyncRetryPredicate[OUT]:
@@ -305,8 +317,12 @@ class FixedDelayRetryStrategy(_BoundedRetryStrategy[OUT]):
         self._backoff_time_millis = backoff_time_millis
 
     def get_backoff_time_millis(self, current_attempts: int) -> int:
-        """Returns:
-        The fixed delay."""
+        """Args:
+            current_attempts: How many calls of the record have been made.
+
+        Returns:
+            The fixed delay.
+        """
         return self._backoff_time_millis
 
 

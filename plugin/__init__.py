@@ -31,6 +31,16 @@ from .api.checkpointing import (
     ExternalizedCheckpointCleanup,
     ExternalizedCheckpointRetention,
 )
+from .api.common_extras import (
+    AssignerWithPeriodicWatermarksWrapper,
+    BulkWriterFactory,
+    CompletableFuture,
+    InputFormat,
+    JavaObjectWrapper,
+    ResultTypeQueryable,
+    StreamTransformer,
+    SupportsPreprocessing,
+)
 from .api.config_options import ConfigOption, ConfigOptions, InputDependencyConstraint
 from .api.connectors import (
     KafkaOffsetsInitializer,
@@ -115,6 +125,53 @@ from .api.refused_connectors import (
     RMQSink,
     RMQSource,
 )
+from .api.refused_formats import (
+    AvroBulkWriters,
+    AvroInputFormat,
+    AvroParquetReaders,
+    AvroParquetWriters,
+    AvroRowDeserializationSchema,
+    AvroRowSerializationSchema,
+    AvroSchema,
+    GenericRecordAvroTypeInfo,
+    OrcBulkWriters,
+    ParquetBulkWriters,
+)
+from .api.refused_messaging import (
+    DynamicKafkaSource,
+    DynamicKafkaSourceBuilder,
+    KafkaMetadataService,
+    KafkaRecordDeserializationSchema,
+    KafkaStreamSetSubscriber,
+    KafkaStreamSubscriber,
+    KinesisDeserializationSchema,
+    KinesisFirehoseSinkBuilder,
+    KinesisShardAssigner,
+    KinesisStreamsSinkBuilder,
+    MessageDelayer,
+    PartitionKeyGenerator,
+    PulsarSinkBuilder,
+    PulsarSourceBuilder,
+    RangeGenerator,
+    SingleClusterTopicMetadataService,
+    StartCursor,
+    StopCursor,
+    StreamPatternSubscriber,
+    TopicRoutingMode,
+    WatermarkTracker,
+)
+from .api.refused_stores import (
+    CassandraCommitter,
+    CassandraFailureHandler,
+    ClusterBuilder,
+    ConsistencyLevel,
+    ElasticsearchEmitter,
+    ElasticsearchSink,
+    FlushBackoffType,
+    HybridSource,
+    HybridSourceBuilder,
+    MapperOptions,
+)
 from .api.restart_strategies import RestartStrategies, RestartStrategyConfiguration
 from .api.serialization import (
     ByteArraySchema,
@@ -137,6 +194,10 @@ from .operators.async_functions import (
     AsyncFunctionDescriptor,
     AsyncRetryPredicate,
     AsyncRetryStrategy,
+    ExponentialBackoffDelayRetryStrategy,
+    FixedDelayRetryStrategy,
+    NoRetryStrategy,
+    RetryPredicate,
 )
 from .operators.broadcast_functions import (
     BaseBroadcastProcessFunction,
@@ -382,4 +443,28 @@ __all__ += [
     "ByteArraySchema", "ConfigOption", "ConfigOptions", "DeserializationSchema",
     "InputDependencyConstraint", "JobID", "KeyedStateStore", "RowFieldExtractorSchema",
     "SerializationSchema",
+]
+# The rest of PyFlink 2.3's pyflink.datastream and pyflink.common modules and submodules: the
+# async retry strategies, CompletableFuture and the small interfaces (working), the Java-object
+# wrappers, and the remaining classes of the connectors and formats Spark has no counterpart for
+# here (refused, each call naming what to use instead)
+__all__ += [
+    "ExponentialBackoffDelayRetryStrategy", "FixedDelayRetryStrategy", "NoRetryStrategy",
+    "RetryPredicate", "CompletableFuture", "ResultTypeQueryable", "StreamTransformer",
+    "SupportsPreprocessing", "JavaObjectWrapper", "InputFormat", "BulkWriterFactory",
+    "AssignerWithPeriodicWatermarksWrapper",
+    # connectors: Pulsar, Kinesis, dynamic Kafka, Cassandra, Elasticsearch, hybrid source
+    "DynamicKafkaSource", "DynamicKafkaSourceBuilder", "KafkaMetadataService",
+    "KafkaRecordDeserializationSchema", "KafkaStreamSetSubscriber", "KafkaStreamSubscriber",
+    "KinesisDeserializationSchema", "KinesisFirehoseSinkBuilder", "KinesisShardAssigner",
+    "KinesisStreamsSinkBuilder", "MessageDelayer", "PartitionKeyGenerator", "PulsarSinkBuilder",
+    "PulsarSourceBuilder", "RangeGenerator", "SingleClusterTopicMetadataService", "StartCursor",
+    "StopCursor", "StreamPatternSubscriber", "TopicRoutingMode", "WatermarkTracker",
+    "CassandraCommitter", "CassandraFailureHandler", "ClusterBuilder", "ConsistencyLevel",
+    "ElasticsearchEmitter", "ElasticsearchSink", "FlushBackoffType", "HybridSource",
+    "HybridSourceBuilder", "MapperOptions",
+    # formats: Avro, Parquet and ORC readers and bulk writers
+    "AvroBulkWriters", "AvroInputFormat", "AvroParquetReaders", "AvroParquetWriters",
+    "AvroRowDeserializationSchema", "AvroRowSerializationSchema", "AvroSchema",
+    "GenericRecordAvroTypeInfo", "OrcBulkWriters", "ParquetBulkWriters",
 ]

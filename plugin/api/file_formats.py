@@ -454,6 +454,8 @@ class ParquetColumnarRowInputFormat:
 
     Args:
         row_type: ``Types.ROW_NAMED([...], [...])``: the columns to read, by name.
+        hadoop_config: PyFlink's Hadoop settings of the reader: only ``None`` or an empty
+            ``Configuration`` (Hadoop settings are the Spark session's ``spark.hadoop.*``).
         batch_size: Rows per read batch (Spark sizes its own batches: checked, no effect).
         is_utc_timestamp: Checked, no effect: Spark reads Parquet timestamps as instants
             and shows them in the session's time zone (``spark.sql.session.timeZone``).
@@ -464,9 +466,16 @@ class ParquetColumnarRowInputFormat:
         GraphBuildError: An argument is invalid.
     """
 
-    def __init__(self, row_type: TypeInformation, batch_size: int = 2048,
-                 is_utc_timestamp: bool = False, is_case_sensitive: bool = True) -> None:
+    def __init__(self, row_type: TypeInformation, hadoop_config: Any = None,
+                 batch_size: int = 2048, is_utc_timestamp: bool = False,
+                 is_case_sensitive: bool = True) -> None:
         spark_schema_ddl(row_type, "ParquetColumnarRowInputFormat")
+        if hadoop_config is not None and (not hasattr(hadoop_config, "to_dict")
+                                          or hadoop_config.to_dict()):
+            raise GraphBuildError(
+                f"ParquetColumnarRowInputFormat: hadoop_config {hadoop_config!r:.120} is not "
+                "supported: Hadoop settings are the Spark session's; set them as "
+                "spark.hadoop.<key> in the session's configuration")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
             raise GraphBuildError(f"ParquetColumnarRowInputFormat: batch_size must be a "
                                   f"positive int, got {batch_size!r}")

@@ -323,21 +323,34 @@ class JobClient:
                     q.stop()
             self._finish_queries(JobStatus.CANCELED)
 
-    def trigger_savepoint(self, path: str) -> str:
+    def trigger_savepoint(self, savepoint_directory: Optional[str] = None, *,
+                          path: Optional[str] = None) -> str:
         """Write a savepoint of every keyed operator's state as of the last committed
-        micro-batch of its query while the job keeps running; returns ``path``.
+        micro-batch of its query while the job keeps running; returns its path.
 
         Args:
-            path: Where to write the savepoint.
+            savepoint_directory: Where to write the savepoint (PyFlink's name; required here,
+                as there is no cluster-wide default savepoint directory).
+            path: The same, by this package's earlier keyword (give one of the two).
 
         Returns:
-            ``path``.
+            The savepoint's path.
 
         Raises:
-            SavepointError: The job ran in BATCH or is not a running processing-time job, or it
-                runs keyed operators in several queries (use ``stop_with_savepoint``).
+            SavepointError: No path, or the job ran in BATCH or is not a running
+                processing-time job, or it runs keyed operators in several queries (use
+                ``stop_with_savepoint``).
             UnsupportedSparkFeatureError: Spark 3.5, which cannot read the state back.
         """
+        if savepoint_directory is not None and path is not None:
+            raise SavepointError(
+                f"trigger_savepoint: give savepoint_directory ({savepoint_directory!r:.80}) or "
+                f"path ({path!r:.80}), not both")
+        path = savepoint_directory if path is None else path
+        if not isinstance(path, str) or not path:
+            raise SavepointError(
+                f"trigger_savepoint: savepoint_directory must be a non-empty path, got "
+                f"{path!r:.80}")
         with self._lock:
             self._check_savepoint("trigger_savepoint")
             self._refresh()
