@@ -144,10 +144,10 @@ class Running:
 
     def error(self) -> Optional[str]:
         if self.client is not None:
-            if self.client.get_job_status() is not JobStatus.FAILED:
+            if self.client.get_job_status().result() is not JobStatus.FAILED:
                 return None
             try:
-                self.client.get_job_execution_result()
+                self.client.get_job_execution_result().result()
             except Exception as exc:  # noqa: BLE001 - reported as the benchmark's failure
                 lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
                 return "".join(lines)[-3000:]
@@ -189,7 +189,7 @@ class Running:
                 q.isActive and q.status.get("isTriggerActive") for q in queries):
             time.sleep(0.02)
         if self.client is not None:
-            if self.client.get_job_status() is JobStatus.RUNNING:
+            if self.client.get_job_status().result() is JobStatus.RUNNING:
                 self.client.cancel()
         for q in self.queries:
             if q.isActive:

@@ -46,17 +46,17 @@ def test_checkpoint_interval_runs_the_job_on_a_processing_time_trigger(env_facto
         for q in client.get_queries().values():
             q.processAllAvailable()
         time.sleep(1.5)  # more than one trigger interval: a finishing job would be done
-        assert client.get_job_status() is JobStatus.RUNNING
-        assert not client.get_job_status().is_terminal_state()
+        assert client.get_job_status().result() is JobStatus.RUNNING
+        assert not client.get_job_status().result().is_terminal_state()
         sp = str(tmp_path / "sp")
         with pytest.raises(SavepointError, match="must be a bool.*second argument"):
             client.stop_with_savepoint(sp)  # type: ignore[arg-type]
-        assert client.stop_with_savepoint(False, sp) == sp
+        assert client.stop_with_savepoint(False, sp).result() == sp
     finally:
-        if client.get_job_status() is JobStatus.RUNNING:
+        if client.get_job_status().result() is JobStatus.RUNNING:
             client.cancel()
-    assert client.get_job_status() is JobStatus.FINISHED
-    assert client.get_job_status().is_terminal_state()
+    assert client.get_job_status().result() is JobStatus.FINISHED
+    assert client.get_job_status().result().is_terminal_state()
     state = Savepoint.load(sp, spark).read_keyed_state(
         "count", ValueStateDescriptor("count", Types.LONG())).collect()
     assert sorted((r["key"], r["count"]) for r in state) == \

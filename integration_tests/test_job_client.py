@@ -47,13 +47,13 @@ def test_running_job_savepoints_then_stop_then_restore(env_factory, spark, tmp_p
     _counting_job(env, spark, src, out)
     client = env.execute_async("running-count")
     try:
-        assert client.get_job_status() == JobStatus.RUNNING == "RUNNING"
+        assert client.get_job_status().result() == JobStatus.RUNNING == "RUNNING"
         assert list(client.get_queries()) == ["sink-0"]
         _settle(client)
         sp1, sp2 = str(tmp_path / "sp1"), str(tmp_path / "sp2")
-        assert client.trigger_savepoint(sp1) == sp1
+        assert client.trigger_savepoint(sp1).result() == sp1
         assert _counts(spark, sp1) == [("a", 2), ("b", 1)]
-        assert client.get_job_status() is JobStatus.RUNNING  # still running after it
+        assert client.get_job_status().result() is JobStatus.RUNNING  # still running after it
 
         add_keys_file(src, ["b", "c"], "f2")
         _settle(client)
@@ -65,14 +65,14 @@ def test_running_job_savepoints_then_stop_then_restore(env_factory, spark, tmp_p
             client.stop_with_savepoint(sp2)  # type: ignore[arg-type]
         with pytest.raises(SavepointError, match=r"savepoint_directory must be a non-empty path"):
             client.stop_with_savepoint(False)
-        assert client.get_job_status() is JobStatus.RUNNING  # the refusal stopped nothing
-        assert client.stop_with_savepoint(False, sp2) == sp2
+        assert client.get_job_status().result() is JobStatus.RUNNING  # the refusal stopped nothing
+        assert client.stop_with_savepoint(False, sp2).result() == sp2
     finally:
-        if client.get_job_status() is JobStatus.RUNNING:
+        if client.get_job_status().result() is JobStatus.RUNNING:
             client.cancel()
-    assert client.get_job_status() is JobStatus.FINISHED
+    assert client.get_job_status().result() is JobStatus.FINISHED
     assert not any(q.isActive for q in client.get_queries().values())
-    assert client.get_job_execution_result().job_name == "running-count"
+    assert client.get_job_execution_result().result().job_name == "running-count"
     assert _counts(spark, sp2) == [("a", 2), ("b", 2), ("c", 1)]
     assert _counts(spark, sp1) == [("a", 2), ("b", 1)]  # the earlier savepoint is unchanged
     meta = Savepoint.load(sp2, spark).metadata()
@@ -92,7 +92,7 @@ def test_running_job_savepoints_then_stop_then_restore(env_factory, spark, tmp_p
     with pytest.raises(SavepointError, match="finishes on its own.*savepoint_path"):
         client2.trigger_savepoint(str(tmp_path / "sp4"))
     assert client2.wait(120) is JobStatus.FINISHED
-    assert client2.get_job_execution_result().mode == "STREAMING"
+    assert client2.get_job_execution_result().result().mode == "STREAMING"
     rows = sorted(tuple(r.values()) for r in DeltaTable(out2).to_pyarrow_table().to_pylist())
     assert rows == [("a", 3), ("c", 2), ("d", 1)]
 
@@ -105,9 +105,9 @@ def test_cancel_and_batch_refusals(env_factory, spark, tmp_path):
     _counting_job(env, spark, src, str(tmp_path / "out"))
     client = env.execute_async("canceled")
     client.cancel()
-    assert client.get_job_status() is JobStatus.CANCELED
+    assert client.get_job_status().result() is JobStatus.CANCELED
     with pytest.raises(JobExecutionError, match="'canceled' was canceled"):
-        client.get_job_execution_result()
+        client.get_job_execution_result().result()
     with pytest.raises(SavepointError, match="is CANCELED, not RUNNING"):
         client.stop_with_savepoint(False, str(tmp_path / "sp"))
 
@@ -123,8 +123,8 @@ def test_cancel_and_batch_refusals(env_factory, spark, tmp_path):
      .key_by(lambda r: r[0], key_type=Types.STRING()).process(Count(), output_type=OUT)
      .uid("count").sink_to_delta(str(tmp_path / "batch-out")))
     batch = env.execute_async("batch-count")
-    assert batch.get_job_status() is JobStatus.FINISHED
-    assert batch.get_job_execution_result().mode == "BATCH"
+    assert batch.get_job_status().result() is JobStatus.FINISHED
+    assert batch.get_job_execution_result().result().mode == "BATCH"
     with pytest.raises(SavepointError, match=r"BATCH mode.*execute\(name, savepoint_path"):
         batch.trigger_savepoint(str(tmp_path / "sp"))
     with pytest.raises(SavepointError, match="BATCH mode"):

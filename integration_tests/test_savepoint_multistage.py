@@ -293,11 +293,11 @@ def test_running_multistage_stop_with_savepoint_then_restore(env_factory, spark,
         _add_file(src, [("ann", "north", 4_000), ("cy", "south", 5_000),
                         ("dee", "east", 6_000)], "f2")
         queries["per-region-0-input"].processAllAvailable()  # stage 2 has not read it yet
-        assert client.stop_with_savepoint(False, sp) == sp
+        assert client.stop_with_savepoint(False, sp).result() == sp
     finally:
-        if client.get_job_status() is JobStatus.RUNNING:
+        if client.get_job_status().result() is JobStatus.RUNNING:
             client.cancel()
-    assert client.get_job_status() is JobStatus.FINISHED
+    assert client.get_job_status().result() is JobStatus.FINISHED
     # the torn-cut check (a stop inside a batch: staged output ahead of the commit log) sees
     # the real logs agree; with the last commit removed it reports the gap
     stage1 = "per-region-0-input"
@@ -471,11 +471,11 @@ def test_fan_out_stop_with_savepoint(env_factory, spark, tmp_path):
         assert not os.path.exists(refused)
         _add_file(src, second, "f2")
         queries["per-user-output"].processAllAvailable()  # the consumers may not have read it
-        assert client.stop_with_savepoint(False, sp) == sp
+        assert client.stop_with_savepoint(False, sp).result() == sp
     finally:
-        if client.get_job_status() is JobStatus.RUNNING:
+        if client.get_job_status().result() is JobStatus.RUNNING:
             client.cancel()
-    assert client.get_job_status() is JobStatus.FINISHED
+    assert client.get_job_status().result() is JobStatus.FINISHED
     assert client._staged_ahead("per-user-output") is None
     # nothing fired before the stop (watermark 6_000 - OOO - 1)
     assert _fan_out_outputs(outs) == [[], []]

@@ -5,10 +5,15 @@ running: ``trigger_savepoint`` and ``stop_with_savepoint`` take savepoints of it
 job (available-now / once triggers, bounded sources) runs as ``execute`` runs it, on a
 background thread; a BATCH job has run to its end when ``execute_async`` returns. What each
 case does: the "Savepoints of a running job" section of the Savepoints user guide.
+
+As in PyFlink, every query and action returns a :class:`CompletableFuture`
+(``client.get_job_status().result()``): ``get_job_execution_result()``'s completes when the job
+ends; the others are complete when returned (an action's refusal is raised by the call).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextvars
 import enum
 import logging
@@ -24,6 +29,7 @@ from ..results import JobID
 from ..spark_io.versions import require_feature
 from ..state_store.exceptions import SavepointError
 from ..state_store.storage import Storage
+from .common_extras import CompletableFuture
 
 if TYPE_CHECKING:
     from ..results import JobExecutionResult
@@ -177,14 +183,14 @@ class JobClient:
         """
         return JobID(self._job_id)
 
-    def get_accumulators(self) -> dict[str, Any]:
+    def get_accumulators(self) -> CompletableFuture:
         """The job's accumulators: none, as for every PyFlink job whose functions are
         Python (PyFlink's ``RuntimeContext`` has no accumulators).
 
         Returns:
-            An empty dict.
+            A completed future of an empty dict.
         """
-        return {}
+        return CompletableFuture.completed({})
 
     def get_queries(self) -> dict[str, Any]:
         """The Spark ``StreamingQuery`` of each query name (processing-time jobs only).
@@ -194,12 +200,15 @@ class JobClient:
         """
         return dict(self._queries)
 
-    def get_job_status(self) -> JobStatus:
+    def get_job_status(self) -> CompletableFuture:
         """RUNNING, FINISHED, CANCELED or FAILED (a failed query makes the job FAILED).
 
         Returns:
-            The ``JobStatus``.
+            A completed future of the ``JobStatus`` (``.result()``), as PyFlink's.
         """
+        return CompletableFuture.completed(self._current_status())
+
+    def _current_status(self) -> JobStatus:
         with self._lock:
             self._refresh()
             return self._status
@@ -268,7 +277,7 @@ class JobClient:
             The ``JobStatus`` at return.
         """
         deadline = None if timeout is None else time.time() + timeout
-        while self.get_job_status() is JobStatus.RUNNING:
+        while self._current_status() is JobStatus.RUNNING:
             left = None if deadline is None else deadline - time.time()
             if left is not None and left <= 0:
                 break
@@ -285,17 +294,28 @@ class JobClient:
                         break
             else:
                 time.sleep(step)
-        return self.get_job_status()
+        return self._current_status()
 
-    def get_job_execution_result(self) -> JobExecutionResult:
-        """Wait for the end of the job; its result, or its failure as JobExecutionError.
+    def get_job_execution_result(self) -> CompletableFuture:
+        """The job's result, when it ends (PyFlink's future: ``.result()`` waits).
 
         Returns:
-            The ``JobExecutionResult``.
-
-        Raises:
-            JobExecutionError: The job failed or was canceled.
+            A future of the ``JobExecutionResult``; its ``result()`` raises the job's failure
+            as JobExecutionError (also when it was canceled).
         """
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def wait_for_the_end() -> None:
+            try:
+                future.set_result(self._execution_result())
+            except BaseException as exc:  # noqa: BLE001 - handed to result()
+                future.set_exception(exc)
+
+        threading.Thread(target=wait_for_the_end, daemon=True,
+                         name=f"job-result-{self.job_name}").start()
+        return CompletableFuture(future)
+
+    def _execution_result(self) -> JobExecutionResult:
         self.wait()
         with self._lock:
             if self._error is not None:
@@ -308,12 +328,19 @@ class JobClient:
             assert self._result is not None
             return self._result
 
-    def cancel(self) -> None:
-        """Stop every query now, without a savepoint (state stays in the checkpoints)."""
+    def cancel(self) -> CompletableFuture:
+        """Stop every query now, without a savepoint (state stays in the checkpoints).
+
+        Returns:
+            A completed future (of None), as PyFlink's.
+
+        Raises:
+            JobExecutionError: The job finishes on its own (available-now, once or bounded).
+        """
         with self._lock:
             self._refresh()
             if self._status is not JobStatus.RUNNING:
-                return
+                return CompletableFuture.completed(None)
             if self._thread is not None:
                 raise JobExecutionError(
                     f"job {self.job_name!r} runs with trigger {self._job.trigger_kind()!r} "
@@ -322,9 +349,10 @@ class JobClient:
                 if q.isActive:
                     q.stop()
             self._finish_queries(JobStatus.CANCELED)
+        return CompletableFuture.completed(None)
 
     def trigger_savepoint(self, savepoint_directory: Optional[str] = None, *,
-                          path: Optional[str] = None) -> str:
+                          path: Optional[str] = None) -> CompletableFuture:
         """Write a savepoint of every keyed operator's state as of the last committed
         micro-batch of its query while the job keeps running; returns its path.
 
@@ -334,7 +362,7 @@ class JobClient:
             path: The same, by this package's earlier keyword (give one of the two).
 
         Returns:
-            The savepoint's path.
+            A completed future of the savepoint's path, as PyFlink's.
 
         Raises:
             SavepointError: No path, or the job ran in BATCH or is not a running
@@ -365,10 +393,10 @@ class JobClient:
                     f"operators in several queries {keyed}; a running multi-stage job has "
                     "records in flight between them, use stop_with_savepoint")
             self._write(path)
-            return path
+            return CompletableFuture.completed(path)
 
     def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
-                            savepoint_directory: Optional[str] = None) -> str:
+                            savepoint_directory: Optional[str] = None) -> CompletableFuture:
         """Stop the queries (upstream first, each after its current micro-batch) and write
         a savepoint of their last committed state (PyFlink's argument order).
 
@@ -378,7 +406,7 @@ class JobClient:
             savepoint_directory: where the savepoint is written.
 
         Returns:
-            ``savepoint_directory``.
+            A completed future of ``savepoint_directory``, as PyFlink's.
 
         Raises:
             SavepointError: a wrong-typed argument (e.g. the path first), True for
@@ -422,7 +450,7 @@ class JobClient:
                     self._abort_torn_cut(path, name, *ahead)
             self._write(path)
             self._finish_queries(JobStatus.FINISHED)
-            return path
+            return CompletableFuture.completed(path)
 
     # -- helpers -------------------------------------------------------------------------------
     def _check_savepoint(self, what: str) -> None:

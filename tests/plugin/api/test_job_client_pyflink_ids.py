@@ -11,4 +11,4 @@ def test_the_client_of_a_finished_run_gives_its_id_and_no_accumulators():
     client = JobClient.finished(result)
     assert isinstance(client.get_job_id(), JobID)
     assert client.get_job_id() == result.get_job_id() == "ab" * 16
-    assert client.get_accumulators() == {}
+    assert client.get_accumulators().result() == {}
