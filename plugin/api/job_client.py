@@ -466,8 +466,10 @@ class JobClient:
                 "write its savepoint with env.execute(name, savepoint_path=...), or run it "
                 "with execution.streaming.trigger=processing-time=<interval> over unbounded "
                 "sources")
-        # before any query stops: a line without Spark's state data source cannot write it
-        require_feature("streaming_savepoint")
+        # before any query stops: a line without Spark's state data source cannot write it;
+        # the session's (server's, over Connect) version, not the client library's
+        spark = getattr(self._translator, "spark", None)
+        require_feature("streaming_savepoint", getattr(spark, "version", None))
 
     def _holds_state(self, name: str) -> bool:
         return self._job.query_holds_state(name)
