@@ -36,7 +36,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..operators.exceptions import JobExecutionError
 from ..plan.graph import BroadcastNode, ChainNode, KeyByNode, KeyedNode, Transformation, is_keyed
@@ -138,6 +138,16 @@ def operator_states(node: Transformation, op_config: dict[str, Any],
         backend.close()
 
 
+def program_states(nodes: list[Transformation], op_config: dict[str, Any], max_parallelism: int,
+                   identity: Callable[[Transformation], str]
+                   ) -> dict[str, tuple[Any, list[StateMetaInfo]]]:
+    """``identity(node) -> (key serializer, states)`` of every stateful operator: what a
+    savepoint restore (by uid) and a resumed checkpoint (by stage name, evolution.py) are
+    checked against."""
+    return {identity(n): (key_serializer_of(n), operator_states(n, op_config, max_parallelism))
+            for n in keyed_nodes(nodes)}
+
+
 class SavepointRestore:
     """The savepoint a job of either mode starts from, checked against the program at
     construction (BATCH unions its entries into the sorted keyed inputs; STREAMING packs
@@ -162,11 +172,8 @@ class SavepointRestore:
                  version if version is not None else "latest", time.monotonic() - start,
                  len(meta.operators), meta.max_parallelism, meta.mode, meta.job_name)
         start = time.monotonic()
-        program: dict[str, tuple[Any, list[StateMetaInfo]]] = {}
-        for node in keyed_nodes(translator.nodes):
-            uid = node.effective_uid()
-            program[uid] = (key_serializer_of(node),
-                            operator_states(node, op_config, translator.max_parallelism))
+        program = program_states(translator.nodes, op_config, translator.max_parallelism,
+                                 lambda node: node.effective_uid())
         check_restore(self.metadata, program, ignore_unclaimed)
         check_broadcast_restore(self.metadata, translator.nodes)
         if self.metadata.operators.keys() & program.keys() and not sorted_inputs:

@@ -261,6 +261,8 @@ class JobCheckpoint:
         #: or a manifest of an earlier release); the changes it follows
         self._rewrite = False
         self.changes: list[str] = []
+        #: the folder whose manifest _check accepted (plan() and folder() both ask)
+        self._checked: Optional[str] = None
 
     def _program_states(self) -> Any:
         if self._states is None and self._program is not None:
@@ -304,6 +306,8 @@ class JobCheckpoint:
                 "execute_and_collect() run on a temporary checkpoint.")
 
     def _check(self, folder: str) -> None:
+        if self._checked == folder:
+            return
         path = Storage.join(folder, MANIFEST)
         try:
             manifest = json.loads(self.storage.read_bytes(path).decode("utf-8"))
@@ -342,6 +346,7 @@ class JobCheckpoint:
         if self.changes:
             log.info("STREAMING job %r resumes its checkpoint %s with a changed program: %s",
                      self.job_name, folder, "; ".join(self.changes))
+        self._checked = folder
 
     def folder(self) -> str:
         """The job folder, created (with its manifest) on first use."""

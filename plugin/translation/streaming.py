@@ -233,11 +233,10 @@ class StreamingTranslator:
 
     def _program_states(self) -> dict[str, tuple[Any, list[Any]]]:
         """Stage name -> (key serializer, states) of every stateful operator (evolution.py)."""
-        from .batch_savepoint import key_serializer_of, operator_states
+        from .batch_savepoint import program_states
 
-        return {self._stage_names[n.id]: (key_serializer_of(n), operator_states(
-                    n, self.op_config, self.max_parallelism))
-                for n in self.nodes if is_keyed(n)}
+        return program_states(self.nodes, self.op_config, self.max_parallelism,
+                              lambda n: self._stage_names[n.id])
 
     @property
     def progress(self) -> list[dict[str, Any]]:
