@@ -144,6 +144,7 @@ bench: setup
 	$(PY) -m benchmarks.async_io
 	$(PY) -m benchmarks.latency
 	$(PY) -m benchmarks.memory
+	$(PY) -m benchmarks.routes
 
 # Every benchmark at a small size, correctness checks included (its figures mean nothing).
 bench-quick: setup
@@ -156,6 +157,7 @@ bench-quick: setup
 	$(PY) -m benchmarks.async_io --quick
 	$(PY) -m benchmarks.memory --quick
 	$(PY) -m benchmarks.latency --quick
+	$(PY) -m benchmarks.routes --quick
 
 # FLIP-140's WordCount at full scale: 40M records, 4M keys; one untimed run of every variant,
 # then three timed rounds of every variant in turn (25 minutes on 2 cores at load 2.2-2.4,
