@@ -5,6 +5,7 @@ Every query costs seconds on 2 cores: each test runs few queries, on tiny inputs
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -12,8 +13,8 @@ from helpers import KV_SCHEMA, add_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark_datastream import (
+    CheckpointMismatchError,
     ConfigurationError,
-    JobExecutionError,
     KeyedProcessFunction,
     TimestampAssigner,
     Types,
@@ -278,8 +279,9 @@ def test_spark_hash_partitioning_puts_every_key_group_on_its_range(spark):
 
 def test_a_restart_with_other_shuffle_partitions_fails_clearly(spark, env_factory, tmp_path):
     """With key-group ranges, the salts follow the planned number of partitions: a restart
-    planned for another number than the checkpoint's fails before anything is written, and
-    planned with the checkpoint's number again the running sums continue."""
+    planned for another number than the checkpoint's is refused when the job is built,
+    before anything is written, and planned with the checkpoint's number again the running
+    sums continue."""
     src = str(tmp_path / "in")
     add_file(src, [("a", 1), ("b", 10), ("a", 2)], "f1")
 
@@ -295,8 +297,101 @@ def test_a_restart_with_other_shuffle_partitions_fails_clearly(spark, env_factor
     add_file(src, [("a", 5), ("b", 1)], "f2")
     spark.conf.set("spark.sql.shuffle.partitions", "3")
     try:
-        with pytest.raises(JobExecutionError, match=r"planned for spark.sql.shuffle.partitions=3"):
+        with pytest.raises(CheckpointMismatchError,
+                           match=r"number of Spark partitions of its keyed operators .*changed, "
+                                 rf"{before} -> 3"):
             run()
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
     assert run() == [("a", 8), ("b", 11)]
+
+
+def _running_sums(rows):
+    totals: dict = {}
+    out = []
+    for k, v in rows:
+        totals[k] = totals.get(k, 0) + v
+        out.append((k, totals[k]))
+    return out
+
+
+def test_a_keyed_stage_keeps_its_parallelism_across_a_checkpoint(spark, env_factory, tmp_path):
+    """A STREAMING keyed stage runs the job's parallelism, not the session's shuffle
+    partitions: at parallelism 3 over 2 partitions every subtask reports 3 instances and an
+    index in [0, 3), each key always the same one. A restart with another parallelism is
+    refused when built (its key groups would run away from their state); with the same one
+    the running sums continue."""
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    src = str(tmp_path / "in")
+    first = [(f"k{i % 17}", i) for i in range(60)]
+    add_file(src, first, "f1")
+
+    class Sum(KeyedProcessFunction):
+        def open(self, runtime_context):
+            self.sub = runtime_context.get_index_of_this_subtask()
+            self.n = runtime_context.get_number_of_parallel_subtasks()
+            self.total = runtime_context.get_state(ValueStateDescriptor("t", Types.LONG()))
+
+        def process_element(self, value, ctx):
+            self.total.update((self.total.value() or 0) + value[1])
+            yield value[0], self.total.value(), self.sub, self.n
+
+    def run(parallelism):
+        env = _streaming_env(env_factory, tmp_path)
+        env.set_parallelism(parallelism)
+        df = spark.readStream.schema(SCHEMA).parquet(src)
+        out = (env.from_dataframe(df).key_by(lambda r: r[0])
+               .process(Sum(), output_type=Types.TUPLE([Types.STRING(), Types.LONG(),
+                                                         Types.INT(), Types.INT()]))
+               .uid("sums"))
+        return list(out.execute_and_collect("parallel-sums"))
+
+    got = run(3)
+    assert sorted((k, t) for k, t, _, _ in got) == sorted(_running_sums(first))
+    assert {n for *_, n in got} == {3}
+    subtasks = {k: {s for kk, _, s, _ in got if kk == k} for k, *_ in got}
+    assert all(len(s) == 1 for s in subtasks.values())  # a key stays on its subtask
+    assert set().union(*subtasks.values()) == {0, 1, 2}  # 17 keys over 128 key groups
+    second = [(f"k{i % 5}", 100 + i) for i in range(10)]
+    add_file(src, second, "f2")
+    with pytest.raises(CheckpointMismatchError,
+                       match=r"parallelism of its keyed operators changed, 3 -> 2"):
+        run(2)
+    got = run(3)
+    expected = _running_sums(first + second)[len(first):]
+    assert sorted((k, t) for k, t, _, _ in got) == sorted(expected)
+    assert all(s in subtasks[k] for k, _, s, _ in got)
+
+
+def test_a_checkpoint_of_the_previous_release_resumes_at_its_parallelism(spark, env_factory,
+                                                                           tmp_path):
+    """A checkpoint whose manifest records no placement (the previous release ran a keyed
+    stage on one instance per Spark partition) resumes when the job's parallelism is the
+    session's partitions, and is refused when built, naming the way over, otherwise."""
+    src = str(tmp_path / "in")
+    first = [(f"k{i % 7}", i) for i in range(30)]
+    add_file(src, first, "f1")
+
+    def run(parallelism=None):
+        env = _streaming_env(env_factory, tmp_path)
+        if parallelism is not None:
+            env.set_parallelism(parallelism)
+        df = spark.readStream.schema(SCHEMA).parquet(src)
+        ds = env.from_dataframe(df).key_by(lambda r: r[0]).reduce(lambda x, y: (x[0], x[1] + y[1]))
+        return sorted(ds.execute_and_collect("previous-release"))
+
+    assert run() == sorted(_running_sums(first))
+    manifests = [os.path.join(d, f) for d, _, fs in os.walk(tmp_path / "ckpt") for f in fs
+                 if f == "_job.json"]
+    assert len(manifests) == 1
+    with open(manifests[0]) as f:
+        record = json.load(f)
+    del record["evolution"]["placement"]  # as the previous release wrote it
+    with open(manifests[0], "w") as f:
+        json.dump(record, f)
+    second = [("k1", 1000), ("k2", 2000)]
+    add_file(src, second, "f2")
+    with pytest.raises(CheckpointMismatchError,
+                       match=r"earlier release.*set_parallelism\(2\).*savepoint"):
+        run(1)
+    assert run() == sorted(_running_sums(first + second)[len(first):])

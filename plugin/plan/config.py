@@ -212,7 +212,8 @@ OPTIONS: dict[str, ConfigOption] = {
             choices=("BATCH", "STREAMING", "AUTOMATIC"),
         ),
         ConfigOption("parallelism.default", None,
-                     "Spark partitions per keyed operator.",
+                     "Parallel instances (subtasks) of every operator: BATCH's Spark partitions "
+                     "per keyed stage; a STREAMING keyed stage's key-group ranges.",
                      default_doc="session's `spark.sql.shuffle.partitions`",
                      check=lambda k, v: _integer(k, v, 1)),
         ConfigOption("pipeline.max-parallelism", 128,

@@ -101,6 +101,10 @@ class GroupSpec:
     run_id: str = ""
     #: outputs leave as arrays of their columns (group_frames.array_frame), not as blobs
     direct_output: bool = False
+    #: the operator's parallel instances (Flink's subtasks, each a range of key groups:
+    #: ``get_index_of_this_subtask()``, one ``open()`` each); subtask ``i`` runs in Spark
+    #: partition ``i % partitions`` (key_group_ranges.subtask_partition). 0: ``partitions``
+    parallelism: int = 0
 
 
 def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -125,10 +129,10 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
                 partial(backend_type.create, spec.key_serializer, maxp, **options))
             runtime_class = BroadcastKeyGroupRuntime if spec.kind == "broadcast" else KeyGroupRuntime
             instances = run_instances(f"{spec.instance_key}/{query}", f"{spec.run_id}/{query}")
-            # the stage's parallel instances are its Spark partitions (key group ranges)
+            # the stage's parallel instances: the operator's parallelism (key group ranges)
             rt = runtime_class(spec.kind, spec.function, spec.key_serializer, cfg,
-                               backend_factory=factory, store=store,
-                               instances=instances, parallel_instances=spec.partitions or None)
+                               backend_factory=factory, store=store, instances=instances,
+                               parallel_instances=spec.parallelism or spec.partitions or None)
             holder["rt"] = rt
         return rt
 
@@ -272,11 +276,12 @@ def frame_bytes(frame: Any) -> int:
 
 
 def check_partition(spec: GroupSpec, key_group: int) -> None:
-    """Raise unless key group ``key_group`` runs in the partition of its range: the salts
-    that place it there were computed for ``spec.partitions`` partitions, and a query
-    restarted from a checkpoint keeps the number of partitions it started with."""
+    """Raise unless key group ``key_group`` runs in the partition of its subtask's range:
+    the salts that place it there were computed for ``spec.partitions`` partitions, and a
+    query restarted from a checkpoint keeps the number of partitions it started with."""
     maxp = int(spec.config["max_parallelism"])
-    expected = operator_index_for_key_group(maxp, spec.partitions, key_group)
+    subtask = operator_index_for_key_group(maxp, spec.parallelism or spec.partitions, key_group)
+    expected = subtask % spec.partitions
     actual = partition_id()
     if actual != expected:
         raise JobExecutionError(

@@ -15,8 +15,13 @@ Spark picks a row's partition as ``pmod(murmur3(columns, seed 42), P)``, so a pe
   second grouping column would make Spark's sort compare rows past the sort prefix. Its type
   (long, the key group's is int) makes Spark refuse a checkpoint of the old layout.
 
-The salts depend on ``P``: a query must be planned with the number of partitions it runs
-with (the runtime checks each key group's partition, ``GroupSpec.partitions``).
+A STREAMING keyed operator of parallelism ``p`` runs ``p`` subtasks whatever the number of
+partitions ``P``: subtask ``i`` runs in partition ``i % P`` (:func:`subtask_partition`), so
+a subtask's key groups never span two partitions and ``open()`` runs once per subtask.
+
+The salts depend on ``P`` and ``p``: a query must be planned with the number of partitions it
+runs with (the runtime checks each key group's partition, ``GroupSpec.partitions``), and a
+checkpoint keeps its operators' parallelism (translation/evolution.py).
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ import numpy as np
 
 from ..state_store.keygroups import RANGE_KEY_SHIFT, operator_index_for_key_group
 
-__all__ = ["RANGE_KEY", "stateful_partitions", "spark_partition", "spark_partition_of_longs", "salts", "salt_column",
-           "range_key_column", "key_group_of_range_key_column", "repartition_by_key_group_range"]
+__all__ = ["RANGE_KEY", "stateful_partitions", "spark_partition", "spark_partition_of_longs",
+           "salts", "salt_column", "subtask_partition", "range_key_column",
+           "key_group_of_range_key_column", "repartition_by_key_group_range"]
 
 #: Name of STREAMING's grouping column: the key group plus its salt (a long).
 RANGE_KEY = "_kgr"
@@ -113,13 +119,16 @@ def spark_partition_of_longs(values: Any, partitions: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=16)
-def salts(max_parallelism: int, partitions: int, long_key: bool = False) -> tuple[int, ...]:
+def salts(max_parallelism: int, partitions: int, long_key: bool = False,
+          parallelism: int = 0) -> tuple[int, ...]:
     """For each key group, the smallest salt ``s >= 0`` that puts it on partition
-    ``kg * partitions // max_parallelism``: as the int columns ``(kg, s)`` (BATCH's
-    repartitioning) or, with ``long_key``, as the long ``kg + (s << 32)`` (STREAMING's range
-    key). About ``partitions`` candidates per key group; searched in blocks of 64 for all
-    open key groups at once, once per layout (every keyed operator of a job shares it)."""
-    target = np.array([operator_index_for_key_group(max_parallelism, partitions, g)
+    ``(kg * parallelism // max_parallelism) % partitions`` (its subtask's; ``parallelism``
+    0: ``partitions``): as the int columns ``(kg, s)`` (BATCH's repartitioning) or, with
+    ``long_key``, as the long ``kg + (s << 32)`` (STREAMING's range key). About
+    ``partitions`` candidates per key group; searched in blocks of 64 for all open key
+    groups at once, once per layout (every keyed operator of a job shares it)."""
+    target = np.array([subtask_partition(max_parallelism, parallelism or partitions,
+                                         partitions, g)
                        for g in range(max_parallelism)], dtype=np.int64)
     found = np.full(max_parallelism, -1, dtype=np.int64)
     open_groups = np.arange(max_parallelism, dtype=np.int64)
@@ -138,24 +147,44 @@ def salts(max_parallelism: int, partitions: int, long_key: bool = False) -> tupl
     return tuple(found.tolist())
 
 
+def subtask_partition(max_parallelism: int, parallelism: int, partitions: int,
+                      key_group: int) -> int:
+    """The Spark partition that runs ``key_group``: its subtask's (Flink's range of
+    ``parallelism`` subtasks), folded into ``partitions`` (a subtask never spans two).
+
+    Args:
+        max_parallelism: The number of key groups.
+        parallelism: The operator's parallel instances (subtasks).
+        partitions: The Spark partitions the stage runs on.
+        key_group: The key group.
+
+    Returns:
+        The partition index.
+    """
+    return operator_index_for_key_group(max_parallelism, parallelism, key_group) % partitions
+
+
 def salt_column(key_group: Any, max_parallelism: int, partitions: int,
-                long_key: bool = False) -> Any:
+                long_key: bool = False, parallelism: int = 0) -> Any:
     """The salt of each row's key group (:func:`salts`) as an int Spark column (0 for a
     negative key group, the end-of-input sentinel's): one constant array literal indexed by
     the key group."""
     from pyspark.sql import functions as F
 
-    table = ", ".join(map(str, salts(max_parallelism, partitions, long_key)))
+    table = ", ".join(map(str, salts(max_parallelism, partitions, long_key, parallelism)))
     lookup = F.element_at(F.expr(f"array({table})"), key_group + 1)
     return F.when(key_group >= 0, lookup).otherwise(F.lit(0)).cast("int")
 
 
-def range_key_column(key_group: Any, max_parallelism: int, partitions: int) -> Any:
+def range_key_column(key_group: Any, max_parallelism: int, partitions: int,
+                     parallelism: int = 0) -> Any:
     """STREAMING's grouping column: ``kg + (salt << 32)`` as a long (a negative key group,
-    the end-of-input sentinel's, stays itself)."""
+    the end-of-input sentinel's, stays itself), placing each key group on the partition of
+    its subtask among ``parallelism`` (0: ``partitions``)."""
     from pyspark.sql import functions as F
 
-    salt = salt_column(key_group, max_parallelism, partitions, long_key=True)
+    salt = salt_column(key_group, max_parallelism, partitions, long_key=True,
+                       parallelism=parallelism)
     return key_group.cast("long") + F.shiftleft(salt.cast("long"), RANGE_KEY_SHIFT)
 
 

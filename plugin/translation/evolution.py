@@ -12,7 +12,8 @@ removed or changed, sinks added. Refused when the job is built, before anything 
   :class:`IncompatibleStateError` naming the operator, the state and both types;
 * what Spark's own checkpoints cannot follow — the inputs of a stateful operator's or a
   sink's query changed (Structured Streaming refuses a query whose sources change), another
-  max parallelism or state backend (the key-group layout of the state files):
+  max parallelism or state backend (the key-group layout of the state files), another
+  parallelism or number of partitions (where key groups run, :func:`check_placement`):
   :class:`CheckpointMismatchError` naming the rule and the way over, a savepoint.
 
 The manifest (``_job.json``) keeps what these checks need under ``"evolution"``
@@ -40,8 +41,8 @@ from ..state_store.entries import StateMetaInfo
 from ..state_store.exceptions import IncompatibleStateError
 from .exceptions import CheckpointMismatchError
 
-__all__ = ["EVOLUTION_VERSION", "ProgramStates", "check_evolution", "evolution_info",
-           "stage_names"]
+__all__ = ["EVOLUTION_VERSION", "ProgramStates", "check_evolution", "check_placement",
+           "evolution_info", "stage_names"]
 
 log = logging.getLogger("pyspark_datastream")
 
@@ -105,14 +106,16 @@ def _host(node: Transformation, names: dict[int, str], sinks: dict[int, str],
 
 
 def evolution_info(nodes: list[Transformation], description: Mapping[str, Any],
-                   states: Optional[Mapping[str, tuple[Any, list[StateMetaInfo]]]]
-                   ) -> dict[str, Any]:
+                   states: Optional[Mapping[str, tuple[Any, list[StateMetaInfo]]]],
+                   placement: Optional[Mapping[str, int]] = None) -> dict[str, Any]:
     """What the manifest keeps to judge the next version of the program.
 
     Args:
         nodes: The job graph.
         description: :func:`~.job_identity.describe_graph` of ``nodes``.
         states: :data:`ProgramStates` of the program, or None when they are not known.
+        placement: Where the keyed operators' key groups run: ``{"parallelism": p,
+            "partitions": n}`` (:func:`check_placement`); None: not recorded.
 
     Returns:
         A JSON-able dict: per stateful operator (by stage name) its label, kind, key
@@ -141,9 +144,55 @@ def evolution_info(nodes: list[Transformation], description: Mapping[str, Any],
     sinks = {sink_queries[n.id]: {"label": n.uid or n.name,
                                   "inputs": _boundaries(n, names, sources)}
              for n in nodes if isinstance(n, SinkNode)}
-    return {"version": EVOLUTION_VERSION, "stateful": stateful, "sinks": sinks,
+    info = {"version": EVOLUTION_VERSION, "stateful": stateful, "sinks": sinks,
             "max_parallelism": description.get("max_parallelism"),
             "backend": description.get("backend")}
+    if placement is not None:
+        info["placement"] = dict(placement)
+    return info
+
+
+def check_placement(job: str, folder: str, old: Optional[Mapping[str, Any]],
+                    new: Optional[Mapping[str, Any]], stateful: bool) -> None:
+    """Refuse a program whose keyed operators' key groups would run elsewhere than in the
+    checkpoint: Spark keeps a key group's state under its grouping key, which places it on
+    its subtask's partition (spark_io/key_group_ranges.py), so another parallelism or number
+    of partitions would leave the state where no call reads it.
+
+    Args:
+        job: The job name (for messages).
+        folder: The job folder (for messages).
+        old: The checkpoint's placement; None for a checkpoint of a release that recorded
+            none, whose keyed operators ran one subtask per Spark partition.
+        new: The program's placement (None: not known, nothing checked).
+        stateful: The program has stateful operators.
+
+    Raises:
+        CheckpointMismatchError: the parallelism or the number of partitions changed.
+    """
+    if new is None or not stateful or not new.get("partitions"):
+        return
+    where = f"STREAMING job {job!r} (checkpoint {folder})"
+    if old is None:
+        if new.get("parallelism") != new.get("partitions"):
+            raise CheckpointMismatchError(
+                f"{where}: the checkpoint was written by an earlier release, which ran each "
+                "keyed operator with one parallel instance per Spark partition "
+                "(spark.sql.shuffle.partitions); this job runs them with parallelism "
+                f"{new.get('parallelism')} over {new.get('partitions')} partitions, which "
+                "places key groups elsewhere than their state. Build the job with "
+                f"env.set_parallelism({new.get('partitions')}) to resume, or to carry the state "
+                f"over, {_way_over(job)}")
+        return
+    for key, what in (("partitions", "number of Spark partitions of its keyed operators "
+                                     "(spark.sql.shuffle.partitions when the checkpoint began)"),
+                      ("parallelism", "parallelism of its keyed operators")):
+        if old.get(key) != new.get(key):
+            raise CheckpointMismatchError(
+                f"{where}: the {what} changed, {old.get(key)!r} -> {new.get(key)!r}; Spark's "
+                "checkpoint keeps each key group's state on the partition it started on, so "
+                f"build the job with the checkpoint's {key} ({old.get(key)!r}) to resume, or to "
+                f"carry the state over (Flink's rescaling), {_way_over(job)}")
 
 
 def _way_over(job: str) -> str:
@@ -181,6 +230,8 @@ def check_evolution(job: str, folder: str, old: Mapping[str, Any], new: Mapping[
             raise CheckpointMismatchError(
                 f"{where}: the {what} changed, {old.get(key)!r} -> {new.get(key)!r}; a "
                 f"checkpoint keeps the old one. To carry the state over, {_way_over(job)}")
+    check_placement(job, folder, old.get("placement"), new.get("placement"),
+                    bool(old.get("stateful")) and bool(new.get("stateful")))
     before, after = old.get("stateful") or {}, new.get("stateful") or {}
     notes: list[str] = []
     gone = sorted(set(before) - set(after))

@@ -42,7 +42,7 @@ from ..plan.config import RuntimeMode, resolve
 from ..plan.graph import KeyByNode, SinkNode, SourceNode, Transformation
 from ..state_store.backends import get_backend
 from ..state_store.storage import Storage, normalize_uri
-from .evolution import ProgramStates, check_evolution, evolution_info
+from .evolution import ProgramStates, check_evolution, check_placement, evolution_info
 from .exceptions import CheckpointMismatchError, CheckpointRootError
 
 __all__ = [
@@ -236,7 +236,8 @@ class JobCheckpoint:
                  description: dict[str, Any], storage: Optional[Storage] = None,
                  nodes: Optional[list[Transformation]] = None,
                  program: Optional[ProgramStates] = None,
-                 ignore_unclaimed: bool = False) -> None:
+                 ignore_unclaimed: bool = False,
+                 placement: Optional[dict[str, int]] = None) -> None:
         self.job_name = job_name
         #: the root as the storage layer keeps it (ConfigurationError for a scheme it cannot
         #: serve, here, before anything runs)
@@ -257,6 +258,8 @@ class JobCheckpoint:
         self._program = program
         self._states: Optional[Any] = None
         self.ignore_unclaimed = ignore_unclaimed
+        #: where the keyed operators' key groups run (evolution.check_placement)
+        self.placement = placement
         #: set by _check: the manifest must be rewritten for this program (an evolved graph,
         #: or a manifest of an earlier release); the changes it follows
         self._rewrite = False
@@ -273,7 +276,7 @@ class JobCheckpoint:
         if self._nodes is None:
             return None
         return evolution_info(self._nodes, self.description,
-                              self._program_states() if with_states else None)
+                              self._program_states() if with_states else None, self.placement)
 
     @property
     def is_temporary(self) -> bool:
@@ -324,7 +327,10 @@ class JobCheckpoint:
         stored = manifest.get("evolution")
         current = self._evolution(with_states=False)
         if same and (stored is None or current is None):
-            self._rewrite = current is not None  # a manifest of an earlier release: add it
+            if current is not None:  # a manifest of an earlier release: check, then add it
+                check_placement(self.job_name, folder, None, self.placement,
+                                bool(current.get("stateful")))
+            self._rewrite = current is not None
             return
         if stored is None or current is None:
             raise CheckpointMismatchError(

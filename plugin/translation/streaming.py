@@ -210,7 +210,8 @@ class StreamingTranslator:
             job_name, root, where, describe_graph(nodes, self.max_parallelism, self.backend[0]),
             self.storage, nodes=nodes, program=self._program_states,
             ignore_unclaimed=bool(cfg.get_boolean("execution.savepoint.ignore-unclaimed-state",
-                                                  False)))
+                                                  False)),
+            placement={"parallelism": self.parallelism, "partitions": self.range_partitions})
         self.bounded = all(n.bounded for n in nodes if isinstance(n, SourceNode))
         self._source_ordinals = {n.id: i for i, n in enumerate(
             n for n in nodes if isinstance(n, SourceNode))}
@@ -682,7 +683,8 @@ class StreamingTranslator:
                           field_reduce_plan(kind, function, self._typed_inputs.get(node.id),
                                             out_enc, backend_kind),
                           timeouts, self.storage, f"{self.job_name}#{node.id}",
-                          self.run_id, direct_output(output_schema(out_enc, bool(tags))))
+                          self.run_id, direct_output(output_schema(out_enc, bool(tags))),
+                          parallelism=self.parallelism)
         self.group_specs[node.id] = spec
         fields = ([(TAG, "string")] if tags else []) + [(TS, "bigint")] + (
             out_enc.spark_columns() if out_enc is not None else [(VALUE, "binary")])
@@ -692,11 +694,12 @@ class StreamingTranslator:
         grouping = KG
         if self.range_partitions:
             # Spark hashes the grouping column to pick a partition: the range key (key group
-            # plus a salt) lands each key group in its range's partition (key_group_ranges.py).
+            # plus a salt) lands each key group in its subtask's partition (key_group_ranges.py).
             # The function reads the key group from the range key, so _kg is not handed over:
             # every column costs a conversion per record on both sides of the Arrow stream.
-            df = df.withColumn(RANGE_KEY, range_key_column(F.col(KG), self.max_parallelism,
-                                                           self.range_partitions)).drop(KG)
+            df = df.withColumn(RANGE_KEY, range_key_column(
+                F.col(KG), self.max_parallelism, self.range_partitions,
+                self.parallelism)).drop(KG)
             grouping = RANGE_KEY
         out = keyed_call(df.groupBy(grouping), spec, fields, timeout)
         return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
