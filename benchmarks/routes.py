@@ -13,6 +13,9 @@ the log, their modification times in log order), with per-key state in every sta
 3. ``key_by(user % 1000 % 10)``: a running count ``c`` and a running max ``m`` of ``s``.
 
 Every stage emits one record per input record, ``(user, ts, value, n, s, c, m)`` at the end.
+The project's program declares ``ts`` the event time (``for_monotonous_timestamps``): BATCH
+sorts each key's records by it, STREAMING carries a watermark and ends each keyed stage's
+query with its end-of-input batch.
 Variants, each its own run in one ``local[2]`` session, each reading the same files:
 
 * ``batch`` (the baseline): the program in BATCH (``to_dataframe().write.parquet``);
@@ -32,7 +35,9 @@ Variants, each its own run in one ``local[2]`` session, each reading the same fi
   the newest version older than the micro-batch's id, the task-local property
   ``streaming.sql.batchId``, so a retried micro-batch re-reads the previous version), runs
   its records and writes the version of this micro-batch (temp file + rename; versions older
-  than the previous one are deleted). Each task adds up the state bytes it read and wrote in
+  than the previous one are deleted; a directory listing per key group and micro-batch here,
+  a pointer file or manifest on object storage). No event time, watermark or timer: nothing
+  runs without new data. Each task adds up the state bytes it read and wrote in
   a small file; ``arrow_state_read_bytes_per_batch`` sums them per micro-batch: on a cluster
   nothing pins a partition to an executor, so every micro-batch reads every state it touches
   from storage. What exactly-once would additionally need: the state folder on shared,
@@ -243,7 +248,7 @@ def program(env: StreamExecutionEnvironment, df: Any) -> Any:
 
 # -- the prototypes' per-key-group work (shared by both routes) ------------------------------
 def stage_key(stage: int, user: Any) -> Any:
-    """The key of ``stage`` from the user column (a Spark Column or numpy array)."""
+    """The key of ``stage`` from the user column (a Spark Column: the key-group column)."""
     return user if stage == 1 else user % BUCKETS if stage == 2 else user % BUCKETS % KEYS3
 
 
@@ -554,6 +559,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
         parser.error(f"--variants: unknown {unknown}; known: {', '.join(VARIANTS)}")
+    from pyspark.sql.group import GroupedData
+
+    for variant, method in (("tws_chain", "transformWithStateInPandas"),
+                            ("tws_chain_rowbased", "transformWithState")):
+        if variant in variants and not hasattr(GroupedData, method):  # Spark 4.0 / 4.1
+            parser.error(f"--variants: {variant} needs GroupedData.{method}, which this "
+                         f"PySpark does not have; leave it out")
     warmup = not args.quick
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
