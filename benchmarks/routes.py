@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.routes [--records 4000000] [--users 400000] [--files 8]
 [--files-per-batch 1] [--variants batch,streaming,tws_chain,arrow_chain,tws_chain_rowbased]
-[--repeat 1] [--quick]``
+[--repeat 1] [--restart-check] [--quick]``
 
 The job, over ``(user, ts, value)`` records (``ts``: ms, distinct and ascending in the log
 order, so each user's records are in time order; ``--files`` Parquet files, each a stretch of
@@ -46,6 +46,10 @@ Variants, each its own run in one ``local[2]`` session, each reading the same fi
   purging newer versions; a deterministic order within a micro-batch (``ts`` here; a real
   stage needs a total order such as (batch, upstream partition, row)); an idempotent sink
   (the file sink here is); and a savepoint/rescale story for the key-group files.
+  ``--restart-check`` (and ``--quick``), untimed: the query fails in stage 3 of a micro-batch
+  after stages 1 and 2 wrote that batch's versions, restarts from its checkpoint, and its
+  output is checked (a sink's files are read from its ``_spark_metadata`` log: a failed
+  batch leaves files no reader may count).
 
 Both prototypes do what a real keyed stage must do, no more: group records by key group,
 restore each key's record order within the micro-batch (sort by ``ts``), read and write each
@@ -179,11 +183,38 @@ def check(got: pd.DataFrame, expected: pd.DataFrame, what: str) -> None:
         fail("stage 3: m is not the running max of s in the key's processing order", bad)
 
 
+def sink_files(out: str) -> list[str] | None:
+    """The files a streaming file sink at ``out`` committed (its ``_spark_metadata`` log: the
+    latest ``<n>.compact`` and the batches after it), or None when ``out`` has no such log.
+    A failed micro-batch can leave files the log does not list: they are no output."""
+    from urllib.parse import unquote, urlparse
+
+    log = os.path.join(out, "_spark_metadata")
+    if not os.path.isdir(log):
+        return None
+    names = set(os.listdir(log))
+    compacts = [int(n[:-8]) for n in names if n.endswith(".compact") and n[:-8].isdigit()]
+    start = max(compacts, default=-1)
+    logs = ([f"{start}.compact"] if compacts else []) + [
+        n for n in sorted((n for n in names if n.isdigit()), key=int) if int(n) > start]
+    paths: set[str] = set()
+    for name in logs:
+        with open(os.path.join(log, name)) as f:
+            for line in f.read().splitlines()[1:]:  # the first line is the log's version
+                entry = json.loads(line)
+                (paths.add if entry["action"] == "add" else paths.discard)(entry["path"])
+    return sorted(unquote(urlparse(p).path) for p in paths)
+
+
 def read_out(out: str) -> pd.DataFrame:
-    """A result folder (Parquet files, nested or not; ``_*``/``.*`` skipped) as COLUMNS."""
+    """A result folder as COLUMNS: a streaming sink's committed files, else every Parquet
+    file under it (``_*``/``.*`` skipped)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(out)
+    files = sink_files(out)
+    table = pq.read_table(out) if files is None else pa.concat_tables(
+        [pq.read_table(f) for f in files])
     df = table.to_pandas()
     if "f0" in df.columns:  # the project's tuples
         df.columns = COLUMNS
@@ -396,6 +427,20 @@ def _arrow_stage(stage: int, root: str) -> Any:
     return run
 
 
+def _failing_once(function: Any, batch_id: int, marker: str) -> Any:
+    """``function`` raising in micro-batch ``batch_id`` until ``marker`` exists (it creates it)."""
+    def run(batches: Any) -> Any:
+        from pyspark import TaskContext
+
+        if (int(TaskContext.get().getLocalProperty("streaming.sql.batchId")) == batch_id
+                and not os.path.exists(marker)):
+            open(marker, "w").close()
+            raise RuntimeError(f"injected failure in micro-batch {batch_id}")
+        yield from function(batches)
+
+    return run
+
+
 class BatchCounter:
     """Counts the micro-batches of every streaming query (a StreamingQueryListener)."""
 
@@ -445,6 +490,7 @@ class Bench:
         self.counter = BatchCounter(spark)
         self.micro_batches: dict[str, dict[str, int]] = {}
         self.state_io: dict[str, Any] = {}
+        self.restart: dict[str, int] = {}
         self._n = 0
 
     def folder(self, name: str) -> str:
@@ -513,12 +559,7 @@ class Bench:
     def arrow_chain(self) -> str:
         work = self.folder("arrow_chain")
         mark = self.counter.seen.copy()
-        partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
-        df = _source(self.spark, self.files, self.schema, self.per_batch)
-        for stage in (1, 2, 3):
-            staged = _with_kg(df, stage).select("kg", *COLUMNS).repartition(partitions, "kg")
-            df = staged.mapInArrow(_arrow_stage(stage, work), staged.schema)
-        out = self._sink("arrow_chain", df.select(*COLUMNS), work)
+        out = self._sink("arrow_chain", self._arrow_query(work), work)
         per_batch: dict[str, list[int]] = {}
         for name in glob.glob(os.path.join(work, "io", "*", "*.json")):
             with open(name) as f:
@@ -532,6 +573,39 @@ class Bench:
                                                     for b in sorted(per_batch, key=int)]}
         self._marks = ("arrow_chain", mark)
         return out
+
+    def _arrow_query(self, work: str, fail_in_batch: int | None = None) -> Any:
+        partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
+        df = _source(self.spark, self.files, self.schema, self.per_batch)
+        for stage in (1, 2, 3):
+            staged = _with_kg(df, stage).select("kg", *COLUMNS).repartition(partitions, "kg")
+            function = _arrow_stage(stage, work)
+            if stage == 3 and fail_in_batch is not None:
+                function = _failing_once(function, fail_in_batch, os.path.join(work, "failed"))
+            df = staged.mapInArrow(function, staged.schema)
+        return df.select(*COLUMNS)
+
+    def arrow_restart(self, fail_in_batch: int = 2) -> str:
+        """``arrow_chain`` failing in stage 3 of micro-batch ``fail_in_batch`` (after stages
+        1 and 2 wrote that batch's state versions), then restarted from its checkpoint: the
+        rerun batch must read the versions before it (the run's output is then checked)."""
+        from pyspark.errors import StreamingQueryException
+
+        work = self.folder("arrow_restart")
+        try:
+            self._sink("arrow_restart", self._arrow_query(work, fail_in_batch), work)
+        except StreamingQueryException as e:
+            if "injected failure" not in str(e):
+                raise
+        else:
+            raise SystemExit("routes arrow_restart: the injected failure did not fail the query")
+        written = glob.glob(os.path.join(work, "state", "1", "*", str(fail_in_batch)))
+        if not written:
+            raise SystemExit(f"routes arrow_restart: stage 1 wrote no version {fail_in_batch} "
+                             "before the failure: nothing to re-read around")
+        self.restart = {"failed_in_batch": fail_in_batch,
+                        "stage1_versions_written_before_failure": len(written)}
+        return self._sink("arrow_restart", self._arrow_query(work), work)
 
     def count_batches(self) -> None:
         """After a streaming run (outside its timing): its micro-batches, all queries."""
@@ -551,7 +625,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default=".bench-data")
     parser.add_argument("--repeat", type=int, default=1, help="timed rounds (median counts)")
     parser.add_argument("--quick", action="store_true",
-                        help="20k records of 2,000 users in 4 files, one run, no warm-up")
+                        help="20k records of 2,000 users in 4 files, one run, no warm-up; "
+                             "with the restart check")
+    parser.add_argument("--restart-check", action="store_true",
+                        help="after the timed rounds, untimed: arrow_chain failed mid "
+                             "micro-batch and restarted from its checkpoint, then checked")
     args = parser.parse_args(argv)
     if args.quick:
         args.records, args.users, args.files = 20_000, 2_000, 4
@@ -580,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def checker(name: str) -> Any:
             def run_check(out: str) -> None:
-                if name != "batch":
+                if name not in ("batch", "arrow_restart"):
                     bench.count_batches()
                 got = read_out(out)
                 check(got, expected, name)
@@ -595,6 +673,13 @@ def main(argv: list[str] | None = None) -> int:
                  f"variants {', '.join(variants)}")
         results = timed_rounds({v: (runs[v], checker(v)) for v in variants}, args.repeat, warmup)
         med = {name: r[0] for name, r in results.items()}
+        if args.quick or args.restart_check:
+            batches = -(-args.files // args.files_per_batch)
+            progress("arrow_restart: a failure is injected now; Spark's ERROR lines about "
+                     "'injected failure' are expected")
+            out = bench.arrow_restart(fail_in_batch=min(2, batches - 1))
+            checker("arrow_restart")(out)
+            progress(f"arrow_restart: {bench.restart}, restarted, checked")
         result = {
             "benchmark": "routes",
             "records": args.records, "users": args.users, "files": args.files,
@@ -611,6 +696,9 @@ def main(argv: list[str] | None = None) -> int:
                 "checked": True,
             } for name in variants},
             **bench.state_io,
+            # --restart-check: arrow_chain failed in that micro-batch, restarted, checked
+            **({"arrow_restart": {**bench.restart, "rows_out": rows_out["arrow_restart"],
+                                  "checked": True}} if bench.restart else {}),
             "runs": {name: [round(t, 2) for t in r[1]] for name, r in results.items()},
             "load": load(),
         }
