@@ -282,3 +282,25 @@ def test_local_copies_go_to_the_executors_spark_scratch_when_it_has_one(monkeypa
                                       str(os.getpid()))
     monkeypatch.delenv("SPARK_LOCAL_DIRS")
     assert default_local_dir().startswith(tempfile.gettempdir() + os.sep)
+
+
+def test_a_worker_keeps_every_key_group_of_its_partition_open_between_micro_batches(tmp_path):
+    """A worker running 64 key groups of a 128-key-group operator (two partitions) in
+    micro-batch after micro-batch reads no state back from the version files after the first
+    commit: each key group's local copy stays open and current (a cap below the key groups
+    of a partition made every micro-batch rebuild every key group from storage)."""
+    drop_local_copies()
+    groups = range(64)
+    pointers: dict[int, bytes] = {}
+    for batch in range(3):
+        store = RocksDBKeyGroupStore(str(tmp_path / "kg"), KS, 128)  # one per micro-batch
+        for group in groups:
+            pointers[group] = store.commit(group, store.acquire(group, pointers.get(group)))
+        assert store.restored_key_groups == 0, batch
+    # a fresh process (no local copies) reads each key group back from its files
+    assert drop_local_copies() == 64
+    store = RocksDBKeyGroupStore(str(tmp_path / "kg"), KS, 128)
+    for group in groups:
+        store.commit(group, store.acquire(group, pointers[group]))
+    assert store.restored_key_groups == 64 and store.restored_bytes > 0
+    drop_local_copies()

@@ -27,7 +27,8 @@ from .backend import RocksDBKeyedStateBackend
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ...serializers import TypeSerializer
 
-__all__ = ["RocksDBKeyGroupStore", "VersionPointer", "default_local_dir", "drop_local_copies"]
+__all__ = ["RocksDBKeyGroupStore", "VersionPointer", "default_local_dir", "drop_local_copies",
+           "open_copies_budget"]
 
 #: Format tag of a RocksDB key group pointer (the only thing kept in GroupState): JSON
 #: since v2; v1 (a pickled tuple of plain values) is still read, by an unpickler that
@@ -186,7 +187,7 @@ class RocksDBKeyGroupStore:
         local_dir: Optional[str] = None,
         block_cache_size: int = 8 << 20,
         write_buffer_size: int = 4 << 20,
-        max_open: int = 32,
+        max_open: Optional[int] = None,
         max_chain: int = 16,
         max_tracked_bytes: int = 4 << 20,
         storage: Optional[Storage] = None,
@@ -199,10 +200,19 @@ class RocksDBKeyGroupStore:
         self.local_dir = local_dir or default_local_dir()
         self.block_cache_size = block_cache_size
         self.write_buffer_size = write_buffer_size
-        self.max_open = max_open
+        #: this store's local copies a worker keeps open (LRU): by default every key group,
+        #: so a worker serving a partition keeps all of its key groups warm between
+        #: micro-batches (fewer made every micro-batch rebuild most of them from files)
+        self.max_open = max_open or max_parallelism
         self.max_chain = max_chain
         #: a micro-batch changing more than this writes a full base (bounded memory)
         self.max_tracked_bytes = max_tracked_bytes
+        #: what this store read back from version files, cumulative in this process: the
+        #: bytes and the key groups rebuilt because this worker held no current local copy
+        #: (the operator reports both as its ``state.restoredBytes`` and
+        #: ``state.restoredKeyGroups`` metrics)
+        self.restored_bytes = 0
+        self.restored_key_groups = 0
 
     # -- paths -----------------------------------------------------------------------------
     def folder(self, key_group: int) -> str:
@@ -233,11 +243,23 @@ class RocksDBKeyGroupStore:
         except BaseException:
             backend.close()
             raise
+        if wanted is not None:
+            self.restored_bytes += sum(wanted.sizes)
+            self.restored_key_groups += 1
         _LOCAL_COPIES[slot] = _LocalCopy(backend, wanted, timers)
-        while len(_LOCAL_COPIES) > self.max_open:
+        self._evict()
+        return backend
+
+    def _evict(self) -> None:
+        """Close this store's least recently used copies past ``max_open``, and any
+        store's past what the process may keep open (:func:`open_copies_budget`)."""
+        mine = [slot for slot in _LOCAL_COPIES if slot[0] == self.checkpoint_dir]
+        for slot in mine[:max(0, len(mine) - self.max_open)]:
+            _LOCAL_COPIES.pop(slot).backend.close()
+        budget = open_copies_budget(len(_LOCAL_COPIES))
+        while len(_LOCAL_COPIES) > budget:
             _, old = _LOCAL_COPIES.popitem(last=False)
             old.backend.close()
-        return backend
 
     def abandon(self, key_group: int) -> None:
         """Drop the local copy (after a failure mid-batch its content is not committed)."""
@@ -405,6 +427,47 @@ class RocksDBKeyGroupStore:
         except BaseException:
             self.abandon(key_group)
             raise
+
+
+#: file descriptors one open key-group database may hold (measured: 7 with one table file)
+#: and those left for everything else in the worker
+_FDS_PER_COPY = 16
+_FDS_RESERVED = 256
+#: the most copies the process's open-file limit allows (None: not computed yet)
+_BUDGET: list[Optional[int]] = [None]
+
+
+def open_copies_budget(wanted: int) -> int:
+    """How many key-group databases this process may keep open for ``wanted``: once, the
+    open-file soft limit is raised toward the hard limit to fit them (as databases do);
+    what still does not fit is closed least recently used first.
+
+    Args:
+        wanted: The copies open now.
+
+    Returns:
+        The most copies to keep open (at least ``wanted`` when the limit allows it).
+    """
+    budget = _BUDGET[0]
+    if budget is not None and wanted <= budget:
+        return budget
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - no rlimits on this platform
+        return max(wanted, 1)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = max(wanted, 128) * 2 * _FDS_PER_COPY + _FDS_RESERVED  # room to grow
+    if soft != resource.RLIM_INFINITY and soft < need:
+        target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    budget = (1 << 30 if soft == resource.RLIM_INFINITY
+              else max(1, (soft - _FDS_RESERVED) // _FDS_PER_COPY))
+    _BUDGET[0] = budget
+    return budget
 
 
 def drop_local_copies() -> int:
