@@ -25,6 +25,7 @@ from ..state_store.entries import StateEntry, StateMetaInfo
 from ..state_store.exceptions import SavepointFormatError, SerializationError
 from .base import MIN_WATERMARK, Output, raise_named_serialization_error
 from .broadcast import BROADCAST_INPUT, BroadcastProcessOperator, emits_broadcast_outputs
+from .exceptions import JobExecutionError
 from .keygroup import KeyGroupResult, KeyGroupRow, KeyGroupRuntime
 
 __all__ = ["BroadcastKeyGroupRuntime", "wrap_state", "unwrap_state"]
@@ -71,8 +72,12 @@ class BroadcastKeyGroupRuntime(KeyGroupRuntime):
 
     def run(self, state: Optional[bytes], rows: Iterable[KeyGroupRow],
             watermark: int = MIN_WATERMARK, *, end_of_input: bool = False,
-            processing_time: Optional[int] = None, key_group: Optional[int] = None
-            ) -> KeyGroupResult:
+            processing_time: Optional[int] = None, key_group: Optional[int] = None,
+            track_positions: bool = False) -> KeyGroupResult:
+        if track_positions:  # broadcast elements run first, whatever their arrival
+            raise JobExecutionError(
+                f"operator {self.config.operator_name!r}: a broadcast operator's outputs "
+                "carry no element positions")
         keyed, metas, entries = unwrap_state(state)
         self._incoming = (metas, entries)
         self._operator = None

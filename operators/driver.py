@@ -44,6 +44,7 @@ __all__ = [
     "run_sorted_keyed",
     "run_hash_keyed",
     "process_keyed_rows",
+    "process_keyed_rows_at",
     "key_deserializer",
 ]
 
@@ -116,6 +117,28 @@ def process_keyed_rows(
         outputs = process(value, timestamp, input_index)
         if outputs:
             yield outputs
+
+
+def process_keyed_rows_at(
+    operator: KeyedOperator,
+    backend: KeyedStateBackend,
+    rows: Iterable[KeyedRow],
+    key_of: Callable[[bytes], Any],
+) -> Iterator[tuple[int, Iterable[Output]]]:
+    """:func:`process_keyed_rows`, each element's outputs with the element's position in
+    ``rows`` (what a caller keeping its outputs in the elements' order needs)."""
+    set_current_key = backend.set_current_key
+    process = operator.process_element
+    current: bytes | None = None
+    for position, (key_bytes, timestamp, value, input_index) in enumerate(rows):
+        if key_bytes != current:
+            if type(key_bytes) is not bytes:
+                key_bytes = bytes(key_bytes)
+            set_current_key(key_of(key_bytes), key_bytes)
+            current = key_bytes
+        outputs = process(value, timestamp, input_index)
+        if outputs:
+            yield position, outputs
 
 
 def _open(operator: KeyedOperator, backend: KeyedStateBackend, config: OperatorConfig) -> None:

@@ -49,7 +49,7 @@ from .base import (
     Output,
     raise_named_serialization_error,
 )
-from .driver import key_deserializer, process_keyed_rows
+from .driver import key_deserializer, process_keyed_rows, process_keyed_rows_at
 from .exceptions import JobExecutionError
 from .factory import KEYED_KINDS, make_keyed_operator
 from .instances import SubtaskInstance, subtask_of
@@ -168,7 +168,7 @@ class KeyGroupResult:
     """
 
     __slots__ = ("_outputs", "_columns", "state", "next_event_timer", "next_processing_timer",
-                 "elements", "state_entries")
+                 "elements", "state_entries", "positions")
 
     def __init__(self, outputs: Optional[list[Output]] = None, state: Optional[bytes] = None,
                  next_event_timer: Optional[int] = None,
@@ -182,6 +182,10 @@ class KeyGroupResult:
         self.next_processing_timer = next_processing_timer
         self.elements = elements
         self.state_entries = state_entries
+        #: with ``track_positions``: per output, the position of the element that produced
+        #: it (-1: before the elements, e.g. a timer; ``elements``: at the end of input);
+        #: None when every element produced exactly one output, in order (the lean reduce)
+        self.positions: Optional[list[int]] = None
 
     @property
     def outputs(self) -> list[Output]:
@@ -281,8 +285,13 @@ class KeyGroupRuntime:
         end_of_input: bool = False,
         processing_time: Optional[int] = None,
         key_group: Optional[int] = None,
+        track_positions: bool = False,
     ) -> KeyGroupResult:
         """One micro-batch: restore ``state``, fire due timers, process ``rows``, snapshot.
+
+        With ``track_positions`` the result's ``positions`` say which element produced each
+        output (:class:`KeyGroupResult`), so a caller can interleave several key groups'
+        outputs in their elements' order.
 
         ``watermark`` is the operator (Flink) watermark of this micro-batch;
         ``end_of_input`` moves it to +inf after the elements so every timer fires.
@@ -322,9 +331,18 @@ class KeyGroupRuntime:
                         outputs.extend(operator.advance_processing_time(processing_time))
                     if watermark > MIN_WATERMARK:
                         outputs.extend(operator.advance_watermark(min(watermark, MAX_WATERMARK)))
-                    outputs.extend(self._process(operator, backend, rows, result))
+                    if track_positions:
+                        positions = [-1] * len(outputs)
+                        produced, at = self._process_at(operator, backend, rows, result)
+                        outputs.extend(produced)
+                        positions.extend(at)
+                    else:
+                        outputs.extend(self._process(operator, backend, rows, result))
                     if end_of_input:
                         outputs.extend(operator.end_input())
+                    if track_positions:
+                        positions.extend(repeat(result.elements, len(outputs) - len(positions)))
+                        result.positions = positions
                     result.next_event_timer = operator.event_queue.peek_timestamp()
                     result.next_processing_timer = operator.processing_queue.peek_timestamp()
                 finally:
@@ -395,6 +413,20 @@ class KeyGroupRuntime:
             process_keyed_rows(operator, backend, map(_first, zip(rows, seen)), key_of)))
         result.elements = next(seen)
         return out
+
+    def _process_at(self, operator: Any, backend: Any, rows: Iterable[KeyGroupRow],
+                    result: KeyGroupResult) -> tuple[list[Output], list[int]]:
+        """:meth:`_process`, with each output's element position (``track_positions``)."""
+        key_of = key_deserializer(self.key_serializer, self.config.operator_name, cache=True)
+        elements = rows if isinstance(rows, Sized) else list(rows)
+        out: list[Output] = []
+        positions: list[int] = []
+        for position, produced in process_keyed_rows_at(operator, backend, elements, key_of):
+            before = len(out)
+            out.extend(produced)
+            positions.extend(repeat(position, len(out) - before))
+        result.elements = len(elements)
+        return out, positions
 
     # -- lean reduce -----------------------------------------------------------------------
     def _expected_reduce_metas(self) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ import pyarrow as pa
 from ..operators.field_reduce import FIELD_KINDS, rolling_fields, sums_fit
 from ..operators.keygroup import KeyGroupRuntime
 from ..state_store.serializers import PickleSerializer
+from .emit_order import arrival_keys, output_order
 from .encoding import TS, Encoding
 from .group_frames import (
     TypedInput,
@@ -63,11 +64,12 @@ class FieldReduce:
 
 def run_field_reduce(plan: FieldReduce, typed: TypedInput, out_enc: Encoding, frames: list[Any],
                      state: Optional[bytes], key_group: int, key_serializer: Any,
-                     runtime: KeyGroupRuntime, direct: bool = False
+                     runtime: KeyGroupRuntime, direct: bool = False, ordered: bool = False
                      ) -> Optional[tuple[Optional[bytes], Any]]:
     """One call of a field reduce over the key group's non-empty ``frames``, started from
     ``state``: ``(new state bytes or None, output frame)`` (``direct``: as arrays,
-    ``group_frames.output_frame``), or None to take the Python path (nothing done)."""
+    ``group_frames.output_frame``; ``ordered``: with the order columns, emit_order.py), or
+    None to take the Python path (nothing done)."""
     if not runtime.lean_reduce:
         return None
     restored = runtime.lean_restored(state)
@@ -101,7 +103,7 @@ def run_field_reduce(plan: FieldReduce, typed: TypedInput, out_enc: Encoding, fr
     # the state: each key's final value, keyed by its bytes
     values = list(zip(*[f.tolist() for f in finals]))
     new_state, _ = runtime.lean_state(key_bytes, values, restored, key_group)
-    schema = output_schema(out_enc, False)
+    schema = output_schema(out_enc, False, ordered)
     ts = (pa.nulls(len(stamps), pa.int64()) if nulls is not None and nulls.all()
           else pa.array(stamps, type=pa.int64(), mask=nulls))
     arrays = [ts]
@@ -112,6 +114,9 @@ def run_field_reduce(plan: FieldReduce, typed: TypedInput, out_enc: Encoding, fr
             arrays.append(pa.array(final, type=field.type).take(indices))
         else:
             arrays.append(pa.array(result, type=field.type))
+    if ordered:  # one output per element, in processing order
+        emitted = output_order(arrival_keys(frames, order), None, len(stamps))
+        arrays.extend([pa.array(emitted[0], pa.int64()), pa.array(emitted[1], pa.int64())])
     return new_state, output_frame(pa.RecordBatch.from_arrays(arrays, schema=schema), direct)
 
 

@@ -45,6 +45,8 @@ from .rows import RowShape, is_row_type
 from .spark_types import is_spark_mappable, python_from_arrow
 
 __all__ = [
+    "ORDER",
+    "ORDER_ROW",
     "BLOB",
     "NBYTES",
     "BLOB_ROWS",
@@ -86,6 +88,9 @@ SEQ_ROW = "_seq_row"
 ROW_INDEX_BITS = 42
 #: ``_seq`` of a Python keyed input pass: ``read partition << SPLIT_SHIFT | position``
 SPLIT_SHIFT = 40
+#: A keyed stage's output columns giving each record's place in its Spark partition's
+#: arrival order (emit_order.py), when it feeds another keyed stage
+ORDER, ORDER_ROW = "_oseq", "_oseq_row"
 
 _ALWAYS_EXACT = ("STRING", "BOOLEAN")
 _NUMERIC = ("LONG", "INT", "SHORT", "BYTE", "DOUBLE", "FLOAT")
@@ -151,14 +156,17 @@ def output_encoding(type_info: Any, tagged: bool) -> Optional[Encoding]:
     return None if tagged else typed_output_encoding(type_info)
 
 
-def output_schema(enc: Optional[Encoding], tagged: bool) -> pa.Schema:
-    """Arrow schema of the blobs: ``[_tag string,] _ts int64, payload``."""
+def output_schema(enc: Optional[Encoding], tagged: bool, ordered: bool = False) -> pa.Schema:
+    """Arrow schema of the blobs: ``[_tag string,] _ts int64, payload[, _oseq int64,
+    _oseq_row int64]`` (the order columns when ``ordered``: emit_order.py)."""
     fields = [pa.field(TAG, pa.string())] if tagged else []
     fields.append(pa.field(TS, pa.int64()))
     if enc is None:
         fields.append(pa.field(VALUE, pa.binary()))
     else:
         fields.extend(enc.arrow_fields())
+    if ordered:
+        fields.extend([pa.field(ORDER, pa.int64()), pa.field(ORDER_ROW, pa.int64())])
     return pa.schema(fields)
 
 
@@ -227,7 +235,8 @@ def serialized_keys(keys: list[Any], serializer: Any,
 
 def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
                key_serializer: Any = None,
-               key_group: Optional[tuple[int, int]] = None) -> KeyGroupColumns:
+               key_group: Optional[tuple[int, int]] = None,
+               order_out: Optional[list[Any]] = None) -> KeyGroupColumns:
     """``(key bytes, timestamp, record, input side)`` rows of one key group's frames in
     processing order: arrival order inside each upstream split (``_seq``), the splits of
     one key merged by event time (:func:`_merge_splits_by_event_time`).
@@ -260,6 +269,8 @@ def group_rows(frames: list[Any], typed: Optional[TypedInput], sided: bool,
         # while their bytes decide what one key is
         keys, key_bytes = list(map(key_bytes.__getitem__, keys)), None
     order = processing_order(frames, keys, stamps, sides if sided else None, key_bytes)
+    if order_out is not None:  # the caller's: the frames' rows in processing order
+        order_out.append(order)
     if order is not None and len(order) > 1:
         take = itemgetter(*order.tolist())  # one C call per column
         keys, stamps, values = list(take(keys)), list(take(stamps)), list(take(values))
@@ -367,18 +378,22 @@ def output_blobs(outputs: list[Any], tags: frozenset[str], enc: Optional[Encodin
 
 def column_blobs(out_tags: Optional[list[Optional[str]]], values: list[Any],
                  stamps: list[Optional[int]], tags: frozenset[str], enc: Optional[Encoding],
-                 name: str = "", direct: bool = False) -> Optional[Any]:
+                 name: str = "", direct: bool = False,
+                 order: Optional[tuple[Any, Any]] = None) -> Optional[Any]:
     """:func:`output_blobs` of outputs given as columns (``out_tags`` None: every output is
     a main output, as ``KeyGroupResult.output_columns`` gives a lean reduce's); with
-    ``direct``, as :func:`array_frame`."""
+    ``direct``, as :func:`array_frame`; ``order``: each output's ``(_oseq, _oseq_row)``
+    (emit_order.py), as two int64 arrays."""
     if out_tags is not None and (tags or set(out_tags) - {None}):
         kept = [i for i, t in enumerate(out_tags) if t is None or t in tags]
         out_tags = [out_tags[i] for i in kept]
         values = [values[i] for i in kept]
         stamps = [stamps[i] for i in kept]
+        if order is not None:
+            order = (order[0][kept], order[1][kept])
     if not values:
         return None
-    schema = output_schema(enc, bool(tags))
+    schema = output_schema(enc, bool(tags), order is not None)
     arrays = []
     if tags:
         arrays.append(pa.array(out_tags if out_tags is not None else [None] * len(values),
@@ -390,6 +405,8 @@ def column_blobs(out_tags: Optional[list[Optional[str]]], values: list[Any],
         values = ([shape(v) for v in values] if out_tags is None else
                   [shape(v) if t is None else v for t, v in zip(out_tags, values)])
     arrays.extend(_payload_arrays(values, enc, name))
+    if order is not None:
+        arrays.extend([pa.array(order[0], type=pa.int64()), pa.array(order[1], type=pa.int64())])
     return output_frame(pa.RecordBatch.from_arrays(arrays, schema=schema), direct)
 
 

@@ -22,6 +22,7 @@ from ..state_store.backends import HEAP, get_backend
 from ..state_store.keygroups import key_group_of_range_key, operator_index_for_key_group
 from ..state_store.storage import Storage
 from .columnar_reduce import FieldReduce, run_field_reduce
+from .emit_order import arrival_keys, output_order
 from .encoding import VALUE, Encoding
 from .group_frames import (
     BLOB,
@@ -105,6 +106,9 @@ class GroupSpec:
     #: ``get_index_of_this_subtask()``, one ``open()`` each); subtask ``i`` runs in Spark
     #: partition ``i % partitions`` (key_group_ranges.subtask_partition). 0: ``partitions``
     parallelism: int = 0
+    #: outputs carry their elements' arrival order (emit_order.py): the stage feeds another
+    #: keyed stage, which must see them in the order the subtask received their elements
+    ordered: bool = False
 
 
 def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -136,7 +140,8 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
             holder["rt"] = rt
         return rt
 
-    direct = output_schema(spec.output_enc, bool(spec.tags)) if spec.direct_output else None
+    direct = (output_schema(spec.output_enc, bool(spec.tags), spec.ordered)
+              if spec.direct_output else None)
     unflushed = [0]  # output and state bytes PySpark's serializer holds for its next batch
 
     def fn(key: tuple[Any, ...], pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
@@ -179,19 +184,22 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
                 and spec.output_enc is not None):
             done = run_field_reduce(spec.field_reduce, spec.typed_input, spec.output_enc,
                                     frames, previous, int(kg), spec.key_serializer, runtime(),
-                                    spec.direct_output)
+                                    spec.direct_output, spec.ordered)
             if done is not None:  # a reduce holds no timers: no timeout to set
                 new_state, frame = done
                 _commit(state, new_state)
                 return frame
+        order: list[Any] = []
         rows = (group_rows(frames, spec.typed_input, spec.sided, spec.key_serializer,
-                           (int(kg), int(spec.config["max_parallelism"]))) if frames else ())
+                           (int(kg), int(spec.config["max_parallelism"])),
+                           order if spec.ordered else None) if frames else ())
         # ProcessingTimeTimeout: Spark times a group out by the batch's processing time, so the
         # operator's clock is that time (timers <= it fire; the next one sets the timeout)
         now_ms = (int(state.getCurrentProcessingTimeMs()) if spec.processing_timeout
                   else int(time.time() * 1000))
         result = runtime().run(previous, rows, watermark, end_of_input=end,
-                               processing_time=now_ms, key_group=int(kg))
+                               processing_time=now_ms, key_group=int(kg),
+                               track_positions=spec.ordered)
         _commit(state, result.state)
         report_due()  # the functions' metrics, every REPORT_INTERVAL_S per instance
         if spec.processing_timeout:
@@ -208,8 +216,12 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
             if due:
                 state.setTimeoutTimestamp(max(min(due), wm_s, 1))
         out_tags, values, stamps = result.output_columns()
+        emitted = None
+        if spec.ordered:
+            arrival = arrival_keys(frames, order[0]) if frames else None
+            emitted = output_order(arrival, result.positions, len(values))
         return column_blobs(out_tags, values, stamps, spec.tags, spec.output_enc, spec.name,
-                            spec.direct_output)
+                            spec.direct_output, emitted)
 
     return fn
 

@@ -116,7 +116,7 @@ from .steps import (
     union,
 )
 from .stream import Stream
-from .streaming_keyed import keyed_call, watermarked
+from .streaming_keyed import feeds_keyed, keyed_call, watermarked
 from .streaming_pushdown import field_reduce_plan, native_keyed_input, restaged_order
 from .streaming_queries import (
     end_of_input_stream,
@@ -671,6 +671,7 @@ class StreamingTranslator:
         # group_frames.py: typed columns in (native keyed input) and out, where pandas keeps
         # them exact; pickled ``_v`` otherwise
         out_enc = output_encoding(node.output_type, bool(tags))  # ROW types: pickled Rows
+        ordered = kind != "broadcast" and feeds_keyed(node, self.consumers)
         spec = GroupSpec(node.name, kind, function, key_serializer,
                          dict(self.op_config, metrics_publish=self.metrics_publish()),
                           ws is not None, sided, tags,
@@ -684,7 +685,7 @@ class StreamingTranslator:
                                             out_enc, backend_kind),
                           timeouts, self.storage, f"{self.job_name}#{node.id}",
                           self.run_id, direct_output(output_schema(out_enc, bool(tags))),
-                          parallelism=self.parallelism)
+                          parallelism=self.parallelism, ordered=ordered)
         self.group_specs[node.id] = spec
         fields = ([(TAG, "string")] if tags else []) + [(TS, "bigint")] + (
             out_enc.spark_columns() if out_enc is not None else [(VALUE, "binary")])

@@ -2,18 +2,29 @@
 
 :func:`watermarked` adds the watermark column its GroupState timeouts need;
 :func:`keyed_call` is its ``applyInPandasWithState`` call and the step that turns the
-function's output into the stage's records.
+function's output into the stage's records (in arrival order when :func:`feeds_keyed`:
+runtime/emit_order.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..plan.graph import Transformation, is_keyed
+from ..runtime.emit_order import order_partition
 from ..runtime.encoding import KG, TS
-from ..runtime.group_frames import BLOB, float_columns, nan_column, output_schema, unpack_blobs
+from ..runtime.group_frames import (
+    BLOB,
+    ORDER,
+    ORDER_ROW,
+    float_columns,
+    nan_column,
+    output_schema,
+    unpack_blobs,
+)
 from ..runtime.group_state import GroupSpec, group_function
 
-__all__ = ["keyed_call", "watermarked"]
+__all__ = ["feeds_keyed", "keyed_call", "watermarked"]
 
 #: The watermark-tagged column a GroupState timeout needs (null on every row).
 _ET = "_et"
@@ -51,6 +62,29 @@ def watermarked(df: Any, ws: Any) -> Any:
                          _ET, metadata={"spark.watermarkDelayMs": delay}))
 
 
+def feeds_keyed(node: Transformation, readers: dict[int, list[Transformation]]) -> bool:
+    """Whether a keyed stage's outputs reach another keyed stage (through stateless
+    operators, side outputs, unions): that stage must see them in arrival order.
+
+    Args:
+        node: The keyed stage.
+        readers: Node id -> the nodes reading it (``plan.graph.consumers``).
+
+    Returns:
+        True when some keyed stage reads them.
+    """
+    todo, seen = list(readers.get(node.id, [])), set()
+    while todo:
+        n = todo.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if is_keyed(n):
+            return True
+        todo.extend(readers.get(n.id, []))
+    return False
+
+
 def keyed_call(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
                timeout: str) -> Any:
     """The keyed stage's records: ``applyInPandasWithState`` of ``spec`` over ``grouped``.
@@ -65,14 +99,25 @@ def keyed_call(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
         The records: the function's arrays exploded into rows by Spark, or its Arrow IPC
         blobs unpacked by a ``mapInArrow`` pass.
     """
+    if not spec.ordered:
+        return _records(grouped, spec, fields, timeout)
+    # in arrival order (emit_order.py): sorted in a pass of the same query, then dropped
+    records = _records(grouped, spec, [*fields, (ORDER, "bigint"), (ORDER_ROW, "bigint")],
+                       timeout)
+    ddl = ", ".join(f"`{name}` {kind}" for name, kind in fields)
+    return records.mapInArrow(order_partition, ddl)
+
+
+def _records(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
+             timeout: str) -> Any:
     from pyspark.sql import functions as F
 
     function = group_function(spec)
     names = [name for name, _ in fields]
     if spec.direct_output:
         kinds = dict(fields)
-        floats = [(name, kinds[name])
-                  for name in float_columns(output_schema(spec.output_enc, bool(spec.tags)))]
+        floats = [(name, kinds[name]) for name in float_columns(
+            output_schema(spec.output_enc, bool(spec.tags), spec.ordered))]
         arrays = ", ".join([f"`{name}` array<{kind}>" for name, kind in fields]
                            + [f"`{nan_column(name)}` array<int>" for name, _ in floats])
         out = grouped.applyInPandasWithState(function, arrays, _STATE_SCHEMA, "append", timeout)
