@@ -127,18 +127,17 @@ def process_keyed_rows_at(
 ) -> Iterator[tuple[int, Iterable[Output]]]:
     """:func:`process_keyed_rows`, each element's outputs with the element's position in
     ``rows`` (what a caller keeping its outputs in the elements' order needs)."""
-    set_current_key = backend.set_current_key
-    process = operator.process_element
-    current: bytes | None = None
-    for position, (key_bytes, timestamp, value, input_index) in enumerate(rows):
-        if key_bytes != current:
-            if type(key_bytes) is not bytes:
-                key_bytes = bytes(key_bytes)
-            set_current_key(key_of(key_bytes), key_bytes)
-            current = key_bytes
-        outputs = process(value, timestamp, input_index)
-        if outputs:
-            yield position, outputs
+    position = -1
+
+    def counted() -> Iterator[KeyedRow]:
+        nonlocal position
+        for row in rows:
+            position += 1
+            yield row
+
+    # process_keyed_rows takes the next row only after yielding the last one's outputs
+    for outputs in process_keyed_rows(operator, backend, counted(), key_of):
+        yield position, outputs
 
 
 def _open(operator: KeyedOperator, backend: KeyedStateBackend, config: OperatorConfig) -> None:

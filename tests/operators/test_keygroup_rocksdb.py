@@ -304,3 +304,35 @@ def test_a_worker_keeps_every_key_group_of_its_partition_open_between_micro_batc
         store.commit(group, store.acquire(group, pointers[group]))
     assert store.restored_key_groups == 64 and store.restored_bytes > 0
     drop_local_copies()
+
+
+class _Some(KeyedProcessFunction):
+    """Emits value % 3 records per element and one timer record 10 ms after it."""
+
+    def process_element(self, value, ctx):
+        ctx.timer_service().register_event_time_timer(ctx.timestamp() + 10)
+        for i in range(value % 3):
+            yield ("out", value, i)
+
+    def on_timer(self, timestamp, ctx):
+        yield ("timer", timestamp)
+
+
+def test_each_output_names_the_element_that_produced_it():
+    """``track_positions``: per output, its element's position; timers fired by the
+    micro-batch's watermark before the elements are -1, those at the end of input come
+    after the last element (the elements' count)."""
+    group = 3
+    a, b = _keys_in_group(group, 2)
+    runtime = KeyGroupRuntime("process", _Some(), KS, _cfg())
+    first = runtime.run(None, _rows((a, 100, 1), (b, 101, 3), (a, 102, 2)), 0, key_group=group,
+                        track_positions=True)
+    assert [o.value for o in first.outputs] == [("out", 1, 0), ("out", 2, 0), ("out", 2, 1)]
+    assert first.positions == [0, 2, 2]  # element 1 (value 3) emitted nothing
+    second = runtime.run(first.state, _rows((b, 120, 4)), 111, end_of_input=True,
+                         key_group=group, track_positions=True)
+    values = [o.value for o in second.outputs]
+    # watermark 111 fires the timers at 110 and 111, then element 0, then end of input 112
+    assert values == [("timer", 110), ("timer", 111), ("out", 4, 0), ("timer", 112),
+                      ("timer", 130)]
+    assert second.positions == [-1, -1, 0, 1, 1]
