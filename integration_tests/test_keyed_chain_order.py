@@ -6,8 +6,8 @@ the records of one channel keep their order). At parallelism 1 Flink's result is
 determined by the input order, so it is computed here by a plain-Python model of the
 program:
 
-* PyFlink's STREAMING ``test_keyed_min_by_and_max`` (its input and expected list) and the
-  first two stages of it, whose output Flink gives as (a,3,0), (a,1,1), (a,5,0), (a,3,1);
+* PyFlink's STREAMING ``test_keyed_min_by_and_max`` (its input) up to its second keyed
+  stage, whose output Flink gives as (a,3,0), (a,1,1), (a,5,0), (a,3,1);
 * three keyed stages whose states fold every record in order (a running hash), over several
   files and micro-batches with keys spread over many key groups, on the RocksDB backend
   (PyFlink's test above runs on the heap one).
@@ -31,24 +31,21 @@ def _conf(tmp_path):
     return {"execution.checkpointing.dir": str(tmp_path / "ckpt")}
 
 
-def test_pyflinks_keyed_min_by_and_max(env_factory, tmp_path):
-    """PyFlink's STREAMING test (pyflink/datastream/tests/test_data_stream.py), its expected
-    list, and what Flink emits after its first two keyed stages."""
+def test_pyflinks_keyed_min_by_and_max_first_two_stages(env_factory, tmp_path):
+    """PyFlink's STREAMING test (pyflink/datastream/tests/test_data_stream.py) up to its
+    second keyed stage, whose output Flink gives as (a,3,0), (a,1,1), (a,5,0), (a,3,1): the
+    ``max(1)`` keeps the first record's other fields, so it shows which record of each key
+    arrived first (its last three stages only fold these further)."""
     env = env_factory("STREAMING", _conf(tmp_path))
     env.set_parallelism(1)
     data = [("a", 3, 0), ("a", 1, 1), ("b", 5, 0), ("b", 3, 1)]
-    ds = env.from_collection(data, type_info=ROW3)
-    two = (ds.key_by(lambda x: x[0]).min_by("v2")
+    two = (env.from_collection(data, type_info=ROW3)
+           .key_by(lambda x: x[0]).min_by("v2")
            .map(lambda x: (x[0], x[1], x[2]), output_type=TUP3)
            .key_by(lambda x: x[2]).max(1))
-    out = (two.key_by(lambda x: x[2]).min()
-           .map(lambda x: x[0], output_type=Types.STRING())
-           .key_by(lambda x: x).max_by())
     with two.execute_and_collect() as it:
         assert sorted(tuple(r) for r in it) == sorted(
             [("a", 3, 0), ("a", 1, 1), ("a", 5, 0), ("a", 3, 1)])
-    with out.execute_and_collect() as it:
-        assert sorted(it) == ["a"] * 4
 
 
 class Fold(KeyedProcessFunction):
