@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from .exceptions import KeyGroupError
 
 __all__ = [
+    "subtask_partition",
     "DEFAULT_MAX_PARALLELISM",
     "UPPER_BOUND_MAX_PARALLELISM",
     "assign_key_group",
@@ -59,6 +60,24 @@ def key_groups_of(key_bytes: Iterable[bytes], max_parallelism: int) -> list[int]
 def operator_index_for_key_group(max_parallelism: int, parallelism: int, key_group: int) -> int:
     """Subtask that owns ``key_group`` (Flink's contiguous-range assignment)."""
     return key_group * parallelism // max_parallelism
+
+
+def subtask_partition(max_parallelism: int, parallelism: int, partitions: int,
+                      key_group: int) -> int:
+    """The Spark partition that runs ``key_group`` in STREAMING: its subtask's (Flink's
+    range of ``parallelism`` subtasks) folded into ``partitions``, so a subtask never spans
+    two partitions (``spark_io/key_group_ranges.py`` steers key groups there).
+
+    Args:
+        max_parallelism: The number of key groups.
+        parallelism: The operator's parallel instances (subtasks).
+        partitions: The Spark partitions the stage runs on.
+        key_group: The key group.
+
+    Returns:
+        The partition index.
+    """
+    return operator_index_for_key_group(max_parallelism, parallelism, key_group) % partitions
 
 
 def key_group_range_for_operator(

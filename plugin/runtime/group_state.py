@@ -19,7 +19,7 @@ from ..operators.instances import run_instances
 from ..operators.keygroup import KeyGroupRuntime
 from ..operators.metrics import report_due
 from ..state_store.backends import HEAP, get_backend
-from ..state_store.keygroups import key_group_of_range_key, operator_index_for_key_group
+from ..state_store.keygroups import key_group_of_range_key, subtask_partition
 from ..state_store.storage import Storage
 from .columnar_reduce import FieldReduce, run_field_reduce
 from .emit_order import arrival_keys, output_order
@@ -104,7 +104,7 @@ class GroupSpec:
     direct_output: bool = False
     #: the operator's parallel instances (Flink's subtasks, each a range of key groups:
     #: ``get_index_of_this_subtask()``, one ``open()`` each); subtask ``i`` runs in Spark
-    #: partition ``i % partitions`` (key_group_ranges.subtask_partition). 0: ``partitions``
+    #: partition ``i % partitions`` (keygroups.subtask_partition). 0: ``partitions``
     parallelism: int = 0
     #: outputs carry their elements' arrival order (emit_order.py): the stage feeds another
     #: keyed stage, which must see them in the order the subtask received their elements
@@ -292,8 +292,8 @@ def check_partition(spec: GroupSpec, key_group: int) -> None:
     the salts that place it there were computed for ``spec.partitions`` partitions, and a
     query restarted from a checkpoint keeps the number of partitions it started with."""
     maxp = int(spec.config["max_parallelism"])
-    subtask = operator_index_for_key_group(maxp, spec.parallelism or spec.partitions, key_group)
-    expected = subtask % spec.partitions
+    expected = subtask_partition(maxp, spec.parallelism or spec.partitions, spec.partitions,
+                                 key_group)
     actual = partition_id()
     if actual != expected:
         raise JobExecutionError(

@@ -3,7 +3,7 @@
 Spark's hash partitioning of the key-group column alone spreads 128 key groups over 4
 partitions as 25, 41, 29 and 33 (over 2 as 54 and 74): the largest partition decides when a
 stage ends. Flink gives subtask ``i`` of ``P`` the key groups ``kg`` with
-``kg * P // max_parallelism == i`` (:func:`operator_index_for_key_group`), equal ranges.
+``kg * P // max_parallelism == i`` (``keygroups.operator_index_for_key_group``), equal ranges.
 
 Spark picks a row's partition as ``pmod(murmur3(columns, seed 42), P)``, so a per-key-group
 *salt*, read from a small table, can steer each key group onto the partition of its range:
@@ -16,7 +16,7 @@ Spark picks a row's partition as ``pmod(murmur3(columns, seed 42), P)``, so a pe
   (long, the key group's is int) makes Spark refuse a checkpoint of the old layout.
 
 A STREAMING keyed operator of parallelism ``p`` runs ``p`` subtasks whatever the number of
-partitions ``P``: subtask ``i`` runs in partition ``i % P`` (:func:`subtask_partition`), so
+partitions ``P``: subtask ``i`` runs in partition ``i % P`` (``subtask_partition``), so
 a subtask's key groups never span two partitions and ``open()`` runs once per subtask.
 
 The salts depend on ``P`` and ``p``: a query must be planned with the number of partitions it
@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from ..state_store.keygroups import RANGE_KEY_SHIFT, operator_index_for_key_group
+from ..state_store.keygroups import RANGE_KEY_SHIFT, subtask_partition
 
 __all__ = ["RANGE_KEY", "stateful_partitions", "spark_partition", "spark_partition_of_longs",
-           "salts", "salt_column", "subtask_partition", "range_key_column",
+           "salts", "salt_column", "range_key_column",
            "key_group_of_range_key_column", "repartition_by_key_group_range"]
 
 #: Name of STREAMING's grouping column: the key group plus its salt (a long).
@@ -145,23 +145,6 @@ def salts(max_parallelism: int, partitions: int, long_key: bool = False,
         open_groups = open_groups[~done]
         start += step
     return tuple(found.tolist())
-
-
-def subtask_partition(max_parallelism: int, parallelism: int, partitions: int,
-                      key_group: int) -> int:
-    """The Spark partition that runs ``key_group``: its subtask's (Flink's range of
-    ``parallelism`` subtasks), folded into ``partitions`` (a subtask never spans two).
-
-    Args:
-        max_parallelism: The number of key groups.
-        parallelism: The operator's parallel instances (subtasks).
-        partitions: The Spark partitions the stage runs on.
-        key_group: The key group.
-
-    Returns:
-        The partition index.
-    """
-    return operator_index_for_key_group(max_parallelism, parallelism, key_group) % partitions
 
 
 def salt_column(key_group: Any, max_parallelism: int, partitions: int,

@@ -207,10 +207,8 @@ class RocksDBKeyGroupStore:
         self.max_chain = max_chain
         #: a micro-batch changing more than this writes a full base (bounded memory)
         self.max_tracked_bytes = max_tracked_bytes
-        #: what this store read back from version files, cumulative in this process: the
-        #: bytes and the key groups rebuilt because this worker held no current local copy
-        #: (the operator reports both as its ``state.restoredBytes`` and
-        #: ``state.restoredKeyGroups`` metrics)
+        #: what this store read back from version files since it was made: the bytes and
+        #: the key groups rebuilt because this worker held no current local copy
         self.restored_bytes = 0
         self.restored_key_groups = 0
 
