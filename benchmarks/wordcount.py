@@ -302,6 +302,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true",
                         help=f"{QUICK_RECORDS:,} records, {QUICK_KEYS:,} keys in {QUICK_FILES} "
                              "files, one timed run, no warm-up (a smoke run)")
+    parser.add_argument("--no-warmup", action="store_true",
+                        help="skip the untimed round (as --quick does) at any --records/--keys: "
+                             "for a smoke run whose figures mean nothing (benchmarks.memory "
+                             "--quick)")
     parser.add_argument("--driver-memory", default=None,
                         help="the JVM heap of the local session, e.g. 2g (default: Spark's, 1g)")
     only = parser.add_mutually_exclusive_group()
@@ -319,7 +323,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.quick:
         args.records, args.keys, args.repeat = QUICK_RECORDS, QUICK_KEYS, 1
-    warmup = not args.quick
+    warmup = not (args.quick or args.no_warmup)
 
     from pyspark_datastream import (
         Configuration,
