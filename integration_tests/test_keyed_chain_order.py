@@ -20,6 +20,7 @@ import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
 
 M = 1_000_003
@@ -27,16 +28,21 @@ ROW3 = Types.ROW_NAMED(["v1", "v2", "v3"], [Types.STRING(), Types.INT(), Types.I
 TUP3 = Types.TUPLE([Types.STRING(), Types.INT(), Types.INT()])
 
 
-def _conf(tmp_path):
-    return {"execution.checkpointing.dir": str(tmp_path / "ckpt")}
+def _conf(tmp_path, mapping="per-stage"):
+    return {"execution.checkpointing.dir": str(tmp_path / "ckpt"),
+            "execution.streaming.query-mapping": mapping}
 
 
-def test_pyflinks_keyed_min_by_and_max_first_two_stages(env_factory, tmp_path):
+MAPPINGS = pytest.mark.parametrize("mapping", ["per-stage", "one-query"])
+
+
+@MAPPINGS
+def test_pyflinks_keyed_min_by_and_max_first_two_stages(env_factory, tmp_path, mapping):
     """PyFlink's STREAMING test (pyflink/datastream/tests/test_data_stream.py) up to its
     second keyed stage, whose output Flink gives as (a,3,0), (a,1,1), (a,5,0), (a,3,1): the
     ``max(1)`` keeps the first record's other fields, so it shows which record of each key
     arrived first (its last three stages only fold these further)."""
-    env = env_factory("STREAMING", _conf(tmp_path))
+    env = env_factory("STREAMING", _conf(tmp_path, mapping))
     env.set_parallelism(1)
     data = [("a", 3, 0), ("a", 1, 1), ("b", 5, 0), ("b", 3, 1)]
     two = (env.from_collection(data, type_info=ROW3)
@@ -80,7 +86,9 @@ def _model(records):
     return stream
 
 
-def test_three_keyed_stages_at_parallelism_one_match_flinks_order(spark, env_factory, tmp_path):
+@MAPPINGS
+def test_three_keyed_stages_at_parallelism_one_match_flinks_order(spark, env_factory, tmp_path,
+                                                                  mapping):
     rng = random.Random(53)
     files = [[(f"k{rng.randrange(40)}", rng.randrange(1000)) for _ in range(150)]
              for _ in range(4)]
@@ -91,7 +99,7 @@ def test_three_keyed_stages_at_parallelism_one_match_flinks_order(spark, env_fac
         pq.write_table(pa.table({"k": [k for k, _ in rows],
                                  "v": pa.array([v for _, v in rows], pa.int64())}), path)
         os.utime(path, (1_700_000_000 + 10 * i,) * 2)
-    env = env_factory("STREAMING", {**_conf(tmp_path), "state.backend.type": "rocksdb"})
+    env = env_factory("STREAMING", {**_conf(tmp_path, mapping), "state.backend.type": "rocksdb"})
     env.set_parallelism(1)
     # one file per micro-batch, in file order: the input order is the files' rows in turn
     df = spark.readStream.schema("k string, v long").option("maxFilesPerTrigger", 1) \

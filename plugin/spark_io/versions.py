@@ -157,6 +157,10 @@ SPARK_FEATURES: dict[str, tuple[str, str, str]] = {
         "checkpoint with Spark's state data source, format(\"statestore\"), which Spark 4.0 "
         "added; on this line write the savepoint from a BATCH run, which a STREAMING job can "
         "restore"),
+    "one_query": (
+        "execution.streaming.query-mapping=one-query", "4.0",
+        "it chains keyed stages as transformWithStateInPandas operators, which Spark 4.0 "
+        "added; use the default per-stage mapping on this line"),
 }
 
 

@@ -173,7 +173,9 @@ def check_placement(job: str, folder: str, old: Optional[Mapping[str, Any]],
     if new is None or not stateful or not new.get("partitions"):
         return
     where = f"STREAMING job {job!r} (checkpoint {folder})"
-    if old is None:
+    # an earlier release's checkpoint (no record) was written by the per-stage mapping
+    before, after = (old or {}).get("mapping", "per-stage"), new.get("mapping", "per-stage")
+    if old is None and before == after:
         if new.get("parallelism") != new.get("partitions"):
             raise CheckpointMismatchError(
                 f"{where}: the checkpoint was written by an earlier release, which ran each "
@@ -184,6 +186,12 @@ def check_placement(job: str, folder: str, old: Optional[Mapping[str, Any]],
                 f"env.set_parallelism({new.get('partitions')}) to resume, or to carry the state "
                 f"over, {_way_over(job)}")
         return
+    if before != after or old is None:
+        raise CheckpointMismatchError(
+            f"{where}: the checkpoint was written by the {before} query mapping and this job "
+            f"runs with execution.streaming.query-mapping={after}; Spark's checkpoint of one "
+            f"holds the keyed state where the other does not read it. Run it with {before} to "
+            f"resume, or to carry the state over, {_way_over(job)}")
     for key, what in (("partitions", "number of Spark partitions of its keyed operators "
                                      "(spark.sql.shuffle.partitions when the checkpoint began)"),
                       ("parallelism", "parallelism of its keyed operators")):

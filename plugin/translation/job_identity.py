@@ -237,7 +237,7 @@ class JobCheckpoint:
                  nodes: Optional[list[Transformation]] = None,
                  program: Optional[ProgramStates] = None,
                  ignore_unclaimed: bool = False,
-                 placement: Optional[dict[str, int]] = None) -> None:
+                 placement: Optional[dict[str, Any]] = None) -> None:
         self.job_name = job_name
         #: the root as the storage layer keeps it (ConfigurationError for a scheme it cannot
         #: serve, here, before anything runs)

@@ -1,43 +1,17 @@
 """STREAMING translation: Spark Structured Streaming with Flink's STREAMING semantics.
 
-Mapping:
-
-* Every keyed operator becomes ``groupBy("_kgr").applyInPandasWithState(...)``
-  (``_kgr``: the key group plus the salt that places it on its range's partition,
-  ``spark_io/key_group_ranges.py``; ``groupBy("_kg")`` when ``spark.sql.shuffle.partitions``
-  is not a number)
-  with ``GroupStateTimeout.EventTimeTimeout`` (``ProcessingTimeTimeout`` for an
-  operator without event time on an unbounded input under a processing-time
-  trigger, so its processing-time timers fire between data; see
-  ``timecheck.py`` for what is refused; ``NoTimeout`` and no watermark for an
-  operator nothing can time out: no event time, an unbounded input and no
-  processing-time timers): ONE call per key group per
-  micro-batch runs all of its keys through ``operators.keygroup.KeyGroupRuntime``;
-  the key group's state (heap backend entries, unified layout) lives in
-  GroupState, so Spark's commit protocol decides what state is live.
-* Event time: ``_ts`` becomes a TIMESTAMP column ``_et`` for ``withWatermark``
-  (delay = the strategy's out-of-orderness), which is dropped again before the
-  stateful operator so Spark does not filter late rows (Flink processes them).
-  The GroupState timeout is the earliest pending event-time timer, so timers fire
-  once the watermark passes them even for key groups without new data. The
-  operator sees Flink's watermark ``spark_watermark - 1``.
-* Bounded sources are staged as Parquet and read as a file stream; one sentinel
-  row (key group -1, event time :data:`END_OF_INPUT_MS`) in front of each
-  stateful operator pushes Spark's watermark to the sentinel, which the operator
-  reads as end of input (watermark +inf: every timer fires).
-* Two ``applyInPandasWithState`` cannot share a query: the input of every keyed
-  operator with a keyed ancestor is written by its own checkpointed query to a
-  Parquet file sink (exactly-once) under the checkpoint directory and read back
-  with ``readStream``. Those upstream queries run first. A keyed operator read by
-  several consumers runs once: its own query (``<stage>-output``) stages its output
-  for all of them.
-* Non-keyed stages are fused ``mapInArrow`` passes as in BATCH (the steps both modes share
-  are functions in ``steps.py`` and ``pushdown.py``); queries run through
-  ``streaming_queries.py``.
-* Savepoints (``streaming_savepoint.py``): a savepoint run omits the end-of-input
-  sentinel (stop-with-savepoint without drain) and exports the GroupState of every
-  keyed operator after its query; a restore unions one state row per key group
-  (``_seq == RESTORE_SEQ``) into the first micro-batch of the stateful query.
+Per-stage mapping (the default): every keyed operator is ``groupBy("_kgr")
+.applyInPandasWithState(...)`` (``_kgr``: the key group plus the salt placing it on its range's
+partition, ``spark_io/key_group_ranges.py``), one call per key group per micro-batch on
+``operators.keygroup.KeyGroupRuntime``, its state in GroupState, its GroupState timeout the
+earliest timer (``timecheck.py``: what is refused). A keyed operator with a keyed ancestor
+reads its input from files a query of its own wrote (Spark runs one such operator per query).
+``execution.streaming.query-mapping=one-query`` runs the job as one query instead, each keyed
+stage a ``transformWithStateInPandas`` (``one_query.py``). Bounded sources are staged once and
+read as file streams; an end-of-input sentinel row moves the watermark to +inf. Non-keyed
+stages are the fused ``mapInArrow`` passes of BATCH (``steps.py``); queries run through
+``streaming_queries.py``; savepoints through ``streaming_savepoint.py``. The whole mapping:
+docs/spark-mapping.md.
 """
 
 from __future__ import annotations
@@ -84,6 +58,7 @@ from ..runtime.group_state import (
     stream_pass,
 )
 from ..runtime.passes import PassSpec, output_ddl
+from ..runtime.tws_processor import tws_time_mode
 from ..spark_io.columns import lit
 from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column, stateful_partitions
 from ..state_store.backends import backend_reference, get_backend
@@ -91,6 +66,7 @@ from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.storage import Storage
 from .evolution import stage_names
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
+from .one_query import ONE_QUERY, chained, one_query_mapping
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
 from .sinks import sink_kind
@@ -174,6 +150,8 @@ class StreamingTranslator:
         self.parallelism = plan.parallelism
         self.max_parallelism = plan.max_parallelism
         self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
+        #: the whole job as one query, keyed stages chained in it (one_query.py)
+        self.one_query = one_query_mapping(cfg, self.mode, spark, nodes, self.consumers)
         # the map and key-field pushdowns (pushdown.py, streaming_pushdown.py)
         self.pushdown = is_true(resolve(cfg, "execution.streaming.native-pushdown.enabled",
                                         self.mode))
@@ -211,7 +189,8 @@ class StreamingTranslator:
             self.storage, nodes=nodes, program=self._program_states,
             ignore_unclaimed=bool(cfg.get_boolean("execution.savepoint.ignore-unclaimed-state",
                                                   False)),
-            placement={"parallelism": self.parallelism, "partitions": self.range_partitions})
+            placement={"parallelism": self.parallelism, "partitions": self.range_partitions,
+                       **({"mapping": ONE_QUERY} if self.one_query else {})})
         self.bounded = all(n.bounded for n in nodes if isinstance(n, SourceNode))
         self._source_ordinals = {n.id: i for i, n in enumerate(
             n for n in nodes if isinstance(n, SourceNode))}
@@ -489,6 +468,8 @@ class StreamingTranslator:
         twice, through its main and a side output - each of them runs as its own query
         staged through files."""
         streams = [self.input_stream(p) for p in node.inputs]
+        if self.one_query:
+            return streams
         stateful = [i for i, p in enumerate(node.inputs)
                     if any(is_keyed(n) for n in upstream(p, is_keyed, include_self=True))]
         if len(stateful) < 2:
@@ -584,7 +565,9 @@ class StreamingTranslator:
                      consumer: Transformation, side: int) -> DataFrame:
         """``df`` (computed from ``root``'s stream, reaching input ``side`` of ``consumer``
         through ``edge``) read back from files when its plan holds a stateful operator:
-        Spark runs one ``applyInPandasWithState`` per query."""
+        Spark runs one ``applyInPandasWithState`` per query (not in the one-query mapping)."""
+        if self.one_query:
+            return df
         staged = self._staged_above(root)
         if staged is not None:  # a shared upstream stage: its query already staged it
             if self._savepoint_run is not None:  # streaming_savepoint.py: watermark carrier
@@ -649,7 +632,9 @@ class StreamingTranslator:
             folder = self.storage.join(self.job_folder(), f"{stage}-restore")
             restore_rows_folder(self, node, folder, df.schema)
             df = df.unionByName(self.spark.readStream.schema(df.schema).parquet(folder))
-        if self.bounded and self._savepoint_run is None:
+        # a chained stage of the one-query mapping has the watermark of the stage above it
+        chain = self.one_query and chained(node)
+        if self.bounded and self._savepoint_run is None and not chain:
             # a savepoint run is a stop-with-savepoint WITHOUT drain: no end-of-input flush
             folder = self.storage.join(self.job_folder(), f"{stage}-end-of-input")
             df = df.unionByName(end_of_input_stream(self.spark, self.storage, folder, df.schema))
@@ -662,7 +647,7 @@ class StreamingTranslator:
         # carry a timeout column exactly when the operator has a timeout kind, so a
         # checkpoint stays resumable when the trigger changes.
         timeouts = ws is not None or self.bounded or processing_time_use(function) is not None
-        if timeouts:
+        if timeouts and not chain:
             df = watermarked(df, ws)
         tags = self._tags.get(node.id, frozenset())
         backend = backend or self.backend
@@ -702,7 +687,8 @@ class StreamingTranslator:
                 F.col(KG), self.max_parallelism, self.range_partitions,
                 self.parallelism)).drop(KG)
             grouping = RANGE_KEY
-        out = keyed_call(df.groupBy(grouping), spec, fields, timeout)
+        out = keyed_call(df.groupBy(grouping), spec, fields, timeout, tws_time_mode(
+            processing_timeout, timeouts) if self.one_query else None, df.columns)
         return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
                       node.output_type, name=node.name,
                       tagged=bool(tags))

@@ -8,7 +8,8 @@ runtime/emit_order.py).
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from typing import Any, Callable, Optional
 
 from ..plan.graph import Transformation, is_keyed
 from ..runtime.emit_order import order_partition
@@ -23,6 +24,7 @@ from ..runtime.group_frames import (
     unpack_blobs,
 )
 from ..runtime.group_state import GroupSpec, group_function
+from ..runtime.tws_processor import ET_OUT, KeyGroupProcessor
 
 __all__ = ["feeds_keyed", "keyed_call", "watermarked"]
 
@@ -86,33 +88,48 @@ def feeds_keyed(node: Transformation, readers: dict[int, list[Transformation]]) 
 
 
 def keyed_call(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
-               timeout: str) -> Any:
-    """The keyed stage's records: ``applyInPandasWithState`` of ``spec`` over ``grouped``.
+               timeout: str, time_mode: Optional[str] = None,
+               columns: Optional[list[str]] = None) -> Any:
+    """The keyed stage's records: ``applyInPandasWithState`` of ``spec`` over ``grouped``
+    (or, in the one-query mapping, ``transformWithStateInPandas``: runtime/tws_processor.py).
 
     Args:
         grouped: the input grouped on the key group (or its range key).
         spec: the keyed call; its ``direct_output`` chooses the output's way out.
         fields: the records' columns, ``(name, Spark DDL type)`` (``[_tag,] _ts, payload``).
         timeout: the GroupState timeout kind.
+        time_mode: the one-query mapping's ``timeMode`` of the stage; None: per-stage.
+        columns: the input's columns (the one-query mapping's processor names its rows).
 
     Returns:
         The records: the function's arrays exploded into rows by Spark, or its Arrow IPC
         blobs unpacked by a ``mapInArrow`` pass.
     """
+    call = partial(_call, grouped, spec, timeout, time_mode, columns or [])
     if not spec.ordered:
-        return _records(grouped, spec, fields, timeout)
+        return _records(call, spec, fields)
     # in arrival order (emit_order.py): sorted in a pass of the same query, then dropped
-    records = _records(grouped, spec, [*fields, (ORDER, "bigint"), (ORDER_ROW, "bigint")],
-                       timeout)
+    records = _records(call, spec, [*fields, (ORDER, "bigint"), (ORDER_ROW, "bigint")])
     ddl = ", ".join(f"`{name}` {kind}" for name, kind in fields)
     return records.mapInArrow(order_partition, ddl)
 
 
-def _records(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
-             timeout: str) -> Any:
+def _call(grouped: Any, spec: GroupSpec, timeout: str, time_mode: Optional[str],
+          columns: list[str], ddl: str) -> Any:
+    """The stateful operator of the stage, returning ``ddl``."""
+    if time_mode is None:
+        return grouped.applyInPandasWithState(group_function(spec), ddl, _STATE_SCHEMA,
+                                              "append", timeout)
+    out = grouped.transformWithStateInPandas(
+        KeyGroupProcessor(spec, columns), f"{ddl}, `{ET_OUT}` timestamp", "Append", time_mode,
+        eventTimeColumnName=ET_OUT if time_mode == "EventTime" else "")
+    return out.drop(ET_OUT)
+
+
+def _records(call: Callable[[str], Any], spec: GroupSpec,
+             fields: list[tuple[str, str]]) -> Any:
     from pyspark.sql import functions as F
 
-    function = group_function(spec)
     names = [name for name, _ in fields]
     if spec.direct_output:
         kinds = dict(fields)
@@ -120,7 +137,7 @@ def _records(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
             output_schema(spec.output_enc, bool(spec.tags), spec.ordered))]
         arrays = ", ".join([f"`{name}` array<{kind}>" for name, kind in fields]
                            + [f"`{nan_column(name)}` array<int>" for name, _ in floats])
-        out = grouped.applyInPandasWithState(function, arrays, _STATE_SCHEMA, "append", timeout)
+        out = call(arrays)
         zipped = F.arrays_zip(*[F.col(f"`{name}`") for name in names])
         if not floats:
             return out.select(F.inline(zipped)).toDF(*names)
@@ -132,7 +149,6 @@ def _records(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
             F.when(F.array_contains(F.col(nan_of[name][0]), F.col(_POS)),
                    F.lit(float("nan")).cast(nan_of[name][1])).otherwise(F.col(f"`{name}`"))
             .alias(name) if name in nan_of else F.col(f"`{name}`") for name in names])
-    out = grouped.applyInPandasWithState(function, f"{BLOB} binary", _STATE_SCHEMA, "append",
-                                         timeout)
+    out = call(f"{BLOB} binary")
     ddl = ", ".join(f"`{name}` {kind}" for name, kind in fields)
     return out.mapInArrow(unpack_blobs, ddl)

@@ -59,7 +59,7 @@ from ..spark_io.progress import Heartbeat, fmt_count, observe, observed_metrics
 from ..spark_io.versions import require_feature
 from ..state_store.backends import get_backend
 from ..state_store.entries import StateMetaInfo
-from ..state_store.exceptions import SavepointFormatError
+from ..state_store.exceptions import GraphBuildError, SavepointFormatError
 from ..state_store.storage import Storage
 from .batch_savepoint import (
     check_savepoint_uids,
@@ -199,6 +199,12 @@ class StreamingSavepointWrite:
                                                else progress)
         # Spark 3.5 has no state data source to read the state back with (versions.py)
         require_feature("streaming_savepoint", translator.spark.version)
+        if getattr(translator, "one_query", False):
+            raise GraphBuildError(
+                f"job {translator.job_name!r}: a STREAMING savepoint of a job run with "
+                "execution.streaming.query-mapping=one-query is not written yet; run the job "
+                "with the per-stage mapping to take savepoints, or write the savepoint from a "
+                "BATCH run")
         check_savepoint_uids(translator.nodes)
         #: query name -> root node of the DataFrame it runs (filled by the translator)
         self.queries: dict[str, Transformation] = {}

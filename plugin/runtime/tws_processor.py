@@ -1,0 +1,151 @@
+"""The ``transformWithStateInPandas`` processor of a keyed stage in the one-query mapping.
+
+Spark 4.0+ chains several ``transformWithStateInPandas`` in one streaming query, which
+``applyInPandasWithState`` cannot. :class:`KeyGroupProcessor` runs the same per-key-group call
+as the ``applyInPandasWithState`` function (group_state.group_function): its state is the key
+group's bytes in one value state, its GroupState timeout one Spark timer
+(:class:`_TimerGroupState`), and its output gains the null ``_et`` timestamp column through
+which Spark hands the watermark to the next keyed stage of the query.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Optional
+
+from .group_state import GroupSpec, group_function
+
+__all__ = ["ET_OUT", "STATE_DDL", "KeyGroupProcessor", "tws_time_mode"]
+
+#: The output's event-time column (``eventTimeColumnName``): null on every row, it only
+#: carries the stage's watermark to the stateful operators after it in the query.
+ET_OUT = "_et"
+#: The value state of a key group: its state bytes and the Spark timer it holds (or null).
+STATE_DDL = "s binary, t bigint"
+
+
+def tws_time_mode(processing_timeout: bool, timeouts: bool) -> str:
+    """The ``timeMode`` of a keyed stage: the time its GroupState timeout would run on.
+
+    Args:
+        processing_timeout: the stage's timers run on processing time.
+        timeouts: the stage has timers at all (else no watermark reaches it).
+
+    Returns:
+        ``"ProcessingTime"``, ``"EventTime"`` or ``"None"``.
+    """
+    if processing_timeout:
+        return "ProcessingTime"
+    return "EventTime" if timeouts else "None"
+
+
+class _TimerGroupState:
+    """The GroupState calls of group_state.group_function, kept by a value state and a timer.
+
+    The call's updates and its timeout are written once, by :meth:`flush`: the key group's
+    state bytes and its one timer (a call that sets no timeout leaves none, as GroupState).
+    """
+
+    def __init__(self, value: Any, handle: Any, timers: Any, expired: Optional[int]) -> None:
+        self._value = value
+        self._handle = handle
+        self._timers = timers
+        row = value.get() if value.exists() else None
+        self._bytes: Optional[bytes] = None if row is None else row[0]
+        # an expired timer is gone already: Spark deleted it before the call
+        held = None if row is None else row[1]
+        self._held: Optional[int] = None if held is not None and held == expired else held
+        self._timeout: Optional[int] = None
+        self._changed = False
+
+    @property
+    def exists(self) -> bool:
+        return self._bytes is not None
+
+    @property
+    def get(self) -> tuple[Optional[bytes]]:
+        return (self._bytes,)
+
+    def update(self, value: tuple[bytes]) -> None:
+        self._bytes, self._changed = bytes(value[0]), True
+
+    def remove(self) -> None:
+        self._bytes, self._changed = None, True
+
+    def getCurrentWatermarkMs(self) -> int:  # noqa: N802 - GroupState's name
+        return max(int(self._timers.getCurrentWatermarkInMs()), 0)
+
+    def getCurrentProcessingTimeMs(self) -> int:  # noqa: N802 - GroupState's name
+        return int(self._timers.getCurrentProcessingTimeInMs())
+
+    def setTimeoutTimestamp(self, timestamp_ms: int) -> None:  # noqa: N802
+        self._timeout = int(timestamp_ms)
+
+    def setTimeoutDuration(self, duration_ms: int) -> None:  # noqa: N802
+        self._timeout = self.getCurrentProcessingTimeMs() + int(duration_ms)
+
+    def flush(self) -> None:
+        """Write the call's state bytes and move its timer (one round trip each at most)."""
+        timeout = self._timeout if self._bytes is not None else None
+        if self._held is not None and self._held != timeout:
+            self._handle.deleteTimer(self._held)
+        if timeout is not None and timeout != self._held:
+            self._handle.registerTimer(timeout)
+        if self._bytes is None:
+            if self._changed or self._held is not None:
+                self._value.clear()
+        elif self._changed or timeout != self._held:
+            self._value.update((self._bytes, timeout))
+
+
+def _with_et(frame: Any) -> Any:
+    import pandas as pd
+
+    frame[ET_OUT] = pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns]")
+    return frame
+
+
+class KeyGroupProcessor:
+    """``transformWithStateInPandas`` processor: one call = one key group's rows or timer.
+
+    Built on the driver from the stage's :class:`GroupSpec` and its input's column names;
+    Spark pickles it to the executors, where :meth:`init` opens the value state. It has the
+    methods of pyspark's ``StatefulProcessor``, which Spark calls by name.
+    """
+
+    def __init__(self, spec: GroupSpec, columns: list[str]) -> None:
+        self.spec = spec
+        #: the input's column names (Spark hands the rows over with positional names)
+        self.columns = list(columns)
+        self._fn: Optional[Callable[..., Iterator[Any]]] = None
+        self._value: Any = None
+        self._handle: Any = None
+
+    def init(self, handle: Any) -> None:
+        self._handle = handle
+        self._value = handle.getValueState("s", STATE_DDL)
+        self._fn = group_function(self.spec)
+
+    def _call(self, key: Any, rows: Iterator[Any], timers: Any,
+              expired: Optional[int]) -> Iterator[Any]:
+        assert self._fn is not None
+        state = _TimerGroupState(self._value, self._handle, timers, expired)
+        for frame in self._fn(key, self._named(rows), state):
+            yield _with_et(frame)
+        state.flush()
+
+    def _named(self, frames: Iterator[Any]) -> Iterator[Any]:
+        for frame in frames:
+            frame.columns = self.columns
+            yield frame
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any],  # noqa: N802 - Spark's name
+                        timerValues: Any) -> Iterator[Any]:  # noqa: N803
+        return self._call(key, rows, timerValues, None)
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any,  # noqa: N802, N803
+                           expiredTimerInfo: Any) -> Iterator[Any]:  # noqa: N803
+        return self._call(key, iter(()), timerValues, int(expiredTimerInfo.getExpiryTimeInMs()))
+
+    def close(self) -> None:
+        pass
+

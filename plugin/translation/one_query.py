@@ -1,0 +1,111 @@
+"""Whether a STREAMING job runs as one Spark query: its keyed stages chained inside it.
+
+``execution.streaming.query-mapping: one-query`` runs every keyed stage as a
+``transformWithStateInPandas`` (runtime/tws_processor.py) in the job's one query, where the
+per-stage mapping runs each as an ``applyInPandasWithState`` query staged through files.
+Spark hands the watermark from stage to stage inside each micro-batch (docs/spark-mapping.md).
+:func:`one_query_mapping` decides it when the job is built and refuses, naming why, a graph
+the mapping does not run yet; :func:`chained` tells a stage whose watermark comes from the
+keyed stage above it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..plan.config import resolve
+from ..plan.graph import Transformation, is_keyed, upstream
+from ..state_store.exceptions import GraphBuildError
+
+__all__ = ["ONE_QUERY", "PER_STAGE", "chained", "one_query_mapping"]
+
+logger = logging.getLogger(__name__)
+
+#: The values of ``execution.streaming.query-mapping``.
+PER_STAGE = "per-stage"
+ONE_QUERY = "one-query"
+_OPTION = "execution.streaming.query-mapping"
+
+
+def one_query_mapping(config: Any, mode: Any, spark: Any,
+                      nodes: list[Transformation], consumers: dict[int, list[Transformation]]
+                      ) -> bool:
+    """Whether the job's keyed stages run in one query (``execution.streaming.query-mapping``).
+
+    Args:
+        config: the job's configuration.
+        mode: the runtime mode (the option's default per mode).
+        spark: the session (its state store provider becomes RocksDB's, which
+            ``transformWithStateInPandas`` needs, when it is Spark's default one).
+        nodes: the job graph.
+        consumers: node id -> the nodes reading it.
+
+    Returns:
+        True for ``one-query``.
+
+    Raises:
+        UnsupportedSparkFeatureError: ``one-query`` on a Spark line before 4.0.
+        GraphBuildError: ``one-query`` for a graph it does not run yet, naming the operator.
+    """
+    if str(resolve(config, _OPTION, mode)) != ONE_QUERY:
+        return False
+    from ..spark_io.versions import require_feature
+
+    require_feature("one_query", spark.version)
+    for node in nodes:
+        if not is_keyed(node):
+            continue
+        readers = consumers.get(node.id, [])
+        if len(readers) > 1:
+            _refuse(node, f"its output is read by {len(readers)} operators (a keyed stage's "
+                    "output shared by several consumers or sinks is staged by its own query)")
+    for node in nodes:
+        ws = getattr(node, "watermark_strategy", None)
+        if ws is not None and ws.kind != "none" and any(
+                is_keyed(n) for n in upstream(node)):
+            _refuse(node, "it assigns a watermark strategy below a keyed stage (Spark refuses "
+                    "to redefine the watermark after a stateful operator of the query)")
+    for node in nodes:
+        if is_keyed(node) and len(node.inputs) > 1:
+            fed = [any(is_keyed(n) for n in upstream(i)) for i in node.inputs]
+            if any(fed) and not all(fed):
+                _refuse(node, "one of its inputs comes from a keyed stage and another does not "
+                        "(their watermarks would meet after a stateful operator)")
+    _rocksdb_state_store(spark)
+    return True
+
+
+#: Spark's state store providers: its default, and the one ``transformWithState`` needs
+_HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+_ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+
+
+def _rocksdb_state_store(spark: Any) -> None:
+    """Make the session's state store provider RocksDB's when it is Spark's default (a query
+    restarted from a checkpoint keeps the provider it began with)."""
+    current = spark.conf.get(_PROVIDER, _HDFS) or _HDFS
+    if current == _HDFS:
+        logger.info("execution.streaming.query-mapping=one-query: %s set to %s (Spark's "
+                    "transformWithState needs it)", _PROVIDER, _ROCKSDB)
+        spark.conf.set(_PROVIDER, _ROCKSDB)
+
+
+def chained(node: Transformation) -> bool:
+    """Whether a keyed stage reads another keyed stage of the query: its watermark then comes
+    from that stage (Spark's ``eventTimeColumnName``), not from a watermark of its own.
+
+    Args:
+        node: a keyed stage.
+
+    Returns:
+        True when a keyed stage lies above it.
+    """
+    return any(is_keyed(n) for n in upstream(node))
+
+
+def _refuse(node: Transformation, why: str) -> None:
+    raise GraphBuildError(
+        f"{node.describe()}: {_OPTION}={ONE_QUERY} does not run this graph yet: {why}. Run it with "
+        f"{_OPTION}={PER_STAGE} (the default)")
