@@ -60,9 +60,7 @@ lint: setup
 # The suite runs in TEST_WORKERS pytest-xdist processes, a test file per process at a time
 # (each has its own local[2] session and servers at ephemeral ports): on 2 cores a Spark test
 # leaves a core idle much of the time (JVM and Python worker start-up, micro-batch triggers,
-# subprocess jobs). TEST_WORKERS=0 runs it in one process. Files are handed out in the order
-# integration_tests/conftest.py gives them (`--no-loadscope-reorder`): files with a test
-# marked `slow` first, the unit tests last, so a file that starts last is a short one.
+# subprocess jobs). TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 
 # The documentation site (mkdocs.yml, docs/): the configuration reference regenerated from
@@ -75,8 +73,7 @@ docs: setup
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 
 test: setup lint docs
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 \
-	  tests integration_tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 tests integration_tests
 
 unit: setup
 	$(PY) -m pytest -q tests
@@ -126,7 +123,7 @@ test-compat: compat-setup
 	@set -e; for v in $(COMPAT_SPARK); do \
 	  venv=.venv-compat-$${v%.*}; \
 	  echo "== pyspark $$v ($$venv)"; start=$$(date +%s); \
-	  $$venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m compat -p no:cacheprovider integration_tests; \
+	  $$venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m compat -p no:cacheprovider integration_tests; \
 	  echo "== pyspark $$v: passed in $$(( $$(date +%s) - start )) s"; \
 	done
 	@echo "== install tests (.venv)"; start=$$(date +%s); \

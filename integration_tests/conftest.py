@@ -9,29 +9,6 @@ import sys
 import pytest
 
 
-def pytest_collection_modifyitems(config, items):
-    """Order the session's test files longest first, as far as is known without timing them:
-    files with a test marked ``slow``, then the other integration files, then the unit tests
-    (``tests/``: two minutes over 3,000 tests in short files); within each, collection order,
-    and each file's tests stay together and in their order. ``make test`` hands out whole
-    files in this order (``--dist loadfile --no-loadscope-reorder``: without it xdist orders
-    files by their number of tests, and the one-test files it hands out last included the
-    notebooks, the Kafka kill and Spark Connect, which ran at the end on one worker while
-    the other had nothing left); a file that starts last is now a short one, so both
-    workers finish together."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    files: dict[str, list] = {}
-    for item in items:
-        files.setdefault(str(item.path), []).append(item)
-
-    def rank(path: str) -> int:
-        if any(item.get_closest_marker("slow") for item in files[path]):
-            return 0
-        return 1 if path.startswith(here + os.sep) else 2
-
-    items[:] = [item for path in sorted(files, key=rank) for item in files[path]]
-
-
 def _java_ok() -> bool:
     return shutil.which("java") is not None
 

@@ -15,7 +15,6 @@ from jvm_options import submit_env
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-@pytest.mark.slow
 @pytest.mark.connect
 @pytest.mark.compat
 def test_batch_and_streaming_jobs_over_spark_connect(tmp_path):

@@ -252,7 +252,6 @@ def test_streaming_batch_replayed_after_the_sink_committed_adds_nothing(
     assert _engines(out) == {writer}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("writer,backend,point", [
     ("delta-rs", "hashmap", "delta.after-write"), ("delta-rs", "rocksdb", "delta.after-commit"),
     # Spark's Delta writes and commits in one call: killed before it, or after its commit

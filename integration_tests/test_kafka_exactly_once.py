@@ -53,7 +53,6 @@ def _records(broker, topic: str) -> list[tuple[str, int, int]]:
             for v in consume_all(broker.bootstrap_servers, topic, isolation="read_committed")]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("guarantee,backend", [("exactly_once", "hashmap"),
                                                ("at_least_once", "rocksdb")])
 def test_job_killed_after_its_kafka_write_then_restarted(kafka_broker, tmp_path, guarantee,

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 from jvm_options import submit_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,7 +25,6 @@ def test_notebooks_are_in_databricks_source_format():
         assert "from examples" not in text, path
 
 
-@pytest.mark.slow
 def test_every_notebook_runs_locally(tmp_path):
     # from a directory outside the repository, nothing of it on the path: only the installed
     # package is importable (run_notebooks.py checks that `examples` is not)

@@ -134,7 +134,6 @@ def _decoded(loaded):
             sorted((r["key"], r["timestamp"]) for r in loaded.read_timers("per-region").collect()))
 
 
-@pytest.mark.slow
 def test_multistage_handoff_and_restore_into_both_modes(env_factory, spark, tmp_path):
     sp_stream, sp_batch = str(tmp_path / "sp-stream"), str(tmp_path / "sp-batch")
     env = env_for(env_factory, tmp_path, "STREAMING", "a")
@@ -443,7 +442,6 @@ def test_fan_out_restore_continues_as_one_run(env_factory, spark, tmp_path):
     assert [_final(a + b) for a, b in zip(out_a, out_b)] == expected
 
 
-@pytest.mark.slow
 def test_fan_out_stop_with_savepoint(env_factory, spark, tmp_path):
     """execute_async of the fan-out job over a file source (processing-time trigger):
     trigger_savepoint is refused (three keyed queries); stop_with_savepoint stops stage

@@ -149,7 +149,6 @@ SEEDS = [7, 17, 29, 37]  # their splitters: keyed, process, co, keyed_co
 TAGGED = Types.TUPLE([Types.STRING(), Types.STRING(), Types.LONG()])  # consumer, key, value
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["BATCH", "STREAMING"])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_every_consumer_of_a_split_stream_gets_exactly_its_records(spark, env_factory, tmp_path,

@@ -81,7 +81,6 @@ def sessions_model(events: list[tuple[str, int]], watermark: int | None = None
     return sorted(out)
 
 
-@pytest.mark.slow
 def test_savepoints_written_and_restored_by_spark_delta_in_both_modes(
         spark_delta, env_factory, tmp_path):
     """BATCH(A) and STREAMING(A) (RocksDB) stop with savepoints written by Spark's Delta,

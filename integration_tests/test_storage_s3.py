@@ -229,7 +229,6 @@ def _saved_model(rows: list[tuple[str, int]]) -> tuple[dict[str, list[str]], lis
             counts, counts)
 
 
-@pytest.mark.slow
 def test_a_two_stage_streaming_savepoint_on_s3_restores_into_batch_and_back(
         spark, env_factory, s3_server, tmp_path):
     """Checkpoint root, savepoint and Delta sink on s3a://; outputs and the savepoint's
@@ -266,7 +265,6 @@ def test_a_two_stage_streaming_savepoint_on_s3_restores_into_batch_and_back(
     assert {k: n for k, n in _final(out_batch).items() if k in of_b} == expected_b
 
 
-@pytest.mark.slow
 @pytest.mark.compat  # make test-compat: every Spark line, its hadoop-aws
 def test_a_batch_savepoint_on_s3_restores_into_streaming_and_back(
         spark, env_factory, s3_server, tmp_path):
