@@ -73,7 +73,8 @@ class BroadcastKeyGroupRuntime(KeyGroupRuntime):
     def run(self, state: Optional[bytes], rows: Iterable[KeyGroupRow],
             watermark: int = MIN_WATERMARK, *, end_of_input: bool = False,
             processing_time: Optional[int] = None, key_group: Optional[int] = None,
-            track_positions: bool = False) -> KeyGroupResult:
+            track_positions: bool = False,
+            watermark_after: Optional[int] = None) -> KeyGroupResult:
         if track_positions:  # broadcast elements run first, whatever their arrival
             raise JobExecutionError(
                 f"operator {self.config.operator_name!r}: a broadcast operator's outputs "
@@ -82,7 +83,8 @@ class BroadcastKeyGroupRuntime(KeyGroupRuntime):
         self._incoming = (metas, entries)
         self._operator = None
         result = super().run(keyed, rows, watermark, end_of_input=end_of_input,
-                             processing_time=processing_time, key_group=key_group)
+                             processing_time=processing_time, key_group=key_group,
+                             watermark_after=watermark_after)
         operator = self._operator
         if operator is not None:
             states = operator.broadcast_states

@@ -286,6 +286,7 @@ class KeyGroupRuntime:
         processing_time: Optional[int] = None,
         key_group: Optional[int] = None,
         track_positions: bool = False,
+        watermark_after: Optional[int] = None,
     ) -> KeyGroupResult:
         """One micro-batch: restore ``state``, fire due timers, process ``rows``, snapshot.
 
@@ -294,7 +295,10 @@ class KeyGroupRuntime:
         outputs in their elements' order.
 
         ``watermark`` is the operator (Flink) watermark of this micro-batch;
-        ``end_of_input`` moves it to +inf after the elements so every timer fires.
+        ``watermark_after``, when later, is the watermark the operator moves to after the
+        elements (they reached it before that watermark: a keyed stage's input that the stage
+        above emitted in the same micro-batch); ``end_of_input`` moves it to +inf after the
+        elements so every timer fires.
         With a key-group ``store``, ``state`` is what the store committed (RocksDB: a version
         pointer) and ``key_group`` is required; the result's ``state`` is the new one.
         """
@@ -338,6 +342,9 @@ class KeyGroupRuntime:
                         positions.extend(at)
                     else:
                         outputs.extend(self._process(operator, backend, rows, result))
+                    if watermark_after is not None and watermark_after > watermark:
+                        outputs.extend(operator.advance_watermark(
+                            min(watermark_after, MAX_WATERMARK)))
                     if end_of_input:
                         outputs.extend(operator.end_input())
                     if track_positions:

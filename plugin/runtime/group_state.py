@@ -109,6 +109,10 @@ class GroupSpec:
     #: outputs carry their elements' arrival order (emit_order.py): the stage feeds another
     #: keyed stage, which must see them in the order the subtask received their elements
     ordered: bool = False
+    #: the one-query mapping's stage below another keyed stage of the query: its elements
+    #: left that stage in the same micro-batch, before the watermark the call moves to, so
+    #: the call processes them at its key group's previous watermark, then moves to this one
+    chained: bool = False
 
 
 def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -197,9 +201,13 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         # operator's clock is that time (timers <= it fire; the next one sets the timeout)
         now_ms = (int(state.getCurrentProcessingTimeMs()) if spec.processing_timeout
                   else int(time.time() * 1000))
-        result = runtime().run(previous, rows, watermark, end_of_input=end,
+        before = watermark
+        if spec.chained and frames and spec.event_time:
+            last = state.lastWatermarkMs()
+            before = last - 1 if last > 0 else MIN_WATERMARK
+        result = runtime().run(previous, rows, min(before, watermark), end_of_input=end,
                                processing_time=now_ms, key_group=int(kg),
-                               track_positions=spec.ordered)
+                               track_positions=spec.ordered, watermark_after=watermark)
         _commit(state, result.state)
         report_due()  # the functions' metrics, every REPORT_INTERVAL_S per instance
         if spec.processing_timeout:

@@ -19,8 +19,9 @@ __all__ = ["ET_OUT", "STATE_DDL", "KeyGroupProcessor", "tws_time_mode"]
 #: The output's event-time column (``eventTimeColumnName``): null on every row, it only
 #: carries the stage's watermark to the stateful operators after it in the query.
 ET_OUT = "_et"
-#: The value state of a key group: its state bytes and the Spark timer it holds (or null).
-STATE_DDL = "s binary, t bigint"
+#: The value state of a key group: its state bytes, the Spark timer it holds (or null) and
+#: the watermark of its last call.
+STATE_DDL = "s binary, t bigint, w bigint"
 
 
 def tws_time_mode(processing_timeout: bool, timeouts: bool) -> str:
@@ -54,6 +55,7 @@ class _TimerGroupState:
         # an expired timer is gone already: Spark deleted it before the call
         held = None if row is None else row[1]
         self._held: Optional[int] = None if held is not None and held == expired else held
+        self._last = 0 if row is None or row[2] is None else int(row[2])
         self._timeout: Optional[int] = None
         self._changed = False
 
@@ -74,11 +76,17 @@ class _TimerGroupState:
     def getCurrentWatermarkMs(self) -> int:  # noqa: N802 - GroupState's name
         return max(int(self._timers.getCurrentWatermarkInMs()), 0)
 
+    def lastWatermarkMs(self) -> int:  # noqa: N802 - beside GroupState's names
+        """The Spark watermark of the key group's previous call (0: none)."""
+        return self._last
+
     def getCurrentProcessingTimeMs(self) -> int:  # noqa: N802 - GroupState's name
         return int(self._timers.getCurrentProcessingTimeInMs())
 
     def setTimeoutTimestamp(self, timestamp_ms: int) -> None:  # noqa: N802
-        self._timeout = int(timestamp_ms)
+        # GroupState times out once the watermark passes the timestamp, Spark's timer fires
+        # once the watermark reaches its time: one millisecond later is the same moment
+        self._timeout = int(timestamp_ms) + 1
 
     def setTimeoutDuration(self, duration_ms: int) -> None:  # noqa: N802
         self._timeout = self.getCurrentProcessingTimeMs() + int(duration_ms)
@@ -93,8 +101,8 @@ class _TimerGroupState:
         if self._bytes is None:
             if self._changed or self._held is not None:
                 self._value.clear()
-        elif self._changed or timeout != self._held:
-            self._value.update((self._bytes, timeout))
+        else:
+            self._value.update((self._bytes, timeout, self.getCurrentWatermarkMs()))
 
 
 def _with_et(frame: Any) -> Any:

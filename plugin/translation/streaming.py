@@ -670,7 +670,7 @@ class StreamingTranslator:
                                             out_enc, backend_kind),
                           timeouts, self.storage, f"{self.job_name}#{node.id}",
                           self.run_id, direct_output(output_schema(out_enc, bool(tags))),
-                          parallelism=self.parallelism, ordered=ordered)
+                          parallelism=self.parallelism, ordered=ordered, chained=chain)
         self.group_specs[node.id] = spec
         fields = ([(TAG, "string")] if tags else []) + [(TS, "bigint")] + (
             out_enc.spark_columns() if out_enc is not None else [(VALUE, "binary")])

@@ -202,3 +202,26 @@ def test_a_later_run_closes_the_earlier_runs_instances():
     assert second is not first and second == {}
     assert instance.log == [("open", 0, 1), ("close",)]
     end_run("job#1/q")
+
+
+def test_elements_before_a_later_watermark_run_first_then_its_timers_fire():
+    """``watermark_after``: elements that left the stage above before the watermark moved on
+    are processed at the earlier watermark (a timer they register at or before the later one
+    fires in the same call, after them, as in Flink), then the later watermark fires timers;
+    the same elements processed at the later watermark leave such a timer for the next."""
+    rt = KeyGroupRuntime("process", CountThenFire(), KS, _cfg())
+    first = rt.run(None, _rows(("a", 100, "x")), 50)
+    # element at 200 (timer 210) between watermarks 150 and 300: Flink fires the timer at
+    # 110 (watermark 150), processes the element, then moves to 300 and fires 210
+    moved = rt.run(first.state, _rows(("a", 200, "y")), 150, watermark_after=300)
+    assert _values(moved) == [("timer", "a", 1, 110), ("seen", "a", "y", 150),
+                              ("timer", "a", 2, 210)]
+    assert moved.next_event_timer is None
+    # at 300 from the start: timer 110 fires before the element, 210 waits for a later one
+    late = rt.run(first.state, _rows(("a", 200, "y")), 300)
+    assert _values(late) == [("timer", "a", 1, 110), ("seen", "a", "y", 300)]
+    assert late.next_event_timer == 210
+    # not later: nothing more fires
+    same = rt.run(first.state, _rows(("a", 105, "z")), 150, watermark_after=150)
+    assert _values(same) == [("timer", "a", 1, 110), ("seen", "a", "z", 150)]
+    assert same.next_event_timer == 115

@@ -1,0 +1,260 @@
+"""The one-query STREAMING mapping (``execution.streaming.query-mapping=one-query``).
+
+A job of three keyed stages that fire event-time timers (per-key 5 s sums, then per-window
+key lists, then 20 s groups of windows) runs as ONE Spark query, and what it emits is what a
+plain-Python model of Flink's semantics computes: a stage's timers fire once the job's
+watermark passes them, including timers registered for records the stage above emitted in
+the same micro-batch. Out-of-order events over several files and micro-batches; a second run
+continues from the checkpoint; the per-stage mapping and BATCH give the same on a bounded
+input. A checkpoint of one mapping is refused by the other when the job is built; graphs the
+mapping does not run yet are refused the same way.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+import pytest
+from helpers import KV_SCHEMA, add_file, spark_line
+from pyspark_datastream import (
+    CheckpointMismatchError,
+    GraphBuildError,
+    KeyedProcessFunction,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    TimestampAssigner,
+    Types,
+    WatermarkStrategy,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+BUCKET, GROUP, DELAY = 5_000, 20_000, 3_000
+MAPPING = "execution.streaming.query-mapping"
+
+
+class ByV(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value[1]
+
+
+class BucketSums(KeyedProcessFunction):
+    """Per key: the sum of ``ts % 97`` per 5 s bucket, emitted by a timer at its end."""
+
+    def open(self, runtime_context):
+        self.sums = runtime_context.get_map_state(
+            MapStateDescriptor("sums", Types.LONG(), Types.LONG()))
+
+    def process_element(self, value, ctx):
+        end = value[1] // BUCKET * BUCKET + BUCKET - 1
+        self.sums.put(end, (self.sums.get(end) or 0) + value[1] % 97)
+        ctx.timer_service().register_event_time_timer(end)
+
+    def on_timer(self, timestamp, ctx):
+        yield (ctx.get_current_key(), timestamp, self.sums.get(timestamp))
+        self.sums.remove(timestamp)
+
+
+class WindowKeys(KeyedProcessFunction):
+    """Per bucket end (the key): every (key, sum) the stage above emitted for it, listed by
+    a timer at that end: it fires once the watermark reaches the records' own time."""
+
+    def open(self, runtime_context):
+        self.seen = runtime_context.get_list_state(
+            ListStateDescriptor("seen", Types.PICKLED_BYTE_ARRAY()))
+
+    def process_element(self, value, ctx):
+        self.seen.add((value[0], value[2]))
+        ctx.timer_service().register_event_time_timer(ctx.timestamp())
+
+    def on_timer(self, timestamp, ctx):
+        yield ("w", timestamp, tuple(sorted(self.seen.get())))
+        self.seen.clear()
+
+
+class Groups(KeyedProcessFunction):
+    """Per 20 s group of bucket ends: the windows listed, emitted at the group's end."""
+
+    def open(self, runtime_context):
+        self.windows = runtime_context.get_list_state(
+            ListStateDescriptor("windows", Types.PICKLED_BYTE_ARRAY()))
+
+    def process_element(self, value, ctx):
+        self.windows.add((value[1], value[2]))
+        ctx.timer_service().register_event_time_timer(
+            ctx.get_current_key() * GROUP + GROUP - 1)
+
+    def on_timer(self, timestamp, ctx):
+        yield (ctx.get_current_key(), tuple(sorted(self.windows.get())))
+        self.windows.clear()
+
+
+def program(ds):
+    ws = WatermarkStrategy.for_bounded_out_of_orderness(DELAY).with_timestamp_assigner(ByV())
+    return (ds.assign_timestamps_and_watermarks(ws)
+            .key_by(lambda r: r[0]).process(BucketSums())
+            .key_by(lambda r: r[1]).process(WindowKeys())
+            .key_by(lambda r: r[1] // GROUP).process(Groups()))
+
+
+def model(records, watermark):
+    """Flink's output: every timer at or before ``watermark`` (the operators' last one) has
+    fired, at each stage (a record's timestamp is the timer's that emitted it)."""
+    sums = defaultdict(int)
+    for key, ts in records:
+        sums[(key, ts // BUCKET * BUCKET + BUCKET - 1)] += ts % 97
+    windows = defaultdict(list)
+    for (key, end), total in sums.items():
+        if end <= watermark:
+            windows[end].append((key, total))
+    groups = defaultdict(list)
+    for end, seen in windows.items():
+        groups[end // GROUP].append((end, tuple(sorted(seen))))
+    return sorted((g, tuple(sorted(w))) for g, w in groups.items()
+                  if g * GROUP + GROUP - 1 <= watermark)
+
+
+def files(seed, count, per_file, keys, start=0):
+    """``count`` files of (key, ts) rows, each file later than the one before, shuffled
+    within less than the watermark's delay (no record is late)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        base = start + i * 12_000
+        rows = [(f"k{rng.randrange(keys)}", base + rng.randrange(12_000)) for _ in range(per_file)]
+        rows.sort(key=lambda r: r[1] + rng.randrange(DELAY))
+        out.append(rows)
+    return out
+
+
+class QueryCounter:
+    """The streaming queries started on the session while it listens."""
+
+    def __init__(self, spark):
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        started = self.started = []
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event):  # noqa: N802 - Spark's name
+                started.append(event.name)
+
+            def onQueryProgress(self, event):  # noqa: N802
+                pass
+
+            def onQueryIdle(self, event):  # noqa: N802
+                pass
+
+            def onQueryTerminated(self, event):  # noqa: N802
+                pass
+
+        self.spark, self.listener = spark, Listener()
+
+    def __enter__(self):
+        self.spark.streams.addListener(self.listener)
+        return self
+
+    def __exit__(self, *exc):
+        self.spark.streams.removeListener(self.listener)
+
+
+def _needs_4(spark):
+    if spark_line(spark) < (4, 0):
+        pytest.skip("the one-query mapping needs Spark 4.0+ (refused on 3.5: test_versions)")
+
+
+def _env(env_factory, tmp_path, mapping, **extra):
+    env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt"),
+                                    MAPPING: mapping, **extra})
+    env.set_parallelism(2)
+    return env
+
+
+def test_three_timer_stages_run_as_one_query_and_fire_as_flink_across_runs(
+        spark, env_factory, tmp_path):
+    """Unbounded file source, one file per micro-batch: what fires is decided by the
+    watermark alone, at every stage; the second run continues the first's state and timers."""
+    _needs_4(spark)
+    src = str(tmp_path / "in")
+    batches = files(7, 6, 300, 40)
+    for i, rows in enumerate(batches[:3]):
+        add_file(src, rows, f"f{i}")
+
+    def run():
+        env = _env(env_factory, tmp_path, "one-query", **{"state.backend.type": "rocksdb"})
+        df = spark.readStream.schema(KV_SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+        with QueryCounter(spark) as queries:
+            out = list(program(env.from_dataframe(df)).execute_and_collect("three-timers"))
+        return out, queries.started
+
+    first, started = run()
+    assert len(started) == 1, started  # one query, not one per keyed stage
+    seen = [r for rows in batches[:3] for r in rows]
+    assert sorted(first) == model(seen, max(ts for _, ts in seen) - DELAY - 1)
+    for i, rows in enumerate(batches[3:], start=3):
+        add_file(src, rows, f"f{i}")
+    second, started = run()
+    assert len(started) == 1, started
+    everything = [r for rows in batches for r in rows]
+    expected = model(everything, max(ts for _, ts in everything) - DELAY - 1)
+    assert sorted(first + second) == expected
+    assert len(expected) >= 3 and first and second  # both runs emitted, nothing twice
+
+
+@pytest.mark.parametrize("mapping", ["one-query", "per-stage"])
+def test_a_bounded_input_fires_every_timer_in_both_mappings_as_in_batch(
+        spark, env_factory, tmp_path, mapping):
+    """A bounded input ends with the watermark at +inf: every timer of every stage fires,
+    in either mapping and in BATCH, equal to the model with no watermark limit."""
+    _needs_4(spark)
+    rows = [r for batch in files(11, 3, 200, 25) for r in batch]
+    pair = Types.TUPLE([Types.STRING(), Types.LONG()])
+    env = _env(env_factory, tmp_path, mapping)
+    got = sorted(program(env.from_collection(rows, pair)).execute_and_collect("bounded"))
+    expected = model(rows, 2**62)
+    assert got == expected
+    batch = sorted(program(env_factory("BATCH").from_collection(rows, pair)).execute_and_collect())
+    assert batch == expected
+
+
+def test_a_checkpoint_resumes_only_under_the_mapping_that_wrote_it(
+        spark, env_factory, tmp_path):
+    """Per-stage -> one-query and back: refused when the job is built, naming both mappings
+    and the savepoint way over; the same mapping resumes."""
+    _needs_4(spark)
+    src = str(tmp_path / "in")
+    add_file(src, [("a", 1_000), ("b", 2_000)], "f0")
+
+    def build(mapping):
+        env = _env(env_factory, tmp_path, mapping)
+        df = spark.readStream.schema(KV_SCHEMA).parquet(src)
+        return (env.from_dataframe(df).key_by(lambda r: r[0])
+                .reduce(lambda a, b: (a[0], a[1] + b[1])))
+
+    assert sorted(build("per-stage").execute_and_collect("upgrade")) == [
+        ("a", 1_000), ("b", 2_000)]
+    with pytest.raises(CheckpointMismatchError,
+                       match="per-stage query mapping.*one-query.*savepoint"):
+        build("one-query").execute_and_collect("upgrade")
+    add_file(src, [("a", 5)], "f1")
+    assert list(build("per-stage").execute_and_collect("upgrade")) == [("a", 1_005)]
+
+    add_file(src, [("b", 7)], "f2")
+    assert sorted(build("one-query").execute_and_collect("upgrade-2")) == [
+        ("a", 1_000), ("a", 1_005), ("b", 2_000), ("b", 2_007)]
+    with pytest.raises(CheckpointMismatchError,
+                       match="one-query query mapping.*per-stage.*savepoint"):
+        build("per-stage").execute_and_collect("upgrade-2")
+
+
+def test_graphs_the_mapping_does_not_run_yet_are_refused_when_built(
+        spark, env_factory, tmp_path):
+    _needs_4(spark)
+    env = _env(env_factory, tmp_path, "one-query")
+    keyed = (env.from_collection([("a", 1)]).key_by(lambda r: r[0])
+             .reduce(lambda a, b: (a[0], a[1] + b[1])))
+    keyed.map(lambda r: r).print()
+    keyed.map(lambda r: (r[0], r[1] + 1)).print()
+    with pytest.raises(GraphBuildError, match="one-query does not run this graph yet.*read by 2"):
+        env.execute("shared")
