@@ -5,12 +5,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 JARS := $(VENV)/jars/.resolved
+CDS := $(VENV)/cds/.dumped
 SRC := plugin operators state_store
 
 .PHONY: setup test unit integration lint docs demo bench bench-quick bench-scale clean check-java \
 	check-chromium compat-setup test-compat install-setup
 
-setup: $(STAMP) $(JARS) check-chromium
+setup: $(STAMP) $(JARS) $(CDS) check-chromium
 
 # The docs render test (tests/plugin/test_site_render.py) loads the built site in headless
 # Chromium. Installed from the distribution's packages when missing and apt-get is usable
@@ -52,6 +53,14 @@ $(STAMP): setup.cfg pyproject.toml Makefile | check-java
 # Maven Central into the venv once (needs `mvn`); nothing downloads later.
 $(JARS): $(STAMP) integration_tests/jars.py
 	$(PY) integration_tests/jars.py install
+
+# The suite's Spark drivers map a class-data archive of the classes a driver loads instead of
+# reading them from the jars: a JVM start and first job 4-5 s shorter, for every session and
+# subprocess driver of the suite (integration_tests/jvm_options.py). Dumped once per install
+# of pyspark or the jars (about two minutes); a driver runs without it where it does not match.
+$(CDS): $(STAMP) $(JARS) integration_tests/jvm_options.py
+	$(PY) integration_tests/jvm_options.py archive
+	@touch $(CDS)
 
 lint: setup
 	$(PY) -m ruff check $(SRC) tests integration_tests benchmarks examples notebooks docs

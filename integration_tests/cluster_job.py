@@ -29,7 +29,7 @@ import os
 import sys
 import time
 
-from jvm_options import JVM_OPTS
+from jvm_options import JVM_OPTS, driver_options
 
 GAP = 10_000  # session gap (ms)
 OOO = 1_000  # bounded out-of-orderness (ms)
@@ -170,8 +170,9 @@ def run(args: argparse.Namespace) -> None:
              # Python workers forked from a daemon that imported pandas, pyarrow and the
              # project once (a fresh worker per task is cheap with worker.reuse=false)
              .config("spark.python.daemon.module", "preload_daemon")
-             # short jobs on 2 busy cores: C1 only, serial GC (less JIT/GC CPU per JVM)
-             .config("spark.driver.extraJavaOptions", JVM_OPTS)
+             # short jobs on 2 busy cores: C1 only, serial GC (less JIT/GC CPU per JVM);
+             # the driver maps the class-data archive of its class path (jvm_options.py)
+             .config("spark.driver.extraJavaOptions", driver_options(jars=bool(args.hadoop_conf)))
              .config("spark.executor.extraJavaOptions", JVM_OPTS)
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")

@@ -25,7 +25,7 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from jars import delta_spark_conf
-    from jvm_options import JVM_OPTS
+    from jvm_options import driver_options
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
@@ -44,7 +44,7 @@ def spark():
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.driver.memory", "2g")
-        .config("spark.driver.extraJavaOptions", JVM_OPTS)  # see jvm_options.py
+        .config("spark.driver.extraJavaOptions", driver_options(jars=True))  # jvm_options.py
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")
         # Spark's Delta rebuilds a snapshot with 50 tasks by default: slow on 2 cores.

@@ -163,7 +163,7 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
     of ``make setup``)."""
     import faults
     from helpers import env_on
-    from jvm_options import JVM_OPTS
+    from jvm_options import driver_options
     from pyspark.sql import SparkSession
 
     faults.install()  # the crash point the test armed in this driver's environment, if any
@@ -184,7 +184,9 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
              .config("spark.ui.enabled", "false")
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .config("spark.driver.extraJavaOptions", JVM_OPTS)  # see jvm_options.py
+             # see jvm_options.py; the jars are on the class path for these two
+             .config("spark.driver.extraJavaOptions", driver_options(
+                 jars=delta_writer == "spark" or sink.startswith("kafka")))
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     if sink == "parquet":

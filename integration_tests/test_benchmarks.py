@@ -59,10 +59,11 @@ def shared_results(tmp_path_factory) -> dict[str, dict]:
     return {name: result for (name, _, _), result in zip(SHARED, results)}
 
 
-def _run(module: str, data: str, *args: str) -> dict:
+def _run(module: str, data: str, *args: str, jars: bool = False) -> dict:
+    """``jars``: the benchmark puts the suite's connector jars on its driver's class path."""
     proc = subprocess.run(
         [sys.executable, "-m", f"benchmarks.{module}", "--quick", "--data", data, *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, env=submit_env())
+        cwd=ROOT, capture_output=True, text=True, timeout=600, env=submit_env(jars=jars))
     return _json_lines(proc, f"benchmarks.{module} --quick")[-1]
 
 
@@ -188,7 +189,7 @@ def test_wordcount_s3_quick(tmp_path):
     """The STREAMING WordCount with its checkpoint root, sink checkpoint and output on the S3
     server against the same job on local disk: both runs' counts equal pandas' (checked in
     the benchmark) and the job's key group files went to S3."""
-    result = _run("wordcount_s3", str(tmp_path))
+    result = _run("wordcount_s3", str(tmp_path), jars=True)
     assert result["benchmark"] == "wordcount_s3" and result["quick"] is True
     for field in ("local_s", "s3_s", "s3_ratio", "target_met", "runs", "load"):
         assert field in result, field
