@@ -16,7 +16,7 @@ import random
 from collections import defaultdict
 
 import pytest
-from helpers import KV_SCHEMA, add_file, spark_line
+from helpers import KV_SCHEMA, add_file, run_to_delta, spark_line
 from pyspark_datastream import (
     CheckpointMismatchError,
     GraphBuildError,
@@ -86,16 +86,16 @@ class Groups(KeyedProcessFunction):
             ctx.get_current_key() * GROUP + GROUP - 1)
 
     def on_timer(self, timestamp, ctx):
-        yield (ctx.get_current_key(), tuple(sorted(self.windows.get())))
+        yield repr((ctx.get_current_key(), tuple(sorted(self.windows.get()))))
         self.windows.clear()
 
 
 def program(ds):
     ws = WatermarkStrategy.for_bounded_out_of_orderness(DELAY).with_timestamp_assigner(ByV())
     return (ds.assign_timestamps_and_watermarks(ws)
-            .key_by(lambda r: r[0]).process(BucketSums())
-            .key_by(lambda r: r[1]).process(WindowKeys())
-            .key_by(lambda r: r[1] // GROUP).process(Groups()))
+            .key_by(lambda r: r[0]).process(BucketSums()).uid("sums")
+            .key_by(lambda r: r[1]).process(WindowKeys()).uid("windows")
+            .key_by(lambda r: r[1] // GROUP).process(Groups(), Types.STRING()).uid("groups"))
 
 
 def model(records, watermark):
@@ -111,7 +111,7 @@ def model(records, watermark):
     groups = defaultdict(list)
     for end, seen in windows.items():
         groups[end // GROUP].append((end, tuple(sorted(seen))))
-    return sorted((g, tuple(sorted(w))) for g, w in groups.items()
+    return sorted(repr((g, tuple(sorted(w)))) for g, w in groups.items()
                   if g * GROUP + GROUP - 1 <= watermark)
 
 
@@ -258,3 +258,33 @@ def test_graphs_the_mapping_does_not_run_yet_are_refused_when_built(
     keyed.map(lambda r: (r[0], r[1] + 1)).print()
     with pytest.raises(GraphBuildError, match="one-query does not run this graph yet.*read by 2"):
         env.execute("shared")
+
+
+def test_a_savepoint_of_the_one_query_job_restores_into_batch_and_streaming(
+        spark, env_factory, tmp_path):
+    """Stop-with-savepoint (no drain) after three files: the pending sums, windows and
+    timers of all three stages go into the savepoint; BATCH and a one-query STREAMING job
+    restored from it over the next three files fire the rest: each, with the first run's
+    output, is the model over all six files."""
+    _needs_4(spark)
+    batches = files(5, 6, 250, 30)
+    src, rest = str(tmp_path / "in"), str(tmp_path / "rest")
+    for i, rows in enumerate(batches[:3]):
+        add_file(src, rows, f"f{i}")
+    for i, rows in enumerate(batches[3:]):
+        add_file(rest, rows, f"f{i}")
+    savepoint = str(tmp_path / "savepoint")
+    env = _env(env_factory, tmp_path, "one-query")
+    df = spark.readStream.schema(KV_SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    first = [r[0] for r in run_to_delta(env, program(env.from_dataframe(df)),
+                                        str(tmp_path / "out-a"), "stop-with-savepoint",
+                                        savepoint)]
+    assert first  # the run fired what its watermark passed, the rest is pending
+    expected = model([r for rows in batches for r in rows], 2**62)
+    assert len(expected) > len(first)
+    restored_batch = env_factory("BATCH", {"execution.savepoint.path": savepoint})
+    got = program(restored_batch.from_dataframe(spark.read.schema(KV_SCHEMA).parquet(rest)))
+    assert sorted(first + list(got.execute_and_collect())) == expected
+    restored = _env(env_factory, tmp_path, "one-query", **{"execution.savepoint.path": savepoint})
+    got = program(restored.from_dataframe(spark.read.schema(KV_SCHEMA).parquet(rest)))
+    assert sorted(first + list(got.execute_and_collect("restored"))) == expected

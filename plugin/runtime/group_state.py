@@ -113,6 +113,10 @@ class GroupSpec:
     #: left that stage in the same micro-batch, before the watermark the call moves to, so
     #: the call processes them at its key group's previous watermark, then moves to this one
     chained: bool = False
+    #: each call checks its key group runs in its subtask's partition (:func:`check_partition`);
+    #: not in the one-query mapping, whose tasks may number partitions after a union (the
+    #: job's build checks the checkpoint's partitions instead: evolution.check_placement)
+    checks_partition: bool = True
 
 
 def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -168,7 +172,7 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
             kg = key_group_of_range_key(int(kg))
         if kg is None or kg < 0:  # the end-of-input sentinel's own group
             return
-        if spec.partitions:
+        if spec.partitions and spec.checks_partition:
             check_partition(spec, int(kg))
         restored: Optional[bytes] = None
         if spec.restoring and frames:

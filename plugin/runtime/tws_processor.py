@@ -10,11 +10,14 @@ which Spark hands the watermark to the next keyed stage of the query.
 
 from __future__ import annotations
 
+import hashlib
+import re
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
 from .group_state import GroupSpec, group_function
 
-__all__ = ["ET_OUT", "STATE_DDL", "KeyGroupProcessor", "tws_time_mode"]
+__all__ = ["ET_OUT", "STATE_DDL", "KeyGroupProcessor", "TwsCall", "state_name", "tws_time_mode"]
 
 #: The output's event-time column (``eventTimeColumnName``): null on every row, it only
 #: carries the stage's watermark to the stateful operators after it in the query.
@@ -22,6 +25,32 @@ ET_OUT = "_et"
 #: The value state of a key group: its state bytes, the Spark timer it holds (or null) and
 #: the watermark of its last call.
 STATE_DDL = "s binary, t bigint, w bigint"
+
+
+def state_name(stage: str) -> str:
+    """The value state name of a keyed stage (its identity, ``evolution.stage_names``): unique
+    in the query, so a savepoint finds the stage's operator through Spark's state metadata.
+
+    Args:
+        stage: the stage's identity (its uid, else its position among stateful operators).
+
+    Returns:
+        ``kg_<the stage's letters and digits>_<8 hex digits of its hash>``.
+    """
+    digest = hashlib.sha1(stage.encode("utf-8")).hexdigest()[:8]
+    return f"kg_{re.sub(r'[^A-Za-z0-9]+', '_', stage)[:40]}_{digest}"
+
+
+@dataclass(frozen=True)
+class TwsCall:
+    """How a keyed stage runs as ``transformWithStateInPandas`` in the one-query mapping."""
+
+    #: ``"EventTime"``, ``"ProcessingTime"`` or ``"None"`` (:func:`tws_time_mode`)
+    time_mode: str
+    #: the input's columns (Spark hands the rows over with positional names)
+    columns: tuple[str, ...]
+    #: the stage's value state (:func:`state_name`)
+    state_name: str
 
 
 def tws_time_mode(processing_timeout: bool, timeouts: bool) -> str:
@@ -115,22 +144,22 @@ def _with_et(frame: Any) -> Any:
 class KeyGroupProcessor:
     """``transformWithStateInPandas`` processor: one call = one key group's rows or timer.
 
-    Built on the driver from the stage's :class:`GroupSpec` and its input's column names;
+    Built on the driver from the stage's :class:`GroupSpec` and :class:`TwsCall`;
     Spark pickles it to the executors, where :meth:`init` opens the value state. It has the
     methods of pyspark's ``StatefulProcessor``, which Spark calls by name.
     """
 
-    def __init__(self, spec: GroupSpec, columns: list[str]) -> None:
+    def __init__(self, spec: GroupSpec, call: TwsCall) -> None:
         self.spec = spec
-        #: the input's column names (Spark hands the rows over with positional names)
-        self.columns = list(columns)
+        self.columns = list(call.columns)
+        self.state_name = call.state_name
         self._fn: Optional[Callable[..., Iterator[Any]]] = None
         self._value: Any = None
         self._handle: Any = None
 
     def init(self, handle: Any) -> None:
         self._handle = handle
-        self._value = handle.getValueState("s", STATE_DDL)
+        self._value = handle.getValueState(self.state_name, STATE_DDL)
         self._fn = group_function(self.spec)
 
     def _call(self, key: Any, rows: Iterator[Any], timers: Any,

@@ -192,6 +192,12 @@ def check_placement(job: str, folder: str, old: Optional[Mapping[str, Any]],
             f"runs with execution.streaming.query-mapping={after}; Spark's checkpoint of one "
             f"holds the keyed state where the other does not read it. Run it with {before} to "
             f"resume, or to carry the state over, {_way_over(job)}")
+    if old.get("stages") != new.get("stages"):
+        raise CheckpointMismatchError(
+            f"{where}: its keyed stages changed, {old.get('stages')} -> {new.get('stages')}; "
+            "the one-query mapping keeps each stage's state under its place in the query, so "
+            f"another set of stages would read another stage's state. To carry the state over, "
+            f"{_way_over(job)}")
     for key, what in (("partitions", "number of Spark partitions of its keyed operators "
                                      "(spark.sql.shuffle.partitions when the checkpoint began)"),
                       ("parallelism", "parallelism of its keyed operators")):

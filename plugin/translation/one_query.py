@@ -16,9 +16,10 @@ from typing import Any
 
 from ..plan.config import resolve
 from ..plan.graph import Transformation, is_keyed, upstream
-from ..state_store.exceptions import GraphBuildError
+from ..runtime.tws_processor import state_name
+from ..state_store.exceptions import GraphBuildError, SavepointFormatError
 
-__all__ = ["ONE_QUERY", "PER_STAGE", "chained", "one_query_mapping"]
+__all__ = ["ONE_QUERY", "PER_STAGE", "chained", "one_query_mapping", "one_query_placement"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +91,52 @@ def _rocksdb_state_store(spark: Any) -> None:
         logger.info("execution.streaming.query-mapping=one-query: %s set to %s (Spark's "
                     "transformWithState needs it)", _PROVIDER, _ROCKSDB)
         spark.conf.set(_PROVIDER, _ROCKSDB)
+
+
+def one_query_placement(stages: dict[int, str]) -> dict[str, Any]:
+    """What the job's manifest records of the mapping (evolution.check_placement): Spark keeps
+    each stateful operator's state under its position in the query, so the keyed stages, in
+    the order the query holds them, must stay what they were for a checkpoint to resume.
+
+    Args:
+        stages: keyed node id -> the stage's identity (``evolution.stage_names``), in graph
+            order.
+
+    Returns:
+        ``{"mapping": "one-query", "stages": [...]}``.
+    """
+    return {"mapping": ONE_QUERY, "stages": list(stages.values())}
+
+
+def tws_state_reader(reader: Any, spark: Any, checkpoint: str, stage: str) -> tuple[Any, Any]:
+    """Spark's state reader of a keyed stage of the one query, and its state bytes column.
+
+    Args:
+        reader: ``spark.read.format("statestore")`` (with its batch id, if any).
+        spark: the session.
+        checkpoint: the query's checkpoint.
+        stage: the stage's identity (``evolution.stage_names``).
+
+    Returns:
+        The reader set to the stage's operator and value state, and the column of the key
+        group's state bytes.
+
+    Raises:
+        SavepointFormatError: the checkpoint holds no operator with the stage's state.
+    """
+    import json
+
+    from pyspark.sql import functions as F
+
+    name = state_name(stage)
+    for row in spark.read.format("state-metadata").load(checkpoint).collect():
+        variables = json.loads(row["operatorProperties"] or "{}").get("stateVariables", [])
+        if any(v.get("stateName") == name for v in variables):
+            reader = reader.option("operatorId", int(row["operatorId"]))
+            return reader.option("stateVarName", name), F.col("value.s")
+    raise SavepointFormatError(
+        f"stage {stage!r}: the query checkpoint {checkpoint} holds no operator with its state "
+        f"{name!r}")
 
 
 def chained(node: Transformation) -> bool:

@@ -58,7 +58,7 @@ from ..runtime.group_state import (
     stream_pass,
 )
 from ..runtime.passes import PassSpec, output_ddl
-from ..runtime.tws_processor import tws_time_mode
+from ..runtime.tws_processor import TwsCall, state_name, tws_time_mode
 from ..spark_io.columns import lit
 from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column, stateful_partitions
 from ..state_store.backends import backend_reference, get_backend
@@ -66,7 +66,7 @@ from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.storage import Storage
 from .evolution import stage_names
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
-from .one_query import ONE_QUERY, chained, one_query_mapping
+from .one_query import chained, one_query_mapping, one_query_placement
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
 from .sinks import sink_kind
@@ -183,14 +183,15 @@ class StreamingTranslator:
         #: the storage layer of every file the job writes outside Spark (the job's, built by
         #: the environment: spark_io/storage_conf.py); pickled to executors with specs
         self.storage = storage
-        self._stage_names = stage_names(nodes)  # evolution.py: a stateful operator's identity
+        #: node id -> a stateful operator's identity (evolution.py): its queries, files, state
+        self.stage_names = stage_names(nodes)
         self.job = JobCheckpoint(
             job_name, root, where, describe_graph(nodes, self.max_parallelism, self.backend[0]),
             self.storage, nodes=nodes, program=self._program_states,
             ignore_unclaimed=bool(cfg.get_boolean("execution.savepoint.ignore-unclaimed-state",
                                                   False)),
             placement={"parallelism": self.parallelism, "partitions": self.range_partitions,
-                       **({"mapping": ONE_QUERY} if self.one_query else {})})
+                       **(one_query_placement(self.stage_names) if self.one_query else {})})
         self.bounded = all(n.bounded for n in nodes if isinstance(n, SourceNode))
         self._source_ordinals = {n.id: i for i, n in enumerate(
             n for n in nodes if isinstance(n, SourceNode))}
@@ -216,7 +217,7 @@ class StreamingTranslator:
         from .batch_savepoint import program_states
 
         return program_states(self.nodes, self.op_config, self.max_parallelism,
-                              lambda n: self._stage_names[n.id])
+                              lambda n: self.stage_names[n.id])
 
     @property
     def progress(self) -> list[dict[str, Any]]:
@@ -450,7 +451,7 @@ class StreamingTranslator:
             return shared
         # A keyed stage read by several consumers runs in ONE query that stages its output
         # (else every consumer's query would run it again, with its own copy of the state)
-        name = f"{self._stage_names[node.id]}-output"
+        name = f"{self.stage_names[node.id]}-output"
         self.query_roots[name] = node
         if self._savepoint_run is not None:
             self._savepoint_run.queries[name] = node
@@ -571,11 +572,11 @@ class StreamingTranslator:
         staged = self._staged_above(root)
         if staged is not None:  # a shared upstream stage: its query already staged it
             if self._savepoint_run is not None:  # streaming_savepoint.py: watermark carrier
-                carrier = f"{staged}-watermark-{self._stage_names[consumer.id]}"
+                carrier = f"{staged}-watermark-{self.stage_names[consumer.id]}"
                 df = self._savepoint_run.forward_watermark(df, staged, edge, consumer, carrier)
         elif any(is_keyed(n) for n in upstream(root, include_self=True)):
             # names must be stable across runs of the same job (node ids are not)
-            name = f"{self._stage_names[consumer.id]}-{side}-input"
+            name = f"{self.stage_names[consumer.id]}-{side}-input"
             self.query_roots[name] = root
             if self._savepoint_run is not None:
                 self._savepoint_run.queries[name] = root
@@ -624,7 +625,7 @@ class StreamingTranslator:
         from pyspark.sql import functions as F
         from pyspark.sql.streaming.state import GroupStateTimeout
 
-        stage = self._stage_names[node.id]
+        stage = self.stage_names[node.id]
         restoring = self.restore is not None and self.restore.meta_for(node) is not None
         if restoring:
             from .streaming_savepoint import restore_rows_folder
@@ -670,7 +671,8 @@ class StreamingTranslator:
                                             out_enc, backend_kind),
                           timeouts, self.storage, f"{self.job_name}#{node.id}",
                           self.run_id, direct_output(output_schema(out_enc, bool(tags))),
-                          parallelism=self.parallelism, ordered=ordered, chained=chain)
+                          parallelism=self.parallelism, ordered=ordered, chained=chain,
+                          checks_partition=not self.one_query)
         self.group_specs[node.id] = spec
         fields = ([(TAG, "string")] if tags else []) + [(TS, "bigint")] + (
             out_enc.spark_columns() if out_enc is not None else [(VALUE, "binary")])
@@ -687,8 +689,9 @@ class StreamingTranslator:
                 F.col(KG), self.max_parallelism, self.range_partitions,
                 self.parallelism)).drop(KG)
             grouping = RANGE_KEY
-        out = keyed_call(df.groupBy(grouping), spec, fields, timeout, tws_time_mode(
-            processing_timeout, timeouts) if self.one_query else None, df.columns)
+        tws = TwsCall(tws_time_mode(processing_timeout, timeouts), tuple(df.columns),
+                      state_name(stage)) if self.one_query else None
+        out = keyed_call(df.groupBy(grouping), spec, fields, timeout, tws)
         return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
                       node.output_type, name=node.name,
                       tagged=bool(tags))

@@ -24,7 +24,7 @@ from ..runtime.group_frames import (
     unpack_blobs,
 )
 from ..runtime.group_state import GroupSpec, group_function
-from ..runtime.tws_processor import ET_OUT, KeyGroupProcessor
+from ..runtime.tws_processor import ET_OUT, KeyGroupProcessor, TwsCall
 
 __all__ = ["feeds_keyed", "keyed_call", "watermarked"]
 
@@ -88,8 +88,7 @@ def feeds_keyed(node: Transformation, readers: dict[int, list[Transformation]]) 
 
 
 def keyed_call(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
-               timeout: str, time_mode: Optional[str] = None,
-               columns: Optional[list[str]] = None) -> Any:
+               timeout: str, tws: Optional[TwsCall] = None) -> Any:
     """The keyed stage's records: ``applyInPandasWithState`` of ``spec`` over ``grouped``
     (or, in the one-query mapping, ``transformWithStateInPandas``: runtime/tws_processor.py).
 
@@ -98,14 +97,13 @@ def keyed_call(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
         spec: the keyed call; its ``direct_output`` chooses the output's way out.
         fields: the records' columns, ``(name, Spark DDL type)`` (``[_tag,] _ts, payload``).
         timeout: the GroupState timeout kind.
-        time_mode: the one-query mapping's ``timeMode`` of the stage; None: per-stage.
-        columns: the input's columns (the one-query mapping's processor names its rows).
+        tws: the stage's call in the one-query mapping; None: per-stage.
 
     Returns:
         The records: the function's arrays exploded into rows by Spark, or its Arrow IPC
         blobs unpacked by a ``mapInArrow`` pass.
     """
-    call = partial(_call, grouped, spec, timeout, time_mode, columns or [])
+    call = partial(_call, grouped, spec, timeout, tws)
     if not spec.ordered:
         return _records(call, spec, fields)
     # in arrival order (emit_order.py): sorted in a pass of the same query, then dropped
@@ -114,15 +112,15 @@ def keyed_call(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
     return records.mapInArrow(order_partition, ddl)
 
 
-def _call(grouped: Any, spec: GroupSpec, timeout: str, time_mode: Optional[str],
-          columns: list[str], ddl: str) -> Any:
+def _call(grouped: Any, spec: GroupSpec, timeout: str, tws: Optional[TwsCall],
+          ddl: str) -> Any:
     """The stateful operator of the stage, returning ``ddl``."""
-    if time_mode is None:
+    if tws is None:
         return grouped.applyInPandasWithState(group_function(spec), ddl, _STATE_SCHEMA,
                                               "append", timeout)
     out = grouped.transformWithStateInPandas(
-        KeyGroupProcessor(spec, columns), f"{ddl}, `{ET_OUT}` timestamp", "Append", time_mode,
-        eventTimeColumnName=ET_OUT if time_mode == "EventTime" else "")
+        KeyGroupProcessor(spec, tws), f"{ddl}, `{ET_OUT}` timestamp", "Append", tws.time_mode,
+        eventTimeColumnName=ET_OUT if tws.time_mode == "EventTime" else "")
     return out.drop(ET_OUT)
 
 

@@ -59,7 +59,7 @@ from ..spark_io.progress import Heartbeat, fmt_count, observe, observed_metrics
 from ..spark_io.versions import require_feature
 from ..state_store.backends import get_backend
 from ..state_store.entries import StateMetaInfo
-from ..state_store.exceptions import GraphBuildError, SavepointFormatError
+from ..state_store.exceptions import SavepointFormatError
 from ..state_store.storage import Storage
 from .batch_savepoint import (
     check_savepoint_uids,
@@ -68,6 +68,7 @@ from .batch_savepoint import (
     operator_states,
 )
 from .broadcast import broadcast_meta_infos, restored_broadcast
+from .one_query import tws_state_reader
 from .streaming_queries import write_df_once
 
 if TYPE_CHECKING:
@@ -199,12 +200,6 @@ class StreamingSavepointWrite:
                                                else progress)
         # Spark 3.5 has no state data source to read the state back with (versions.py)
         require_feature("streaming_savepoint", translator.spark.version)
-        if getattr(translator, "one_query", False):
-            raise GraphBuildError(
-                f"job {translator.job_name!r}: a STREAMING savepoint of a job run with "
-                "execution.streaming.query-mapping=one-query is not written yet; run the job "
-                "with the per-stage mapping to take savepoints, or write the savepoint from a "
-                "BATCH run")
         check_savepoint_uids(translator.nodes)
         #: query name -> root node of the DataFrame it runs (filled by the translator)
         self.queries: dict[str, Transformation] = {}
@@ -247,6 +242,10 @@ class StreamingSavepointWrite:
 
     def _query_of(self, node: Transformation) -> Optional[str]:
         for name, root in self.queries.items():
+            if self.translator.one_query:  # every keyed stage above the root is in its query
+                if any(n.id == node.id for n in upstream(root, include_self=True)):
+                    return name
+                continue
             staged = self.translator.staged_outputs
             if any(n.id == node.id for n in keyed_nodes_in_query(root, staged, name)):
                 return name
@@ -299,8 +298,11 @@ class StreamingSavepointWrite:
                             reader = reader.option("batchId", int(batch_ids[name]))
                         group = (key_group_of_range_key_column(F.col(f"key.{RANGE_KEY}"))
                                  if spec.partitions else F.col("key._kg"))
-                        raw = reader.load(checkpoint).select(
-                            group.alias("kg"), F.col("value.groupState.s").alias("s"))
+                        value = F.col("value.groupState.s")
+                        if t.one_query:  # one_query.py: the stage's value state
+                            reader, value = tws_state_reader(reader, spark, checkpoint,
+                                                             t.stage_names[node.id])
+                        raw = reader.load(checkpoint).select(group.alias("kg"), value.alias("s"))
                         exported = raw.mapInArrow(_export_pass(uid, spec), _ENTRY_DDL)
                         is_meta = F.col("state_name") == F.lit(_META)
                         exported, obs = observe(exported, f"savepoint export {uid}", {
