@@ -29,7 +29,7 @@ import os
 import sys
 import time
 
-from jvm_options import JVM_OPTS, driver_options
+from jvm_options import driver_options
 
 GAP = 10_000  # session gap (ms)
 OOO = 1_000  # bounded out-of-orderness (ms)
@@ -171,9 +171,11 @@ def run(args: argparse.Namespace) -> None:
              # project once (a fresh worker per task is cheap with worker.reuse=false)
              .config("spark.python.daemon.module", "preload_daemon")
              # short jobs on 2 busy cores: C1 only, serial GC (less JIT/GC CPU per JVM);
-             # the driver maps the class-data archive of its class path (jvm_options.py)
+             # driver and executors map the class-data archive of their class path, which
+             # has the suite's jars first with --hadoop-conf (jvm_options.py)
              .config("spark.driver.extraJavaOptions", driver_options(jars=bool(args.hadoop_conf)))
-             .config("spark.executor.extraJavaOptions", JVM_OPTS)
+             .config("spark.executor.extraJavaOptions",
+                     driver_options(jars=bool(args.hadoop_conf)))
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2")

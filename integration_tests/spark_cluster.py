@@ -21,6 +21,7 @@ import urllib.request
 from typing import Callable, Optional
 
 import psutil
+from jvm_options import driver_options
 
 __all__ = ["free_port", "spark_home", "java_available", "StandaloneCluster", "kill_tree",
            "is_running"]
@@ -126,9 +127,10 @@ class StandaloneCluster:
             "SPARK_LOG_DIR": os.path.join(self.workdir, "logs"),
             "SPARK_LOCAL_DIRS": os.path.join(self.workdir, "local"),
             "SPARK_NO_DAEMONIZE": "1",
-            # master and workers only: C1-compiled small-heap JVMs start faster on 2 cores
+            # master and workers only: C1-compiled small-heap JVMs start faster on 2 cores,
+            # mapping the class-data archive of pyspark's class path, theirs (jvm_options.py)
             "SPARK_DAEMON_MEMORY": "512m",
-            "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            "SPARK_DAEMON_JAVA_OPTS": driver_options(),
             "TMPDIR": tmp,
             "PYSPARK_PYTHON": sys.executable,
             # executors' Python workers unpickle functions of test modules by reference
