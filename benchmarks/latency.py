@@ -1,7 +1,7 @@
 """End-to-end latency of STREAMING jobs under a processing-time trigger, against Spark's floor.
 
 ``python -m benchmarks.latency [--rate 1000] [--keys 100] [--trigger "1 second"] [--warmup 15]
-[--seconds 60] [--drain 15] [--variants floor,native,stages1,stages2,stages3,chain1,chain2,chain3]
+[--seconds 60] [--drain 15] [--variants floor,native,stages1,stages2,stages3,chain1,chain2,chain3,oq1,oq2,oq3]
 [--find-max-rate [--max-rate 256000]] [--tolerate-reordering] [--quick]``
 
 Every variant is its own streaming run, one after another in one ``local[2]`` session, over
@@ -65,7 +65,9 @@ latency of the window's last quarter <= 1.5 x that of its first quarter + 1 s.
 **Checks**, all against the rate source's documented values (``value`` 0, 1, 2, ... in
 order; ``k = value % keys``, so key ``k``'s n-th record is ``value = k + (n - 1) * keys``)
 and its timestamps (above, within 1 ms), never against another variant's output: every row's
-key and ``created_ms`` match its ``value``; ``stages*``: each key's committed rows are exactly
+key and ``created_ms`` match its ``value``; ``stages*`` (and ``oq*``, the same jobs on the
+one-query mapping, ``execution.streaming.query-mapping=one-query``): each key's committed rows
+are exactly
 the running counts 1..n, each with the value of the key's n-th record (so every window record
 appears exactly once in the stage's output), and in commit order (Flink keeps a key's order
 from one keyed operator to the next; with ``--tolerate-reordering`` rows out of their key's
@@ -92,7 +94,9 @@ window's records), ``_records`` (window records measured), ``_sustained``, ``_mi
 stages1 p50, stages3 p50 - stages2 p50) / stages1 p50 (target <= 0.5), ``stages3_vs_stages1``
 (target <= 2.0), ``native_p50_vs_floor``, and the same for the chained floor
 (``chain1_p50_vs_floor``, ``chain_step_vs_chain1``, ``chain3_vs_chain1``: no targets, what a
-mapping chaining its stages in one query would start from), each also ``*_phase_neutral``;
+mapping chaining its stages in one query would start from), and for the one-query mapping
+(``oq1_p50_vs_floor``, ``oq_step_vs_oq1``, ``oq3_vs_oq1``, and against the chained floor
+``oq_step_vs_chain_step`` and ``oq3_over_chain3_ratio``), each also ``*_phase_neutral``;
 ``targets_met`` and ``targets_met_phase_neutral``; the rate, trigger and durations.
 """
 
@@ -127,7 +131,10 @@ __all__ = ["PassOn", "main"]
 
 #: Spark's floor for keyed stages chained in one query
 CHAIN_VARIANTS = ("chain1", "chain2", "chain3")
-VARIANTS = ("floor", "native", "stages1", "stages2", "stages3") + CHAIN_VARIANTS
+#: the project's job on the one-query mapping (execution.streaming.query-mapping=one-query)
+ONE_QUERY_VARIANTS = ("oq1", "oq2", "oq3")
+VARIANTS = ("floor", "native", "stages1", "stages2", "stages3") + CHAIN_VARIANTS + \
+    ONE_QUERY_VARIANTS
 TARGETS = {"stages1_p50_vs_floor": 1.5, "stage_step_vs_stages1": 0.5, "stages3_vs_stages1": 2.0}
 #: seconds a run may take to commit its first rows (JVM, Python workers, first batch)
 FIRST_COMMIT_TIMEOUT = 180
@@ -257,9 +264,10 @@ def _count(a: Any, b: Any) -> Any:
 
 
 def start_stages(stages: int, spark: Any, rate: int, keys: int, trigger: str, path: str,
-                 work: str) -> Running:
+                 work: str, mapping: str = "per-stage") -> Running:
     conf = Configuration()
     conf.set_string("execution.checkpointing.dir", os.path.join(work, "checkpoints"))
+    conf.set_string("execution.streaming.query-mapping", mapping)
     conf.set_string("execution.streaming.trigger", f"processing-time={trigger}")
     env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
     env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
@@ -356,6 +364,8 @@ def start(variant: str, *args: Any) -> Running:
         return start_native(*args)
     if variant.startswith("chain"):
         return start_chain(int(variant[len("chain"):]), *args)
+    if variant.startswith("oq"):
+        return start_stages(int(variant[len("oq"):]), *args, mapping="one-query")
     return start_stages(int(variant[len("stages"):]), *args)
 
 
@@ -757,6 +767,16 @@ def _ratios(p50: dict[str, float]) -> dict[str, float]:
         step = max(p50["chain2"] - p50["chain1"], p50["chain3"] - p50["chain2"])
         ratios["chain_step_vs_chain1"] = step / p50["chain1"]
         ratios["chain3_vs_chain1"] = p50["chain3"] / p50["chain1"]
+    if {"floor", "oq1"} <= p50.keys():
+        ratios["oq1_p50_vs_floor"] = p50["oq1"] / p50["floor"]
+    if set(ONE_QUERY_VARIANTS) <= p50.keys():
+        step = max(p50["oq2"] - p50["oq1"], p50["oq3"] - p50["oq2"])
+        ratios["oq_step_vs_oq1"] = step / p50["oq1"]
+        ratios["oq3_vs_oq1"] = p50["oq3"] / p50["oq1"]
+        if set(CHAIN_VARIANTS) <= p50.keys():  # #53's targets: against Spark's chained floor
+            ratios["oq_step_vs_chain_step"] = ratios["oq_step_vs_oq1"] / ratios[
+                "chain_step_vs_chain1"]
+            ratios["oq3_over_chain3_ratio"] = ratios["oq3_vs_oq1"] / ratios["chain3_vs_chain1"]
     return ratios
 
 

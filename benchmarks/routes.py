@@ -1,7 +1,8 @@
 """Throughput of a three-keyed-stage job: this project's BATCH and STREAMING vs two one-query routes.
 
 ``python -m benchmarks.routes [--records 4000000] [--users 400000] [--files 8]
-[--files-per-batch 1] [--variants batch,streaming,tws_chain,arrow_chain,tws_chain_rowbased]
+[--files-per-batch 1]
+[--variants batch,streaming,streaming_one_query,tws_chain,arrow_chain,tws_chain_rowbased]
 [--repeat 1] [--restart-check] [--quick]``
 
 The job, over ``(user, ts, value)`` records (``ts``: ms, distinct and ascending in the log
@@ -22,6 +23,9 @@ Variants, each its own run in one ``local[2]`` session, each reading the same fi
 * ``streaming``: the program in STREAMING, available-now, over the files as a file stream
   (``maxFilesPerTrigger`` = ``--files-per-batch``); each keyed stage is its own query, staged
   through Parquet, the last one into a Parquet file sink;
+* ``streaming_one_query``: the same on the one-query mapping
+  (``execution.streaming.query-mapping=one-query``): one query, each keyed stage a
+  ``transformWithStateInPandas`` of the project's per-key-group call;
 * ``tws_chain``: plain PySpark, one query: three ``groupBy(kg).transformWithStateInPandas``
   stages, ``kg = pmod(hash(key), 128)``, each call handling one key group's records of the
   micro-batch sorted by ``ts`` with its keys' states in one pickled ``{key: state}`` blob in a
@@ -105,7 +109,8 @@ BUCKETS = 1000  # stage 2 keys
 KEYS3 = 10  # stage 3 keys: bucket % KEYS3
 GROUPS = 128  # key groups of every stage (the project's default max parallelism)
 COLUMNS = ["user", "ts", "value", "n", "s", "c", "m"]
-VARIANTS = ("batch", "streaming", "tws_chain", "arrow_chain", "tws_chain_rowbased")
+VARIANTS = ("batch", "streaming", "streaming_one_query", "tws_chain", "arrow_chain",
+            "tws_chain_rowbased")
 _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 
@@ -514,18 +519,23 @@ class Bench:
         query.awaitTermination()
         return out
 
-    def streaming(self) -> str:
-        work = self.folder("streaming")
+    def streaming(self, mapping: str = "per-stage") -> str:
+        name = "streaming" if mapping == "per-stage" else "streaming_one_query"
+        work = self.folder(name)
         mark = self.counter.seen.copy()
         conf = Configuration()
         conf.set_string("execution.checkpointing.dir", os.path.join(work, "ckpt"))
+        conf.set_string("execution.streaming.query-mapping", mapping)
         env = StreamExecutionEnvironment.get_execution_environment(conf, spark=self.spark)
         env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
         stream = (self.spark.readStream.schema(self.schema)
                   .option("maxFilesPerTrigger", self.per_batch).parquet(self.files))
-        out = self._sink("streaming", program(env, stream), work)
-        self._marks = ("streaming", mark)
+        out = self._sink(name, program(env, stream), work)
+        self._marks = (name, mark)
         return out
+
+    def streaming_one_query(self) -> str:
+        return self.streaming("one-query")
 
     def tws_chain(self, rowbased: bool = False) -> str:
         from pyspark.sql import functions as F
@@ -640,6 +650,7 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql.group import GroupedData
 
     for variant, method in (("tws_chain", "transformWithStateInPandas"),
+                            ("streaming_one_query", "transformWithStateInPandas"),
                             ("tws_chain_rowbased", "transformWithState")):
         if variant in variants and not hasattr(GroupedData, method):  # Spark 4.0 / 4.1
             parser.error(f"--variants: {variant} needs GroupedData.{method}, which this "
@@ -666,7 +677,8 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(os.path.dirname(out), ignore_errors=True)
             return run_check
 
-        runs = {"batch": bench.batch, "streaming": bench.streaming, "tws_chain": bench.tws_chain,
+        runs = {"batch": bench.batch, "streaming": bench.streaming,
+                "streaming_one_query": bench.streaming_one_query, "tws_chain": bench.tws_chain,
                 "tws_chain_rowbased": lambda: bench.tws_chain(rowbased=True),
                 "arrow_chain": bench.arrow_chain}
         progress(f"routes: {args.records} records, {args.users} users, {args.files} files, "
