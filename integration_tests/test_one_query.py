@@ -5,9 +5,9 @@ key lists, then 20 s groups of windows) runs as ONE Spark query, and what it emi
 plain-Python model of Flink's semantics computes: a stage's timers fire once the job's
 watermark passes them, including timers registered for records the stage above emitted in
 the same micro-batch. Out-of-order events over several files and micro-batches; a second run
-continues from the checkpoint; the per-stage mapping and BATCH give the same on a bounded
-input. A checkpoint of one mapping is refused by the other when the job is built; graphs the
-mapping does not run yet are refused the same way.
+continues from the checkpoint; a savepoint of the first run restores into BATCH and into
+STREAMING; BATCH gives the same on a bounded input. A checkpoint of one mapping is refused by
+the other when the job is built; graphs the mapping does not run yet are refused the same way.
 """
 
 from __future__ import annotations
@@ -171,46 +171,60 @@ def _env(env_factory, tmp_path, mapping, **extra):
     return env
 
 
-def test_three_timer_stages_run_as_one_query_and_fire_as_flink_across_runs(
+def test_three_timer_stages_run_as_one_query_fire_as_flink_and_hand_their_state_over(
         spark, env_factory, tmp_path):
-    """Unbounded file source, one file per micro-batch: what fires is decided by the
-    watermark alone, at every stage; the second run continues the first's state and timers."""
+    """Unbounded file source, one file per micro-batch, RocksDB: what fires is decided by the
+    watermark alone, at every stage, in one query. The first run also writes a savepoint
+    (stop-with-savepoint, no drain: every stage's pending sums, windows and timers); the job
+    then continues from its checkpoint, and BATCH and a one-query STREAMING job restored from
+    the savepoint fire the rest: each, with the first run's output, is the model."""
     _needs_4(spark)
-    src = str(tmp_path / "in")
+    src, rest = str(tmp_path / "in"), str(tmp_path / "rest")
     batches = files(7, 6, 300, 40)
     for i, rows in enumerate(batches[:3]):
         add_file(src, rows, f"f{i}")
+    for i, rows in enumerate(batches[3:]):
+        add_file(rest, rows, f"f{i}")
+    savepoint = str(tmp_path / "savepoint")
 
-    def run():
+    def run(out, savepoint_path=None):
         env = _env(env_factory, tmp_path, "one-query", **{"state.backend.type": "rocksdb"})
         df = spark.readStream.schema(KV_SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
         with QueryCounter(spark) as queries:
-            out = list(program(env.from_dataframe(df)).execute_and_collect("three-timers"))
-        return out, queries.started
+            rows = run_to_delta(env, program(env.from_dataframe(df)), str(tmp_path / out),
+                                "three-timers", savepoint_path)
+        assert len(queries.started) == 1, queries.started  # not one per keyed stage
+        return [r[0] for r in rows]
 
-    first, started = run()
-    assert len(started) == 1, started  # one query, not one per keyed stage
+    first = run("out-1", savepoint)
     seen = [r for rows in batches[:3] for r in rows]
     assert sorted(first) == model(seen, max(ts for _, ts in seen) - DELAY - 1)
+    everything = [r for rows in batches for r in rows]
+    expected_all = model(everything, 2**62)
+    assert first and len(expected_all) > len(first)  # some fired, some pending
+
     for i, rows in enumerate(batches[3:], start=3):
         add_file(src, rows, f"f{i}")
-    second, started = run()
-    assert len(started) == 1, started
-    everything = [r for rows in batches for r in rows]
+    second = run("out-2")
     expected = model(everything, max(ts for _, ts in everything) - DELAY - 1)
-    assert sorted(first + second) == expected
-    assert len(expected) >= 3 and first and second  # both runs emitted, nothing twice
+    assert sorted(first + second) == expected and second  # nothing twice, nothing lost
+
+    later = spark.read.schema(KV_SCHEMA).parquet(rest)
+    restored = env_factory("BATCH", {"execution.savepoint.path": savepoint})
+    got = list(program(restored.from_dataframe(later)).execute_and_collect())
+    assert sorted(first + got) == expected_all
+    restored = _env(env_factory, tmp_path, "one-query", **{"execution.savepoint.path": savepoint})
+    got = list(program(restored.from_dataframe(later)).execute_and_collect("restored"))
+    assert sorted(first + got) == expected_all
 
 
-@pytest.mark.parametrize("mapping", ["one-query", "per-stage"])
-def test_a_bounded_input_fires_every_timer_in_both_mappings_as_in_batch(
-        spark, env_factory, tmp_path, mapping):
+def test_a_bounded_input_fires_every_timer_as_in_batch(spark, env_factory, tmp_path):
     """A bounded input ends with the watermark at +inf: every timer of every stage fires,
-    in either mapping and in BATCH, equal to the model with no watermark limit."""
+    as in BATCH, equal to the model with no watermark limit."""
     _needs_4(spark)
     rows = [r for batch in files(11, 3, 200, 25) for r in batch]
     pair = Types.TUPLE([Types.STRING(), Types.LONG()])
-    env = _env(env_factory, tmp_path, mapping)
+    env = _env(env_factory, tmp_path, "one-query")
     got = sorted(program(env.from_collection(rows, pair)).execute_and_collect("bounded"))
     expected = model(rows, 2**62)
     assert got == expected
@@ -259,32 +273,3 @@ def test_graphs_the_mapping_does_not_run_yet_are_refused_when_built(
     with pytest.raises(GraphBuildError, match="one-query does not run this graph yet.*read by 2"):
         env.execute("shared")
 
-
-def test_a_savepoint_of_the_one_query_job_restores_into_batch_and_streaming(
-        spark, env_factory, tmp_path):
-    """Stop-with-savepoint (no drain) after three files: the pending sums, windows and
-    timers of all three stages go into the savepoint; BATCH and a one-query STREAMING job
-    restored from it over the next three files fire the rest: each, with the first run's
-    output, is the model over all six files."""
-    _needs_4(spark)
-    batches = files(5, 6, 250, 30)
-    src, rest = str(tmp_path / "in"), str(tmp_path / "rest")
-    for i, rows in enumerate(batches[:3]):
-        add_file(src, rows, f"f{i}")
-    for i, rows in enumerate(batches[3:]):
-        add_file(rest, rows, f"f{i}")
-    savepoint = str(tmp_path / "savepoint")
-    env = _env(env_factory, tmp_path, "one-query")
-    df = spark.readStream.schema(KV_SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
-    first = [r[0] for r in run_to_delta(env, program(env.from_dataframe(df)),
-                                        str(tmp_path / "out-a"), "stop-with-savepoint",
-                                        savepoint)]
-    assert first  # the run fired what its watermark passed, the rest is pending
-    expected = model([r for rows in batches for r in rows], 2**62)
-    assert len(expected) > len(first)
-    restored_batch = env_factory("BATCH", {"execution.savepoint.path": savepoint})
-    got = program(restored_batch.from_dataframe(spark.read.schema(KV_SCHEMA).parquet(rest)))
-    assert sorted(first + list(got.execute_and_collect())) == expected
-    restored = _env(env_factory, tmp_path, "one-query", **{"execution.savepoint.path": savepoint})
-    got = program(restored.from_dataframe(spark.read.schema(KV_SCHEMA).parquet(rest)))
-    assert sorted(first + list(got.execute_and_collect("restored"))) == expected
