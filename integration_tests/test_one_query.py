@@ -264,12 +264,36 @@ def test_a_checkpoint_resumes_only_under_the_mapping_that_wrote_it(
 
 def test_graphs_the_mapping_does_not_run_yet_are_refused_when_built(
         spark, env_factory, tmp_path):
+    """Each refused before anything ran or was written, naming the operator (or the sinks)
+    and the mapping that runs it."""
     _needs_4(spark)
-    env = _env(env_factory, tmp_path, "one-query")
-    keyed = (env.from_collection([("a", 1)]).key_by(lambda r: r[0])
-             .reduce(lambda a, b: (a[0], a[1] + b[1])))
-    keyed.map(lambda r: r).print()
-    keyed.map(lambda r: (r[0], r[1] + 1)).print()
-    with pytest.raises(GraphBuildError, match="one-query does not run this graph yet.*read by 2"):
-        env.execute("shared")
+    ws = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ByV())
 
+    def keyed(env):
+        return (env.from_collection([("a", 1)]).key_by(lambda r: r[0])
+                .reduce(lambda a, b: (a[0], a[1] + b[1])))
+
+    env = _env(env_factory, tmp_path, "one-query")
+    shared = keyed(env).map(lambda r: r)  # one sink, but two keyed stages read the map
+    shared.key_by(lambda r: r[0]).reduce(lambda a, b: a).union(
+        shared.key_by(lambda r: r[1]).reduce(lambda a, b: b)).print()
+    with pytest.raises(GraphBuildError, match=r"Map.*read by 2 operators.*per-stage"):
+        env.execute("fan-out")
+    env = _env(env_factory, tmp_path, "one-query")
+    two = keyed(env)
+    two.print()
+    two.map(lambda r: r).print()
+    with pytest.raises(GraphBuildError, match=r"Reduce.*read by 2 operators"):
+        env.execute("two-readers")
+    env = _env(env_factory, tmp_path, "one-query")
+    out = keyed(env).map(lambda r: r)
+    out.print()
+    out.filter(lambda r: r[1] > 0).print()
+    with pytest.raises(GraphBuildError, match=r"read by 2 operators"):
+        env.execute("two-sinks")
+    env = _env(env_factory, tmp_path, "one-query")
+    keyed(env).assign_timestamps_and_watermarks(ws).key_by(lambda r: r[0]).reduce(
+        lambda a, b: b).print()
+    with pytest.raises(GraphBuildError, match=r"watermark strategy below a keyed stage"):
+        env.execute("watermark-below")
+    assert not (tmp_path / "ckpt").exists()  # nothing ran, nothing was written

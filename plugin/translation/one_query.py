@@ -19,7 +19,8 @@ from ..plan.graph import Transformation, is_keyed, upstream
 from ..runtime.tws_processor import state_name
 from ..state_store.exceptions import GraphBuildError, SavepointFormatError
 
-__all__ = ["ONE_QUERY", "PER_STAGE", "chained", "one_query_mapping", "one_query_placement"]
+__all__ = ["ONE_QUERY", "PER_STAGE", "chained", "check_sinks", "one_query_mapping",
+           "one_query_placement"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,12 +56,10 @@ def one_query_mapping(config: Any, mode: Any, spark: Any,
 
     require_feature("one_query", spark.version)
     for node in nodes:
-        if not is_keyed(node):
-            continue
         readers = consumers.get(node.id, [])
-        if len(readers) > 1:
-            _refuse(node, f"its output is read by {len(readers)} operators (a keyed stage's "
-                    "output shared by several consumers or sinks is staged by its own query)")
+        if len(readers) > 1 and (is_keyed(node) or any(is_keyed(n) for n in upstream(node))):
+            _refuse(node, f"its output is read by {len(readers)} operators and holds a keyed "
+                    "stage's records (each reader would run the keyed stage again)")
     for node in nodes:
         ws = getattr(node, "watermark_strategy", None)
         if ws is not None and ws.kind != "none" and any(
@@ -91,6 +90,24 @@ def _rocksdb_state_store(spark: Any) -> None:
         logger.info("execution.streaming.query-mapping=one-query: %s set to %s (Spark's "
                     "transformWithState needs it)", _PROVIDER, _ROCKSDB)
         spark.conf.set(_PROVIDER, _ROCKSDB)
+
+
+def check_sinks(one_query: bool, sinks: list[Any]) -> None:
+    """Refuse several sinks in the one-query mapping (each sink is a query of its own).
+
+    Args:
+        one_query: the job runs the one-query mapping.
+        sinks: the job's sinks.
+
+    Raises:
+        GraphBuildError: more than one sink.
+    """
+    if one_query and len(sinks) > 1:
+        names = ", ".join(getattr(s, "name", "") or type(s).__name__ for s in sinks)
+        raise GraphBuildError(
+            f"{_OPTION}={ONE_QUERY} does not run this job yet: it has {len(sinks)} sinks "
+            f"({names}), and each sink runs as a query of its own. Run it with "
+            f"{_OPTION}={PER_STAGE} (the default)")
 
 
 def one_query_placement(stages: dict[int, str]) -> dict[str, Any]:

@@ -66,7 +66,7 @@ from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.storage import Storage
 from .evolution import stage_names
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
-from .one_query import chained, one_query_mapping, one_query_placement
+from .one_query import chained, check_sinks, one_query_mapping, one_query_placement
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
 from .sinks import sink_kind
@@ -233,6 +233,7 @@ class StreamingTranslator:
     def plan_sinks(self, sinks: list[SinkNode]) -> None:
         """Before anything runs: a job writing only print() sinks may run on a temporary
         checkpoint; durable sinks need a root (CheckpointRootError)."""
+        check_sinks(self.one_query, sinks)  # one_query.py
         durable = any(sink_kind(s).durable for s in sinks)
         self.job.plan("never" if durable else "if-no-root",
                       "the checkpoints of its sinks' queries")
