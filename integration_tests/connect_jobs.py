@@ -26,6 +26,7 @@ def main(workdir: str) -> None:
         RuntimeExecutionMode,
         StreamExecutionEnvironment,
         Types,
+        UnsupportedSparkFeatureError,
         ValueStateDescriptor,
     )
     from pyspark_datastream.spark_io.delta_io import read_delta
@@ -106,10 +107,16 @@ def main(workdir: str) -> None:
                   .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
                   .map(lambda r: (r[0], 1))
                   .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1])))
-        results["one_query"] = sorted(counts.execute_and_collect("connect-one-query"))
-        # the per-stage mapping would have staged the second stage's input in the job folder
-        job = os.path.join(workdir, "stream_ckpt", "connect-one-query")
-        results["one_query_staged"] = sorted(n for n in os.listdir(job) if n.endswith("-input"))
+        try:
+            results["one_query"] = sorted(counts.execute_and_collect("connect-one-query"))
+        except UnsupportedSparkFeatureError as exc:  # Spark Connect 4.0 has no such operator
+            results["one_query"] = str(exc)
+        else:
+            # the per-stage mapping would have staged the second stage's input in the job
+            # folder
+            job = os.path.join(workdir, "stream_ckpt", "connect-one-query")
+            results["one_query_staged"] = sorted(
+                n for n in os.listdir(job) if n.endswith("-input"))
     # a STREAMING Delta sink: its foreachBatch function runs in the Connect server's process
     stream_delta = os.path.join(workdir, "stream_delta")
     running.sink_to_delta(stream_delta)

@@ -47,7 +47,8 @@ def one_query_mapping(config: Any, mode: Any, spark: Any,
         True for ``one-query``.
 
     Raises:
-        UnsupportedSparkFeatureError: ``one-query`` on a Spark line before 4.0.
+        UnsupportedSparkFeatureError: ``one-query`` on a Spark line before 4.0, or over a
+            Spark Connect session without ``transformWithStateInPandas`` (4.0).
         GraphBuildError: ``one-query`` for a graph it does not run yet, naming the operator.
     """
     if str(resolve(config, _OPTION, mode)) != ONE_QUERY:
@@ -55,6 +56,13 @@ def one_query_mapping(config: Any, mode: Any, spark: Any,
     from ..spark_io.versions import require_feature
 
     require_feature("one_query", spark.version)
+    if not hasattr(spark.range(1).groupBy("id"), "transformWithStateInPandas"):
+        from ..spark_io.exceptions import UnsupportedSparkFeatureError
+
+        raise UnsupportedSparkFeatureError(
+            f"{_OPTION}={ONE_QUERY} needs transformWithStateInPandas, which this session "
+            f"(Spark {spark.version}, {type(spark).__module__}) does not offer: Spark Connect "
+            f"has it from 4.1. Use {_OPTION}={PER_STAGE} (the default) on this session")
     for node in nodes:
         readers = consumers.get(node.id, [])
         if len(readers) > 1 and (is_keyed(node) or any(is_keyed(n) for n in upstream(node))):
