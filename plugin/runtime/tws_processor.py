@@ -83,7 +83,7 @@ class _TimerGroupState:
         self._bytes: Optional[bytes] = None if row is None else row[0]
         # an expired timer is gone already: Spark deleted it before the call
         held = None if row is None else row[1]
-        self._held: Optional[int] = None if held is not None and held == expired else held
+        self._held: Optional[int] = None if held == expired else held
         self._last = 0 if row is None or row[2] is None else int(row[2])
         self._timeout: Optional[int] = None
         self._changed = False

@@ -40,6 +40,7 @@ from ..savepoint.format import OperatorMetadata, SavepointMetadata, check_restor
 from ..state_store.entries import StateMetaInfo
 from ..state_store.exceptions import IncompatibleStateError
 from .exceptions import CheckpointMismatchError
+from .one_query import PER_STAGE
 
 __all__ = ["EVOLUTION_VERSION", "ProgramStates", "check_evolution", "check_placement",
            "evolution_info", "stage_names"]
@@ -174,7 +175,7 @@ def check_placement(job: str, folder: str, old: Optional[Mapping[str, Any]],
         return
     where = f"STREAMING job {job!r} (checkpoint {folder})"
     # an earlier release's checkpoint (no record) was written by the per-stage mapping
-    before, after = (old or {}).get("mapping", "per-stage"), new.get("mapping", "per-stage")
+    before, after = (old or {}).get("mapping", PER_STAGE), new.get("mapping", PER_STAGE)
     if old is None and before == after:
         if new.get("parallelism") != new.get("partitions"):
             raise CheckpointMismatchError(

@@ -65,18 +65,17 @@ def one_query_mapping(config: Any, mode: Any, spark: Any,
             f"has it from 4.1. Use {_OPTION}={PER_STAGE} (the default) on this session")
     for node in nodes:
         readers = consumers.get(node.id, [])
-        if len(readers) > 1 and (is_keyed(node) or any(is_keyed(n) for n in upstream(node))):
+        if len(readers) > 1 and (is_keyed(node) or chained(node)):
             _refuse(node, f"its output is read by {len(readers)} operators and holds a keyed "
                     "stage's records (each reader would run the keyed stage again)")
     for node in nodes:
         ws = getattr(node, "watermark_strategy", None)
-        if ws is not None and ws.kind != "none" and any(
-                is_keyed(n) for n in upstream(node)):
+        if ws is not None and ws.kind != "none" and chained(node):
             _refuse(node, "it assigns a watermark strategy below a keyed stage (Spark refuses "
                     "to redefine the watermark after a stateful operator of the query)")
     for node in nodes:
         if is_keyed(node) and len(node.inputs) > 1:
-            fed = [any(is_keyed(n) for n in upstream(i)) for i in node.inputs]
+            fed = [chained(i) for i in node.inputs]
             if any(fed) and not all(fed):
                 _refuse(node, "one of its inputs comes from a keyed stage and another does not "
                         "(their watermarks would meet after a stateful operator)")
@@ -165,11 +164,11 @@ def tws_state_reader(reader: Any, spark: Any, checkpoint: str, stage: str) -> tu
 
 
 def chained(node: Transformation) -> bool:
-    """Whether a keyed stage reads another keyed stage of the query: its watermark then comes
+    """Whether a keyed stage lies above ``node``: for a keyed stage, its watermark then comes
     from that stage (Spark's ``eventTimeColumnName``), not from a watermark of its own.
 
     Args:
-        node: a keyed stage.
+        node: any operator of the graph.
 
     Returns:
         True when a keyed stage lies above it.
