@@ -12,7 +12,7 @@ from deltalake import DeltaTable
 from pyspark_datastream import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
 from pyspark_datastream.savepoint import Savepoint
 
-__all__ = ["ENTRY_COLS", "KV_SCHEMA", "env_on", "env_for", "add_file", "add_keys_file",
+__all__ = ["ENTRY_COLS", "QueryCounter", "KV_SCHEMA", "env_on", "env_for", "add_file", "add_keys_file",
            "last_commit", "drop_last_commit",
            "delta_rows", "run_to_delta", "entry_rows"]
 
@@ -111,3 +111,34 @@ def drop_last_commit(checkpoints: Any) -> int:
     for name in (str(last), f".{last}.crc"):
         (_commit_log(checkpoints) / name).unlink(missing_ok=True)
     return last
+
+
+class QueryCounter:
+    """The streaming queries started on the session while it listens."""
+
+    def __init__(self, spark):
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        started = self.started = []
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event):  # noqa: N802 - Spark's name
+                started.append(event.name)
+
+            def onQueryProgress(self, event):  # noqa: N802
+                pass
+
+            def onQueryIdle(self, event):  # noqa: N802
+                pass
+
+            def onQueryTerminated(self, event):  # noqa: N802
+                pass
+
+        self.spark, self.listener = spark, Listener()
+
+    def __enter__(self):
+        self.spark.streams.addListener(self.listener)
+        return self
+
+    def __exit__(self, *exc):
+        self.spark.streams.removeListener(self.listener)

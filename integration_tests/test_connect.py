@@ -46,6 +46,8 @@ def test_batch_and_streaming_jobs_over_spark_connect(tmp_path):
     if line >= (4, 1):  # one query over Connect: stage two counts stage one's records per key
         assert results["one_query"] == [["a", 1], ["a", 2], ["b", 1]]
         assert results["one_query_staged"] == []  # per-stage: ["stage1-0-input"]
+        assert "several sinks" in results["one_query_sinks"]
+        assert "Spark Connect session" in results["one_query_sinks"]
     elif line == (4, 0):  # Spark Connect 4.0 has no transformWithStateInPandas: refused
         assert "needs transformWithStateInPandas" in results["one_query"]
         assert "Spark Connect has it from 4.1" in results["one_query"]

@@ -44,7 +44,7 @@ from ..spark_io.delta_io import (
 from ..spark_io.storage_conf import current_storage, delta_options, job_scope
 from ..state_store.exceptions import DataStreamError, StorageError
 from ..state_store.storage import Storage
-from .streaming_queries import streaming_query_id
+from .streaming_queries import scoped, streaming_query_id
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -244,16 +244,18 @@ def drain(df: DataFrame) -> None:
 
 
 def micro_batch_writer(path: str, mode: str, checkpoint: str,
-                       total: list[int], storage: Storage) -> Callable[[Any, int], None]:
+                       total: list[int], storage: Storage, scope: str = ""
+                       ) -> Callable[[Any, int], None]:
     """The ``foreachBatch`` function of a STREAMING ``sink_to_delta``: batch 0 uses ``mode``,
     later batches append; rows added accumulate in ``total[0]``. Spark calls it from a thread
     of its own, so it enters the job's storage scope (``storage``) itself. It takes the
-    session from the micro-batch: Spark Connect 3.5 cannot pickle a session into it."""
+    session from the micro-batch: Spark Connect 3.5 cannot pickle a session into it.
+    ``scope`` tells the sinks of one query apart: it joins the application id."""
 
     def write(batch_df: Any, batch_id: int) -> None:
         spark = batch_df.sparkSession
         with job_scope(storage):
-            app_id = query_app_id(spark, checkpoint)
+            app_id = scoped(query_app_id(spark, checkpoint), scope)
             try:
                 total[0] += write_batch(spark, batch_df, path, app_id, batch_id,
                                         mode if batch_id == 0 else "append")

@@ -193,6 +193,14 @@ def check_placement(job: str, folder: str, old: Optional[Mapping[str, Any]],
             f"runs with execution.streaming.query-mapping={after}; Spark's checkpoint of one "
             f"holds the keyed state where the other does not read it. Run it with {before} to "
             f"resume, or to carry the state over, {_way_over(job)}")
+    if old.get("query") != new.get("query"):
+        raise CheckpointMismatchError(
+            f"{where}: the checkpoint's query "
+            f"{'fanned out to sinks' if old.get('query') else 'wrote one sink'} and this "
+            f"job's {'fans out' if new.get('query') else 'writes one sink'} (a sink, or a "
+            "reader of a keyed stage's outputs, was added or removed); the one-query mapping "
+            "runs the two as different queries, so the job would start over without its "
+            f"state. To carry the state over, {_way_over(job)}")
     if old.get("stages") != new.get("stages"):
         raise CheckpointMismatchError(
             f"{where}: its keyed stages changed, {old.get('stages')} -> {new.get('stages')}; "

@@ -17,7 +17,7 @@ from ..operators.exceptions import JobExecutionError
 from ..plan.graph import SinkNode
 from ..state_store.storage import Storage
 from .steps import write_partitions
-from .streaming_queries import streaming_query_id
+from .streaming_queries import scoped, streaming_query_id
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -71,7 +71,7 @@ def batch_timestamp_ms(storage: Storage, checkpoint: str, batch_id: int) -> int:
 
 
 def file_batch_writer(sink: SinkNode, total: list[int], storage: Storage,
-                      checkpoint: str) -> Callable[[Any, int], None]:
+                      checkpoint: str, scope: str = "") -> Callable[[Any, int], None]:
     """The ``foreachBatch`` function of a STREAMING FileSink; written counts add to ``total[0]``.
 
     Args:
@@ -79,6 +79,7 @@ def file_batch_writer(sink: SinkNode, total: list[int], storage: Storage,
         total: A one-element list accumulating the records written.
         storage: The job's storage layer.
         checkpoint: The sink query's checkpoint.
+        scope: The sink's name when its query writes several sinks (joins the files' uid).
 
     Returns:
         The function.
@@ -86,7 +87,7 @@ def file_batch_writer(sink: SinkNode, total: list[int], storage: Storage,
 
     def write(batch_df: Any, batch_id: int) -> None:
         # the micro-batch's session: Spark Connect 3.5 cannot pickle one into this function
-        uid = streaming_query_id(batch_df.sparkSession, checkpoint)
+        uid = scoped(streaming_query_id(batch_df.sparkSession, checkpoint), scope)
         bucket = sink.options["buckets"].bucket(batch_timestamp_ms(storage, checkpoint, batch_id))
         total[0] += write_part_files(batch_df, sink, storage, bucket, uid, batch_id)
 

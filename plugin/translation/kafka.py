@@ -20,7 +20,7 @@ from ..runtime.encoding import TS, typed_encoding
 from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from .steps import string_values, write_partitions
 from .stream import Stream
-from .streaming_queries import streaming_query_id
+from .streaming_queries import scoped, streaming_query_id
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -151,14 +151,15 @@ def write_kafka_transactions(df: DataFrame, sink: SinkNode, query_id: str, batch
     return write_partitions(df, partition_writer(spec, query_id, batch_id))
 
 
-def kafka_batch_writer(sink: SinkNode, total: list[int],
-                       checkpoint: str) -> Callable[[Any, int], None]:
+def kafka_batch_writer(sink: SinkNode, total: list[int], checkpoint: str,
+                       scope: str = "") -> Callable[[Any, int], None]:
     """The ``foreachBatch`` function of a STREAMING Kafka sink; written counts add to ``total[0]``.
 
     Args:
         sink: The ``kafka`` SinkNode.
         total: A one-element list accumulating the records written.
         checkpoint: The sink query's checkpoint (EXACTLY_ONCE: to find the query's id).
+        scope: The sink's name when its query writes several sinks (joins the id).
 
     Returns:
         The function.
@@ -167,7 +168,7 @@ def kafka_batch_writer(sink: SinkNode, total: list[int],
     def write(batch_df: Any, batch_id: int) -> None:
         if exactly_once(sink):
             # the micro-batch's session: Spark Connect 3.5 cannot pickle one into this function
-            query_id = streaming_query_id(batch_df.sparkSession, checkpoint)
+            query_id = scoped(streaming_query_id(batch_df.sparkSession, checkpoint), scope)
             total[0] += write_kafka_transactions(batch_df, sink, query_id, batch_id)
         else:
             total[0] += write_kafka(batch_df, sink)

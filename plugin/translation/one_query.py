@@ -15,12 +15,22 @@ import logging
 from typing import Any
 
 from ..plan.config import resolve
-from ..plan.graph import Transformation, is_keyed, upstream
+from ..plan.graph import (
+    ChainNode,
+    KeyByNode,
+    PartitionNode,
+    SideOutputNode,
+    SinkNode,
+    Transformation,
+    is_keyed,
+    upstream,
+)
 from ..runtime.tws_processor import state_name
 from ..state_store.exceptions import GraphBuildError, SavepointFormatError
+from .streaming_queries import is_connect
 
-__all__ = ["ONE_QUERY", "PER_STAGE", "chained", "check_sinks", "one_query_mapping",
-           "one_query_placement"]
+__all__ = ["ONE_QUERY", "PER_STAGE", "FAN_OUT_QUERY", "chained", "exit_of", "fans_out",
+           "one_query_mapping", "one_query_placement", "query_exits"]
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +38,11 @@ logger = logging.getLogger(__name__)
 PER_STAGE = "per-stage"
 ONE_QUERY = "one-query"
 _OPTION = "execution.streaming.query-mapping"
+#: the name of the one query of a job that fans out (its checkpoint: <job folder>/<name>)
+FAN_OUT_QUERY = "sinks"
+#: the operators a sink's tail may hold: one input and no state, so that the one query's
+#: foreachBatch function runs them over each micro-batch (one_query_sinks.py)
+_TAIL_KINDS = (ChainNode, SideOutputNode, PartitionNode, KeyByNode)
 
 
 def one_query_mapping(config: Any, mode: Any, spark: Any,
@@ -63,11 +78,16 @@ def one_query_mapping(config: Any, mode: Any, spark: Any,
             f"{_OPTION}={ONE_QUERY} needs transformWithStateInPandas, which this session "
             f"(Spark {spark.version}, {type(spark).__module__}) does not offer: Spark Connect "
             f"has it from 4.1. Use {_OPTION}={PER_STAGE} (the default) on this session")
-    for node in nodes:
-        readers = consumers.get(node.id, [])
-        if len(readers) > 1 and (is_keyed(node) or chained(node)):
-            _refuse(node, f"its output is read by {len(readers)} operators and holds a keyed "
-                    "stage's records (each reader would run the keyed stage again)")
+    if fans_out(nodes, consumers) and is_connect(spark):
+        from ..spark_io.exceptions import UnsupportedSparkFeatureError
+
+        raise UnsupportedSparkFeatureError(
+            f"{_OPTION}={ONE_QUERY} runs a job with several sinks, or with a keyed stage's "
+            "outputs read apart, through a foreachBatch function that runs the sinks' "
+            "operators per micro-batch in this process; a Spark Connect session "
+            f"({spark.version}) runs that function in a server process instead. Use "
+            f"{_OPTION}={PER_STAGE} (the default) on this session")
+    _check_paths(nodes, consumers)
     for node in nodes:
         ws = getattr(node, "watermark_strategy", None)
         if ws is not None and ws.kind != "none" and chained(node):
@@ -99,25 +119,83 @@ def _rocksdb_state_store(spark: Any) -> None:
         spark.conf.set(_PROVIDER, _ROCKSDB)
 
 
-def check_sinks(one_query: bool, sinks: list[Any]) -> None:
-    """Refuse several sinks in the one-query mapping (each sink is a query of its own).
+def fans_out(nodes: list[Transformation], consumers: dict[int, list[Transformation]]) -> bool:
+    """Whether the one query writes several sinks, or reads a keyed stage's records apart
+    (one_query_sinks.py runs it then).
 
     Args:
-        one_query: the job runs the one-query mapping.
-        sinks: the job's sinks.
+        nodes: the job graph.
+        consumers: node id -> the nodes reading it.
 
-    Raises:
-        GraphBuildError: more than one sink.
+    Returns:
+        True for several sinks, or an operator at or below a keyed stage with several readers.
     """
-    if one_query and len(sinks) > 1:
-        names = ", ".join(getattr(s, "name", "") or type(s).__name__ for s in sinks)
-        raise GraphBuildError(
-            f"{_OPTION}={ONE_QUERY} does not run this job yet: it has {len(sinks)} sinks "
-            f"({names}), and each sink runs as a query of its own. Run it with "
-            f"{_OPTION}={PER_STAGE} (the default)")
+    if sum(isinstance(n, SinkNode) for n in nodes) > 1:
+        return True
+    return any(len(consumers.get(n.id, [])) > 1 and (is_keyed(n) or chained(n)) for n in nodes)
 
 
-def one_query_placement(stages: dict[int, str]) -> dict[str, Any]:
+def exit_of(node: Transformation) -> Transformation:
+    """Where the query's own plan ends for a sink reading ``node``: the nearest operator above
+    it that is no one-input stateless operator below a keyed stage (the operators between
+    run per micro-batch, in the query's foreachBatch function).
+
+    Args:
+        node: a sink's input.
+
+    Returns:
+        ``node`` itself, or the keyed stage (or several-input operator) above its tail.
+    """
+    while (isinstance(node, _TAIL_KINDS) and len(node.inputs) == 1
+           and (is_keyed(node.inputs[0]) or chained(node.inputs[0]))):
+        node = node.inputs[0]
+    return node
+
+
+def query_exits(nodes: list[Transformation]) -> list[Transformation]:
+    """The operators whose records the one query's plan computes: each sink's
+    :func:`exit_of`, each once; without sinks (collect, ``to_dataframe``) the operators
+    nobody reads.
+
+    Args:
+        nodes: the job graph.
+
+    Returns:
+        The exits, in the order of the sinks.
+    """
+    sinks = [n for n in nodes if isinstance(n, SinkNode)]
+    if sinks:
+        ends = [exit_of(s.inputs[0]) for s in sinks]
+    else:
+        read = {i.id for n in nodes for i in n.inputs}
+        ends = [n for n in nodes if n.id not in read]
+    return list({e.id: e for e in ends}.values())
+
+
+def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
+                 ) -> None:
+    """Refuse a keyed stage the query's plan would hold more than once: Spark plans a
+    DataFrame read twice as two copies, each with its own operator and state."""
+    exits = query_exits(nodes)
+    exit_ids = {e.id for e in exits}
+    part = {n.id for e in exits for n in upstream(e, include_self=True)}
+    uses: dict[int, int] = {}
+    for node in sorted(nodes, key=lambda n: n.id, reverse=True):  # readers first
+        if node.id not in part:
+            continue
+        readers = {r.id: r for r in consumers.get(node.id, []) if r.id in part}
+        uses[node.id] = int(node.id in exit_ids) + sum(
+            uses.get(r.id, 0) * sum(i.id == node.id for i in r.inputs) for r in readers.values())
+    for node in nodes:
+        if is_keyed(node) and uses.get(node.id, 0) > 1:
+            _refuse(node, f"the query would hold it {uses[node.id]} times: its records reach "
+                    "a keyed stage, or an operator with several inputs, along several paths "
+                    "(each would run the keyed stage again, with a state of its own); the "
+                    "query writes a keyed stage's outputs apart only through stateless "
+                    "operators down to sinks")
+
+
+def one_query_placement(stages: dict[int, str], fanned_out: bool) -> dict[str, Any]:
     """What the job's manifest records of the mapping (evolution.check_placement): Spark keeps
     each stateful operator's state under its position in the query, so the keyed stages, in
     the order the query holds them, must stay what they were for a checkpoint to resume.
@@ -125,11 +203,16 @@ def one_query_placement(stages: dict[int, str]) -> dict[str, Any]:
     Args:
         stages: keyed node id -> the stage's identity (``evolution.stage_names``), in graph
             order.
+        fanned_out: the query writes several sinks (:func:`fans_out`): it runs under
+            :data:`FAN_OUT_QUERY`, where a job of one sink's query is named after the sink.
 
     Returns:
-        ``{"mapping": "one-query", "stages": [...]}``.
+        ``{"mapping": "one-query", "stages": [...]}``, plus ``"query"`` when fanned out.
     """
-    return {"mapping": ONE_QUERY, "stages": list(stages.values())}
+    placed: dict[str, Any] = {"mapping": ONE_QUERY, "stages": list(stages.values())}
+    if fanned_out:
+        placed["query"] = FAN_OUT_QUERY
+    return placed
 
 
 def tws_state_reader(reader: Any, spark: Any, checkpoint: str, stage: str) -> tuple[Any, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..plan.graph import SinkNode, Transformation
 from ..runtime.encoding import make_decoder, output_check
@@ -28,9 +28,11 @@ __all__ = ["SinkKind", "SINK_KINDS", "sink_kind", "arrow_collectable"]
 
 #: BATCH: (translator, sink) -> (the stage's detail, the action writing it; its row count)
 BatchRunner = Callable[[Any, SinkNode], tuple[str, Callable[[], int]]]
-#: STREAMING: (translator, sink, its input stream, its query's name) -> (the DataFrame the
-#: query runs, its foreachBatch function, the one-element counter that function adds to)
-StreamingRunner = Callable[[Any, SinkNode, Stream, str], tuple["DataFrame", Callable[[Any, int], None], list[int]]]
+#: STREAMING: (translator, sink, its input stream, its name, the query writing it when the
+#: query writes several sinks) -> (the DataFrame the query runs, its foreachBatch function,
+#: the one-element counter that function adds to)
+StreamingRunner = Callable[[Any, SinkNode, Stream, str, Optional[str]],
+                           tuple["DataFrame", Callable[[Any, int], None], list[int]]]
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,9 @@ class SinkKind:
         batch: plans the sink in a BATCH job (before any action) and returns the stage's
             detail and the action that writes it.
         streaming: builds the sink's STREAMING query: its DataFrame, ``foreachBatch``
-            function and row counter.
+            function and row counter (given the query's name when that query writes several
+            sinks: the function then finds the query by it and tells its sink apart by the
+            sink's name).
     """
 
     title: str
@@ -76,6 +80,11 @@ def arrow_collectable(t: Any, node: Transformation) -> tuple[DataFrame, Callable
     return df, lambda batch: check(decode(batch))
 
 
+def _checkpoint(t: Any, name: str, query: Optional[str]) -> str:
+    """The checkpoint of the query writing sink ``name``: its own, or ``query``'s."""
+    return t.storage.join(t.job_folder(), query or name, "checkpoint")
+
+
 def _line(prefix: Any, record: Any) -> str:
     return f"{prefix}> {record}" if prefix else str(record)
 
@@ -95,7 +104,8 @@ def _print_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
     return "stdout", write
 
 
-def _print_streaming(t: Any, sink: SinkNode, stream: Stream, name: str
+def _print_streaming(t: Any, sink: SinkNode, stream: Stream, name: str,
+                     query: Optional[str] = None
                      ) -> tuple[DataFrame, Callable[[Any, int], None], list[int]]:
     df, decode = collectable(t, stream, sink.inputs[0])
     prefix = sink.options.get("identifier")
@@ -122,7 +132,8 @@ def _delta_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
     return f"Delta table {path}, mode {mode}", write
 
 
-def _delta_streaming(t: Any, sink: SinkNode, stream: Stream, name: str
+def _delta_streaming(t: Any, sink: SinkNode, stream: Stream, name: str,
+                     query: Optional[str] = None
                      ) -> tuple[DataFrame, Callable[[Any, int], None], list[int]]:
     from .delta_sink import micro_batch_writer
 
@@ -130,8 +141,8 @@ def _delta_streaming(t: Any, sink: SinkNode, stream: Stream, name: str
     total = [0]
     # exactly-once: each micro-batch is one idempotent Delta commit (delta_sink.py)
     write = micro_batch_writer(sink.options["path"], sink.options["mode"],
-                               t.storage.join(t.job_folder(), name, "checkpoint"),
-                               total, t.storage)
+                               _checkpoint(t, name, query), total, t.storage,
+                               name if query else "")
     return df, write, total
 
 
@@ -151,13 +162,14 @@ def _kafka_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
     return f"Kafka topic {sink.options['topic']}", write
 
 
-def _kafka_streaming(t: Any, sink: SinkNode, stream: Stream, name: str
+def _kafka_streaming(t: Any, sink: SinkNode, stream: Stream, name: str,
+                     query: Optional[str] = None
                      ) -> tuple[DataFrame, Callable[[Any, int], None], list[int]]:
     from .kafka import kafka_batch_writer
 
     _check_kafka_sink(sink)
     total = [0]
-    write = kafka_batch_writer(sink, total, t.storage.join(t.job_folder(), name, "checkpoint"))
+    write = kafka_batch_writer(sink, total, _checkpoint(t, name, query), name if query else "")
     return typed_df(t, stream, sink.inputs[0]), write, total
 
 
@@ -181,13 +193,14 @@ def _file_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
     return f"files under {sink.options['base_path']}", file_job_writer(df, sink, t.storage)
 
 
-def _file_streaming(t: Any, sink: SinkNode, stream: Stream, name: str
+def _file_streaming(t: Any, sink: SinkNode, stream: Stream, name: str,
+                    query: Optional[str] = None
                     ) -> tuple[DataFrame, Callable[[Any, int], None], list[int]]:
     from .file_sink import file_batch_writer
 
     total = [0]
-    write = file_batch_writer(sink, total, t.storage,
-                              t.storage.join(t.job_folder(), name, "checkpoint"))
+    write = file_batch_writer(sink, total, t.storage, _checkpoint(t, name, query),
+                              name if query else "")
     return typed_df(t, stream, sink.inputs[0]), write, total
 
 

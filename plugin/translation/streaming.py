@@ -16,6 +16,7 @@ docs/spark-mapping.md.
 
 from __future__ import annotations
 
+import copy
 import logging
 import pickle
 import uuid
@@ -66,7 +67,7 @@ from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.storage import Storage
 from .evolution import stage_names
 from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
-from .one_query import chained, check_sinks, one_query_mapping, one_query_placement
+from .one_query import chained, fans_out, one_query_mapping, one_query_placement
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
 from .sinks import sink_kind
@@ -141,7 +142,7 @@ class StreamingTranslator:
         self.job_name = job_name = plan.job_name
         #: this run of the job: workers keep its operators' function instances under it
         self.run_id = uuid.uuid4().hex
-        self._passes = 0  # passes built so far (_long_lived)
+        self.passes = 0  #: passes built so far (_long_lived)
         self._metrics_publish: Optional[tuple[Storage, str]] = None  # (metrics_publish)
         self._user_query = False  # to_dataframe(): the user runs the job's last query
         self.nodes = nodes = list(plan.nodes)
@@ -152,6 +153,10 @@ class StreamingTranslator:
         self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
         #: the whole job as one query, keyed stages chained in it (one_query.py)
         self.one_query = one_query_mapping(cfg, self.mode, spark, nodes, self.consumers)
+        #: the one query writes several sinks (one_query_sinks.py)
+        self.fanned_out = self.one_query and fans_out(nodes, self.consumers)
+        #: the operators the fanned-out query's plan ends in (one_query_sinks.py)
+        self.query_exits: list[Transformation] = []
         # the map and key-field pushdowns (pushdown.py, streaming_pushdown.py)
         self.pushdown = is_true(resolve(cfg, "execution.streaming.native-pushdown.enabled",
                                         self.mode))
@@ -191,7 +196,8 @@ class StreamingTranslator:
             ignore_unclaimed=bool(cfg.get_boolean("execution.savepoint.ignore-unclaimed-state",
                                                   False)),
             placement={"parallelism": self.parallelism, "partitions": self.range_partitions,
-                       **(one_query_placement(self.stage_names) if self.one_query else {})})
+                       **(one_query_placement(self.stage_names, self.fanned_out)
+                          if self.one_query else {})})
         self.bounded = all(n.bounded for n in nodes if isinstance(n, SourceNode))
         self._source_ordinals = {n.id: i for i, n in enumerate(
             n for n in nodes if isinstance(n, SourceNode))}
@@ -233,7 +239,6 @@ class StreamingTranslator:
     def plan_sinks(self, sinks: list[SinkNode]) -> None:
         """Before anything runs: a job writing only print() sinks may run on a temporary
         checkpoint; durable sinks need a root (CheckpointRootError)."""
-        check_sinks(self.one_query, sinks)  # one_query.py
         durable = any(sink_kind(s).durable for s in sinks)
         self.job.plan("never" if durable else "if-no-root",
                       "the checkpoints of its sinks' queries")
@@ -253,7 +258,7 @@ class StreamingTranslator:
         check_parquet_sources(self.nodes, self.storage,
                               f"the to_dataframe() of STREAMING job {self.job_name!r}")
         df = typed_df(self, self.input_stream(node), node)
-        self._run_prerequisites()
+        self.run_prerequisites()
         return df
 
     def collect(self, node: Transformation, one_off: bool = False) -> CloseableIterator:
@@ -268,7 +273,7 @@ class StreamingTranslator:
     def _collect(self, node: Transformation) -> CloseableIterator:
         stream = self.input_stream(node)  # its main output: never its side outputs
         df, decode = collectable(self, stream, node)
-        self._run_prerequisites()
+        self.run_prerequisites()
         rows: list[Any] = []
         if is_connect(self.spark):
             # Spark Connect runs a foreachBatch function in a server-side process, where
@@ -309,6 +314,10 @@ class StreamingTranslator:
             self._savepoint_run = None
 
     def run_planned_sinks(self, sinks: list[SinkNode], savepoint: Any = None) -> dict[str, int]:
+        if self.fanned_out:  # one query writing several sinks
+            from .one_query_sinks import run_fanned_out
+
+            return run_fanned_out(self, sinks)
         counts: dict[str, int] = {}
         # Spark Connect runs foreachBatch functions in a server-side process: the rows are
         # printed / written there, but their counters never reach this one (no count)
@@ -317,11 +326,9 @@ class StreamingTranslator:
             source = sink.inputs[0]
             stream = self.input_stream(source)  # the main output: never its side outputs
             name = f"sink-{sink.uid or i}"
-            self.query_roots[name] = source
-            if self._savepoint_run is not None:
-                self._savepoint_run.queries[name] = source
-            df, write, total = sink_kind(sink).streaming(self, sink, stream, name)
-            self._run_prerequisites()
+            self.register_query(name, source)
+            df, write, total = sink_kind(sink).streaming(self, sink, stream, name, None)
+            self.run_prerequisites()
             run_query(self, name, df.writeStream.foreachBatch(write))
             if not connect:  # the counter lives where foreachBatch ran (see above)
                 counts[sink.name] = total[0]
@@ -426,10 +433,10 @@ class StreamingTranslator:
     def _long_lived(self, spec: PassSpec) -> PassSpec:
         """``spec`` with the identity its subtasks' functions live under for the run: the
         n-th pass of the translation (the same in every run of the same job)."""
-        spec.instance_key = f"{self.job_name}#pass{self._passes}:{spec.name}"
+        spec.instance_key = f"{self.job_name}#pass{self.passes}:{spec.name}"
         spec.run_id = self.run_id
         spec.config["metrics_publish"] = self.metrics_publish()
-        self._passes += 1
+        self.passes += 1
         return spec
 
     def metrics_publish(self) -> Optional[tuple[Storage, str]]:
@@ -448,14 +455,12 @@ class StreamingTranslator:
         if stream.tagged and not stream.pending:
             return stream  # a keyed operator already wrote its side outputs as _tag
         shared = materialize_shared(self, stream, node, tags)
-        if tags or not is_keyed(node):
+        if tags or not is_keyed(node) or self.one_query:  # one_query_sinks.py fans it out
             return shared
         # A keyed stage read by several consumers runs in ONE query that stages its output
         # (else every consumer's query would run it again, with its own copy of the state)
         name = f"{self.stage_names[node.id]}-output"
-        self.query_roots[name] = node
-        if self._savepoint_run is not None:
-            self._savepoint_run.queries[name] = node
+        self.register_query(name, node)
         self.staged_outputs[node.id] = name
         return Stream(self._through_files(shared.df, name), shared.enc, shared.type_info,
                       name=shared.name)
@@ -480,9 +485,7 @@ class StreamingTranslator:
         for i in stateful:
             # names must be stable across runs of the same job (node ids are not)
             name = f"{node.uid or f'{label}{ordinal}'}-{i}-input"
-            self.query_roots[name] = node.inputs[i]
-            if self._savepoint_run is not None:
-                self._savepoint_run.queries[name] = node.inputs[i]
+            self.register_query(name, node.inputs[i])
             s = streams[i]
             df = self.materialize(s, s.enc, name=node.name)
             streams[i] = Stream(self._through_files(df, name), s.enc, s.type_info, name=s.name)
@@ -578,9 +581,7 @@ class StreamingTranslator:
         elif any(is_keyed(n) for n in upstream(root, include_self=True)):
             # names must be stable across runs of the same job (node ids are not)
             name = f"{self.stage_names[consumer.id]}-{side}-input"
-            self.query_roots[name] = root
-            if self._savepoint_run is not None:
-                self._savepoint_run.queries[name] = root
+            self.register_query(name, root)
             df = self._through_files(df, name)
             if self._savepoint_run is not None:  # streaming_savepoint.py: watermark carrier
                 df = self._savepoint_run.forward_watermark(df, name, edge, consumer)
@@ -698,7 +699,20 @@ class StreamingTranslator:
                       tagged=bool(tags))
 
     # -- running queries -------------------------------------------------------------------
-    def _run_prerequisites(self) -> None:
+    def register_query(self, name: str, root: Transformation) -> None:
+        """Query ``name`` runs the DataFrame of ``root`` (job clients, a savepoint of the run)."""
+        self.query_roots[name] = root
+        if self._savepoint_run is not None:
+            self._savepoint_run.queries[name] = root
+
+    def fork(self, streams: dict[int, Stream], first_pass: int) -> StreamingTranslator:
+        """A copy that translates what lies below ``streams`` (node id -> its stream) over
+        them, numbering its passes from ``first_pass`` (one_query_sinks.py)."""
+        view = copy.copy(self)
+        view._streams, view.passes = dict(streams), first_pass
+        return view
+
+    def run_prerequisites(self) -> None:
         for name, writer in self._prerequisites:
             if name not in self._ran:
                 run_query(self, name, writer)

@@ -31,6 +31,7 @@ __all__ = [
     "as_dict",
     "is_connect",
     "streaming_query_id",
+    "scoped",
     "write_df_once",
     "write_table_once",
     "end_of_input_stream",
@@ -122,6 +123,20 @@ def published_metrics(target: Optional[tuple[Storage, str]], query_id: str
 def is_connect(spark: Any) -> bool:
     """True for a Spark Connect session (Databricks serverless and shared clusters)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def scoped(query_id: str, scope: str) -> str:
+    """``query_id`` told apart per sink when one query writes several (``scope``: the sink's
+    name; empty for a query of one sink, whose ids stay what they were).
+
+    Args:
+        query_id: the query's id (:func:`streaming_query_id`).
+        scope: the sink's name within the query, or "".
+
+    Returns:
+        ``<query_id>.<scope>``, or ``query_id`` itself for no scope.
+    """
+    return f"{query_id}.{scope}" if scope else query_id
 
 
 def streaming_query_id(spark: Any, checkpoint: str) -> str:

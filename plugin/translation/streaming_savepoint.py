@@ -242,8 +242,9 @@ class StreamingSavepointWrite:
 
     def _query_of(self, node: Transformation) -> Optional[str]:
         for name, root in self.queries.items():
-            if self.translator.one_query:  # every keyed stage above the root is in its query
-                if any(n.id == node.id for n in upstream(root, include_self=True)):
+            if self.translator.one_query:  # every keyed stage above its exits is in it
+                roots = self.translator.query_exits or [root]
+                if any(n.id == node.id for r in roots for n in upstream(r, include_self=True)):
                     return name
                 continue
             staged = self.translator.staged_outputs

@@ -1,0 +1,113 @@
+"""One query writing several sinks: how the one-query mapping fans a job out.
+
+A Spark query writes one sink, and a DataFrame read twice is planned twice (a keyed stage
+in it would run twice, each copy with its own state). So a job with several sinks, or whose
+keyed stage's outputs are read apart, runs as one query whose plan ends at the job's
+*exits* (``one_query.query_exits``): each exit's records travel in a struct column of their
+own through one union. The query's ``foreachBatch`` function caches the micro-batch, runs
+each sink's *tail* (the stateless operators from its exit down to it) over its exit's rows,
+and hands the result to the sink's writer, which tells its sink apart by the sink's name:
+each sink stays exactly-once on its own (docs/spark-mapping.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from ..plan.graph import SinkNode, Transformation, is_keyed
+from .one_query import FAN_OUT_QUERY, chained, query_exits
+from .sinks import sink_kind
+from .stream import Stream
+from .streaming_queries import run_query
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["run_fanned_out", "EXIT"]
+
+#: the column naming the exit a row of the fanned-out query belongs to
+EXIT = "_exit"
+
+
+def run_fanned_out(t: Any, sinks: list[SinkNode]) -> dict[str, int]:
+    """Run ``sinks`` as the job's one query (:data:`one_query.FAN_OUT_QUERY`).
+
+    Args:
+        t: the STREAMING translator (one-query mapping, ``fanned_out``).
+        sinks: the job's sinks.
+
+    Returns:
+        Records written per sink name (empty over Spark Connect, which one_query refuses).
+
+    Raises:
+        GraphBuildError: a sink's operators cannot be translated (before anything runs).
+    """
+    exits = query_exits(t.nodes)
+    streams = [_exit_stream(t, e) for e in exits]
+    df = _union(streams)
+    t.query_exits = exits
+    first_pass = t.passes  # each micro-batch's tails take the same pass identities
+    names = [f"sink-{sink.uid or i}" for i, sink in enumerate(sinks)]
+    # built once over the query's own exits: a sink that cannot be translated fails now
+    view = _tails(t, exits, streams, [s.df for s in streams], first_pass)
+    writers = [sink_kind(sink).streaming(view, sink, view.input_stream(sink.inputs[0]), name,
+                                         FAN_OUT_QUERY)
+               for sink, name in zip(sinks, names)]
+    t.passes = view.passes
+
+    def each(batch_df: Any, batch_id: int) -> None:
+        batch_df.persist()
+        try:
+            # every partition runs once, whatever the writers skip: Spark commits the state
+            # of a micro-batch whose stateful operators ran in every partition
+            batch_df.count()
+            parts = [batch_df.filter(batch_df[EXIT] == i).select(f"_e{i}.*")
+                     for i in range(len(exits))]
+            batch = _tails(t, exits, streams, parts, first_pass)
+            for sink, name, (_, write, _) in zip(sinks, names, writers):
+                stream = batch.input_stream(sink.inputs[0])
+                sink_df = sink_kind(sink).streaming(batch, sink, stream, name, FAN_OUT_QUERY)[0]
+                write(sink_df, batch_id)
+        finally:
+            batch_df.unpersist()
+
+    t.register_query(FAN_OUT_QUERY, next((e for e in exits if is_keyed(e) or chained(e)),
+                                         exits[0]))
+    t.run_prerequisites()
+    run_query(t, FAN_OUT_QUERY, df.writeStream.foreachBatch(each))
+    return {sink.name: total[0] for sink, (_, _, total) in zip(sinks, writers)}
+
+
+def _exit_stream(t: Any, node: Transformation) -> Stream:
+    """``node``'s stream with its pending work applied (its side outputs kept, tagged)."""
+    stream = t.translate(node)
+    if not stream.pending:
+        return stream
+    enc = t.preferred_encoding(stream.type_info)
+    return Stream(t.materialize(stream, enc, name=node.name), enc, stream.type_info,
+                  name=stream.name, partitioned=stream.partitioned)
+
+
+def _union(streams: list[Stream]) -> DataFrame:
+    """One DataFrame of every exit's rows: ``_exit`` and one struct column per exit."""
+    from pyspark.sql import functions as F
+
+    schemas = [s.df.schema for s in streams]
+    parts = []
+    for i, s in enumerate(streams):
+        packed = [F.struct(*[F.col(f"`{c}`") for c in s.df.columns]) if j == i
+                  else F.lit(None).cast(schemas[j]) for j in range(len(streams))]
+        parts.append(s.df.select(F.lit(i).alias(EXIT),
+                                 *[c.alias(f"_e{j}") for j, c in enumerate(packed)]))
+    return reduce(lambda a, b: a.union(b), parts)
+
+
+def _tails(t: Any, exits: list[Transformation], streams: list[Stream], dfs: list[Any],
+           first_pass: int) -> Any:
+    """A fork of translator ``t`` whose exits are ``dfs``: translating a sink's input on it
+    builds the sink's tail over them. Its passes are numbered from ``first_pass`` on, so
+    the tails' operators keep their identity (and open state) from batch to batch."""
+    return t.fork({e.id: replace(s, df=df) for e, s, df in zip(exits, streams, dfs)},
+                  first_pass)
