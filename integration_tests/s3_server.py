@@ -63,6 +63,10 @@ class S3Server:
             "fs.s3a.retry.limit": "2",
             # milliseconds: Hadoop 3.3 (Spark 3.5) reads it as an int, refusing "5s"
             "fs.s3a.connection.establish.timeout": "5000",
+            # moto answers a PUT's "Expect: 100-continue" with a response the AWS SDK counts
+            # as a failed upload (status 100; seen on Spark's RocksDB state store files).
+            # Hadoop 3.4+ reads this; 3.3 (Spark 3.5) ignores it
+            "fs.s3a.connection.expect.continue": "false",
         }
 
     def client(self) -> Any:
@@ -80,6 +84,29 @@ class S3Server:
         return out
 
 
+#: moto's server, without the interim "100 Continue" its HTTP server (werkzeug) writes for a
+#: request with "Expect: 100-continue": the AWS SDK of Hadoop 3.4+ sends that header on a
+#: file upload without waiting for the answer (fs.s3a.connection.expect.continue=false) and
+#: then takes the interim answer for the final one (status 100: Spark's RocksDB state store
+#: failed to upload its files). S3 itself answers such a request as the SDK expects.
+_SERVE = """
+import sys
+from werkzeug.serving import WSGIRequestHandler
+from moto.server import main
+
+_run = WSGIRequestHandler.run_wsgi
+
+
+def run_wsgi(self):
+    del self.headers["Expect"]
+    return _run(self)
+
+
+WSGIRequestHandler.run_wsgi = run_wsgi
+main(sys.argv[1:])
+"""
+
+
 def start(bucket: str = "pds-test") -> S3Server:
     """Start moto's server in its own process on 127.0.0.1 at a free port and create
     ``bucket``. Its own process: delta-rs may hold the GIL while it waits for an answer,
@@ -90,7 +117,7 @@ def start(bucket: str = "pds-test") -> S3Server:
 
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        [sys.executable, "-c", _SERVE, "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while True:

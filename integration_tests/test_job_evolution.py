@@ -141,7 +141,10 @@ def _job(env, spark, src, out, *, value_type=None, key_type=None, extra_stage=Fa
 
 def test_changes_flink_would_not_restore_are_refused_when_built(spark, env_factory, tmp_path):
     src, out, root = str(tmp_path / "in"), str(tmp_path / "out"), tmp_path / "ckpt"
-    conf = {"execution.checkpointing.dir": str(root), "state.backend.type": "rocksdb"}
+    # the per-stage mapping's rules (docs/user-guide/streaming-jobs.md); the one query's
+    # own: test_one_query_sinks
+    conf = {"execution.checkpointing.dir": str(root), "state.backend.type": "rocksdb",
+            "execution.streaming.query-mapping": "per-stage"}
     _write(src, "a0", [("a", 1), ("bb", 2), ("a", 3)], with_tag=False)
     env = env_factory("STREAMING", conf)
     _job(env, spark, src, out)

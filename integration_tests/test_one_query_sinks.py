@@ -5,7 +5,8 @@ copy) and whose late records, read apart as a side output, go to a third, while 
 events go to a fourth: one query, whose four sinks each equal a plain-Python model of
 Flink's semantics, over out-of-order files with late records, one file per micro-batch. A
 driver that died after the sinks wrote a micro-batch and before Spark logged it runs the
-batch again: no sink writes it twice. A keyed stage the query would run twice is refused.
+batch again: no sink writes it twice. A keyed stage the query would run twice is refused; a
+sink added or removed leaves the query's checkpoint and state where they were.
 """
 
 from __future__ import annotations
@@ -163,10 +164,12 @@ def test_four_sinks_one_query_each_sink_as_flink_and_exactly_once(spark, env_fac
     assert got == model(batches)  # the batch run again wrote nothing twice; none lost
 
 
-def test_a_keyed_stage_the_query_would_run_twice_is_refused(spark, env_factory, tmp_path):
+def test_a_keyed_stage_the_query_would_run_twice_is_refused_a_sink_added_resumes(
+        spark, env_factory, tmp_path):
     """A keyed stage read by a sink and by another keyed stage would run twice in the query:
     refused when the job is built, naming it and the mapping that runs it; nothing written.
-    A checkpoint of one sink's query is refused by the same job with a second sink."""
+    A sink added to a job, then removed, leaves its query and state where they were; a keyed
+    stage added is refused, naming the savepoint way over."""
     _needs_4(spark)
     env = _env(env_factory, tmp_path)
     counts = (env.from_collection([("a", 1)], PAIR).key_by(lambda r: r[0])
@@ -180,17 +183,27 @@ def test_a_keyed_stage_the_query_would_run_twice_is_refused(spark, env_factory, 
     src = str(tmp_path / "in")
     add_file(src, [("a", 1_000), ("b", 2_000)], "f0")
 
-    def build(sinks):
+    def build(sinks, stages=1):
         env = _env(env_factory, tmp_path)
         df = spark.readStream.schema(KV_SCHEMA).parquet(src)
-        summed = (env.from_dataframe(df).key_by(lambda r: r[0])
-                  .reduce(lambda a, b: (a[0], a[1] + b[1])).map(lambda r: r, PAIR))
+        summed = env.from_dataframe(df)
+        for i in range(stages):
+            summed = (summed.key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+                      .uid(f"sum-{i}").map(lambda r: r, PAIR))
         for i in range(sinks):
             summed.sink_to_delta(str(tmp_path / f"out-{i}"))
         return env
 
     build(1).execute("grown")
-    with pytest.raises(CheckpointMismatchError, match="wrote one sink.*fans out.*savepoint"):
-        build(2).execute("grown")
-    assert delta_rows(str(tmp_path / "out-0")) == [("a", 1_000), ("b", 2_000)]
-    assert not (tmp_path / "out-1").exists()
+    add_file(src, [("a", 5), ("c", 1)], "f1")
+    build(2).execute("grown")  # a sink added: the query and its state carry on
+    assert delta_rows(str(tmp_path / "out-0")) == [("a", 1_000), ("a", 1_005), ("b", 2_000),
+                                                   ("c", 1)]
+    assert delta_rows(str(tmp_path / "out-1")) == [("a", 1_005), ("c", 1)]
+    add_file(src, [("b", 3)], "f2")
+    build(1).execute("grown")  # and removed again
+    assert delta_rows(str(tmp_path / "out-0"))[-2:] == [("b", 2_003), ("c", 1)]
+    assert delta_rows(str(tmp_path / "out-1")) == [("a", 1_005), ("c", 1)]
+    # a keyed stage added: Spark keeps a stage's state under its place in the query
+    with pytest.raises(CheckpointMismatchError, match=r"keyed stages changed.*savepoint"):
+        build(1, stages=2).execute("grown")

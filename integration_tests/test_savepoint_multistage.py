@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
-from helpers import delta_rows, env_for
+from helpers import delta_rows, env_for, spark_line
 from pyspark_datastream import (
     Duration,
     JobStatus,
@@ -260,16 +260,23 @@ _SIX_RECORDS_STOPPED = (
     [("east", 36_000), ("north", 34_000), ("south", 35_000)],
 )
 
-def test_running_multistage_stop_with_savepoint_then_restore(env_factory, spark, tmp_path):
-    """execute_async over a file source: trigger_savepoint is refused (records in flight
-    between the stage queries); stop_with_savepoint stops stage 1's query, lets stage 2
-    process what stage 1 staged and saves both stages at that one cut (restoring a
-    multi-stage savepoint: test_multistage_handoff_and_restore_into_both_modes)."""
+@pytest.mark.parametrize("mapping", ["per-stage", "one-query"])
+def test_running_multistage_stop_with_savepoint_then_restore(env_factory, spark, tmp_path,
+                                                             mapping):
+    """execute_async over a file source. Per-stage: trigger_savepoint is refused (records in
+    flight between the stage queries); stop_with_savepoint stops stage 1's query, lets stage
+    2 process what stage 1 staged and saves both stages at that one cut (restoring a
+    multi-stage savepoint: test_multistage_handoff_and_restore_into_both_modes). One query:
+    the job is that query; a savepoint of a micro-batch holds both stages at its end, and
+    stop_with_savepoint saves the same cut as per-stage."""
+    if mapping == "one-query" and spark_line(spark) < (4, 0):
+        pytest.skip("the one-query mapping needs Spark 4.0+")
     src, out = str(tmp_path / "in"), str(tmp_path / "out")
     _add_file(src, [("ann", "north", 1_000), ("bo", "north", 2_000), ("cy", "south", 3_000)],
               "f1")
     env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt"),
-                                    "execution.streaming.trigger": "processing-time=1 second"})
+                                    "execution.streaming.trigger": "processing-time=1 second",
+                                    "execution.streaming.query-mapping": mapping})
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(
         Duration.of_millis(OOO)).with_timestamp_assigner(Ts())
     df = spark.readStream.schema("user string, region string, ts long").parquet(src)
@@ -281,6 +288,24 @@ def test_running_multistage_stop_with_savepoint_then_restore(env_factory, spark,
      .sink_to_delta(out))
     client = env.execute_async("running-multi")
     sp, refused = str(tmp_path / "sp"), str(tmp_path / "refused")
+    if mapping == "one-query":
+        try:
+            (query,) = client.get_queries().values()
+            query.processAllAvailable()
+            three = client.trigger_savepoint(refused).result()  # no record between queries
+            _add_file(src, [("ann", "north", 4_000), ("cy", "south", 5_000),
+                            ("dee", "east", 6_000)], "f2")
+            query.processAllAvailable()
+            assert client.stop_with_savepoint(False, sp).result() == sp
+        finally:
+            if client.get_job_status().result() is JobStatus.RUNNING:
+                client.cancel()
+        assert client.get_job_status().result() is JobStatus.FINISHED
+        users = _decoded(Savepoint.load(three, spark))[0]
+        assert sorted(u for u, _ in users) == ["ann", "bo", "cy"]  # the first file's cut
+        assert _decoded(Savepoint.load(sp, spark)) == _SIX_RECORDS_STOPPED
+        assert not os.path.exists(out) or DeltaTable(out).to_pyarrow_table().num_rows == 0
+        return
     try:
         queries = client.get_queries()
         assert list(queries) == ["per-region-0-input", "sink-0"]

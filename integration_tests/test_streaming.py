@@ -9,7 +9,7 @@ import json
 import os
 
 import pytest
-from helpers import KV_SCHEMA, add_file
+from helpers import KV_SCHEMA, add_file, spark_line
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark_datastream import (
@@ -155,9 +155,12 @@ def test_multi_stage_job_runs_as_chained_checkpointed_queries(spark, env_factory
     # stage 1 emits every running sum (a:1,4 b:2,8 c:4); stage 2 sums them per parity and
     # reports once, when end of input moves its watermark past the 10 s timer
     assert out == [("even", 4 + 2 + 8 + 4), ("odd", 1)]
-    staged = [d for d in os.listdir(tmp_path / "ckpt" / "two-stages")
-              if d.endswith("-input") and not d.endswith("end-of-input")]
-    assert len(staged) == 1  # the second keyed stage read its input from a staging table
+    folders = os.listdir(tmp_path / "ckpt" / "two-stages")
+    staged = [d for d in folders if d.endswith("-input") and not d.endswith("end-of-input")]
+    if spark_line(spark) >= (4, 0):  # the default mapping: one query, nothing staged
+        assert staged == [] and "collect" in folders
+    else:  # Spark 3.5: the second keyed stage read its input from a staging table
+        assert len(staged) == 1
 
 
 def test_execute_with_a_durable_sink_needs_a_checkpoint_dir(env_factory, tmp_path):

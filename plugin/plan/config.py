@@ -249,14 +249,17 @@ OPTIONS: dict[str, ConfigOption] = {
                      default_doc="the value of `execution.batch.native-pushdown.enabled` when "
                                  "that is set, else true",
                      check=_boolean, fallback="execution.batch.native-pushdown.enabled"),
-        ConfigOption("execution.streaming.query-mapping", "per-stage",
+        ConfigOption("execution.streaming.query-mapping", "auto",
                      "STREAMING: `per-stage` runs each keyed stage as its own Spark query "
                      "(`applyInPandasWithState`), staged through files; `one-query` (Spark 4.0+) "
                      "runs the whole job as one query, each keyed stage a "
                      "`transformWithStateInPandas` with the watermark handed on inside each "
                      "micro-batch (graphs it does not run yet are refused when the job is "
-                     "built). A checkpoint resumes only under the mapping that wrote it.",
-                     choices=("per-stage", "one-query")),
+                     "built); `auto` runs one query where per-stage would run several and the "
+                     "Spark line, session and graph allow it, else per-stage, and keeps the "
+                     "mapping of the job's checkpoint. A checkpoint resumes only under the "
+                     "mapping that wrote it.",
+                     choices=("auto", "per-stage", "one-query")),
         ConfigOption("pipeline.processing-time.allow", None,
                      "ALLOW, IGNORE or FAIL use of processing time.",
                      batch_default="FAIL", streaming_default="ALLOW",

@@ -160,7 +160,8 @@ SPARK_FEATURES: dict[str, tuple[str, str, str]] = {
     "one_query": (
         "execution.streaming.query-mapping=one-query", "4.0",
         "it chains keyed stages as transformWithStateInPandas operators, which Spark 4.0 "
-        "added; use the default per-stage mapping on this line"),
+        "added; use execution.streaming.query-mapping=per-stage (or auto, the default) on this "
+        "line"),
 }
 
 

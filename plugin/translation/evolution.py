@@ -136,7 +136,9 @@ def evolution_info(nodes: list[Transformation], description: Mapping[str, Any],
         entry: dict[str, Any] = {"label": n.uid or n.name, "node": type(n).__name__,
                                  "op": getattr(n, "op", None),
                                  "inputs": _boundaries(n, names, sources),
-                                 "query": _host(n, names, sink_queries, readers)}
+                                 # the one-query mapping runs every stage in its query
+                                 "query": (placement or {}).get("query")
+                                 or _host(n, names, sink_queries, readers)}
         if states is not None and stage in states:
             key_serializer, metas = states[stage]
             entry["key_serializer"] = key_serializer.snapshot()
@@ -195,12 +197,10 @@ def check_placement(job: str, folder: str, old: Optional[Mapping[str, Any]],
             f"resume, or to carry the state over, {_way_over(job)}")
     if old.get("query") != new.get("query"):
         raise CheckpointMismatchError(
-            f"{where}: the checkpoint's query "
-            f"{'fanned out to sinks' if old.get('query') else 'wrote one sink'} and this "
-            f"job's {'fans out' if new.get('query') else 'writes one sink'} (a sink, or a "
-            "reader of a keyed stage's outputs, was added or removed); the one-query mapping "
-            "runs the two as different queries, so the job would start over without its "
-            f"state. To carry the state over, {_way_over(job)}")
+            f"{where}: the checkpoint was written by an earlier build of the one-query "
+            f"mapping, which named its query after its sink ({old.get('query')!r} -> "
+            f"{new.get('query')!r}); this job would start over without its state. To carry the "
+            f"state over, {_way_over(job)}")
     if old.get("stages") != new.get("stages"):
         raise CheckpointMismatchError(
             f"{where}: its keyed stages changed, {old.get('stages')} -> {new.get('stages')}; "

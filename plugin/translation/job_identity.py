@@ -47,6 +47,7 @@ from .exceptions import CheckpointMismatchError, CheckpointRootError
 
 __all__ = [
     "MANIFEST",
+    "recorded_mapping",
     "TO_DATAFRAME_KEEPS",
     "JobCheckpoint",
     "configured_root",
@@ -223,6 +224,31 @@ def configured_root(config: Any, spark: Any) -> tuple[Optional[str], str]:
     if spark_value:
         return str(spark_value), "spark.sql.streaming.checkpointLocation"
     return None, ""
+
+
+def recorded_mapping(storage: Storage, root: Optional[str], root_source: str,
+                     job_name: str) -> Optional[str]:
+    """The STREAMING query mapping the job's checkpoint was written by, when it has one.
+
+    Args:
+        storage: the job's storage layer.
+        root: the checkpoint root (:func:`configured_root`), or None.
+        root_source: where the root came from (for its errors).
+        job_name: the job's name (its folder under the root).
+
+    Returns:
+        The manifest's recorded mapping; ``"per-stage"`` for a manifest of a release that
+        recorded none (it ran that mapping); None without a root or a readable manifest.
+    """
+    if not root:
+        return None
+    folder = Storage.join(normalize_uri(root, root_source or "checkpoint root"), _safe(job_name))
+    try:
+        manifest = json.loads(storage.read_bytes(Storage.join(folder, MANIFEST)).decode("utf-8"))
+    except (OSError, ValueError):  # none yet, or unreadable: JobCheckpoint names the latter
+        return None
+    placement = (manifest.get("evolution") or {}).get("placement") or {}
+    return str(placement.get("mapping") or "per-stage")
 
 
 def _safe(name: str) -> str:

@@ -12,7 +12,7 @@ keyed stage above it.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Optional
 
 from ..plan.config import resolve
 from ..plan.graph import (
@@ -26,10 +26,12 @@ from ..plan.graph import (
     upstream,
 )
 from ..runtime.tws_processor import state_name
+from ..spark_io.exceptions import UnsupportedSparkFeatureError
+from ..spark_io.versions import require_feature
 from ..state_store.exceptions import GraphBuildError, SavepointFormatError
 from .streaming_queries import is_connect
 
-__all__ = ["ONE_QUERY", "PER_STAGE", "FAN_OUT_QUERY", "chained", "exit_of", "fans_out",
+__all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "chained", "exit_of", "fans_out",
            "one_query_mapping", "one_query_placement", "query_exits"]
 
 logger = logging.getLogger(__name__)
@@ -37,18 +39,26 @@ logger = logging.getLogger(__name__)
 #: The values of ``execution.streaming.query-mapping``.
 PER_STAGE = "per-stage"
 ONE_QUERY = "one-query"
+AUTO = "auto"
 _OPTION = "execution.streaming.query-mapping"
-#: the name of the one query of a job that fans out (its checkpoint: <job folder>/<name>)
-FAN_OUT_QUERY = "sinks"
+#: the name of the job's one query (its checkpoint: <job folder>/<name>/checkpoint), whatever
+#: its sinks: a sink added or removed leaves it where it was
+QUERY = "query"
 #: the operators a sink's tail may hold: one input and no state, so that the one query's
 #: foreachBatch function runs them over each micro-batch (one_query_sinks.py)
 _TAIL_KINDS = (ChainNode, SideOutputNode, PartitionNode, KeyByNode)
 
 
 def one_query_mapping(config: Any, mode: Any, spark: Any,
-                      nodes: list[Transformation], consumers: dict[int, list[Transformation]]
-                      ) -> bool:
+                      nodes: list[Transformation], consumers: dict[int, list[Transformation]],
+                      recorded: Optional[str] = None) -> bool:
     """Whether the job's keyed stages run in one query (``execution.streaming.query-mapping``).
+
+    ``auto`` (the default) runs one query where the per-stage mapping would run several
+    (two keyed stages or more, several sinks, a keyed stage's outputs read apart) and the
+    session and graph allow it, and the per-stage mapping otherwise (one keyed stage is one
+    query either way, and ``applyInPandasWithState`` measured faster there); a job whose
+    checkpoint a mapping wrote keeps that mapping.
 
     Args:
         config: the job's configuration.
@@ -57,36 +67,72 @@ def one_query_mapping(config: Any, mode: Any, spark: Any,
             ``transformWithStateInPandas`` needs, when it is Spark's default one).
         nodes: the job graph.
         consumers: node id -> the nodes reading it.
+        recorded: the mapping the job's checkpoint was written by
+            (``job_identity.recorded_mapping``), None without one.
 
     Returns:
-        True for ``one-query``.
+        True for the one-query mapping.
 
     Raises:
         UnsupportedSparkFeatureError: ``one-query`` on a Spark line before 4.0, or over a
-            Spark Connect session without ``transformWithStateInPandas`` (4.0).
+            Spark Connect session without ``transformWithStateInPandas`` (4.0), or a job
+            that fans out over Spark Connect.
         GraphBuildError: ``one-query`` for a graph it does not run yet, naming the operator.
     """
-    if str(resolve(config, _OPTION, mode)) != ONE_QUERY:
+    setting = str(resolve(config, _OPTION, mode))
+    if setting == AUTO:
+        if recorded is not None and recorded != ONE_QUERY:
+            logger.info("%s=%s: the job's checkpoint was written by the %s mapping, which it "
+                        "keeps", _OPTION, AUTO, recorded)
+            return False
+        if recorded is None:
+            why = _declines(spark, nodes, consumers)
+            if why:
+                logger.info("%s=%s: the job runs the %s mapping: %s", _OPTION, AUTO, PER_STAGE,
+                            why)
+                return False
+    elif setting != ONE_QUERY:
         return False
-    from ..spark_io.versions import require_feature
+    _check_session(spark, nodes, consumers)
+    _check_graph(nodes, consumers)
+    _rocksdb_state_store(spark)
+    return True
 
+
+def _declines(spark: Any, nodes: list[Transformation],
+              consumers: dict[int, list[Transformation]]) -> str:
+    """Why ``auto`` runs a job without a checkpoint per stage ("" when it runs one query)."""
+    if sum(is_keyed(n) for n in nodes) < 2 and not fans_out(nodes, consumers):
+        return "it is one query in either mapping"
+    try:
+        _check_session(spark, nodes, consumers)
+        _check_graph(nodes, consumers)
+    except (GraphBuildError, UnsupportedSparkFeatureError) as exc:
+        return str(exc)
+    return ""
+
+
+def _check_session(spark: Any, nodes: list[Transformation],
+                   consumers: dict[int, list[Transformation]]) -> None:
+    """Refuse a session that cannot run the job as one query."""
     require_feature("one_query", spark.version)
     if not hasattr(spark.range(1).groupBy("id"), "transformWithStateInPandas"):
-        from ..spark_io.exceptions import UnsupportedSparkFeatureError
-
         raise UnsupportedSparkFeatureError(
             f"{_OPTION}={ONE_QUERY} needs transformWithStateInPandas, which this session "
             f"(Spark {spark.version}, {type(spark).__module__}) does not offer: Spark Connect "
-            f"has it from 4.1. Use {_OPTION}={PER_STAGE} (the default) on this session")
+            f"has it from 4.1. Use {_OPTION}={PER_STAGE} on this session")
     if fans_out(nodes, consumers) and is_connect(spark):
-        from ..spark_io.exceptions import UnsupportedSparkFeatureError
-
         raise UnsupportedSparkFeatureError(
             f"{_OPTION}={ONE_QUERY} runs a job with several sinks, or with a keyed stage's "
             "outputs read apart, through a foreachBatch function that runs the sinks' "
             "operators per micro-batch in this process; a Spark Connect session "
             f"({spark.version}) runs that function in a server process instead. Use "
-            f"{_OPTION}={PER_STAGE} (the default) on this session")
+            f"{_OPTION}={PER_STAGE} on this session")
+
+
+def _check_graph(nodes: list[Transformation],
+                 consumers: dict[int, list[Transformation]]) -> None:
+    """Refuse a graph the one-query mapping does not run yet, naming the operator."""
     _check_paths(nodes, consumers)
     for node in nodes:
         ws = getattr(node, "watermark_strategy", None)
@@ -99,8 +145,6 @@ def one_query_mapping(config: Any, mode: Any, spark: Any,
             if any(fed) and not all(fed):
                 _refuse(node, "one of its inputs comes from a keyed stage and another does not "
                         "(their watermarks would meet after a stateful operator)")
-    _rocksdb_state_store(spark)
-    return True
 
 
 #: Spark's state store providers: its default, and the one ``transformWithState`` needs
@@ -195,24 +239,20 @@ def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transfor
                     "operators down to sinks")
 
 
-def one_query_placement(stages: dict[int, str], fanned_out: bool) -> dict[str, Any]:
+def one_query_placement(stages: dict[int, str]) -> dict[str, Any]:
     """What the job's manifest records of the mapping (evolution.check_placement): Spark keeps
     each stateful operator's state under its position in the query, so the keyed stages, in
-    the order the query holds them, must stay what they were for a checkpoint to resume.
+    the order the query holds them, must stay what they were for a checkpoint to resume; the
+    query's name (:data:`QUERY`) tells its checkpoint.
 
     Args:
         stages: keyed node id -> the stage's identity (``evolution.stage_names``), in graph
             order.
-        fanned_out: the query writes several sinks (:func:`fans_out`): it runs under
-            :data:`FAN_OUT_QUERY`, where a job of one sink's query is named after the sink.
 
     Returns:
-        ``{"mapping": "one-query", "stages": [...]}``, plus ``"query"`` when fanned out.
+        ``{"mapping": "one-query", "stages": [...], "query": "query"}``.
     """
-    placed: dict[str, Any] = {"mapping": ONE_QUERY, "stages": list(stages.values())}
-    if fanned_out:
-        placed["query"] = FAN_OUT_QUERY
-    return placed
+    return {"mapping": ONE_QUERY, "stages": list(stages.values()), "query": QUERY}
 
 
 def tws_state_reader(reader: Any, spark: Any, checkpoint: str, stage: str) -> tuple[Any, Any]:
@@ -262,4 +302,4 @@ def chained(node: Transformation) -> bool:
 def _refuse(node: Transformation, why: str) -> None:
     raise GraphBuildError(
         f"{node.describe()}: {_OPTION}={ONE_QUERY} does not run this graph yet: {why}. Run it with "
-        f"{_OPTION}={PER_STAGE} (the default)")
+        f"{_OPTION}={PER_STAGE}")

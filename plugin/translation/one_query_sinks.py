@@ -17,7 +17,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from ..plan.graph import SinkNode, Transformation, is_keyed
-from .one_query import FAN_OUT_QUERY, chained, query_exits
+from .one_query import QUERY, chained, query_exits
 from .sinks import sink_kind
 from .stream import Stream
 from .streaming_queries import run_query
@@ -32,7 +32,7 @@ EXIT = "_exit"
 
 
 def run_fanned_out(t: Any, sinks: list[SinkNode]) -> dict[str, int]:
-    """Run ``sinks`` as the job's one query (:data:`one_query.FAN_OUT_QUERY`).
+    """Run ``sinks`` as the job's one query (:data:`one_query.QUERY`).
 
     Args:
         t: the STREAMING translator (one-query mapping, ``fanned_out``).
@@ -44,7 +44,9 @@ def run_fanned_out(t: Any, sinks: list[SinkNode]) -> dict[str, int]:
     Raises:
         GraphBuildError: a sink's operators cannot be translated (before anything runs).
     """
-    exits = query_exits(t.nodes)
+    # in graph order, so that the query holds its keyed stages in the same order whichever
+    # sinks the program adds or removes (Spark keeps a stage's state under its place)
+    exits = sorted(query_exits(t.nodes), key=lambda n: n.id)
     streams = [_exit_stream(t, e) for e in exits]
     df = _union(streams)
     t.query_exits = exits
@@ -53,7 +55,7 @@ def run_fanned_out(t: Any, sinks: list[SinkNode]) -> dict[str, int]:
     # built once over the query's own exits: a sink that cannot be translated fails now
     view = _tails(t, exits, streams, [s.df for s in streams], first_pass)
     writers = [sink_kind(sink).streaming(view, sink, view.input_stream(sink.inputs[0]), name,
-                                         FAN_OUT_QUERY)
+                                         QUERY)
                for sink, name in zip(sinks, names)]
     t.passes = view.passes
 
@@ -68,15 +70,15 @@ def run_fanned_out(t: Any, sinks: list[SinkNode]) -> dict[str, int]:
             batch = _tails(t, exits, streams, parts, first_pass)
             for sink, name, (_, write, _) in zip(sinks, names, writers):
                 stream = batch.input_stream(sink.inputs[0])
-                sink_df = sink_kind(sink).streaming(batch, sink, stream, name, FAN_OUT_QUERY)[0]
+                sink_df = sink_kind(sink).streaming(batch, sink, stream, name, QUERY)[0]
                 write(sink_df, batch_id)
         finally:
             batch_df.unpersist()
 
-    t.register_query(FAN_OUT_QUERY, next((e for e in exits if is_keyed(e) or chained(e)),
+    t.register_query(QUERY, next((e for e in exits if is_keyed(e) or chained(e)),
                                          exits[0]))
     t.run_prerequisites()
-    run_query(t, FAN_OUT_QUERY, df.writeStream.foreachBatch(each))
+    run_query(t, QUERY, df.writeStream.foreachBatch(each))
     return {sink.name: total[0] for sink, (_, _, total) in zip(sinks, writers)}
 
 

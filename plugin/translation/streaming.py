@@ -66,8 +66,14 @@ from ..state_store.backends import backend_reference, get_backend
 from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.storage import Storage
 from .evolution import stage_names
-from .job_identity import TO_DATAFRAME_KEEPS, JobCheckpoint, configured_root, describe_graph
-from .one_query import chained, fans_out, one_query_mapping, one_query_placement
+from .job_identity import (
+    TO_DATAFRAME_KEEPS,
+    JobCheckpoint,
+    configured_root,
+    describe_graph,
+    recorded_mapping,
+)
+from .one_query import QUERY, chained, fans_out, one_query_mapping, one_query_placement
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
 from .sinks import sink_kind
@@ -152,7 +158,9 @@ class StreamingTranslator:
         self.max_parallelism = plan.max_parallelism
         self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
         #: the whole job as one query, keyed stages chained in it (one_query.py)
-        self.one_query = one_query_mapping(cfg, self.mode, spark, nodes, self.consumers)
+        root, where = configured_root(cfg, self.spark)  # job_identity.py: the job folder
+        self.one_query = one_query_mapping(cfg, self.mode, spark, nodes, self.consumers,
+                                           recorded_mapping(storage, root, where, job_name))
         #: the one query writes several sinks (one_query_sinks.py)
         self.fanned_out = self.one_query and fans_out(nodes, self.consumers)
         #: the operators the fanned-out query's plan ends in (one_query_sinks.py)
@@ -184,7 +192,6 @@ class StreamingTranslator:
             )
         self.trigger = streaming_trigger(
             cfg, self.mode, bounded=all(n.bounded for n in nodes if isinstance(n, SourceNode)))
-        root, where = configured_root(cfg, self.spark)  # job_identity.py: the job folder
         #: the storage layer of every file the job writes outside Spark (the job's, built by
         #: the environment: spark_io/storage_conf.py); pickled to executors with specs
         self.storage = storage
@@ -196,8 +203,7 @@ class StreamingTranslator:
             ignore_unclaimed=bool(cfg.get_boolean("execution.savepoint.ignore-unclaimed-state",
                                                   False)),
             placement={"parallelism": self.parallelism, "partitions": self.range_partitions,
-                       **(one_query_placement(self.stage_names, self.fanned_out)
-                          if self.one_query else {})})
+                       **(one_query_placement(self.stage_names) if self.one_query else {})})
         self.bounded = all(n.bounded for n in nodes if isinstance(n, SourceNode))
         self._source_ordinals = {n.id: i for i, n in enumerate(
             n for n in nodes if isinstance(n, SourceNode))}
@@ -322,14 +328,16 @@ class StreamingTranslator:
         # Spark Connect runs foreachBatch functions in a server-side process: the rows are
         # printed / written there, but their counters never reach this one (no count)
         connect = is_connect(self.spark)
+        # one-query: the job's query (one_query.QUERY), its sink told apart by its name
+        query = QUERY if self.one_query else None
         for i, sink in enumerate(sinks):
             source = sink.inputs[0]
             stream = self.input_stream(source)  # the main output: never its side outputs
             name = f"sink-{sink.uid or i}"
-            self.register_query(name, source)
-            df, write, total = sink_kind(sink).streaming(self, sink, stream, name, None)
+            self.register_query(query or name, source)
+            df, write, total = sink_kind(sink).streaming(self, sink, stream, name, query)
             self.run_prerequisites()
-            run_query(self, name, df.writeStream.foreachBatch(write))
+            run_query(self, query or name, df.writeStream.foreachBatch(write))
             if not connect:  # the counter lives where foreachBatch ran (see above)
                 counts[sink.name] = total[0]
         return counts
