@@ -169,7 +169,7 @@ def test_a_keyed_stage_the_query_would_run_twice_is_refused_a_sink_added_resumes
     """A keyed stage read by a sink and by another keyed stage would run twice in the query:
     refused when the job is built, naming it and the mapping that runs it; nothing written.
     A sink added to a job, then removed, leaves its query and state where they were; a keyed
-    stage added is refused, naming the savepoint way over."""
+    stage or a source added is refused, naming the savepoint way over."""
     _needs_4(spark)
     env = _env(env_factory, tmp_path)
     counts = (env.from_collection([("a", 1)], PAIR).key_by(lambda r: r[0])
@@ -183,10 +183,12 @@ def test_a_keyed_stage_the_query_would_run_twice_is_refused_a_sink_added_resumes
     src = str(tmp_path / "in")
     add_file(src, [("a", 1_000), ("b", 2_000)], "f0")
 
-    def build(sinks, stages=1):
+    def build(sinks, stages=1, sources=1):
         env = _env(env_factory, tmp_path)
         df = spark.readStream.schema(KV_SCHEMA).parquet(src)
         summed = env.from_dataframe(df)
+        if sources > 1:
+            summed = summed.union(env.from_collection([("z", 1)], PAIR))
         for i in range(stages):
             summed = (summed.key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
                       .uid(f"sum-{i}").map(lambda r: r, PAIR))
@@ -207,3 +209,7 @@ def test_a_keyed_stage_the_query_would_run_twice_is_refused_a_sink_added_resumes
     # a keyed stage added: Spark keeps a stage's state under its place in the query
     with pytest.raises(CheckpointMismatchError, match=r"keyed stages changed.*savepoint"):
         build(1, stages=2).execute("grown")
+    # a source added: Structured Streaming refuses a query whose sources changed
+    with pytest.raises(CheckpointMismatchError, match=r"sources changed.*savepoint"):
+        build(1, sources=2).execute("grown")
+    assert delta_rows(str(tmp_path / "out-0"))[-2:] == [("b", 2_003), ("c", 1)]

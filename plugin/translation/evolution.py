@@ -201,6 +201,13 @@ def check_placement(job: str, folder: str, old: Optional[Mapping[str, Any]],
             f"mapping, which named its query after its sink ({old.get('query')!r} -> "
             f"{new.get('query')!r}); this job would start over without its state. To carry the "
             f"state over, {_way_over(job)}")
+    if "sources" in old and old.get("sources") != new.get("sources"):
+        raise CheckpointMismatchError(
+            f"{where}: its sources changed, {old.get('sources')} -> {new.get('sources')}; the "
+            "one-query mapping reads every source in the job's one query, and Spark's "
+            "checkpoint of a streaming query cannot follow a change of its input sources "
+            "(Structured Streaming: changes in the number or type of input sources are not "
+            f"allowed). To carry the state over, {_way_over(job)}")
     if old.get("stages") != new.get("stages"):
         raise CheckpointMismatchError(
             f"{where}: its keyed stages changed, {old.get('stages')} -> {new.get('stages')}; "

@@ -21,6 +21,7 @@ from ..plan.graph import (
     PartitionNode,
     SideOutputNode,
     SinkNode,
+    SourceNode,
     Transformation,
     is_keyed,
     upstream,
@@ -239,20 +240,24 @@ def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transfor
                     "operators down to sinks")
 
 
-def one_query_placement(stages: dict[int, str]) -> dict[str, Any]:
+def one_query_placement(stages: dict[int, str], nodes: list[Transformation]) -> dict[str, Any]:
     """What the job's manifest records of the mapping (evolution.check_placement): Spark keeps
     each stateful operator's state under its position in the query, so the keyed stages, in
-    the order the query holds them, must stay what they were for a checkpoint to resume; the
+    the order the query holds them, must stay what they were for a checkpoint to resume, and
+    so must its sources (Structured Streaming refuses a query whose sources changed); the
     query's name (:data:`QUERY`) tells its checkpoint.
 
     Args:
         stages: keyed node id -> the stage's identity (``evolution.stage_names``), in graph
             order.
+        nodes: the job graph (its sources' kinds, in graph order).
 
     Returns:
-        ``{"mapping": "one-query", "stages": [...], "query": "query"}``.
+        ``{"mapping": "one-query", "stages": [...], "query": "query", "sources": [...]}``.
     """
-    return {"mapping": ONE_QUERY, "stages": list(stages.values()), "query": QUERY}
+    sources = [str(getattr(n, "kind", "")) for n in nodes if isinstance(n, SourceNode)]
+    return {"mapping": ONE_QUERY, "stages": list(stages.values()), "query": QUERY,
+            "sources": sources}
 
 
 def tws_state_reader(reader: Any, spark: Any, checkpoint: str, stage: str) -> tuple[Any, Any]:

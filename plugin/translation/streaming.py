@@ -203,7 +203,7 @@ class StreamingTranslator:
             ignore_unclaimed=bool(cfg.get_boolean("execution.savepoint.ignore-unclaimed-state",
                                                   False)),
             placement={"parallelism": self.parallelism, "partitions": self.range_partitions,
-                       **(one_query_placement(self.stage_names) if self.one_query else {})})
+                       **(one_query_placement(self.stage_names, nodes) if self.one_query else {})})
         self.bounded = all(n.bounded for n in nodes if isinstance(n, SourceNode))
         self._source_ordinals = {n.id: i for i, n in enumerate(
             n for n in nodes if isinstance(n, SourceNode))}
