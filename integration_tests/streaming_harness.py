@@ -30,7 +30,7 @@ from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
 
 __all__ = ["RunningSum", "write_input", "expected_output", "exactly_once_violations",
            "running_sum_stream", "start_file_sink_queries", "committed_batches", "run_job", "start",
-           "running_sum_line", "parse_running_sum_line", "kafka_sink",
+           "running_sum_line", "parse_running_sum_line", "kafka_sink", "fan_out_to_delta",
            "kill", "kill_after_batch"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -160,7 +160,7 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
     of the comma-separated ``backend`` (:func:`start_file_sink_queries`); ``sink="delta"``:
     one query into the Delta table ``out`` through ``sink_to_delta`` (the job's checkpoint
     root is ``ckpt/job``), written by ``delta_writer`` (``spark``: Spark's Delta, the jars
-    of ``make setup``)."""
+    of ``make setup``); ``sink="delta-fanout"``: into two tables (:func:`fan_out_to_delta`)."""
     import faults
     from helpers import env_on
     from jvm_options import driver_options
@@ -198,6 +198,8 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
                                       "state.backend.type": backend})
     if sink == "delta":
         running_sum_stream(env, spark, src).sink_to_delta(out)
+    elif sink == "delta-fanout":
+        fan_out_to_delta(running_sum_stream(env, spark, src), out)
     else:  # kafka-<guarantee>: out is "<bootstrap servers>/<topic>"
         bootstrap, topic = out.split("/")
         (running_sum_stream(env, spark, src)
@@ -205,6 +207,13 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
             .sink_to(kafka_sink(bootstrap, topic, sink.partition("-")[2])))
     env.execute(f"{sink}-sink")
     spark.stop()
+
+
+def fan_out_to_delta(stream: Any, out: str) -> None:
+    """``stream`` into two Delta tables, ``out/a`` and ``out/b`` (on Spark 4.0+ one query
+    writes both)."""
+    for name in ("a", "b"):
+        stream.sink_to_delta(os.path.join(out, name))
 
 
 def running_sum_line(t: tuple) -> str:
@@ -290,7 +299,7 @@ if __name__ == "__main__":
     for name in ("--src", "--ckpt", "--out", "--backend"):
         parser.add_argument(name, required=True)
     parser.add_argument("--sink", default="parquet", choices=[
-        "parquet", "delta", "kafka-exactly_once", "kafka-at_least_once"])
+        "parquet", "delta", "delta-fanout", "kafka-exactly_once", "kafka-at_least_once"])
     parser.add_argument("--delta-writer", default="delta-rs", choices=["delta-rs", "spark"])
     a = parser.parse_args()
     import streaming_harness  # the job's functions under their module name, not __main__'s

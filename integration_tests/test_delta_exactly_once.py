@@ -14,6 +14,8 @@ the running sum's upsert stream computed independently (``streaming_harness.expe
 * **Real Spark jobs killed inside the sink**: a STREAMING job subprocess (own JVM, keyed
   state on ``hashmap`` or ``rocksdb``) dies between its data write and its Delta commit, or
   after the commit before Spark logged the batch; restarted over the same checkpoint.
+* **One query, two sinks**: the default mapping's one query writing two Delta tables dies
+  between their commits of a micro-batch; the restart writes the batch into the second only.
 * **Races**: two processes commit the same batch ids at once (the issue's two jobs on one
   checkpoint), and a finished job's last batch is replayed by removing it from the sink
   query's commit log.
@@ -36,6 +38,7 @@ import streaming_harness as harness
 from deltalake import DeltaTable
 from faults import DELTA_POINTS as POINTS
 from faults import KILL_AT_ENV
+from helpers import QueryCounter, spark_line
 from pyspark_datastream import KeyedProcessFunctionTestHarness
 from pyspark_datastream.translation.delta_sink import APP_ID_PREFIX, commit_batch
 
@@ -292,6 +295,48 @@ def test_spark_job_killed_inside_the_delta_sink_then_restarted_writes_every_upse
     assert sorted(rows) == sorted(harness.expected_output(files))
     assert _txn_app_ids(out) == {app_id}  # the restarted query kept its application id
     assert _engines(out) == {writer}
+
+
+def test_one_query_killed_between_its_two_delta_sinks_then_restarted_writes_each_once(
+        spark, env_factory, tmp_path):
+    """Two Delta sinks in one query (the default mapping on Spark 4.0+): the driver dies in
+    micro-batch 1 after the first sink committed it and before the second did. The restart
+    runs batch 1 again: the first sink finds it committed under its own application id (the
+    query's, told apart by the sink's name) and adds nothing, the second writes it; each
+    table then holds every upsert once."""
+    if spark_line(spark) < (4, 0):
+        pytest.skip("one query of two sinks needs Spark 4.0+ (per-stage there)")
+    files = _random_files(random.Random("delta-fanout"), 3)
+    src, ckpt, out = (str(tmp_path / d) for d in ("in", "ckpt", "out"))
+    harness.write_input(src, files)
+    log = str(tmp_path / "driver.log")
+    # Delta commits: batch 0 into a (1) and b (2), batch 1 into a (3): killed right after
+    proc = harness.start(src, ckpt, out, "rocksdb", log, sink="delta-fanout",
+                         extra_env={KILL_AT_ENV: "delta.after-commit:3"})
+    try:
+        code = proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    with open(log, encoding="utf-8", errors="replace") as f:
+        tail = f.read()[-3000:]
+    assert code == -signal.SIGKILL, tail
+    tables = [os.path.join(out, name) for name in ("a", "b")]
+    (app_a,), (app_b,) = (_txn_app_ids(t) for t in tables)
+    assert app_a != app_b  # one query, each sink under an id of its own
+    assert DeltaTable(tables[0]).transaction_version(app_a) == 1
+    assert DeltaTable(tables[1]).transaction_version(app_b) == 0
+    env = env_factory("STREAMING", {"execution.checkpointing.dir": os.path.join(ckpt, "job"),
+                                    "state.backend.type": "rocksdb"})
+    harness.fan_out_to_delta(harness.running_sum_stream(env, spark, src), out)
+    with QueryCounter(spark) as queries:
+        env.execute("delta-fanout-sink")  # the same job, over the same checkpoint
+    assert len(queries.started) == 1, queries.started
+    for table in tables:
+        rows = _table_rows(table)
+        assert harness.exactly_once_violations(rows, files) == []
+        assert sorted(rows) == sorted(harness.expected_output(files))
+    assert (_txn_app_ids(tables[0]), _txn_app_ids(tables[1])) == ({app_a}, {app_b})
 
 
 def _slow(value: int) -> int:
