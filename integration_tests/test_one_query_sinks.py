@@ -124,12 +124,17 @@ def test_four_sinks_one_query_each_sink_as_flink_and_exactly_once(spark, env_fac
 
     savepoint = str(tmp_path / "savepoint")
 
+    provider = "spark.sql.streaming.stateStore.providerClass"
+    session_provider = spark.conf.get(provider, None)
+
     def run(savepoint_path=None):
         env = _env(env_factory, tmp_path)
         program(env, spark, src, out)
         with QueryCounter(spark) as queries:
             env.execute("four-sinks", savepoint_path=savepoint_path)
         assert len(queries.started) == 1, queries.started
+        # the query started with RocksDB's state store provider; the session keeps its own
+        assert spark.conf.get(provider, None) == session_provider
         return {name: delta_rows(f"{out}/{name}", missing_ok=True)
                 for name in ("windows", "busy", "late", "raw")}
 

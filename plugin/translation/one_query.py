@@ -33,7 +33,7 @@ from ..state_store.exceptions import GraphBuildError, SavepointFormatError
 from .streaming_queries import is_connect
 
 __all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "chained", "exit_of", "fans_out",
-           "one_query_mapping", "one_query_placement", "query_exits"]
+           "one_query_mapping", "one_query_placement", "query_exits", "state_store_conf"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +64,7 @@ def one_query_mapping(config: Any, mode: Any, spark: Any,
     Args:
         config: the job's configuration.
         mode: the runtime mode (the option's default per mode).
-        spark: the session (its state store provider becomes RocksDB's, which
-            ``transformWithStateInPandas`` needs, when it is Spark's default one).
+        spark: the session (:func:`state_store_conf` says what its queries start with).
         nodes: the job graph.
         consumers: node id -> the nodes reading it.
         recorded: the mapping the job's checkpoint was written by
@@ -96,7 +95,6 @@ def one_query_mapping(config: Any, mode: Any, spark: Any,
         return False
     _check_session(spark, nodes, consumers)
     _check_graph(nodes, consumers)
-    _rocksdb_state_store(spark)
     return True
 
 
@@ -154,14 +152,23 @@ _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProv
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 
 
-def _rocksdb_state_store(spark: Any) -> None:
-    """Make the session's state store provider RocksDB's when it is Spark's default (a query
-    restarted from a checkpoint keeps the provider it began with)."""
+def state_store_conf(spark: Any) -> dict[str, str]:
+    """The session settings the one query starts with: RocksDB's state store provider, which
+    ``transformWithState`` needs, when the session has Spark's default one (a query restarted
+    from a checkpoint keeps the provider it began with).
+
+    Args:
+        spark: the session.
+
+    Returns:
+        ``{setting: value}``; empty when the session's provider is not Spark's default.
+    """
     current = spark.conf.get(_PROVIDER, _HDFS) or _HDFS
-    if current == _HDFS:
-        logger.info("execution.streaming.query-mapping=one-query: %s set to %s (Spark's "
-                    "transformWithState needs it)", _PROVIDER, _ROCKSDB)
-        spark.conf.set(_PROVIDER, _ROCKSDB)
+    if current != _HDFS:
+        return {}
+    logger.info("the one query starts with %s=%s (Spark's transformWithState needs it)",
+                _PROVIDER, _ROCKSDB)
+    return {_PROVIDER: _ROCKSDB}
 
 
 def fans_out(nodes: list[Transformation], consumers: dict[int, list[Transformation]]) -> bool:

@@ -45,19 +45,8 @@ from ..plan.graph import (
 )
 from ..results import CloseableIterator
 from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
-from ..runtime.group_frames import (
-    SEQ,
-    TypedInput,
-    direct_output,
-    output_encoding,
-    output_schema,
-)
-from ..runtime.group_state import (
-    END_OF_INPUT_MS,
-    GroupSpec,
-    seq_pass,
-    stream_pass,
-)
+from ..runtime.group_frames import SEQ, TypedInput, direct_output, output_encoding, output_schema
+from ..runtime.group_state import END_OF_INPUT_MS, GroupSpec, seq_pass, stream_pass
 from ..runtime.passes import PassSpec, output_ddl
 from ..runtime.tws_processor import TwsCall, state_name, tws_time_mode
 from ..spark_io.columns import lit
@@ -73,7 +62,14 @@ from .job_identity import (
     describe_graph,
     recorded_mapping,
 )
-from .one_query import QUERY, chained, fans_out, one_query_mapping, one_query_placement
+from .one_query import (
+    QUERY,
+    chained,
+    fans_out,
+    one_query_mapping,
+    one_query_placement,
+    state_store_conf,
+)
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
 from .sinks import sink_kind
@@ -161,6 +157,8 @@ class StreamingTranslator:
         root, where = configured_root(cfg, self.spark)  # job_identity.py: the job folder
         self.one_query = one_query_mapping(cfg, self.mode, spark, nodes, self.consumers,
                                            recorded_mapping(storage, root, where, job_name))
+        #: session settings the job's queries start with (one_query.state_store_conf)
+        self.query_conf = state_store_conf(spark) if self.one_query else {}
         #: the one query writes several sinks (one_query_sinks.py)
         self.fanned_out = self.one_query and fans_out(nodes, self.consumers)
         #: the operators the fanned-out query's plan ends in (one_query_sinks.py)
@@ -265,6 +263,8 @@ class StreamingTranslator:
                               f"the to_dataframe() of STREAMING job {self.job_name!r}")
         df = typed_df(self, self.input_stream(node), node)
         self.run_prerequisites()
+        for key, value in self.query_conf.items():  # the user starts the query
+            self.spark.conf.set(key, value)
         return df
 
     def collect(self, node: Transformation, one_off: bool = False) -> CloseableIterator:

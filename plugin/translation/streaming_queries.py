@@ -51,6 +51,9 @@ class QueryOwner(Protocol):
     job_name: str
     trigger: tuple[str, Optional[str]]
     bounded: bool
+    spark: Any
+    #: session settings the job's queries start with (set for the start, then restored)
+    query_conf: dict[str, str]
     @property
     def progress(self) -> list[dict[str, Any]]:
         """One :func:`progress_row` per micro-batch of every query run so far (appended to)."""
@@ -279,7 +282,18 @@ def start_query(t: QueryOwner, name: str, writer: Any, query_name: Optional[str]
         writer = writer.trigger(once=True)
     else:
         writer = writer.trigger(processingTime=interval)
-    return writer.start()
+    # a query takes its own copy of the session's settings when it starts
+    before = {key: t.spark.conf.get(key, None) for key in t.query_conf}
+    for key, value in t.query_conf.items():
+        t.spark.conf.set(key, value)
+    try:
+        return writer.start()
+    finally:
+        for key, value in before.items():
+            if value is None:
+                t.spark.conf.unset(key)
+            else:
+                t.spark.conf.set(key, value)
 
 
 def run_query(t: QueryOwner, name: str, writer: Any, query_name: Optional[str] = None) -> None:
