@@ -209,6 +209,19 @@ def _engines(path: str) -> set[str]:
     return found
 
 
+def _killed_by_its_crash_point(proc, log: str) -> None:
+    """Wait for the harness driver ``proc`` (SIGKILLed at the end if still running); it must
+    have died by SIGKILL (its armed crash point), else fail with its log's tail."""
+    try:
+        code = proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    with open(log, encoding="utf-8", errors="replace") as f:
+        tail = f.read()[-3000:]
+    assert code == -signal.SIGKILL, tail
+
+
 def _run_delta_job(spark, env_factory, src: str, root: str, out: str, backend: str) -> dict:
     env = env_factory("STREAMING", {"execution.checkpointing.dir": root,
                                     "state.backend.type": backend})
@@ -271,14 +284,7 @@ def test_spark_job_killed_inside_the_delta_sink_then_restarted_writes_every_upse
     # the driver (and with it its JVM and Python workers) dies in the sink of micro-batch 1
     proc = harness.start(src, ckpt, out, backend, log, sink="delta",
                          extra_env={KILL_AT_ENV: f"{point}:2"}, delta_writer=writer)
-    try:
-        code = proc.wait(timeout=300)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    with open(log, encoding="utf-8", errors="replace") as f:
-        tail = f.read()[-3000:]
-    assert code == -signal.SIGKILL, tail
+    _killed_by_its_crash_point(proc, log)
     (app_id,) = _txn_app_ids(out)
     committed = DeltaTable(out).transaction_version(app_id)
     if point == "delta.after-write":  # batch 1's files written, never committed
@@ -313,14 +319,7 @@ def test_one_query_killed_between_its_two_delta_sinks_then_restarted_writes_each
     # Delta commits: batch 0 into a (1) and b (2), batch 1 into a (3): killed right after
     proc = harness.start(src, ckpt, out, "rocksdb", log, sink="delta-fanout",
                          extra_env={KILL_AT_ENV: "delta.after-commit:3"})
-    try:
-        code = proc.wait(timeout=300)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    with open(log, encoding="utf-8", errors="replace") as f:
-        tail = f.read()[-3000:]
-    assert code == -signal.SIGKILL, tail
+    _killed_by_its_crash_point(proc, log)
     tables = [os.path.join(out, name) for name in ("a", "b")]
     (app_a,), (app_b,) = (_txn_app_ids(t) for t in tables)
     assert app_a != app_b  # one query, each sink under an id of its own
