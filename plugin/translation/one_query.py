@@ -4,9 +4,11 @@
 ``transformWithStateInPandas`` (runtime/tws_processor.py) in the job's one query, where the
 per-stage mapping runs each as an ``applyInPandasWithState`` query staged through files.
 Spark hands the watermark from stage to stage inside each micro-batch (docs/spark-mapping.md).
-:func:`one_query_mapping` decides it when the job is built and refuses, naming why, a graph
-the mapping does not run yet; :func:`chained` tells a stage whose watermark comes from the
-keyed stage above it.
+:func:`one_query_mapping` decides it when the job is built (``auto``, the default, where it
+helps and the graph allows; ``one-query`` refuses, naming why, a graph the mapping does not
+run yet); :func:`query_exits` says where the query's plan ends when it writes several sinks
+(one_query_sinks.py); :func:`chained` tells a stage whose watermark comes from the keyed
+stage above it.
 """
 
 from __future__ import annotations
