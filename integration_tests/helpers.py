@@ -9,10 +9,15 @@ from typing import Any, Optional
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
-from pyspark_datastream import Configuration, RuntimeExecutionMode, StreamExecutionEnvironment
+from pyspark_datastream import (
+    Configuration,
+    RuntimeExecutionMode,
+    StreamExecutionEnvironment,
+    TimestampAssigner,
+)
 from pyspark_datastream.savepoint import Savepoint
 
-__all__ = ["ENTRY_COLS", "QueryCounter", "KV_SCHEMA", "env_on", "env_for", "add_file", "add_keys_file",
+__all__ = ["ENTRY_COLS", "ByV", "QueryCounter", "KV_SCHEMA", "env_on", "env_for", "add_file", "add_keys_file",
            "last_commit", "drop_last_commit",
            "delta_rows", "run_to_delta", "entry_rows"]
 
@@ -142,3 +147,10 @@ class QueryCounter:
 
     def __exit__(self, *exc):
         self.spark.streams.removeListener(self.listener)
+
+
+class ByV(TimestampAssigner):
+    """Event time from a (key, ts) record's second field."""
+
+    def extract_timestamp(self, value, record_timestamp):
+        return value[1]

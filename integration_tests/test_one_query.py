@@ -16,14 +16,13 @@ import random
 from collections import defaultdict
 
 import pytest
-from helpers import KV_SCHEMA, QueryCounter, add_file, run_to_delta, spark_line
+from helpers import KV_SCHEMA, ByV, QueryCounter, add_file, run_to_delta, spark_line
 from pyspark_datastream import (
     CheckpointMismatchError,
     GraphBuildError,
     KeyedProcessFunction,
     ListStateDescriptor,
     MapStateDescriptor,
-    TimestampAssigner,
     Types,
     UnsupportedSparkFeatureError,
     WatermarkStrategy,
@@ -33,11 +32,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 BUCKET, GROUP, DELAY = 5_000, 20_000, 3_000
 MAPPING = "execution.streaming.query-mapping"
-
-
-class ByV(TimestampAssigner):
-    def extract_timestamp(self, value, record_timestamp):
-        return value[1]
 
 
 class BucketSums(KeyedProcessFunction):

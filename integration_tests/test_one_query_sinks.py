@@ -17,6 +17,7 @@ from collections import Counter
 import pytest
 from helpers import (
     KV_SCHEMA,
+    ByV,
     QueryCounter,
     add_file,
     delta_rows,
@@ -28,7 +29,6 @@ from pyspark_datastream import (
     GraphBuildError,
     OutputTag,
     ProcessWindowFunction,
-    TimestampAssigner,
     TumblingEventTimeWindows,
     Types,
     WatermarkStrategy,
@@ -40,11 +40,6 @@ SIZE, DELAY, SPAN = 5_000, 3_000, 12_000
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 WINDOW = Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG(), Types.LONG()])
 MAPPING = "execution.streaming.query-mapping"
-
-
-class ByV(TimestampAssigner):
-    def extract_timestamp(self, value, record_timestamp):
-        return value[1]
 
 
 class CountWindow(ProcessWindowFunction):

@@ -250,7 +250,7 @@ def micro_batch_writer(path: str, mode: str, checkpoint: str,
     later batches append; rows added accumulate in ``total[0]``. Spark calls it from a thread
     of its own, so it enters the job's storage scope (``storage``) itself. It takes the
     session from the micro-batch: Spark Connect 3.5 cannot pickle a session into it.
-    ``scope`` tells the sinks of one query apart: it joins the application id."""
+    ``scope`` tells the sinks of the job's one query apart: it joins the application id."""
 
     def write(batch_df: Any, batch_id: int) -> None:
         spark = batch_df.sparkSession

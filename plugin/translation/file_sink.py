@@ -79,7 +79,7 @@ def file_batch_writer(sink: SinkNode, total: list[int], storage: Storage,
         total: A one-element list accumulating the records written.
         storage: The job's storage layer.
         checkpoint: The sink query's checkpoint.
-        scope: The sink's name when its query writes several sinks (joins the files' uid).
+        scope: The sink's name within the job's one query (it joins the files' uid).
 
     Returns:
         The function.

@@ -44,6 +44,7 @@ from ..state_store.backends import get_backend
 from ..state_store.storage import Storage, normalize_uri
 from .evolution import ProgramStates, check_evolution, check_placement, evolution_info
 from .exceptions import CheckpointMismatchError, CheckpointRootError
+from .one_query import PER_STAGE
 
 __all__ = [
     "MANIFEST",
@@ -248,7 +249,7 @@ def recorded_mapping(storage: Storage, root: Optional[str], root_source: str,
     except (OSError, ValueError):  # none yet, or unreadable: JobCheckpoint names the latter
         return None
     placement = (manifest.get("evolution") or {}).get("placement") or {}
-    return str(placement.get("mapping") or "per-stage")
+    return str(placement.get("mapping") or PER_STAGE)
 
 
 def _safe(name: str) -> str:

@@ -159,7 +159,7 @@ def kafka_batch_writer(sink: SinkNode, total: list[int], checkpoint: str,
         sink: The ``kafka`` SinkNode.
         total: A one-element list accumulating the records written.
         checkpoint: The sink query's checkpoint (EXACTLY_ONCE: to find the query's id).
-        scope: The sink's name when its query writes several sinks (joins the id).
+        scope: The sink's name within the job's one query (it joins the id).
 
     Returns:
         The function.

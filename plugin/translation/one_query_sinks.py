@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..plan.graph import SinkNode, Transformation, is_keyed
 from .one_query import QUERY, chained, query_exits
 from .sinks import sink_kind
+from .steps import materialize_shared
 from .stream import Stream
 from .streaming_queries import run_query
 
@@ -49,7 +50,6 @@ def run_fanned_out(t: Any, sinks: list[SinkNode]) -> dict[str, int]:
     exits = sorted(query_exits(t.nodes), key=lambda n: n.id)
     streams = [_exit_stream(t, e) for e in exits]
     df = _union(streams)
-    t.query_exits = exits
     first_pass = t.passes  # each micro-batch's tails take the same pass identities
     names = [f"sink-{sink.uid or i}" for i, sink in enumerate(sinks)]
     # built once over the query's own exits: a sink that cannot be translated fails now
@@ -85,11 +85,7 @@ def run_fanned_out(t: Any, sinks: list[SinkNode]) -> dict[str, int]:
 def _exit_stream(t: Any, node: Transformation) -> Stream:
     """``node``'s stream with its pending work applied (its side outputs kept, tagged)."""
     stream = t.translate(node)
-    if not stream.pending:
-        return stream
-    enc = t.preferred_encoding(stream.type_info)
-    return Stream(t.materialize(stream, enc, name=node.name), enc, stream.type_info,
-                  name=stream.name, partitioned=stream.partitioned)
+    return materialize_shared(t, stream, node, frozenset()) if stream.pending else stream
 
 
 def _union(streams: list[Stream]) -> DataFrame:

@@ -28,9 +28,9 @@ __all__ = ["SinkKind", "SINK_KINDS", "sink_kind", "arrow_collectable"]
 
 #: BATCH: (translator, sink) -> (the stage's detail, the action writing it; its row count)
 BatchRunner = Callable[[Any, SinkNode], tuple[str, Callable[[], int]]]
-#: STREAMING: (translator, sink, its input stream, its name, the query writing it when the
-#: query writes several sinks) -> (the DataFrame the query runs, its foreachBatch function,
-#: the one-element counter that function adds to)
+#: STREAMING: (translator, sink, its input stream, its name, the job's one query writing it
+#: in the one-query mapping, else None) -> (the DataFrame the query runs, its foreachBatch
+#: function, the one-element counter that function adds to)
 StreamingRunner = Callable[[Any, SinkNode, Stream, str, Optional[str]],
                            tuple["DataFrame", Callable[[Any, int], None], list[int]]]
 
@@ -49,8 +49,8 @@ class SinkKind:
         batch: plans the sink in a BATCH job (before any action) and returns the stage's
             detail and the action that writes it.
         streaming: builds the sink's STREAMING query: its DataFrame, ``foreachBatch``
-            function and row counter (given the query's name when that query writes several
-            sinks: the function then finds the query by it and tells its sink apart by the
+            function and row counter (given the job's one query's name in the one-query
+            mapping: the function then finds the query by it and tells its sink apart by the
             sink's name).
     """
 
@@ -82,7 +82,7 @@ def arrow_collectable(t: Any, node: Transformation) -> tuple[DataFrame, Callable
 
 def _checkpoint(t: Any, name: str, query: Optional[str]) -> str:
     """The checkpoint of the query writing sink ``name``: its own, or ``query``'s."""
-    return t.storage.join(t.job_folder(), query or name, "checkpoint")
+    return str(t.query_checkpoint(query or name))
 
 
 def _line(prefix: Any, record: Any) -> str:

@@ -161,8 +161,6 @@ class StreamingTranslator:
         self.query_conf = state_store_conf(spark) if self.one_query else {}
         #: the one query writes several sinks (one_query_sinks.py)
         self.fanned_out = self.one_query and fans_out(nodes, self.consumers)
-        #: the operators the fanned-out query's plan ends in (one_query_sinks.py)
-        self.query_exits: list[Transformation] = []
         # the map and key-field pushdowns (pushdown.py, streaming_pushdown.py)
         self.pushdown = is_true(resolve(cfg, "execution.streaming.native-pushdown.enabled",
                                         self.mode))

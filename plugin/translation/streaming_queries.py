@@ -129,12 +129,13 @@ def is_connect(spark: Any) -> bool:
 
 
 def scoped(query_id: str, scope: str) -> str:
-    """``query_id`` told apart per sink when one query writes several (``scope``: the sink's
-    name; empty for a query of one sink, whose ids stay what they were).
+    """``query_id`` told apart per sink in the one-query mapping, whose query may write
+    several (``scope``: the sink's name; empty for a per-stage sink's own query, whose ids
+    stay what they were).
 
     Args:
         query_id: the query's id (:func:`streaming_query_id`).
-        scope: the sink's name within the query, or "".
+        scope: the sink's name within the job's one query, or "".
 
     Returns:
         ``<query_id>.<scope>``, or ``query_id`` itself for no scope.

@@ -68,7 +68,7 @@ from .batch_savepoint import (
     operator_states,
 )
 from .broadcast import broadcast_meta_infos, restored_broadcast
-from .one_query import tws_state_reader
+from .one_query import query_exits, tws_state_reader
 from .streaming_queries import write_df_once
 
 if TYPE_CHECKING:
@@ -243,7 +243,8 @@ class StreamingSavepointWrite:
     def _query_of(self, node: Transformation) -> Optional[str]:
         for name, root in self.queries.items():
             if self.translator.one_query:  # every keyed stage above its exits is in it
-                roots = self.translator.query_exits or [root]
+                roots = (query_exits(self.translator.nodes) if self.translator.fanned_out
+                         else [root])
                 if any(n.id == node.id for r in roots for n in upstream(r, include_self=True)):
                     return name
                 continue
