@@ -18,7 +18,9 @@ sessionizer meets the record ``--pause`` for the first time it writes ``marker/p
 (its pid and ancestors) and sleeps, so a micro-batch is in flight while the test kills the
 worker running it; the retry of that record elsewhere writes ``marker/resumed-<pid>.json``.
 Every process that handles the pause key writes ``marker/holder-<pid>.json`` once.
-One line per event goes to stdout: ``PDS-EVENT {json}``.
+One line per event goes to stdout: ``PDS-EVENT {json}``, among them each micro-batch's
+progress as Spark reports it (:func:`listen`): per stateful operator its state store
+instances, rows and the RocksDB state store's load and file metrics (:data:`STORE_METRICS`).
 """
 
 from __future__ import annotations
@@ -38,10 +40,19 @@ PAUSE_LIMIT_S = 100  # the victim sleeps at most this long (the test kills it lo
 
 
 EVENT = "PDS-EVENT "
+#: the custom metrics of Spark's RocksDB state store kept from a micro-batch's progress (each
+#: summed over the operator's state store instances): the stores loaded from the checkpoint
+#: in the micro-batch (a store that stayed open on its executor since the last one is not),
+#: the load time, the size of the stores' SST files after the micro-batch, and the files and
+#: bytes the commit copied (to the checkpoint, with changelog checkpointing off)
+STORE_METRICS = ("rocksdbNumLoadedFromDfs", "rocksdbLoadLatencyMs", "rocksdbSstFileSize",
+                 "rocksdbFilesCopied", "rocksdbBytesCopied", "rocksdbFilesReused")
 
 
 def say(**event: object) -> None:
-    print(EVENT + json.dumps(event), flush=True)
+    """One event line, in one write (the progress listener's thread writes too)."""
+    sys.stdout.write(EVENT + json.dumps(event) + "\n")
+    sys.stdout.flush()
 
 
 def _ancestors() -> list[int]:
@@ -55,6 +66,39 @@ def _write_json(path: str, data: dict) -> None:
     with open(tmp, "w") as f:
         json.dump(data, f)
     os.replace(tmp, path)
+
+
+def listen(spark) -> list:
+    """Report each streaming micro-batch's progress (``event: progress``: the query run, the
+    batch id, its input rows and per stateful operator its name, ``numStateStoreInstances``,
+    ``numRowsTotal``, ``numRowsUpdated`` and :data:`STORE_METRICS`) and each query's end
+    (``event: terminated``); returns the list of ended query runs, filled as they end."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    ended: list = []
+
+    class Progress(StreamingQueryListener):
+        def onQueryStarted(self, event):  # noqa: N802 - Spark's name
+            pass
+
+        def onQueryProgress(self, event):  # noqa: N802
+            p = json.loads(event.progress.json)
+            say(event="progress", run=p["runId"], batch=p["batchId"], rows=p["numInputRows"],
+                ops=[{"name": op.get("operatorName"),
+                      "instances": op.get("numStateStoreInstances"),
+                      "rows": op.get("numRowsTotal"), "updated": op.get("numRowsUpdated"),
+                      **{m: op.get("customMetrics", {}).get(m) for m in STORE_METRICS}}
+                     for op in p.get("stateOperators", [])])
+
+        def onQueryIdle(self, event):  # noqa: N802
+            pass
+
+        def onQueryTerminated(self, event):  # noqa: N802
+            say(event="terminated", run=str(event.runId))
+            ended.append(str(event.runId))
+
+    spark.streams.addListener(Progress())
+    return ended
 
 
 def build_sessionize(pause: tuple[str, int], marker: str):
@@ -198,7 +242,12 @@ def run(args: argparse.Namespace) -> None:
             raise TimeoutError(f"only {executors()} executors registered in 90 s")
         time.sleep(0.2)
     say(event="executors", n=executors(), seconds=round(time.monotonic() - t0, 1))
+    ended = listen(spark)
     run_rounds(spark, args, executors)
+    # the listener bus delivers a query's progress before its end: wait for every run's end
+    deadline = time.monotonic() + 30
+    while len(ended) < len(os.listdir(args.staging)) and time.monotonic() < deadline:
+        time.sleep(0.1)
     spark.stop()
     say(event="done", seconds=round(time.monotonic() - t0, 1))
 
