@@ -15,6 +15,12 @@ the suite's S3 server (workers share no local disk: each has its own scratch, te
 working directories) and checks that the key group state of the killed worker came back
 from S3 and that nothing of the job was written on local disk.
 
+The job has two sinks, so it runs as one query whose keyed stages keep their state in Spark's
+RocksDB state store. Both tests check from each micro-batch's progress that the state stays
+open on its executor (:func:`_check_state_stays_warm`): after a query run's first
+micro-batch no state store is loaded from the checkpoint again, and the bytes read from it
+per micro-batch (0 then; the whole state at a restart) are printed.
+
 The driver runs in its own process (``cluster_job.py``): this pytest process may already
 have a local SparkContext (the suite's session), and a process has one. Both tests run on
 one cluster: the second starts a new worker, on an empty folder, in place of the one the
@@ -324,14 +330,101 @@ def _check_outputs(totals: list[tuple], sessions: list[tuple]) -> None:
     assert not dups, f"rows written more than once after the worker kill: {dups}"
 
 
+#: Spark's RocksDB state store loading a version from the checkpoint, as its file manager
+#: logs it on the executor: the version, then the files and bytes copied from there
+_DFS_LOAD = re.compile(r"RocksDBFileManager StateStoreProviderId\[ storeId=StateStoreId\[ "
+                       r"operatorId=(\d+), partitionId=(\d+), storeName=\w+ \], "
+                       r"queryRunId=([\w-]+) \]: (?:Loading checkpoint files for version (\d+)"
+                       r"|Copied (\d+) files \((\d+) bytes\) from DFS to local)")
+
+
+def _logged_loads(cluster, runs: set[str]) -> dict[tuple[str, int], int]:
+    """(query run, version) -> the bytes the query's state stores copied from the checkpoint
+    to load that version, summed over stores and task attempts, from the executors' logs
+    (Spark logs them at INFO; the killed worker's log stays on disk until it is replaced)."""
+    loads: dict[tuple[str, int], int] = {}
+    for i in range(cluster.n_workers):
+        for d, _, names in os.walk(cluster.worker_dirs(i)["work"]):
+            if "stderr" not in names:
+                continue
+            version: dict[tuple[str, str, str], int] = {}
+            with open(os.path.join(d, "stderr"), errors="replace") as f:
+                for m in _DFS_LOAD.finditer(f.read()):
+                    op, part, run, v, _files, copied = m.groups()
+                    if run not in runs:
+                        continue
+                    if v is not None:
+                        version[(run, op, part)] = int(v)
+                    else:
+                        key = (run, version[(run, op, part)])
+                        loads[key] = loads.get(key, 0) + int(copied)
+    return loads
+
+
+def _check_state_stays_warm(cluster, events: list[dict]) -> list[dict]:
+    """The one query's keyed stages keep their state open on their executors: after the first
+    micro-batch of a query run, no micro-batch loads a state store from the checkpoint.
+
+    What is measured: the progress of each micro-batch (``cluster_job.listen``), per stateful
+    operator ``rocksdbNumLoadedFromDfs``, the state stores that loaded their version from the
+    checkpoint storage instead of finding it open on their executor. A store loaded so
+    copies every SST file of the version (a restarted query's stores have no local copy),
+    whose size the micro-batch before reported as ``rocksdbSstFileSize``; 0 loads read 0 bytes.
+    (``rocksdbBytesCopied`` is no read figure: with changelog checkpointing off, Spark's
+    default, each commit uploads its snapshot and the metric reports that upload.)
+
+    What it must be: a fresh checkpoint's first micro-batch has nothing to load (version 0 is
+    empty); a restarted query's first micro-batch loads every store (a new run opens new
+    store instances) — the control that the metric sees a load, checked against what Spark's
+    file manager logs on the executors; every later micro-batch loads none, on both
+    executors (round 0) and on the survivor that took over the killed worker's key groups
+    (round 1), while those micro-batches read and update that state (timers close sessions)
+    and the state grows from round to round. Returns per micro-batch the figures printed."""
+    progress = [e for e in events if e["event"] == "progress"]
+    runs = list(dict.fromkeys(e["run"] for e in progress))
+    assert len(runs) == ROUNDS, progress
+    logged = _logged_loads(cluster, set(runs))
+    figures: list[dict] = []
+    steady: list[dict] = []  # the micro-batches after each run's first
+    before: Optional[dict] = None  # the micro-batch before, of the previous run
+    for run in runs:
+        batches = sorted((e for e in progress if e["run"] == run), key=lambda e: e["batch"])
+        assert len(batches) >= 2, batches  # the data micro-batch and the timers' one
+        for b in batches:
+            # the two keyed stages, each a transformWithStateInPandas with 2 store instances
+            assert [(op["name"], op["instances"]) for op in b["ops"]] == \
+                [("transformWithStateInPandasExec", 2)] * 2, b
+            loaded = [op["rocksdbNumLoadedFromDfs"] for op in b["ops"]]
+            read = 0
+            if b is batches[0] and before is not None:
+                assert loaded == [2, 2], b  # a restarted query loads every store
+                read = sum(op["rocksdbSstFileSize"] for op in before["ops"])
+                assert 0 < read <= logged.get((run, b["batch"]), 0), (b, before, logged)
+            else:
+                assert loaded == [0, 0], b  # warm (or, in a fresh checkpoint, empty)
+                assert (run, b["batch"]) not in logged, (b, logged)
+            figures.append({"batch": b["batch"], "stores loaded": sum(loaded),
+                            "bytes read": read, "bytes logged": logged.get((run, b["batch"]), 0),
+                            "state rows": sum(op["rows"] for op in b["ops"]),
+                            "updated": sum(op["updated"] for op in b["ops"]),
+                            "sst bytes": sum(op["rocksdbSstFileSize"] for op in b["ops"])})
+        steady += figures[-len(batches) + 1:]
+        before = batches[-1]
+    # the steady state works on the state it keeps open, and that state grows
+    assert all(f["updated"] > 0 for f in steady), figures
+    assert steady[-1]["state rows"] > steady[0]["state rows"], figures
+    return figures
+
+
 @pytest.mark.slow
 def test_streaming_job_survives_a_worker_sigkill_mid_batch(cluster, tmp_path):
     run = _run_with_worker_kill(cluster, tmp_path, src=str(tmp_path / "in"),
                                 ckpt=str(tmp_path / "ckpt"), out=str(tmp_path / "out"))
     _check_outputs(_read_delta(str(tmp_path / "out" / "totals")),
                    _read_delta(str(tmp_path / "out" / "sessions")))
+    warm = _check_state_stays_warm(cluster, run["events"])
     print(f"cluster test: {({k: round(v, 1) for k, v in run['marks'].items()})}; "
-          f"driver: {_rounds(run['events'])}")
+          f"driver: {_rounds(run['events'])}; state read from the checkpoint: {warm}")
 
 
 #: names of the job's own files (manifest, key group versions, Spark's checkpoint, Delta,
@@ -422,5 +515,6 @@ def test_state_on_s3_is_rebuilt_after_the_worker_holding_it_is_killed(cluster, s
     totals = _read_delta(f"{base}/out/totals", options)
     sessions = _read_delta(f"{base}/out/sessions", options)
     _check_outputs(totals, sessions)
+    warm = _check_state_stays_warm(cluster, run["events"])
     print(f"cluster S3 test: {({k: round(v, 1) for k, v in run['marks'].items()})}; "
-          f"driver: {_rounds(run['events'])}")
+          f"driver: {_rounds(run['events'])}; state read from S3: {warm}")
