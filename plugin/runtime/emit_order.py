@@ -9,12 +9,13 @@ made non-decreasing along the key group's processing order (so an output never m
 of one its key group emitted earlier); timer outputs before the elements sort first, those
 at the end of input last. :func:`order_partition`, a pass in the same query, sorts the
 partition's outputs by that tag (stably: a key group's own outputs keep their order) and
-drops it before the records go on.
+drops it before the records go on; :func:`ordered_first` runs it in the next pass's own
+Python worker instead, where a Python pass reads the stage's records (the next stage's keying).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
 import numpy as np
@@ -22,7 +23,7 @@ import pyarrow as pa
 
 from .group_frames import ORDER, ORDER_ROW, SEQ, SEQ_ROW
 
-__all__ = ["arrival_keys", "output_order", "order_partition"]
+__all__ = ["arrival_keys", "ordered_first", "output_order", "order_partition"]
 
 _FIRST = np.iinfo(np.int64).min
 _LAST = np.iinfo(np.int64).max
@@ -93,3 +94,19 @@ def order_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
     indices = pc.sort_indices(table, sort_keys=[(ORDER, "ascending"), (ORDER_ROW, "ascending")])
     kept = [name for name in table.column_names if name not in (ORDER, ORDER_ROW)]
     yield from table.take(indices).select(kept).to_batches(max_chunksize=1 << 16)
+
+
+def ordered_first(function: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """``mapInArrow`` function: :func:`order_partition`, then ``function`` over its output, in
+    one Python worker (one transfer of the partition from Spark and back instead of two).
+
+    Args:
+        function: a ``mapInArrow`` function of the ordered records.
+
+    Returns:
+        The function of the unordered records (with ``_oseq, _oseq_row``).
+    """
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return function(order_partition(batches))
+    return run

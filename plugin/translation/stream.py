@@ -36,6 +36,10 @@ class Stream:
     stage: Optional[int] = None  # progress stage of the pending work (None: none / not tracked)
     #: df is a physical partitioning's ``parallelism`` partitions (physical.py)
     partitioned: bool = False
+    #: ``(df, records)`` when ``df`` is ``records`` sorted by a keyed stage's order pass
+    #: (emit_order.py): a Python pass over this very ``df`` may read ``records`` and sort
+    #: them itself (``emit_order.ordered_first``); a ``df`` replaced since is not that ``df``
+    ordered_from: Optional[tuple[Any, Any]] = None
 
     @property
     def pending(self) -> bool:

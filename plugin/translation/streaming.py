@@ -44,6 +44,7 @@ from ..plan.graph import (
     upstream,
 )
 from ..results import CloseableIterator
+from ..runtime.emit_order import ordered_first
 from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
 from ..runtime.group_frames import SEQ, TypedInput, direct_output, output_encoding, output_schema
 from ..runtime.group_state import END_OF_INPUT_MS, GroupSpec, seq_pass, stream_pass
@@ -569,8 +570,10 @@ class StreamingTranslator:
             chain=chain_for_output(parent, PICKLED, key_out), key_out=key_out,
             max_parallelism=self.max_parallelism)
         self._long_lived(spec)
-        return parent.df.mapInArrow(seq_pass(spec, self.parallelism),
-                                    output_ddl(spec) + f", {SEQ} bigint")
+        df, run = parent.df, seq_pass(spec, self.parallelism)
+        if parent.ordered_from is not None and parent.ordered_from[0] is df:
+            df, run = parent.ordered_from[1], ordered_first(run)  # sorted in this pass
+        return df.mapInArrow(run, output_ddl(spec) + f", {SEQ} bigint")
 
     def staged_input(self, df: DataFrame, root: Transformation, edge: Transformation,
                      consumer: Transformation, side: int) -> DataFrame:
@@ -699,10 +702,10 @@ class StreamingTranslator:
             grouping = RANGE_KEY
         tws = TwsCall(tws_time_mode(processing_timeout, timeouts), tuple(df.columns),
                       state_name(stage)) if self.one_query else None
-        out = keyed_call(df.groupBy(grouping), spec, fields, timeout, tws)
+        out, unordered = keyed_call(df.groupBy(grouping), spec, fields, timeout, tws)
         return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
-                      node.output_type, name=node.name,
-                      tagged=bool(tags))
+                      node.output_type, name=node.name, tagged=bool(tags),
+                      ordered_from=None if unordered is None else (out, unordered))
 
     # -- running queries -------------------------------------------------------------------
     def register_query(self, name: str, root: Transformation) -> None:

@@ -88,7 +88,7 @@ def feeds_keyed(node: Transformation, readers: dict[int, list[Transformation]]) 
 
 
 def keyed_call(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
-               timeout: str, tws: Optional[TwsCall] = None) -> Any:
+               timeout: str, tws: Optional[TwsCall] = None) -> tuple[Any, Optional[Any]]:
     """The keyed stage's records: ``applyInPandasWithState`` of ``spec`` over ``grouped``
     (or, in the one-query mapping, ``transformWithStateInPandas``: runtime/tws_processor.py).
 
@@ -100,16 +100,18 @@ def keyed_call(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
         tws: the stage's call in the one-query mapping; None: per-stage.
 
     Returns:
-        The records: the function's arrays exploded into rows by Spark, or its Arrow IPC
-        blobs unpacked by a ``mapInArrow`` pass.
+        The records (the function's arrays exploded into rows by Spark, or its Arrow IPC
+        blobs unpacked by a ``mapInArrow`` pass) and, for a stage whose records must keep
+        their arrival order (``spec.ordered``), the same records before the pass that sorts
+        them (``Stream.ordered_from``), else None.
     """
     call = partial(_call, grouped, spec, timeout, tws)
     if not spec.ordered:
-        return _records(call, spec, fields)
+        return _records(call, spec, fields), None
     # in arrival order (emit_order.py): sorted in a pass of the same query, then dropped
     records = _records(call, spec, [*fields, (ORDER, "bigint"), (ORDER_ROW, "bigint")])
     ddl = ", ".join(f"`{name}` {kind}" for name, kind in fields)
-    return records.mapInArrow(order_partition, ddl)
+    return records.mapInArrow(order_partition, ddl), records
 
 
 def _call(grouped: Any, spec: GroupSpec, timeout: str, tws: Optional[TwsCall],

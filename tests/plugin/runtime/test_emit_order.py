@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark_datastream.runtime.emit_order import arrival_keys, order_partition, output_order
+from pyspark_datastream.runtime.emit_order import (
+    arrival_keys,
+    order_partition,
+    ordered_first,
+    output_order,
+)
 from pyspark_datastream.runtime.group_frames import ORDER, ORDER_ROW, SEQ, SEQ_ROW
 
 LOW, HIGH = np.iinfo(np.int64).min, np.iinfo(np.int64).max
@@ -51,3 +56,22 @@ def test_a_partition_is_sorted_stably_by_the_tags_which_are_dropped():
     # ties keep the order they arrived in: a3 before b2
     assert table["v"].to_pylist() == ["a1", "b1", "a2", "a3", "b2"]
     assert list(order_partition(iter([]))) == []
+
+
+def test_a_pass_ordered_first_sees_the_partition_sorted_and_untagged():
+    """The next pass, run in the order pass's worker, gets what the order pass would hand it:
+    every record of the partition, sorted, without the tags."""
+    def batch(values, seq):
+        return pa.RecordBatch.from_pydict({"v": values, ORDER: pa.array(seq, pa.int64()),
+                                           ORDER_ROW: pa.array([0] * len(seq), pa.int64())})
+
+    seen = []
+
+    def next_pass(batches):
+        for b in batches:
+            seen.append(b.schema.names)
+            yield pa.RecordBatch.from_pydict({"v": [v.upper() for v in b["v"].to_pylist()]})
+
+    run = ordered_first(next_pass)
+    out = pa.Table.from_batches(list(run(iter([batch(["c", "a"], [3, 1]), batch(["b"], [2])]))))
+    assert out["v"].to_pylist() == ["A", "B", "C"] and seen == [["v"]]
