@@ -1,18 +1,21 @@
 """Peak memory of the Python workers: STREAMING against BATCH, and STREAMING as keys grow.
 
-``python -m benchmarks.memory [--records 4000000] [--keys 400000] [--more-keys 4000000]``
+``python -m benchmarks.memory [--records 4000000] [--keys 400000] [--more-keys 4000000]
+[--stage-records 4000000]``
 runs ``benchmarks.wordcount`` three times, each in its own process (so no Python worker
 carries memory over from another mode): ``--batch-only`` and ``--streaming-only`` at
 ``--keys``, and ``--streaming-only`` at ``--more-keys``, all over ``--records`` records and
-with ``--repeat 1`` (an untimed round, then a timed one). Each run samples the summed peak
-RSS of its Python workers (the daemon and every worker it forked) every 0.25 s.
+with ``--repeat 1`` (an untimed round, then a timed one). Then the three-keyed-stage job of
+``benchmarks.routes`` over ``--stage-records`` records, twice, each alone in its own process
+(one timed run): in BATCH, and in STREAMING on the one-query mapping. Each run samples the
+summed peak RSS of its Python workers (the daemon and every worker it forked) every 0.25 s.
 
 The last line is JSON: each run's ``python_workers_mib``, ``streaming_over_batch``
-(STREAMING's peak over BATCH's at ``--keys``) and ``streaming_keys_growth`` (STREAMING's
-peak at ``--more-keys`` over its peak at ``--keys``), with their targets. Each run's own
-results are checked against pandas, as ``benchmarks.wordcount`` always does. ``--quick``:
-20,000 records, 2,000 and 20,000 keys, the timed round only (``--no-warmup``: a smoke run
-whose figures mean nothing).
+(STREAMING's peak over BATCH's at ``--keys``), ``streaming_keys_growth`` (STREAMING's peak at
+``--more-keys`` over its peak at ``--keys``) and ``three_stages_streaming_over_batch``, with
+their targets. Each run's own results are checked against pandas, as both benchmarks always
+do. ``--quick``: 20,000 records, 2,000 and 20,000 keys, the three stages over 4,000 records
+in 2 files, the timed round only (``--no-warmup``: a smoke run whose figures mean nothing).
 """
 
 from __future__ import annotations
@@ -25,14 +28,16 @@ import sys
 from typing import Any
 
 #: STREAMING's workers at most twice BATCH's; flat as keys grow tenfold (within 25%)
-TARGETS = {"streaming_over_batch": 2.0, "streaming_keys_growth": 1.25}
+TARGETS = {"streaming_over_batch": 2.0, "streaming_keys_growth": 1.25,
+           "three_stages_streaming_over_batch": 2.0}
 
 
-def run_wordcount(flags: list[str]) -> dict[str, Any]:
-    """One ``benchmarks.wordcount`` process; its JSON line.
+def run_wordcount(flags: list[str], module: str = "benchmarks.wordcount") -> dict[str, Any]:
+    """One ``benchmarks.wordcount`` (or ``module``) process; its JSON line.
 
     Args:
         flags: its command-line arguments.
+        module: the benchmark to run.
 
     Returns:
         The JSON object it printed last.
@@ -40,7 +45,7 @@ def run_wordcount(flags: list[str]) -> dict[str, Any]:
     Raises:
         SystemExit: it failed (its output is shown).
     """
-    command = [sys.executable, "-m", "benchmarks.wordcount", *flags]
+    command = [sys.executable, "-m", module, *flags]
     done = subprocess.run(command, capture_output=True, text=True,
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     lines = done.stdout.strip().splitlines()
@@ -61,12 +66,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--records", type=int, default=4_000_000)
     parser.add_argument("--keys", type=int, default=400_000)
     parser.add_argument("--more-keys", type=int, default=4_000_000)
+    parser.add_argument("--stage-records", type=int, default=4_000_000,
+                        help="records of the three-keyed-stage job (benchmarks.routes)")
     parser.add_argument("--data", default=".bench-data")
     parser.add_argument("--quick", action="store_true",
                         help="20,000 records, 2,000 and 20,000 keys, no untimed round (a smoke run)")
     args = parser.parse_args(argv)
     if args.quick:
         args.records, args.keys, args.more_keys = 20_000, 2_000, 20_000
+        args.stage_records = 4_000
     common = ["--records", str(args.records), "--repeat", "1", "--data", args.data,
               # a smoke run's figures mean nothing: no untimed round before the timed one
               *(["--no-warmup"] if args.quick else [])]
@@ -76,10 +84,17 @@ def main(argv: list[str] | None = None) -> None:
         "streaming_more_keys": run_wordcount(
             [*common, "--keys", str(args.more_keys), "--streaming-only"]),
     }
+    stages = ["--records", str(args.stage_records), "--users", str(args.stage_records // 10),
+              "--data", args.data, "--no-warmup", *(["--files", "2"] if args.quick else [])]
+    for name, variant in (("three_stages_batch", "batch"),
+                          ("three_stages_streaming", "streaming_one_query")):
+        runs[name] = run_wordcount([*stages, "--alone", variant], "benchmarks.routes")
     mib = {name: run["peak_rss_mib"]["python_workers"] for name, run in runs.items()}
     figures = {
         "streaming_over_batch": round(mib["streaming"] / mib["batch"], 3),
         "streaming_keys_growth": round(mib["streaming_more_keys"] / mib["streaming"], 3),
+        "three_stages_streaming_over_batch": round(
+            mib["three_stages_streaming"] / mib["three_stages_batch"], 3),
     }
     result = {
         "benchmark": "memory", "records": args.records, "keys": args.keys,
@@ -90,12 +105,15 @@ def main(argv: list[str] | None = None) -> None:
         "targets_met": {name: figures[name] <= limit for name, limit in TARGETS.items()},
         # per variant of each run, and the seconds of its timed run
         "peak_rss_mib_by_variant": {name: run["peak_rss_mib_by_variant"]
-                                    for name, run in runs.items()},
+                                    for name, run in runs.items()
+                                    if "peak_rss_mib_by_variant" in run},
         "runs": {name: run["runs"] for name, run in runs.items()},
         "load": [round(x, 2) for x in os.getloadavg()],
     }
     print(f"Python workers, peak MiB: BATCH {mib['batch']}, STREAMING {mib['streaming']} "
-          f"({args.keys:,} keys), {mib['streaming_more_keys']} ({args.more_keys:,} keys)")
+          f"({args.keys:,} keys), {mib['streaming_more_keys']} ({args.more_keys:,} keys); "
+          f"three keyed stages: BATCH {mib['three_stages_batch']}, STREAMING one query "
+          f"{mib['three_stages_streaming']}")
     print(json.dumps(result))
 
 

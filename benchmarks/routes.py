@@ -3,7 +3,7 @@
 ``python -m benchmarks.routes [--records 4000000] [--users 400000] [--files 8]
 [--files-per-batch 1]
 [--variants batch,streaming,streaming_one_query,tws_chain,arrow_chain,tws_chain_rowbased]
-[--repeat 1] [--restart-check] [--quick]``
+[--repeat 1] [--restart-check] [--quick] [--alone VARIANT [--no-warmup]]``
 
 The job, over ``(user, ts, value)`` records (``ts``: ms, distinct and ascending in the log
 order, so each user's records are in time order; ``--files`` Parquet files, each a stretch of
@@ -73,7 +73,10 @@ each key's records keep their order passes; a wrong result fails the run loudly.
 Each variant runs once per round (``--repeat`` rounds, median; an untimed round first unless
 ``--quick``: 20k records of 2,000 users in 4 files, one run, figures that mean nothing). The
 last line is JSON: seconds, ratio over ``batch``, micro-batches (counted by a query listener
-over every query of the run), rows out, checked.
+over every query of the run), rows out, checked. ``--alone VARIANT`` runs that variant only,
+with no BATCH baseline (no ratio), and adds ``peak_rss_mib``: each process's peak RSS sampled
+while it ran (``benchmarks.memory`` runs ``batch`` and ``streaming_one_query`` each alone, so
+no Python worker carries memory over from the other mode).
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -101,7 +105,7 @@ from pyspark_datastream import (
     WatermarkStrategy,
 )
 
-from benchmarks.common import load, local_session, progress, timed_rounds
+from benchmarks.common import RssSampler, load, local_session, progress, timed_rounds
 
 __all__ = ["main", "expected_ranks", "check"]
 
@@ -637,6 +641,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="20k records of 2,000 users in 4 files, one run, no warm-up; "
                              "with the restart check")
+    parser.add_argument("--alone", choices=VARIANTS,
+                        help="run this variant only (no BATCH baseline), sampling peak RSS")
+    parser.add_argument("--no-warmup", action="store_true", help="no untimed round first")
     parser.add_argument("--restart-check", action="store_true",
                         help="after the timed rounds, untimed: arrow_chain failed mid "
                              "micro-batch and restarted from its checkpoint, then checked")
@@ -644,6 +651,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.records, args.users, args.files = 20_000, 2_000, 4
     variants = ["batch", *(v for v in args.variants.split(",") if v and v != "batch")]
+    if args.alone:
+        variants = [args.alone]
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
         parser.error(f"--variants: unknown {unknown}; known: {', '.join(VARIANTS)}")
@@ -655,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
         if variant in variants and not hasattr(GroupedData, method):  # Spark 4.0 / 4.1
             parser.error(f"--variants: {variant} needs GroupedData.{method}, which this "
                          f"PySpark does not have; leave it out")
-    warmup = not args.quick
+    warmup = not (args.quick or args.no_warmup)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     data = os.path.abspath(os.path.join(args.data, f"routes-{args.records}-{args.users}-{args.files}"))
@@ -683,9 +692,12 @@ def main(argv: list[str] | None = None) -> int:
                 "arrow_chain": bench.arrow_chain}
         progress(f"routes: {args.records} records, {args.users} users, {args.files} files, "
                  f"variants {', '.join(variants)}")
-        results = timed_rounds({v: (runs[v], checker(v)) for v in variants}, args.repeat, warmup)
+        with RssSampler() if args.alone else nullcontext() as rss:
+            results = timed_rounds({v: (runs[v], checker(v)) for v in variants}, args.repeat,
+                                   warmup, rss=rss)
         med = {name: r[0] for name, r in results.items()}
-        if args.quick or args.restart_check:
+        base = med.get("batch")
+        if (args.quick or args.restart_check) and not args.alone:
             batches = -(-args.files // args.files_per_batch)
             progress("arrow_restart: a failure is injected now; Spark's ERROR lines about "
                      "'injected failure' are expected")
@@ -700,7 +712,7 @@ def main(argv: list[str] | None = None) -> int:
             "quick": args.quick, "repeat": args.repeat, "warmup": warmup,
             "variants": {name: {
                 "seconds": round(med[name], 3),
-                "ratio_over_batch": round(med[name] / med["batch"], 3),
+                "ratio_over_batch": round(med[name] / base, 3) if base else None,
                 "micro_batches": (sum(bench.micro_batches[name].values())
                                   if name in bench.micro_batches else None),
                 "micro_batches_by_query": bench.micro_batches.get(name),
@@ -712,9 +724,12 @@ def main(argv: list[str] | None = None) -> int:
             **({"arrow_restart": {**bench.restart, "rows_out": rows_out["arrow_restart"],
                                   "checked": True}} if bench.restart else {}),
             "runs": {name: [round(t, 2) for t in r[1]] for name, r in results.items()},
+            # --alone: MiB; a Python worker's RSS counts pages it shares with the daemon
+            **({"peak_rss_mib": rss.summary()} if rss is not None else {}),
             "load": load(),
         }
-        print(", ".join(f"{n} {med[n]:.2f}s ({med[n] / med['batch']:.2f}x)" for n in variants))
+        print(", ".join(f"{n} {med[n]:.2f}s" + (f" ({med[n] / base:.2f}x)" if base else "")
+                        for n in variants))
         print(json.dumps(result))
         return 0
     finally:

@@ -171,11 +171,15 @@ def test_wordcount_streaming_only_quick(shared_results):
 @pytest.mark.slow
 def test_memory_quick(tmp_path):
     """The memory benchmark: three WordCount processes (BATCH, STREAMING, STREAMING with ten
-    times the keys), each checked against pandas; the JSON's ratios are its own figures'."""
+    times the keys) and two of the three-keyed-stage job (BATCH, STREAMING on one query),
+    each checked against pandas; the JSON's ratios are its own figures'."""
     result = _run("memory", str(tmp_path))
     assert result["benchmark"] == "memory" and result["quick"] is True
     mib = result["python_workers_mib"]
-    assert set(mib) == {"batch", "streaming", "streaming_more_keys"} and min(mib.values()) > 0
+    assert set(mib) == {"batch", "streaming", "streaming_more_keys", "three_stages_batch",
+                        "three_stages_streaming"} and min(mib.values()) > 0
+    assert result["three_stages_streaming_over_batch"] == round(
+        mib["three_stages_streaming"] / mib["three_stages_batch"], 3)
     assert result["streaming_over_batch"] == round(mib["streaming"] / mib["batch"], 3)
     assert result["streaming_keys_growth"] == round(
         mib["streaming_more_keys"] / mib["streaming"], 3)
