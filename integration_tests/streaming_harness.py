@@ -6,9 +6,12 @@ key (ValueState) over a Parquet file stream read one file per micro-batch, writt
 by Spark's exactly-once Parquet file sink (``--sink delta``: by ``sink_to_delta``, through
 delta-rs, or with ``--delta-writer spark`` through Spark's own Delta Lake; ``--sink
 kafka-exactly_once|kafka-at_least_once`` with ``--out <bootstrap>/<topic>``: by a KafkaSink
-with that guarantee, one line per record, :func:`running_sum_line`). With the
+with that guarantee, one line per record, :func:`running_sum_line`; ``--sink kafka-fanout``:
+by one KafkaSink of each guarantee, :func:`fan_out_to_kafka`). With the
 Parquet sink, ``--backend hashmap,rocksdb`` runs one such query per backend at once in
-the same driver (:func:`start_file_sink_queries`). The test kills it with SIGKILL at
+the same driver (:func:`start_file_sink_queries`). ``--mapping`` sets
+``execution.streaming.query-mapping`` (``auto``, ``per-stage``, ``one-query``; with the
+Parquet sink one per backend, comma-separated). The test kills it with SIGKILL at
 random moments (or arms a named crash point of ``faults`` through its environment
 variable) and restarts it from the same checkpoint; :func:`expected_output` is what an
 uninterrupted run emits.
@@ -31,10 +34,16 @@ from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
 __all__ = ["RunningSum", "write_input", "expected_output", "exactly_once_violations",
            "running_sum_stream", "start_file_sink_queries", "committed_batches", "run_job", "start",
            "running_sum_line", "parse_running_sum_line", "kafka_sink", "fan_out_to_delta",
-           "kill", "kill_after_batch"]
+           "GUARANTEES", "fan_out_to_kafka", "guarantee_topic", "MAPPING", "kill",
+           "kill_after_batch"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "k string, v long"
+#: the option choosing the STREAMING mapping (plugin/translation/one_query.py)
+MAPPING = "execution.streaming.query-mapping"
+#: the KafkaSink's delivery guarantees, as the harness's ``--sink kafka-<guarantee>`` names them
+GUARANTEES = ("exactly_once", "at_least_once")
+_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 
 
 class RunningSum(KeyedProcessFunction):
@@ -115,8 +124,8 @@ def running_sum_stream(env: Any, spark: Any, src: str) -> Any:
         RunningSum(), output_type=Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()]))
 
 
-def start_file_sink_queries(spark: Any, src: str, ckpt: str, out: str,
-                            backends: list[str]) -> list[Any]:
+def start_file_sink_queries(spark: Any, src: str, ckpt: str, out: str, backends: list[str],
+                            mappings: Optional[list[str]] = None) -> list[Any]:
     """Start the job once per backend on ``spark``, all at once, each into Spark's Parquet
     file sink ``out/<backend>`` with its checkpoints under ``ckpt/<backend>``.
 
@@ -126,6 +135,8 @@ def start_file_sink_queries(spark: Any, src: str, ckpt: str, out: str,
         ckpt: the checkpoint root.
         out: the output root.
         backends: the state backends (``hashmap``, ``rocksdb``), one query each.
+        mappings: each query's ``execution.streaming.query-mapping``, in the order of
+            ``backends`` (None: the default, ``auto``).
 
     Returns:
         The started streaming queries, in the order of ``backends``.
@@ -133,15 +144,25 @@ def start_file_sink_queries(spark: Any, src: str, ckpt: str, out: str,
     from helpers import env_on
 
     queries = []
-    for backend in backends:
+    for backend, mapping in zip(backends, mappings or ["auto"] * len(backends)):
         env = env_on(spark, "STREAMING", {
             "execution.checkpointing.dir": os.path.join(ckpt, backend, "job"),
-            "state.backend.type": backend})
-        queries.append(
-            running_sum_stream(env, spark, src).to_dataframe().writeStream.format("parquet")
-            .option("path", os.path.join(out, backend))
-            .option("checkpointLocation", os.path.join(ckpt, backend, "sink"))
-            .trigger(availableNow=True).start())
+            "state.backend.type": backend, MAPPING: mapping})
+        # a one-query to_dataframe() sets the state store provider it needs on the session
+        # for the query the user starts; that query keeps a copy, the session (the test's
+        # too) gets its own back for the next query
+        before = spark.conf.get(_PROVIDER, None)
+        try:
+            queries.append(
+                running_sum_stream(env, spark, src).to_dataframe().writeStream.format("parquet")
+                .option("path", os.path.join(out, backend))
+                .option("checkpointLocation", os.path.join(ckpt, backend, "sink"))
+                .trigger(availableNow=True).start())
+        finally:
+            if before is None:
+                spark.conf.unset(_PROVIDER)
+            else:
+                spark.conf.set(_PROVIDER, before)
     return queries
 
 
@@ -155,12 +176,15 @@ def committed_batches(out: str) -> int:
 
 
 def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
-            delta_writer: str = "delta-rs") -> None:
+            delta_writer: str = "delta-rs", mapping: str = "auto") -> None:
     """The job itself (runs in the child process); ``sink="parquet"``: one query per backend
-    of the comma-separated ``backend`` (:func:`start_file_sink_queries`); ``sink="delta"``:
-    one query into the Delta table ``out`` through ``sink_to_delta`` (the job's checkpoint
-    root is ``ckpt/job``), written by ``delta_writer`` (``spark``: Spark's Delta, the jars
-    of ``make setup``); ``sink="delta-fanout"``: into two tables (:func:`fan_out_to_delta`)."""
+    of the comma-separated ``backend`` (:func:`start_file_sink_queries`), each with its
+    mapping of the comma-separated ``mapping`` (one for all when it names one);
+    ``sink="delta"``: one query into the Delta table ``out`` through ``sink_to_delta`` (the
+    job's checkpoint root is ``ckpt/job``), written by ``delta_writer`` (``spark``: Spark's
+    Delta, the jars of ``make setup``); ``sink="delta-fanout"``: into two tables
+    (:func:`fan_out_to_delta`); ``sink="kafka-fanout"``: into a topic per guarantee
+    (:func:`fan_out_to_kafka`). Every job but the Parquet one runs with ``mapping``."""
     import faults
     from helpers import env_on
     from jvm_options import driver_options
@@ -190,16 +214,23 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     if sink == "parquet":
-        for query in start_file_sink_queries(spark, src, ckpt, out, backend.split(",")):
+        backends = backend.split(",")
+        mappings = mapping.split(",")
+        for query in start_file_sink_queries(spark, src, ckpt, out, backends,
+                                             mappings * len(backends) if len(mappings) == 1
+                                             else mappings):
             query.awaitTermination()
         spark.stop()
         return
     env = env_on(spark, "STREAMING", {"execution.checkpointing.dir": os.path.join(ckpt, "job"),
-                                      "state.backend.type": backend})
+                                      "state.backend.type": backend, MAPPING: mapping})
     if sink == "delta":
         running_sum_stream(env, spark, src).sink_to_delta(out)
     elif sink == "delta-fanout":
         fan_out_to_delta(running_sum_stream(env, spark, src), out)
+    elif sink == "kafka-fanout":
+        bootstrap, topic = out.split("/")
+        fan_out_to_kafka(running_sum_stream(env, spark, src), bootstrap, topic)
     else:  # kafka-<guarantee>: out is "<bootstrap servers>/<topic>"
         bootstrap, topic = out.split("/")
         (running_sum_stream(env, spark, src)
@@ -214,6 +245,20 @@ def fan_out_to_delta(stream: Any, out: str) -> None:
     writes both)."""
     for name in ("a", "b"):
         stream.sink_to_delta(os.path.join(out, name))
+
+
+def fan_out_to_kafka(stream: Any, bootstrap: str, topic: str) -> None:
+    """``stream`` into one KafkaSink per guarantee (:data:`GUARANTEES`), each to its topic
+    (:func:`guarantee_topic`; several sinks: one query writes them all under ``auto``)."""
+    lines = stream.map(running_sum_line, output_type=Types.STRING())
+    for guarantee in GUARANTEES:
+        lines.sink_to(kafka_sink(bootstrap, guarantee_topic(topic, guarantee), guarantee))
+
+
+def guarantee_topic(topic: str, guarantee: str) -> str:
+    """The topic ``--sink kafka-fanout`` writes with ``guarantee`` when its ``--out`` names
+    ``topic``."""
+    return f"{topic}-{guarantee}"
 
 
 def running_sum_line(t: tuple) -> str:
@@ -249,8 +294,9 @@ def kafka_sink(bootstrap: str, topic: str, guarantee: str) -> Any:
 
 def start(src: str, ckpt: str, out: str, backend: str, log: str, sink: str = "parquet",
           extra_env: Optional[dict[str, str]] = None,
-          delta_writer: str = "delta-rs") -> subprocess.Popen:
-    """Start the job as a child process in its own process group (driver + JVM + workers)."""
+          delta_writer: str = "delta-rs", mapping: str = "auto") -> subprocess.Popen:
+    """Start the job as a child process in its own process group (driver + JVM + workers);
+    ``mapping``: its ``execution.streaming.query-mapping`` (:func:`run_job`)."""
     env = dict(os.environ, **(extra_env or {}))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, env.get("PYTHONPATH", "")) if p)
     env["PYSPARK_PYTHON"] = sys.executable
@@ -259,7 +305,7 @@ def start(src: str, ckpt: str, out: str, backend: str, log: str, sink: str = "pa
         return subprocess.Popen(
             [sys.executable, os.path.join(HERE, "streaming_harness.py"), "--src", src,
              "--ckpt", ckpt, "--out", out, "--backend", backend, "--sink", sink,
-             "--delta-writer", delta_writer],
+             "--delta-writer", delta_writer, "--mapping", mapping],
             stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
 
@@ -299,9 +345,12 @@ if __name__ == "__main__":
     for name in ("--src", "--ckpt", "--out", "--backend"):
         parser.add_argument(name, required=True)
     parser.add_argument("--sink", default="parquet", choices=[
-        "parquet", "delta", "delta-fanout", "kafka-exactly_once", "kafka-at_least_once"])
+        "parquet", "delta", "delta-fanout", "kafka-exactly_once", "kafka-at_least_once",
+        "kafka-fanout"])
     parser.add_argument("--delta-writer", default="delta-rs", choices=["delta-rs", "spark"])
+    parser.add_argument("--mapping", default="auto")  # run_job: one, or one per backend
     a = parser.parse_args()
     import streaming_harness  # the job's functions under their module name, not __main__'s
 
-    streaming_harness.run_job(a.src, a.ckpt, a.out, a.backend, a.sink, a.delta_writer)
+    streaming_harness.run_job(a.src, a.ckpt, a.out, a.backend, a.sink, a.delta_writer,
+                              a.mapping)
