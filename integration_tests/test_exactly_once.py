@@ -5,7 +5,8 @@
   keyed operator wrote its new state version (a downstream operator of the same
   micro-batch fails). Several batch numbers. Then a restart from the checkpoint.
 * The driver process, running the job once per backend, killed with SIGKILL at a random
-  moment (``streaming_harness``), then restarted from the checkpoints until it finishes.
+  moment (``streaming_harness``), then restarted from the checkpoints until it finishes; the
+  heap backend's query on the ``per-stage`` mapping, RocksDB's on ``one-query``.
 In every case the final state and the results equal an uninterrupted run (for the kill
 test: up to the order of files that a restart merges into one micro-batch; see
 ``streaming_harness.exactly_once_violations``).
@@ -108,31 +109,38 @@ def test_failure_before_commit_then_restart_equals_uninterrupted_run(
     assert last == {k: final[k] for k in last} and "a" in last
 
 
-BACKENDS = ["hashmap", "rocksdb"]
+#: the kill test's driver runs one query per state backend, each on a mapping of its own
+#: (``execution.streaming.query-mapping``): the same random kill hits ``per-stage``
+#: (``applyInPandasWithState``, what ``auto`` runs for this job) and ``one-query``
+#: (``transformWithStateInPandas``) at once
+QUERIES = {"hashmap": "per-stage", "rocksdb": "one-query"}
 
 
 @pytest.mark.slow  # one driver JVM killed, then the restart in this process
+@pytest.mark.parametrize("queries", [QUERIES], ids=lambda q: "+".join(
+    f"{backend}-{mapping}" for backend, mapping in q.items()))
 def test_driver_killed_at_random_moments_then_restarted_equals_uninterrupted_run(
-        spark, tmp_path):
+        spark, tmp_path, queries):
     rng = random.Random("kill-driver")
     files = [[(rng.choice("pqrstu"), rng.randint(1, 99)) for _ in range(rng.randint(1, 6))]
              for _ in range(7)]
     src, ckpt, out = (str(tmp_path / d) for d in ("in", "ckpt", "out"))
     harness.write_input(src, files)
     log = str(tmp_path / "driver.log")
-    # one driver runs the job once per backend (a query each, at once); it is killed at a
-    # random moment after a random committed micro-batch of one of them
-    proc = harness.start(src, ckpt, out, ",".join(BACKENDS), log)
-    watched = os.path.join(out, rng.choice(BACKENDS))
+    backends, mappings = list(queries), list(queries.values())
+    # one driver runs the job once per backend (a query each, at once, each on its
+    # mapping); it is killed at a random moment after a random committed micro-batch of one
+    proc = harness.start(src, ckpt, out, ",".join(backends), log, mapping=",".join(mappings))
+    watched = os.path.join(out, rng.choice(backends))
     code = harness.kill_after_batch(proc, watched, batch=rng.randint(0, 1),
                                     extra_s=rng.uniform(0.0, 2.0))
     assert code is None, open(log).read()[-3000:]  # it really was killed mid-way
-    done = {b: harness.committed_batches(os.path.join(out, b)) for b in BACKENDS}
+    done = {b: harness.committed_batches(os.path.join(out, b)) for b in backends}
     assert all(n < len(files) for n in done.values()), done  # ... in each query
     # restarted from the same checkpoints, in this process, until each query finishes
-    for query in harness.start_file_sink_queries(spark, src, ckpt, out, BACKENDS):
+    for query in harness.start_file_sink_queries(spark, src, ckpt, out, backends, mappings):
         query.awaitTermination()
-    for backend in BACKENDS:
+    for backend in backends:
         # Spark's file sink lists only committed files (its metadata log)
         got = [tuple(r) for r in spark.read.parquet(os.path.join(out, backend)).collect()]
         assert harness.exactly_once_violations(got, files) == [], (backend, sorted(got))
