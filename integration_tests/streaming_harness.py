@@ -32,10 +32,10 @@ import pyarrow.parquet as pq
 from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
 
 __all__ = ["RunningSum", "write_input", "expected_output", "exactly_once_violations",
-           "running_sum_stream", "start_file_sink_queries", "committed_batches", "run_job", "start",
-           "running_sum_line", "parse_running_sum_line", "kafka_sink", "fan_out_to_delta",
-           "GUARANTEES", "fan_out_to_kafka", "guarantee_topic", "MAPPING", "kill",
-           "kill_after_batch"]
+           "running_sum_stream", "start_file_sink_queries", "committed_batches", "run_job",
+           "run_kafka_job", "start", "running_sum_line", "parse_running_sum_line", "kafka_sink",
+           "fan_out_to_delta", "GUARANTEES", "fan_out_to_kafka", "guarantee_topic", "MAPPING",
+           "kill", "kill_after_batch"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "k string, v long"
@@ -222,22 +222,47 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
             query.awaitTermination()
         spark.stop()
         return
+    if sink.startswith("kafka"):
+        run_kafka_job(spark, src, ckpt, out, backend, sink, mapping)
+        spark.stop()
+        return
     env = env_on(spark, "STREAMING", {"execution.checkpointing.dir": os.path.join(ckpt, "job"),
                                       "state.backend.type": backend, MAPPING: mapping})
     if sink == "delta":
         running_sum_stream(env, spark, src).sink_to_delta(out)
-    elif sink == "delta-fanout":
+    else:
         fan_out_to_delta(running_sum_stream(env, spark, src), out)
-    elif sink == "kafka-fanout":
-        bootstrap, topic = out.split("/")
+    env.execute(f"{sink}-sink")
+    spark.stop()
+
+
+def run_kafka_job(spark: Any, src: str, ckpt: str, out: str, backend: str, sink: str,
+                  mapping: str = "auto") -> None:
+    """Run the job into Kafka on ``spark`` until its input is consumed (the child's session,
+    or the test's for a restart in the test; the job's checkpoint root is ``ckpt/job``).
+
+    Args:
+        spark: the session; Spark's Kafka connector on its class path (AT_LEAST_ONCE).
+        src: the input folder.
+        ckpt: the checkpoint root.
+        out: ``<bootstrap servers>/<topic>``.
+        backend: the state backend.
+        sink: ``kafka-<guarantee>`` (one KafkaSink to ``topic``) or ``kafka-fanout``
+            (:func:`fan_out_to_kafka`).
+        mapping: the job's ``execution.streaming.query-mapping``.
+    """
+    from helpers import env_on
+
+    env = env_on(spark, "STREAMING", {"execution.checkpointing.dir": os.path.join(ckpt, "job"),
+                                      "state.backend.type": backend, MAPPING: mapping})
+    bootstrap, topic = out.split("/")
+    if sink == "kafka-fanout":
         fan_out_to_kafka(running_sum_stream(env, spark, src), bootstrap, topic)
-    else:  # kafka-<guarantee>: out is "<bootstrap servers>/<topic>"
-        bootstrap, topic = out.split("/")
+    else:
         (running_sum_stream(env, spark, src)
             .map(running_sum_line, output_type=Types.STRING())
             .sink_to(kafka_sink(bootstrap, topic, sink.partition("-")[2])))
     env.execute(f"{sink}-sink")
-    spark.stop()
 
 
 def fan_out_to_delta(stream: Any, out: str) -> None:
