@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from ..plan.graph import KeyByNode, Transformation
+from ..runtime.emit_order import ordered_first
 from ..runtime.encoding import Encoding
 from ..runtime.passes import KeyedSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["Stream", "StreamTranslator", "KeyedInputTranslator"]
+__all__ = ["Stream", "StreamTranslator", "KeyedInputTranslator", "arrow_pass"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,24 @@ class Stream:
     @property
     def pending(self) -> bool:
         return self.keyed is not None or self.co_stage is not None or bool(self.chain)
+
+
+def arrow_pass(stream: Stream, function: Any, ddl: str) -> Any:
+    """``stream.df.mapInArrow(function, ddl)``; where ``df`` is a keyed stage's records sorted
+    by its order pass (``ordered_from``), the pass reads them unsorted and sorts them first,
+    in its own Python worker (``emit_order.ordered_first``).
+
+    Args:
+        stream: the stream the pass reads.
+        function: the ``mapInArrow`` function.
+        ddl: its output schema.
+
+    Returns:
+        The pass's DataFrame.
+    """
+    if stream.ordered_from is not None and stream.ordered_from[0] is stream.df:
+        return stream.ordered_from[1].mapInArrow(ordered_first(function), ddl)
+    return stream.df.mapInArrow(function, ddl)
 
 
 class StreamTranslator(Protocol):

@@ -44,7 +44,6 @@ from ..plan.graph import (
     upstream,
 )
 from ..results import CloseableIterator
-from ..runtime.emit_order import ordered_first
 from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
 from ..runtime.group_frames import SEQ, TypedInput, direct_output, output_encoding, output_schema
 from ..runtime.group_state import END_OF_INPUT_MS, GroupSpec, seq_pass, stream_pass
@@ -95,7 +94,7 @@ from .steps import (
     typed_df,
     union,
 )
-from .stream import Stream
+from .stream import Stream, arrow_pass
 from .streaming_keyed import feeds_keyed, keyed_call, watermarked
 from .streaming_pushdown import field_reduce_plan, native_keyed_input, restaged_order
 from .streaming_queries import (
@@ -435,7 +434,7 @@ class StreamingTranslator:
         if not needs_pass(stream, enc, key_out, tags, force):
             return stream.df
         spec = self._long_lived(pass_spec(self, stream, enc, key_out, combiner, tags, name))
-        return stream.df.mapInArrow(stream_pass(spec, self.parallelism), output_ddl(spec))
+        return arrow_pass(stream, stream_pass(spec, self.parallelism), output_ddl(spec))
 
     def _long_lived(self, spec: PassSpec) -> PassSpec:
         """``spec`` with the identity its subtasks' functions live under for the run: the
@@ -570,10 +569,8 @@ class StreamingTranslator:
             chain=chain_for_output(parent, PICKLED, key_out), key_out=key_out,
             max_parallelism=self.max_parallelism)
         self._long_lived(spec)
-        df, run = parent.df, seq_pass(spec, self.parallelism)
-        if parent.ordered_from is not None and parent.ordered_from[0] is df:
-            df, run = parent.ordered_from[1], ordered_first(run)  # sorted in this pass
-        return df.mapInArrow(run, output_ddl(spec) + f", {SEQ} bigint")
+        return arrow_pass(parent, seq_pass(spec, self.parallelism),
+                          output_ddl(spec) + f", {SEQ} bigint")
 
     def staged_input(self, df: DataFrame, root: Transformation, edge: Transformation,
                      consumer: Transformation, side: int) -> DataFrame:
