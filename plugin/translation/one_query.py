@@ -34,8 +34,9 @@ from ..spark_io.versions import require_feature
 from ..state_store.exceptions import GraphBuildError, SavepointFormatError
 from .streaming_queries import is_connect
 
-__all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "chained", "exit_of", "fans_out",
-           "one_query_mapping", "one_query_placement", "query_exits", "state_store_conf"]
+__all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "branch_watermark", "chained", "exit_of",
+           "fans_out", "from_keyed", "meets_keyed", "one_query_mapping", "one_query_placement",
+           "query_exits", "state_store_conf"]
 
 logger = logging.getLogger(__name__)
 
@@ -140,12 +141,6 @@ def _check_graph(nodes: list[Transformation],
         if ws is not None and ws.kind != "none" and chained(node):
             _refuse(node, "it assigns a watermark strategy below a keyed stage (Spark refuses "
                     "to redefine the watermark after a stateful operator of the query)")
-    for node in nodes:
-        if is_keyed(node) and len(node.inputs) > 1:
-            fed = [chained(i) for i in node.inputs]
-            if any(fed) and not all(fed):
-                _refuse(node, "one of its inputs comes from a keyed stage and another does not "
-                        "(their watermarks would meet after a stateful operator)")
 
 
 #: Spark's state store providers: its default, and the one ``transformWithState`` needs
@@ -311,6 +306,51 @@ def chained(node: Transformation) -> bool:
         True when a keyed stage lies above it.
     """
     return any(is_keyed(n) for n in upstream(node))
+
+
+def from_keyed(node: Transformation) -> bool:
+    """Whether ``node``'s records come from a keyed stage (it is one, or one lies above it).
+
+    Args:
+        node: any operator of the graph.
+
+    Returns:
+        True for a keyed stage or an operator below one.
+    """
+    return is_keyed(node) or chained(node)
+
+
+def meets_keyed(node: Transformation) -> bool:
+    """Whether an operator with several inputs (a union, a connected keyed operator) reads a
+    keyed stage's records on one input and records no keyed stage touched on another: in
+    the one query, the latter then bring their own watermark and end of input (Spark's
+    watermark of a query is the least of its sources', as Flink's of several inputs is the
+    least of theirs).
+
+    Args:
+        node: any operator of the graph.
+
+    Returns:
+        True when its inputs are of both kinds.
+    """
+    fed = [from_keyed(i) for i in node.inputs]
+    return any(fed) and not all(fed)
+
+
+def branch_watermark(branch: Transformation) -> Any:
+    """The watermark strategy of ``branch``'s records: the nearest one at or above it.
+
+    Args:
+        branch: any operator of the graph.
+
+    Returns:
+        The WatermarkStrategy, or None.
+    """
+    for n in upstream(branch, include_self=True):
+        ws = getattr(n, "watermark_strategy", None)
+        if ws is not None and ws.kind != "none":
+            return ws
+    return None
 
 
 def _refuse(node: Transformation, why: str) -> None:

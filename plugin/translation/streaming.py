@@ -21,6 +21,7 @@ import logging
 import pickle
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from ..plan.config import RuntimeMode, parse_trigger, resolve, streaming_trigger
@@ -64,8 +65,11 @@ from .job_identity import (
 )
 from .one_query import (
     QUERY,
+    branch_watermark,
     chained,
     fans_out,
+    from_keyed,
+    meets_keyed,
     one_query_mapping,
     one_query_placement,
     state_store_conf,
@@ -95,9 +99,11 @@ from .steps import (
     union,
 )
 from .stream import Stream, arrow_pass
-from .streaming_keyed import feeds_keyed, keyed_call, watermarked
+from .streaming_keyed import feeds_keyed, keyed_call, own_watermark, watermarked
 from .streaming_pushdown import field_reduce_plan, native_keyed_input, restaged_order
 from .streaming_queries import (
+    arrow_batch_rows,
+    collect_query,
     end_of_input_stream,
     is_connect,
     log_query_progress,
@@ -118,15 +124,6 @@ if TYPE_CHECKING:
 __all__ = ["StreamingTranslator", "END_OF_INPUT_MS", "parse_trigger", "progress_row"]
 
 log = logging.getLogger("pyspark_datastream")
-
-
-def _arrow_batch_rows(spark: Any) -> int:
-    """The session's ``spark.sql.execution.arrow.maxRecordsPerBatch`` (0: no limit)."""
-    try:
-        return max(0, int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
-                          or 10000))
-    except ValueError:
-        return 0
 
 
 class StreamingTranslator:
@@ -169,7 +166,7 @@ class StreamingTranslator:
         #: number is not a number (Spark's hash of the key group places them then)
         self.range_partitions = stateful_partitions(spark)
         #: PySpark cuts a stateful operator's output into Arrow batches by this row count
-        self.arrow_batch_rows = _arrow_batch_rows(spark)
+        self.arrow_batch_rows = arrow_batch_rows(spark)
         self._streams: dict[int, Stream] = {}
         self._tags = side_output_tags(nodes)
         self.op_config = operator_config(cfg, self.mode, self.parallelism, self.max_parallelism)
@@ -278,24 +275,7 @@ class StreamingTranslator:
         stream = self.input_stream(node)  # its main output: never its side outputs
         df, decode = collectable(self, stream, node)
         self.run_prerequisites()
-        rows: list[Any] = []
-        if is_connect(self.spark):
-            # Spark Connect runs a foreachBatch function in a server-side process, where
-            # this list does not live: collect through a memory sink instead (it keeps the
-            # micro-batches in the order they were appended)
-            table = f"pds_collect_{uuid.uuid4().hex[:12]}"
-            run_query(self, "collect", df.writeStream.format("memory"), table)
-            try:
-                rows = self.spark.sql(f"SELECT * FROM {table}").collect()
-            finally:
-                self.spark.catalog.dropTempView(table)
-            return CloseableIterator(iter(decode(rows)))
-
-        def each(batch_df: Any, batch_id: int) -> None:
-            rows.extend(batch_df.collect())
-
-        run_query(self, "collect", df.writeStream.foreachBatch(each))
-        return CloseableIterator(iter(decode(rows)))
+        return CloseableIterator(iter(decode(collect_query(self, df))))
 
     def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
         self.plan_sinks(sinks)
@@ -386,6 +366,8 @@ class StreamingTranslator:
             if not isinstance(key_node, KeyByNode):
                 raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
             df = self.keyed_input_df(key_node, node)
+            if self.one_query and meets_keyed(node) and not from_keyed(key_node):
+                df = self.with_own_watermark(df, key_node, node, side)
             parts.append(df.select(TS, KG, KEY, VALUE, SEQ, lit(side).alias(SIDE)))
         serializer = same_key_serializer(node)
         return self.stateful(node, parts[0].unionByName(parts[1]), "co_process",
@@ -400,13 +382,39 @@ class StreamingTranslator:
         parts = []
         for side, s in enumerate(self._stateful_apart(node, "connect")):
             df = self.materialize(s, PICKLED, name=node.name)
+            if self.one_query and meets_keyed(node) and not from_keyed(node.inputs[side]):
+                df = self.with_own_watermark(df, node.inputs[side], node, side, records=True)
             parts.append(df.select(TS, VALUE, lit(side).alias(SIDE)))
         return Stream(parts[0].unionByName(parts[1]), PICKLED, node.output_type,
                       co_stage=(node.stage, node.function, node.name), sided=True,
                       name=node.name)
 
     def _union(self, node: UnionNode) -> Stream:
-        return union(self, node, self._union_inputs(node))
+        streams = self._union_inputs(node)
+        if self.one_query and meets_keyed(node):  # each input from a source: its watermark
+            streams = [s if from_keyed(p) else self.with_own_watermark(s, p, node, i)
+                       for i, (p, s) in enumerate(zip(node.inputs, streams))]
+        return union(self, node, streams)
+
+    def with_own_watermark(self, data: Any, branch: Transformation, node: Transformation,
+                           side: int, records: bool = False) -> Any:
+        """``data`` (a keyed input DataFrame, a DataFrame of ``records``, or a Stream) of a
+        ``branch`` no keyed stage lies above, where it meets a keyed stage's outputs at input
+        ``side`` of ``node`` in the one query: with the watermark (and, bounded, the end of
+        input) a keyed stage of its own would have given it (streaming_keyed.own_watermark)."""
+        end = None
+        if self.bounded and self._savepoint_run is None:
+            kind = type(node)
+            place = [n.id for n in self.nodes if type(n) is kind].index(node.id)
+            folder = self.storage.join(self.job_folder(),
+                                       f"{kind.__name__}{place}-{side}-end-of-input")
+            end = partial(end_of_input_stream, self.spark, self.storage, folder)
+        if isinstance(data, Stream):
+            enc = self.preferred_encoding(data.type_info)
+            df = own_watermark(self.materialize(data, enc, name=data.name),
+                               branch_watermark(branch), end, records=True)
+            return Stream(df, enc, data.type_info, name=data.name)
+        return own_watermark(data, branch_watermark(branch), end, records)
 
     def _full_partition(self, node: FullPartitionNode) -> Stream:
         raise full_window_streaming_error(node.describe())  # FLIP-380: BATCH only
@@ -619,11 +627,7 @@ class StreamingTranslator:
 
     def watermark_strategy(self, node: Transformation) -> Any:
         """The nearest upstream WatermarkStrategy (Flink forwards watermarks through operators)."""
-        for n in upstream(node):
-            ws = getattr(n, "watermark_strategy", None)
-            if ws is not None and ws.kind != "none":
-                return ws
-        return None
+        return branch_watermark(node)
 
     def stateful(self, node: Transformation, df: DataFrame, kind: str, function: Any,
                  key_serializer: Any, sided: bool,

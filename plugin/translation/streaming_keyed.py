@@ -26,7 +26,7 @@ from ..runtime.group_frames import (
 from ..runtime.group_state import GroupSpec, group_function
 from ..runtime.tws_processor import ET_OUT, KeyGroupProcessor, TwsCall
 
-__all__ = ["feeds_keyed", "keyed_call", "watermarked"]
+__all__ = ["feeds_keyed", "keyed_call", "own_watermark", "watermarked"]
 
 #: The watermark-tagged column a GroupState timeout needs (null on every row).
 _ET = "_et"
@@ -62,6 +62,42 @@ def watermarked(df: Any, ws: Any) -> Any:
     return df.select(*[F.col(f"`{c}`") for c in df.columns if c != _ET],
                      F.lit(None).cast("long").alias(
                          _ET, metadata={"spark.watermarkDelayMs": delay}))
+
+
+def own_watermark(df: Any, ws: Any, end_of_input: Optional[Callable[[Any], Any]],
+                  records: bool) -> Any:
+    """``df`` with a watermark of its own, for records that meet a keyed stage's outputs in
+    the one query (whose chained stage adds none): Spark takes the least of the query's.
+
+    Args:
+        df: the records (``_ts`` their event time).
+        ws: their WatermarkStrategy; None: only the end of input moves the watermark.
+        end_of_input: ``end_of_input(schema)``, the end-of-input row's stream of a bounded
+            job (:func:`~.streaming_queries.end_of_input_stream`); None: unbounded.
+        records: ``df`` holds records, not a keyed input (whose stage skips the row's key
+            group -1): the row is dropped again once the watermark has seen it.
+
+    Returns:
+        The same records.
+    """
+    from pyspark.sql import functions as F
+
+    from ..runtime.group_state import END_THRESHOLD
+
+    if end_of_input is not None:
+        df = df.unionByName(end_of_input(df.schema))
+    elif ws is None:
+        return df
+    delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
+    stamped = F.col(TS).isNotNull() if ws is not None else F.col(TS) >= END_THRESHOLD
+    df = (df.withColumn(_ET, F.when(stamped, F.timestamp_millis(F.col(TS))))
+          .withWatermark(_ET, f"{delay} milliseconds"))
+    if end_of_input is not None and records:
+        # on the watermark's column: Spark's optimizer moves other filters below the
+        # watermark, which would then never see the row
+        df = df.filter(F.col(_ET).isNull()
+                       | (F.col(_ET) < F.timestamp_millis(F.lit(END_THRESHOLD))))
+    return df.drop(_ET)
 
 
 def feeds_keyed(node: Transformation, readers: dict[int, list[Transformation]]) -> bool:

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import time
+import uuid
 from typing import Any, Optional, Protocol
 
 from ..operators.metrics import merge, read_published
@@ -30,6 +31,7 @@ __all__ = [
     "progress_row",
     "as_dict",
     "is_connect",
+    "collect_query",
     "streaming_query_id",
     "scoped",
     "write_df_once",
@@ -40,6 +42,7 @@ __all__ = [
     "log_query_progress",
     "metrics_target",
     "published_metrics",
+    "arrow_batch_rows",
 ]
 
 log = logging.getLogger("pyspark_datastream")
@@ -121,6 +124,51 @@ def published_metrics(target: Optional[tuple[Storage, str]], query_id: str
     """
     published = query_metrics_folder(target, query_id)
     return {} if published is None else merge(read_published(*published))
+
+
+def arrow_batch_rows(spark: Any) -> int:
+    """The session's ``spark.sql.execution.arrow.maxRecordsPerBatch``.
+
+    Args:
+        spark: the session.
+
+    Returns:
+        Its value (0: no limit).
+    """
+    try:
+        return max(0, int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+                          or 10000))
+    except ValueError:
+        return 0
+
+
+def collect_query(t: QueryOwner, df: Any) -> list[Any]:
+    """Run ``df`` as the job's collect query; its rows, in the order of its micro-batches.
+
+    Args:
+        t: the job's translator.
+        df: the streaming DataFrame collected.
+
+    Returns:
+        The Spark rows.
+    """
+    rows: list[Any] = []
+    if is_connect(t.spark):
+        # Spark Connect runs a foreachBatch function in a server-side process, where this
+        # list does not live: collect through a memory sink instead (it keeps the
+        # micro-batches in the order they were appended)
+        table = f"pds_collect_{uuid.uuid4().hex[:12]}"
+        run_query(t, "collect", df.writeStream.format("memory"), table)
+        try:
+            return list(t.spark.sql(f"SELECT * FROM {table}").collect())
+        finally:
+            t.spark.catalog.dropTempView(table)
+
+    def each(batch_df: Any, batch_id: int) -> None:
+        rows.extend(batch_df.collect())
+
+    run_query(t, "collect", df.writeStream.foreachBatch(each))
+    return rows
 
 
 def is_connect(spark: Any) -> bool:
