@@ -34,7 +34,7 @@ TARGETS = {"streaming_over_batch": 2.0, "streaming_keys_growth": 1.25,
            "three_stages_streaming_over_batch": 2.0}
 
 
-def run_wordcount(flags: list[str], module: str = "benchmarks.wordcount") -> dict[str, Any]:
+def run_process(flags: list[str], module: str = "benchmarks.wordcount") -> dict[str, Any]:
     """One ``benchmarks.wordcount`` (or ``module``) process; its JSON line.
 
     Args:
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     with ThreadPoolExecutor(max_workers=2 if args.quick else 1) as pool:
         for wave in (["batch", "three_stages_batch"],
                      ["streaming", "streaming_more_keys", "three_stages_streaming"]):
-            futures = {name: pool.submit(run_wordcount, *commands[name]) for name in wave}
+            futures = {name: pool.submit(run_process, *commands[name]) for name in wave}
             runs.update((name, future.result()) for name, future in futures.items())
     runs = {name: runs[name] for name in commands}
     mib = {name: run["peak_rss_mib"]["python_workers"] for name, run in runs.items()}
