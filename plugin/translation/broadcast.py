@@ -165,7 +165,7 @@ def streaming_broadcast(t: Any, node: BroadcastNode) -> Stream:
         other = df.select(TS, split.alias(KG), empty_key, VALUE, SEQ, F.lit(0).alias(SIDE))
     bdf = t.sequenced(t.input_stream(broadcast_node), broadcast_node.name)
     bdf = t.staged_input(bdf, broadcast_node, broadcast_node, node, 1)
-    if t.one_query and meets_keyed(node):  # the input no keyed stage lies above: its watermark
+    if t.one_query and meets_keyed(node, t.consumers):  # the input from a source: its watermark
         if from_keyed(main):
             bdf = t.with_own_watermark(bdf, broadcast_node, node, 1, records=True)
         else:

@@ -32,6 +32,7 @@ from ..runtime.tws_processor import state_name
 from ..spark_io.exceptions import UnsupportedSparkFeatureError
 from ..spark_io.versions import require_feature
 from ..state_store.exceptions import GraphBuildError, SavepointFormatError
+from .streaming_keyed import feeds_keyed
 from .streaming_queries import is_connect
 
 __all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "branch_watermark", "chained", "exit_of",
@@ -320,21 +321,23 @@ def from_keyed(node: Transformation) -> bool:
     return is_keyed(node) or chained(node)
 
 
-def meets_keyed(node: Transformation) -> bool:
-    """Whether an operator with several inputs (a union, a connected keyed operator) reads a
-    keyed stage's records on one input and records no keyed stage touched on another: in
-    the one query, the latter then bring their own watermark and end of input (Spark's
-    watermark of a query is the least of its sources', as Flink's of several inputs is the
-    least of theirs).
+def meets_keyed(node: Transformation, readers: dict[int, list[Transformation]]) -> bool:
+    """Whether an operator with several inputs (a union, a connect) reads a keyed stage's
+    records on one input and records no keyed stage touched on another, and is keyed or
+    feeds a keyed stage: in the one query, the latter records then bring their own
+    watermark and end of input (Spark's watermark of a query is the least of its sources',
+    as Flink's of several inputs is the least of theirs). Where no keyed stage reads them,
+    they bring none: it would only hold back the query's watermark.
 
     Args:
         node: any operator of the graph.
+        readers: node id -> the nodes reading it (``plan.graph.consumers``).
 
     Returns:
-        True when its inputs are of both kinds.
+        True when its inputs are of both kinds and a keyed stage reads what it emits.
     """
     fed = [from_keyed(i) for i in node.inputs]
-    return any(fed) and not all(fed)
+    return (any(fed) and not all(fed)) and (is_keyed(node) or feeds_keyed(node, readers))
 
 
 def branch_watermark(branch: Transformation) -> Any:

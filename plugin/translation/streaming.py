@@ -366,7 +366,8 @@ class StreamingTranslator:
             if not isinstance(key_node, KeyByNode):
                 raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
             df = self.keyed_input_df(key_node, node)
-            if self.one_query and meets_keyed(node) and not from_keyed(key_node):
+            if (self.one_query and meets_keyed(node, self.consumers)
+                    and not from_keyed(key_node)):
                 df = self.with_own_watermark(df, key_node, node, side)
             parts.append(df.select(TS, KG, KEY, VALUE, SEQ, lit(side).alias(SIDE)))
         serializer = same_key_serializer(node)
@@ -382,7 +383,8 @@ class StreamingTranslator:
         parts = []
         for side, s in enumerate(self._stateful_apart(node, "connect")):
             df = self.materialize(s, PICKLED, name=node.name)
-            if self.one_query and meets_keyed(node) and not from_keyed(node.inputs[side]):
+            if (self.one_query and meets_keyed(node, self.consumers)
+                    and not from_keyed(node.inputs[side])):
                 df = self.with_own_watermark(df, node.inputs[side], node, side, records=True)
             parts.append(df.select(TS, VALUE, lit(side).alias(SIDE)))
         return Stream(parts[0].unionByName(parts[1]), PICKLED, node.output_type,
@@ -391,7 +393,7 @@ class StreamingTranslator:
 
     def _union(self, node: UnionNode) -> Stream:
         streams = self._union_inputs(node)
-        if self.one_query and meets_keyed(node):  # each input from a source: its watermark
+        if self.one_query and meets_keyed(node, self.consumers):  # a source's input: its watermark
             streams = [s if from_keyed(p) else self.with_own_watermark(s, p, node, i)
                        for i, (p, s) in enumerate(zip(node.inputs, streams))]
         return union(self, node, streams)
@@ -404,10 +406,9 @@ class StreamingTranslator:
         input) a keyed stage of its own would have given it (streaming_keyed.own_watermark)."""
         end = None
         if self.bounded and self._savepoint_run is None:
-            kind = type(node)
-            place = [n.id for n in self.nodes if type(n) is kind].index(node.id)
-            folder = self.storage.join(self.job_folder(),
-                                       f"{kind.__name__}{place}-{side}-end-of-input")
+            place = [n.id for n in self.nodes if type(n) is type(node)].index(node.id)
+            name = f"{type(node).__name__}{place}-{side}-end-of-input"
+            folder = self.storage.join(self.job_folder(), name)
             end = partial(end_of_input_stream, self.spark, self.storage, folder)
         if isinstance(data, Stream):
             enc = self.preferred_encoding(data.type_info)
