@@ -55,21 +55,21 @@ class BucketSums(KeyedProcessFunction):
         self.sums.remove(timestamp)
 
 
-class SumsAndTargets(KeyedCoProcessFunction):
+class Tally:
     """Per key and bucket end: the sum the stage above emitted (-1: none) and the number of
-    targets in the bucket, emitted by a timer at the bucket's end."""
+    targets in the bucket, emitted by a timer at the bucket's end (each shape's operator)."""
 
     def open(self, runtime_context):
         get = runtime_context.get_map_state
         self.sums = get(MapStateDescriptor("sums", Types.LONG(), Types.LONG()))
         self.counts = get(MapStateDescriptor("counts", Types.LONG(), Types.LONG()))
 
-    def process_element1(self, value, ctx):
-        self.sums.put(value[1], value[2])
-        ctx.timer_service().register_event_time_timer(value[1])
+    def add_sum(self, end, total, ctx):
+        self.sums.put(end, total)
+        ctx.timer_service().register_event_time_timer(end)
 
-    def process_element2(self, value, ctx):
-        end = bucket_end(value[1])
+    def add_target(self, ts, ctx):
+        end = bucket_end(ts)
         self.counts.put(end, (self.counts.get(end) or 0) + 1)
         ctx.timer_service().register_event_time_timer(end)
 
@@ -81,6 +81,16 @@ class SumsAndTargets(KeyedCoProcessFunction):
         self.counts.remove(timestamp)
 
 
+class SumsAndTargets(Tally, KeyedCoProcessFunction):
+    """Sums on the first input, targets on the second."""
+
+    def process_element1(self, value, ctx):
+        self.add_sum(value[1], value[2], ctx)
+
+    def process_element2(self, value, ctx):
+        self.add_target(value[1], ctx)
+
+
 def program(events, targets):
     ws = WatermarkStrategy.for_bounded_out_of_orderness(DELAY).with_timestamp_assigner(ByV())
     sums = (events.assign_timestamps_and_watermarks(ws)
@@ -90,29 +100,14 @@ def program(events, targets):
             .process(SumsAndTargets(), OUT).uid("meet"))
 
 
-class Meet(KeyedProcessFunction):
-    """:class:`SumsAndTargets` over one input: ``("s", key, end, sum)`` and
-    ``("t", key, ts, 1)`` records of a union."""
-
-    def open(self, runtime_context):
-        get = runtime_context.get_map_state
-        self.sums = get(MapStateDescriptor("sums", Types.LONG(), Types.LONG()))
-        self.counts = get(MapStateDescriptor("counts", Types.LONG(), Types.LONG()))
+class Meet(Tally, KeyedProcessFunction):
+    """Over one input: ``("s", key, end, sum)`` and ``("t", key, ts, 1)`` records."""
 
     def process_element(self, value, ctx):
-        end = bucket_end(value[2])
         if value[0] == "s":
-            self.sums.put(end, value[3])
+            self.add_sum(value[2], value[3], ctx)
         else:
-            self.counts.put(end, (self.counts.get(end) or 0) + 1)
-        ctx.timer_service().register_event_time_timer(end)
-
-    def on_timer(self, timestamp, ctx):
-        total = self.sums.get(timestamp)
-        yield (ctx.get_current_key(), timestamp, -1 if total is None else total,
-               self.counts.get(timestamp) or 0)
-        self.sums.remove(timestamp)
-        self.counts.remove(timestamp)
+            self.add_target(value[2], ctx)
 
 
 def union_program(events, targets):
@@ -207,6 +202,19 @@ def files(seed, count, per_file, keys):
     return out
 
 
+def _streams(spark, env, tmp_path, events, targets, upto):
+    """The first ``upto`` files of each input added to its folder; both folders as unbounded
+    file streams of ``env``, one file each per micro-batch."""
+    streams = []
+    for name, batches in (("events", events), ("targets", targets)):
+        folder = str(tmp_path / name)
+        for i in range(upto):
+            add_file(folder, batches[i], f"{name}{i}")
+        df = spark.readStream.schema(KV_SCHEMA).option("maxFilesPerTrigger", 1).parquet(folder)
+        streams.append(env.from_dataframe(df))
+    return streams
+
+
 def _env(env_factory, tmp_path, mapping, **extra):
     env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt"),
                                     MAPPING: mapping, **extra})
@@ -227,23 +235,14 @@ def test_a_keyed_stage_meets_a_source_in_one_query(spark, env_factory, tmp_path,
     if spark_line(spark) < (4, 0):
         pytest.skip("the one-query mapping needs Spark 4.0+")
     events, targets = files(3, 4, 300, 30), files(4, 4, 120, 30)
-    ev_src, tg_src = str(tmp_path / "events"), str(tmp_path / "targets")
     # the targets' files end earlier: their watermark is the lesser one
     targets = [[(k, ts - 2_000) for k, ts in rows] for rows in targets]
 
     def run(out, upto):
-        for i in range(upto):
-            add_file(ev_src, events[i], f"e{i}")
-            add_file(tg_src, targets[i], f"t{i}")
         env = _env(env_factory, tmp_path, "one-query")
-
-        def read(path):
-            df = spark.readStream.schema(KV_SCHEMA).option("maxFilesPerTrigger", 1).parquet(path)
-            return env.from_dataframe(df)
-
+        streams = _streams(spark, env, tmp_path, events, targets, upto)
         with QueryCounter(spark) as queries:
-            rows = run_to_delta(env, SHAPES[shape](read(ev_src), read(tg_src)), str(tmp_path / out),
-                                "mixed")
+            rows = run_to_delta(env, SHAPES[shape](*streams), str(tmp_path / out), "mixed")
         assert len(queries.started) == 1, queries.started
         ev = [r for rows in events[:upto] for r in rows]
         tg = [r for rows in targets[:upto] for r in rows]
@@ -294,22 +293,14 @@ def test_a_union_no_keyed_stage_reads_keeps_the_keyed_stages_watermark(
         pytest.skip("the one-query mapping needs Spark 4.0+")
     events, targets = files(8, 2, 300, 30), files(9, 2, 120, 30)
     targets = [[(k, ts - 2_000) for k, ts in rows] for rows in targets]
-    ev_src, tg_src = str(tmp_path / "events"), str(tmp_path / "targets")
-    for i in range(2):
-        add_file(ev_src, events[i], f"e{i}")
-        add_file(tg_src, targets[i], f"t{i}")
     env = _env(env_factory, tmp_path, "one-query")
-
-    def read(path):
-        df = spark.readStream.schema(KV_SCHEMA).option("maxFilesPerTrigger", 1).parquet(path)
-        return env.from_dataframe(df)
-
+    event_stream, target_stream = _streams(spark, env, tmp_path, events, targets, 2)
     ws = WatermarkStrategy.for_bounded_out_of_orderness(DELAY).with_timestamp_assigner(ByV())
     row = Types.TUPLE([Types.STRING(), Types.STRING(), Types.LONG(), Types.LONG()])
-    sums = (read(ev_src).assign_timestamps_and_watermarks(ws)
+    sums = (event_stream.assign_timestamps_and_watermarks(ws)
             .key_by(lambda r: r[0]).process(BucketSums()).uid("sums")
             .map(lambda r: ("s", r[0], r[1], r[2]), output_type=row))
-    tagged = (read(tg_src).assign_timestamps_and_watermarks(ws)
+    tagged = (target_stream.assign_timestamps_and_watermarks(ws)
               .map(lambda r: ("t", r[0], r[1], 1), output_type=row))
     with QueryCounter(spark) as queries:
         got = run_to_delta(env, sums.union(tagged), str(tmp_path / "out"), "union-to-sink")
