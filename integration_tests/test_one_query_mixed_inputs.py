@@ -174,17 +174,18 @@ def broadcast_program(events, targets):
             .process(BroadcastCounts(), OUT).uid("meet"))
 
 
-def model(events, targets, watermark, with_sums_only=False):
+def model(events, targets, watermark, only=""):
     """Flink's output once the watermark reached ``watermark``: each stage fires its timers
     at or before it (a sum leaves the stage above at its bucket's end, its timestamp);
-    ``with_sums_only``: only where the stage above emitted a sum (the broadcast shape)."""
+    ``only``: ``"sums"`` (``"counts"``), only where the stage above emitted a sum (where a
+    target was counted): the broadcast shapes, whose timers the keyed input registers."""
     sums, counts = defaultdict(int), defaultdict(int)
     for key, ts in events:
         sums[(key, bucket_end(ts))] += ts % 97
     for key, ts in targets:
         counts[(key, bucket_end(ts))] += 1
-    fired = {kb for kb in list(sums) + ([] if with_sums_only else list(counts))
-             if kb[1] <= watermark}
+    fired = {kb for kb in ([] if only == "counts" else list(sums))
+             + ([] if only == "sums" else list(counts)) if kb[1] <= watermark}
     return sorted((k, end, sums.get((k, end), -1), counts.get((k, end), 0))
                   for k, end in fired)
 
@@ -222,8 +223,43 @@ def _env(env_factory, tmp_path, mapping, **extra):
     return env
 
 
+class BroadcastSums(KeyedBroadcastProcessFunction):
+    """Sums broadcast (by the stage above), kept per key and bucket end; a target counted in
+    keyed state registers a timer at its bucket's end, which emits the count with the sum
+    known then."""
+
+    def open(self, runtime_context):
+        self.counts = runtime_context.get_map_state(
+            MapStateDescriptor("counts", Types.LONG(), Types.LONG()))
+
+    def process_element(self, value, ctx):
+        end = bucket_end(value[1])
+        self.counts.put(end, (self.counts.get(end) or 0) + 1)
+        ctx.timer_service().register_event_time_timer(end)
+
+    def process_broadcast_element(self, value, ctx):
+        ctx.get_broadcast_state(COUNTS).put(f"{value[0]}@{value[1]}", value[2])
+
+    def on_timer(self, timestamp, ctx):
+        key = ctx.get_current_key()
+        total = ctx.get_broadcast_state(COUNTS).get(f"{key}@{timestamp}")
+        yield key, timestamp, -1 if total is None else total, self.counts.get(timestamp)
+        self.counts.remove(timestamp)
+
+
+def broadcast_sums_program(events, targets):
+    ws = WatermarkStrategy.for_bounded_out_of_orderness(DELAY).with_timestamp_assigner(ByV())
+    sums = (events.assign_timestamps_and_watermarks(ws)
+            .key_by(lambda r: r[0]).process(BucketSums()).uid("sums"))
+    return (targets.assign_timestamps_and_watermarks(ws).key_by(lambda r: r[0])
+            .connect(sums.broadcast(COUNTS))
+            .process(BroadcastSums(), OUT).uid("meet"))
+
+
 SHAPES = {"keyed-connect": program, "union": union_program, "connect-map": comap_program,
-          "broadcast": broadcast_program}
+          "broadcast": broadcast_program, "broadcast-sums": broadcast_sums_program}
+#: the broadcast shapes' timers fire only for the keys of their keyed input
+ONLY = {"broadcast": "sums", "broadcast-sums": "counts"}
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
@@ -231,7 +267,7 @@ def test_a_keyed_stage_meets_a_source_in_one_query(spark, env_factory, tmp_path,
     """Unbounded file sources, one file of each per micro-batch: what fires is decided by
     the lesser watermark, in one query; the second run continues from the checkpoint. The
     two inputs meet in a connected keyed operator, a union or a connect's CoMapFunction read
-    by a keyed stage, or a keyed broadcast operator (the targets broadcast)."""
+    by a keyed stage, or a keyed broadcast operator (the targets broadcast, or the sums)."""
     if spark_line(spark) < (4, 0):
         pytest.skip("the one-query mapping needs Spark 4.0+")
     events, targets = files(3, 4, 300, 30), files(4, 4, 120, 30)
@@ -249,7 +285,7 @@ def test_a_keyed_stage_meets_a_source_in_one_query(spark, env_factory, tmp_path,
         watermark = min(max(ts for _, ts in ev), max(ts for _, ts in tg)) - DELAY - 1
         return rows, ev, tg, watermark
 
-    only = shape == "broadcast"
+    only = ONLY.get(shape, "")
     first, ev, tg, watermark = run("out-1", 2)
     assert sorted(first) == model(ev, tg, watermark, only) and first
     # the lesser watermark decides: the events' alone would fire more
