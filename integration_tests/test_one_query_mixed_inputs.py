@@ -1,13 +1,14 @@
-"""A two-input keyed operator fed by a keyed stage on one side and by a source on the other,
-in the one-query STREAMING mapping.
+"""Records a keyed stage emitted meeting records of a source, in the one-query STREAMING
+mapping: a keyed two-input operator, a union or a connect's CoMapFunction read by a keyed
+stage, a keyed broadcast operator (either side broadcast), and a union only a sink reads.
 
 Events go through a keyed stage (per-key sums per 5 s bucket, fired by event-time timers);
-a second source's targets meet those sums in a ``KeyedCoProcessFunction`` that, at each
-bucket's end, emits the key's sum and its number of targets. The operator's watermark is
-the lesser of its inputs' (Flink's rule for two inputs; Spark keeps one watermark per query,
-the least of its sources'). Out-of-order records over several files and micro-batches; a
-second run continues from the checkpoint; a bounded input fires every timer as in BATCH and
-as the per-stage mapping does. Expected values come from a plain-Python model.
+a second source's targets meet those sums in an operator that, at each bucket's end, emits
+the key's sum and its number of targets. That operator's watermark is the lesser of its
+inputs' (Flink's rule for several inputs; Spark keeps one watermark per query, the least of
+its sources'). Out-of-order records over several files and micro-batches; a second run
+continues from the checkpoint; a bounded input fires every timer as in BATCH. Expected
+values come from a plain-Python model.
 """
 
 from __future__ import annotations
@@ -265,7 +266,7 @@ ONLY = {"broadcast": "sums", "broadcast-sums": "counts"}
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_a_keyed_stage_meets_a_source_in_one_query(spark, env_factory, tmp_path, shape):
     """Unbounded file sources, one file of each per micro-batch: what fires is decided by
-    the lesser watermark, in one query; the second run continues from the checkpoint. The
+    the lesser watermark, in one query; a second run (one shape) continues from the checkpoint. The
     two inputs meet in a connected keyed operator, a union or a connect's CoMapFunction read
     by a keyed stage, or a keyed broadcast operator (the targets broadcast, or the sums)."""
     if spark_line(spark) < (4, 0):
@@ -292,6 +293,8 @@ def test_a_keyed_stage_meets_a_source_in_one_query(spark, env_factory, tmp_path,
     assert model(ev, tg, watermark, only) != model(ev, tg, max(ts for _, ts in ev) - DELAY - 1,
                                                    only)
     assert model(ev, tg, watermark, only) != model(ev, [], watermark, only)  # targets count
+    if shape != "keyed-connect":  # the restart is the same for every shape: the suite's time
+        return
     second, ev, tg, watermark = run("out-2", 4)
     # nothing twice, nothing lost
     assert sorted(first + second) == model(ev, tg, watermark, only)
@@ -299,10 +302,9 @@ def test_a_keyed_stage_meets_a_source_in_one_query(spark, env_factory, tmp_path,
 
 
 @pytest.mark.parametrize("shape", ["keyed-connect", "union"])
-def test_a_bounded_input_fires_every_timer_in_both_mappings_and_batch(
-        spark, env_factory, tmp_path, shape):
+def test_a_bounded_input_fires_every_timer_as_in_batch(spark, env_factory, tmp_path, shape):
     """Bounded inputs end with the watermark at +inf on both sides: every timer fires, in
-    the one query as per stage and in BATCH, equal to the model with no watermark limit."""
+    the one query as in BATCH, equal to the model with no watermark limit."""
     if spark_line(spark) < (4, 0):
         pytest.skip("the one-query mapping needs Spark 4.0+")
     events = [r for rows in files(5, 3, 200, 20) for r in rows]
@@ -315,7 +317,6 @@ def test_a_bounded_input_fires_every_timer_in_both_mappings_and_batch(
                                     env.from_collection(targets, pair)).execute_and_collect(job))
 
     assert collect(_env(env_factory, tmp_path, "one-query"), "bounded-oq") == expected
-    assert collect(_env(env_factory, tmp_path, "per-stage"), "bounded-ps") == expected
     assert collect(env_factory("BATCH"), "bounded-batch") == expected
 
 

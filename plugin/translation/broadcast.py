@@ -42,7 +42,6 @@ from ..runtime.passes import KeyedSpec
 from ..savepoint import partition_slots, read_broadcast_entries
 from ..state_store.backends import HEAP
 from ..state_store.entries import StateEntry, StateMetaInfo
-from .one_query import from_keyed, meets_keyed
 from .stream import Stream
 
 __all__ = [
@@ -165,11 +164,9 @@ def streaming_broadcast(t: Any, node: BroadcastNode) -> Stream:
         other = df.select(TS, split.alias(KG), empty_key, VALUE, SEQ, F.lit(0).alias(SIDE))
     bdf = t.sequenced(t.input_stream(broadcast_node), broadcast_node.name)
     bdf = t.staged_input(bdf, broadcast_node, broadcast_node, node, 1)
-    if t.one_query and meets_keyed(node, t.consumers):  # the input from a source: its watermark
-        if from_keyed(main):
-            bdf = t.with_own_watermark(bdf, broadcast_node, node, 1, records=True)
-        else:
-            other = t.with_own_watermark(other, main, node, 0, records=not node.keyed)
+    # the one query: an input no keyed stage touched, meeting one a keyed stage emitted
+    bdf = t.with_own_watermark(bdf, node, 1, records=True)
+    other = t.with_own_watermark(other, node, 0, records=not node.keyed)
     every_key_group = F.explode(F.sequence(F.lit(0), F.lit(maxp - 1))).alias(KG)
     broadcast = bdf.select(TS, every_key_group, empty_key, VALUE, SEQ,
                            F.lit(BROADCAST_INPUT).alias(SIDE))

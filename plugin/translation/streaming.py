@@ -365,10 +365,7 @@ class StreamingTranslator:
         for side, key_node in enumerate(node.inputs):
             if not isinstance(key_node, KeyByNode):
                 raise GraphBuildError(f"{node.describe()} needs two keyed inputs")
-            df = self.keyed_input_df(key_node, node)
-            if (self.one_query and meets_keyed(node, self.consumers)
-                    and not from_keyed(key_node)):
-                df = self.with_own_watermark(df, key_node, node, side)
+            df = self.with_own_watermark(self.keyed_input_df(key_node, node), node, side)
             parts.append(df.select(TS, KG, KEY, VALUE, SEQ, lit(side).alias(SIDE)))
         serializer = same_key_serializer(node)
         return self.stateful(node, parts[0].unionByName(parts[1]), "co_process",
@@ -382,28 +379,27 @@ class StreamingTranslator:
     def _co_chain(self, node: CoChainNode) -> Stream:
         parts = []
         for side, s in enumerate(self._stateful_apart(node, "connect")):
-            df = self.materialize(s, PICKLED, name=node.name)
-            if (self.one_query and meets_keyed(node, self.consumers)
-                    and not from_keyed(node.inputs[side])):
-                df = self.with_own_watermark(df, node.inputs[side], node, side, records=True)
+            df = self.with_own_watermark(self.materialize(s, PICKLED, name=node.name), node,
+                                         side, records=True)
             parts.append(df.select(TS, VALUE, lit(side).alias(SIDE)))
         return Stream(parts[0].unionByName(parts[1]), PICKLED, node.output_type,
                       co_stage=(node.stage, node.function, node.name), sided=True,
                       name=node.name)
 
     def _union(self, node: UnionNode) -> Stream:
-        streams = self._union_inputs(node)
-        if self.one_query and meets_keyed(node, self.consumers):  # a source's input: its watermark
-            streams = [s if from_keyed(p) else self.with_own_watermark(s, p, node, i)
-                       for i, (p, s) in enumerate(zip(node.inputs, streams))]
+        streams = [self.with_own_watermark(s, node, i)
+                   for i, s in enumerate(self._union_inputs(node))]
         return union(self, node, streams)
 
-    def with_own_watermark(self, data: Any, branch: Transformation, node: Transformation,
-                           side: int, records: bool = False) -> Any:
-        """``data`` (a keyed input DataFrame, a DataFrame of ``records``, or a Stream) of a
-        ``branch`` no keyed stage lies above, where it meets a keyed stage's outputs at input
-        ``side`` of ``node`` in the one query: with the watermark (and, bounded, the end of
-        input) a keyed stage of its own would have given it (streaming_keyed.own_watermark)."""
+    def with_own_watermark(self, data: Any, node: Transformation, side: int,
+                           records: bool = False) -> Any:
+        """``data`` (a keyed input DataFrame, a DataFrame of ``records``, or a Stream) of input
+        ``side`` of ``node``; where that input meets a keyed stage's outputs in the one query
+        (one_query.meets_keyed) and no keyed stage lies above it, with the watermark (and,
+        bounded, the end of input) a keyed stage of its own would have given it."""
+        branch = node.inputs[side]
+        if not self.one_query or from_keyed(branch) or not meets_keyed(node, self.consumers):
+            return data
         end = None
         if self.bounded and self._savepoint_run is None:
             place = [n.id for n in self.nodes if type(n) is type(node)].index(node.id)
