@@ -36,6 +36,18 @@ _STATE_SCHEMA = "s binary"
 _POS = "_pos"
 
 
+def _watermark_on_ts(df: Any, ws: Any, sentinel: Any) -> tuple[Any, int]:
+    """``df`` with Spark's watermark on ``_et``, the event time of the rows that have one
+    (every ``_ts`` under ``ws``; without it only the ``sentinel`` rows, the end of input's),
+    and the watermark's delay in ms."""
+    from pyspark.sql import functions as F
+
+    delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
+    stamped = F.col(TS).isNotNull() if ws is not None else sentinel
+    return (df.withColumn(_ET, F.when(stamped, F.timestamp_millis(F.col(TS))))
+            .withWatermark(_ET, f"{delay} milliseconds")), delay
+
+
 def watermarked(df: Any, ws: Any) -> Any:
     """``df`` with the watermark-tagged ``_et`` column a GroupState timeout needs.
 
@@ -49,10 +61,7 @@ def watermarked(df: Any, ws: Any) -> Any:
     """
     from pyspark.sql import functions as F
 
-    delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
-    has_ts = F.col(TS).isNotNull() if ws is not None else F.col(KG) < 0
-    df = (df.withColumn(_ET, F.when(has_ts, F.timestamp_millis(F.col(TS))))
-          .withWatermark(_ET, f"{delay} milliseconds"))
+    df, delay = _watermark_on_ts(df, ws, F.col(KG) < 0)
     # Keep a watermark-tagged column (Spark requires one for EventTimeTimeout) but make it
     # null: Spark's late-row filter then drops nothing, as Flink's process functions see
     # late elements. A bigint, not a timestamp: the watermark is computed upstream, and
@@ -88,10 +97,7 @@ def own_watermark(df: Any, ws: Any, end_of_input: Optional[Callable[[Any], Any]]
         df = df.unionByName(end_of_input(df.schema))
     elif ws is None:
         return df
-    delay = int(ws.out_of_orderness_ms or 0) if ws is not None else 0
-    stamped = F.col(TS).isNotNull() if ws is not None else F.col(TS) >= END_THRESHOLD
-    df = (df.withColumn(_ET, F.when(stamped, F.timestamp_millis(F.col(TS))))
-          .withWatermark(_ET, f"{delay} milliseconds"))
+    df, _ = _watermark_on_ts(df, ws, F.col(TS) >= END_THRESHOLD)
     if end_of_input is not None and records:
         # on the watermark's column: Spark's optimizer moves other filters below the
         # watermark, which would then never see the row
