@@ -433,6 +433,8 @@ _JOB_FILE = re.compile(r"(^|/)(_job\.json|_delta_log|_spark_metadata|offsets|com
                        r"|metadata)(/|$)|\.(base|delta|parquet|crc)$")
 #: the RocksDB working copies of a worker process, in its executor's Spark scratch
 _LOCAL_COPY = re.compile(r"/blockmgr-[^/]+/pyspark-datastream-local/(\d+)/kg(\d+)-(\d+)-[^/]+/")
+#: the executor's copies of the key group version files on S3 (version_cache.py)
+_VERSION_COPY = re.compile(r"/blockmgr-[^/]+/pyspark-datastream-cache/\w+/kg-\d+/")
 #: Spark's own RocksDB state store working copies (the one-query mapping's operators), in
 #: the executor's scratch: caches of the state store files in the query's checkpoint on S3
 _SPARK_COPY = re.compile(r"/StateStoreId\([^/]*\)-[^/]+/workingDir-[^/]+/|"
@@ -449,14 +451,16 @@ def _not_spark_scratch(cluster, driver_dir) -> list[str]:
     """Files of the workers' and the driver's local folders that are not Spark's own:
     anything outside Spark's scratch (``local``) and the executors' logs, or named like a
     file of the job anywhere (the RocksDB working copies in the scratch, the project's and
-    Spark's state store's, are the only such files there: caches of files on S3)."""
+    Spark's state store's, and the copies of the key group version files are the only such
+    files there: caches of files on S3)."""
     bad = []
     roots = [(f"worker{i}", cluster.worker_dirs(i)["root"]) for i in range(cluster.n_workers)]
     for who, root in [*roots, ("driver", str(driver_dir))]:
         for rel in _files(root):
             scratch = rel.startswith("local/")
             log = re.fullmatch(r"work/app-[^/]+/\d+/(stdout|stderr)", rel)
-            cache = _LOCAL_COPY.search("/" + rel) or scratch and _SPARK_COPY.search("/" + rel)
+            cache = (_LOCAL_COPY.search("/" + rel) or _VERSION_COPY.search("/" + rel)
+                     or scratch and _SPARK_COPY.search("/" + rel))
             if _JOB_FILE.search(rel) and not cache or not (scratch or log):
                 bad.append(f"{who}/{rel}")
     return bad

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import tempfile
 from collections import defaultdict
 from itertools import permutations
 
@@ -78,6 +79,30 @@ def second_run_outputs(before: list[tuple[str, int]], new: list[tuple[str, int]]
     return out
 
 
+def _host_copies_are_current(spark, s3_server, prefix: str) -> None:
+    """Each key group's newest version file on S3 (its committed version's last) has a copy
+    of its size on this host (version_cache.py), in the Python workers' Spark scratch, for a
+    worker without the key group's working copy; every copy of a file on S3 has its size."""
+    listing = s3_server.client().get_paginator("list_objects_v2").paginate(
+        Bucket=s3_server.bucket, Prefix=prefix)
+    on_s3 = {o["Key"]: o["Size"] for page in listing for o in page.get("Contents", [])
+             if o["Key"].endswith((".base", ".delta"))}
+    newest: dict[str, str] = {}
+    for key in sorted(on_s3):
+        newest[key.rsplit("/", 1)[0]] = key
+    scratch = spark.sparkContext.parallelize([0], 1).map(
+        lambda _: os.environ.get("SPARK_LOCAL_DIRS", "")).collect()[0]
+    root = os.path.join(scratch.split(",")[0] if scratch else tempfile.gettempdir(),
+                        "pyspark-datastream-cache")
+    copies = {name: os.path.getsize(os.path.join(d, name))
+              for d, _, names in os.walk(root) for name in names}
+    sizes = {key.rsplit("/", 1)[1]: size for key, size in on_s3.items()}
+    assert newest and all(copies.get(k.rsplit("/", 1)[1]) == on_s3[k]
+                          for k in newest.values()), (newest, copies)
+    assert {n: copies[n] for n in copies if n in sizes} == {
+        n: sizes[n] for n in copies if n in sizes}
+
+
 def _run(env_factory, spark, root: str, src: str) -> list[tuple[str, int]]:
     env = env_factory("STREAMING", {"execution.checkpointing.dir": root,
                                     "state.backend.type": "rocksdb"})
@@ -100,6 +125,7 @@ def test_two_stage_rocksdb_job_resumes_from_a_checkpoint_root_on_s3(
     version_files = [k for k in keys if "/state/" in k and "/kg-" in k]
     assert version_files and all(k.endswith((".base", ".delta")) for k in version_files)
     assert any("/checkpoint/commits/" in k for k in keys)  # Spark's own checkpoint, via s3a
+    _host_copies_are_current(spark, s3_server, "resume/ckpt/two-stage-rocksdb/")
 
     add_file(src, SECOND, "f2")
     second = _run(env_factory, spark, root, src)
@@ -110,6 +136,7 @@ def test_two_stage_rocksdb_job_resumes_from_a_checkpoint_root_on_s3(
     both = {**final_per_letter(first), **final_per_letter(second)}
     assert both == expected_max_per_letter(FIRST + SECOND)
     assert sorted(os.listdir(tmp_path)) == ["in"]
+    _host_copies_are_current(spark, s3_server, "resume/ckpt/two-stage-rocksdb/")
 
 
 def test_an_unserved_scheme_is_refused_when_the_job_is_built(spark, env_factory, tmp_path):

@@ -90,6 +90,9 @@ class EmbeddedRocksDBStateBackend(StateBackend):
             directory (PyFlink's ``set_db_storage_paths``).
         block_cache_size: RocksDB's block cache in bytes; None keeps the default.
         write_buffer_size: RocksDB's write buffer (memtable) in bytes; None keeps the default.
+        version_cache: STREAMING with the checkpoint on object storage: whether each host
+            keeps copies of the key group version files it writes or reads, so that a
+            worker rebuilding a key group reads them from local disk (default True).
 
     Raises:
         ConfigurationError: a Java object, or a flag that is not a bool.
@@ -100,7 +103,8 @@ class EmbeddedRocksDBStateBackend(StateBackend):
     def __init__(self, enable_incremental_checkpointing: Optional[bool] = None,
                  j_embedded_rocks_db_state_backend: Any = None, *,
                  local_dir: Optional[str] = None, block_cache_size: Optional[int] = None,
-                 write_buffer_size: Optional[int] = None) -> None:
+                 write_buffer_size: Optional[int] = None,
+                 version_cache: Optional[bool] = None) -> None:
         if j_embedded_rocks_db_state_backend is not None:
             raise ConfigurationError(
                 "EmbeddedRocksDBStateBackend(j_embedded_rocks_db_state_backend): there is no "
@@ -110,7 +114,12 @@ class EmbeddedRocksDBStateBackend(StateBackend):
             raise ConfigurationError(
                 f"EmbeddedRocksDBStateBackend: enable_incremental_checkpointing must be a bool, "
                 f"got {enable_incremental_checkpointing!r}")
+        if version_cache is not None and not isinstance(version_cache, bool):
+            raise ConfigurationError(
+                f"EmbeddedRocksDBStateBackend: version_cache must be a bool, got "
+                f"{type(version_cache).__name__} {version_cache!r}")
         self._incremental = bool(enable_incremental_checkpointing)
+        self.version_cache = version_cache
         self.local_dir = local_dir
         self.block_cache_size = block_cache_size
         self.write_buffer_size = write_buffer_size
@@ -125,7 +134,7 @@ class EmbeddedRocksDBStateBackend(StateBackend):
             option name -> value (only those set).
         """
         out: dict[str, Any] = dict(_PREDEFINED[self._predefined])
-        for key in ("local_dir", "block_cache_size", "write_buffer_size"):
+        for key in ("local_dir", "block_cache_size", "write_buffer_size", "version_cache"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out

@@ -23,6 +23,7 @@ from ...entries import StateEntry, StateMetaInfo
 from ...exceptions import SavepointFormatError, StateBackendError
 from ...storage import Storage
 from .backend import RocksDBKeyedStateBackend
+from .version_cache import TeeReader, VersionCache, cache_root
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ...serializers import TypeSerializer
@@ -191,12 +192,16 @@ class RocksDBKeyGroupStore:
         max_chain: int = 16,
         max_tracked_bytes: int = 4 << 20,
         storage: Optional[Storage] = None,
+        version_cache: bool = True,
     ) -> None:
         self.storage = storage or Storage()
         self.checkpoint_dir = (os.path.abspath(checkpoint_dir) if Storage.is_local(checkpoint_dir)
                                else checkpoint_dir.rstrip("/"))
         self.key_serializer = key_serializer
         self.max_parallelism = max_parallelism
+        #: the host's copies of the version files, when they live on remote storage
+        self.cache = (VersionCache(cache_root(local_dir), self.checkpoint_dir)
+                      if version_cache and not Storage.is_local(self.checkpoint_dir) else None)
         self.local_dir = local_dir or default_local_dir()
         self.block_cache_size = block_cache_size
         self.write_buffer_size = write_buffer_size
@@ -208,9 +213,11 @@ class RocksDBKeyGroupStore:
         #: a micro-batch changing more than this writes a full base (bounded memory)
         self.max_tracked_bytes = max_tracked_bytes
         #: what this store read back from version files since it was made: the bytes and
-        #: the key groups rebuilt because this worker held no current local copy
+        #: the key groups rebuilt because this worker held no current local copy, and of
+        #: the bytes those read from the checkpoint's storage (the rest: the host's copies)
         self.restored_bytes = 0
         self.restored_key_groups = 0
+        self.storage_bytes_read = 0
 
     # -- paths -----------------------------------------------------------------------------
     def folder(self, key_group: int) -> str:
@@ -277,7 +284,6 @@ class RocksDBKeyGroupStore:
         changes = backend.take_changes()
         timers = {e.encoded_key() for e in backend.timer_entries()}
         metas = [m.to_dict() for m in backend.state_meta_infos()]
-        folder = self.folder(key_group)
         seq = (previous.seq if previous is not None else 0) + 1
         delta_bytes = (sum(len(k) + len(v or b"") + 9 for k, v in changes.items())
                        if changes is not None else 0)
@@ -287,7 +293,7 @@ class RocksDBKeyGroupStore:
         )
         if rebase:
             name, size = self._write_file(
-                folder, seq, "base", metas, sorted(timers), [],
+                key_group, seq, "base", metas, sorted(timers), [],
                 ((k, v) for k, v in backend.raw_items()))
             pointer = VersionPointer(seq, (name,), (size,))
         else:
@@ -295,16 +301,16 @@ class RocksDBKeyGroupStore:
             added = sorted(timers - copy.timers)
             removed = sorted(copy.timers - timers)
             name, size = self._write_file(
-                folder, seq, "delta", metas, added, removed, sorted(changes.items()))
+                key_group, seq, "delta", metas, added, removed, sorted(changes.items()))
             pointer = VersionPointer(seq, previous.files + (name,), previous.sizes + (size,))
         copy.pointer = pointer
         copy.timers = timers
 
-        self._collect(folder, previous, pointer)
+        self._collect(key_group, previous, pointer)
         return pointer.to_bytes()
 
     # -- files -----------------------------------------------------------------------------
-    def _write_file(self, folder: str, seq: int, kind: str, metas: list[Any],
+    def _write_file(self, key_group: int, seq: int, kind: str, metas: list[Any],
                     timers_added: list[bytes], timers_removed: list[bytes],
                     rows: Iterable[tuple[bytes, Optional[bytes]]]) -> tuple[str, int]:
         name = f"{seq:012d}-{uuid.uuid4().hex[:12]}.{kind}"
@@ -312,27 +318,53 @@ class RocksDBKeyGroupStore:
                                  "timers_added": timers_added, "timers_removed": timers_removed})
         pack = _U32.pack
         size = 0
-        # visible only when complete (storage layer: rename locally, one upload remotely)
-        with self.storage.open_output(Storage.join(folder, name)) as f:
-            size += f.write(_FILE_MAGIC + pack(len(header)) + header)
-            buf: list[bytes] = []
-            for key, value in rows:
-                if value is None:
-                    buf.append(_OP_DELETE + pack(len(key)) + key)
-                else:
-                    buf.append(_OP_PUT + pack(len(key)) + key + pack(len(value)) + value)
-                if len(buf) >= 4096:
-                    size += f.write(b"".join(buf))
-                    buf.clear()
-            size += f.write(b"".join(buf))
+        copy = self.cache.writer(key_group, name) if self.cache is not None else None
+        try:
+            # visible only when complete (storage layer: rename locally, one upload remotely)
+            with self.storage.open_output(Storage.join(self.folder(key_group), name)) as f:
+                def write(data: bytes) -> int:
+                    if copy is not None:
+                        copy.write(data)
+                    return f.write(data)
+
+                size += write(_FILE_MAGIC + pack(len(header)) + header)
+                buf: list[bytes] = []
+                for key, value in rows:
+                    if value is None:
+                        buf.append(_OP_DELETE + pack(len(key)) + key)
+                    else:
+                        buf.append(_OP_PUT + pack(len(key)) + key + pack(len(value)) + value)
+                    if len(buf) >= 4096:
+                        size += write(b"".join(buf))
+                        buf.clear()
+                size += write(b"".join(buf))
+        except BaseException:
+            if copy is not None:
+                copy.discard()
+            raise
+        if copy is not None:
+            copy.finish(size)
         return name, size
 
-    def _read_file(self, path: str) -> tuple[dict[str, Any], Iterator[tuple[bytes, Optional[bytes]]]]:
+    def _open_version(self, key_group: int, name: str, size: int) -> tuple[str, Any]:
+        """Version file ``name`` opened: the host's copy when it has one of ``size`` bytes,
+        else the checkpoint's file (copied to the host as it is read)."""
+        f: Any = self.cache.open(key_group, name, size) if self.cache is not None else None
+        if f is not None:
+            return f.name, f
+        path = Storage.join(self.folder(key_group), name)
         try:
             f = self.storage.open_input(path)
         except OSError as exc:
             raise StateBackendError(
                 f"RocksDB key group version file {path} is missing or unreadable: {exc}") from exc
+        self.storage_bytes_read += size
+        copy = self.cache.writer(key_group, name) if self.cache is not None else None
+        return path, (f if copy is None else TeeReader(f, copy, size))
+
+    def _read_file(self, key_group: int, name: str, size: int
+                   ) -> tuple[dict[str, Any], Iterator[tuple[bytes, Optional[bytes]]]]:
+        path, f = self._open_version(key_group, name, size)
         magic = f.read(len(_FILE_MAGIC))
         if magic not in (_FILE_MAGIC, _FILE_MAGIC_V1):
             f.close()
@@ -371,11 +403,10 @@ class RocksDBKeyGroupStore:
         """Replay the pointer's files into an empty backend; the timer keys."""
         from ...entries import decode_entry_key
 
-        folder = self.folder(key_group)
         timers: set[bytes] = set()
         metas: list[Any] = []
-        for name in pointer.files:
-            header, rows = self._read_file(Storage.join(folder, name))
+        for name, size in zip(pointer.files, pointer.sizes):
+            header, rows = self._read_file(key_group, name, size)
             if header["kind"] == "base":
                 timers = set()
             timers.update(header["timers_added"])
@@ -389,19 +420,25 @@ class RocksDBKeyGroupStore:
                                             k.user_key, b""))
         backend.restore([StateMetaInfo.from_dict(m) for m in metas], timer_entries)
         backend.take_changes()
+        if self.cache is not None:  # this host's copies of versions before this one
+            self.cache.prune(key_group, set(pointer.files), pointer.seq - 1)
         return timers
 
-    def _collect(self, folder: str, previous: Optional[VersionPointer],
+    def _collect(self, key_group: int, previous: Optional[VersionPointer],
                  current: VersionPointer) -> None:
         """Delete files no committed pointer can reach: not in the previous (still the
         committed one until this batch commits) nor the new pointer, and not newer
-        than the previous version (newer ones may belong to a running attempt)."""
+        than the previous version (newer ones may belong to a running attempt); and
+        their copies on this host."""
         if previous is None:
             # nothing is older than a first version (seq <= 0): no listing (on an object
             # store a LIST per key group and micro-batch is a round trip each)
             return
         keep = set(current.files) | set(previous.files)
         limit = previous.seq
+        if self.cache is not None:
+            self.cache.prune(key_group, keep, limit)
+        folder = self.folder(key_group)
         for name in self.storage.list_names(folder):  # clean-up only: a miss waits a batch
             if name in keep or name.startswith("."):
                 continue

@@ -38,6 +38,8 @@ def test_explicit_sizes_win_over_the_predefined_set():
     backend.set_predefined_options(PredefinedOptions.SPINNING_DISK_OPTIMIZED_HIGH_MEM)
     assert backend.options()["block_cache_size"] == 1 << 20
     assert backend.options()["write_buffer_size"] == 64 << 20
+    assert "version_cache" not in backend.options()  # the store's default: on
+    assert EmbeddedRocksDBStateBackend(version_cache=False).options() == {"version_cache": False}
 
 
 def test_storage_paths_are_the_working_directory(tmp_path, caplog):
@@ -85,6 +87,8 @@ def test_a_real_rocksdb_backend_opens_with_the_high_memory_set(tmp_path):
      "set_number_of_transfer_threads"),
     (lambda: EmbeddedRocksDBStateBackend().set_db_storage_paths(""), "set_db_storage_paths"),
     (lambda: EmbeddedRocksDBStateBackend("yes"), "enable_incremental_checkpointing"),
+    (lambda: EmbeddedRocksDBStateBackend(version_cache="no"),
+     "version_cache must be a bool, got str 'no'"),
     (lambda: EmbeddedRocksDBStateBackend(None, object()), "Java Flink object"),
     (lambda: CustomStateBackend(object()), "CustomStateBackend"),
 ])
