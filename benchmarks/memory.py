@@ -16,7 +16,8 @@ The last line is JSON: each run's ``python_workers_mib``, ``streaming_over_batch
 their targets. Each run's own results are checked against pandas, as both benchmarks always
 do. ``--quick``: 20,000 records, 2,000 and 20,000 keys, the three stages over 4,000 records
 in 2 files, the timed round only (``--no-warmup``), two processes at a time: a smoke run
-whose figures mean nothing.
+whose figures mean nothing. ``--only wordcount`` or ``--only three_stages``: that part's
+processes and figures alone.
 """
 
 from __future__ import annotations
@@ -32,6 +33,25 @@ from typing import Any
 #: STREAMING's workers at most twice BATCH's; flat as keys grow tenfold (within 25%)
 TARGETS = {"streaming_over_batch": 2.0, "streaming_keys_growth": 1.25,
            "three_stages_streaming_over_batch": 2.0}
+#: each figure: (its numerator's run, its denominator's run)
+FIGURES = {"streaming_over_batch": ("streaming", "batch"),
+           "streaming_keys_growth": ("streaming_more_keys", "streaming"),
+           "three_stages_streaming_over_batch": ("three_stages_streaming", "three_stages_batch")}
+PARTS = {"wordcount": ("batch", "streaming", "streaming_more_keys"),
+         "three_stages": ("three_stages_batch", "three_stages_streaming")}
+
+
+def figures(mib: dict[str, float]) -> dict[str, float]:
+    """The ratios of the runs' Python-worker peaks, each where both of its runs ran.
+
+    Args:
+        mib: run name -> its Python workers' peak MiB.
+
+    Returns:
+        figure name -> the ratio, rounded to three places.
+    """
+    return {name: round(mib[top] / mib[bottom], 3) for name, (top, bottom) in FIGURES.items()
+            if top in mib and bottom in mib}
 
 
 def run_process(flags: list[str], module: str = "benchmarks.wordcount") -> dict[str, Any]:
@@ -73,6 +93,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", default=".bench-data")
     parser.add_argument("--quick", action="store_true",
                         help="20,000 records, 2,000 and 20,000 keys, no untimed round (a smoke run)")
+    parser.add_argument("--only", choices=sorted(PARTS),
+                        help="one part's processes and figures (default: both)")
     args = parser.parse_args(argv)
     if args.quick:
         args.records, args.keys, args.more_keys = 20_000, 2_000, 20_000
@@ -95,27 +117,25 @@ def main(argv: list[str] | None = None) -> None:
     # each process samples its own workers; a smoke run's figures mean nothing, so --quick
     # runs two processes at a time (a measurement runs each alone), the first of each data
     # set (which generates it) before the others that read it
+    chosen = set(PARTS[args.only] if args.only else commands)
     runs: dict[str, dict[str, Any]] = {}
     with ThreadPoolExecutor(max_workers=2 if args.quick else 1) as pool:
         for wave in (["batch", "three_stages_batch"],
                      ["streaming", "streaming_more_keys", "three_stages_streaming"]):
-            futures = {name: pool.submit(run_process, *commands[name]) for name in wave}
+            futures = {name: pool.submit(run_process, *commands[name])
+                       for name in wave if name in chosen}
             runs.update((name, future.result()) for name, future in futures.items())
-    runs = {name: runs[name] for name in commands}
+    runs = {name: runs[name] for name in commands if name in runs}
     mib = {name: run["peak_rss_mib"]["python_workers"] for name, run in runs.items()}
-    figures = {
-        "streaming_over_batch": round(mib["streaming"] / mib["batch"], 3),
-        "streaming_keys_growth": round(mib["streaming_more_keys"] / mib["streaming"], 3),
-        "three_stages_streaming_over_batch": round(
-            mib["three_stages_streaming"] / mib["three_stages_batch"], 3),
-    }
+    ratios = figures(mib)
     result = {
         "benchmark": "memory", "records": args.records, "keys": args.keys,
         "more_keys": args.more_keys, "quick": args.quick,
         "python_workers_mib": mib,
-        **figures,
+        **ratios,
         "targets": TARGETS,
-        "targets_met": {name: figures[name] <= limit for name, limit in TARGETS.items()},
+        "targets_met": {name: ratios[name] <= limit for name, limit in TARGETS.items()
+                        if name in ratios},
         # per variant of each run, and the seconds of its timed run
         "peak_rss_mib_by_variant": {name: run["peak_rss_mib_by_variant"]
                                     for name, run in runs.items()
@@ -123,10 +143,8 @@ def main(argv: list[str] | None = None) -> None:
         "runs": {name: run["runs"] for name, run in runs.items()},
         "load": [round(x, 2) for x in os.getloadavg()],
     }
-    print(f"Python workers, peak MiB: BATCH {mib['batch']}, STREAMING {mib['streaming']} "
-          f"({args.keys:,} keys), {mib['streaming_more_keys']} ({args.more_keys:,} keys); "
-          f"three keyed stages: BATCH {mib['three_stages_batch']}, STREAMING one query "
-          f"{mib['three_stages_streaming']}")
+    print("Python workers, peak MiB: " + ", ".join(f"{name} {value}"
+                                                   for name, value in mib.items()))
     print(json.dumps(result))
 
 
