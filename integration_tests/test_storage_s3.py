@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import tempfile
 from collections import defaultdict
 from itertools import permutations
@@ -86,7 +87,7 @@ def _host_copies_are_current(spark, s3_server, prefix: str) -> None:
     listing = s3_server.client().get_paginator("list_objects_v2").paginate(
         Bucket=s3_server.bucket, Prefix=prefix)
     on_s3 = {o["Key"]: o["Size"] for page in listing for o in page.get("Contents", [])
-             if o["Key"].endswith((".base", ".delta"))}
+             if re.search(r"/kg-\d+/\d+-\w+\.(base|delta)$", o["Key"])}
     newest: dict[str, str] = {}
     for key in sorted(on_s3):
         newest[key.rsplit("/", 1)[0]] = key

@@ -84,6 +84,19 @@ class Module:
     lines: int
 
 
+#: source text -> its syntax tree: the checker's own tests load copies of the tree that differ
+#: from it in a file or two, so every other file's tree is parsed once per process (the
+#: rules only read the trees)
+_TREES: dict[str, ast.Module] = {}
+
+
+def _tree(text: str, path: Path) -> ast.Module:
+    tree = _TREES.get(text)
+    if tree is None:
+        tree = _TREES[text] = ast.parse(text, str(path))
+    return tree
+
+
 def load_modules(root: Path) -> dict[str, Module]:
     """Every module of the three folders under ``root``, by its import name."""
     modules: dict[str, Module] = {}
@@ -95,7 +108,7 @@ def load_modules(root: Path) -> dict[str, Module]:
                 parts = parts[:-1]
             name = ".".join((prefix, *parts))
             text = path.read_text()
-            modules[name] = Module(name, path, is_package, ast.parse(text, str(path)), text.count("\n") + 1)
+            modules[name] = Module(name, path, is_package, _tree(text, path), text.count("\n") + 1)
     return modules
 
 

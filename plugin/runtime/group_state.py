@@ -7,6 +7,7 @@ non-keyed chains (``mapInArrow``), the latter stamping each record's arrival ord
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -39,9 +40,12 @@ from .group_frames import (
 )
 from .passes import PassSpec, gc_paused, partition_id, query_metrics_folder, run_pass
 
+#: a call's state read from the checkpoint's storage (:func:`log_storage_read`)
+_STATE_LOG = logging.getLogger("pyspark_datastream.state")
+
 __all__ = [
     "END_OF_INPUT_MS", "END_THRESHOLD", "FLUSH_BYTES", "GroupSpec", "group_function", "flushing",
-    "stream_pass", "seq_pass", "append_seq", "check_partition",
+    "stream_pass", "seq_pass", "append_seq", "check_partition", "log_storage_read",
 ]
 
 #: Event time (ms) of the end-of-input sentinel: 9999-12-31T23:59:59Z.
@@ -153,8 +157,13 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
     unflushed = [0]  # output and state bytes PySpark's serializer holds for its next batch
 
     def fn(key: tuple[Any, ...], pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
+        read = _storage_bytes_read(holder.get("rt"))
         with gc_paused():
             frame = run(key, pdfs, state)
+        read = _storage_bytes_read(holder.get("rt")) - read
+        if read > 0:
+            group = key[0] if not spec.partitions else key_group_of_range_key(int(key[0]))
+            log_storage_read(spec.name, int(group), read)
         if spec.arrow_batch_rows > 0:
             unflushed[0] += frame_bytes(frame)
             unflushed[0] += len(state.get[0]) if state.exists else 0
@@ -236,6 +245,40 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
                             spec.direct_output, emitted)
 
     return fn
+
+
+def _storage_bytes_read(rt: Optional[KeyGroupRuntime]) -> int:
+    """What the runtime's key-group store read from the checkpoint's storage so far (a
+    store may count it as ``storage_bytes_read``; 0 before the runtime exists)."""
+    return int(getattr(getattr(rt, "store", None), "storage_bytes_read", 0) or 0)
+
+
+def log_storage_read(operator: str, key_group: int, read: int) -> None:
+    """Log, at INFO on logger ``pyspark_datastream.state`` (the executor's log), a call that
+    read its key group's state from the checkpoint's storage instead of finding it on its
+    host: the operator, the group, the bytes, the query and micro-batch. Nothing otherwise.
+
+    Args:
+        operator: the keyed operator's name.
+        key_group: the call's key group.
+        read: the bytes read from storage during the call.
+    """
+    if read <= 0:
+        return
+    from pyspark.taskcontext import TaskContext
+
+    context = TaskContext.get()
+    query = batch = ""
+    if context is not None:
+        query = context.getLocalProperty("sql.streaming.queryId") or ""
+        batch = context.getLocalProperty("streaming.sql.batchId") or ""
+    if not _STATE_LOG.handlers and not logging.getLogger().handlers:  # a bare Python worker
+        handler = logging.StreamHandler()  # stderr: the executor's log
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+        _STATE_LOG.addHandler(handler)
+        _STATE_LOG.setLevel(logging.INFO)
+    _STATE_LOG.info("operator %r key group %d: %d bytes of state read from the checkpoint's "
+                    "storage (query %s, batch %s)", operator, key_group, read, query, batch)
 
 
 def _query_id() -> str:
