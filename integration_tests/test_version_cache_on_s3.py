@@ -6,7 +6,8 @@ not hold a key group's working copy rebuilds it from the files of the committed 
 Each role below is its own process (``keygroup_child.py``), a host being the executor
 scratch it is given (``SPARK_LOCAL_DIRS``): a worker writes three micro-batches of eight
 key groups; a second worker of the same host rebuilds them without reading a byte from S3;
-a worker of another host reads them all from S3. What proves where the bytes came from does
+a worker of another host reads them all from S3; a damaged copy is read from S3 instead.
+What proves where the bytes came from does
 not rely on the store's own counter: with the files deleted from S3, the same host's
 workers still rebuild every key group, and another host's worker, or one with the cache
 off, fails naming the missing file. Expected values come from the writes' rule.
@@ -86,6 +87,15 @@ def test_workers_of_a_host_rebuild_key_groups_from_its_copies_not_from_s3(s3_ser
     repaired = _child(host_a, {**common, "read": pointers})
     assert repaired == {"values": _expected(), "storage_bytes_read": sizes[damaged]}
     assert os.path.getsize(path) == sizes[damaged]
+    # ... and so is one of the right size that does not read as a version file
+    with open(path, "rb") as f:
+        good = f.read()
+    with open(path, "r+b") as f:
+        f.write(b"garbage!")
+    repaired = _child(host_a, {**common, "read": pointers})
+    assert repaired == {"values": _expected(), "storage_bytes_read": sizes[damaged]}
+    with open(path, "rb") as f:
+        assert f.read() == good
 
     # the files gone from S3: both hosts' workers still rebuild every key group from their
     # copies, which proves they read none of it from S3 ...

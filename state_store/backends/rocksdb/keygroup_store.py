@@ -128,6 +128,25 @@ def _decode_header(data: bytes) -> dict[str, Any]:
     return doc
 
 
+def _read_header(path: str, f: Any) -> dict[str, Any]:
+    """The header of version file ``path`` opened as ``f`` (left at its first record).
+
+    Raises:
+        SavepointFormatError: not a version file, or a header that does not read.
+    """
+    magic = f.read(len(_FILE_MAGIC))
+    if magic not in (_FILE_MAGIC, _FILE_MAGIC_V1):
+        raise SavepointFormatError(f"{path} is not a key group version file (magic {magic!r})")
+    try:
+        (n,) = _U32.unpack(f.read(4))
+        raw = f.read(n)
+        return _decode_header(raw) if magic == _FILE_MAGIC else _plain_loads(raw)
+    except SavepointFormatError:
+        raise
+    except Exception as exc:
+        raise SavepointFormatError(f"{path}: unreadable header ({exc})") from exc
+
+
 @dataclass
 class _LocalCopy:
     backend: Any
@@ -346,12 +365,15 @@ class RocksDBKeyGroupStore:
             copy.finish(size)
         return name, size
 
-    def _open_version(self, key_group: int, name: str, size: int) -> tuple[str, Any]:
-        """Version file ``name`` opened: the host's copy when it has one of ``size`` bytes,
-        else the checkpoint's file (copied to the host as it is read)."""
-        f: Any = self.cache.open(key_group, name, size) if self.cache is not None else None
+    def _open_version(self, key_group: int, name: str, size: int,
+                      use_copy: bool = True) -> tuple[str, Any, bool]:
+        """Version file ``name`` opened: the host's copy when it has one of ``size`` bytes
+        (and ``use_copy``), else the checkpoint's file (copied to the host as it is read);
+        whether it is the copy."""
+        f: Any = (self.cache.open(key_group, name, size)
+                  if self.cache is not None and use_copy else None)
         if f is not None:
-            return f.name, f
+            return f.name, f, True
         path = Storage.join(self.folder(key_group), name)
         try:
             f = self.storage.open_input(path)
@@ -360,25 +382,26 @@ class RocksDBKeyGroupStore:
                 f"RocksDB key group version file {path} is missing or unreadable: {exc}") from exc
         self.storage_bytes_read += size
         copy = self.cache.writer(key_group, name) if self.cache is not None else None
-        return path, (f if copy is None else TeeReader(f, copy, size))
+        return path, (f if copy is None else TeeReader(f, copy, size)), False
 
     def _read_file(self, key_group: int, name: str, size: int
                    ) -> tuple[dict[str, Any], Iterator[tuple[bytes, Optional[bytes]]]]:
-        path, f = self._open_version(key_group, name, size)
-        magic = f.read(len(_FILE_MAGIC))
-        if magic not in (_FILE_MAGIC, _FILE_MAGIC_V1):
-            f.close()
-            raise SavepointFormatError(f"{path} is not a key group version file (magic {magic!r})")
-        (n,) = _U32.unpack(f.read(4))
+        path, f, copied = self._open_version(key_group, name, size)
         try:
-            raw = f.read(n)
-            header = _decode_header(raw) if magic == _FILE_MAGIC else _plain_loads(raw)
+            header = _read_header(path, f)
         except SavepointFormatError:
             f.close()
-            raise
-        except Exception as exc:
-            f.close()
-            raise SavepointFormatError(f"{path}: unreadable header ({exc})") from exc
+            if not copied:
+                raise
+            # the host's copy does not read: drop it, read the checkpoint's file
+            assert self.cache is not None
+            self.cache.drop(key_group, name)
+            path, f, _ = self._open_version(key_group, name, size, use_copy=False)
+            try:
+                header = _read_header(path, f)
+            except SavepointFormatError:
+                f.close()
+                raise
 
         def rows() -> Iterator[tuple[bytes, Optional[bytes]]]:
             unpack = _U32.unpack

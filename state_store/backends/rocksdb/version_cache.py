@@ -6,8 +6,9 @@ executor, and a worker without the key group's working copy rebuilds it from the
 its committed version: with the checkpoint on object storage, it reads them here instead
 when a worker of the same host wrote or read them before. A copy is written beside each
 file written to (or read from) the checkpoint, checked against the size its pointer
-records, and dropped when its key group's versions move past it. Any failure of the cache
-falls back to the checkpoint's storage.
+records (and read as a version file, or deleted and the file read from the checkpoint),
+and dropped when its key group's versions move past it. Any failure of the cache falls back
+to the checkpoint's storage.
 """
 
 from __future__ import annotations
@@ -86,6 +87,21 @@ class VersionCache:
             f.close()
             self._failed("read", exc)
         return None
+
+    def drop(self, key_group: int, name: str) -> None:
+        """Delete the copy of ``name`` (it did not read as a version file).
+
+        Args:
+            key_group: the key group.
+            name: the version file's name.
+        """
+        path = self.path(key_group, name)
+        logger.warning("version file copy %s does not read: deleted, the file is read from "
+                       "the checkpoint", path)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
     def writer(self, key_group: int, name: str) -> Optional[CopyWriter]:
         """A copy being written (from the bytes written to, or read from, the checkpoint).
