@@ -25,9 +25,23 @@ from ..state_store.exceptions import GraphBuildError
 
 __all__ = ["MetricGroup", "Counter", "Meter", "Distribution", "new_group", "mark", "report",
            "report_since", "report_due", "snapshot", "kinds", "merge", "read_published",
-           "REPORT_INTERVAL_S", "INTERVAL_ENV"]
+           "REPORT_INTERVAL_S", "INTERVAL_ENV", "to_worker_stderr"]
 
 log = logging.getLogger("pyspark_datastream.metrics")
+
+
+def to_worker_stderr(logger: logging.Logger) -> None:
+    """In a bare Python worker (no logging configured), send ``logger``'s INFO lines to the
+    worker's stderr, the executor's log; nothing where logging is configured.
+
+    Args:
+        logger: the library logger about to log.
+    """
+    if not logger.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
 
 #: STREAMING: the least time between two reports of one instance, in seconds (Flink's
 #: reporters default to 10 s too); the workers' environment variable
@@ -417,11 +431,7 @@ def report(operator_name: str, subtask: int, force: bool = True) -> Optional[dic
     values = snapshot(operator_name, subtask)
     if not values:
         return None
-    if not log.handlers and not logging.getLogger().handlers:  # a bare Python worker
-        handler = logging.StreamHandler()  # stderr: the executor's log
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
+    to_worker_stderr(log)
     log.info("metrics of operator %r subtask %d: %s", operator_name, subtask, values)
     registry = _REGISTRIES.get(instance)
     if registry is not None and registry.publish is not None:

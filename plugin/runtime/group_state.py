@@ -18,7 +18,7 @@ from ..operators.broadcast_runtime import BroadcastKeyGroupRuntime
 from ..operators.exceptions import JobExecutionError
 from ..operators.instances import run_instances
 from ..operators.keygroup import KeyGroupRuntime
-from ..operators.metrics import report_due
+from ..operators.metrics import report_due, to_worker_stderr
 from ..state_store.backends import HEAP, get_backend
 from ..state_store.keygroups import key_group_of_range_key, subtask_partition
 from ..state_store.storage import Storage
@@ -272,11 +272,7 @@ def log_storage_read(operator: str, key_group: int, read: int) -> None:
     if context is not None:
         query = context.getLocalProperty("sql.streaming.queryId") or ""
         batch = context.getLocalProperty("streaming.sql.batchId") or ""
-    if not _STATE_LOG.handlers and not logging.getLogger().handlers:  # a bare Python worker
-        handler = logging.StreamHandler()  # stderr: the executor's log
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
-        _STATE_LOG.addHandler(handler)
-        _STATE_LOG.setLevel(logging.INFO)
+    to_worker_stderr(_STATE_LOG)
     _STATE_LOG.info("operator %r key group %d: %d bytes of state read from the checkpoint's "
                     "storage (query %s, batch %s)", operator, key_group, read, query, batch)
 

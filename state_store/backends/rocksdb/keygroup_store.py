@@ -12,7 +12,6 @@ import json
 import os
 import pickle
 import struct
-import tempfile
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -23,7 +22,7 @@ from ...entries import StateEntry, StateMetaInfo
 from ...exceptions import SavepointFormatError, StateBackendError
 from ...storage import Storage
 from .backend import RocksDBKeyedStateBackend
-from .version_cache import TeeReader, VersionCache, cache_root
+from .version_cache import TeeReader, VersionCache, cache_root, file_seq, host_scratch
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ...serializers import TypeSerializer
@@ -162,16 +161,7 @@ def default_local_dir() -> str:
     Returns:
         a folder of this process (its pid in the name).
     """
-    spark_dirs = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(",") if d.strip()]
-    base = spark_dirs[0].strip() if spark_dirs else tempfile.gettempdir()
-    return os.path.join(base, "pyspark-datastream-local", str(os.getpid()))
-
-
-def _file_seq(name: str) -> int:
-    try:
-        return int(name.split("-", 1)[0])
-    except ValueError:
-        return -1
+    return os.path.join(host_scratch(), "pyspark-datastream-local", str(os.getpid()))
 
 
 class RocksDBKeyGroupStore:
@@ -395,7 +385,7 @@ class RocksDBKeyGroupStore:
                 raise
             # the host's copy does not read: drop it, read the checkpoint's file
             assert self.cache is not None
-            self.cache.drop(key_group, name)
+            self.cache.drop(key_group, name, "does not read as a version file")
             path, f, _ = self._open_version(key_group, name, size, use_copy=False)
             try:
                 header = _read_header(path, f)
@@ -465,7 +455,7 @@ class RocksDBKeyGroupStore:
         for name in self.storage.list_names(folder):  # clean-up only: a miss waits a batch
             if name in keep or name.startswith("."):
                 continue
-            if _file_seq(name) <= limit:
+            if file_seq(name) <= limit:
                 self.storage.delete_file(Storage.join(folder, name))
 
     # -- savepoint hooks -------------------------------------------------------------------

@@ -20,9 +20,35 @@ import tempfile
 import uuid
 from typing import IO, Any, Optional
 
-__all__ = ["VersionCache", "cache_root"]
+__all__ = ["VersionCache", "cache_root", "file_seq", "host_scratch"]
 
 logger = logging.getLogger(__name__)
+
+
+def host_scratch() -> str:
+    """The executor's Spark scratch directory (the first of ``SPARK_LOCAL_DIRS``, which Spark
+    hands its Python workers and removes with the executor), else the temporary directory.
+
+    Returns:
+        The folder.
+    """
+    spark_dirs = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(",") if d.strip()]
+    return spark_dirs[0].strip() if spark_dirs else tempfile.gettempdir()
+
+
+def file_seq(name: str) -> int:
+    """The version number a version file's name starts with (-1: not a version file's name).
+
+    Args:
+        name: the file's name.
+
+    Returns:
+        The number.
+    """
+    try:
+        return int(name.split("-", 1)[0])
+    except ValueError:
+        return -1
 
 
 def cache_root(local_dir: Optional[str]) -> str:
@@ -36,11 +62,7 @@ def cache_root(local_dir: Optional[str]) -> str:
     Returns:
         The folder (created when first written).
     """
-    if local_dir:
-        return os.path.join(local_dir, "pyspark-datastream-cache")
-    spark_dirs = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(",") if d.strip()]
-    base = spark_dirs[0].strip() if spark_dirs else tempfile.gettempdir()
-    return os.path.join(base, "pyspark-datastream-cache")
+    return os.path.join(local_dir or host_scratch(), "pyspark-datastream-cache")
 
 
 class VersionCache:
@@ -78,26 +100,28 @@ class VersionCache:
         except OSError:
             return None
         try:
-            if os.fstat(f.fileno()).st_size == size:
-                return f
-            f.close()
-            os.unlink(path)
-            logger.warning("version file copy %s had the wrong size: deleted", path)
+            right = os.fstat(f.fileno()).st_size == size
         except OSError as exc:
             f.close()
             self._failed("read", exc)
+            return None
+        if right:
+            return f
+        f.close()
+        self.drop(key_group, name, "has the wrong size")
         return None
 
-    def drop(self, key_group: int, name: str) -> None:
-        """Delete the copy of ``name`` (it did not read as a version file).
+    def drop(self, key_group: int, name: str, why: str) -> None:
+        """Delete the copy of ``name``, which does not stand for the file.
 
         Args:
             key_group: the key group.
             name: the version file's name.
+            why: what is wrong with it (logged).
         """
         path = self.path(key_group, name)
-        logger.warning("version file copy %s does not read: deleted, the file is read from "
-                       "the checkpoint", path)
+        logger.warning("version file copy %s %s: deleted, the file is read from the "
+                       "checkpoint", path, why)
         try:
             os.unlink(path)
         except OSError:
@@ -139,11 +163,7 @@ class VersionCache:
         for name in names:
             if name in keep or name.endswith(".tmp"):
                 continue
-            try:
-                seq = int(name.split("-", 1)[0])
-            except ValueError:
-                continue
-            if seq <= below:
+            if 0 <= file_seq(name) <= below:
                 try:
                     os.unlink(os.path.join(folder, name))
                 except OSError:
