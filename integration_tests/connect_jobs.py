@@ -117,15 +117,7 @@ def main(workdir: str) -> None:
             job = os.path.join(workdir, "stream_ckpt", "connect-one-query")
             results["one_query_staged"] = sorted(
                 n for n in os.listdir(job) if n.endswith("-input"))
-            # two sinks in one query run through a foreachBatch function that translates
-            # per micro-batch in this process: refused over Connect when the job is built
-            counts.print()
-            counts.print("again")
-            try:
-                oq.execute("connect-one-query-sinks")
-                results["one_query_sinks"] = "ran"
-            except UnsupportedSparkFeatureError as exc:
-                results["one_query_sinks"] = str(exc)
+            _fanned_out(spark, workdir, results)
     # a STREAMING Delta sink: its foreachBatch function runs in the Connect server's process
     stream_delta = os.path.join(workdir, "stream_delta")
     running.sink_to_delta(stream_delta)
@@ -134,6 +126,73 @@ def main(workdir: str) -> None:
     results["streaming_counts"] = done.sink_counts
     print(json.dumps(results))
     spark.stop()
+
+def _fanned_out(spark, workdir: str, results: dict[str, object]) -> None:
+    """A keyed stage's main output and side output to two Delta sinks in the job's one query
+    (its foreachBatch function runs in the Connect server's Python process), run twice over
+    a growing input and then stopped with a savepoint."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark_datastream import (
+        Configuration,
+        KeyedProcessFunction,
+        OutputTag,
+        RuntimeExecutionMode,
+        StreamExecutionEnvironment,
+        Types,
+        ValueStateDescriptor,
+    )
+    from pyspark_datastream.savepoint import Savepoint
+    from pyspark_datastream.spark_io.delta_io import read_delta
+
+    odd = OutputTag("odd", Types.LONG())
+    total = ValueStateDescriptor("total", Types.LONG())
+
+    class Split(KeyedProcessFunction):  # a running total per key; odd values aside
+        def open(self, ctx):
+            self.total = ctx.get_state(total)
+
+        def process_element(self, value, ctx):
+            self.total.update((self.total.value() or 0) + value[1])
+            if value[1] % 2:
+                ctx.output(odd, value[1])
+            yield value[0], self.total.value()
+
+    src = os.path.join(workdir, "fan_in")
+    os.makedirs(src)
+    conf = Configuration()
+    conf.set_string("execution.checkpointing.dir", os.path.join(workdir, "fan_ckpt"))
+    conf.set_string("execution.streaming.query-mapping", "one-query")
+    main_out, side_out = os.path.join(workdir, "fan_main"), os.path.join(workdir, "fan_side")
+    savepoint = os.path.join(workdir, "fan_savepoint")
+    for i, rows in enumerate(FAN_INPUT):
+        pq.write_table(pa.table({"k": [k for k, _ in rows],
+                                 "v": pa.array([v for _, v in rows], pa.int64())}),
+                       os.path.join(src, f"f{i}.parquet"))
+        env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
+        env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+        split = (env.from_dataframe(spark.readStream.schema("k string, v long").parquet(src))
+                 .key_by(lambda r: r[0], key_type=Types.STRING())
+                 .process(Split(), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
+                 .uid("split"))
+        split.sink_to_delta(main_out)
+        split.get_side_output(odd).map(lambda v: (v,), output_type=Types.TUPLE(
+            [Types.LONG()])).sink_to_delta(side_out)
+        last = i == len(FAN_INPUT) - 1
+        done = env.execute("connect-fan-out", savepoint_path=savepoint if last else None)
+        results[f"fan_counts_{i}"] = done.sink_counts
+        results[f"fan_main_{i}"] = sorted(
+            tuple(r) for r in read_delta(spark, main_out).collect())
+        results[f"fan_side_{i}"] = sorted(r[0] for r in read_delta(spark, side_out).collect())
+    job = os.path.join(workdir, "fan_ckpt", "connect-fan-out")
+    results["fan_queries"] = sorted(n for n in os.listdir(job) if not n.startswith("_"))
+    results["fan_savepoint"] = sorted(
+        tuple(r) for r in Savepoint.load(savepoint, spark).read_keyed_state("split", total)
+        .collect())
+
+
+#: the fanned-out job's input, one file per run (test_connect.py computes what it expects)
+FAN_INPUT = [[("a", 1), ("b", 2), ("a", 3)], [("b", 5), ("a", 4), ("c", 7)]]
 
 if __name__ == "__main__":
     main(sys.argv[1])

@@ -33,7 +33,6 @@ from ..spark_io.exceptions import UnsupportedSparkFeatureError
 from ..spark_io.versions import require_feature
 from ..state_store.exceptions import GraphBuildError, SavepointFormatError
 from .streaming_keyed import feeds_keyed
-from .streaming_queries import is_connect
 
 __all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "branch_watermark", "chained", "exit_of",
            "fans_out", "from_keyed", "meets_keyed", "one_query_mapping", "one_query_placement",
@@ -79,8 +78,7 @@ def one_query_mapping(config: Any, mode: Any, spark: Any,
 
     Raises:
         UnsupportedSparkFeatureError: ``one-query`` on a Spark line before 4.0, or over a
-            Spark Connect session without ``transformWithStateInPandas`` (4.0), or a job
-            that fans out over Spark Connect.
+            Spark Connect session without ``transformWithStateInPandas`` (4.0).
         GraphBuildError: ``one-query`` for a graph it does not run yet, naming the operator.
     """
     setting = str(resolve(config, _OPTION, mode))
@@ -97,7 +95,7 @@ def one_query_mapping(config: Any, mode: Any, spark: Any,
                 return False
     elif setting != ONE_QUERY:
         return False
-    _check_session(spark, nodes, consumers)
+    _check_session(spark)
     _check_graph(nodes, consumers)
     return True
 
@@ -108,15 +106,14 @@ def _declines(spark: Any, nodes: list[Transformation],
     if sum(is_keyed(n) for n in nodes) < 2 and not fans_out(nodes, consumers):
         return "it is one query in either mapping"
     try:
-        _check_session(spark, nodes, consumers)
+        _check_session(spark)
         _check_graph(nodes, consumers)
     except (GraphBuildError, UnsupportedSparkFeatureError) as exc:
         return str(exc)
     return ""
 
 
-def _check_session(spark: Any, nodes: list[Transformation],
-                   consumers: dict[int, list[Transformation]]) -> None:
+def _check_session(spark: Any) -> None:
     """Refuse a session that cannot run the job as one query."""
     require_feature("one_query", spark.version)
     if not hasattr(spark.range(1).groupBy("id"), "transformWithStateInPandas"):
@@ -124,13 +121,6 @@ def _check_session(spark: Any, nodes: list[Transformation],
             f"{_OPTION}={ONE_QUERY} needs transformWithStateInPandas, which this session "
             f"(Spark {spark.version}, {type(spark).__module__}) does not offer: Spark Connect "
             f"has it from 4.1. Use {_OPTION}={PER_STAGE} on this session")
-    if fans_out(nodes, consumers) and is_connect(spark):
-        raise UnsupportedSparkFeatureError(
-            f"{_OPTION}={ONE_QUERY} runs a job with several sinks, or with a keyed stage's "
-            "outputs read apart, through a foreachBatch function that runs the sinks' "
-            "operators per micro-batch in this process; a Spark Connect session "
-            f"({spark.version}) runs that function in a server process instead. Use "
-            f"{_OPTION}={PER_STAGE} on this session")
 
 
 def _check_graph(nodes: list[Transformation],
