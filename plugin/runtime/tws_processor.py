@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
+from .carry import carried_output, split_carried
 from .group_state import GroupSpec, group_function
 
 __all__ = ["ET_OUT", "STATE_DDL", "KeyGroupProcessor", "TwsCall", "state_name", "tws_time_mode"]
@@ -51,6 +52,8 @@ class TwsCall:
     columns: tuple[str, ...]
     #: the stage's value state (:func:`state_name`)
     state_name: str
+    #: the side-output tag of the records carried through the stage (runtime/carry.py), if any
+    carry_tag: Optional[str] = None
 
 
 def tws_time_mode(processing_timeout: bool, timeouts: bool) -> str:
@@ -153,6 +156,7 @@ class KeyGroupProcessor:
         self.spec = spec
         self.columns = list(call.columns)
         self.state_name = call.state_name
+        self.carry_tag = call.carry_tag
         self._fn: Optional[Callable[..., Iterator[Any]]] = None
         self._value: Any = None
         self._handle: Any = None
@@ -172,12 +176,29 @@ class KeyGroupProcessor:
 
     def _named(self, frames: Iterator[Any]) -> Iterator[Any]:
         for frame in frames:
-            frame.columns = self.columns
+            if list(frame.columns) != self.columns:
+                frame.columns = self.columns
             yield frame
 
     def handleInputRows(self, key: Any, rows: Iterator[Any],  # noqa: N802 - Spark's name
                         timerValues: Any) -> Iterator[Any]:  # noqa: N803
-        return self._call(key, rows, timerValues, None)
+        if self.carry_tag is None:
+            return self._call(key, rows, timerValues, None)
+        return self._carrying(key, rows, timerValues)
+
+    def _carrying(self, key: Any, rows: Iterator[Any], timers: Any) -> Iterator[Any]:
+        """The call over the stage's own records (none: no call), then the carried ones."""
+        own, carried = [], []
+        for frame in self._named(rows):
+            mine, theirs = split_carried(frame)
+            own += [mine] if len(mine) else []
+            carried += [theirs] if len(theirs) else []
+        if own:
+            yield from self._call(key, iter(own), timers, None)
+        assert self.carry_tag is not None
+        for frame in carried_output(carried, self.carry_tag, self.spec.direct_output,
+                                    self.spec.ordered):
+            yield _with_et(frame)
 
     def handleExpiredTimer(self, key: Any, timerValues: Any,  # noqa: N802, N803
                            expiredTimerInfo: Any) -> Iterator[Any]:  # noqa: N803

@@ -20,6 +20,7 @@ from ..plan.config import resolve
 from ..plan.graph import (
     ChainNode,
     KeyByNode,
+    KeyedNode,
     PartitionNode,
     SideOutputNode,
     SinkNode,
@@ -34,9 +35,10 @@ from ..spark_io.versions import require_feature
 from ..state_store.exceptions import GraphBuildError, SavepointFormatError
 from .streaming_keyed import feeds_keyed
 
-__all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "branch_watermark", "chained", "exit_of",
+__all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "branch_watermark", "carried_exits",
+           "carry_tag", "chained", "exit_of",
            "fans_out", "from_keyed", "meets_keyed", "one_query_mapping", "one_query_placement",
-           "query_exits", "state_store_conf"]
+           "query_exits", "state_store_conf", "with_carriers"]
 
 logger = logging.getLogger(__name__)
 
@@ -212,10 +214,10 @@ def query_exits(nodes: list[Transformation]) -> list[Transformation]:
     return list({e.id: e for e in ends}.values())
 
 
-def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
-                 ) -> None:
-    """Refuse a keyed stage the query's plan would hold more than once: Spark plans a
-    DataFrame read twice as two copies, each with its own operator and state."""
+def _uses(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
+          ) -> tuple[dict[int, int], set[int], set[int]]:
+    """How many times the query's plan would hold each node (Spark plans a DataFrame read
+    twice as two copies), the ids of the nodes in the plan and those of its exits."""
     exits = query_exits(nodes)
     exit_ids = {e.id for e in exits}
     part = {n.id for e in exits for n in upstream(e, include_self=True)}
@@ -226,13 +228,96 @@ def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transfor
         readers = {r.id: r for r in consumers.get(node.id, []) if r.id in part}
         uses[node.id] = int(node.id in exit_ids) + sum(
             uses.get(r.id, 0) * sum(i.id == node.id for i in r.inputs) for r in readers.values())
+    return uses, part, exit_ids
+
+
+def carried_exits(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
+                  ) -> dict[int, Transformation]:
+    """The keyed stages whose records the query carries through the keyed stage below them
+    (runtime/carry.py): a keyed stage read by sinks (through stateless operators) and along
+    one path of one-input stateless operators by one other keyed stage, which only sinks
+    read. The query would hold it twice otherwise.
+
+    Args:
+        nodes: the job graph.
+        consumers: node id -> the nodes reading it.
+
+    Returns:
+        The carried stage's id -> the keyed stage carrying its records.
+    """
+    uses, part, exit_ids = _uses(nodes, consumers)
+    carried: dict[int, Transformation] = {}
     for node in nodes:
-        if is_keyed(node) and uses.get(node.id, 0) > 1:
+        if not is_keyed(node) or uses.get(node.id) != 2 or node.id not in exit_ids:
+            continue
+        if any(isinstance(r, SideOutputNode) for r in consumers.get(node.id, [])):
+            continue  # its side outputs would not travel with it
+        step: Transformation = node
+        while True:
+            readers = [r for r in consumers.get(step.id, []) if r.id in part]
+            if len(readers) != 1 or len(readers[0].inputs) != 1:
+                break
+            step = readers[0]
+            if is_keyed(step):
+                if (isinstance(step, KeyedNode) and step.id in exit_ids
+                        and uses.get(step.id) == 1):
+                    carried[node.id] = step
+                break
+            if not isinstance(step, (ChainNode, KeyByNode)) or step.id in exit_ids:
+                break
+    return carried
+
+
+def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation],
+                  consumers: dict[int, list[Transformation]], fanned_out: bool
+                  ) -> tuple[dict[int, frozenset[str]], dict[int, str]]:
+    """The side-output tags of the job's operators with the carrying stages' own tag.
+
+    Args:
+        tags: node id -> the side-output tags read from it (``steps.side_output_tags``).
+        nodes: the job graph.
+        consumers: node id -> the nodes reading it.
+        fanned_out: the one query writes several sinks (else nothing is carried).
+
+    Returns:
+        ``tags`` with each carrying stage's tag added, and carrying stage id -> that tag
+        (:func:`carried_exits`).
+    """
+    if not fanned_out:
+        return tags, {}
+    carriers = {b.id: carry_tag(e) for e, b in carried_exits(nodes, consumers).items()}
+    out = dict(tags)
+    for b, tag in carriers.items():
+        out[b] = out.get(b, frozenset()) | {tag}
+    return out, carriers
+
+
+def carry_tag(node_id: int) -> str:
+    """The side-output tag under which a carried stage's records leave the stage carrying them.
+
+    Args:
+        node_id: the carried keyed stage's id (:func:`carried_exits`).
+
+    Returns:
+        A tag no ``OutputTag`` has (it starts with a control character).
+    """
+    return f"\x1fcarried {node_id}"
+
+
+def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
+                 ) -> None:
+    """Refuse a keyed stage the query's plan would hold more than once: Spark plans a
+    DataFrame read twice as two copies, each with its own operator and state."""
+    uses, _, _ = _uses(nodes, consumers)
+    carried = carried_exits(nodes, consumers)
+    for node in nodes:
+        if is_keyed(node) and uses.get(node.id, 0) > 1 and node.id not in carried:
             _refuse(node, f"the query would hold it {uses[node.id]} times: its records reach "
                     "a keyed stage, or an operator with several inputs, along several paths "
                     "(each would run the keyed stage again, with a state of its own); the "
                     "query writes a keyed stage's outputs apart only through stateless "
-                    "operators down to sinks")
+                    "operators down to sinks, or carried through the one keyed stage that "
+                    "reads it when only sinks read that one")
 
 
 def one_query_placement(stages: dict[int, str], nodes: list[Transformation]) -> dict[str, Any]:

@@ -20,7 +20,10 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from ..plan.graph import SinkNode, Transformation, is_keyed
-from .one_query import QUERY, chained, query_exits
+from ..runtime.encoding import PICKLED, TAG, TS, VALUE
+from ..spark_io.columns import col
+from .one_query import QUERY, carried_exits, carry_tag, chained, query_exits
+from .rows import leading_rows
 from .sinks import sink_kind
 from .steps import materialize_shared
 from .stream import Stream
@@ -52,12 +55,15 @@ def run_fanned_out(t: Any, sinks: list[SinkNode]) -> dict[str, int]:
     # in graph order, so that the query holds its keyed stages in the same order whichever
     # sinks the program adds or removes (Spark keeps a stage's state under its place)
     exits = sorted(query_exits(t.nodes), key=lambda n: n.id)
+    # a carried exit's records leave the query through the keyed stage carrying them
+    carried = carried_exits(t.nodes, t.consumers)
+    exits = [e for e in exits if e.id not in carried]
     streams = [_exit_stream(t, e) for e in exits]
     df = _union(streams)
     first_pass = t.passes  # each micro-batch's tails take the same pass identities
     names = [f"sink-{sink.uid or i}" for i, sink in enumerate(sinks)]
     # built once over the query's own exits: a sink that cannot be translated fails now
-    view = _tails(t, exits, streams, [s.df for s in streams], first_pass)
+    view = _tails(t, exits, streams, [s.df for s in streams], first_pass, carried)
     writers = [sink_kind(sink).streaming(view, sink, view.input_stream(sink.inputs[0]), name,
                                          QUERY)
                for sink, name in zip(sinks, names)]
@@ -71,7 +77,7 @@ def run_fanned_out(t: Any, sinks: list[SinkNode]) -> dict[str, int]:
             batch_df.count()
             parts = [batch_df.filter(batch_df[EXIT] == i).select(f"_e{i}.*")
                      for i in range(len(exits))]
-            batch = _tails(t, exits, streams, parts, first_pass)
+            batch = _tails(t, exits, streams, parts, first_pass, carried)
             for sink, name, (_, write, _) in zip(sinks, names, writers):
                 stream = batch.input_stream(sink.inputs[0])
                 sink_df = sink_kind(sink).streaming(batch, sink, stream, name, QUERY)[0]
@@ -109,9 +115,16 @@ def _union(streams: list[Stream]) -> DataFrame:
 
 
 def _tails(t: Any, exits: list[Transformation], streams: list[Stream], dfs: list[Any],
-           first_pass: int) -> Any:
+           first_pass: int, carried: dict[int, Transformation]) -> Any:
     """A fork of translator ``t`` whose exits are ``dfs``: translating a sink's input on it
     builds the sink's tail over them. Its passes are numbered from ``first_pass`` on, so
-    the tails' operators keep their identity (and open state) from batch to batch."""
-    return t.fork({e.id: replace(s, df=df) for e, s, df in zip(exits, streams, dfs)},
-                  first_pass)
+    the tails' operators keep their identity (and open state) from batch to batch. A
+    ``carried`` exit (its id -> the keyed stage carrying it) reads the carrier's rows of
+    its tag, as a side output is read."""
+    own = {e.id: replace(s, df=df) for e, s, df in zip(exits, streams, dfs)}
+    for node_id, carrier in carried.items():
+        node = next(n for n in t.nodes if n.id == node_id)
+        tagged = own[carrier.id].df.filter(col(TAG) == carry_tag(node_id)).select(TS, VALUE)
+        own[node_id] = Stream(tagged, PICKLED, node.output_type, name=node.name,
+                              chain=leading_rows(node.output_type, node.name))
+    return t.fork(own, first_pass)

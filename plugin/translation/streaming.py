@@ -1,15 +1,10 @@
 """STREAMING translation: Spark Structured Streaming with Flink's STREAMING semantics.
 
-Per-stage mapping (the default): every keyed operator is ``groupBy("_kgr")
-.applyInPandasWithState(...)`` (``_kgr``: the key group plus the salt placing it on its range's
-partition, ``spark_io/key_group_ranges.py``), one call per key group per micro-batch on
-``operators.keygroup.KeyGroupRuntime``, its state in GroupState, its GroupState timeout the
-earliest timer (``timecheck.py``: what is refused). A keyed operator with a keyed ancestor
-reads its input from files a query of its own wrote (Spark runs one such operator per query).
-``execution.streaming.query-mapping=one-query`` runs the job as one query instead, each keyed
-stage a ``transformWithStateInPandas`` (``one_query.py``). Bounded sources are staged once and
-read as file streams; an end-of-input sentinel row moves the watermark to +inf. Non-keyed
-stages are the fused ``mapInArrow`` passes of BATCH (``steps.py``); queries run through
+Per-stage mapping: every keyed operator is ``groupBy("_kgr").applyInPandasWithState(...)``
+(``spark_io/key_group_ranges.py``), one call per key group per micro-batch, its own query
+reading a keyed ancestor's output from staged files. The one-query mapping chains each keyed
+stage as a ``transformWithStateInPandas`` in one query (``one_query.py``). Non-keyed stages
+are the fused ``mapInArrow`` passes of BATCH (``steps.py``); queries run through
 ``streaming_queries.py``; savepoints through ``streaming_savepoint.py``. The whole mapping:
 docs/spark-mapping.md.
 """
@@ -73,6 +68,7 @@ from .one_query import (
     one_query_mapping,
     one_query_placement,
     state_store_conf,
+    with_carriers,
 )
 from .pushdown import native_map
 from .rows import chain_for_output, keyed_function
@@ -168,7 +164,9 @@ class StreamingTranslator:
         #: PySpark cuts a stateful operator's output into Arrow batches by this row count
         self.arrow_batch_rows = arrow_batch_rows(spark)
         self._streams: dict[int, Stream] = {}
-        self._tags = side_output_tags(nodes)
+        #: carrying keyed stage id -> its carry tag (one_query.with_carriers)
+        self._tags, self.carriers = with_carriers(side_output_tags(nodes), nodes,
+                                                  self.consumers, self.fanned_out)
         self.op_config = operator_config(cfg, self.mode, self.parallelism, self.max_parallelism)
         # Restore (streaming_savepoint.py) is checked here, before anything runs, by
         # batch_savepoint.py's check: the program's operators are opened, with this job's
@@ -558,23 +556,26 @@ class StreamingTranslator:
         """``_ts, _kg, _k, _v, _seq`` for ``consumer``; staged through files when upstream
         already holds a stateful operator (one per query)."""
         parent = self.input_stream(key_node.inputs[0])
-        df = self._native_keyed_input_df(parent, key_node, consumer)
+        carries = consumer.id in self.carriers  # the keying pass hands its records on
+        df = None if carries else self._native_keyed_input_df(parent, key_node, consumer)
         if df is None:
             df = self.sequenced(parent, key_node.name,
-                                (key_node.key_selector, key_node.key_serializer))
+                                (key_node.key_selector, key_node.key_serializer), carries)
         side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
         return self.staged_input(df, key_node.inputs[0], key_node, consumer, side)
 
-    def sequenced(self, parent: Stream, name: str, key_out: Any = None) -> DataFrame:
+    def sequenced(self, parent: Stream, name: str, key_out: Any = None,
+                  carries: bool = False) -> DataFrame:
         """``_ts[, _kg, _k], _v, _seq``: ``parent``'s pending work in one Python pass that
-        numbers the records in arrival order (and keys them with ``key_out``)."""
+        numbers the records in arrival order, keys them with ``key_out`` (and ``carries``
+        them on as they were, runtime/carry.py)."""
         spec = PassSpec(
             name=name, input_enc=parent.enc, output_enc=PICKLED, config=dict(self.op_config),
             sided=parent.sided, co_stage=parent.co_stage, keyed=parent.keyed,
             chain=chain_for_output(parent, PICKLED, key_out), key_out=key_out,
             max_parallelism=self.max_parallelism)
         self._long_lived(spec)
-        return arrow_pass(parent, seq_pass(spec, self.parallelism),
+        return arrow_pass(parent, seq_pass(spec, self.parallelism, carries),
                           output_ddl(spec) + f", {SEQ} bigint")
 
     def staged_input(self, df: DataFrame, root: Transformation, edge: Transformation,
@@ -699,7 +700,7 @@ class StreamingTranslator:
                 self.parallelism)).drop(KG)
             grouping = RANGE_KEY
         tws = TwsCall(tws_time_mode(processing_timeout, timeouts), tuple(df.columns),
-                      state_name(stage)) if self.one_query else None
+                      state_name(stage), self.carriers.get(node.id)) if self.one_query else None
         out, unordered = keyed_call(df.groupBy(grouping), spec, fields, timeout, tws)
         return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
                       node.output_type, name=node.name, tagged=bool(tags),

@@ -1,0 +1,87 @@
+"""Carried records (runtime/carry.py): the keying pass hands each record it reads on, and
+the keyed call below emits them untouched under the carry tag (no Spark)."""
+
+from __future__ import annotations
+
+import pickle
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from pyspark_datastream import Types
+from pyspark_datastream.runtime.carry import (
+    CARRIED_SEQ,
+    carried_output,
+    carrying,
+    split_carried,
+)
+from pyspark_datastream.runtime.encoding import KEY, KG, PICKLED, TAG, TS, VALUE, typed_encoding
+from pyspark_datastream.runtime.group_frames import ORDER, ORDER_ROW, SEQ, unpack_blobs
+
+PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
+KEYED = pa.schema([(TS, pa.int64()), (KG, pa.int32()), (KEY, pa.binary()), (VALUE, pa.binary()),
+                   (SEQ, pa.int64())])
+
+
+def _keying(batches):
+    """A keying pass keeping every second record (its own output, numbered from 0)."""
+    n = 0
+    for b in batches:
+        keep = list(range(0, b.num_rows, 2))
+        yield pa.RecordBatch.from_arrays(
+            [b.column(TS).take(pa.array(keep, pa.int64())), pa.array([7] * len(keep), pa.int32()),
+             pa.array([b"k"] * len(keep)), pa.array([b"v"] * len(keep)),
+             pa.array(range(n, n + len(keep)), pa.int64())], schema=KEYED)
+        n += len(keep)
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_the_keying_pass_hands_on_every_record_it_reads(typed):
+    records = [[("a", 1), ("b", 2), ("c", 3)], [], [("d", 4), ("e", 5)]]
+    enc = typed_encoding(PAIR) if typed else PICKLED
+
+    def batch(rows):
+        ts = pa.array([10 * v for _, v in rows], pa.int64())
+        if typed:
+            return pa.RecordBatch.from_arrays(
+                [ts, pa.array([k for k, _ in rows], pa.string()),
+                 pa.array([v for _, v in rows], pa.int64())], names=[TS, *enc.columns])
+        return pa.RecordBatch.from_arrays(
+            [ts, pa.array([pickle.dumps(r) for r in rows], pa.binary())], names=[TS, VALUE])
+
+    out = list(carrying(_keying, enc, 5)(iter(batch(rows) for rows in records)))
+    assert all(b.schema == KEYED for b in out)
+    rows = [r for b in out for r in b.to_pylist()]
+    own = [r for r in rows if r[SEQ] >= 0]
+    carried = [r for r in rows if r[SEQ] < 0]
+    assert [r[TS] for r in own] == [10, 30, 40]  # the pass's own records, untouched
+    assert [pickle.loads(r[VALUE]) for r in carried] == [r for rs in records for r in rs]
+    assert [r[TS] for r in carried] == [10 * v for rs in records for _, v in rs]
+    assert {r[SEQ] for r in carried} == {CARRIED_SEQ}
+    assert all(r[KEY] is None for r in carried)
+    # spread over the key groups: five records, five key groups
+    assert sorted(r[KG] for r in carried) == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("direct", [True, False])
+@pytest.mark.parametrize("ordered", [True, False])
+def test_the_keyed_call_emits_carried_records_untouched_under_the_tag(direct, ordered):
+    frame = pd.DataFrame({TS: [5.0, float("nan"), 7.0], KEY: [b"k", None, None],
+                          VALUE: [b"own", b"x", b"y"], SEQ: [0, CARRIED_SEQ, CARRIED_SEQ]})
+    own, carried = split_carried(frame)
+    assert own[VALUE].tolist() == [b"own"]
+    assert carried[VALUE].tolist() == [b"x", b"y"]
+    assert split_carried(own)[1].empty
+
+    frames = list(carried_output([carried], "\x1fcarried 3", direct, ordered))
+    if direct:  # one row of arrays per chunk of records
+        got = {c: [v for chunk in frames for cell in chunk[c] for v in cell]
+               for c in (TAG, TS, VALUE)}
+    else:  # Arrow IPC blobs, unpacked as the query does
+        batches = [b for f in frames for b in unpack_blobs(iter([pa.RecordBatch.from_pandas(
+            f, preserve_index=False)]))]
+        got = {c: [v for b in batches for v in b.column(c).to_pylist()] for c in (TAG, TS, VALUE)}
+    assert got == {TAG: ["\x1fcarried 3"] * 2, TS: [None, 7], VALUE: [b"x", b"y"]}
+    if ordered and direct:
+        assert [v for f in frames for cell in f[ORDER_ROW] for v in cell] == [0, 1]
+        assert ORDER in frames[0]

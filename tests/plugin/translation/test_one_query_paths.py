@@ -1,0 +1,63 @@
+"""Which keyed stages the one query carries through the keyed stage below them, and which
+graphs it still refuses because it would hold a keyed stage twice (graph only, no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark_datastream import GraphBuildError, OutputTag, StreamExecutionEnvironment, Types
+from pyspark_datastream.plan.graph import consumers, reachable
+from pyspark_datastream.translation.one_query import (
+    _check_paths,
+    carried_exits,
+    carry_tag,
+    with_carriers,
+)
+
+T = Types.TUPLE([Types.STRING(), Types.LONG()])
+
+
+def _graph(env):
+    nodes = reachable(list(env._sinks))
+    return nodes, consumers(nodes)
+
+
+def _stage(stream):
+    return stream.key_by(lambda r: r[0]).reduce(lambda a, b: b)
+
+
+def test_a_stage_read_by_sinks_and_one_keyed_stage_is_carried_by_it():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    first = _stage(env.from_collection([("a", 1)], T))
+    first.print()
+    first.filter(lambda r: r[1] > 0).print()  # a second tail down to a sink
+    second = _stage(first.map(lambda r: (r[0], 2 * r[1]), T))
+    second.print()
+    nodes, readers = _graph(env)
+    assert {k: v.id for k, v in carried_exits(nodes, readers).items()} == {
+        first._node.id: second._node.id}
+    _check_paths(nodes, readers)  # runs: nothing refused
+    tags, carriers = with_carriers({}, nodes, readers, fanned_out=True)
+    assert carriers == {second._node.id: carry_tag(first._node.id)}
+    assert tags == {second._node.id: frozenset({carry_tag(first._node.id)})}
+    # a job writing one sink does not fan out: nothing carried
+    assert with_carriers({}, nodes, readers, fanned_out=False) == ({}, {})
+
+
+@pytest.mark.parametrize("shape", ["two_readers", "carrier_read_on", "side_output"])
+def test_a_stage_the_query_cannot_carry_is_refused(shape):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    first = _stage(env.from_collection([("a", 1)], T))
+    first.print()
+    second = _stage(first)
+    second.print()
+    if shape == "two_readers":  # a second keyed stage reading the first
+        _stage(first).print()
+    elif shape == "carrier_read_on":  # the carrier is read by a keyed stage itself
+        _stage(second).print()
+    else:  # the first stage's side output would not travel with its records
+        tag = OutputTag("side", T)
+        first.get_side_output(tag).print()
+    nodes, readers = _graph(env)
+    assert first._node.id not in carried_exits(nodes, readers)
+    with pytest.raises(GraphBuildError, match="times"):
+        _check_paths(nodes, readers)
