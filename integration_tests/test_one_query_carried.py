@@ -82,9 +82,8 @@ def program(env, records, out: str) -> None:
      .process(CountPerKey(), LONGS).uid("buckets").sink_to_delta(f"{out}/buckets"))
 
 
-@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 def test_a_keyed_stage_read_by_sinks_and_a_keyed_stage_runs_in_one_query(
-        spark, env_factory, tmp_path, backend):
+        spark, env_factory, tmp_path):
     if spark_line(spark) < (4, 0):
         pytest.skip("the one-query mapping needs Spark 4.0+ (test_one_query shows the refusal)")
     src, out, ckpt = str(tmp_path / "in"), str(tmp_path / "out"), tmp_path / "ckpt"
@@ -93,7 +92,7 @@ def test_a_keyed_stage_read_by_sinks_and_a_keyed_stage_runs_in_one_query(
 
     def run(savepoint_path=None):
         env = env_factory("STREAMING", {
-            "execution.checkpointing.dir": str(ckpt), "state.backend.type": backend,
+            "execution.checkpointing.dir": str(ckpt), "state.backend.type": "rocksdb",
             "execution.streaming.query-mapping": "one-query"})
         env.set_parallelism(2)
         df = spark.readStream.schema(KV_SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
