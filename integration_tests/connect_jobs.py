@@ -129,8 +129,8 @@ def main(workdir: str) -> None:
 
 def _fanned_out(spark, workdir: str, results: dict[str, object]) -> None:
     """A keyed stage's main output and side output to two Delta sinks in the job's one query
-    (its foreachBatch function runs in the Connect server's Python process), run twice over
-    a growing input and then stopped with a savepoint."""
+    (its foreachBatch function runs in the Connect server's Python process), stopped with a
+    savepoint."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark_datastream import (
@@ -191,8 +191,9 @@ def _fanned_out(spark, workdir: str, results: dict[str, object]) -> None:
         .collect())
 
 
-#: the fanned-out job's input, one file per run (test_connect.py computes what it expects)
-FAN_INPUT = [[("a", 1), ("b", 2), ("a", 3)], [("b", 5), ("a", 4), ("c", 7)]]
+#: the fanned-out job's input, one file per run (test_connect.py computes what it expects);
+#: its continuation from a checkpoint is tested locally (test_one_query_sinks.py)
+FAN_INPUT = [[("a", 1), ("b", 2), ("a", 3), ("b", 5), ("a", 4), ("c", 7)]]
 
 if __name__ == "__main__":
     main(sys.argv[1])

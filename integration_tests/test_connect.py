@@ -68,8 +68,8 @@ def test_batch_and_streaming_jobs_over_spark_connect(tmp_path):
 
 def _check_fanned_out(results: dict) -> None:
     """Two sinks of one keyed stage (main and side output) in the job's one query over
-    Connect, run once per input file and then stopped with a savepoint: each run's records
-    written once, against running totals computed here."""
+    Connect, stopped with a savepoint: each record written once, against running totals
+    computed here."""
     totals: dict[str, int] = {}
     main: list[tuple[str, int]] = []
     side: list[int] = []

@@ -1,12 +1,13 @@
-"""A keyed stage read by sinks and by another keyed stage, in the one-query mapping.
+"""Keyed stages read by sinks and by the keyed stage below them, in the one-query mapping.
 
 Spark plans a DataFrame read twice as two copies, so the query cannot read such a stage
-twice; its records travel through the keyed stage below it instead (carried) and leave the
-query beside that stage's own. A running count per user goes to two Delta tables (every
-count, and every fifth) and, bucketed, to a second keyed stage counting per bucket, whose
-counts go to a third: one query, each sink equal to a plain-Python model, over several
-out-of-order files (one per micro-batch), through a micro-batch run again after a driver
-death, and through a savepoint that a BATCH job continues.
+twice; its records travel through the keyed stages below it instead (carried) and leave
+the query beside the last one's own. A running count per user, written whole and filtered
+to two Delta tables, feeds a count per bucket of users, written too, which feeds (keyed on
+directly) a count per parity of bucket, written too. A BATCH backfill of the first file hands
+its savepoint to the STREAMING job (one query over several files of out-of-order event
+times), which runs on from its checkpoint and stops with a savepoint: every sink, and the
+savepoint's counts, equal a plain-Python model of each mode.
 """
 
 from __future__ import annotations
@@ -15,20 +16,16 @@ import random
 from collections import Counter
 
 import pytest
-from helpers import KV_SCHEMA, ByV, QueryCounter, add_file, delta_rows, drop_last_commit, spark_line
-from pyspark_datastream import (
-    KeyedProcessFunction,
-    Types,
-    ValueStateDescriptor,
-    WatermarkStrategy,
-)
+from helpers import KV_SCHEMA, ByV, QueryCounter, add_file, delta_rows, spark_line
+from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor, WatermarkStrategy
+from pyspark_datastream.savepoint import Savepoint
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 USERS, BUCKETS, SPAN = 60, 7, 10_000
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 LONGS = Types.TUPLE([Types.LONG(), Types.LONG()])
-SINKS = ("running", "fifths", "buckets")
+SINKS = ("running", "fifths", "buckets", "parities")
 
 
 class CountPerKey(KeyedProcessFunction):
@@ -57,78 +54,90 @@ def files(seed: int, count: int, per_file: int) -> list[list[tuple[str, int]]]:
     return out
 
 
-def counts_from(before: list[tuple[str, int]], after: list[tuple[str, int]], key) -> list[tuple]:
-    """Flink's running counts per ``key`` emitted for the records ``after``, following the
-    records ``before`` (a count emitted per record: 1..n, whatever the order)."""
-    done = Counter(key(r) for r in before)
-    more = Counter(key(r) for r in after)
-    return sorted((k, i) for k, n in more.items() for i in range(done[k] + 1, done[k] + n + 1))
-
-
-def model(before, after) -> dict[str, list[tuple]]:
-    running = counts_from(before, after, lambda r: r[0])
-    return {"running": running, "fifths": [r for r in running if r[1] % 5 == 0],
-            "buckets": counts_from(before, after, lambda r: bucket(r[0]))}
+def model(state: dict[str, Counter], records: list[tuple[str, int]], batch: bool
+          ) -> dict[str, list[tuple]]:
+    """What each sink gets for ``records`` after ``state`` (updated): STREAMING emits each
+    count as it grows, one per record and stage (sorted, the order is Flink's to choose); a
+    BATCH reduce emits each user's final count only, so the stages below it count users."""
+    out: dict[str, list[tuple]] = {name: [] for name in SINKS}
+    users = Counter(u for u, _ in records)
+    for user, n in users.items():
+        for _ in range(1 if batch else n):
+            state["running"][user] += n if batch else 1
+            out["running"].append((user, state["running"][user]))
+            for name, key in (("buckets", bucket(user)), ("parities", bucket(user) % 2)):
+                state[name][key] += 1
+                out[name].append((key, state[name][key]))
+    out["fifths"] = [r for r in out["running"] if r[1] % 5 == 0]
+    return {name: sorted(rows) for name, rows in out.items()}
 
 
 def program(env, records, out: str) -> None:
-    """Three sinks: the running counts, every fifth of them, the counts per bucket."""
+    """Four sinks: the running counts, every fifth of them, the counts per bucket and per
+    parity of bucket."""
     ws = WatermarkStrategy.for_bounded_out_of_orderness(SPAN).with_timestamp_assigner(ByV())
     running = (records.assign_timestamps_and_watermarks(ws).map(lambda r: (r[0], 1), PAIR)
                .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).uid("running"))
     running.sink_to_delta(f"{out}/running")
     running.filter(lambda r: r[1] % 5 == 0).sink_to_delta(f"{out}/fifths")
-    (running.map(lambda r: (bucket(r[0]), r[1]), LONGS).key_by(lambda r: r[0])
-     .process(CountPerKey(), LONGS).uid("buckets").sink_to_delta(f"{out}/buckets"))
+    buckets = (running.map(lambda r: (bucket(r[0]), r[1]), LONGS)
+               .key_by(lambda r: r[0], key_type=Types.LONG())
+               .process(CountPerKey(), LONGS).uid("buckets"))
+    buckets.sink_to_delta(f"{out}/buckets")
+    (buckets.key_by(lambda r: r[0] % 2, key_type=Types.LONG())
+     .process(CountPerKey(), LONGS).uid("parities").sink_to_delta(f"{out}/parities"))
 
 
-def test_a_keyed_stage_read_by_sinks_and_a_keyed_stage_runs_in_one_query(
+def _rows(out: str) -> dict[str, list[tuple]]:
+    return {name: delta_rows(f"{out}/{name}") for name in SINKS}
+
+
+def test_keyed_stages_read_by_sinks_and_by_the_stage_below_run_in_one_query(
         spark, env_factory, tmp_path):
     if spark_line(spark) < (4, 0):
         pytest.skip("the one-query mapping needs Spark 4.0+ (test_one_query shows the refusal)")
     src, out, ckpt = str(tmp_path / "in"), str(tmp_path / "out"), tmp_path / "ckpt"
-    batches = files(7, 6, 400)
-    savepoint = str(tmp_path / "savepoint")
+    batches = files(7, 5, 300)
+    state: dict[str, Counter] = {name: Counter() for name in SINKS}
+    backfill, savepoint = str(tmp_path / "backfill"), str(tmp_path / "savepoint")
 
-    def run(savepoint_path=None):
+    env = env_factory("BATCH")  # the backfill of the first file hands its state on
+    program(env, env.from_collection(batches[0], PAIR), str(tmp_path / "batch0"))
+    env.execute("carried-backfill", savepoint_path=backfill)
+    assert _rows(str(tmp_path / "batch0")) == model(state, batches[0], batch=True)
+
+    def run(savepoint_path=None):  # the same configuration every run, as a job relaunched
         env = env_factory("STREAMING", {
             "execution.checkpointing.dir": str(ckpt), "state.backend.type": "rocksdb",
-            "execution.streaming.query-mapping": "one-query"})
+            "execution.streaming.query-mapping": "one-query",
+            "execution.savepoint.path": backfill})
         env.set_parallelism(2)
-        df = spark.readStream.schema(KV_SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+        df = spark.readStream.schema(KV_SCHEMA).parquet(src)
         program(env, env.from_dataframe(df), out)
         with QueryCounter(spark) as queries:
             env.execute("carried", savepoint_path=savepoint_path)
         assert len(queries.started) == 1, queries.started
-        return {name: delta_rows(f"{out}/{name}") for name in SINKS}
+        return _rows(out)
 
-    for i, rows in enumerate(batches[:3]):
+    for i, rows in enumerate(batches[1:3], start=1):
         add_file(src, rows, f"f{i}")
-    first = [r for rows in batches[:3] for r in rows]
-    assert run() == model([], first)
-    # one query and one checkpoint: nothing staged between the stages (the RocksDB
-    # backend's key-group files aside)
+    expected = model(state, [r for rows in batches[1:3] for r in rows], batch=False)
+    assert run() == expected
+    # one query and one checkpoint: nothing staged between the stages (aside: the RocksDB
+    # backend's key-group files, each stage's restored state as read from the savepoint)
     assert {p.name for p in (ckpt / "carried").iterdir() if not p.name.startswith("_")
-            } - {"state"} == {"query"}
+            and not p.name.endswith("-restore")} - {"state"} == {"query"}
 
-    # the driver died after the sinks wrote the last micro-batch, before Spark logged it
-    drop_last_commit(ckpt)
+    # the next run goes on from the checkpoint and stops with a savepoint (a micro-batch run
+    # again after a driver death: test_one_query_sinks.py, the same sinks' writers)
     for i, rows in enumerate(batches[3:5], start=3):
         add_file(src, rows, f"f{i}")
-    seen = [r for rows in batches[:5] for r in rows]
+    more = model(state, [r for rows in batches[3:5] for r in rows], batch=False)
     got = run(savepoint)
-    assert got == model([], seen)  # the batch run again wrote nothing twice; none lost
-    assert all(got.values())
+    assert got == {name: sorted(expected[name] + more[name]) for name in SINKS}
 
-    # BATCH continues from the savepoint: each count goes on from where it stopped. A BATCH
-    # reduce emits each key's final value only, so the bucket stage gets one record per user
-    rest = batches[5]
-    env = env_factory("BATCH", {"execution.savepoint.path": savepoint})
-    program(env, env.from_collection(rest, PAIR), str(tmp_path / "batch"))
-    env.execute("carried-batch")
-    done, more = Counter(u for u, _ in seen), Counter(u for u, _ in rest)
-    final = sorted((u, done[u] + n) for u, n in more.items())
-    in_buckets = counts_from(seen, [(u, 0) for u in more], lambda r: bucket(r[0]))
-    assert {name: delta_rows(str(tmp_path / "batch" / name)) for name in SINKS} == {
-        "running": final, "fifths": [r for r in final if r[1] % 5 == 0], "buckets": in_buckets}
-
+    # the savepoint holds each stage's counts where the run left them
+    count = ValueStateDescriptor("count", Types.LONG())
+    for uid in ("buckets", "parities"):
+        held = Savepoint.load(savepoint, spark).read_keyed_state(uid, count).collect()
+        assert sorted(tuple(r) for r in held) == sorted(state[uid].items())

@@ -1,10 +1,11 @@
-"""Carried records: a keyed stage's records that travel through the keyed stage below it.
+"""Carried records: a keyed stage's records that travel through the keyed stages below it.
 
-In the one-query mapping a keyed stage read by a sink and by another keyed stage would be
-planned twice (translation/one_query_carry.py). Instead, the keying pass in front of the
-stage below hands each record it reads on as well, marked by a negative ``_seq``; that
-stage's processor emits them untouched as records of a side-output tag of its own, which
-the query's sinks read apart. They touch no state and no timer.
+In the one-query mapping a keyed stage read by sinks and by another keyed stage would be
+planned twice (translation/one_query.py, ``carried_exits``). Instead, the keying pass in
+front of the stage below hands each record it reads on as well, marked by ``_seq``
+:data:`CARRIED_SEQ`, its tag in ``_k``; that stage's processor emits them untouched under
+their tag, as side-output records, which the query's sinks read apart (or, when that stage
+is carried on in turn, the next keying pass hands on again). They touch no state or timer.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .encoding import KEY, KG, TAG, TS, VALUE, Encoding, make_decoder
 from .group_frames import ORDER, ORDER_ROW, SEQ, output_frame, output_schema
@@ -22,59 +24,72 @@ from .passes import partition_id
 
 __all__ = ["CARRIED_SEQ", "carrying", "carried_output", "split_carried"]
 
-#: the ``_seq`` of a carried record (a record's own ``_seq`` is never negative)
-CARRIED_SEQ = -1
-
+#: the ``_seq`` of a carried record (a record's own is never negative, a savepoint restore
+#: row's is -1)
+CARRIED_SEQ = -2
 
 #: a ``mapInArrow`` function
 ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
-def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int) -> ArrowFn:
-    """A keying pass that also hands each record it reads on, carried.
+def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, tag: str,
+             tagged: bool = False) -> ArrowFn:
+    """A keying pass that also hands on each record it reads, carried.
 
     Args:
         function: the keying pass (``mapInArrow`` function, output ``_ts, _kg, _k, _v, _seq``).
         input_enc: the encoding of the records it reads.
         max_parallelism: the key groups the carried records are spread over (from the
             task's partition on).
+        tag: the tag the records it reads leave under.
+        tagged: its input has a ``_tag`` column: the rows with one are records carried
+            through the stage above, handed on under their own tag (and not to
+            ``function``).
 
     Returns:
-        The ``mapInArrow`` function: the pass's batches, then after each the carried
-        records of the input it read meanwhile (``_k`` null, ``_seq`` :data:`CARRIED_SEQ`).
+        The ``mapInArrow`` function: the pass's batches, and after each the carried
+        records of the input it read meanwhile.
     """
     decode = None if not input_enc.typed else make_decoder(input_enc)
-    dumps = pickle.dumps
+    own_tag = tag.encode("utf-8")
 
     def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         pending: list[pa.RecordBatch] = []
         start = [partition_id()]
 
-        def tee() -> Iterator[pa.RecordBatch]:
-            for b in batches:
-                if b.num_rows:
-                    pending.append(b)
-                yield b
-
-        def carried(b: pa.RecordBatch) -> pa.RecordBatch:
-            n = b.num_rows
-            values = (b.column(VALUE) if decode is None else
-                      pa.array([dumps(r, protocol=pickle.HIGHEST_PROTOCOL) for r in decode(b)],
-                               pa.binary()))
-            kg = (np.arange(start[0], start[0] + n, dtype=np.int64) % max_parallelism)
+        def carried(ts: pa.Array, values: pa.Array, tags: pa.Array) -> pa.RecordBatch:
+            n = len(ts)
+            kg = np.arange(start[0], start[0] + n, dtype=np.int64) % max_parallelism
             start[0] += n
             return pa.RecordBatch.from_arrays(
-                [b.column(TS).cast(pa.int64()), pa.array(kg.astype(np.int32)),
-                 pa.nulls(n, pa.binary()), values,
+                [ts.cast(pa.int64()), pa.array(kg.astype(np.int32)), tags, values,
                  pa.array(np.full(n, CARRIED_SEQ, dtype=np.int64))],
                 names=[TS, KG, KEY, VALUE, SEQ])
+
+        def tee() -> Iterator[pa.RecordBatch]:
+            for b in batches:
+                if tagged and b.num_rows:
+                    theirs = pc.is_valid(b.column(TAG))
+                    if pc.any(theirs).as_py():
+                        rows = b.filter(theirs)
+                        pending.append(carried(rows.column(TS), rows.column(VALUE), pc.cast(
+                            rows.column(TAG), pa.binary())))
+                        b = b.filter(pc.invert(theirs))
+                    b = b.drop_columns([TAG])
+                if b.num_rows:
+                    values = (b.column(VALUE) if decode is None else pa.array(
+                        [pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL) for r in decode(b)],
+                        pa.binary()))
+                    pending.append(carried(b.column(TS), values,
+                                           pa.array([own_tag] * b.num_rows, pa.binary())))
+                yield b
 
         for out in function(tee()):
             yield out
             while pending:
-                yield _as(carried(pending.pop(0)), out.schema)
+                yield _as(pending.pop(0), out.schema)
         while pending:
-            yield carried(pending.pop(0))
+            yield pending.pop(0)
 
     return fn
 
@@ -86,26 +101,26 @@ def _as(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 
 
 def split_carried(frame: Any) -> tuple[Any, Any]:
-    """A keyed call's input frame as (its records, its carried records).
+    """A keyed call's input frame as (its records, the records carried through it).
 
     Args:
         frame: the pandas frame Spark hands the call (with ``_seq``).
 
     Returns:
-        The frame's rows of the stage's own records, and those carried through it.
+        The frame's rows of the stage's own records (savepoint restore rows included), and
+        those carried through it.
     """
-    carried = (frame[SEQ] < 0).to_numpy()
+    carried = (frame[SEQ] == CARRIED_SEQ).to_numpy()
     if not carried.any():
         return frame, frame.iloc[:0]
     return frame[~carried], frame[carried]
 
 
-def carried_output(frames: list[Any], tag: str, direct: bool, ordered: bool) -> Iterator[Any]:
+def carried_output(frames: list[Any], direct: bool, ordered: bool) -> Iterator[Any]:
     """The output frames of a keyed call for the records carried through it.
 
     Args:
-        frames: the carried rows (pandas, with ``_ts`` and ``_v``).
-        tag: the side-output tag they leave under.
+        frames: the carried rows (pandas, with ``_ts``, ``_v`` and their tag in ``_k``).
         direct: the stage's outputs leave as arrays (``group_frames.direct_output``).
         ordered: the stage's outputs carry order columns (``emit_order.py``).
 
@@ -117,10 +132,9 @@ def carried_output(frames: list[Any], tag: str, direct: bool, ordered: bool) -> 
         n = len(frame)
         if not n:
             continue
-        ts = frame[TS]
         columns: dict[str, pa.Array] = {
-            TAG: pa.array([tag] * n, pa.string()),
-            TS: pa.array([None if v != v else int(v) for v in ts.tolist()], pa.int64()),
+            TAG: pa.array([bytes(t).decode("utf-8") for t in frame[KEY].tolist()], pa.string()),
+            TS: pa.array([None if v != v else int(v) for v in frame[TS].tolist()], pa.int64()),
             VALUE: pa.array(frame[VALUE].tolist(), pa.binary()),
         }
         if ordered:

@@ -365,18 +365,19 @@ def stream_pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], I
     return fn
 
 
-def seq_pass(spec: PassSpec, parallelism: int, carries: bool = False
+def seq_pass(spec: PassSpec, parallelism: int, carry: Optional[tuple[str, bool]] = None
              ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """``run_pass`` plus a ``_seq`` column: arrival order inside the micro-batch partition
-    (``carries``: the records read are handed on as well, carried: runtime/carry.py)."""
+    (``carry``: the records read are handed on as well under this tag, and whether the
+    input holds records carried through the stage above: runtime/carry.py)."""
 
     def fn(batches: Iterator[Any]) -> Iterator[Any]:
         return append_seq(run_pass(spec, batches, subtask=partition_id() % parallelism))
 
-    if carries:
+    if carry is not None:
         from .carry import carrying
 
-        return carrying(fn, spec.input_enc, spec.max_parallelism)
+        return carrying(fn, spec.input_enc, spec.max_parallelism, *carry)
     return fn
 
 

@@ -52,8 +52,8 @@ class TwsCall:
     columns: tuple[str, ...]
     #: the stage's value state (:func:`state_name`)
     state_name: str
-    #: the side-output tag of the records carried through the stage (runtime/carry.py), if any
-    carry_tag: Optional[str] = None
+    #: records are carried through the stage (runtime/carry.py)
+    carries: bool = False
 
 
 def tws_time_mode(processing_timeout: bool, timeouts: bool) -> str:
@@ -156,7 +156,7 @@ class KeyGroupProcessor:
         self.spec = spec
         self.columns = list(call.columns)
         self.state_name = call.state_name
-        self.carry_tag = call.carry_tag
+        self.carries = call.carries
         self._fn: Optional[Callable[..., Iterator[Any]]] = None
         self._value: Any = None
         self._handle: Any = None
@@ -182,7 +182,7 @@ class KeyGroupProcessor:
 
     def handleInputRows(self, key: Any, rows: Iterator[Any],  # noqa: N802 - Spark's name
                         timerValues: Any) -> Iterator[Any]:  # noqa: N803
-        if self.carry_tag is None:
+        if not self.carries:
             return self._call(key, rows, timerValues, None)
         return self._carrying(key, rows, timerValues)
 
@@ -195,9 +195,7 @@ class KeyGroupProcessor:
             carried += [theirs] if len(theirs) else []
         if own:
             yield from self._call(key, iter(own), timers, None)
-        assert self.carry_tag is not None
-        for frame in carried_output(carried, self.carry_tag, self.spec.direct_output,
-                                    self.spec.ordered):
+        for frame in carried_output(carried, self.spec.direct_output, self.spec.ordered):
             yield _with_et(frame)
 
     def handleExpiredTimer(self, key: Any, timerValues: Any,  # noqa: N802, N803

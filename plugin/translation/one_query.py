@@ -14,7 +14,7 @@ stage above it.
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from ..plan.config import resolve
 from ..plan.graph import (
@@ -35,9 +35,8 @@ from ..spark_io.versions import require_feature
 from ..state_store.exceptions import GraphBuildError, SavepointFormatError
 from .streaming_keyed import feeds_keyed
 
-__all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "branch_watermark", "carried_exits",
-           "carry_tag", "chained", "exit_of",
-           "fans_out", "from_keyed", "meets_keyed", "one_query_mapping", "one_query_placement",
+__all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "Carry", "branch_watermark",
+           "carried_exits", "carry_tag", "chained", "exit_of", "fans_out", "from_keyed", "meets_keyed", "one_query_mapping", "one_query_placement",
            "query_exits", "state_store_conf", "with_carriers"]
 
 logger = logging.getLogger(__name__)
@@ -234,9 +233,10 @@ def _uses(nodes: list[Transformation], consumers: dict[int, list[Transformation]
 def carried_exits(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
                   ) -> dict[int, Transformation]:
     """The keyed stages whose records the query carries through the keyed stage below them
-    (runtime/carry.py): a keyed stage read by sinks (through stateless operators) and along
-    one path of one-input stateless operators by one other keyed stage, which only sinks
-    read. The query would hold it twice otherwise.
+    (runtime/carry.py): a keyed stage read by sinks (through stateless operators) and,
+    along one path of one-input stateless operators, by one other keyed stage, which only
+    sinks read or which is carried on in turn (then read by ``key_by`` directly). The query
+    would hold it twice otherwise. A stage whose side outputs are read is not carried.
 
     Args:
         nodes: the job graph.
@@ -247,31 +247,53 @@ def carried_exits(nodes: list[Transformation], consumers: dict[int, list[Transfo
     """
     uses, part, exit_ids = _uses(nodes, consumers)
     carried: dict[int, Transformation] = {}
-    for node in nodes:
-        if not is_keyed(node) or uses.get(node.id) != 2 or node.id not in exit_ids:
+    for node in sorted(nodes, key=lambda n: n.id, reverse=True):  # the stages below first
+        if not is_keyed(node) or uses.get(node.id, 0) < 2 or node.id not in exit_ids:
             continue
         if any(isinstance(r, SideOutputNode) for r in consumers.get(node.id, [])):
             continue  # its side outputs would not travel with it
-        step: Transformation = node
-        while True:
-            readers = [r for r in consumers.get(step.id, []) if r.id in part]
-            if len(readers) != 1 or len(readers[0].inputs) != 1:
-                break
-            step = readers[0]
-            if is_keyed(step):
-                if (isinstance(step, KeyedNode) and step.id in exit_ids
-                        and uses.get(step.id) == 1):
-                    carried[node.id] = step
-                break
-            if not isinstance(step, (ChainNode, KeyByNode)) or step.id in exit_ids:
-                break
+        carrier = _carrier(node, consumers, part, exit_ids)
+        if carrier is None:
+            continue
+        if any(r.id in part for r in consumers.get(carrier.id, [])):
+            onward = carried.get(carrier.id)  # read by a keyed stage: carried on, directly
+            if onward is None or onward.inputs[0].inputs[0] is not carrier:
+                continue
+        carried[node.id] = carrier
     return carried
+
+
+def _carrier(node: Transformation, consumers: dict[int, list[Transformation]],
+             part: set[int], exit_ids: set[int]) -> Optional[Transformation]:
+    """The keyed stage (one input, an exit of the query) that ``node`` reaches along one
+    path of one-input stateless operators, each read once in the query's plan; else None."""
+    step = node
+    while True:
+        readers = [r for r in consumers.get(step.id, []) if r.id in part]
+        if len(readers) != 1 or len(readers[0].inputs) != 1:
+            return None
+        step = readers[0]
+        if is_keyed(step):
+            return step if isinstance(step, KeyedNode) and step.id in exit_ids else None
+        if not isinstance(step, (ChainNode, KeyByNode)) or step.id in exit_ids:
+            return None
+
+
+class Carry(NamedTuple):
+    """How a keyed stage carries the records of the stage above it (runtime/carry.py;
+    ``group_state.seq_pass`` takes it as its ``carry`` tuple)."""
+
+    #: the tag those records leave the query under (:func:`carry_tag`)
+    tag: str
+    #: the stage above is a carrier too: the keying pass reads that stage's records with
+    #: those carried through it, each under its tag
+    tagged: bool
 
 
 def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation],
                   consumers: dict[int, list[Transformation]], fanned_out: bool
-                  ) -> tuple[dict[int, frozenset[str]], dict[int, str]]:
-    """The side-output tags of the job's operators with the carrying stages' own tag.
+                  ) -> tuple[dict[int, frozenset[str]], dict[int, Carry]]:
+    """The side-output tags of the job's operators with the carried records' tags.
 
     Args:
         tags: node id -> the side-output tags read from it (``steps.side_output_tags``).
@@ -280,15 +302,20 @@ def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation],
         fanned_out: the one query writes several sinks (else nothing is carried).
 
     Returns:
-        ``tags`` with each carrying stage's tag added, and carrying stage id -> that tag
-        (:func:`carried_exits`).
+        ``tags`` with the tags of the records carried through each carrying stage added,
+        and carrying stage id -> its :class:`Carry` (:func:`carried_exits`).
     """
     if not fanned_out:
         return tags, {}
-    carriers = {b.id: carry_tag(e) for e, b in carried_exits(nodes, consumers).items()}
+    carried = carried_exits(nodes, consumers)
+    carrying = {b.id for b in carried.values()}
+    carriers = {b.id: Carry(carry_tag(e), e in carrying) for e, b in carried.items()}
     out = dict(tags)
-    for b, tag in carriers.items():
-        out[b] = out.get(b, frozenset()) | {tag}
+    for e, b in carried.items():  # each carried stage's tag, on every carrier below it
+        node: Optional[Transformation] = b
+        while node is not None:
+            out[node.id] = out.get(node.id, frozenset()) | {carry_tag(e)}
+            node = carried.get(node.id)
     return out, carriers
 
 

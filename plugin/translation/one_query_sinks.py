@@ -124,6 +124,8 @@ def _tails(t: Any, exits: list[Transformation], streams: list[Stream], dfs: list
     own = {e.id: replace(s, df=df) for e, s, df in zip(exits, streams, dfs)}
     for node_id, carrier in carried.items():
         node = next(n for n in t.nodes if n.id == node_id)
+        while carrier.id in carried:  # carried on: its records leave through the last one
+            carrier = carried[carrier.id]
         tagged = own[carrier.id].df.filter(col(TAG) == carry_tag(node_id)).select(TS, VALUE)
         own[node_id] = Stream(tagged, PICKLED, node.output_type, name=node.name,
                               chain=leading_rows(node.output_type, node.name))

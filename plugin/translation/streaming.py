@@ -60,6 +60,7 @@ from .job_identity import (
 )
 from .one_query import (
     QUERY,
+    Carry,
     branch_watermark,
     chained,
     fans_out,
@@ -164,7 +165,7 @@ class StreamingTranslator:
         #: PySpark cuts a stateful operator's output into Arrow batches by this row count
         self.arrow_batch_rows = arrow_batch_rows(spark)
         self._streams: dict[int, Stream] = {}
-        #: carrying keyed stage id -> its carry tag (one_query.with_carriers)
+        #: carrying keyed stage id -> how it carries (one_query.with_carriers)
         self._tags, self.carriers = with_carriers(side_output_tags(nodes), nodes,
                                                   self.consumers, self.fanned_out)
         self.op_config = operator_config(cfg, self.mode, self.parallelism, self.max_parallelism)
@@ -555,27 +556,28 @@ class StreamingTranslator:
     def keyed_input_df(self, key_node: KeyByNode, consumer: Transformation) -> DataFrame:
         """``_ts, _kg, _k, _v, _seq`` for ``consumer``; staged through files when upstream
         already holds a stateful operator (one per query)."""
-        parent = self.input_stream(key_node.inputs[0])
-        carries = consumer.id in self.carriers  # the keying pass hands its records on
-        df = None if carries else self._native_keyed_input_df(parent, key_node, consumer)
+        carry = self.carriers.get(consumer.id)  # the keying pass hands its records on
+        parent = (self.translate if carry and carry.tagged else self.input_stream)(
+            key_node.inputs[0])  # a carrier's records, with those carried through it
+        df = None if carry else self._native_keyed_input_df(parent, key_node, consumer)
         if df is None:
             df = self.sequenced(parent, key_node.name,
-                                (key_node.key_selector, key_node.key_serializer), carries)
+                                (key_node.key_selector, key_node.key_serializer), carry)
         side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
         return self.staged_input(df, key_node.inputs[0], key_node, consumer, side)
 
     def sequenced(self, parent: Stream, name: str, key_out: Any = None,
-                  carries: bool = False) -> DataFrame:
+                  carry: Optional[Carry] = None) -> DataFrame:
         """``_ts[, _kg, _k], _v, _seq``: ``parent``'s pending work in one Python pass that
-        numbers the records in arrival order, keys them with ``key_out`` (and ``carries``
-        them on as they were, runtime/carry.py)."""
+        numbers the records in arrival order, keys them with ``key_out`` (and hands them on
+        as they were under ``carry``'s tag, runtime/carry.py)."""
         spec = PassSpec(
             name=name, input_enc=parent.enc, output_enc=PICKLED, config=dict(self.op_config),
             sided=parent.sided, co_stage=parent.co_stage, keyed=parent.keyed,
             chain=chain_for_output(parent, PICKLED, key_out), key_out=key_out,
             max_parallelism=self.max_parallelism)
         self._long_lived(spec)
-        return arrow_pass(parent, seq_pass(spec, self.parallelism, carries),
+        return arrow_pass(parent, seq_pass(spec, self.parallelism, carry),
                           output_ddl(spec) + f", {SEQ} bigint")
 
     def staged_input(self, df: DataFrame, root: Transformation, edge: Transformation,
@@ -700,7 +702,7 @@ class StreamingTranslator:
                 self.parallelism)).drop(KG)
             grouping = RANGE_KEY
         tws = TwsCall(tws_time_mode(processing_timeout, timeouts), tuple(df.columns),
-                      state_name(stage), self.carriers.get(node.id)) if self.one_query else None
+                      state_name(stage), node.id in self.carriers) if self.one_query else None
         out, unordered = keyed_call(df.groupBy(grouping), spec, fields, timeout, tws)
         return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
                       node.output_type, name=node.name, tagged=bool(tags),

@@ -49,7 +49,7 @@ def test_the_keying_pass_hands_on_every_record_it_reads(typed):
         return pa.RecordBatch.from_arrays(
             [ts, pa.array([pickle.dumps(r) for r in rows], pa.binary())], names=[TS, VALUE])
 
-    out = list(carrying(_keying, enc, 5)(iter(batch(rows) for rows in records)))
+    out = list(carrying(_keying, enc, 5, "mine")(iter(batch(rows) for rows in records)))
     assert all(b.schema == KEYED for b in out)
     rows = [r for b in out for r in b.to_pylist()]
     own = [r for r in rows if r[SEQ] >= 0]
@@ -58,22 +58,52 @@ def test_the_keying_pass_hands_on_every_record_it_reads(typed):
     assert [pickle.loads(r[VALUE]) for r in carried] == [r for rs in records for r in rs]
     assert [r[TS] for r in carried] == [10 * v for rs in records for _, v in rs]
     assert {r[SEQ] for r in carried} == {CARRIED_SEQ}
-    assert all(r[KEY] is None for r in carried)
+    assert {r[KEY] for r in carried} == {b"mine"}  # the tag they leave under
     # spread over the key groups: five records, five key groups
     assert sorted(r[KG] for r in carried) == [0, 1, 2, 3, 4]
+
+
+def test_records_carried_through_the_stage_above_are_handed_on_under_their_tag():
+    """A carrier's tagged records: its own (no tag) go to the pass and are carried under
+    the pass's tag, those carried through it keep theirs and skip the pass."""
+    rows = [(None, 1, "x"), ("above", 2, "y"), (None, 3, "z")]
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([t for t, _, _ in rows], pa.string()), pa.array([ts for _, ts, _ in rows]),
+         pa.array([pickle.dumps(v) for _, _, v in rows], pa.binary())], names=[TAG, TS, VALUE])
+    seen = []
+
+    def keying(batches):
+        for b in batches:
+            seen.append(b.schema.names)
+            yield from _keying(iter([b]))
+
+    out = [r for b in carrying(keying, PICKLED, 4, "mine", tagged=True)(iter([batch]))
+           for r in b.to_pylist()]
+    assert seen == [[TS, VALUE]]  # the pass reads the carrier's own records, untagged
+    carried = sorted((r[KEY], r[TS], pickle.loads(r[VALUE])) for r in out if r[SEQ] < 0)
+    assert carried == [(b"above", 2, "y"), (b"mine", 1, "x"), (b"mine", 3, "z")]
+    assert [r[TS] for r in out if r[SEQ] >= 0] == [1]  # _keying keeps every second one
+
+
+def test_a_savepoint_restore_row_is_no_carried_record():
+    frame = pd.DataFrame({TS: [1.0, 2.0], KEY: [None, b"t"], VALUE: [b"state", b"x"],
+                          SEQ: [-1, CARRIED_SEQ]})  # -1: streaming_savepoint.RESTORE_SEQ
+    own, carried = split_carried(frame)
+    assert own[VALUE].tolist() == [b"state"] and carried[VALUE].tolist() == [b"x"]
 
 
 @pytest.mark.parametrize("direct", [True, False])
 @pytest.mark.parametrize("ordered", [True, False])
 def test_the_keyed_call_emits_carried_records_untouched_under_the_tag(direct, ordered):
-    frame = pd.DataFrame({TS: [5.0, float("nan"), 7.0], KEY: [b"k", None, None],
+    tag = b"\x1fcarried 3"
+    frame = pd.DataFrame({TS: [5.0, float("nan"), 7.0], KEY: [b"k", tag, tag],
                           VALUE: [b"own", b"x", b"y"], SEQ: [0, CARRIED_SEQ, CARRIED_SEQ]})
     own, carried = split_carried(frame)
     assert own[VALUE].tolist() == [b"own"]
     assert carried[VALUE].tolist() == [b"x", b"y"]
     assert split_carried(own)[1].empty
 
-    frames = list(carried_output([carried], "\x1fcarried 3", direct, ordered))
+    frames = list(carried_output([carried], direct, ordered))
     if direct:  # one row of arrays per chunk of records
         got = {c: [v for chunk in frames for cell in chunk[c] for v in cell]
                for c in (TAG, TS, VALUE)}

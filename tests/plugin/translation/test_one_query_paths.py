@@ -7,6 +7,7 @@ import pytest
 from pyspark_datastream import GraphBuildError, OutputTag, StreamExecutionEnvironment, Types
 from pyspark_datastream.plan.graph import consumers, reachable
 from pyspark_datastream.translation.one_query import (
+    Carry,
     _check_paths,
     carried_exits,
     carry_tag,
@@ -37,10 +38,47 @@ def test_a_stage_read_by_sinks_and_one_keyed_stage_is_carried_by_it():
         first._node.id: second._node.id}
     _check_paths(nodes, readers)  # runs: nothing refused
     tags, carriers = with_carriers({}, nodes, readers, fanned_out=True)
-    assert carriers == {second._node.id: carry_tag(first._node.id)}
+    assert carriers == {second._node.id: Carry(carry_tag(first._node.id), False)}
     assert tags == {second._node.id: frozenset({carry_tag(first._node.id)})}
     # a job writing one sink does not fan out: nothing carried
     assert with_carriers({}, nodes, readers, fanned_out=False) == ({}, {})
+
+
+def test_a_chain_of_stages_each_read_by_sinks_is_carried_to_its_last_stage():
+    """Each stage read by a sink and keyed on directly: the first's records travel through
+    the second and on through the third, where they leave with the second's."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    first = _stage(env.from_collection([("a", 1)], T))
+    first.print()
+    second = _stage(first)
+    second.print()
+    third = _stage(second)
+    third.print()
+    nodes, readers = _graph(env)
+    a, b, c = first._node.id, second._node.id, third._node.id
+    assert {k: v.id for k, v in carried_exits(nodes, readers).items()} == {a: b, b: c}
+    _check_paths(nodes, readers)
+    tags, carriers = with_carriers({}, nodes, readers, fanned_out=True)
+    assert carriers == {b: Carry(carry_tag(a), False), c: Carry(carry_tag(b), True)}
+    assert tags == {b: frozenset({carry_tag(a)}), c: frozenset({carry_tag(a), carry_tag(b)})}
+
+
+def test_a_stage_carried_on_must_be_keyed_directly():
+    """A map between a carrier and the stage carrying it on would drop what it carries."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    first = _stage(env.from_collection([("a", 1)], T))
+    first.print()
+    second = _stage(first)
+    second.print()
+    third = _stage(second.map(lambda r: r, T))
+    third.print()
+    nodes, readers = _graph(env)
+    # the second stage is carried through the third (a map between is fine there); the
+    # first would have to travel on through that map
+    assert {k: v.id for k, v in carried_exits(nodes, readers).items()} == {
+        second._node.id: third._node.id}
+    with pytest.raises(GraphBuildError, match="times"):
+        _check_paths(nodes, readers)
 
 
 @pytest.mark.parametrize("shape", ["two_readers", "carrier_read_on", "side_output"])
@@ -52,7 +90,8 @@ def test_a_stage_the_query_cannot_carry_is_refused(shape):
     second.print()
     if shape == "two_readers":  # a second keyed stage reading the first
         _stage(first).print()
-    elif shape == "carrier_read_on":  # the carrier is read by a keyed stage itself
+    elif shape == "carrier_read_on":  # the carrier is read by two keyed stages itself
+        _stage(second).print()
         _stage(second).print()
     else:  # the first stage's side output would not travel with its records
         tag = OutputTag("side", T)
