@@ -36,8 +36,9 @@ from ..state_store.exceptions import GraphBuildError, SavepointFormatError
 from .streaming_keyed import feeds_keyed
 
 __all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "Carry", "branch_watermark",
-           "carried_exits", "carry_tag", "chained", "exit_of", "fans_out", "from_keyed", "meets_keyed", "one_query_mapping", "one_query_placement",
-           "query_exits", "state_store_conf", "with_carriers"]
+           "carried_exits", "carry_tag", "chained", "exit_of", "fans_out", "from_keyed",
+           "meets_keyed", "one_query_mapping", "one_query_placement", "query_exits",
+           "state_store_conf", "with_carriers"]
 
 logger = logging.getLogger(__name__)
 
@@ -344,7 +345,7 @@ def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transfor
                     "(each would run the keyed stage again, with a state of its own); the "
                     "query writes a keyed stage's outputs apart only through stateless "
                     "operators down to sinks, or carried through the one keyed stage that "
-                    "reads it when only sinks read that one")
+                    "reads it (docs/spark-mapping.md: which graphs run how)")
 
 
 def one_query_placement(stages: dict[int, str], nodes: list[Transformation]) -> dict[str, Any]:

@@ -111,6 +111,7 @@ from .streaming_queries import (
     write_df_once,
     write_table_once,
 )
+from .streaming_savepoint import restored_input, restores
 from .timecheck import processing_time_use, processing_timeout_of
 
 if TYPE_CHECKING:
@@ -608,7 +609,7 @@ class StreamingTranslator:
         (its rows carry state bytes in ``_v``). Records the plan in ``self._typed_inputs``."""
         if not self.pushdown or not isinstance(consumer, KeyedNode):
             return None
-        if self.restore is not None and self.restore.meta_for(consumer) is not None:
+        if restores(self, consumer):
             return None
         native = native_keyed_input(parent, key_node, self.max_parallelism)
         if native is None:
@@ -638,13 +639,7 @@ class StreamingTranslator:
         from pyspark.sql.streaming.state import GroupStateTimeout
 
         stage = self.stage_names[node.id]
-        restoring = self.restore is not None and self.restore.meta_for(node) is not None
-        if restoring:
-            from .streaming_savepoint import restore_rows_folder
-
-            folder = self.storage.join(self.job_folder(), f"{stage}-restore")
-            restore_rows_folder(self, node, folder, df.schema)
-            df = df.unionByName(self.spark.readStream.schema(df.schema).parquet(folder))
+        df, restoring = restored_input(self, node, df)  # its savepoint state rows, if any
         # a chained stage of the one-query mapping has the watermark of the stage above it
         chain = self.one_query and chained(node)
         if self.bounded and self._savepoint_run is None and not chain:

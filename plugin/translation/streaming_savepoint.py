@@ -400,6 +400,56 @@ def _pack_pass(metas: list[dict[str, Any]], fields: list[str],
     return fn
 
 
+def restores(translator: Any, node: Transformation) -> bool:
+    """Whether ``node``'s keyed input carries savepoint state rows: the job restores it now
+    (``execution.savepoint.path``), or an earlier run of this job did. A job started from a
+    savepoint resumes from its checkpoint afterwards with or without the setting (as Flink
+    restores a savepoint once): its query keeps the stream of those rows, read already, so
+    its sources stay what its checkpoint records.
+
+    Args:
+        translator: the STREAMING translator.
+        node: a keyed operator.
+
+    Returns:
+        True when the keyed input gets the rows' stream (:func:`restored_input`).
+    """
+    if translator.restore is not None and translator.restore.meta_for(node) is not None:
+        return True
+    durable = translator.job.durable_folder()  # (a temporary job folder has no earlier run)
+    storage = translator.storage
+    return durable is not None and bool(storage.exists(storage.join(
+        durable, _restore_name(translator, node), "_SUCCESS")))
+
+
+def restored_input(translator: Any, node: Transformation, df: Any) -> tuple[Any, bool]:
+    """``node``'s keyed input ``df`` with its savepoint state rows when it :func:`restores`
+    (written first when the job restores now).
+
+    Args:
+        translator: the STREAMING translator.
+        node: a keyed operator.
+        df: its keyed input.
+
+    Returns:
+        The input, and whether it carries the rows' stream.
+    """
+    if not restores(translator, node):
+        return df, False
+    folder = _restore_folder(translator, node)
+    if translator.restore is not None and translator.restore.meta_for(node) is not None:
+        restore_rows_folder(translator, node, folder, df.schema)
+    return df.unionByName(translator.spark.readStream.schema(df.schema).parquet(folder)), True
+
+
+def _restore_name(translator: Any, node: Transformation) -> str:
+    return f"{translator.stage_names[node.id]}-restore"
+
+
+def _restore_folder(translator: Any, node: Transformation) -> str:
+    return str(translator.storage.join(translator.job_folder(), _restore_name(translator, node)))
+
+
 def restore_rows_folder(translator: Any, node: Transformation, folder: str, schema: Any) -> None:
     """Write (once, atomically) ``node``'s savepoint state as one row per key group with the
     keyed input's ``schema`` into ``folder``; executors pack and write, nothing is collected."""
