@@ -8,11 +8,12 @@ driver JVM gets the suite's short-job options, ``jvm_options.py``).
 
 ``make bench-quick`` runs each benchmark in its own process; here WordCount (``--batch-only``
 first, so its Python workers never ran a STREAMING variant, then on RocksDB with a given
-heap, then ``--streaming-only``), Sessionize, the savepoint and async I/O benchmarks run one
-after the other in one process and one local[2] SparkSession (each ``main`` gets the session
-the one before started, as a program gets the active session): one JVM start instead of six.
-The S3 benchmark needs the s3a jars and its server's Hadoop settings when its JVM starts, and
-the memory benchmark starts a process per measurement: each runs in a process of its own.
+heap, then ``--streaming-only``), Sessionize, the savepoint, async I/O and route benchmarks
+run one after the other in one process and one local[2] SparkSession (each ``main`` gets the
+session the one before started, as a program gets the active session): one JVM start
+instead of seven. The S3 benchmark needs the s3a jars and its server's Hadoop settings when
+its JVM starts: it runs in a process of its own. The memory benchmark starts a process per
+measurement of the runs above: ``make bench-quick`` runs it, the suite its arithmetic.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ SHARED = [
     ("wordcount", "wordcount", ["--state-store", "rocksdb", "--driver-memory", "1200m"]),
     ("wordcount_streaming_only", "wordcount", ["--streaming-only", "--floor"]),
     ("async_io", "async_io", []),
+    ("routes", "routes", ["--variants", "streaming_one_query"]),
 ]
 
 
@@ -169,22 +171,22 @@ def test_wordcount_streaming_only_quick(shared_results):
 
 
 @pytest.mark.slow
-def test_memory_quick(tmp_path):
-    """The memory benchmark's three-keyed-stage part: two processes (BATCH, STREAMING on one
-    query), each checked against pandas; the JSON's ratio is its own figures'. Its WordCount
-    part runs the ``--batch-only`` and ``--streaming-only`` processes ``shared_results``
-    runs too (``make bench-quick`` runs both parts); :func:`test_memory_figures` checks
-    every ratio's arithmetic."""
-    result = _run("memory", str(tmp_path), "--only", "three_stages")
-    assert result["benchmark"] == "memory" and result["quick"] is True
-    mib = result["python_workers_mib"]
-    assert set(mib) == {"three_stages_batch", "three_stages_streaming"}
-    assert min(mib.values()) > 0
-    assert result["three_stages_streaming_over_batch"] == round(
-        mib["three_stages_streaming"] / mib["three_stages_batch"], 3)
-    assert set(result["targets_met"]) == {"three_stages_streaming_over_batch"}
-    assert "streaming_over_batch" not in result
-    assert set(result["runs"]) == {"three_stages_batch", "three_stages_streaming"}
+def test_routes_quick(shared_results):
+    """The three-keyed-stage job of the route comparison (and of the memory benchmark's
+    second part), BATCH and STREAMING on one query, each checked against pandas inside the
+    benchmark; ``--quick`` also restarts the Arrow chain prototype after a failure. The
+    memory benchmark runs these in processes of their own to sample each one's workers:
+    ``make bench-quick`` runs it (:func:`test_memory_figures` checks its arithmetic)."""
+    result = shared_results["routes"]
+    assert result["benchmark"] == "routes" and result["quick"] is True
+    variants = result["variants"]
+    assert set(variants) == {"batch", "streaming_one_query"}
+    assert all(v["checked"] is True and v["rows_out"] > 0 for v in variants.values())
+    one_query = variants["streaming_one_query"]
+    assert one_query["micro_batches"] >= result["files"]  # one file per micro-batch
+    assert one_query["ratio_over_batch"] == pytest.approx(
+        one_query["seconds"] / variants["batch"]["seconds"], rel=0.01)
+    assert result["arrow_restart"]["checked"] is True
 
 
 def test_memory_figures():
