@@ -414,7 +414,7 @@ def restores(translator: Any, node: Transformation) -> bool:
     Returns:
         True when the keyed input gets the rows' stream (:func:`restored_input`).
     """
-    if translator.restore is not None and translator.restore.meta_for(node) is not None:
+    if _restores_now(translator, node):
         return True
     durable = translator.job.durable_folder()  # (a temporary job folder has no earlier run)
     storage = translator.storage
@@ -437,9 +437,14 @@ def restored_input(translator: Any, node: Transformation, df: Any) -> tuple[Any,
     if not restores(translator, node):
         return df, False
     folder = _restore_folder(translator, node)
-    if translator.restore is not None and translator.restore.meta_for(node) is not None:
+    if _restores_now(translator, node):
         restore_rows_folder(translator, node, folder, df.schema)
     return df.unionByName(translator.spark.readStream.schema(df.schema).parquet(folder)), True
+
+
+def _restores_now(translator: Any, node: Transformation) -> bool:
+    """The job restores ``node`` from ``execution.savepoint.path`` in this run."""
+    return translator.restore is not None and translator.restore.meta_for(node) is not None
 
 
 def _restore_name(translator: Any, node: Transformation) -> str:
