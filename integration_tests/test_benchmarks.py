@@ -36,7 +36,7 @@ SHARED = [
     ("wordcount", "wordcount", ["--state-store", "rocksdb", "--driver-memory", "1200m"]),
     ("wordcount_streaming_only", "wordcount", ["--streaming-only", "--floor"]),
     ("async_io", "async_io", []),
-    ("routes", "routes", ["--variants", "streaming_one_query"]),
+    ("routes", "routes", ["--variants", "streaming_one_query", "--no-restart-check"]),
 ]
 
 
@@ -174,9 +174,10 @@ def test_wordcount_streaming_only_quick(shared_results):
 def test_routes_quick(shared_results):
     """The three-keyed-stage job of the route comparison (and of the memory benchmark's
     second part), BATCH and STREAMING on one query, each checked against pandas inside the
-    benchmark; ``--quick`` also restarts the Arrow chain prototype after a failure. The
-    memory benchmark runs these in processes of their own to sample each one's workers:
-    ``make bench-quick`` runs it (:func:`test_memory_figures` checks its arithmetic)."""
+    benchmark. ``make bench-quick`` also runs the Arrow chain prototype's restart after a
+    failure (a prototype, not the product: left out here) and the memory benchmark, which
+    runs these in processes of their own to sample each one's workers
+    (:func:`test_memory_figures` checks its arithmetic)."""
     result = shared_results["routes"]
     assert result["benchmark"] == "routes" and result["quick"] is True
     variants = result["variants"]
@@ -186,7 +187,7 @@ def test_routes_quick(shared_results):
     assert one_query["micro_batches"] >= result["files"]  # one file per micro-batch
     assert one_query["ratio_over_batch"] == pytest.approx(
         one_query["seconds"] / variants["batch"]["seconds"], rel=0.01)
-    assert result["arrow_restart"]["checked"] is True
+    assert "arrow_restart" not in result
 
 
 def test_memory_figures():
