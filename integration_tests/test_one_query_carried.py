@@ -2,9 +2,10 @@
 
 Spark plans a DataFrame read twice as two copies, so the query cannot read such a stage
 twice; its records travel through the keyed stages below it instead (carried) and leave
-the query beside the last one's own. A running count per user, written whole and filtered
-to two Delta tables, feeds a count per bucket of users, written too, which feeds (keyed on
-directly) a count per parity of bucket, written too. A BATCH backfill of the first file hands
+the query beside the last one's own, with its side outputs. A running count per user,
+written whole and filtered to two Delta tables, feeds a count per bucket of users, written
+too with its side output of every third count, which feeds (keyed on directly) a count per
+parity of bucket, written too. A BATCH backfill of the first file hands
 its savepoint to the STREAMING job (one query over several files of out-of-order event
 times), which runs on from its checkpoint and stops with a savepoint: every sink, and the
 savepoint's counts, equal a plain-Python model of each mode.
@@ -17,7 +18,13 @@ from collections import Counter
 
 import pytest
 from helpers import KV_SCHEMA, ByV, QueryCounter, add_file, delta_rows, spark_line
-from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor, WatermarkStrategy
+from pyspark_datastream import (
+    KeyedProcessFunction,
+    OutputTag,
+    Types,
+    ValueStateDescriptor,
+    WatermarkStrategy,
+)
 from pyspark_datastream.savepoint import Savepoint
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -25,16 +32,24 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 USERS, BUCKETS, SPAN = 60, 7, 10_000
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 LONGS = Types.TUPLE([Types.LONG(), Types.LONG()])
-SINKS = ("running", "fifths", "buckets", "parities")
+SINKS = ("running", "fifths", "buckets", "thirds", "parities")
+THIRDS = OutputTag("thirds", LONGS)
 
 
 class CountPerKey(KeyedProcessFunction):
+    """A running count per key; with ``thirds``, every third count to that side output too."""
+
+    def __init__(self, thirds: bool = False):
+        self.thirds = thirds
+
     def open(self, ctx):
         self.count = ctx.get_state(ValueStateDescriptor("count", Types.LONG()))
 
     def process_element(self, value, ctx):
         self.count.update((self.count.value() or 0) + 1)
         yield ctx.get_current_key(), self.count.value()
+        if self.thirds and self.count.value() % 3 == 0:
+            yield THIRDS, (ctx.get_current_key(), self.count.value())
 
 
 def bucket(user: str) -> int:
@@ -69,12 +84,13 @@ def model(state: dict[str, Counter], records: list[tuple[str, int]], batch: bool
                 state[name][key] += 1
                 out[name].append((key, state[name][key]))
     out["fifths"] = [r for r in out["running"] if r[1] % 5 == 0]
+    out["thirds"] = [r for r in out["buckets"] if r[1] % 3 == 0]
     return {name: sorted(rows) for name, rows in out.items()}
 
 
 def program(env, records, out: str) -> None:
-    """Four sinks: the running counts, every fifth of them, the counts per bucket and per
-    parity of bucket."""
+    """Five sinks: the running counts, every fifth of them, the counts per bucket, every third
+    of those (a side output) and the counts per parity of bucket."""
     ws = WatermarkStrategy.for_bounded_out_of_orderness(SPAN).with_timestamp_assigner(ByV())
     running = (records.assign_timestamps_and_watermarks(ws).map(lambda r: (r[0], 1), PAIR)
                .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).uid("running"))
@@ -82,8 +98,9 @@ def program(env, records, out: str) -> None:
     running.filter(lambda r: r[1] % 5 == 0).sink_to_delta(f"{out}/fifths")
     buckets = (running.map(lambda r: (bucket(r[0]), r[1]), LONGS)
                .key_by(lambda r: r[0], key_type=Types.LONG())
-               .process(CountPerKey(), LONGS).uid("buckets"))
+               .process(CountPerKey(thirds=True), LONGS).uid("buckets"))
     buckets.sink_to_delta(f"{out}/buckets")
+    buckets.get_side_output(THIRDS).sink_to_delta(f"{out}/thirds")
     (buckets.key_by(lambda r: r[0] % 2, key_type=Types.LONG())
      .process(CountPerKey(), LONGS).uid("parities").sink_to_delta(f"{out}/parities"))
 

@@ -6,6 +6,8 @@ front of the stage below hands each record it reads on as well, marked by ``_seq
 :data:`CARRIED_SEQ`, its tag in ``_k``; that stage's processor emits them untouched under
 their tag, as side-output records, which the query's sinks read apart (or, when that stage
 is carried on in turn, the next keying pass hands on again). They touch no state or timer.
+A carried stage's side outputs travel with its records, under its tag and their own
+(:func:`side_tag`).
 """
 
 from __future__ import annotations
@@ -22,11 +24,28 @@ from .encoding import KEY, KG, TAG, TS, VALUE, Encoding, make_decoder
 from .group_frames import ORDER, ORDER_ROW, SEQ, output_frame, output_schema
 from .passes import partition_id
 
-__all__ = ["CARRIED_SEQ", "carrying", "carried_output", "split_carried"]
+__all__ = ["CARRIED_SEQ", "MARK", "carrying", "carried_output", "side_tag", "split_carried"]
 
 #: the ``_seq`` of a carried record (a record's own is never negative, a savepoint restore
 #: row's is -1)
 CARRIED_SEQ = -2
+#: the first character of every carried record's tag (no ``OutputTag`` starts with it)
+MARK = "\x1f"
+#: between a carried stage's tag and one of its side outputs' tags
+_SIDE = "\x1e"
+
+
+def side_tag(carried: str, tag: str) -> str:
+    """The tag a carried stage's side-output record travels under.
+
+    Args:
+        carried: the stage's own tag (``one_query.carry_tag``).
+        tag: the side output's tag.
+
+    Returns:
+        The two in one tag: no other stage's records or side outputs travel under it.
+    """
+    return f"{carried}{_SIDE}{tag}"
 
 #: a ``mapInArrow`` function
 ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
@@ -43,8 +62,9 @@ def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, tag: 
             task's partition on).
         tag: the tag the records it reads leave under.
         tagged: its input has a ``_tag`` column: the rows with one are records carried
-            through the stage above, handed on under their own tag (and not to
-            ``function``).
+            through the stage above, handed on under their own tag, or that stage's side
+            outputs, handed on under ``tag`` and theirs (:func:`side_tag`); none reaches
+            ``function``.
 
     Returns:
         The ``mapInArrow`` function: the pass's batches, and after each the carried
@@ -72,8 +92,8 @@ def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, tag: 
                     theirs = pc.is_valid(b.column(TAG))
                     if pc.any(theirs).as_py():
                         rows = b.filter(theirs)
-                        pending.append(carried(rows.column(TS), rows.column(VALUE), pc.cast(
-                            rows.column(TAG), pa.binary())))
+                        pending.append(carried(rows.column(TS), rows.column(VALUE),
+                                               _handed_on(rows.column(TAG), tag)))
                         b = b.filter(pc.invert(theirs))
                     b = b.drop_columns([TAG])
                 if b.num_rows:
@@ -92,6 +112,14 @@ def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, tag: 
             yield pending.pop(0)
 
     return fn
+
+
+def _handed_on(tags: pa.Array, tag: str) -> pa.Array:
+    """The tags the tagged rows of a carrier's output travel on under (binary): a carried
+    record's its own, a side output's under the carrier's ``tag`` too."""
+    side = pc.invert(pc.starts_with(tags, MARK))
+    under = pc.binary_join_element_wise(side_tag(tag, ""), tags, "")
+    return pc.cast(pc.if_else(side, under, tags), pa.binary())
 
 
 def _as(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

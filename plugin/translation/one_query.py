@@ -29,6 +29,7 @@ from ..plan.graph import (
     is_keyed,
     upstream,
 )
+from ..runtime.carry import MARK
 from ..runtime.tws_processor import state_name
 from ..spark_io.exceptions import UnsupportedSparkFeatureError
 from ..spark_io.versions import require_feature
@@ -237,7 +238,8 @@ def carried_exits(nodes: list[Transformation], consumers: dict[int, list[Transfo
     (runtime/carry.py): a keyed stage read by sinks (through stateless operators) and,
     along one path of one-input stateless operators, by one other keyed stage, which only
     sinks read or which is carried on in turn (then read by ``key_by`` directly). The query
-    would hold it twice otherwise. A stage whose side outputs are read is not carried.
+    would hold it twice otherwise. A stage whose side outputs are read is carried only into
+    a ``key_by`` reading it directly (its side outputs travel with its records).
 
     Args:
         nodes: the job graph.
@@ -251,14 +253,15 @@ def carried_exits(nodes: list[Transformation], consumers: dict[int, list[Transfo
     for node in sorted(nodes, key=lambda n: n.id, reverse=True):  # the stages below first
         if not is_keyed(node) or uses.get(node.id, 0) < 2 or node.id not in exit_ids:
             continue
-        if any(isinstance(r, SideOutputNode) for r in consumers.get(node.id, [])):
-            continue  # its side outputs would not travel with it
         carrier = _carrier(node, consumers, part, exit_ids)
         if carrier is None:
             continue
+        if (any(isinstance(r, SideOutputNode) for r in consumers.get(node.id, []))
+                and not _keys_directly(carrier, node)):
+            continue  # its side outputs would not travel through the operators between
         if any(r.id in part for r in consumers.get(carrier.id, [])):
             onward = carried.get(carrier.id)  # read by a keyed stage: carried on, directly
-            if onward is None or onward.inputs[0].inputs[0] is not carrier:
+            if onward is None or not _keys_directly(onward, carrier):
                 continue
         carried[node.id] = carrier
     return carried
@@ -280,14 +283,21 @@ def _carrier(node: Transformation, consumers: dict[int, list[Transformation]],
             return None
 
 
+def _keys_directly(stage: Transformation, node: Transformation) -> bool:
+    """Whether keyed ``stage``'s ``key_by`` reads ``node`` itself (its whole output, tagged
+    rows included, reaches the keying pass)."""
+    return stage.inputs[0].inputs[0] is node
+
+
 class Carry(NamedTuple):
     """How a keyed stage carries the records of the stage above it (runtime/carry.py;
     ``group_state.seq_pass`` takes it as its ``carry`` tuple)."""
 
     #: the tag those records leave the query under (:func:`carry_tag`)
     tag: str
-    #: the stage above is a carrier too: the keying pass reads that stage's records with
-    #: those carried through it, each under its tag
+    #: the stage above is a carrier too, or its side outputs are read: the keying pass reads
+    #: that stage's records with those carried through it and its side outputs, each under
+    #: its tag
     tagged: bool
 
 
@@ -310,7 +320,8 @@ def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation],
         return tags, {}
     carried = carried_exits(nodes, consumers)
     carrying = {b.id for b in carried.values()}
-    carriers = {b.id: Carry(carry_tag(e), e in carrying) for e, b in carried.items()}
+    carriers = {b.id: Carry(carry_tag(e), e in carrying or bool(tags.get(e)))
+                for e, b in carried.items()}
     out = dict(tags)
     for e, b in carried.items():  # each carried stage's tag, on every carrier below it
         node: Optional[Transformation] = b
@@ -329,7 +340,7 @@ def carry_tag(node_id: int) -> str:
     Returns:
         A tag no ``OutputTag`` has (it starts with a control character).
     """
-    return f"\x1fcarried {node_id}"
+    return f"{MARK}carried {node_id}"
 
 
 def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transformation]]

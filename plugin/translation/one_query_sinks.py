@@ -20,12 +20,13 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from ..plan.graph import SinkNode, Transformation, is_keyed
+from ..runtime.carry import side_tag
 from ..runtime.encoding import PICKLED, TAG, TS, VALUE
 from ..spark_io.columns import col
 from .one_query import QUERY, carried_exits, carry_tag, chained, query_exits
 from .rows import leading_rows
 from .sinks import sink_kind
-from .steps import materialize_shared
+from .steps import materialize_shared, side_output_tags
 from .stream import Stream
 from .streaming_queries import is_connect, run_query
 
@@ -120,13 +121,25 @@ def _tails(t: Any, exits: list[Transformation], streams: list[Stream], dfs: list
     builds the sink's tail over them. Its passes are numbered from ``first_pass`` on, so
     the tails' operators keep their identity (and open state) from batch to batch. A
     ``carried`` exit (its id -> the keyed stage carrying it) reads the carrier's rows of
-    its tag, as a side output is read."""
+    its tag, as a side output is read, and its side outputs' rows under their own tags."""
+    from pyspark.sql import functions as F
+
     own = {e.id: replace(s, df=df) for e, s, df in zip(exits, streams, dfs)}
     for node_id, carrier in carried.items():
         node = next(n for n in t.nodes if n.id == node_id)
         while carrier.id in carried:  # carried on: its records leave through the last one
             carrier = carried[carrier.id]
-        tagged = own[carrier.id].df.filter(col(TAG) == carry_tag(node_id)).select(TS, VALUE)
-        own[node_id] = Stream(tagged, PICKLED, node.output_type, name=node.name,
-                              chain=leading_rows(node.output_type, node.name))
+        tag, side = carry_tag(node_id), side_tag(carry_tag(node_id), "")
+        rows = own[carrier.id].df
+        chain = leading_rows(node.output_type, node.name)
+        if not side_output_tags(t.nodes).get(node_id):
+            own[node_id] = Stream(rows.filter(col(TAG) == tag).select(TS, VALUE), PICKLED,
+                                  node.output_type, name=node.name, chain=chain)
+            continue
+        # its records (no tag) and its side outputs (their own tags), as its stream was
+        theirs = rows.filter((col(TAG) == tag) | col(TAG).startswith(side))
+        untagged = F.when(col(TAG) == tag, F.lit(None)).otherwise(
+            F.expr(f"substring({TAG}, {len(side) + 1})"))
+        own[node_id] = Stream(theirs.select(TS, VALUE, untagged.alias(TAG)), PICKLED,
+                              node.output_type, name=node.name, chain=chain, tagged=True)
     return t.fork(own, first_pass)

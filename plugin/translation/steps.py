@@ -154,7 +154,7 @@ def input_stream(t: StreamTranslator, parent: Transformation) -> Stream:
     stream = t.translate(parent)
     if stream.tagged:
         main = stream.df.filter(col(TAG).isNull()).drop(TAG)
-        return Stream(main, stream.enc, stream.type_info, name=stream.name)
+        return Stream(main, stream.enc, stream.type_info, name=stream.name, chain=stream.chain)
     return stream
 
 

@@ -11,8 +11,10 @@ import pytest
 from pyspark_datastream import Types
 from pyspark_datastream.runtime.carry import (
     CARRIED_SEQ,
+    MARK,
     carried_output,
     carrying,
+    side_tag,
     split_carried,
 )
 from pyspark_datastream.runtime.encoding import KEY, KG, PICKLED, TAG, TS, VALUE, typed_encoding
@@ -65,8 +67,10 @@ def test_the_keying_pass_hands_on_every_record_it_reads(typed):
 
 def test_records_carried_through_the_stage_above_are_handed_on_under_their_tag():
     """A carrier's tagged records: its own (no tag) go to the pass and are carried under
-    the pass's tag, those carried through it keep theirs and skip the pass."""
-    rows = [(None, 1, "x"), ("above", 2, "y"), (None, 3, "z")]
+    the pass's tag, those carried through it keep theirs, its side outputs go under the
+    pass's tag and theirs; neither reaches the pass."""
+    above = MARK + "carried 1"
+    rows = [(None, 1, "x"), (above, 2, "y"), (None, 3, "z"), ("late", 4, "w")]
     batch = pa.RecordBatch.from_arrays(
         [pa.array([t for t, _, _ in rows], pa.string()), pa.array([ts for _, ts, _ in rows]),
          pa.array([pickle.dumps(v) for _, _, v in rows], pa.binary())], names=[TAG, TS, VALUE])
@@ -81,7 +85,10 @@ def test_records_carried_through_the_stage_above_are_handed_on_under_their_tag()
            for r in b.to_pylist()]
     assert seen == [[TS, VALUE]]  # the pass reads the carrier's own records, untagged
     carried = sorted((r[KEY], r[TS], pickle.loads(r[VALUE])) for r in out if r[SEQ] < 0)
-    assert carried == [(b"above", 2, "y"), (b"mine", 1, "x"), (b"mine", 3, "z")]
+    late = side_tag("mine", "late").encode()
+    assert carried == sorted([(b"mine", 1, "x"), (b"mine", 3, "z"), (late, 4, "w"),
+                              (above.encode(), 2, "y")])
+    assert late not in {b"mine", above.encode()} and late.startswith(b"mine")
     assert [r[TS] for r in out if r[SEQ] >= 0] == [1]  # _keying keeps every second one
 
 

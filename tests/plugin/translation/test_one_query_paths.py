@@ -13,6 +13,7 @@ from pyspark_datastream.translation.one_query import (
     carry_tag,
     with_carriers,
 )
+from pyspark_datastream.translation.steps import side_output_tags
 
 T = Types.TUPLE([Types.STRING(), Types.LONG()])
 
@@ -81,21 +82,45 @@ def test_a_stage_carried_on_must_be_keyed_directly():
         _check_paths(nodes, readers)
 
 
+@pytest.mark.parametrize("carried_on", [False, True])
+def test_a_stage_whose_side_output_is_read_is_carried_into_a_key_by_reading_it(carried_on):
+    """Its side outputs travel with its records, through the keying pass reading it whole."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    first = _stage(env.from_collection([("a", 1)], T))
+    first.get_side_output(OutputTag("late", T)).print()
+    second = _stage(first)
+    second.print()
+    if carried_on:  # the carrier is carried on too, its own side output read
+        second.get_side_output(OutputTag("late", T)).print()
+        third = _stage(second)
+        third.print()
+    nodes, readers = _graph(env)
+    a, b = first._node.id, second._node.id
+    assert carried_exits(nodes, readers)[a].id == b
+    _check_paths(nodes, readers)
+    tags = side_output_tags(nodes)
+    _, carriers = with_carriers(tags, nodes, readers, fanned_out=True)
+    assert carriers[b] == Carry(carry_tag(a), True)  # the keying pass reads its _tag rows
+    if carried_on:
+        assert carriers[third._node.id] == Carry(carry_tag(b), True)
+
+
 @pytest.mark.parametrize("shape", ["two_readers", "carrier_read_on", "side_output"])
 def test_a_stage_the_query_cannot_carry_is_refused(shape):
     env = StreamExecutionEnvironment.get_execution_environment()
     first = _stage(env.from_collection([("a", 1)], T))
     first.print()
-    second = _stage(first)
-    second.print()
+    if shape == "side_output":  # its side output would not travel through the map below it
+        first.get_side_output(OutputTag("side", T)).print()
+        _stage(first.map(lambda r: r, T)).print()
+    else:
+        second = _stage(first)
+        second.print()
     if shape == "two_readers":  # a second keyed stage reading the first
         _stage(first).print()
     elif shape == "carrier_read_on":  # the carrier is read by two keyed stages itself
         _stage(second).print()
         _stage(second).print()
-    else:  # the first stage's side output would not travel with its records
-        tag = OutputTag("side", T)
-        first.get_side_output(tag).print()
     nodes, readers = _graph(env)
     assert first._node.id not in carried_exits(nodes, readers)
     with pytest.raises(GraphBuildError, match="times"):
