@@ -4,9 +4,8 @@ Spark plans a DataFrame read twice as two copies, so the query cannot read such 
 twice; its records travel through the keyed stages below it instead (carried) and leave
 the query beside the last one's own, with its side outputs. A running count per user,
 written whole and filtered to two Delta tables, feeds a count per bucket of users, written
-too with its side output of every third count, which feeds (keyed on directly) a count per
-parity of bucket, written too. A BATCH backfill of the first file hands
-its savepoint to the STREAMING job (one query over several files of out-of-order event
+too with its side output of every third count, which feeds (through a map) a count per
+parity of bucket, written too. A BATCH backfill of the first file hands its savepoint to the STREAMING job (one query over several files of out-of-order event
 times), which runs on from its checkpoint and stops with a savepoint: every sink, and the
 savepoint's counts, equal a plain-Python model of each mode.
 """
@@ -101,7 +100,7 @@ def program(env, records, out: str) -> None:
                .process(CountPerKey(thirds=True), LONGS).uid("buckets"))
     buckets.sink_to_delta(f"{out}/buckets")
     buckets.get_side_output(THIRDS).sink_to_delta(f"{out}/thirds")
-    (buckets.key_by(lambda r: r[0] % 2, key_type=Types.LONG())
+    (buckets.map(lambda r: (r[0] % 2, r[1]), LONGS).key_by(lambda r: r[0], key_type=Types.LONG())
      .process(CountPerKey(), LONGS).uid("parities").sink_to_delta(f"{out}/parities"))
 
 

@@ -14,6 +14,7 @@ stage above it.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any, NamedTuple, Optional
 
 from ..plan.config import resolve
@@ -34,12 +35,13 @@ from ..runtime.tws_processor import state_name
 from ..spark_io.exceptions import UnsupportedSparkFeatureError
 from ..spark_io.versions import require_feature
 from ..state_store.exceptions import GraphBuildError, SavepointFormatError
+from .stream import Stream
 from .streaming_keyed import feeds_keyed
 
 __all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "Carry", "branch_watermark",
            "carried_exits", "carry_tag", "chained", "exit_of", "fans_out", "from_keyed",
            "meets_keyed", "one_query_mapping", "one_query_placement", "query_exits",
-           "state_store_conf", "with_carriers"]
+           "state_store_conf", "tagged_input", "with_carriers"]
 
 logger = logging.getLogger(__name__)
 
@@ -238,8 +240,9 @@ def carried_exits(nodes: list[Transformation], consumers: dict[int, list[Transfo
     (runtime/carry.py): a keyed stage read by sinks (through stateless operators) and,
     along one path of one-input stateless operators, by one other keyed stage, which only
     sinks read or which is carried on in turn (then read by ``key_by`` directly). The query
-    would hold it twice otherwise. A stage whose side outputs are read is carried only into
-    a ``key_by`` reading it directly (its side outputs travel with its records).
+    would hold it twice otherwise. A stage whose side outputs are read, or that carries on
+    the records of the stage above, is carried only where no other ``key_by`` lies between
+    (the keying pass reads its whole output, tagged rows included: :func:`tagged_input`).
 
     Args:
         nodes: the job graph.
@@ -257,11 +260,11 @@ def carried_exits(nodes: list[Transformation], consumers: dict[int, list[Transfo
         if carrier is None:
             continue
         if (any(isinstance(r, SideOutputNode) for r in consumers.get(node.id, []))
-                and not _keys_directly(carrier, node)):
+                and not _fused_path(carrier, node)):
             continue  # its side outputs would not travel through the operators between
         if any(r.id in part for r in consumers.get(carrier.id, [])):
-            onward = carried.get(carrier.id)  # read by a keyed stage: carried on, directly
-            if onward is None or not _keys_directly(onward, carrier):
+            onward = carried.get(carrier.id)  # read by a keyed stage: carried on
+            if onward is None or not _fused_path(onward, carrier):
                 continue
         carried[node.id] = carrier
     return carried
@@ -283,10 +286,37 @@ def _carrier(node: Transformation, consumers: dict[int, list[Transformation]],
             return None
 
 
-def _keys_directly(stage: Transformation, node: Transformation) -> bool:
-    """Whether keyed ``stage``'s ``key_by`` reads ``node`` itself (its whole output, tagged
-    rows included, reaches the keying pass)."""
-    return stage.inputs[0].inputs[0] is node
+def _fused_path(stage: Transformation, node: Transformation) -> bool:
+    """Whether only one-input stateless operators of one chain lie between ``node`` and the
+    ``key_by`` of keyed ``stage`` (the keying pass runs them: :func:`tagged_input`)."""
+    step = stage.inputs[0].inputs[0]
+    while step is not node:
+        if not isinstance(step, ChainNode) or len(step.inputs) != 1:
+            return False
+        step = step.inputs[0]
+    return True
+
+
+def tagged_input(t: Any, key_node: KeyByNode) -> Stream:
+    """The input of the keying pass in front of a stage carrying the records of a tagged
+    keyed stage above it (:class:`Carry` ``tagged``): that stage's whole output (its own
+    records, those carried through it and its side outputs, ``_tag``), with the operators
+    between pending; the pass runs them over the stage's own records only and hands the
+    tagged ones on (runtime/carry.py).
+
+    Args:
+        t: the STREAMING translator.
+        key_node: the ``key_by`` of the carrying stage.
+
+    Returns:
+        The stream the keying pass reads.
+    """
+    above = key_node.inputs[0]
+    while not is_keyed(above):  # one chain of stateless operators (_fused_path)
+        above = above.inputs[0]
+    whole = t.translate(above)
+    return replace(t.input_stream(key_node.inputs[0]), df=whole.df,
+                   ordered_from=whole.ordered_from)
 
 
 class Carry(NamedTuple):

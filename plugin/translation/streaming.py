@@ -69,6 +69,7 @@ from .one_query import (
     one_query_mapping,
     one_query_placement,
     state_store_conf,
+    tagged_input,
     with_carriers,
 )
 from .pushdown import native_map
@@ -558,8 +559,8 @@ class StreamingTranslator:
         """``_ts, _kg, _k, _v, _seq`` for ``consumer``; staged through files when upstream
         already holds a stateful operator (one per query)."""
         carry = self.carriers.get(consumer.id)  # the keying pass hands its records on
-        parent = (self.translate if carry and carry.tagged else self.input_stream)(
-            key_node.inputs[0])  # a carrier's records, with those carried through it
+        parent = (tagged_input(self, key_node) if carry and carry.tagged  # and those carried
+                  else self.input_stream(key_node.inputs[0]))
         df = None if carry else self._native_keyed_input_df(parent, key_node, consumer)
         if df is None:
             df = self.sequenced(parent, key_node.name,

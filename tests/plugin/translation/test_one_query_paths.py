@@ -64,31 +64,42 @@ def test_a_chain_of_stages_each_read_by_sinks_is_carried_to_its_last_stage():
     assert tags == {b: frozenset({carry_tag(a)}), c: frozenset({carry_tag(a), carry_tag(b)})}
 
 
-def test_a_stage_carried_on_must_be_keyed_directly():
-    """A map between a carrier and the stage carrying it on would drop what it carries."""
+@pytest.mark.parametrize("between", ["map", "key_by_map"])
+def test_a_stage_carried_on_through_stateless_operators(between):
+    """The keying pass in front of the third stage runs the map over the second stage's own
+    records and hands those carried through it on; a second ``key_by`` between is not run
+    by that pass: the first stage would have to travel on through it."""
     env = StreamExecutionEnvironment.get_execution_environment()
     first = _stage(env.from_collection([("a", 1)], T))
     first.print()
     second = _stage(first)
     second.print()
-    third = _stage(second.map(lambda r: r, T))
+    if between == "map":
+        third = _stage(second.map(lambda r: r, T))
+    else:
+        third = _stage(second.key_by(lambda r: r[0]).map(lambda r: r, T))
     third.print()
     nodes, readers = _graph(env)
-    # the second stage is carried through the third (a map between is fine there); the
-    # first would have to travel on through that map
-    assert {k: v.id for k, v in carried_exits(nodes, readers).items()} == {
-        second._node.id: third._node.id}
+    a, b, c = first._node.id, second._node.id, third._node.id
+    if between == "map":
+        assert {k: v.id for k, v in carried_exits(nodes, readers).items()} == {a: b, b: c}
+        _check_paths(nodes, readers)
+        _, carriers = with_carriers({}, nodes, readers, fanned_out=True)
+        assert carriers[c] == Carry(carry_tag(b), True)
+        return
+    assert a not in carried_exits(nodes, readers)
     with pytest.raises(GraphBuildError, match="times"):
         _check_paths(nodes, readers)
 
 
 @pytest.mark.parametrize("carried_on", [False, True])
-def test_a_stage_whose_side_output_is_read_is_carried_into_a_key_by_reading_it(carried_on):
-    """Its side outputs travel with its records, through the keying pass reading it whole."""
+def test_a_stage_whose_side_output_is_read_is_carried_by_the_stage_below(carried_on):
+    """Its side outputs travel with its records, through the keying pass reading it whole
+    (and running the map between over its own records only)."""
     env = StreamExecutionEnvironment.get_execution_environment()
     first = _stage(env.from_collection([("a", 1)], T))
     first.get_side_output(OutputTag("late", T)).print()
-    second = _stage(first)
+    second = _stage(first.map(lambda r: r, T))
     second.print()
     if carried_on:  # the carrier is carried on too, its own side output read
         second.get_side_output(OutputTag("late", T)).print()
@@ -105,14 +116,13 @@ def test_a_stage_whose_side_output_is_read_is_carried_into_a_key_by_reading_it(c
         assert carriers[third._node.id] == Carry(carry_tag(b), True)
 
 
-@pytest.mark.parametrize("shape", ["two_readers", "carrier_read_on", "side_output"])
+@pytest.mark.parametrize("shape", ["two_readers", "carrier_read_on", "rebalanced"])
 def test_a_stage_the_query_cannot_carry_is_refused(shape):
     env = StreamExecutionEnvironment.get_execution_environment()
     first = _stage(env.from_collection([("a", 1)], T))
     first.print()
-    if shape == "side_output":  # its side output would not travel through the map below it
-        first.get_side_output(OutputTag("side", T)).print()
-        _stage(first.map(lambda r: r, T)).print()
+    if shape == "rebalanced":  # a partitioning between: no keying pass runs it
+        _stage(first.rebalance()).print()
     else:
         second = _stage(first)
         second.print()
