@@ -256,13 +256,15 @@ def test_key_group_state_much_larger_than_the_cache_stays_on_disk(tmp_path):
     print(f"\n{done} map entries, {data / 2**20:.0f} MiB, RSS growth "
           f"{(peak - rss0) / 2**20:.0f} MiB, committed files {files / 2**20:.0f} MiB")
     assert files > data * 0.9  # the versions really hold the state
-    assert peak - rss0 < data / 3  # ... and memory does not
+    # ... and memory does not: state held in memory would grow RSS by more than ``data``;
+    # RocksDB's own buffers grew it by 18 MiB alone and 27 MiB in a loaded suite worker
+    assert peak - rss0 < data / 2
     # a fresh executor rebuilds it from the files, also in bounded memory
     drop_local_copies()
     gc.collect()
     rss1 = process.memory_info().rss
     backend = store.acquire(group, state)
-    assert process.memory_info().rss - rss1 < data / 3
+    assert process.memory_info().rss - rss1 < data / 2
     backend.set_current_key(keys[1])
     n = backend.get_state(ValueStateDescriptor("n", Types.LONG())).value()
     m = backend.get_state(MapStateDescriptor("blob", Types.LONG(), BytesSerializer.INSTANCE))
