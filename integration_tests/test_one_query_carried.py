@@ -5,7 +5,11 @@ twice; its records travel through the keyed stages below it instead (carried) an
 the query beside the last one's own, with its side outputs. A running count per user,
 written whole and filtered to two Delta tables, feeds a count per bucket of users, written
 too with its side output of every third count, which feeds (through a map) a count per
-parity of bucket, written too. A BATCH backfill of the first file hands its savepoint to the STREAMING job (one query over several files of out-of-order event
+parity of bucket, written too; the running count also feeds, keyed by user again, two
+stages writing each count beside the one each saw before for that user (in Flink's order,
+the one before it): the query relays the running counts from the first of those to the
+second and on to the count per bucket, in their order.
+A BATCH backfill of the first file hands its savepoint to the STREAMING job (one query over several files of out-of-order event
 times), which runs on from its checkpoint and stops with a savepoint: every sink, and the
 savepoint's counts, equal a plain-Python model of each mode.
 """
@@ -31,8 +35,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 USERS, BUCKETS, SPAN = 60, 7, 10_000
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 LONGS = Types.TUPLE([Types.LONG(), Types.LONG()])
-SINKS = ("running", "fifths", "buckets", "thirds", "parities")
+SINKS = ("running", "fifths", "buckets", "thirds", "parities", "seen", "again")
 THIRDS = OutputTag("thirds", LONGS)
+TRIPLE = Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])
 
 
 class CountPerKey(KeyedProcessFunction):
@@ -49,6 +54,17 @@ class CountPerKey(KeyedProcessFunction):
         yield ctx.get_current_key(), self.count.value()
         if self.thirds and self.count.value() % 3 == 0:
             yield THIRDS, (ctx.get_current_key(), self.count.value())
+
+
+class SeenBefore(KeyedProcessFunction):
+    """Each (user, count) with the count this stage saw last for that user (0: none)."""
+
+    def open(self, ctx):
+        self.last = ctx.get_state(ValueStateDescriptor("last", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        yield value[0], value[1], self.last.value() or 0
+        self.last.update(value[1])
 
 
 def bucket(user: str) -> int:
@@ -77,19 +93,23 @@ def model(state: dict[str, Counter], records: list[tuple[str, int]], batch: bool
     users = Counter(u for u, _ in records)
     for user, n in users.items():
         for _ in range(1 if batch else n):
+            before = state["running"][user]
             state["running"][user] += n if batch else 1
             out["running"].append((user, state["running"][user]))
+            out["seen"].append((user, state["running"][user], before))
             for name, key in (("buckets", bucket(user)), ("parities", bucket(user) % 2)):
                 state[name][key] += 1
                 out[name].append((key, state[name][key]))
+    out["again"] = out["seen"]
     out["fifths"] = [r for r in out["running"] if r[1] % 5 == 0]
     out["thirds"] = [r for r in out["buckets"] if r[1] % 3 == 0]
     return {name: sorted(rows) for name, rows in out.items()}
 
 
 def program(env, records, out: str) -> None:
-    """Five sinks: the running counts, every fifth of them, the counts per bucket, every third
-    of those (a side output) and the counts per parity of bucket."""
+    """Seven sinks: the running counts, every fifth of them, the counts per bucket, every
+    third of those (a side output), the counts per parity of bucket and, twice, the running
+    counts with the one seen before."""
     ws = WatermarkStrategy.for_bounded_out_of_orderness(SPAN).with_timestamp_assigner(ByV())
     running = (records.assign_timestamps_and_watermarks(ws).map(lambda r: (r[0], 1), PAIR)
                .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).uid("running"))
@@ -102,6 +122,9 @@ def program(env, records, out: str) -> None:
     buckets.get_side_output(THIRDS).sink_to_delta(f"{out}/thirds")
     (buckets.map(lambda r: (r[0] % 2, r[1]), LONGS).key_by(lambda r: r[0], key_type=Types.LONG())
      .process(CountPerKey(), LONGS).uid("parities").sink_to_delta(f"{out}/parities"))
+    for name in ("seen", "again"):  # the second keys the running counts relayed by the first
+        (running.key_by(lambda r: r[0], key_type=Types.STRING()).process(SeenBefore(), TRIPLE)
+         .uid(name).sink_to_delta(f"{out}/{name}"))
 
 
 def _rows(out: str) -> dict[str, list[tuple]]:
@@ -158,3 +181,7 @@ def test_keyed_stages_read_by_sinks_and_by_the_stage_below_run_in_one_query(
     for uid in ("buckets", "parities"):
         held = Savepoint.load(savepoint, spark).read_keyed_state(uid, count).collect()
         assert sorted(tuple(r) for r in held) == sorted(state[uid].items())
+    for uid in ("seen", "again"):
+        last = Savepoint.load(savepoint, spark).read_keyed_state(
+            uid, ValueStateDescriptor("last", Types.LONG())).collect()
+        assert sorted(tuple(r) for r in last) == sorted(state["running"].items())

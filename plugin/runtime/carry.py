@@ -14,20 +14,21 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..state_store.keygroups import key_group_range_for_operator
 from .encoding import KEY, KG, TAG, TS, VALUE, Encoding, make_decoder
 from .group_frames import ORDER, ORDER_ROW, SEQ, output_frame, output_schema
 from .passes import partition_id
 
 __all__ = ["CARRIED_SEQ", "MARK", "carrying", "carried_output", "side_tag", "split_carried"]
 
-#: the ``_seq`` of a carried record (a record's own is never negative, a savepoint restore
-#: row's is -1)
+#: the greatest ``_seq`` of a carried record: ``CARRIED_SEQ - n`` for the n-th record its
+#: keying pass handed on (a record's own is never negative, a savepoint restore row's is -1)
 CARRIED_SEQ = -2
 #: the first character of every carried record's tag (no ``OutputTag`` starts with it)
 MARK = "\x1f"
@@ -51,58 +52,73 @@ def side_tag(carried: str, tag: str) -> str:
 ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
-def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, tag: str,
-             tagged: bool = False) -> ArrowFn:
+def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, parallelism: int,
+             tag: str, tagged: bool = False, source: Optional[str] = None,
+             source_on: bool = False) -> ArrowFn:
     """A keying pass that also hands on each record it reads, carried.
+
+    The records a task hands on go to one key group of its subtask, numbered in the order
+    it read them (``_seq``): the stage below emits them in that order, so that a keyed
+    stage reading them further down sees them as they left the stage above.
 
     Args:
         function: the keying pass (``mapInArrow`` function, output ``_ts, _kg, _k, _v, _seq``).
         input_enc: the encoding of the records it reads.
-        max_parallelism: the key groups the carried records are spread over (from the
-            task's partition on).
-        tag: the tag the records it reads leave under.
+        max_parallelism: the job's key groups.
+        parallelism: the stage's subtasks.
+        tag: the tag the records it reads (without ``source``: those it keys too) leave
+            under.
         tagged: its input has a ``_tag`` column: the rows with one are records carried
             through the stage above, handed on under their own tag, or that stage's side
             outputs, handed on under ``tag`` and theirs (:func:`side_tag`); none reaches
             ``function``.
+        source: (``tagged``) the tag of the carried records the pass keys: those, not the
+            untagged rows, reach ``function``.
+        source_on: those are handed on too (a stage or sink further down reads them).
 
     Returns:
         The ``mapInArrow`` function: the pass's batches, and after each the carried
         records of the input it read meanwhile.
     """
     decode = None if not input_enc.typed else make_decoder(input_enc)
-    own_tag = tag.encode("utf-8")
+    own_tag = pa.scalar(tag.encode("utf-8"), pa.binary())
 
     def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         pending: list[pa.RecordBatch] = []
-        start = [partition_id()]
+        kg = key_group_range_for_operator(max_parallelism, parallelism,
+                                          partition_id() % parallelism)[0]
+        arrived = [0]
 
-        def carried(ts: pa.Array, values: pa.Array, tags: pa.Array) -> pa.RecordBatch:
-            n = len(ts)
-            kg = np.arange(start[0], start[0] + n, dtype=np.int64) % max_parallelism
-            start[0] += n
+        def carried(rows: pa.RecordBatch, tags: pa.Array) -> pa.RecordBatch:
+            n = rows.num_rows
+            seq = CARRIED_SEQ - np.arange(arrived[0], arrived[0] + n, dtype=np.int64)
+            arrived[0] += n
+            values = (rows.column(VALUE) if decode is None else pa.array(
+                [pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL) for r in decode(rows)],
+                pa.binary()))
             return pa.RecordBatch.from_arrays(
-                [ts.cast(pa.int64()), pa.array(kg.astype(np.int32)), tags, values,
-                 pa.array(np.full(n, CARRIED_SEQ, dtype=np.int64))],
-                names=[TS, KG, KEY, VALUE, SEQ])
+                [rows.column(TS).cast(pa.int64()), pa.array(np.full(n, kg, dtype=np.int32)),
+                 tags, values, pa.array(seq)], names=[TS, KG, KEY, VALUE, SEQ])
 
         def tee() -> Iterator[pa.RecordBatch]:
             for b in batches:
-                if tagged and b.num_rows:
-                    theirs = pc.is_valid(b.column(TAG))
-                    if pc.any(theirs).as_py():
-                        rows = b.filter(theirs)
-                        pending.append(carried(rows.column(TS), rows.column(VALUE),
-                                               _handed_on(rows.column(TAG), tag)))
-                        b = b.filter(pc.invert(theirs))
-                    b = b.drop_columns([TAG])
-                if b.num_rows:
-                    values = (b.column(VALUE) if decode is None else pa.array(
-                        [pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL) for r in decode(b)],
-                        pa.binary()))
-                    pending.append(carried(b.column(TS), values,
-                                           pa.array([own_tag] * b.num_rows, pa.binary())))
-                yield b
+                if not tagged:
+                    if b.num_rows:
+                        pending.append(carried(b, pa.array([own_tag.as_py()] * b.num_rows,
+                                                           pa.binary())))
+                    yield b
+                    continue
+                tags = b.column(TAG)
+                untagged = pc.is_null(tags)
+                on = pc.if_else(untagged, own_tag, _handed_on(tags, tag))
+                keyed, handed = untagged, b
+                if source is not None:
+                    keyed = pc.fill_null(pc.equal(tags, source), False)
+                    if not source_on:
+                        handed, on = b.filter(pc.invert(keyed)), on.filter(pc.invert(keyed))
+                if handed.num_rows:
+                    pending.append(carried(handed, on))
+                yield b.filter(keyed).drop_columns([TAG])
 
         for out in function(tee()):
             yield out
@@ -138,7 +154,7 @@ def split_carried(frame: Any) -> tuple[Any, Any]:
         The frame's rows of the stage's own records (savepoint restore rows included), and
         those carried through it.
     """
-    carried = (frame[SEQ] == CARRIED_SEQ).to_numpy()
+    carried = (frame[SEQ] <= CARRIED_SEQ).to_numpy()
     if not carried.any():
         return frame, frame.iloc[:0]
     return frame[~carried], frame[carried]
@@ -148,7 +164,8 @@ def carried_output(frames: list[Any], direct: bool, ordered: bool) -> Iterator[A
     """The output frames of a keyed call for the records carried through it.
 
     Args:
-        frames: the carried rows (pandas, with ``_ts``, ``_v`` and their tag in ``_k``).
+        frames: the carried rows (pandas, with ``_ts``, ``_v``, ``_seq`` and their tag in
+            ``_k``).
         direct: the stage's outputs leave as arrays (``group_frames.direct_output``).
         ordered: the stage's outputs carry order columns (``emit_order.py``).
 
@@ -165,8 +182,8 @@ def carried_output(frames: list[Any], direct: bool, ordered: bool) -> Iterator[A
             TS: pa.array([None if v != v else int(v) for v in frame[TS].tolist()], pa.int64()),
             VALUE: pa.array(frame[VALUE].tolist(), pa.binary()),
         }
-        if ordered:
-            columns[ORDER] = pa.array(np.zeros(n, dtype=np.int64))
-            columns[ORDER_ROW] = pa.array(np.arange(n, dtype=np.int64))
+        if ordered:  # the order they were handed on in (:func:`carrying`)
+            columns[ORDER] = pa.array(CARRIED_SEQ - frame[SEQ].to_numpy(dtype=np.int64))
+            columns[ORDER_ROW] = pa.array(np.zeros(n, dtype=np.int64))
         yield output_frame(pa.RecordBatch.from_arrays([columns[f.name] for f in schema],
                                                       schema=schema), direct)

@@ -365,11 +365,12 @@ def stream_pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], I
     return fn
 
 
-def seq_pass(spec: PassSpec, parallelism: int, carry: Optional[tuple[str, bool]] = None
+def seq_pass(spec: PassSpec, parallelism: int,
+             carry: Optional[tuple[str, bool, Optional[str], bool]] = None
              ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """``run_pass`` plus a ``_seq`` column: arrival order inside the micro-batch partition
-    (``carry``: the records read are handed on as well under this tag, and whether the
-    input holds records carried through the stage above: runtime/carry.py)."""
+    (``carry``: the records read are handed on as well, the arguments of
+    ``runtime/carry.carrying`` after the parallelism)."""
 
     def fn(batches: Iterator[Any]) -> Iterator[Any]:
         return append_seq(run_pass(spec, batches, subtask=partition_id() % parallelism))
@@ -377,7 +378,7 @@ def seq_pass(spec: PassSpec, parallelism: int, carry: Optional[tuple[str, bool]]
     if carry is not None:
         from .carry import carrying
 
-        return carrying(fn, spec.input_enc, spec.max_parallelism, *carry)
+        return carrying(fn, spec.input_enc, spec.max_parallelism, parallelism, *carry)
     return fn
 
 

@@ -31,17 +31,20 @@ from ..plan.graph import (
     upstream,
 )
 from ..runtime.carry import MARK
+from ..runtime.encoding import PICKLED
 from ..runtime.tws_processor import state_name
 from ..spark_io.exceptions import UnsupportedSparkFeatureError
 from ..spark_io.versions import require_feature
 from ..state_store.exceptions import GraphBuildError, SavepointFormatError
+from .rows import leading_rows
+from .steps import fused_chain
 from .stream import Stream
 from .streaming_keyed import feeds_keyed
 
 __all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "Carry", "branch_watermark",
            "carried_exits", "carry_tag", "chained", "exit_of", "fans_out", "from_keyed",
            "meets_keyed", "one_query_mapping", "one_query_placement", "query_exits",
-           "state_store_conf", "tagged_input", "with_carriers"]
+           "state_store_conf", "keying_input", "relays", "carry_plan", "with_carriers"]
 
 logger = logging.getLogger(__name__)
 
@@ -237,12 +240,7 @@ def _uses(nodes: list[Transformation], consumers: dict[int, list[Transformation]
 def carried_exits(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
                   ) -> dict[int, Transformation]:
     """The keyed stages whose records the query carries through the keyed stage below them
-    (runtime/carry.py): a keyed stage read by sinks (through stateless operators) and,
-    along one path of one-input stateless operators, by one other keyed stage, which only
-    sinks read or which is carried on in turn (then read by ``key_by`` directly). The query
-    would hold it twice otherwise. A stage whose side outputs are read, or that carries on
-    the records of the stage above, is carried only where no other ``key_by`` lies between
-    (the keying pass reads its whole output, tagged rows included: :func:`tagged_input`).
+    (runtime/carry.py): the query would hold each twice otherwise (:func:`carry_plan`).
 
     Args:
         nodes: the job graph.
@@ -251,39 +249,87 @@ def carried_exits(nodes: list[Transformation], consumers: dict[int, list[Transfo
     Returns:
         The carried stage's id -> the keyed stage carrying its records.
     """
+    return carry_plan(nodes, consumers)[0]
+
+
+def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
+               ) -> tuple[dict[int, Transformation],
+                          dict[int, tuple[Transformation, Transformation]]]:
+    """Which keyed stages the query carries through which (runtime/carry.py), and which
+    keyed stages read their records from another stage's output.
+
+    A keyed stage read by sinks (through stateless operators) and, along one path of
+    one-input stateless operators, by one other keyed stage is carried through it; that
+    stage is read by sinks only, or is carried on in turn. A keyed stage read by several
+    keyed stages (each along such a path) is carried through the first, which is carried
+    through the second, which keys the first stage's records carried through it (its keying
+    pass reads the first's output: a *relay*), and so on, in graph order; every stage but
+    the last is read by sinks only (a stage read by a keyed stage goes last). A stage whose side outputs are read, or whose output a keying pass reads
+    whole, reaches that pass through one chain of stateless operators (no other ``key_by``
+    between: :func:`keying_input`).
+
+    Args:
+        nodes: the job graph.
+        consumers: node id -> the nodes reading it.
+
+    Returns:
+        The carried stage's id -> the keyed stage carrying its records, and keyed stage id
+        -> (the relay whose output its keying pass reads, the stage whose records it keys).
+    """
     uses, part, exit_ids = _uses(nodes, consumers)
     carried: dict[int, Transformation] = {}
+    sources: dict[int, tuple[Transformation, Transformation]] = {}
+
+    def read(stage: Transformation) -> bool:  # by an operator of the query's plan
+        return any(r.id in part for r in consumers.get(stage.id, []))
+
     for node in sorted(nodes, key=lambda n: n.id, reverse=True):  # the stages below first
-        if not is_keyed(node) or uses.get(node.id, 0) < 2 or node.id not in exit_ids:
+        if not is_keyed(node) or uses.get(node.id, 0) < 2:
             continue
-        carrier = _carrier(node, consumers, part, exit_ids)
-        if carrier is None:
+        stages = _readers(node, consumers, part, exit_ids)
+        if not stages or (len(stages) == 1 and node.id not in exit_ids):
             continue
+        stages.sort(key=lambda s: (read(s), s.id))  # one read on goes last, as it may
         if (any(isinstance(r, SideOutputNode) for r in consumers.get(node.id, []))
-                and not _fused_path(carrier, node)):
+                and not _fused_path(stages[0], node)):
             continue  # its side outputs would not travel through the operators between
-        if any(r.id in part for r in consumers.get(carrier.id, [])):
-            onward = carried.get(carrier.id)  # read by a keyed stage: carried on
-            if onward is None or not _fused_path(onward, carrier):
+        if not all(_fused_path(s, node) for s in stages[1:]):
+            continue  # each relay's keying pass runs the operators from the stage down
+        if any(read(s) or s.id in carried for s in stages[:-1]):
+            continue  # a relay goes on to the next stage and to sinks, nowhere else
+        if read(stages[-1]):
+            onward = carried.get(stages[-1].id)  # read by a keyed stage: carried on
+            if onward is None or not _fused_path(onward, stages[-1]):
                 continue
-        carried[node.id] = carrier
-    return carried
+        carried[node.id] = stages[0]
+        for above, below in zip(stages, stages[1:]):
+            carried[above.id] = below
+            sources[below.id] = (above, node)
+    return carried, sources
 
 
-def _carrier(node: Transformation, consumers: dict[int, list[Transformation]],
-             part: set[int], exit_ids: set[int]) -> Optional[Transformation]:
-    """The keyed stage (one input, an exit of the query) that ``node`` reaches along one
-    path of one-input stateless operators, each read once in the query's plan; else None."""
-    step = node
-    while True:
-        readers = [r for r in consumers.get(step.id, []) if r.id in part]
-        if len(readers) != 1 or len(readers[0].inputs) != 1:
-            return None
-        step = readers[0]
-        if is_keyed(step):
-            return step if isinstance(step, KeyedNode) and step.id in exit_ids else None
-        if not isinstance(step, (ChainNode, KeyByNode)) or step.id in exit_ids:
-            return None
+def _readers(node: Transformation, consumers: dict[int, list[Transformation]],
+             part: set[int], exit_ids: set[int]) -> Optional[list[Transformation]]:
+    """The keyed stages (one input, exits of the query) that ``node``'s readers in the
+    query's plan reach, each along one path of one-input stateless operators read once,
+    in graph order; None when a reader reaches none."""
+    stages = []
+    for step in (r for r in consumers.get(node.id, []) if r.id in part):
+        while True:
+            if len(step.inputs) != 1:
+                return None
+            if is_keyed(step):
+                if not isinstance(step, KeyedNode) or step.id not in exit_ids:
+                    return None
+                stages.append(step)
+                break
+            if not isinstance(step, (ChainNode, KeyByNode)) or step.id in exit_ids:
+                return None
+            readers = [r for r in consumers.get(step.id, []) if r.id in part]
+            if len(readers) != 1:
+                return None
+            step = readers[0]
+    return sorted({s.id: s for s in stages}.values(), key=lambda s: s.id)
 
 
 def _fused_path(stage: Transformation, node: Transformation) -> bool:
@@ -297,38 +343,70 @@ def _fused_path(stage: Transformation, node: Transformation) -> bool:
     return True
 
 
-def tagged_input(t: Any, key_node: KeyByNode) -> Stream:
-    """The input of the keying pass in front of a stage carrying the records of a tagged
-    keyed stage above it (:class:`Carry` ``tagged``): that stage's whole output (its own
-    records, those carried through it and its side outputs, ``_tag``), with the operators
-    between pending; the pass runs them over the stage's own records only and hands the
-    tagged ones on (runtime/carry.py).
+def keying_input(t: Any, key_node: KeyByNode, carry: Optional[Carry]) -> Stream:
+    """The stream the keying pass in front of a keyed stage reads: the main output of the
+    ``key_by``'s input; for a stage carrying the records of a tagged stage above it
+    (:class:`Carry` ``tagged``), that stage's whole output (its own records, those carried
+    through it and its side outputs, ``_tag``) with the operators between pending, which
+    the pass runs over that stage's own records only; for a stage keying the records
+    carried through a relay (``source``), the relay's whole output with the operators
+    from the source stage down pending, which the pass runs over those records only
+    (runtime/carry.py hands the rest on).
 
     Args:
         t: the STREAMING translator.
-        key_node: the ``key_by`` of the carrying stage.
+        key_node: the stage's ``key_by``.
+        carry: how the stage carries records (``t.carriers``), None when it does not.
 
     Returns:
         The stream the keying pass reads.
     """
+    if carry is None or not carry.tagged:
+        return t.input_stream(key_node.inputs[0])
     above = key_node.inputs[0]
     while not is_keyed(above):  # one chain of stateless operators (_fused_path)
         above = above.inputs[0]
-    whole = t.translate(above)
-    return replace(t.input_stream(key_node.inputs[0]), df=whole.df,
-                   ordered_from=whole.ordered_from)
+    if carry.source is None:
+        whole = t.translate(above)
+        return replace(t.input_stream(key_node.inputs[0]), df=whole.df,
+                       ordered_from=whole.ordered_from)
+    relay = t.translate(next(n for n in t.nodes if n.id == carry.via))
+    # the source's records as carried: pickled (runtime/carry.py), Rows made on the way
+    stream = Stream(relay.df, PICKLED, above.output_type, name=above.name,
+                    chain=leading_rows(above.output_type, above.name),
+                    ordered_from=relay.ordered_from)
+    path: list[ChainNode] = []
+    step = key_node.inputs[0]
+    while step is not above:
+        assert isinstance(step, ChainNode), step  # carry_plan: _fused_path
+        path.append(step)
+        step = step.inputs[0]
+    for node in reversed(path):
+        stream = fused_chain(stream, node, None)
+    return stream
 
 
 class Carry(NamedTuple):
     """How a keyed stage carries the records of the stage above it (runtime/carry.py;
-    ``group_state.seq_pass`` takes it as its ``carry`` tuple)."""
+    :meth:`for_pass` is ``group_state.seq_pass``'s ``carry``)."""
 
     #: the tag those records leave the query under (:func:`carry_tag`)
     tag: str
-    #: the stage above is a carrier too, or its side outputs are read: the keying pass reads
-    #: that stage's records with those carried through it and its side outputs, each under
-    #: its tag
+    #: the stage above is a carrier too, or its side outputs are read, or it is a relay:
+    #: the keying pass reads that stage's records with those carried through it and its
+    #: side outputs, each under its tag
     tagged: bool
+    #: the relay whose whole output the keying pass reads (:func:`carry_plan`)
+    via: Optional[int] = None
+    #: the stage whose records, carried through the relay, the keying pass keys
+    source: Optional[int] = None
+    #: those records are handed on too (a stage or sink further down reads them)
+    source_on: bool = False
+
+    def for_pass(self) -> tuple[str, bool, Optional[str], bool]:
+        """The arguments of ``runtime/carry.carrying`` after the parallelism."""
+        source = None if self.source is None else carry_tag(self.source)
+        return self.tag, self.tagged, source, self.source_on
 
 
 def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation],
@@ -348,10 +426,18 @@ def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation],
     """
     if not fanned_out:
         return tags, {}
-    carried = carried_exits(nodes, consumers)
+    carried, sources = carry_plan(nodes, consumers)
     carrying = {b.id for b in carried.values()}
-    carriers = {b.id: Carry(carry_tag(e), e in carrying or bool(tags.get(e)))
-                for e, b in carried.items()}
+    relays = {via.id for via, _ in sources.values()}
+    exit_ids = {e.id for e in query_exits(nodes)}
+    carriers = {}
+    for e, b in carried.items():
+        if b.id in sources:  # it keys the records of the stage above the relay e
+            source = sources[b.id][1].id
+            carriers[b.id] = Carry(carry_tag(e), True, e, source,
+                                   source in exit_ids or b.id in relays)
+        else:
+            carriers[b.id] = Carry(carry_tag(e), e in carrying or bool(tags.get(e)))
     out = dict(tags)
     for e, b in carried.items():  # each carried stage's tag, on every carrier below it
         node: Optional[Transformation] = b
@@ -359,6 +445,20 @@ def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation],
             out[node.id] = out.get(node.id, frozenset()) | {carry_tag(e)}
             node = carried.get(node.id)
     return out, carriers
+
+
+def relays(carriers: dict[int, Carry], node_id: int) -> bool:
+    """Whether a keying pass reads keyed stage ``node_id``'s output for the records carried
+    through it (its outputs then keep their arrival order: emit_order.py).
+
+    Args:
+        carriers: carrying stage id -> its :class:`Carry` (:func:`with_carriers`).
+        node_id: a keyed stage's id.
+
+    Returns:
+        True for a relay.
+    """
+    return any(c.via == node_id for c in carriers.values())
 
 
 def carry_tag(node_id: int) -> str:

@@ -65,11 +65,12 @@ from .one_query import (
     chained,
     fans_out,
     from_keyed,
+    keying_input,
     meets_keyed,
     one_query_mapping,
     one_query_placement,
+    relays,
     state_store_conf,
-    tagged_input,
     with_carriers,
 )
 from .pushdown import native_map
@@ -559,8 +560,7 @@ class StreamingTranslator:
         """``_ts, _kg, _k, _v, _seq`` for ``consumer``; staged through files when upstream
         already holds a stateful operator (one per query)."""
         carry = self.carriers.get(consumer.id)  # the keying pass hands its records on
-        parent = (tagged_input(self, key_node) if carry and carry.tagged  # and those carried
-                  else self.input_stream(key_node.inputs[0]))
+        parent = keying_input(self, key_node, carry)  # and those carried through it
         df = None if carry else self._native_keyed_input_df(parent, key_node, consumer)
         if df is None:
             df = self.sequenced(parent, key_node.name,
@@ -579,7 +579,7 @@ class StreamingTranslator:
             chain=chain_for_output(parent, PICKLED, key_out), key_out=key_out,
             max_parallelism=self.max_parallelism)
         self._long_lived(spec)
-        return arrow_pass(parent, seq_pass(spec, self.parallelism, carry),
+        return arrow_pass(parent, seq_pass(spec, self.parallelism, carry and carry.for_pass()),
                           output_ddl(spec) + f", {SEQ} bigint")
 
     def staged_input(self, df: DataFrame, root: Transformation, edge: Transformation,
@@ -665,7 +665,8 @@ class StreamingTranslator:
         # group_frames.py: typed columns in (native keyed input) and out, where pandas keeps
         # them exact; pickled ``_v`` otherwise
         out_enc = output_encoding(node.output_type, bool(tags))  # ROW types: pickled Rows
-        ordered = kind != "broadcast" and feeds_keyed(node, self.consumers)
+        ordered = kind != "broadcast" and (feeds_keyed(node, self.consumers)
+                                           or relays(self.carriers, node.id))
         spec = GroupSpec(node.name, kind, function, key_serializer,
                          dict(self.op_config, metrics_publish=self.metrics_publish()),
                           ws is not None, sided, tags,

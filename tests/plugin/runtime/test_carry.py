@@ -51,7 +51,7 @@ def test_the_keying_pass_hands_on_every_record_it_reads(typed):
         return pa.RecordBatch.from_arrays(
             [ts, pa.array([pickle.dumps(r) for r in rows], pa.binary())], names=[TS, VALUE])
 
-    out = list(carrying(_keying, enc, 5, "mine")(iter(batch(rows) for rows in records)))
+    out = list(carrying(_keying, enc, 5, 2, "mine")(iter(batch(rows) for rows in records)))
     assert all(b.schema == KEYED for b in out)
     rows = [r for b in out for r in b.to_pylist()]
     own = [r for r in rows if r[SEQ] >= 0]
@@ -59,10 +59,12 @@ def test_the_keying_pass_hands_on_every_record_it_reads(typed):
     assert [r[TS] for r in own] == [10, 30, 40]  # the pass's own records, untouched
     assert [pickle.loads(r[VALUE]) for r in carried] == [r for rs in records for r in rs]
     assert [r[TS] for r in carried] == [10 * v for rs in records for _, v in rs]
-    assert {r[SEQ] for r in carried} == {CARRIED_SEQ}
+    # numbered in the order the pass read them, from CARRIED_SEQ down
+    assert [r[SEQ] for r in carried] == [CARRIED_SEQ - i for i in range(5)]
     assert {r[KEY] for r in carried} == {b"mine"}  # the tag they leave under
-    # spread over the key groups: five records, five key groups
-    assert sorted(r[KG] for r in carried) == [0, 1, 2, 3, 4]
+    # one key group of the task's subtask (outside Spark: partition 0, subtask 0 of 2,
+    # which owns key groups 0-2 of 5)
+    assert {r[KG] for r in carried} == {0}
 
 
 def test_records_carried_through_the_stage_above_are_handed_on_under_their_tag():
@@ -81,7 +83,7 @@ def test_records_carried_through_the_stage_above_are_handed_on_under_their_tag()
             seen.append(b.schema.names)
             yield from _keying(iter([b]))
 
-    out = [r for b in carrying(keying, PICKLED, 4, "mine", tagged=True)(iter([batch]))
+    out = [r for b in carrying(keying, PICKLED, 4, 1, "mine", tagged=True)(iter([batch]))
            for r in b.to_pylist()]
     assert seen == [[TS, VALUE]]  # the pass reads the carrier's own records, untagged
     carried = sorted((r[KEY], r[TS], pickle.loads(r[VALUE])) for r in out if r[SEQ] < 0)
@@ -90,6 +92,38 @@ def test_records_carried_through_the_stage_above_are_handed_on_under_their_tag()
                               (above.encode(), 2, "y")])
     assert late not in {b"mine", above.encode()} and late.startswith(b"mine")
     assert [r[TS] for r in out if r[SEQ] >= 0] == [1]  # _keying keeps every second one
+    # handed on in the order they came, whatever their tag
+    assert [r[TS] for r in sorted((r for r in out if r[SEQ] < 0), key=lambda r: -r[SEQ])] == [
+        1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("source_on", [False, True])
+def test_a_pass_keying_records_carried_through_the_stage_above(source_on):
+    """``source``: the records carried under that tag reach the pass (in their order); the
+    stage above's own records, untagged, are handed on under the pass's tag, every other
+    tagged row under its own; the source's records too when ``source_on``."""
+    src, other = MARK + "carried 1", MARK + "carried 0"
+    rows = [(src, 1, "a"), (None, 2, "own"), (src, 3, "b"), (other, 4, "o"), ("late", 5, "l"),
+            (src, 6, "c")]
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([t for t, _, _ in rows], pa.string()), pa.array([ts for _, ts, _ in rows]),
+         pa.array([pickle.dumps(v) for _, _, v in rows], pa.binary())], names=[TAG, TS, VALUE])
+    seen = []
+
+    def keying(batches):
+        for b in batches:
+            seen.extend(pickle.loads(v) for v in b.column(VALUE).to_pylist())
+            yield from _keying(iter([b]))
+
+    fn = carrying(keying, PICKLED, 4, 1, MARK + "carried 2", tagged=True, source=src,
+                  source_on=source_on)
+    out = [r for b in fn(iter([batch])) for r in b.to_pylist()]
+    assert seen == ["a", "b", "c"]
+    handed = [(r[KEY].decode(), pickle.loads(r[VALUE]))
+              for r in sorted((r for r in out if r[SEQ] < 0), key=lambda r: -r[SEQ])]
+    expected = [(src, "a"), (MARK + "carried 2", "own"), (src, "b"), (other, "o"),
+                (side_tag(MARK + "carried 2", "late"), "l"), (src, "c")]
+    assert handed == [h for h in expected if source_on or h[0] != src]
 
 
 def test_a_savepoint_restore_row_is_no_carried_record():
@@ -104,7 +138,7 @@ def test_a_savepoint_restore_row_is_no_carried_record():
 def test_the_keyed_call_emits_carried_records_untouched_under_the_tag(direct, ordered):
     tag = b"\x1fcarried 3"
     frame = pd.DataFrame({TS: [5.0, float("nan"), 7.0], KEY: [b"k", tag, tag],
-                          VALUE: [b"own", b"x", b"y"], SEQ: [0, CARRIED_SEQ, CARRIED_SEQ]})
+                          VALUE: [b"own", b"x", b"y"], SEQ: [0, CARRIED_SEQ - 4, CARRIED_SEQ - 9]})
     own, carried = split_carried(frame)
     assert own[VALUE].tolist() == [b"own"]
     assert carried[VALUE].tolist() == [b"x", b"y"]
@@ -119,6 +153,6 @@ def test_the_keyed_call_emits_carried_records_untouched_under_the_tag(direct, or
             f, preserve_index=False)]))]
         got = {c: [v for b in batches for v in b.column(c).to_pylist()] for c in (TAG, TS, VALUE)}
     assert got == {TAG: ["\x1fcarried 3"] * 2, TS: [None, 7], VALUE: [b"x", b"y"]}
-    if ordered and direct:
-        assert [v for f in frames for cell in f[ORDER_ROW] for v in cell] == [0, 1]
-        assert ORDER in frames[0]
+    if ordered and direct:  # the order the keying pass handed them on in
+        assert [v for f in frames for cell in f[ORDER] for v in cell] == [4, 9]
+        assert [v for f in frames for cell in f[ORDER_ROW] for v in cell] == [0, 0]

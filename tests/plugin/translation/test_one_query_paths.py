@@ -10,7 +10,9 @@ from pyspark_datastream.translation.one_query import (
     Carry,
     _check_paths,
     carried_exits,
+    carry_plan,
     carry_tag,
+    relays,
     with_carriers,
 )
 from pyspark_datastream.translation.steps import side_output_tags
@@ -116,7 +118,66 @@ def test_a_stage_whose_side_output_is_read_is_carried_by_the_stage_below(carried
         assert carriers[third._node.id] == Carry(carry_tag(b), True)
 
 
-@pytest.mark.parametrize("shape", ["two_readers", "carrier_read_on", "rebalanced"])
+@pytest.mark.parametrize("sinks", [True, False])
+def test_a_stage_read_by_several_keyed_stages_is_relayed(sinks):
+    """Carried through the first stage reading it, which is carried through the second,
+    whose keying pass keys the first stage's records out of the first's output (a relay),
+    and so on; the first stage's records go on past the last only where sinks read it."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    first = _stage(env.from_collection([("a", 1)], T))
+    if sinks:
+        first.print()
+    second = _stage(first)
+    second.print()
+    third = _stage(first.map(lambda r: r, T))
+    third.print()
+    fourth = _stage(first.filter(lambda r: True))
+    fourth.print()
+    nodes, readers = _graph(env)
+    a, b, c, d = (s._node.id for s in (first, second, third, fourth))
+    plan = carry_plan(nodes, readers)
+    assert {k: v.id for k, v in plan[0].items()} == {a: b, b: c, c: d}
+    assert {k: (v.id, s.id) for k, (v, s) in plan[1].items()} == {c: (b, a), d: (c, a)}
+    _check_paths(nodes, readers)
+    tags, carriers = with_carriers({}, nodes, readers, fanned_out=True)
+    assert carriers == {b: Carry(carry_tag(a), False),
+                        c: Carry(carry_tag(b), True, b, a, True),  # d reads them on
+                        d: Carry(carry_tag(c), True, c, a, sinks)}
+    assert carriers[c].for_pass() == (carry_tag(b), True, carry_tag(a), True)
+    assert [relays(carriers, n) for n in (a, b, c, d)] == [False, True, True, False]
+    assert tags[d] == frozenset({carry_tag(a), carry_tag(b), carry_tag(c)})
+
+
+def test_the_stage_read_by_a_keyed_stage_is_the_last_relayed_to():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    first = _stage(env.from_collection([("a", 1)], T))
+    second, third = _stage(first), _stage(first)
+    fourth = _stage(second)  # the second is read on: the third relays to it
+    for stage in (second, third, fourth):
+        stage.print()
+    nodes, readers = _graph(env)
+    a, b, c, d = (s._node.id for s in (first, second, third, fourth))
+    assert {k: v.id for k, v in carried_exits(nodes, readers).items()} == {a: c, c: b, b: d}
+    _check_paths(nodes, readers)
+
+
+def test_a_stage_read_by_a_relay_and_carried_on_through_it():
+    """The stage above a relay is carried through the relay's stages to the last one."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    first = _stage(env.from_collection([("a", 1)], T))
+    first.print()
+    second = _stage(first)
+    second.print()
+    third, fourth = _stage(second), _stage(second)
+    third.print()
+    fourth.print()
+    nodes, readers = _graph(env)
+    a, b, c, d = (s._node.id for s in (first, second, third, fourth))
+    assert {k: v.id for k, v in carried_exits(nodes, readers).items()} == {a: b, b: c, c: d}
+    _check_paths(nodes, readers)
+
+
+@pytest.mark.parametrize("shape", ["relay_read_on", "rekeyed", "rebalanced"])
 def test_a_stage_the_query_cannot_carry_is_refused(shape):
     env = StreamExecutionEnvironment.get_execution_environment()
     first = _stage(env.from_collection([("a", 1)], T))
@@ -126,11 +187,13 @@ def test_a_stage_the_query_cannot_carry_is_refused(shape):
     else:
         second = _stage(first)
         second.print()
-    if shape == "two_readers":  # a second keyed stage reading the first
-        _stage(first).print()
-    elif shape == "carrier_read_on":  # the carrier is read by two keyed stages itself
+    if shape == "relay_read_on":  # both relays would go on to a keyed stage of their own
+        third = _stage(first)
+        third.print()
         _stage(second).print()
-        _stage(second).print()
+        _stage(third).print()
+    elif shape == "rekeyed":  # a second key_by before the second reader: no relay runs it
+        _stage(first.key_by(lambda r: r[0]).map(lambda r: r, T)).print()
     nodes, readers = _graph(env)
     assert first._node.id not in carried_exits(nodes, readers)
     with pytest.raises(GraphBuildError, match="times"):
