@@ -1,4 +1,4 @@
-"""Keyed stages read by sinks and by the keyed stage below them, in the one-query mapping.
+"""Keyed stages read by sinks and by keyed stages below them, in the one-query mapping.
 
 Spark plans a DataFrame read twice as two copies, so the query cannot read such a stage
 twice; its records travel through the keyed stages below it instead (carried) and leave
@@ -8,10 +8,10 @@ too with its side output of every third count, which feeds (through a map) a cou
 parity of bucket, written too; the running count also feeds, keyed by user again, two
 stages writing each count beside the one each saw before for that user (in Flink's order,
 the one before it): the query relays the running counts from the first of those to the
-second and on to the count per bucket, in their order.
-A BATCH backfill of the first file hands its savepoint to the STREAMING job (one query over several files of out-of-order event
-times), which runs on from its checkpoint and stops with a savepoint: every sink, and the
-savepoint's counts, equal a plain-Python model of each mode.
+second and on to the count per bucket, in their order. A BATCH backfill of the first file
+hands its savepoint to the STREAMING job (one query over several files of out-of-order
+event times), which runs on from its checkpoint and stops with a savepoint: every sink,
+and the savepoint's counts, equal a plain-Python model of each mode.
 """
 
 from __future__ import annotations

@@ -42,9 +42,10 @@ from .stream import Stream
 from .streaming_keyed import feeds_keyed
 
 __all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "Carry", "branch_watermark",
-           "carried_exits", "carry_tag", "chained", "exit_of", "fans_out", "from_keyed",
-           "meets_keyed", "one_query_mapping", "one_query_placement", "query_exits",
-           "state_store_conf", "keying_input", "relays", "carry_plan", "with_carriers"]
+           "carried_exits", "carry_plan", "carry_tag", "chained", "exit_of", "fans_out",
+           "from_keyed", "keying_input", "meets_keyed", "one_query_mapping",
+           "one_query_placement", "query_exits", "relays", "state_store_conf",
+           "with_carriers"]
 
 logger = logging.getLogger(__name__)
 
@@ -264,9 +265,10 @@ def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
     keyed stages (each along such a path) is carried through the first, which is carried
     through the second, which keys the first stage's records carried through it (its keying
     pass reads the first's output: a *relay*), and so on, in graph order; every stage but
-    the last is read by sinks only (a stage read by a keyed stage goes last). A stage whose side outputs are read, or whose output a keying pass reads
-    whole, reaches that pass through one chain of stateless operators (no other ``key_by``
-    between: :func:`keying_input`).
+    the last is read by sinks only (a stage read by a keyed stage goes last). A stage whose
+    side outputs are read, or whose output a keying pass reads whole, reaches that pass
+    through one chain of stateless operators (no other ``key_by`` between:
+    :func:`keying_input`).
 
     Args:
         nodes: the job graph.
@@ -334,7 +336,7 @@ def _readers(node: Transformation, consumers: dict[int, list[Transformation]],
 
 def _fused_path(stage: Transformation, node: Transformation) -> bool:
     """Whether only one-input stateless operators of one chain lie between ``node`` and the
-    ``key_by`` of keyed ``stage`` (the keying pass runs them: :func:`tagged_input`)."""
+    ``key_by`` of keyed ``stage`` (the keying pass runs them: :func:`keying_input`)."""
     step = stage.inputs[0].inputs[0]
     while step is not node:
         if not isinstance(step, ChainNode) or len(step.inputs) != 1:
