@@ -67,25 +67,33 @@ def test_the_keying_pass_hands_on_every_record_it_reads(typed):
     assert {r[KG] for r in carried} == {0}
 
 
+def _tagged_pass(rows, seen, tag, **carry):
+    """The output rows of a tagged keying pass over ``rows`` (tag, ts, value), each record
+    its keying reads added to ``seen`` as (its columns, its value)."""
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([t for t, _, _ in rows], pa.string()), pa.array([ts for _, ts, _ in rows]),
+         pa.array([pickle.dumps(v) for _, _, v in rows], pa.binary())], names=[TAG, TS, VALUE])
+
+    def keying(batches):
+        for b in batches:
+            seen.extend((tuple(b.schema.names), pickle.loads(v))
+                        for v in b.column(VALUE).to_pylist())
+            yield from _keying(iter([b]))
+
+    fn = carrying(keying, PICKLED, 4, 1, tag, tagged=True, **carry)
+    return [r for b in fn(iter([batch])) for r in b.to_pylist()]
+
+
 def test_records_carried_through_the_stage_above_are_handed_on_under_their_tag():
     """A carrier's tagged records: its own (no tag) go to the pass and are carried under
     the pass's tag, those carried through it keep theirs, its side outputs go under the
     pass's tag and theirs; neither reaches the pass."""
     above = MARK + "carried 1"
-    rows = [(None, 1, "x"), (above, 2, "y"), (None, 3, "z"), ("late", 4, "w")]
-    batch = pa.RecordBatch.from_arrays(
-        [pa.array([t for t, _, _ in rows], pa.string()), pa.array([ts for _, ts, _ in rows]),
-         pa.array([pickle.dumps(v) for _, _, v in rows], pa.binary())], names=[TAG, TS, VALUE])
-    seen = []
-
-    def keying(batches):
-        for b in batches:
-            seen.append(b.schema.names)
-            yield from _keying(iter([b]))
-
-    out = [r for b in carrying(keying, PICKLED, 4, 1, "mine", tagged=True)(iter([batch]))
-           for r in b.to_pylist()]
-    assert seen == [[TS, VALUE]]  # the pass reads the carrier's own records, untagged
+    seen: list = []
+    out = _tagged_pass([(None, 1, "x"), (above, 2, "y"), (None, 3, "z"), ("late", 4, "w")],
+                       seen, "mine")
+    assert [v for _, v in seen] == ["x", "z"]  # the carrier's own records, untagged
+    assert {names for names, _ in seen} == {(TS, VALUE)}
     carried = sorted((r[KEY], r[TS], pickle.loads(r[VALUE])) for r in out if r[SEQ] < 0)
     late = side_tag("mine", "late").encode()
     assert carried == sorted([(b"mine", 1, "x"), (b"mine", 3, "z"), (late, 4, "w"),
@@ -103,22 +111,11 @@ def test_a_pass_keying_records_carried_through_the_stage_above(source_on):
     stage above's own records, untagged, are handed on under the pass's tag, every other
     tagged row under its own; the source's records too when ``source_on``."""
     src, other = MARK + "carried 1", MARK + "carried 0"
-    rows = [(src, 1, "a"), (None, 2, "own"), (src, 3, "b"), (other, 4, "o"), ("late", 5, "l"),
-            (src, 6, "c")]
-    batch = pa.RecordBatch.from_arrays(
-        [pa.array([t for t, _, _ in rows], pa.string()), pa.array([ts for _, ts, _ in rows]),
-         pa.array([pickle.dumps(v) for _, _, v in rows], pa.binary())], names=[TAG, TS, VALUE])
-    seen = []
-
-    def keying(batches):
-        for b in batches:
-            seen.extend(pickle.loads(v) for v in b.column(VALUE).to_pylist())
-            yield from _keying(iter([b]))
-
-    fn = carrying(keying, PICKLED, 4, 1, MARK + "carried 2", tagged=True, source=src,
-                  source_on=source_on)
-    out = [r for b in fn(iter([batch])) for r in b.to_pylist()]
-    assert seen == ["a", "b", "c"]
+    seen: list = []
+    out = _tagged_pass([(src, 1, "a"), (None, 2, "own"), (src, 3, "b"), (other, 4, "o"),
+                        ("late", 5, "l"), (src, 6, "c")], seen, MARK + "carried 2",
+                       source=src, source_on=source_on)
+    assert [v for _, v in seen] == ["a", "b", "c"]
     handed = [(r[KEY].decode(), pickle.loads(r[VALUE]))
               for r in sorted((r for r in out if r[SEQ] < 0), key=lambda r: -r[SEQ])]
     expected = [(src, "a"), (MARK + "carried 2", "own"), (src, "b"), (other, "o"),
