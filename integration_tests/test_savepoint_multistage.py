@@ -401,19 +401,22 @@ def _fan_out_run(env, tmp_path, name, sp):
 
 
 def test_multistage_stage_feeding_two_consumers(env_factory, spark, tmp_path):
-    """A keyed stage read by two keyed stages: STREAMING (available-now + savepoint) gives
-    both sinks the outputs BATCH gives, and a savepoint whose three operators decode to
-    BATCH's row for row (stage A's state exported once, from the one query that runs it)."""
+    """A keyed stage read by two keyed stages, each with event-time timers: STREAMING
+    (available-now + savepoint) gives both sinks the outputs BATCH gives, and a savepoint
+    whose three operators decode to BATCH's row for row (stage A's state exported once, from
+    the one query that runs it). The default mapping: on Spark 4.0+ one query, A's records
+    relayed through B to C (one_query.carry_plan); on 3.5 per stage, A's query staging its
+    output for B's and C's (test_fan_out_stop_with_savepoint runs that on every line)."""
     sp_stream, sp_batch = str(tmp_path / "sp-stream"), str(tmp_path / "sp-batch")
     env = env_for(env_factory, tmp_path, "STREAMING", "s")
     outs = _fan_out_run(env, tmp_path, "s", sp_stream)
     # region: only north's deadline passed 94_999; letter: a (62_000) and b (50_000) did
     assert outs == [[("north", 4)], [("a", 2), ("b", 2)]]
-    # stage A runs (and holds state) in one query only, which stages its output for B and C
+    # stage A runs (and holds state) in one query only
     root = str(tmp_path / "ckpt-s" / "fan-s")
     assert sorted(q for q in os.listdir(root)
-                  if os.path.isdir(os.path.join(root, q, "checkpoint", "state"))) == [
-        "per-user-output", "sink-0", "sink-1"]
+                  if os.path.isdir(os.path.join(root, q, "checkpoint", "state"))) == (
+        ["query"] if spark_line(spark) >= (4, 0) else ["per-user-output", "sink-0", "sink-1"])
     env = env_for(env_factory, tmp_path, "BATCH", "b")
     assert _fan_out_run(env, tmp_path, "b", sp_batch) == outs
 
@@ -441,8 +444,9 @@ def _fan_out_outputs(outs):
 
 def test_fan_out_restore_continues_as_one_run(env_factory, spark, tmp_path):
     """The fan-out job's STREAMING savepoint after A, restored into a STREAMING run over B:
-    both consumers' final totals equal one uninterrupted BATCH run over A + B (the shared
-    stage A's state restored into its one staging query, B's and C's into theirs)."""
+    both consumers' final totals equal one uninterrupted BATCH run over A + B (every stage's
+    state restored into the job's one query, where A's records are relayed through B to C:
+    the default mapping on Spark 4.0+; per stage on 3.5)."""
     sp = str(tmp_path / "sp-a")
     env = env_for(env_factory, tmp_path, "STREAMING", "a")
     out_a = _fan_out_run(env, tmp_path, "a", sp)
@@ -478,7 +482,8 @@ def test_fan_out_stop_with_savepoint(env_factory, spark, tmp_path):
     second = [("ann", "north", 4_000), ("cy", "south", 5_000), ("dee", "east", 6_000)]
     _add_file(src, first, "f1")
     env = env_factory("STREAMING", {"execution.checkpointing.dir": str(tmp_path / "ckpt"),
-                                    "execution.streaming.trigger": "processing-time=1 second"})
+                                    "execution.streaming.trigger": "processing-time=1 second",
+                                    "execution.streaming.query-mapping": "per-stage"})
     df = spark.readStream.schema("user string, region string, ts long").parquet(src)
     outs = [str(tmp_path / "s-region"), str(tmp_path / "s-letter")]
     _fan_out_job(env, df, *outs)
