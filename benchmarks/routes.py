@@ -71,9 +71,9 @@ permutation of ``1..count`` (a running count), each bucket's ``c`` ascends with 
 each key's records keep their order passes; a wrong result fails the run loudly.
 
 Each variant runs once per round (``--repeat`` rounds, median; an untimed round first unless
-``--quick``: 20k records of 2,000 users in 4 files, one run, figures that mean nothing). The
-last line is JSON: seconds, ratio over ``batch``, micro-batches (counted by a query listener
-over every query of the run), rows out, checked. ``--alone VARIANT`` runs that variant only,
+``--quick``: 20k records of 2,000 users in 4 files unless ``--files`` says, one run, figures
+that mean nothing). The last line is JSON: seconds, ratio over ``batch``, micro-batches
+(counted by a query listener over every query of the run), rows out, checked. ``--alone VARIANT`` runs that variant only,
 with no BATCH baseline (no ratio), and adds ``peak_rss_mib``: each process's peak RSS sampled
 while it ran (``benchmarks.memory`` runs ``batch`` and ``streaming_one_query`` each alone, so
 no Python worker carries memory over from the other mode).
@@ -631,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=4_000_000)
     parser.add_argument("--users", type=int, default=400_000)
-    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--files", type=int, help="input files (default 8; 4 with --quick)")
     parser.add_argument("--files-per-batch", type=int, default=1,
                         help="maxFilesPerTrigger of every streaming variant's file stream")
     parser.add_argument("--variants", default=",".join(VARIANTS),
@@ -652,7 +652,8 @@ def main(argv: list[str] | None = None) -> int:
                              "the one-query chain only; make bench-quick runs the check)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.records, args.users, args.files = 20_000, 2_000, 4
+        args.records, args.users = 20_000, 2_000
+    args.files = args.files or (4 if args.quick else 8)
     variants = ["batch", *(v for v in args.variants.split(",") if v and v != "batch")]
     if args.alone:
         variants = [args.alone]

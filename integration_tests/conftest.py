@@ -15,8 +15,9 @@ import pytest
 LONGEST_FIRST = (
     "test_benchmarks.py", "test_cluster.py", "test_side_output_sweep.py",
     "test_savepoint_multistage.py", "test_one_query_mixed_inputs.py", "test_storage_s3.py",
-    "test_one_query.py", "test_exactly_once.py", "test_kafka_exactly_once.py",
-    "test_connect.py", "test_notebooks.py", "test_one_query_sinks.py",
+    "test_one_query.py", "test_one_query_carried.py", "test_exactly_once.py",
+    "test_kafka_exactly_once.py", "test_connect.py", "test_notebooks.py",
+    "test_one_query_sinks.py",
 )
 
 

@@ -36,7 +36,8 @@ SHARED = [
     ("wordcount", "wordcount", ["--state-store", "rocksdb", "--driver-memory", "1200m"]),
     ("wordcount_streaming_only", "wordcount", ["--streaming-only", "--floor"]),
     ("async_io", "async_io", []),
-    ("routes", "routes", ["--variants", "streaming_one_query", "--no-restart-check"]),
+    ("routes", "routes", ["--variants", "streaming_one_query", "--no-restart-check",
+                          "--files", "2"]),
 ]
 
 
