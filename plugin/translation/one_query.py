@@ -487,8 +487,9 @@ def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transfor
                     "a keyed stage, or an operator with several inputs, along several paths "
                     "(each would run the keyed stage again, with a state of its own); the "
                     "query writes a keyed stage's outputs apart only through stateless "
-                    "operators down to sinks, or carried through the one keyed stage that "
-                    "reads it (docs/spark-mapping.md: which graphs run how)")
+                    "operators down to sinks, or carried through the keyed stages that read "
+                    "it, each along one chain of stateless operators, all but one of them "
+                    "read by sinks only (docs/spark-mapping.md: which graphs run how)")
 
 
 def one_query_placement(stages: dict[int, str], nodes: list[Transformation]) -> dict[str, Any]:
