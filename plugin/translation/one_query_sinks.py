@@ -125,6 +125,7 @@ def _tails(t: Any, exits: list[Transformation], streams: list[Stream], dfs: list
     from pyspark.sql import functions as F
 
     own = {e.id: replace(s, df=df) for e, s, df in zip(exits, streams, dfs)}
+    sided = side_output_tags(t.nodes) if carried else {}
     for node_id, carrier in carried.items():
         node = next(n for n in t.nodes if n.id == node_id)
         while carrier.id in carried:  # carried on: its records leave through the last one
@@ -132,7 +133,7 @@ def _tails(t: Any, exits: list[Transformation], streams: list[Stream], dfs: list
         tag, side = carry_tag(node_id), side_tag(carry_tag(node_id), "")
         rows = own[carrier.id].df
         chain = leading_rows(node.output_type, node.name)
-        if not side_output_tags(t.nodes).get(node_id):
+        if not sided.get(node_id):
             own[node_id] = Stream(rows.filter(col(TAG) == tag).select(TS, VALUE), PICKLED,
                                   node.output_type, name=node.name, chain=chain)
             continue
