@@ -33,11 +33,6 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..state_store.backends import HEAP, KeyGroupStore
-from ..state_store.backends.rocksdb.keygroup_store import (
-    RocksDBKeyGroupStore,
-    VersionPointer,
-    drop_local_copies,
-)
 from ..state_store.bulk import paused_gc
 from ..state_store.entries import StateMetaInfo
 from ..state_store.exceptions import DataStreamError, SerializationError
@@ -68,9 +63,6 @@ __all__ = [
     "make_keyed_operator",
     "encode_state",
     "decode_state",
-    "RocksDBKeyGroupStore",
-    "VersionPointer",
-    "drop_local_copies",
 ]
 
 #: Value serializer of the reduce state.
@@ -260,7 +252,7 @@ class KeyGroupRuntime:
             backend_factory = self._heap_backend
         self.backend_factory = backend_factory
         #: the backend's STREAMING key-group store (its registration's; e.g. RocksDB: the
-        #: state bytes are a :class:`VersionPointer`, the data lives in files); None: the
+        #: state bytes point to versioned files); None: the
         #: state bytes are the backend's full snapshot
         self.store = store
         #: the reduce function when the lean reduce path applies (see ``_run_lean_reduce``)

@@ -18,13 +18,14 @@ from .registry import (
     HEAP,
     ROCKSDB,
     SINGLE_KEY,
+    BackendChoice,
     backend_reference,
     get_backend,
     register_backend,
     registered_backends,
 )
 
-__all__ = ["HEAP", "ROCKSDB", "SINGLE_KEY", "KeyGroupStore", "StateBackendType",
+__all__ = ["HEAP", "ROCKSDB", "SINGLE_KEY", "BackendChoice", "KeyGroupStore", "StateBackendType",
            "backend_reference", "create_keyed_state_backend", "get_backend", "register_backend",
            "registered_backends"]
 

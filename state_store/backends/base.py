@@ -10,14 +10,46 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Optional, Protocol
+from typing import Any, ClassVar, Optional, Protocol
 
-from ..backend import KeyedStateBackend
-from ..entries import StateEntry, StateMetaInfo
+from ..backend import InternalKvState, KeyedStateBackend
+from ..descriptors import StateDescriptor
+from ..entries import StateEntry, StateKind, StateMetaInfo
 from ..exceptions import ConfigurationError
-from ..ttl import TtlCleanup
+from ..serializers import TypeSerializer
+from ..ttl import TtlCleanup, create_ttl_state
 
-__all__ = ["KeyGroupStore", "KeyGroupStoreFactory", "StateBackendType"]
+__all__ = ["KeyGroupStore", "KeyGroupStoreFactory", "StateBackendType", "TableStateBackend"]
+
+
+class TableStateBackend(KeyedStateBackend):
+    """A keyed backend whose states come from a table of state classes by kind: the one
+    state-creation path of the built-in backends (TTL wrapping included)."""
+
+    #: state kind -> the backend's state class, called ``(backend, descriptor, namespace
+    #: serializer)``
+    STATE_CLASSES: ClassVar[Mapping[StateKind, Callable[..., InternalKvState]]] = {}
+    #: the backend's background TTL cleanup (None: cleanup on read only)
+    TTL_CLEANUP: ClassVar[Optional[TtlCleanup]] = None
+    #: TTL expires values (False: they keep their timestamps and never expire)
+    TTL_EXPIRES: ClassVar[bool] = True
+
+    def _create_state(self, descriptor: StateDescriptor,
+                      namespace_serializer: TypeSerializer[Any]) -> InternalKvState:
+        if descriptor.ttl_enabled:
+            return create_ttl_state(self, descriptor, namespace_serializer, self._create_plain,
+                                    expires=self.TTL_EXPIRES, cleanup=type(self).TTL_CLEANUP)
+        return self._create_plain(descriptor, namespace_serializer)
+
+    def _create_plain(self, descriptor: StateDescriptor,
+                      namespace_serializer: TypeSerializer[Any]) -> InternalKvState:
+        state = self.STATE_CLASSES[descriptor.kind](self, descriptor, namespace_serializer)
+        self._load_pending(descriptor.name, state)
+        return state
+
+    def _load_pending(self, name: str, state: Any) -> None:
+        """Load the restored entries of state ``name`` that waited for its registration
+        (none by default: a backend that stores entries where states find them)."""
 
 
 class KeyGroupStore(Protocol):

@@ -11,15 +11,20 @@ e.g. Spark's ``--py-files`` or ``SparkContext.addPyFile``).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
+from typing import Any, NamedTuple, Optional
 
+from ..backend import KeyedStateBackend
 from ..exceptions import ConfigurationError
-from .base import StateBackendType
-from .heap.registration import HEAP
-from .rocksdb.registration import ROCKSDB
-from .single_key.registration import SINGLE_KEY
+from .base import KeyGroupStore, StateBackendType
 
-__all__ = ["HEAP", "ROCKSDB", "SINGLE_KEY", "backend_reference", "get_backend",
-           "register_backend", "registered_backends"]
+__all__ = ["BUILTIN_FOLDERS", "HEAP", "ROCKSDB", "SINGLE_KEY", "BackendChoice",
+           "backend_reference", "get_backend", "register_backend", "registered_backends"]
+
+#: the built-in backends, by folder: each folder's ``registration.py`` names its
+#: :class:`~.base.StateBackendType` ``REGISTRATION``. Adding a backend to the package is its
+#: folder and its name here (and its package in ``setup.cfg``, which a structure test checks).
+BUILTIN_FOLDERS = ("heap", "rocksdb", "single_key")
 
 #: canonical name -> registration, in registration order
 _REGISTERED: dict[str, StateBackendType] = {}
@@ -123,5 +128,82 @@ def registered_backends() -> tuple[StateBackendType, ...]:
     return tuple(_REGISTERED.values())
 
 
-for _builtin in (HEAP, ROCKSDB, SINGLE_KEY):
-    register_backend(_builtin)
+class BackendChoice(NamedTuple):
+    """A job's state backend: how executors find its registration, and its checked options.
+
+    It travels with the job to the executors; :meth:`backend_type` and :meth:`create` are the
+    way from it to a backend."""
+
+    #: the registration's name, or the ``"module:attr"`` path it was imported by
+    reference: str
+    #: the backend's options (checked against the registration's; read, never changed)
+    options: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, backend_type: StateBackendType,
+           options: Optional[Mapping[str, Any]] = None) -> BackendChoice:
+        """The choice of ``backend_type`` with ``options`` (checked).
+
+        Args:
+            backend_type: a registration.
+            options: its options (None: none).
+        Returns:
+            the choice, referring to the registration as executors find it.
+        Raises:
+            ConfigurationError: an option the registration does not take.
+        """
+        own = dict(options or {})
+        backend_type.check_options(own)
+        return cls(backend_reference(backend_type), own)
+
+    def backend_type(self) -> StateBackendType:
+        """The registration chosen (:func:`get_backend`).
+
+        Returns:
+            the registration.
+        """
+        return get_backend(self.reference)
+
+    def create(self, key_serializer: Any, max_parallelism: int,
+               key_group_range: Optional[range] = None) -> KeyedStateBackend:
+        """A new, empty keyed backend of the choice, with its options.
+
+        Args:
+            key_serializer: as :meth:`StateBackendType.create` takes it.
+            max_parallelism: as there.
+            key_group_range: as there (None: every key group).
+        Returns:
+            the backend.
+        """
+        return self.backend_type().create(key_serializer, max_parallelism, key_group_range,
+                                          **self.options)
+
+    def create_key_group_store(self, checkpoint_dir: Optional[str], key_serializer: Any,
+                               max_parallelism: int, storage: Any) -> Optional[KeyGroupStore]:
+        """The choice's STREAMING key-group store (``StateBackendType.create_key_group_store``).
+
+        Args:
+            checkpoint_dir: the keyed stage's state folder.
+            key_serializer: the keys' serializer.
+            max_parallelism: the number of key groups.
+            storage: the storage layer of ``checkpoint_dir``.
+        Returns:
+            the store, or None when state travels as full snapshots.
+        """
+        return self.backend_type().create_key_group_store(
+            checkpoint_dir, key_serializer, max_parallelism, storage, self.options)
+
+
+def _builtin(folder: str) -> StateBackendType:
+    module = importlib.import_module(f"{__package__}.{folder}.registration")
+    registration: StateBackendType = module.REGISTRATION
+    return register_backend(registration)
+
+
+for _folder in BUILTIN_FOLDERS:
+    _builtin(_folder)
+
+#: the built-in registrations the package itself names
+HEAP = get_backend("hashmap")
+ROCKSDB = get_backend("rocksdb")
+SINGLE_KEY = get_backend("single_key")

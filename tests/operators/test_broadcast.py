@@ -37,7 +37,7 @@ from pyspark_datastream.operators.broadcast_runtime import (
     unwrap_state,
     wrap_state,
 )
-from pyspark_datastream.operators.keygroup import RocksDBKeyGroupStore
+from pyspark_datastream.state_store.backends.rocksdb.keygroup_store import RocksDBKeyGroupStore
 from pyspark_datastream.state_store.keygroups import assign_key_group
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 

@@ -11,8 +11,8 @@ import pytest
 from pyspark_datastream import JobExecutionError, SavepointFormatError, StateBackendError
 from pyspark_datastream.operators.base import OperatorConfig
 from pyspark_datastream.operators.functions import KeyedProcessFunction
-from pyspark_datastream.operators.keygroup import (
-    KeyGroupRuntime,
+from pyspark_datastream.operators.keygroup import KeyGroupRuntime
+from pyspark_datastream.state_store.backends.rocksdb.keygroup_store import (
     RocksDBKeyGroupStore,
     VersionPointer,
     drop_local_copies,

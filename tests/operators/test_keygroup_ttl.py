@@ -16,10 +16,9 @@ import pytest
 from pyspark_datastream.api.time import Time
 from pyspark_datastream.operators.base import OperatorConfig
 from pyspark_datastream.operators.functions import KeyedProcessFunction
-from pyspark_datastream.operators.keygroup import (
-    KeyGroupRuntime,
+from pyspark_datastream.operators.keygroup import KeyGroupRuntime, decode_state
+from pyspark_datastream.state_store.backends.rocksdb.keygroup_store import (
     RocksDBKeyGroupStore,
-    decode_state,
     drop_local_copies,
 )
 from pyspark_datastream.state_store.descriptors import ListStateDescriptor, ValueStateDescriptor

@@ -14,14 +14,11 @@ from itertools import chain, groupby
 from operator import itemgetter
 from typing import Any
 
-from ...backend import InternalKvState, KeyedStateBackend
-from ...descriptors import StateDescriptor
 from ...entries import StateEntry, StateKind, concat_canonical, sort_canonical
 from ...exceptions import KeyGroupError, StateError
 from ...keygroups import DEFAULT_MAX_PARALLELISM
 from ...namespaces import VOID_NAMESPACE
 from ...serializers import TypeSerializer
-from ...ttl import create_ttl_state
 from ...ttl_states import TtlState
 from .._pystates import (
     NoKeyTable,
@@ -33,6 +30,7 @@ from .._pystates import (
     PyState,
     PyValueState,
 )
+from ..base import TableStateBackend
 from .ttl import heap_ttl_cleanup
 
 __all__ = ["HeapKeyedStateBackend"]
@@ -141,10 +139,12 @@ _HEAP_STATES: dict[StateKind, type[PyState]] = {
 }
 
 
-class HeapKeyedStateBackend(KeyedStateBackend):
+class HeapKeyedStateBackend(TableStateBackend):
     """Heap backend: fast, holds everything in memory (Flink's ``HeapKeyedStateBackend``)."""
 
     backend_name = "hashmap"
+    STATE_CLASSES = _HEAP_STATES
+    TTL_CLEANUP = heap_ttl_cleanup
 
     def __init__(
         self,
@@ -189,22 +189,10 @@ class HeapKeyedStateBackend(KeyedStateBackend):
 
         self.set_current_key = set_current_key  # type: ignore[method-assign]
 
-    def _create_state(
-        self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
-    ) -> InternalKvState:
-        if descriptor.ttl_enabled:
-            return create_ttl_state(self, descriptor, namespace_serializer, self._create_plain,
-                                    cleanup=heap_ttl_cleanup)
-        return self._create_plain(descriptor, namespace_serializer)
-
-    def _create_plain(
-        self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
-    ) -> PyState:
-        state = _HEAP_STATES[descriptor.kind](self, descriptor, namespace_serializer)
-        pending = self._pending_states.pop(descriptor.name, None)
+    def _load_pending(self, name: str, state: Any) -> None:
+        pending = self._pending_states.pop(name, None)
         if pending:
             state.load_entries(chain.from_iterable(pending.values()))
-        return state
 
     def _restore_entries(self, entries: Iterable[StateEntry]) -> None:
         for_registered: dict[str, list[StateEntry]] = {}

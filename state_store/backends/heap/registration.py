@@ -8,7 +8,7 @@ from ...backend import KeyedStateBackend
 from ..base import StateBackendType
 from .ttl import heap_ttl_cleanup
 
-__all__ = ["HEAP"]
+__all__ = ["HEAP", "REGISTRATION"]
 
 
 def _create(key_serializer: Any, max_parallelism: int,
@@ -23,3 +23,6 @@ HEAP = StateBackendType(
     name="hashmap", create_backend=_create, aliases=("heap",),
     description="working state as Python objects in memory",
     ttl_cleanup=heap_ttl_cleanup, snapshot_fast_paths=True)
+
+#: the registration the registry finds in this folder (``registry.BUILTIN_FOLDERS``)
+REGISTRATION = HEAP

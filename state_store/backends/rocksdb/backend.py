@@ -19,9 +19,6 @@ from typing import Any
 
 import rocksdict
 
-from ...backend import InternalKvState
-from ...backend import KeyedStateBackend as _KeyedStateBackend
-from ...descriptors import StateDescriptor
 from ...entries import (
     StateEntry,
     StateKind,
@@ -34,7 +31,8 @@ from ...exceptions import KeyGroupError, StateBackendError, StateError
 from ...keygroups import DEFAULT_MAX_PARALLELISM
 from ...namespaces import VOID_NAMESPACE
 from ...serializers import TypeSerializer
-from ...ttl import create_ttl_state, full_snapshot_cleanup, ttl_time_provider
+from ...ttl import full_snapshot_cleanup, ttl_time_provider
+from ..base import TableStateBackend
 from .common import BATCH_LIMIT, KEY_MEMO_LIMIT, U32, U64
 from .sorted_state import RocksSortedState
 from .states import (
@@ -63,7 +61,7 @@ _ROCKS_STATES: dict[StateKind, type[RocksState]] = {
 }
 
 
-class RocksDBKeyedStateBackend(_KeyedStateBackend):
+class RocksDBKeyedStateBackend(TableStateBackend):
     """RocksDB backend: state on local disk, bounded memory (Flink's ``RocksDBKeyedStateBackend``).
 
     ``directory``: parent folder for the database (default: a fresh temp dir); the
@@ -73,6 +71,8 @@ class RocksDBKeyedStateBackend(_KeyedStateBackend):
     """
 
     backend_name = "rocksdb"
+    STATE_CLASSES = _ROCKS_STATES
+    TTL_CLEANUP = rocksdb_ttl_cleanup
 
     def __init__(
         self,
@@ -302,19 +302,6 @@ class RocksDBKeyedStateBackend(_KeyedStateBackend):
         return self._kg
 
     # -- states ------------------------------------------------------------------------------------
-    def _create_state(
-        self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
-    ) -> InternalKvState:
-        if descriptor.ttl_enabled:
-            return create_ttl_state(self, descriptor, namespace_serializer, self._create_plain,
-                                    cleanup=rocksdb_ttl_cleanup)
-        return self._create_plain(descriptor, namespace_serializer)
-
-    def _create_plain(
-        self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
-    ) -> InternalKvState:
-        return _ROCKS_STATES[descriptor.kind](self, descriptor, namespace_serializer)
-
     def _kind_of(self, state_name: str) -> StateKind:
         registration = self._states.get(state_name)
         if registration is not None:

@@ -10,7 +10,7 @@ from ...exceptions import ConfigurationError
 from ..base import KeyGroupStore, StateBackendType
 from .ttl import rocksdb_ttl_cleanup
 
-__all__ = ["ROCKSDB"]
+__all__ = ["ROCKSDB", "REGISTRATION"]
 
 #: the sizes a STREAMING key group's database gets unless the job's options say otherwise
 #: (small: an executor keeps many key groups open)
@@ -58,3 +58,6 @@ ROCKSDB = StateBackendType(
              "max_write_buffer_number", "max_background_jobs", "track_changes",
              "max_tracked_bytes"),
     ttl_cleanup=rocksdb_ttl_cleanup, key_group_store=_key_group_store)
+
+#: the registration the registry finds in this folder (``registry.BUILTIN_FOLDERS``)
+REGISTRATION = ROCKSDB

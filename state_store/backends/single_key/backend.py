@@ -15,14 +15,12 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from ...backend import InternalKvState, KeyedStateBackend, TimerQueue
-from ...descriptors import StateDescriptor
+from ...backend import TimerQueue
 from ...entries import StateEntry, StateKind, StateMetaInfo, canonical_sort_key
 from ...exceptions import StateBackendError, StateError
 from ...keygroups import DEFAULT_MAX_PARALLELISM
 from ...namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from ...serializers import TypeSerializer
-from ...ttl import create_ttl_state
 from ...ttl_states import TtlState
 from .._pystates import (
     NoKeyTable,
@@ -34,6 +32,7 @@ from .._pystates import (
     PyState,
     PyValueState,
 )
+from ..base import TableStateBackend
 
 __all__ = ["SingleKeyStateBackend"]
 
@@ -160,10 +159,14 @@ _SINGLE_KEY_STATES: dict[StateKind, type[PyState]] = {
 }
 
 
-class SingleKeyStateBackend(KeyedStateBackend):
+class SingleKeyStateBackend(TableStateBackend):
     """Holds only the current key's state; ``set_current_key`` to another key drops it."""
 
     backend_name = "single_key"
+    STATE_CLASSES = _SINGLE_KEY_STATES
+    #: BATCH: values keep their last-access timestamps (savepoints carry them) but never
+    #: expire; Flink's BATCH state backend does not apply TTL either
+    TTL_EXPIRES = False
     holds_one_key = True
 
     def __init__(
@@ -233,24 +236,10 @@ class SingleKeyStateBackend(KeyedStateBackend):
             self._store = {}
 
     # -- states ----------------------------------------------------------------------------------
-    def _create_state(
-        self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
-    ) -> InternalKvState:
-        if descriptor.ttl_enabled:
-            # BATCH: values keep their last-access timestamps (savepoints carry them) but
-            # never expire; Flink's BATCH state backend does not apply TTL either
-            return create_ttl_state(self, descriptor, namespace_serializer, self._create_plain,
-                                    expires=False)
-        return self._create_plain(descriptor, namespace_serializer)
-
-    def _create_plain(
-        self, descriptor: StateDescriptor, namespace_serializer: TypeSerializer[Any]
-    ) -> PyState:
-        state = _SINGLE_KEY_STATES[descriptor.kind](self, descriptor, namespace_serializer)
-        pending = self._pending_states.pop(descriptor.name, None)
+    def _load_pending(self, name: str, state: Any) -> None:
+        pending = self._pending_states.pop(name, None)
         if pending:
             state.load_entries(pending)
-        return state
 
     # -- snapshot / restore ------------------------------------------------------------------------
     def restore(self, meta_infos: Iterable[StateMetaInfo], entries: Iterable[StateEntry]) -> None:

@@ -7,7 +7,7 @@ from typing import Any, Optional
 from ...backend import KeyedStateBackend
 from ..base import StateBackendType
 
-__all__ = ["SINGLE_KEY"]
+__all__ = ["SINGLE_KEY", "REGISTRATION"]
 
 
 def _create(key_serializer: Any, max_parallelism: int,
@@ -23,3 +23,6 @@ SINGLE_KEY = StateBackendType(
     name="single_key", create_backend=_create,
     description="only the current key's state (sorted BATCH input)",
     streaming=False, configurable=False)
+
+#: the registration the registry finds in this folder (``registry.BUILTIN_FOLDERS``)
+REGISTRATION = SINGLE_KEY

@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 from pyspark_datastream import ConfigurationError, SavepointFormatError
-from pyspark_datastream.operators.keygroup import VersionPointer
+from pyspark_datastream.state_store.backends.rocksdb.keygroup_store import VersionPointer
 from pyspark_datastream.state_store.storage import Storage, StorageOptions, normalize_uri
 
 
@@ -130,7 +130,7 @@ def test_the_version_pointer_is_json_and_a_crafted_pickle_runs_nothing(tmp_path)
 def test_a_crafted_version_file_header_runs_nothing(tmp_path):
     import struct
 
-    from pyspark_datastream.operators.keygroup import RocksDBKeyGroupStore
+    from pyspark_datastream.state_store.backends.rocksdb.keygroup_store import RocksDBKeyGroupStore
     from pyspark_datastream.state_store.serializers import GenericKeySerializer
 
     marker = tmp_path / "ran"
