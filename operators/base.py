@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Optional
 from ..state_store.exceptions import ConfigurationError, DataStreamError, SerializationError
 from ..state_store.keygroups import DEFAULT_MAX_PARALLELISM, check_max_parallelism
 from .exceptions import JobExecutionError, OutputTypeError, UserFunctionError
+from .modes import PROCESSING_TIME_ALLOW_VALUES, PROCESSING_TIME_END_OF_INPUT_VALUES, RuntimeMode
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend
@@ -27,11 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 __all__ = [
     "MIN_WATERMARK",
     "MAX_WATERMARK",
-    "BATCH",
-    "STREAMING",
-    "RUNTIME_MODES",
-    "PROCESSING_TIME_ALLOW_VALUES",
-    "PROCESSING_TIME_END_OF_INPUT_VALUES",
     "Output",
     "OperatorConfig",
     "KeyedOperator",
@@ -43,16 +39,6 @@ MIN_WATERMARK = -(2**63)
 #: Watermark at end of input: every event-time timer fires (Flink's Long.MAX_VALUE).
 MAX_WATERMARK = 2**63 - 1
 
-BATCH = "BATCH"
-STREAMING = "STREAMING"
-RUNTIME_MODES = (BATCH, STREAMING)
-PROCESSING_TIME_ALLOW_VALUES = ("ALLOW", "IGNORE", "FAIL")
-PROCESSING_TIME_END_OF_INPUT_VALUES = ("FIRE_AND_QUIESCE", "IGNORE")
-
-_MODE_DEFAULTS = {
-    BATCH: {"processing_time_allow": "FAIL", "processing_time_end_of_input": "IGNORE"},
-    STREAMING: {"processing_time_allow": "ALLOW", "processing_time_end_of_input": "FIRE_AND_QUIESCE"},
-}
 
 
 class Output(NamedTuple):
@@ -78,7 +64,8 @@ class OperatorConfig:
     FIRE_AND_QUIESCE). ``operator_name`` appears in every runtime error message.
     """
 
-    mode: str = STREAMING
+    #: the runtime mode (a mode's name is accepted and parsed: ``RuntimeMode.parse``)
+    mode: RuntimeMode = RuntimeMode.STREAMING
     processing_time_allow: str = "ALLOW"
     processing_time_end_of_input: str = "FIRE_AND_QUIESCE"
     subtask_index: int = 0
@@ -94,7 +81,7 @@ class OperatorConfig:
     metrics_name: str = ""
 
     def __post_init__(self) -> None:
-        self.mode = _choice("execution.runtime-mode", self.mode, RUNTIME_MODES)
+        self.mode = RuntimeMode.parse(self.mode)
         self.processing_time_allow = _choice(
             "pipeline.processing-time.allow", self.processing_time_allow, PROCESSING_TIME_ALLOW_VALUES
         )
@@ -128,16 +115,18 @@ class OperatorConfig:
             )
 
     @classmethod
-    def for_mode(cls, mode: str = STREAMING, **overrides: Any) -> OperatorConfig:
-        """Config for ``mode`` with FLIP-134's processing-time defaults, then ``overrides``."""
-        mode = _choice("execution.runtime-mode", mode, RUNTIME_MODES)
+    def for_mode(cls, mode: RuntimeMode | str = RuntimeMode.STREAMING,
+                 **overrides: Any) -> OperatorConfig:
+        """Config for ``mode`` (or its name) with FLIP-134's processing-time defaults, then
+        ``overrides``."""
+        mode = RuntimeMode.parse(mode)
         unknown = set(overrides) - {f for f in cls.__dataclass_fields__ if f != "mode"}
         if unknown:
             raise ConfigurationError(
                 f"OperatorConfig.for_mode: unknown option(s) {sorted(unknown)}; known: "
                 f"{sorted(f for f in cls.__dataclass_fields__ if f != 'mode')}"
             )
-        values: dict[str, Any] = dict(_MODE_DEFAULTS[mode])
+        values: dict[str, Any] = dict(mode.processing_time_defaults)
         values.update(overrides)
         return cls(mode=mode, **values)
 
@@ -146,7 +135,7 @@ class OperatorConfig:
         """Config from the plain dict a translator ships to executors (``mode`` plus
         options), then ``overrides`` (the subtask index, the operator name)."""
         values = dict(config)
-        mode = values.pop("mode", STREAMING)
+        mode = values.pop("mode", RuntimeMode.STREAMING)
         values.update(overrides)
         return cls.for_mode(mode, **values)
 
@@ -157,7 +146,7 @@ class OperatorConfig:
     @property
     def is_batch(self) -> bool:
         """True in BATCH runtime mode."""
-        return self.mode == BATCH
+        return self.mode.is_batch
 
 
 class KeyedOperator(ABC):

@@ -43,6 +43,7 @@ from .functions import (
     as_map_function,
     as_timestamp_assigner,
 )
+from .modes import RuntimeMode
 from .timers import NonKeyedTimerService, OperatorClock
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -201,7 +202,7 @@ class StatelessChain:
         """
         if self._opened:
             return
-        config = config or OperatorConfig.for_mode("STREAMING", operator_name=self.name)
+        config = config or OperatorConfig.for_mode(RuntimeMode.STREAMING, operator_name=self.name)
         self._clock = OperatorClock(config)
         for stage in self.stages:
             if stage.function is None:
@@ -476,7 +477,7 @@ class CoStatelessOperator:
         """Open the function."""
         if self._opened:
             return
-        config = config or OperatorConfig.for_mode("STREAMING", operator_name=self.name)
+        config = config or OperatorConfig.for_mode(RuntimeMode.STREAMING, operator_name=self.name)
         self._op_name = config.operator_name
         self._clock = OperatorClock(config)
         self._ctx = ProcessContextImpl(NonKeyedTimerService(self._clock), config.operator_name)
@@ -659,7 +660,7 @@ class KeyExtractor:
         """``open(runtime_context)`` of the key selector, as PyFlink's ``key_by`` does for the
         parallel instance that extracts the keys (once per instance; see instances.py)."""
         open_key_selector(self.key_selector, config or OperatorConfig.for_mode(
-            "STREAMING", operator_name=self.operator_name))
+            RuntimeMode.STREAMING, operator_name=self.operator_name))
 
     def close(self) -> None:
         """``close()`` of the key selector."""

@@ -39,6 +39,7 @@ from .exceptions import JobExecutionError
 from .functions import OutputTag, TimeDomain
 from .keyed import AbstractKeyedOperator, KeyedCoProcessOperator, KeyedProcessOperator
 from .metrics import snapshot as metrics_snapshot
+from .modes import RuntimeMode
 
 __all__ = [
     "TimestampedValue",
@@ -120,7 +121,8 @@ class KeyedOperatorTestHarness:
         backend: The keyed state backend: a registered name (``"hashmap"``, ``"rocksdb"``,
             ``"single_key"`` (BATCH only), a ``"module:attr"`` path), an instance, or a
             factory called as ``factory(key_serializer, max_parallelism, **options)``.
-        mode: ``"STREAMING"`` or ``"BATCH"`` (FLIP-134's processing-time defaults per mode).
+        mode: The runtime mode, or its name (``"STREAMING"``, ``"BATCH"``); FLIP-134's
+            processing-time defaults per mode.
         backend_options: Options passed to the backend's constructor, or None.
         **config: ``OperatorConfig`` fields (``processing_time_allow``, ``max_parallelism``,
             ``job_parameters``, ...).
@@ -136,7 +138,7 @@ class KeyedOperatorTestHarness:
         key_selectors: Any,
         key_type: Any = None,
         backend: str | KeyedStateBackend | Callable[..., KeyedStateBackend] = "hashmap",
-        mode: str = "STREAMING",
+        mode: RuntimeMode | str = RuntimeMode.STREAMING,
         backend_options: dict[str, Any] | None = None,
         **config: Any,
     ) -> None:
@@ -521,7 +523,8 @@ class KeyedProcessFunctionTestHarness(KeyedOperatorTestHarness):
         backend: The keyed state backend: a registered name (``"hashmap"``, ``"rocksdb"``,
             ``"single_key"`` (BATCH only), a ``"module:attr"`` path), an instance, or a
             factory called as ``factory(key_serializer, max_parallelism, **options)``.
-        mode: ``"STREAMING"`` or ``"BATCH"`` (FLIP-134's processing-time defaults per mode).
+        mode: The runtime mode, or its name (``"STREAMING"``, ``"BATCH"``); FLIP-134's
+            processing-time defaults per mode.
         backend_options: Options passed to the backend's constructor, or None.
         **config: ``OperatorConfig`` fields (``processing_time_allow``, ``max_parallelism``,
             ``job_parameters``, ...).
@@ -537,7 +540,7 @@ class KeyedProcessFunctionTestHarness(KeyedOperatorTestHarness):
         key_selector: Any,
         key_type: Any = None,
         backend: str | KeyedStateBackend | Callable[..., KeyedStateBackend] = "hashmap",
-        mode: str = "STREAMING",
+        mode: RuntimeMode | str = RuntimeMode.STREAMING,
         backend_options: dict[str, Any] | None = None,
         **config: Any,
     ) -> None:
@@ -582,7 +585,8 @@ class KeyedCoProcessFunctionTestHarness(KeyedOperatorTestHarness):
         backend: The keyed state backend: a registered name (``"hashmap"``, ``"rocksdb"``,
             ``"single_key"`` (BATCH only), a ``"module:attr"`` path), an instance, or a
             factory called as ``factory(key_serializer, max_parallelism, **options)``.
-        mode: ``"STREAMING"`` or ``"BATCH"`` (FLIP-134's processing-time defaults per mode).
+        mode: The runtime mode, or its name (``"STREAMING"``, ``"BATCH"``); FLIP-134's
+            processing-time defaults per mode.
         backend_options: Options passed to the backend's constructor, or None.
         **config: ``OperatorConfig`` fields (``processing_time_allow``, ``max_parallelism``,
             ``job_parameters``, ...).
@@ -599,7 +603,7 @@ class KeyedCoProcessFunctionTestHarness(KeyedOperatorTestHarness):
         key_selector2: Any = None,
         key_type: Any = None,
         backend: str | KeyedStateBackend | Callable[..., KeyedStateBackend] = "hashmap",
-        mode: str = "STREAMING",
+        mode: RuntimeMode | str = RuntimeMode.STREAMING,
         backend_options: dict[str, Any] | None = None,
         **config: Any,
     ) -> None:

@@ -33,7 +33,6 @@ from ..state_store.row import Row, take_emitted
 from ..state_store.serializers import PickleSerializer
 from ..state_store.ttl import ttl_time_provider
 from .base import (
-    BATCH,
     MAX_WATERMARK,
     MIN_WATERMARK,
     KeyedOperator,
@@ -162,7 +161,7 @@ class AbstractKeyedOperator(KeyedOperator):
         self.backend = backend
         self.config = config
         self.operator_name = config.operator_name
-        self.batch = config.mode == BATCH
+        self.batch = config.is_batch
         self.clock = OperatorClock(config)
         ttl_time_provider(backend).use(self.clock.state_ttl_time)  # state TTL reads this clock
         ns_ser = self.timer_namespace_serializer

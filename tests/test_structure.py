@@ -55,6 +55,14 @@ def test_no_sink_kind_comparisons_outside_the_sink_table(modules: dict[str, rule
     assert rules.sink_kind_comparisons(modules) == []
 
 
+def test_no_import_between_the_modes_translation_modules(modules: dict[str, rules.Module]) -> None:
+    assert rules.mode_crossings(modules) == []
+
+
+def test_no_mode_names_spelled_outside_the_mode_module(modules: dict[str, rules.Module]) -> None:
+    assert rules.mode_literals(modules) == []
+
+
 def test_every_test_file_is_named_after_its_module() -> None:
     assert rules.test_file_name_violations(ROOT) == []
     # every cross-module entry names a file that exists
@@ -128,9 +136,25 @@ def test_checker_finds_private_imports_and_reads(broken_copy: Path) -> None:
 
 
 def test_checker_finds_a_long_file(broken_copy: Path) -> None:
-    _append(broken_copy / "state_store" / "keygroups.py", "\n" * rules.MAX_LINES)
+    # a file under the new limit may not pass it; one listed over it may grow to the old one
+    lines = {n: m.lines for n, m in rules.load_modules(broken_copy).items()}
+    keygroups = broken_copy / "state_store" / "keygroups.py"
+    typeinfo = broken_copy / "state_store" / "typeinfo.py"
+    # _append adds its text and two line breaks
+    _append(keygroups, "\n" * (rules.NEW_MAX_LINES - lines["pyspark_datastream.state_store.keygroups"] - 1))
+    _append(typeinfo, "\n" * (rules.MAX_LINES - lines["pyspark_datastream.state_store.typeinfo"] - 2))
     found = rules.long_files(rules.load_modules(broken_copy))
-    assert any("keygroups.py" in v for v in found)
+    assert [v.split(": ", 1)[1] for v in found if "keygroups.py" in v] == [
+        f"{rules.NEW_MAX_LINES + 1} lines (over {rules.NEW_MAX_LINES})"]
+    assert not any("typeinfo" in v for v in found)  # at the old limit
+    _append(typeinfo, "")
+    found = rules.long_files(rules.load_modules(broken_copy))
+    assert any("typeinfo.py" in v and f"over {rules.MAX_LINES}" in v for v in found)
+    # a listed file split below the new limit leaves the list
+    (broken_copy / "operators" / "harness.py").write_text("x = 1\n")
+    found = rules.long_files(rules.load_modules(broken_copy))
+    assert "pyspark_datastream.operators.harness: listed in OVER_NEW_MAX, but 2 lines: " \
+        "take it off" in found
 
 
 def test_checker_finds_a_backend_name_comparison(broken_copy: Path) -> None:
@@ -156,6 +180,32 @@ def test_checker_finds_a_sink_kind_comparison(broken_copy: Path) -> None:
     assert any("api.environment" in v and "'console'" in v for v in found)
     assert not any("translation.sinks" in v for v in found)
 
+
+def test_checker_finds_an_import_across_the_modes(broken_copy: Path) -> None:
+    _append(broken_copy / "plugin" / "translation" / "streaming_keyed.py",
+            "def _borrow():\n    from .batch_savepoint import final_watermark\n    return final_watermark\n")
+    _append(broken_copy / "plugin" / "translation" / "batch.py",
+            "from .one_query import QUERY as _QUERY\n")
+    # a shared module may import either
+    _append(broken_copy / "plugin" / "translation" / "steps.py",
+            "from .streaming_queries import scoped as _scoped\n")
+    found = rules.mode_crossings(rules.load_modules(broken_copy))
+    assert found == [
+        "pyspark_datastream.translation.batch (BATCH) imports "
+        "pyspark_datastream.translation.one_query (STREAMING)",
+        "pyspark_datastream.translation.streaming_keyed (STREAMING) imports "
+        "pyspark_datastream.translation.batch_savepoint (BATCH)"]
+
+
+def test_checker_finds_a_mode_name_spelled_outside_the_mode_module(broken_copy: Path) -> None:
+    _append(broken_copy / "plugin" / "translation" / "steps.py",
+            "def _which(config):\n    return config.mode.value == 'BATCH' or 'STREAMING'\n")
+    _append(broken_copy / "operators" / "keyed.py", "_DEFAULT = ' AUTOMATIC'\n")
+    found = rules.mode_literals(rules.load_modules(broken_copy))
+    assert any("translation.steps" in v and "'BATCH'" in v for v in found)
+    assert any("translation.steps" in v and "'STREAMING'" in v for v in found)
+    assert any("operators.keyed" in v and "' AUTOMATIC'" in v for v in found)
+    assert not any("operators.modes" in v for v in found)  # the module that spells them
 
 
 def test_checker_finds_test_files_named_after_no_module(tmp_path: Path) -> None:

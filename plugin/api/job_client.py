@@ -100,13 +100,13 @@ class JobClient:
     returns it; not constructed directly.
     """
 
-    def __init__(self, job_name: str, mode: str, translator: Optional[Translator] = None,
+    def __init__(self, job_name: str, mode: RuntimeMode, translator: Optional[Translator] = None,
                  queries: Optional[list[tuple[str, Any]]] = None,
                  result: Optional[JobExecutionResult] = None,
                  thread: Optional[threading.Thread] = None) -> None:
         self._job_id = result.job_id if result is not None else uuid.uuid4().hex
         self.job_name = job_name
-        self._runtime_mode = RuntimeMode(mode)
+        self._runtime_mode = mode
         #: "BATCH" or "STREAMING", as :class:`JobExecutionResult` names it
         self.mode = self._runtime_mode.value
         self._translator = translator
@@ -130,7 +130,7 @@ class JobClient:
         Returns:
             A FINISHED client.
         """
-        return cls(result.job_name, result.mode, result=result)
+        return cls(result.job_name, RuntimeMode.parse(result.mode), result=result)
 
     @classmethod
     def start(cls, job_name: str, translator: Translator, sinks: list[SinkNode]) -> JobClient:
@@ -149,8 +149,8 @@ class JobClient:
         if translator.runs_detached():
             started = translator.start_sinks(sinks)  # a failure stops and releases them
             log.info("job %r started: queries %s", job_name, [n for n, _ in started])
-            return cls(job_name, RuntimeMode.STREAMING.value, translator, queries=started)
-        client = cls(job_name, RuntimeMode.STREAMING.value, translator)
+            return cls(job_name, RuntimeMode.STREAMING, translator, queries=started)
+        client = cls(job_name, RuntimeMode.STREAMING, translator)
 
         def run() -> None:
             try:

@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
-from ..state_store.backends import HEAP, ROCKSDB, backend_reference, get_backend
+from ..state_store.backends import HEAP, ROCKSDB, BackendChoice, get_backend
 from ..state_store.exceptions import ConfigurationError
 
 __all__ = ["StateBackend", "HashMapStateBackend", "EmbeddedRocksDBStateBackend", "PredefinedOptions",
@@ -271,14 +271,14 @@ class CustomStateBackend(StateBackend):
             "naming a backend registration")
 
 
-def backend_spec(backend: Union[StateBackend, str]) -> tuple[str, dict[str, Any]]:
-    """Normalise a backend choice to ``(reference, options)``: the registration's name (or the
+def backend_spec(backend: Union[StateBackend, str]) -> BackendChoice:
+    """Normalise a backend choice to a :class:`BackendChoice`: the registration's name (or the
     path it was imported by: what executors resolve) and its checked options.
 
     Args:
         backend: a StateBackend, or a backend name or ``"module:attr"`` path.
     Returns:
-        ``(reference, options)``.
+        the choice.
     Raises:
         ConfigurationError: no registered backend users may choose, or an unknown option.
     """
@@ -300,5 +300,4 @@ def backend_spec(backend: Union[StateBackend, str]) -> tuple[str, dict[str, Any]
             "state backend must be HashMapStateBackend(), EmbeddedRocksDBStateBackend(), "
             f"'hashmap', 'rocksdb' or the 'module:attr' path of a backend registration, "
             f"got {backend!r}")
-    backend_type.check_options(options)
-    return backend_reference(backend_type), options
+    return BackendChoice.of(backend_type, options)

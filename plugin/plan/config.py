@@ -7,16 +7,32 @@ Mode-dependent defaults (FLIP-134) are resolved by :func:`resolve`.
 
 from __future__ import annotations
 
-import enum
 import logging
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..state_store.backends import get_backend, registered_backends
+from ..operators.modes import (
+    MODE_KEY,
+    PROCESSING_TIME_ALLOW_VALUES,
+    PROCESSING_TIME_END_OF_INPUT_VALUES,
+    RuntimeExecutionMode,
+    RuntimeMode,
+)
 from ..state_store.exceptions import ConfigurationError
 from .config_extras import ConfigurationExtras
+from .config_values import (
+    check_boolean,
+    check_checkpoint_interval,
+    check_integer,
+    check_path,
+    check_retention,
+    check_state_backend,
+    check_trigger,
+    parse_boolean,
+    parse_duration_ms,
+    parse_trigger,
+)
 
 __all__ = [
     "Configuration",
@@ -27,151 +43,16 @@ __all__ = [
     "RuntimeMode",
     "check_not_removed",
     "configured_runtime_mode",
+    "parse_boolean",
     "parse_duration_ms",
     "parse_trigger",
     "resolve",
+    "resolve_boolean",
     "streaming_trigger",
     "validate",
 ]
 
 log = logging.getLogger("pyspark_datastream")
-
-
-class RuntimeExecutionMode(enum.Enum):
-    """``execution.runtime-mode``: BATCH, STREAMING (default, as in Flink) or AUTOMATIC."""
-
-    STREAMING = "STREAMING"
-    BATCH = "BATCH"
-    AUTOMATIC = "AUTOMATIC"
-
-
-class RuntimeMode(enum.Enum):
-    """The runtime mode one job runs in: ``execution.runtime-mode`` with AUTOMATIC decided.
-
-    Plans, translators and option defaults carry this; the string values are the
-    configuration's (and those of progress rows, results and savepoint metadata)."""
-
-    BATCH = "BATCH"
-    STREAMING = "STREAMING"
-
-
-#: units of a Spark interval (``processing-time=<interval>``), singular or plural
-_INTERVAL_UNITS = ("microsecond", "millisecond", "second", "minute", "hour", "day", "week")
-_UNIT = "|".join(_INTERVAL_UNITS)
-_INTERVAL = re.compile(rf"^(?:interval\s+)?(?:\d+(?:\.\d+)?\s*(?:{_UNIT})s?\s*)+$", re.IGNORECASE)
-
-
-def parse_trigger(value: Any) -> tuple[str, Optional[str]]:
-    """``execution.streaming.trigger`` -> (kind, interval): available-now | once |
-    processing-time=<interval> (a Spark interval such as ``2 seconds`` or ``1 minute 30
-    seconds``)."""
-    text = str(value or "available-now").strip()
-    low = text.lower()
-    if low in ("available-now", "availablenow"):
-        return "available-now", None
-    if low == "once":
-        return "once", None
-    if low.startswith("processing-time="):
-        interval = text.split("=", 1)[1].strip()
-        if _INTERVAL.match(interval):
-            return "processing-time", interval
-    raise ConfigurationError(
-        f"execution.streaming.trigger must be available-now, once or processing-time=<interval> "
-        f"with an interval of <number> <unit> ({', '.join(_INTERVAL_UNITS)}, e.g. "
-        f"processing-time=10 seconds); got {value!r}"
-    )
-
-
-_DURATION = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
-_DURATION_MS = {"": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-                "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-                "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000,
-                "minutes": 60_000, "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-                "d": 86_400_000, "day": 86_400_000, "days": 86_400_000}
-
-
-def parse_duration_ms(key: str, raw: Any) -> int:
-    """A Flink duration (``5000``, ``500 ms``, ``10 s``, ``1 min``, ``2 h``) in milliseconds.
-
-    Args:
-        key: the option or argument the value is for (named in the error).
-        raw: an int of milliseconds or a Flink duration string.
-
-    Returns:
-        The duration in milliseconds.
-
-    Raises:
-        ConfigurationError: ``raw`` is no duration, or is negative.
-    """
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        if raw < 0:
-            raise ConfigurationError(f"{key} must be a duration >= 0, got {raw!r}")
-        return raw
-    match = _DURATION.match(str(raw)) if isinstance(raw, str) else None
-    unit = match.group(2).lower() if match else None
-    if match is None or unit not in _DURATION_MS:
-        raise ConfigurationError(
-            f"{key} must be a duration such as 5000, 500 ms, 10 s, 1 min or 2 h, got {raw!r}")
-    return int(match.group(1)) * _DURATION_MS[unit]
-
-
-def _checkpoint_interval(key: str, raw: str) -> str:
-    """The interval kept as ``<n> ms``; Flink's minimum is 10 ms."""
-    value = parse_duration_ms(key, raw)
-    if value < 10:
-        raise ConfigurationError(f"{key} must be at least 10 ms (as in Flink), got {raw!r}")
-    return f"{value} ms"
-
-
-def _retention(key: str, raw: str) -> str:
-    value = str(raw).strip().upper()
-    if value != "RETAIN_ON_CANCELLATION":
-        raise ConfigurationError(
-            f"{key} {raw!r} is not supported: a STREAMING job's checkpoint always stays under "
-            f"<execution.checkpointing.dir>/<job name> when the job stops or is cancelled (the "
-            f"next run of the job resumes from it); RETAIN_ON_CANCELLATION is what runs. Delete "
-            f"that folder to start over")
-    return value
-
-
-def _integer(key: str, raw: str, low: int, high: Optional[int] = None) -> None:
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = None
-    if value is None or value < low or (high is not None and value > high):
-        bounds = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ConfigurationError(f"{key} must be an integer {bounds}, got {raw!r}")
-
-
-def _boolean(key: str, raw: str) -> None:
-    if raw.strip().lower() not in _TRUE | _FALSE:
-        raise ConfigurationError(f"{key} must be true or false, got {raw!r}")
-
-
-def _path(key: str, raw: str) -> None:
-    if not raw.strip():
-        raise ConfigurationError(f"{key} must be a path, got {raw!r}")
-
-
-def _trigger(key: str, raw: str) -> None:
-    parse_trigger(raw)
-
-
-def _state_backend(key: str, raw: str) -> str:
-    """``raw`` as a registered backend users may choose (a name, any case, or a
-    ``"module:attr"`` path, see ``state_store/backends/registry.py``), normalised."""
-    value = str(raw).strip()
-    try:
-        backend_type = get_backend(value)
-    except ConfigurationError as exc:
-        backend_type, reason = None, f" ({exc})" if ":" in value else ""
-    if backend_type is None or not backend_type.configurable:
-        names = [n for b in registered_backends() if b.configurable for n in (b.name, *b.aliases)]
-        raise ConfigurationError(
-            f"{key} must be one of {', '.join(names)} or the 'module:attr' path of a state "
-            f"backend registration, got {raw!r}" + (reason if backend_type is None else ""))
-    return value if ":" in value else value.lower()
 
 
 @dataclass(frozen=True)
@@ -203,30 +84,33 @@ class ConfigOption:
         return self.default
 
 
+_BATCH_DEFAULTS = RuntimeMode.BATCH.processing_time_defaults
+_STREAMING_DEFAULTS = RuntimeMode.STREAMING.processing_time_defaults
+
 OPTIONS: dict[str, ConfigOption] = {
     o.key: o
     for o in [
         ConfigOption(
-            "execution.runtime-mode", "STREAMING",
+            MODE_KEY, RuntimeExecutionMode.STREAMING.value,
             "BATCH, STREAMING or AUTOMATIC (BATCH iff every source is bounded).",
-            choices=("BATCH", "STREAMING", "AUTOMATIC"),
+            choices=tuple(m.value for m in RuntimeExecutionMode),
         ),
         ConfigOption("parallelism.default", None,
                      "Parallel instances (subtasks) of every operator: BATCH's Spark partitions "
                      "per keyed stage; a STREAMING keyed stage's key-group ranges.",
                      default_doc="session's `spark.sql.shuffle.partitions`",
-                     check=lambda k, v: _integer(k, v, 1)),
+                     check=lambda k, v: check_integer(k, v, 1)),
         ConfigOption("pipeline.max-parallelism", 128,
                      "Number of key groups (1..32768).",
-                     check=lambda k, v: _integer(k, v, 1, 32768)),
+                     check=lambda k, v: check_integer(k, v, 1, 32768)),
         ConfigOption("state.backend.type", "hashmap",
                      "`hashmap` (alias `heap`), `rocksdb`, or the `\"module:attr\"` path of "
                      "another backend's registration: backend of hash-based BATCH and of "
                      "STREAMING.",
-                     check=_state_backend, check_on_set=True),
+                     check=check_state_backend, check_on_set=True),
         ConfigOption("execution.sorted-inputs.enabled", "true",
                      "BATCH: sort keyed inputs, single-key backend (FLIP-140); false = hash-based "
-                     "with `state.backend.type`.", check=_boolean),
+                     "with `state.backend.type`.", check=check_boolean),
         ConfigOption("execution.batch.pre-aggregation.enabled", "true",
                      "BATCH: combine reduce/sum/min/max inputs per partition before the shuffle "
                      "(reduce functions must be associative and commutative, as for Flink's "
@@ -235,12 +119,12 @@ OPTIONS: dict[str, ConfigOption] = {
                      "only in the keyed operator, opened once per parallel instance as in Flink); "
                      "a reduce over a typed stream keyed by a field instead counts identical "
                      "records before the sort (exact for any reduce function).",
-                     check=_boolean),
+                     check=check_boolean),
         ConfigOption("execution.batch.native-pushdown.enabled", "true",
                      "BATCH: traceable lambdas (field access, constants, tuples, `+ - *`) and "
                      "built-in `sum/min/max/min_by/max_by` run as native Spark "
                      "expressions/aggregations; identical results; `false` runs them per record "
-                     "in Python.", check=_boolean),
+                     "in Python.", check=check_boolean),
         ConfigOption("execution.streaming.native-pushdown.enabled", "true",
                      "STREAMING: traceable lambdas run as native Spark expressions, Spark "
                      "computes key groups for a key selector reading one field, and a summing "
@@ -248,7 +132,7 @@ OPTIONS: dict[str, ConfigOption] = {
                      "mapping); identical results; `false` runs them per record in Python.",
                      default_doc="the value of `execution.batch.native-pushdown.enabled` when "
                                  "that is set, else true",
-                     check=_boolean, fallback="execution.batch.native-pushdown.enabled"),
+                     check=check_boolean, fallback="execution.batch.native-pushdown.enabled"),
         ConfigOption("execution.streaming.query-mapping", "auto",
                      "STREAMING: `per-stage` runs each keyed stage as its own Spark query "
                      "(`applyInPandasWithState`), staged through files; `one-query` (Spark 4.0+) "
@@ -262,56 +146,58 @@ OPTIONS: dict[str, ConfigOption] = {
                      choices=("auto", "per-stage", "one-query")),
         ConfigOption("pipeline.processing-time.allow", None,
                      "ALLOW, IGNORE or FAIL use of processing time.",
-                     batch_default="FAIL", streaming_default="ALLOW",
-                     choices=("ALLOW", "IGNORE", "FAIL")),
+                     batch_default=_BATCH_DEFAULTS["processing_time_allow"],
+                     streaming_default=_STREAMING_DEFAULTS["processing_time_allow"],
+                     choices=PROCESSING_TIME_ALLOW_VALUES),
         ConfigOption("pipeline.processing-time.end-of-input", None,
                      "Fire or drop pending processing-time timers at end of input.",
-                     batch_default="IGNORE", streaming_default="FIRE_AND_QUIESCE",
-                     choices=("FIRE_AND_QUIESCE", "IGNORE")),
+                     batch_default=_BATCH_DEFAULTS["processing_time_end_of_input"],
+                     streaming_default=_STREAMING_DEFAULTS["processing_time_end_of_input"],
+                     choices=PROCESSING_TIME_END_OF_INPUT_VALUES),
         ConfigOption("execution.checkpointing.dir", None,
                      "STREAMING: checkpoint root; each job keeps everything under `<root>/<job "
                      "name>` (see *STREAMING jobs*).",
-                     default_doc="Spark's `spark.sql.streaming.checkpointLocation`", check=_path),
+                     default_doc="Spark's `spark.sql.streaming.checkpointLocation`", check=check_path),
         ConfigOption("s3.endpoint", None,
                      "S3 endpoint the Python side uses for the checkpoint root, the savepoints the "
                      "job writes and restores, and its Delta sinks (see *Storage*).",
-                     default_doc="the session's `fs.s3a.endpoint`", check=_path),
+                     default_doc="the session's `fs.s3a.endpoint`", check=check_path),
         ConfigOption("s3.access-key", None,
                      "S3 access key of the Python side.",
                      default_doc="the session's `fs.s3a.access.key`, else AWS's default "
-                                 "credential chain", check=_path),
+                                 "credential chain", check=check_path),
         ConfigOption("s3.secret-key", None,
                      "S3 secret key of the Python side.",
                      default_doc="the session's `fs.s3a.secret.key`",
-                     check=_path),
+                     check=check_path),
         ConfigOption("s3.session-token", None,
                      "S3 session token of the Python side.",
                      default_doc="the session's `fs.s3a.session.token`",
-                     check=_path),
+                     check=check_path),
         ConfigOption("s3.path.style.access", None,
                      "`true`: path-style S3 requests (MinIO, moto, most S3-compatible servers).",
                      default_doc="the session's `fs.s3a.path.style.access`",
-                     check=_boolean),
+                     check=check_boolean),
         ConfigOption("s3.connection.ssl.enabled", None,
                      "`false`: plain HTTP to the S3 endpoint.",
                      default_doc="the session's `fs.s3a.connection.ssl.enabled` (true)",
-                     check=_boolean),
+                     check=check_boolean),
         ConfigOption("s3.endpoint.region", None,
                      "S3 region of the Python side.",
                      default_doc="the session's `fs.s3a.endpoint.region`",
-                     check=_path),
+                     check=check_path),
         ConfigOption("execution.streaming.trigger", "available-now",
                      "STREAMING trigger: `available-now`, `once` or `processing-time=<duration>`.",
                      default_doc="`processing-time=<execution.checkpointing.interval>` when "
                                  "that is set and a source is unbounded, else available-now",
-                     check=_trigger),
+                     check=check_trigger),
         ConfigOption("execution.checkpointing.interval", None,
                      "STREAMING: a Flink duration (`5000`, `10 s`, `1 min`; at least 10 ms), "
                      "the processing-time trigger interval of a job over unbounded sources "
                      "when `execution.streaming.trigger` is not set (each micro-batch commits "
                      "a checkpoint; a job over bounded sources runs available-now to its end); "
                      "`env.enable_checkpointing(ms)` sets it.",
-                     check=_checkpoint_interval, check_on_set=True),
+                     check=check_checkpoint_interval, check_on_set=True),
         ConfigOption("execution.checkpointing.mode", "EXACTLY_ONCE",
                      "EXACTLY_ONCE or AT_LEAST_ONCE; both run exactly-once (a micro-batch's "
                      "state and sink output commit together).",
@@ -320,17 +206,17 @@ OPTIONS: dict[str, ConfigOption] = {
                      "RETAIN_ON_CANCELLATION",
                      "Only RETAIN_ON_CANCELLATION: a STREAMING job's checkpoint stays under "
                      "its folder when the job stops or is cancelled.",
-                     check=_retention, check_on_set=True),
+                     check=check_retention, check_on_set=True),
         ConfigOption("execution.savepoint.path", None,
                      "Restore keyed state from this savepoint (a Delta table).",
-                     check=_path),
+                     check=check_path),
         ConfigOption("execution.savepoint.ignore-unclaimed-state", "false",
                      "Allow savepoint state no operator claims.",
-                     check=_boolean),
+                     check=check_boolean),
         ConfigOption("execution.savepoint.version", None,
                      "Delta version of the savepoint to restore.",
                      default_doc="latest",
-                     check=lambda k, v: _integer(k, v, 0)),
+                     check=lambda k, v: check_integer(k, v, 0)),
     ]
 }
 
@@ -400,10 +286,6 @@ FLINK_PREFIXES = ("execution.", "pipeline.", "state.", "restart-strategy", "pyth
 #: keys the environment applies when it creates its Spark session (environment.py)
 ENVIRONMENT_KEYS = ("pipeline.jars", "pipeline.classpaths", "python.executable",
                     "pipeline.global-job-parameters")
-
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
-
 
 def check_not_removed(key: str) -> None:
     """Refuse a key the product no longer reads.
@@ -604,14 +486,7 @@ class Configuration(ConfigurationExtras):
             ConfigurationError: The stored value is not true or false.
         """
         raw = self.get_string(key)
-        if raw is None:
-            return default_value
-        low = raw.strip().lower()
-        if low in _TRUE:
-            return True
-        if low in _FALSE:
-            return False
-        raise ConfigurationError(f"{key} must be true or false, got {raw!r}")
+        return default_value if raw is None else parse_boolean(key, raw)
 
     def get_float(self, key: str, default_value: float | None = None) -> float | None:
         """The value of ``key`` as a float, or ``default_value`` when unset.
@@ -732,16 +607,14 @@ def configured_runtime_mode(config: Configuration) -> Optional[RuntimeMode]:
     Raises:
         ConfigurationError: the value is none of BATCH, STREAMING, AUTOMATIC (any case).
     """
-    raw = config.get_string("execution.runtime-mode")
-    value = OPTIONS["execution.runtime-mode"].default if raw is None else raw.strip().upper()
-    if value == RuntimeExecutionMode.AUTOMATIC.value:
-        return None
+    raw = config.get_string(MODE_KEY)
+    value = OPTIONS[MODE_KEY].default if raw is None else raw.strip().upper()
     try:
-        return RuntimeMode(value)
+        return RuntimeExecutionMode(value).decided()
     except ValueError:
         raise ConfigurationError(
-            f"execution.runtime-mode must be one of BATCH, STREAMING, AUTOMATIC, got {raw!r}"
-        ) from None
+            f"{MODE_KEY} must be one of "
+            f"{', '.join(m.value for m in RuntimeExecutionMode)}, got {raw!r}") from None
 
 
 def streaming_trigger(config: Configuration, mode: RuntimeMode | None,
@@ -785,3 +658,20 @@ def resolve(config: Configuration, key: str, mode: RuntimeMode | None) -> Any:
     if option.fallback is not None and config.get_string(option.fallback) is not None:
         return config.get_string(option.fallback)
     return option.default_for(mode)
+
+
+def resolve_boolean(config: Configuration, key: str, mode: RuntimeMode | None) -> bool:
+    """The value of the boolean option ``key`` (:func:`resolve`, then :func:`parse_boolean`).
+
+    Args:
+        config: the job's configuration.
+        key: a boolean option.
+        mode: the job's mode (for the option's default).
+
+    Returns:
+        The bool.
+
+    Raises:
+        ConfigurationError: the configured value is not true or false.
+    """
+    return parse_boolean(key, resolve(config, key, mode))

@@ -7,10 +7,9 @@ translator; translators never see the environment or the stream objects.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from ..state_store.backends import BackendChoice
 from .config import Configuration, RuntimeMode
 from .graph import Transformation, check_forward_parallelism
 
@@ -29,7 +28,7 @@ class JobPlan:
     parallelism: int
     max_parallelism: int
     #: ``(kind, options)``: kind is "hashmap" or "rocksdb"
-    state_backend: tuple[str, Mapping[str, Any]]
+    state_backend: BackendChoice
     config: Configuration = field(default_factory=Configuration)
 
     def __post_init__(self) -> None:

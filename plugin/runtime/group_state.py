@@ -19,7 +19,7 @@ from ..operators.exceptions import JobExecutionError
 from ..operators.instances import run_instances
 from ..operators.keygroup import KeyGroupRuntime
 from ..operators.metrics import report_due, to_worker_stderr
-from ..state_store.backends import HEAP, get_backend
+from ..state_store.backends import HEAP, BackendChoice
 from ..state_store.keygroups import key_group_of_range_key, subtask_partition
 from ..state_store.storage import Storage
 from .columnar_reduce import FieldReduce, run_field_reduce
@@ -71,9 +71,9 @@ class GroupSpec:
     event_time: bool
     sided: bool
     tags: frozenset[str]
-    #: ``(name or path, options)`` of the state backend (``state_store.backends.get_backend``);
+    #: the state backend;
     #: a backend with a STREAMING key-group store (rocksdb) keeps its files in ``state_dir``
-    backend: tuple[str, dict[str, Any]] = (HEAP.name, {})
+    backend: BackendChoice = BackendChoice.of(HEAP)
     state_dir: Optional[str] = None
     #: the input carries savepoint restore rows (``_seq < 0``)
     restoring: bool = False
@@ -135,14 +135,13 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
             cfg = OperatorConfig.from_dict(
                 c, subtask_index=0, operator_name=spec.name,
                 metrics_publish=query_metrics_folder(c.get("metrics_publish"), query))
-            reference, options = spec.backend
-            backend_type = get_backend(reference)
+            backend_type = spec.backend.backend_type()
             maxp = int(c["max_parallelism"])
-            store = backend_type.create_key_group_store(
-                spec.state_dir, spec.key_serializer, maxp, spec.storage, options)
+            store = spec.backend.create_key_group_store(
+                spec.state_dir, spec.key_serializer, maxp, spec.storage)
             # None: the heap default (the lean reduce may stand in for it)
             factory = None if backend_type.snapshot_fast_paths or store is not None else (
-                partial(backend_type.create, spec.key_serializer, maxp, **options))
+                partial(spec.backend.create, spec.key_serializer, maxp))
             runtime_class = BroadcastKeyGroupRuntime if spec.kind == "broadcast" else KeyGroupRuntime
             instances = run_instances(f"{spec.instance_key}/{query}", f"{spec.run_id}/{query}")
             # the stage's parallel instances: the operator's parallelism (key group ranges)

@@ -23,7 +23,7 @@ from ..state_store.entries import StateKind
 from ..state_store.exceptions import StateDescriptorError
 from ..state_store.keygroups import check_max_parallelism
 from ..state_store.serializers import serializer_from_snapshot
-from .format import OperatorMetadata, SavepointMetadata, entries_to_batch
+from .format import BOOTSTRAP, OperatorMetadata, SavepointMetadata, entries_to_batch
 from .writer import file_count, range_partition, write_order_of, write_savepoint
 
 if TYPE_CHECKING:
@@ -43,9 +43,7 @@ def _bootstrap_pass(uid: str, key_serializer: Any, maxp: int, key_column: str,
                     kinds: Optional[dict[str, str]] = None) -> Iterator[pa.RecordBatch]:
     """Executor side of ``SavepointWriter``: each row's states through a single-key backend
     (with ``kinds``, whole savepoint rows: see ``entries_to_batch``)."""
-    from ..state_store.backends.single_key import SingleKeyStateBackend
-
-    backend = SingleKeyStateBackend(key_serializer, maxp)
+    backend = SINGLE_KEY.create(key_serializer, maxp)
     try:
         for b in batches:
             if not b.num_rows:
@@ -162,7 +160,7 @@ class SavepointWriter:
                                   for d in states.values()), key=lambda m: m.name))
             ops[uid] = OperatorMetadata(uid, key_ser.snapshot(), metas)
         return SavepointMetadata(max_parallelism=self.max_parallelism, operators=ops,
-                                 mode="BOOTSTRAP", backend=SINGLE_KEY.name, job_name=job_name)
+                                 mode=BOOTSTRAP, backend=SINGLE_KEY.name, job_name=job_name)
 
     def write(self, path: str, job_name: str = "bootstrap") -> int:
         """Encode every operator's rows on the executors and write the savepoint; return the version.

@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 import pyarrow as pa
 
+from ..operators.modes import RuntimeMode
 from ..state_store.descriptors import StateDescriptor
 from ..state_store.entries import (
     TIMER_STATE_PREFIX,
@@ -35,6 +36,7 @@ from ..state_store.serializers.ttl import is_ttl_snapshot
 from .exceptions import UnclaimedStateError
 
 __all__ = [
+    "BOOTSTRAP",
     "FORMAT_VERSION",
     "READABLE_FORMAT_VERSIONS",
     "required_format_version",
@@ -159,6 +161,10 @@ class OperatorMetadata:
             raise SavepointFormatError(f"malformed operator metadata {data!r:.200}: {exc}") from exc
 
 
+#: ``SavepointMetadata.mode`` of a savepoint the State Processor API bootstrapped
+BOOTSTRAP = "BOOTSTRAP"
+
+
 @dataclass(frozen=True)
 class SavepointMetadata:
     """Everything about a savepoint besides its entries (stored as its metadata row)."""
@@ -166,7 +172,8 @@ class SavepointMetadata:
     max_parallelism: int
     operators: dict[str, OperatorMetadata]
     final_watermark: Optional[int] = None
-    mode: str = "BATCH"
+    #: what wrote it: a ``RuntimeMode``'s value, or :data:`BOOTSTRAP` (the JSON's string)
+    mode: str = RuntimeMode.BATCH.value
     backend: str = "single_key"
     job_name: str = ""
     created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
@@ -438,10 +445,10 @@ def decode_key_states(
     descriptor that does not match the stored state raises
     :class:`IncompatibleStateError`. Only the void namespace is read.
     """
-    from ..state_store.backends.single_key import SingleKeyStateBackend
+    from ..state_store.backends import SINGLE_KEY
 
     serializer = key_serializer or serializer_from_snapshot(operator.key_serializer)
-    backend = SingleKeyStateBackend(serializer, max_parallelism)
+    backend = SINGLE_KEY.create(serializer, max_parallelism)
     try:
         entries = [e if e.key_group == assign_key_group(e.key, max_parallelism)
                    else e._replace(key_group=assign_key_group(e.key, max_parallelism))

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from ..operators.exceptions import JobExecutionError
-from ..plan.config import RuntimeMode, resolve
+from ..plan.config import RuntimeMode, resolve_boolean
 from ..plan.graph import (
     BroadcastNode,
     ChainNode,
@@ -27,8 +27,6 @@ from ..plan.graph import (
     FullPartitionNode,
     KeyByNode,
     KeyedNode,
-    PartitionNode,
-    SideOutputNode,
     SinkNode,
     SourceNode,
     Transformation,
@@ -54,12 +52,12 @@ from ..runtime.passes import (
     COUNTABLE_TYPES,
     KeyedSpec,
     PassSpec,
-    folds_without_context,
     gc_paused,
     output_ddl,
     run_pass,
 )
 from ..runtime.savepoint_rows import RESTORE_COLUMNS, SP_COLUMNS, SP_META
+from ..runtime.sorted_reduce import folds_without_context
 from ..spark_io.columns import col, count_all, lit
 from ..spark_io.dataframes import to_arrow
 from ..spark_io.key_columns import native_key_bytes
@@ -73,27 +71,22 @@ from .rows import keyed_function
 from .sinks import arrow_collectable, sink_kind
 from .source_schema import check_parquet_sources
 from .steps import (
-    by_kind,
-    by_source_kind,
     co_chain_input,
     dataframe_source,
     fan_out,
     fused_chain,
-    input_stream,
-    is_true,
     materialize_shared,
     needs_pass,
     operator_config,
     pass_spec,
-    preferred_encoding,
     same_key_serializer,
-    side_output,
     side_output_tags,
     typed_df,
     union,
 )
 from .stream import Stream
 from .tracing import ddl_of_field, field_plan, struct_type
+from .translator_base import TranslatorBase
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -103,7 +96,7 @@ __all__ = ["BatchTranslator", "Stream"]
 log = logging.getLogger("pyspark_datastream")
 
 
-class BatchTranslator:
+class BatchTranslator(TranslatorBase):
     """Turns a job graph into Spark DataFrames and runs its sinks, in BATCH mode (the
     API's :class:`~.contract.Translator`)."""
 
@@ -121,16 +114,16 @@ class BatchTranslator:
         self.parallelism = plan.parallelism
         self.max_parallelism = plan.max_parallelism
         batch = RuntimeMode.BATCH
-        self.sorted_inputs = is_true(resolve(cfg, "execution.sorted-inputs.enabled", batch))
-        self.pre_aggregate = is_true(resolve(cfg, "execution.batch.pre-aggregation.enabled", batch))
-        self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
-        self.pushdown = is_true(resolve(cfg, "execution.batch.native-pushdown.enabled", batch))
+        self.sorted_inputs = resolve_boolean(cfg, "execution.sorted-inputs.enabled", batch)
+        self.pre_aggregate = resolve_boolean(cfg, "execution.batch.pre-aggregation.enabled", batch)
+        self.backend = plan.state_backend
+        self.pushdown = resolve_boolean(cfg, "execution.batch.native-pushdown.enabled", batch)
         self.op_config = operator_config(cfg, batch, self.parallelism, self.max_parallelism)
         self._streams: dict[int, Stream] = {}
         self._tags = side_output_tags(self.nodes)
-        # Savepoints (translation/batch_savepoint.py): restore is checked here, before
-        # anything runs; a write is set up by run_sinks(savepoint_path=...).
-        from .batch_savepoint import SavepointRestore
+        # Savepoints: restore is checked here, before anything runs (savepoint_restore.py);
+        # a write is set up by run_sinks(savepoint_path=...) (batch_savepoint.py).
+        from .savepoint_restore import SavepointRestore
 
         self._savepoint_write: Any = None
         self.restore: Optional[SavepointRestore] = SavepointRestore.from_config(
@@ -378,10 +371,6 @@ class BatchTranslator:
         self._streams[node.id] = stream
         return stream
 
-    def _translate(self, node: Transformation) -> Stream:
-        """``node`` translated by the method of its kind (:attr:`_BY_KIND`)."""
-        return by_kind(self._BY_KIND, self, node, "BATCH")
-
     # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
     def _chain(self, node: ChainNode) -> Stream:
         parent = self.input_stream(node.inputs[0])
@@ -394,10 +383,6 @@ class BatchTranslator:
         elif self.batch_progress is not None:
             self.batch_progress.stages[progress_stage - 1].names.append(node.name)
         return fused_chain(parent, node, progress_stage)
-
-    def _key_by(self, node: KeyByNode) -> Stream:
-        # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
-        return self.input_stream(node.inputs[0])
 
     def _keyed(self, node: KeyedNode) -> Stream:
         key_node = node.inputs[0]
@@ -448,28 +433,9 @@ class BatchTranslator:
         return union(self, node, [self.input_stream(p) for p in node.inputs])
 
     def _full_partition(self, node: FullPartitionNode) -> Stream:
-        from .partition import translate_full_partition  # FLIP-380, see translation/partition.py
+        from .batch_partition import translate_full_partition  # FLIP-380: batch_partition.py
 
         return translate_full_partition(self, node)
-
-    def _side_output(self, node: SideOutputNode) -> Stream:
-        return side_output(self, node)
-
-    def _partitioning(self, node: PartitionNode) -> Stream:
-        from .physical import translate_partitioning  # rebalance, shuffle, ...: physical.py
-
-        return translate_partitioning(self, node)
-
-    def input_stream(self, parent: Transformation) -> Stream:
-        """``parent``'s main output (steps.py)."""
-        return input_stream(self, parent)
-
-    def preferred_encoding(self, type_info: Any) -> Encoding:
-        """Typed columns when Spark can hold ``type_info``, else pickled (steps.py)."""
-        return preferred_encoding(type_info)
-
-    def _source(self, node: SourceNode) -> Stream:
-        return by_source_kind(self._SOURCES, self, node, "BATCH")
 
     def _collection_source(self, node: SourceNode) -> Stream:
         import pickle
@@ -729,15 +695,12 @@ class BatchTranslator:
 
     #: what each node kind becomes (a kind not listed is refused by :meth:`_translate`)
     _BY_KIND: ClassVar[dict[type, Callable[[Any, Any], Stream]]] = {
-        SourceNode: _source,
+        **TranslatorBase.SHARED_KINDS,
         ChainNode: _chain,
-        KeyByNode: _key_by,
         KeyedNode: _keyed,
         CoKeyedNode: _co_keyed,
         BroadcastNode: _broadcast,
         CoChainNode: _co_chain,
         UnionNode: _union,
         FullPartitionNode: _full_partition,
-        SideOutputNode: _side_output,
-        PartitionNode: _partitioning,
     }

@@ -40,7 +40,7 @@ from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TS, VALUE
 from ..runtime.group_frames import SEQ, SPLIT_SHIFT
 from ..runtime.passes import KeyedSpec
 from ..savepoint import partition_slots, read_broadcast_entries
-from ..state_store.backends import HEAP
+from ..state_store.backends import HEAP, BackendChoice
 from ..state_store.entries import StateEntry, StateMetaInfo
 from .stream import Stream
 
@@ -170,6 +170,6 @@ def streaming_broadcast(t: Any, node: BroadcastNode) -> Stream:
     every_key_group = F.explode(F.sequence(F.lit(0), F.lit(maxp - 1))).alias(KG)
     broadcast = bdf.select(TS, every_key_group, empty_key, VALUE, SEQ,
                            F.lit(BROADCAST_INPUT).alias(SIDE))
-    backend: Optional[tuple[str, dict[str, Any]]] = None if node.keyed else (HEAP.name, {})
+    backend: Optional[BackendChoice] = None if node.keyed else BackendChoice.of(HEAP)
     return t.stateful(node, other.unionByName(broadcast), "broadcast", node.operator_spec(),
                       node.key_serializer, True, backend=backend)

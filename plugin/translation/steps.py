@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = [
-    "is_true",
     "operator_config",
     "side_output_tags",
     "fan_out",
@@ -57,7 +56,8 @@ __all__ = [
 
 
 # -- configuration ------------------------------------------------------------------------------
-def by_kind(table: dict[type, Any], translator: Any, node: Transformation, mode: str) -> Stream:
+def by_kind(table: dict[type, Any], translator: Any, node: Transformation,
+            mode: RuntimeMode) -> Stream:
     """``node`` translated by the method ``table`` (a translator's ``_BY_KIND``) gives its
     class.
 
@@ -75,12 +75,13 @@ def by_kind(table: dict[type, Any], translator: Any, node: Transformation, mode:
     """
     method = table.get(type(node))
     if method is None:
-        raise GraphBuildError(f"{node.describe()} is not supported in {mode} mode")
+        raise GraphBuildError(f"{node.describe()} is not supported in {mode.value} mode")
     result: Stream = method(translator, node)
     return result
 
 
-def by_source_kind(table: dict[str, Any], translator: Any, node: SourceNode, mode: str) -> Stream:
+def by_source_kind(table: dict[str, Any], translator: Any, node: SourceNode,
+                   mode: RuntimeMode) -> Stream:
     """``node``'s stream, from the method ``table`` (a translator's ``_SOURCES``) gives its kind.
 
     Args:
@@ -99,23 +100,18 @@ def by_source_kind(table: dict[str, Any], translator: Any, node: SourceNode, mod
     method = table.get(node.kind)
     if method is None:
         raise GraphBuildError(
-            f"{node.describe()} has source kind {node.kind!r}, which {mode} mode does not read "
+            f"{node.describe()} has source kind {node.kind!r}, which {mode.value} mode does not read "
             f"(the source kinds: {', '.join(sorted(table))})")
     result: Stream = method(translator, node)
     return result
 
 
-def is_true(value: Any) -> bool:
-    """A boolean option's value (``true``/``1``/``yes``/``on``, any case)."""
-    return str(value).strip().lower() in ("true", "1", "yes", "on")
-
-
 def operator_config(cfg: Any, mode: RuntimeMode, parallelism: int, max_parallelism: int
                     ) -> dict[str, Any]:
     """The configuration every operator of a ``mode`` job is opened with (a plain dict
-    shipped to executors: the mode as its configuration string)."""
+    shipped to executors)."""
     return {
-        "mode": mode.value,
+        "mode": mode,
         "processing_time_allow": str(resolve(cfg, "pipeline.processing-time.allow", mode)),
         "processing_time_end_of_input": str(
             resolve(cfg, "pipeline.processing-time.end-of-input", mode)),

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
-from ..plan.config import RuntimeMode, parse_trigger, resolve, streaming_trigger
+from ..plan.config import RuntimeMode, parse_trigger, resolve_boolean, streaming_trigger
 from ..plan.graph import (
     BroadcastNode,
     ChainNode,
@@ -28,8 +28,6 @@ from ..plan.graph import (
     FullPartitionNode,
     KeyByNode,
     KeyedNode,
-    PartitionNode,
-    SideOutputNode,
     SinkNode,
     SourceNode,
     Transformation,
@@ -47,7 +45,7 @@ from ..runtime.passes import PassSpec, output_ddl
 from ..runtime.tws_processor import TwsCall, state_name, tws_time_mode
 from ..spark_io.columns import lit
 from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column, stateful_partitions
-from ..state_store.backends import backend_reference, get_backend
+from ..state_store.backends import BackendChoice, backend_reference, get_backend
 from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.storage import Storage
 from .evolution import stage_names
@@ -78,21 +76,15 @@ from .rows import chain_for_output, keyed_function
 from .sinks import sink_kind
 from .source_schema import check_parquet_sources
 from .steps import (
-    by_kind,
-    by_source_kind,
     collectable,
     dataframe_source,
     fan_out,
     fused_chain,
-    input_stream,
-    is_true,
     materialize_shared,
     needs_pass,
     operator_config,
     pass_spec,
-    preferred_encoding,
     same_key_serializer,
-    side_output,
     side_output_tags,
     typed_df,
     union,
@@ -115,6 +107,7 @@ from .streaming_queries import (
 )
 from .streaming_savepoint import restored_input, restores
 from .timecheck import processing_time_use, processing_timeout_of
+from .translator_base import TranslatorBase
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -126,7 +119,7 @@ __all__ = ["StreamingTranslator", "END_OF_INPUT_MS", "parse_trigger", "progress_
 log = logging.getLogger("pyspark_datastream")
 
 
-class StreamingTranslator:
+class StreamingTranslator(TranslatorBase):
     """Turns a job graph into Spark streaming queries and runs them (STREAMING mode; the
     API's :class:`~.contract.Translator`)."""
 
@@ -149,7 +142,7 @@ class StreamingTranslator:
         cfg = plan.config
         self.parallelism = plan.parallelism
         self.max_parallelism = plan.max_parallelism
-        self.backend = (plan.state_backend[0], dict(plan.state_backend[1]))
+        self.backend = plan.state_backend
         #: the whole job as one query, keyed stages chained in it (one_query.py)
         root, where = configured_root(cfg, self.spark)  # job_identity.py: the job folder
         self.one_query = one_query_mapping(cfg, self.mode, spark, nodes, self.consumers,
@@ -159,8 +152,8 @@ class StreamingTranslator:
         #: the one query writes several sinks (one_query_sinks.py)
         self.fanned_out = self.one_query and fans_out(nodes, self.consumers)
         # the map and key-field pushdowns (pushdown.py, streaming_pushdown.py)
-        self.pushdown = is_true(resolve(cfg, "execution.streaming.native-pushdown.enabled",
-                                        self.mode))
+        self.pushdown = resolve_boolean(cfg, "execution.streaming.native-pushdown.enabled",
+                                        self.mode)
         #: key groups on Spark partitions in contiguous ranges (spark_io/key_group_ranges.py):
         #: the number of partitions the stateful operators run with, 0 when the session's
         #: number is not a number (Spark's hash of the key group places them then)
@@ -173,17 +166,17 @@ class StreamingTranslator:
                                                   self.consumers, self.fanned_out)
         self.op_config = operator_config(cfg, self.mode, self.parallelism, self.max_parallelism)
         # Restore (streaming_savepoint.py) is checked here, before anything runs, by
-        # batch_savepoint.py's check: the program's operators are opened, with this job's
+        # savepoint_restore.py's check: the program's operators are opened, with this job's
         # configuration, on a single-key backend to list their states. A STREAMING restore
         # loads each key group's entries into its state and needs no sorted inputs.
-        from .batch_savepoint import SavepointRestore
+        from .savepoint_restore import SavepointRestore
 
         self.restore: Optional[SavepointRestore] = SavepointRestore.from_config(
             self, cfg, self.op_config, sorted_inputs=True)
-        if not get_backend(self.backend[0]).streaming:
+        if not self.backend.backend_type().streaming:
             raise GraphBuildError(
-                f"STREAMING does not run on the {get_backend(self.backend[0]).name} state "
-                f"backend; state.backend.type is {self.backend[0]!r}"
+                f"STREAMING does not run on the {self.backend.backend_type().name} state "
+                f"backend; state.backend.type is {self.backend.reference!r}"
             )
         self.trigger = streaming_trigger(
             cfg, self.mode, bounded=all(n.bounded for n in nodes if isinstance(n, SourceNode)))
@@ -193,7 +186,7 @@ class StreamingTranslator:
         #: node id -> a stateful operator's identity (evolution.py): its queries, files, state
         self.stage_names = stage_names(nodes)
         self.job = JobCheckpoint(
-            job_name, root, where, describe_graph(nodes, self.max_parallelism, self.backend[0]),
+            job_name, root, where, describe_graph(nodes, self.max_parallelism, self.backend.reference),
             self.storage, nodes=nodes, program=self._program_states,
             ignore_unclaimed=bool(cfg.get_boolean("execution.savepoint.ignore-unclaimed-state",
                                                   False)),
@@ -221,7 +214,7 @@ class StreamingTranslator:
 
     def _program_states(self) -> dict[str, tuple[Any, list[Any]]]:
         """Stage name -> (key serializer, states) of every stateful operator (evolution.py)."""
-        from .batch_savepoint import program_states
+        from .savepoint_restore import program_states
 
         return program_states(self.nodes, self.op_config, self.max_parallelism,
                               lambda n: self.stage_names[n.id])
@@ -335,10 +328,6 @@ class StreamingTranslator:
         self._streams[node.id] = stream
         return stream
 
-    def _translate(self, node: Transformation) -> Stream:
-        """``node`` translated by the method of its kind (:attr:`_BY_KIND`)."""
-        return by_kind(self._BY_KIND, self, node, "STREAMING")
-
     # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
     def _chain(self, node: ChainNode) -> Stream:
         parent = self.input_stream(node.inputs[0])
@@ -347,10 +336,6 @@ class StreamingTranslator:
             return native
         # no progress stages: every query reports its own (streaming_queries.py)
         return fused_chain(parent, node, None)
-
-    def _key_by(self, node: KeyByNode) -> Stream:
-        # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
-        return self.input_stream(node.inputs[0])
 
     def _keyed(self, node: KeyedNode) -> Stream:
         if node.op not in ("process", "reduce", "window"):
@@ -417,22 +402,6 @@ class StreamingTranslator:
 
     def _full_partition(self, node: FullPartitionNode) -> Stream:
         raise full_window_streaming_error(node.describe())  # FLIP-380: BATCH only
-
-    def _side_output(self, node: SideOutputNode) -> Stream:
-        return side_output(self, node)
-
-    def _partitioning(self, node: PartitionNode) -> Stream:
-        from .physical import translate_partitioning  # rebalance, shuffle, ...: physical.py
-
-        return translate_partitioning(self, node)
-
-    def input_stream(self, parent: Transformation) -> Stream:
-        """``parent``'s main output (steps.py)."""
-        return input_stream(self, parent)
-
-    def preferred_encoding(self, type_info: Any) -> Encoding:
-        """Typed columns when Spark can hold ``type_info``, else pickled (steps.py)."""
-        return preferred_encoding(type_info)
 
     def materialize(self, stream: Stream, enc: Encoding, key_out: Any = None, combiner: Any = None,
                     tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
@@ -511,9 +480,6 @@ class StreamingTranslator:
         if len(keyed) == 1 and keyed[0].id in self.staged_outputs:
             return self.staged_outputs[keyed[0].id]
         return None
-
-    def _source(self, node: SourceNode) -> Stream:
-        return by_source_kind(self._SOURCES, self, node, "STREAMING")
 
     def _bounded_source_folder(self, node: SourceNode) -> str:
         """Where a bounded source is staged once, in the job folder (a streaming one is not)."""
@@ -633,7 +599,7 @@ class StreamingTranslator:
 
     def stateful(self, node: Transformation, df: DataFrame, kind: str, function: Any,
                  key_serializer: Any, sided: bool,
-                 backend: Optional[tuple[str, dict[str, Any]]] = None) -> Stream:
+                 backend: Optional[BackendChoice] = None) -> Stream:
         """``node`` as ``groupBy(_kg).applyInPandasWithState`` over its keyed input ``df``
         (``backend``: the state backend when not the job's)."""
         from pyspark.sql import functions as F
@@ -782,15 +748,12 @@ class StreamingTranslator:
 
     #: what each node kind becomes (a kind not listed is refused by :meth:`_translate`)
     _BY_KIND: ClassVar[dict[type, Callable[[Any, Any], Stream]]] = {
-        SourceNode: _source,
+        **TranslatorBase.SHARED_KINDS,
         ChainNode: _chain,
-        KeyByNode: _key_by,
         KeyedNode: _keyed,
         CoKeyedNode: _co_keyed,
         BroadcastNode: _broadcast,
         CoChainNode: _co_chain,
         UnionNode: _union,
         FullPartitionNode: _full_partition,
-        SideOutputNode: _side_output,
-        PartitionNode: _partitioning,
     }

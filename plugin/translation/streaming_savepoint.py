@@ -30,7 +30,7 @@ Used by :class:`~pyspark_datastream.plugin.translation.streaming.StreamingTransl
   :meth:`StreamingSavepointWrite.after_query`): every stage ends at the job's final
   watermark, as in BATCH's savepoint.
 * **Restore** (``execution.savepoint.path``): checked before any query starts by
-  :class:`~.batch_savepoint.SavepointRestore` (built by the translator constructor).
+  :class:`~.savepoint_restore.SavepointRestore` (built by the translator constructor).
   :func:`restore_rows_folder` packs the savepoint entries of one operator into
   ONE row per key group (key groups recomputed for the current max parallelism;
   the row carries the key group's state as :func:`encode_state` bytes and
@@ -57,18 +57,17 @@ from ..spark_io.dataframes import map_groups_in_arrow
 from ..spark_io.key_group_ranges import RANGE_KEY, key_group_of_range_key_column
 from ..spark_io.progress import Heartbeat, fmt_count, observe, observed_metrics
 from ..spark_io.versions import require_feature
-from ..state_store.backends import get_backend
 from ..state_store.entries import StateMetaInfo
 from ..state_store.exceptions import SavepointFormatError
 from ..state_store.storage import Storage
-from .batch_savepoint import (
+from .broadcast import broadcast_meta_infos, restored_broadcast
+from .one_query import query_exits, tws_state_reader
+from .savepoint_restore import (
     check_savepoint_uids,
     key_serializer_of,
     keyed_nodes,
     operator_states,
 )
-from .broadcast import broadcast_meta_infos, restored_broadcast
-from .one_query import query_exits, tws_state_reader
 from .streaming_queries import write_df_once
 
 if TYPE_CHECKING:
@@ -149,14 +148,14 @@ def _export_pass(uid: str, spec: Any) -> Callable[[Iterator[Any]], Iterator[Any]
     from ..operators.keygroup import decode_state
     from ..savepoint.format import entries_to_batch
 
-    reference, options = spec.backend
+    backend = spec.backend
     maxp = int(spec.config["max_parallelism"])
     broadcast = spec.kind == "broadcast"
 
     def fn(batches: Iterator[Any]) -> Iterator[Any]:
         # the backend's savepoint hooks (its key-group store's export), or none: full snapshots
-        store = get_backend(reference).create_key_group_store(
-            spec.state_dir, spec.key_serializer, maxp, spec.storage, options)
+        store = backend.create_key_group_store(spec.state_dir, spec.key_serializer, maxp,
+                                               spec.storage)
         for batch in batches:
             kgs = batch.column("kg").to_pylist()
             states = batch.column("s").to_pylist()
@@ -335,7 +334,7 @@ class StreamingSavepointWrite:
                 ops[uid] = OperatorMetadata(uid, key_ser.snapshot(),
                                             tuple(metas[n] for n in sorted(metas)),
                                             node.uid is None, broadcast_meta_infos(node, t.restore))
-            kind = get_backend(t.backend[0]).name
+            kind = t.backend.backend_type().name
             metadata = SavepointMetadata(
                 max_parallelism=t.max_parallelism, operators=ops,
                 final_watermark=self.final_watermark(names), mode=t.mode.value, backend=kind,

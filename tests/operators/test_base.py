@@ -7,6 +7,7 @@ import pickle
 import pytest
 from pyspark_datastream import ConfigurationError
 from pyspark_datastream.operators.base import OperatorConfig
+from pyspark_datastream.operators.modes import RuntimeMode
 
 
 def test_mode_defaults_follow_flip_134() -> None:
@@ -14,7 +15,9 @@ def test_mode_defaults_follow_flip_134() -> None:
     assert (batch.processing_time_allow, batch.processing_time_end_of_input) == ("FAIL", "IGNORE")
     assert batch.is_batch
     streaming = OperatorConfig.for_mode("streaming")
-    assert streaming.mode == "STREAMING" and not streaming.is_batch
+    assert streaming.mode is RuntimeMode.STREAMING and not streaming.is_batch
+    # a mode's name is parsed where a caller hands it in; the config holds the mode
+    assert OperatorConfig(mode="batch").mode is RuntimeMode.BATCH
     assert (streaming.processing_time_allow, streaming.processing_time_end_of_input) == (
         "ALLOW",
         "FIRE_AND_QUIESCE",

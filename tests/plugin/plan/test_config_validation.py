@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 from pyspark_datastream import Configuration, ConfigurationError, StreamExecutionEnvironment
-from pyspark_datastream.plan.config import OPTIONS, parse_trigger, validate
+from pyspark_datastream.plan.config import (
+    OPTIONS,
+    RuntimeMode,
+    parse_boolean,
+    parse_trigger,
+    resolve_boolean,
+    validate,
+)
 
 BAD = [
     ("parallelism.default", "-1", r"parallelism.default must be an integer >= 1, got '-1'"),
@@ -68,3 +75,18 @@ def test_good_values_pass_and_spark_intervals_parse():
     assert parse_trigger(None) == ("available-now", None)
     assert parse_trigger("ONCE") == ("once", None)
 
+
+
+def test_one_boolean_parser_for_every_boolean_option() -> None:
+    assert all(parse_boolean("k", v) for v in ("true", " TRUE ", "1", "yes", "On", True))
+    assert not any(parse_boolean("k", v) for v in ("false", "0", "no", "OFF ", False))
+    for bad in ("", "maybe", None, 2):
+        with pytest.raises(ConfigurationError, match=f"k must be true or false, got {bad!r}"):
+            parse_boolean("k", bad)
+    # the option's default when unset, the configured value else; a bad one is refused
+    key = "execution.sorted-inputs.enabled"
+    assert resolve_boolean(Configuration(), key, RuntimeMode.BATCH) is True
+    assert resolve_boolean(Configuration({key: "off"}), key, RuntimeMode.BATCH) is False
+    assert Configuration({key: "No"}).get_boolean(key) is False
+    with pytest.raises(ConfigurationError, match=f"{key} must be true or false, got 'nope'"):
+        Configuration({key: "nope"}).get_boolean(key)

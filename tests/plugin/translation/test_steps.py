@@ -11,7 +11,6 @@ from pyspark_datastream.translation.batch import BatchTranslator
 from pyspark_datastream.translation.steps import (
     by_source_kind,
     fan_out,
-    is_true,
     needs_pass,
     operator_config,
     side_output_tags,
@@ -21,26 +20,15 @@ from pyspark_datastream.translation.streaming import StreamingTranslator
 from pyspark_datastream.translation.streaming_queries import as_dict, progress_row
 
 
-def test_neither_translator_subclasses_another_class() -> None:
-    # each mode's translation reads top to bottom in its own module (#14)
-    assert BatchTranslator.__bases__ == (object,)
-    assert StreamingTranslator.__bases__ == (object,)
-
-
 def test_operator_config_per_mode() -> None:
     cfg = Configuration({"pipeline.processing-time.allow": "IGNORE"})
     batch = operator_config(cfg, RuntimeMode.BATCH, 2, 128)
     streaming = operator_config(cfg, RuntimeMode.STREAMING, 2, 128)
-    assert batch["mode"] == "BATCH" and streaming["mode"] == "STREAMING"
+    assert batch["mode"] is RuntimeMode.BATCH and streaming["mode"] is RuntimeMode.STREAMING
     assert batch["processing_time_allow"] == streaming["processing_time_allow"] == "IGNORE"
     assert batch["processing_time_end_of_input"] == "IGNORE"
     assert streaming["processing_time_end_of_input"] == "FIRE_AND_QUIESCE"
     assert (batch["parallelism"], batch["max_parallelism"]) == (2, 128)
-
-
-def test_is_true() -> None:
-    assert all(is_true(v) for v in ("true", " TRUE ", "1", "yes", "on", True))
-    assert not any(is_true(v) for v in ("false", "0", "no", "", None, False))
 
 
 def test_side_output_tags_and_fan_out() -> None:
@@ -92,17 +80,18 @@ def test_the_translators_tables_hold_node_kinds_and_a_kind_without_a_method_is_r
         assert set(translator._BY_KIND) <= kinds
     source = SourceNode("source", [])
     with pytest.raises(GraphBuildError, match=r"source.* is not supported in STREAMING mode"):
-        by_kind({ChainNode: lambda t, n: None}, object(), source, "STREAMING")
-    assert by_kind({SourceNode: lambda t, n: ("translated", n)}, object(), source, "BATCH") == (
+        by_kind({ChainNode: lambda t, n: None}, object(), source, RuntimeMode.STREAMING)
+    assert by_kind({SourceNode: lambda t, n: ("translated", n)}, object(), source, RuntimeMode.BATCH) == (
         "translated", source)
 
 
 def test_a_source_kind_dispatches_to_its_method_and_an_unknown_one_is_a_graph_error() -> None:
     table = {"collection": lambda t, node: ("collection", t, node.name)}
     assert by_source_kind(table, "t", SourceNode(name="S", inputs=[], kind="collection"),
-                          "BATCH") == ("collection", "t", "S")
+                          RuntimeMode.BATCH) == ("collection", "t", "S")
     with pytest.raises(GraphBuildError) as err:
-        by_source_kind(table, "t", SourceNode(name="Events", inputs=[], kind="socket"), "STREAMING")
+        by_source_kind(table, "t", SourceNode(name="Events", inputs=[], kind="socket"),
+                       RuntimeMode.STREAMING)
     message = str(err.value)
     assert "Events" in message and "'socket'" in message and "STREAMING" in message
     assert "collection" in message  # the kinds there are

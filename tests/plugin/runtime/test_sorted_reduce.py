@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark_datastream import JobExecutionError, ReduceFunction, Types
 from pyspark_datastream.runtime.encoding import make_decoder, typed_encoding
-from pyspark_datastream.runtime.passes import _sorted_reduce_by_field
+from pyspark_datastream.runtime.sorted_reduce import sorted_reduce_by_field
 
 
 class Concat(ReduceFunction):
@@ -50,7 +50,7 @@ def _expected(rows):
 def test_runs_equal_the_per_record_fold(keys, cuts, vectorised):
     rows = [(k, str(i)) for i, k in enumerate(sorted(keys))]
     enc, batches = _batches(rows, Types.STRING(), [c for c in cuts if c <= len(rows)])
-    outs = _sorted_reduce_by_field(Concat(), iter(batches), make_decoder(enc), 0, "r",
+    outs = sorted_reduce_by_field(Concat(), iter(batches), make_decoder(enc), 0, "r",
                                    enc.columns[0] if vectorised else None)
     assert [o.value for o in outs] == _expected(rows)
 
@@ -58,7 +58,7 @@ def test_runs_equal_the_per_record_fold(keys, cuts, vectorised):
 def test_null_and_float_keys_keep_python_equality():
     rows = [(None, "0"), (None, "1"), (1.5, "2"), (1.5, "3"), (2.0, "4")]
     enc, batches = _batches(rows, Types.DOUBLE(), [1, 3])
-    outs = _sorted_reduce_by_field(Concat(), iter(batches), make_decoder(enc), 0, "r",
+    outs = sorted_reduce_by_field(Concat(), iter(batches), make_decoder(enc), 0, "r",
                                    enc.columns[0])
     assert [o.value for o in outs] == [(None, "0,1"), (1.5, "2,3"), (2.0, "4")]
 
@@ -74,7 +74,7 @@ class FailsOn(ReduceFunction):
 def test_a_failing_reduce_names_the_element(vectorised):
     rows = [("a", "0"), ("a", "1"), ("a", "bad"), ("a", "3")]
     enc, batches = _batches(rows, Types.STRING(), [])
-    outs = _sorted_reduce_by_field(FailsOn(), iter(batches), make_decoder(enc), 0, "my-reduce",
+    outs = sorted_reduce_by_field(FailsOn(), iter(batches), make_decoder(enc), 0, "my-reduce",
                                    enc.columns[0] if vectorised else None)
     with pytest.raises(JobExecutionError, match=r"my-reduce.*reduce.*'bad'.*no bad values"):
         list(outs)
@@ -139,7 +139,7 @@ def test_counted_rows_fold_each_record_in_as_often_as_counted(rows, cuts, vector
             calls.append(b)
             return super().reduce(a, b)
 
-    outs = _sorted_reduce_by_field(Counting(), iter(batches), make_decoder(enc), 0, "r",
+    outs = sorted_reduce_by_field(Counting(), iter(batches), make_decoder(enc), 0, "r",
                                    enc.columns[0] if vectorised else None, COUNT)
     expanded = [(k, v) for k, v, n in rows for _ in range(n)]
     assert [o.value for o in outs] == _expected(expanded)
@@ -151,7 +151,7 @@ def test_counted_rows_name_the_failing_record():
     from pyspark_datastream.runtime.passes import COUNT
 
     enc, batches = _counted_batches([("a", "0", 2), ("a", "bad", 3), ("b", "1", 1)], [])
-    outs = _sorted_reduce_by_field(FailsOn(), iter(batches), make_decoder(enc), 0, "my-reduce",
+    outs = sorted_reduce_by_field(FailsOn(), iter(batches), make_decoder(enc), 0, "my-reduce",
                                    enc.columns[0], COUNT)
     with pytest.raises(JobExecutionError, match=r"my-reduce.*reduce.*'bad'.*no bad values"):
         list(outs)
@@ -185,8 +185,8 @@ def test_only_a_function_without_lifecycle_folds_outside_the_keyed_operator():
     """A sorted fold or a pre-aggregation never opens or closes the function, so only a
     function with neither ``open`` nor ``close`` of its own may run there; one with either
     runs in the keyed operator, opened before its first record and closed after its last."""
-    from pyspark_datastream.runtime.passes import folds_without_context
     from pyspark_datastream.runtime.rows import shaped_reduce
+    from pyspark_datastream.runtime.sorted_reduce import folds_without_context
 
     class Opens(Concat):
         def open(self, runtime_context):

@@ -1,0 +1,115 @@
+"""What the BATCH and STREAMING translators share: dispatch by node and source kind, and the
+node kinds both translate the same way (``steps.py`` holds the code both call)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..operators.modes import RuntimeMode
+from ..plan.graph import KeyByNode, PartitionNode, SideOutputNode, SourceNode, Transformation
+from ..runtime.encoding import Encoding
+from .steps import by_kind, by_source_kind, input_stream, preferred_encoding, side_output
+from .stream import Stream
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from pyspark.sql import DataFrame
+
+__all__ = ["TranslatorBase"]
+
+
+class TranslatorBase:
+    """The base of :class:`~.batch.BatchTranslator` and
+    :class:`~.streaming.StreamingTranslator`; each sets :attr:`mode` and the two tables."""
+
+    #: the runtime mode the translator runs a job in
+    mode: ClassVar[RuntimeMode]
+    #: node class -> the translator's method for it (a kind not listed is refused)
+    _BY_KIND: ClassVar[dict[type, Callable[[Any, Any], Stream]]]
+    #: source kind -> the translator's method for it (a kind not listed is refused)
+    _SOURCES: ClassVar[dict[str, Callable[[Any, SourceNode], Stream]]]
+    #: the job's parallelism, number of key groups, and the configuration its operators are
+    #: opened with (``steps.operator_config``)
+    parallelism: int
+    max_parallelism: int
+    op_config: dict[str, Any]
+
+    def translate(self, node: Transformation) -> Stream:
+        """``node``'s stream (each translator keeps the streams it built).
+
+        Args:
+            node: a node of the job graph.
+
+        Returns:
+            Its stream.
+        """
+        raise NotImplementedError
+
+    def materialize(self, stream: Stream, enc: Encoding, key_out: Any = None, combiner: Any = None,
+                    tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
+                    ) -> DataFrame:
+        """``stream``'s records as ``enc`` rows (each mode's way: ``steps.StreamTranslator``).
+
+        Args:
+            stream: the stream.
+            enc: the encoding to write.
+            key_out: the key selector whose ``_k``/``_kg`` columns to add (None: none).
+            combiner: a pre-aggregation to run per partition (None: none).
+            tags: the side-output tags to keep.
+            name: the stage's name.
+            force: run the pass even where none is needed.
+
+        Returns:
+            The rows.
+        """
+        raise NotImplementedError
+
+    def _translate(self, node: Transformation) -> Stream:
+        """``node`` translated by the method of its kind (:attr:`_BY_KIND`)."""
+        return by_kind(self._BY_KIND, self, node, self.mode)
+
+    def _source(self, node: SourceNode) -> Stream:
+        return by_source_kind(self._SOURCES, self, node, self.mode)
+
+    def _key_by(self, node: KeyByNode) -> Stream:
+        # A KeyedStream used as a plain DataStream (e.g. keyed_stream.map(...)).
+        return self.input_stream(node.inputs[0])
+
+    def _side_output(self, node: SideOutputNode) -> Stream:
+        return side_output(self, node)
+
+    def _partitioning(self, node: PartitionNode) -> Stream:
+        from .physical import translate_partitioning  # rebalance, shuffle, ...: physical.py
+
+        return translate_partitioning(self, node)
+
+    def input_stream(self, parent: Transformation) -> Stream:
+        """``parent``'s main output (steps.py).
+
+        Args:
+            parent: a node of the job graph.
+
+        Returns:
+            Its main output's stream.
+        """
+        return input_stream(self, parent)
+
+    def preferred_encoding(self, type_info: Any) -> Encoding:
+        """Typed columns when Spark can hold ``type_info``, else pickled (steps.py).
+
+        Args:
+            type_info: a stream's declared type (None: undeclared).
+
+        Returns:
+            The encoding its records travel in.
+        """
+        return preferred_encoding(type_info)
+
+    #: the node kinds both translators translate with the methods above (each translator's
+    #: :attr:`_BY_KIND` starts with these)
+    SHARED_KINDS: ClassVar[dict[type, Callable[[Any, Any], Stream]]] = {
+        SourceNode: _source,
+        KeyByNode: _key_by,
+        SideOutputNode: _side_output,
+        PartitionNode: _partitioning,
+    }

@@ -1,0 +1,17 @@
+"""The translators' base: what both do alike, and nothing more."""
+
+from __future__ import annotations
+
+from pyspark_datastream.translation.batch import BatchTranslator
+from pyspark_datastream.translation.streaming import StreamingTranslator
+from pyspark_datastream.translation.translator_base import TranslatorBase
+
+
+def test_the_translators_share_one_base_and_nothing_more() -> None:
+    # each mode's own node kinds read top to bottom in its module (#14); what both do alike
+    # (dispatch, the kinds both translate the same way) is their one base's (#54)
+    assert BatchTranslator.__bases__ == StreamingTranslator.__bases__ == (TranslatorBase,)
+    assert TranslatorBase.__bases__ == (object,)
+    for translator in (BatchTranslator, StreamingTranslator):
+        shared = TranslatorBase.SHARED_KINDS.items()
+        assert shared <= translator._BY_KIND.items()  # each table starts with the shared kinds
