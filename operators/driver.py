@@ -79,7 +79,7 @@ def key_deserializer(
     return _KeyCache(key_of).__getitem__ if cache else key_of
 
 
-class _KeyCache(dict):  # type: ignore[type-arg]
+class _KeyCache(dict):
     """key bytes -> key, deserialized on first use (a hit costs one dict lookup in C)."""
 
     __slots__ = ("key_of",)

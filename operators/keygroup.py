@@ -311,7 +311,7 @@ class KeyGroupRuntime:
         try:
             with _failures_named(name):
                 if store is not None:
-                    backend = store.acquire(key_group, state)  # type: ignore[arg-type]
+                    backend = store.acquire(key_group, state)
                 else:
                     backend = self.backend_factory()
                     if state is not None:
@@ -347,7 +347,7 @@ class KeyGroupRuntime:
                 finally:
                     operator.close()
                 if store is not None:
-                    result.state = store.commit(key_group, backend)  # type: ignore[arg-type]
+                    result.state = store.commit(key_group, backend)
                     committed = True
                 else:
                     with paused_gc():
@@ -364,7 +364,7 @@ class KeyGroupRuntime:
                 if backend is not None:
                     backend.close()
             elif not committed:
-                store.abandon(key_group)  # type: ignore[arg-type]
+                store.abandon(key_group)
         return result
 
     def new_operator(self, key_group: Optional[int]) -> Any:

@@ -187,7 +187,7 @@ class MetricGroup:
         Returns:
             The counter (the same one for the same name).
         """
-        return self._register(name, Counter())  # type: ignore[no-any-return]
+        return self._register(name, Counter())
 
     def gauge(self, name: str, obj: Callable[[], Any]) -> None:
         """Register a gauge: ``obj()`` is read each time the metrics are reported.
@@ -216,7 +216,7 @@ class MetricGroup:
                 or time_span_in_seconds <= 0:
             raise GraphBuildError(f"MetricGroup.meter({name!r}): time_span_in_seconds must be "
                                   f"a positive int, got {time_span_in_seconds!r}")
-        return self._register(name, Meter(time_span_in_seconds))  # type: ignore[no-any-return]
+        return self._register(name, Meter(time_span_in_seconds))
 
     def distribution(self, name: str) -> Distribution:
         """Args:
@@ -225,7 +225,7 @@ class MetricGroup:
         Returns:
             The distribution.
         """
-        return self._register(name, Distribution())  # type: ignore[no-any-return]
+        return self._register(name, Distribution())
 
 
 class _Gauge:

@@ -166,7 +166,7 @@ def sort_key_getter(field: Any) -> Callable[[Any], Any]:
     if isinstance(field, KeySelector):
         return field.get_key
     if callable(field) and not isinstance(field, type):
-        return field  # type: ignore[no-any-return]
+        return field
     raise GraphBuildError(
         f"sort_partition(): field must be a position (int), a field name (str) or a key "
         f"selector, got {type(field).__name__} {field!r:.60}"

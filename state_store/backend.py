@@ -358,7 +358,7 @@ class KeyedStateBackend(ABC):
             raise StateDescriptorError(
                 f"get_binary_sorted_state needs a BinarySortedStateDescriptor, got {descriptor!r}"
             )
-        return self.get_state(descriptor, namespace_serializer)  # type: ignore[no-any-return]
+        return self.get_state(descriptor, namespace_serializer)
 
     def _temporal_sorted_state(
         self, descriptor: StateDescriptor, flavour: str

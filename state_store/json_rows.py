@@ -17,7 +17,13 @@ from typing import Any
 
 from .exceptions import SerializationError
 from .row import Row, named_row_class
-from .typeinfo import TypeInformation
+from .typeinfo import (
+    ElementTypeInfo,
+    FieldsTypeInfo,
+    MapTypeInfo,
+    PrimitiveArrayTypeInfo,
+    TypeInformation,
+)
 
 __all__ = ["json_type_problems", "json_row_reader", "json_row_writer"]
 
@@ -38,22 +44,22 @@ def json_type_problems(type_info: TypeInformation, path: str = "") -> list[str]:
         The problems; empty when every field maps.
     """
     name = getattr(type_info, "type_name", None)
-    if name == "ROW":
+    if name == "ROW" and isinstance(type_info, FieldsTypeInfo):
         problems = []
-        for field, t in zip(type_info.get_field_names(), type_info.get_field_types()):  # type: ignore[attr-defined]
+        for field, t in zip(type_info.get_field_names(), type_info.get_field_types()):
             problems += json_type_problems(t, f"{path}.{field}" if path else field)
         return problems
     if name in _SCALARS:
         return []
-    if name in _ARRAYS:
-        element = type_info.element_type  # type: ignore[attr-defined]
+    if name in _ARRAYS and isinstance(type_info, (PrimitiveArrayTypeInfo, ElementTypeInfo)):
+        element = type_info.element_type
         if name == "PRIMITIVE_ARRAY" and element.type_name == "BYTE":
             return [f"{path}: {type_info!r} (bytes have no JSON form)"]
         return json_type_problems(element, f"{path}[]")
-    if name == "MAP":
-        if type_info.key_type.type_name != "STRING":  # type: ignore[attr-defined]
+    if isinstance(type_info, MapTypeInfo):
+        if type_info.key_type.type_name != "STRING":
             return [f"{path}: {type_info!r} (JSON object keys are strings: use a STRING key)"]
-        return json_type_problems(type_info.value_type, f"{path}{{}}")  # type: ignore[attr-defined]
+        return json_type_problems(type_info.value_type, f"{path}{{}}")
     return [f"{path or 'the record'}: {type_info!r}"]
 
 
@@ -66,10 +72,10 @@ def _reader(t: TypeInformation, path: str, fail_on_missing: bool) -> Callable[[A
             return SerializationError(f"the JSON value {shown[:80]} is not an object")
         return SerializationError(f"field {path}: {shown[:80]} is not a {t!r} value")
 
-    if name == "ROW":
-        names = t.get_field_names()  # type: ignore[attr-defined]
+    if name == "ROW" and isinstance(t, FieldsTypeInfo):
+        names = t.get_field_names()
         fields = [(n, _reader(ft, f"{path}.{n}" if path else n, fail_on_missing))
-                  for n, ft in zip(names, t.get_field_types())]  # type: ignore[attr-defined]
+                  for n, ft in zip(names, t.get_field_types())]
         cls = named_row_class(tuple(names))
 
         def row(value: Any) -> Row:
@@ -135,16 +141,16 @@ def _reader(t: TypeInformation, path: str, fail_on_missing: bool) -> Callable[[A
             except ValueError:
                 raise bad(value) from None
         return temporal
-    if name in _ARRAYS:
-        element = _reader(t.element_type, f"{path}[]", fail_on_missing)  # type: ignore[attr-defined]
+    if name in _ARRAYS and isinstance(t, (PrimitiveArrayTypeInfo, ElementTypeInfo)):
+        element = _reader(t.element_type, f"{path}[]", fail_on_missing)
 
         def array(value: Any) -> list[Any]:
             if not isinstance(value, list):
                 raise bad(value)
             return [None if v is None else element(v) for v in value]
         return array
-    if name == "MAP":
-        entry = _reader(t.value_type, f"{path}{{}}", fail_on_missing)  # type: ignore[attr-defined]
+    if isinstance(t, MapTypeInfo):
+        entry = _reader(t.value_type, f"{path}{{}}", fail_on_missing)
 
         def mapping(value: Any) -> dict[str, Any]:
             if not isinstance(value, dict):
@@ -208,20 +214,20 @@ def _writer(t: TypeInformation) -> Callable[[Any], str]:
     def text(write: Callable[[Any], str], value: Any) -> str:
         return "null" if value is None else write(value)
 
-    if name == "ROW":
-        keys = [json.dumps(n) for n in t.get_field_names()]  # type: ignore[attr-defined]
-        fields = [_writer(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
+    if name == "ROW" and isinstance(t, FieldsTypeInfo):
+        keys = [json.dumps(n) for n in t.get_field_names()]
+        fields = [_writer(ft) for ft in t.get_field_types()]
 
         def row(value: Any) -> str:
             if len(value) != len(keys):
                 raise SerializationError(f"{value!r} has {len(value)} fields, {t!r} {len(keys)}")
             return "{" + ",".join(f"{k}:{text(w, v)}" for k, w, v in zip(keys, fields, value)) + "}"
         return row
-    if name in _ARRAYS:
-        element = _writer(t.element_type)  # type: ignore[attr-defined]
+    if name in _ARRAYS and isinstance(t, (PrimitiveArrayTypeInfo, ElementTypeInfo)):
+        element = _writer(t.element_type)
         return lambda value: "[" + ",".join(text(element, v) for v in value) + "]"
-    if name == "MAP":
-        entry = _writer(t.value_type)  # type: ignore[attr-defined]
+    if isinstance(t, MapTypeInfo):
+        entry = _writer(t.value_type)
         return lambda value: "{" + ",".join(f"{_key_text(k)}:{text(entry, v)}"
                                             for k, v in value.items()) + "}"
     if name == "BIG_DEC":

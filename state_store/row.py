@@ -252,7 +252,7 @@ class Row(tuple):
             )
         return _make_row(tuple(self), values)
 
-    def __getitem__(self, item: Any) -> Any:  # type: ignore[override]
+    def __getitem__(self, item: Any) -> Any:
         if type(item) is not str:
             try:  # an index or a slice: the tuple's own lookup (no cost unless it fails)
                 return _tuple_item(self, item)

@@ -205,7 +205,7 @@ class TimerQueue:
         live = self._live
         if item not in live:
             live[item] = (key, namespace)
-            _heappush(self._heap, item)  # type: ignore[arg-type]
+            _heappush(self._heap, item)
 
     def delete(self, timestamp: int, namespace: Any = VOID_NAMESPACE) -> None:
         """Remove a timer of the current key (no-op when absent)."""

@@ -70,7 +70,9 @@ __all__ = [
     "BasicArrayTypeInfo",
     "ObjectArrayTypeInfo",
     "ListTypeInfo",
+    "ElementTypeInfo",
     "MapTypeInfo",
+    "FieldsTypeInfo",
     "TupleTypeInfo",
     "RowTypeInfo",
     "Types",
@@ -283,8 +285,9 @@ class PrimitiveArrayTypeInfo(TypeInformation):
         return f"Types.{self.type_name}({self.element_type!r})"
 
 
-class _ElementTypeInfo(TypeInformation):
-    """A list-valued type with nullable elements of one element type."""
+class ElementTypeInfo(TypeInformation):
+    """A list-valued type with nullable elements of one element type (BASIC_ARRAY,
+    OBJECT_ARRAY, LIST; PRIMITIVE_ARRAY has an ``element_type`` too, without nulls)."""
 
     def __init__(self, element_type: TypeInformation) -> None:
         self.element_type = _check_type(f"{self.type_name} element type", element_type)
@@ -302,7 +305,7 @@ class _ElementTypeInfo(TypeInformation):
         return f"Types.{self.type_name}({self.element_type!r})"
 
 
-class BasicArrayTypeInfo(_ElementTypeInfo):
+class BasicArrayTypeInfo(ElementTypeInfo):
     """Array (Python list) of a basic type, None elements allowed."""
 
     type_name = "BASIC_ARRAY"
@@ -316,13 +319,13 @@ class BasicArrayTypeInfo(_ElementTypeInfo):
             )
 
 
-class ObjectArrayTypeInfo(_ElementTypeInfo):
+class ObjectArrayTypeInfo(ElementTypeInfo):
     """Array (Python list) of any type, None elements allowed."""
 
     type_name = "OBJECT_ARRAY"
 
 
-class ListTypeInfo(_ElementTypeInfo):
+class ListTypeInfo(ElementTypeInfo):
     """Python list of any element type, None elements allowed."""
 
     type_name = "LIST"
@@ -354,8 +357,9 @@ class MapTypeInfo(TypeInformation):
         return f"Types.MAP({self.key_type!r}, {self.value_type!r})"
 
 
-class _FieldsTypeInfo(TypeInformation):
-    """Common part of TUPLE and ROW: fixed arity, typed fields."""
+class FieldsTypeInfo(TypeInformation):
+    """Common part of TUPLE and ROW: fixed arity, typed fields (``isinstance`` tells a type
+    with fields from one without)."""
 
     def __init__(self, field_types: Sequence[TypeInformation]) -> None:
         if isinstance(field_types, TypeInformation) or not isinstance(field_types, Sequence):
@@ -394,7 +398,7 @@ class _FieldsTypeInfo(TypeInformation):
         return parts  # type: ignore[return-value]
 
 
-class TupleTypeInfo(_FieldsTypeInfo):
+class TupleTypeInfo(FieldsTypeInfo):
     """Python tuple of fixed arity; field names are ``f0, f1, ...``."""
 
     type_name = "TUPLE"
@@ -413,7 +417,7 @@ class TupleTypeInfo(_FieldsTypeInfo):
         return f"Types.TUPLE([{', '.join(repr(t) for t in self.field_types)}])"
 
 
-class RowTypeInfo(_FieldsTypeInfo):
+class RowTypeInfo(FieldsTypeInfo):
     """``Row`` with named, typed fields (names default to ``f0, f1, ...``)."""
 
     type_name = "ROW"

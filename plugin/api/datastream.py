@@ -378,13 +378,13 @@ class DataStream(SchedulingHints, Partitioning, StreamExtras, SinkCalls, AsyncCa
                     "descriptor is None but others are given")
             if isinstance(self, KeyedPartitioning):
                 raise self._refuse("broadcast()")
-            return self._partitioned("broadcast", "Broadcast")  # type: ignore[no-any-return]
+            return self._partitioned("broadcast", "Broadcast")
         for d in descriptors:
             if not isinstance(d, MapStateDescriptor):
                 raise GraphBuildError(
                     f"broadcast() of {self._node.describe()}: broadcast state descriptors must "
                     f"be MapStateDescriptors, got {type(d).__name__} {d!r:.80}")
-        names = [d.name for d in descriptors]  # type: ignore[union-attr]
+        names = [d.name for d in descriptors]
         if len(set(names)) != len(names):
             raise GraphBuildError(
                 f"broadcast() of {self._node.describe()}: broadcast state names must be "

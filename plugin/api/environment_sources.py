@@ -10,7 +10,7 @@ from ..plan.config import RuntimeMode, configured_runtime_mode
 from ..plan.graph import SourceNode
 from ..state_store.exceptions import GraphBuildError
 from ..state_store.row import Row
-from ..state_store.typeinfo import TypeInformation
+from ..state_store.typeinfo import FieldsTypeInfo, TypeInformation
 from .cached import CachedDataStream
 from .datastream import DataStream
 
@@ -45,7 +45,9 @@ def unbounded_in_batch(node: SourceNode) -> str:
 def _as_row(element: Any, index: int, type_info: TypeInformation) -> Row:
     """An element of a ``Types.ROW``/``ROW_NAMED`` collection as a named Row (as PyFlink
     gives them: ``value.info`` and ``value[1]`` both work)."""
-    names = list(type_info.get_field_names())  # type: ignore[attr-defined]
+    if not isinstance(type_info, FieldsTypeInfo):
+        raise GraphBuildError(f"from_collection: {type_info!r} has no fields")
+    names = list(type_info.get_field_names())
     if isinstance(element, Row) and element.get_field_names() == names:
         return element
     if isinstance(element, dict):

@@ -11,7 +11,7 @@ from typing import Any, NoReturn, Optional
 
 from ..runtime.spark_types import spark_ddl_type
 from ..state_store.exceptions import GraphBuildError
-from ..state_store.typeinfo import TypeInformation, Types
+from ..state_store.typeinfo import FieldsTypeInfo, TypeInformation, Types
 from .connector_checks import nonempty_text, require_utf8, unsupported_option
 
 __all__ = ["StreamFormat", "CsvSchema", "CsvSchemaBuilder", "CsvReaderFormat", "ParquetColumnarRowInputFormat",
@@ -33,11 +33,11 @@ def spark_schema_ddl(row_type: TypeInformation, what: str) -> str:
     Raises:
         GraphBuildError: ``row_type`` is not a named row of Spark-mappable fields.
     """
-    if not isinstance(row_type, TypeInformation) or row_type.type_name != "ROW":
+    if not isinstance(row_type, FieldsTypeInfo) or row_type.type_name != "ROW":
         raise GraphBuildError(f"{what}: the row type must be Types.ROW_NAMED([...], [...]), "
                               f"got {row_type!r}")
-    names = row_type.get_field_names()  # type: ignore[attr-defined]
-    types = row_type.get_field_types()  # type: ignore[attr-defined]
+    names = row_type.get_field_names()
+    types = row_type.get_field_types()
     return ", ".join(f"`{n}` {spark_ddl_type(t)}" for n, t in zip(names, types))
 
 
@@ -84,7 +84,10 @@ class CsvSchema:
     """
 
     def __init__(self, row_type: TypeInformation, options: dict[str, str]) -> None:
-        self.row_type = row_type
+        if not isinstance(row_type, FieldsTypeInfo):
+            raise GraphBuildError(f"CsvSchema: the row type must be Types.ROW_NAMED([...], "
+                                  f"[...]), got {row_type!r}")
+        self.row_type: FieldsTypeInfo = row_type
         self.options = options
 
     @staticmethod
@@ -96,7 +99,7 @@ class CsvSchema:
     def size(self) -> int:
         """Returns:
         The number of columns."""
-        return len(self.row_type.get_field_names())  # type: ignore[attr-defined]
+        return len(self.row_type.get_field_names())
 
     def __repr__(self) -> str:
         return f"CsvSchema({self.row_type!r}, {self.options})"
@@ -280,8 +283,7 @@ class CsvSchemaBuilder:
             raise GraphBuildError(f"CsvSchemaBuilder.add_columns_from needs a CsvSchema, "
                                   f"got {schema!r}")
         row = schema.row_type
-        for name, type_info in zip(row.get_field_names(),  # type: ignore[attr-defined]
-                                   row.get_field_types()):  # type: ignore[attr-defined]
+        for name, type_info in zip(row.get_field_names(), row.get_field_types()):
             self._column(name, type_info)
         return self
 

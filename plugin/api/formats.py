@@ -256,6 +256,6 @@ class _JsonRowFormat:
         if self._write is None:
             self._write = json_row_writer(self.type_info)
         try:
-            return self._write(row)  # type: ignore[no-any-return]
+            return self._write(row)
         except SerializationError as exc:
             raise SerializationError(f"JsonRowSerializationSchema: {exc}") from None

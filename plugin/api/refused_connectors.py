@@ -39,7 +39,7 @@ class _RefusedConnector(type):
             raise AttributeError(name)
 
         def refused(*args: Any, **kwargs: Any) -> NoReturn:
-            raise cls._error(f"{cls.__name__}.{name}(...)")  # type: ignore[attr-defined]
+            raise cls._error(f"{cls.__name__}.{name}(...)")
 
         return refused
 

@@ -13,7 +13,7 @@ from ..plan.config import RuntimeMode
 from ..plan.graph import reachable
 from ..state_store.exceptions import GraphBuildError
 from ..state_store.keygroups import check_max_parallelism
-from ..state_store.typeinfo import TypeInformation, Types
+from ..state_store.typeinfo import FieldsTypeInfo, Types
 
 __all__ = ["Projection", "StreamExtras"]
 
@@ -109,11 +109,11 @@ class StreamExtras:
             >>> ds.project(2, 0)  # (a, b, c) -> (c, a)
         """
         t = self._node.output_type
-        if not isinstance(t, TypeInformation) or t.type_name != "TUPLE":
+        if not isinstance(t, FieldsTypeInfo) or t.type_name != "TUPLE":
             raise GraphBuildError(
                 f"{self._node.describe()}: project() needs a stream of Types.TUPLE records, "
                 f"got output_type {t!r}")
-        types = list(t.get_field_types())  # type: ignore[attr-defined]
+        types = list(t.get_field_types())
         bad = [i for i in field_indexes
                if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(types)]
         if not field_indexes or bad:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..operators.exceptions import OutputTypeError
 from ..state_store.row import Row, named_row_class
-from ..state_store.typeinfo import TypeInformation
+from ..state_store.typeinfo import FieldsTypeInfo, TypeInformation
 from .spark_types import (
     arrow_type,
     column_names,
@@ -91,7 +91,8 @@ def row_names(enc: Encoding) -> tuple[str, ...]:
     """The field names of the Rows a typed ``row``-shaped encoding decodes into: its type's
     (the same as its columns, except for a DataFrame source read with a type of other
     names)."""
-    names = enc.type_info.get_field_names() if enc.type_info is not None else None  # type: ignore[attr-defined]
+    names = (enc.type_info.get_field_names() if isinstance(enc.type_info, FieldsTypeInfo)
+             else None)
     return tuple(names) if names is not None and len(names) == len(enc.columns) else enc.columns
 
 

@@ -12,7 +12,13 @@ import pyarrow as pa
 
 from ..state_store.exceptions import GraphBuildError
 from ..state_store.row import Row, named_row_class
-from ..state_store.typeinfo import TypeInformation
+from ..state_store.typeinfo import (
+    ElementTypeInfo,
+    FieldsTypeInfo,
+    MapTypeInfo,
+    PrimitiveArrayTypeInfo,
+    TypeInformation,
+)
 
 __all__ = [
     "is_spark_mappable",
@@ -42,7 +48,9 @@ _ARRAYS = ("PRIMITIVE_ARRAY", "BASIC_ARRAY", "LIST", "OBJECT_ARRAY")
 
 
 def _elem(t: TypeInformation) -> TypeInformation:
-    return t.element_type  # type: ignore[attr-defined,no-any-return]
+    if isinstance(t, (PrimitiveArrayTypeInfo, ElementTypeInfo)):
+        return t.element_type
+    raise GraphBuildError(f"type {t!r} has no element type")
 
 
 def _is_bytes(t: TypeInformation) -> bool:
@@ -67,11 +75,11 @@ def spark_ddl_type(t: TypeInformation) -> str:
         return "binary"
     if name in _ARRAYS:
         return f"array<{spark_ddl_type(_elem(t))}>"
-    if name == "MAP":
-        return f"map<{spark_ddl_type(t.key_type)},{spark_ddl_type(t.value_type)}>"  # type: ignore[attr-defined]
-    if name in ("TUPLE", "ROW", "ROW_NAMED"):
+    if isinstance(t, MapTypeInfo):
+        return f"map<{spark_ddl_type(t.key_type)},{spark_ddl_type(t.value_type)}>"
+    if isinstance(t, FieldsTypeInfo):
         fields = ", ".join(f"`{n}`: {spark_ddl_type(ft)}"
-                           for n, ft in zip(t.get_field_names(), t.get_field_types()))  # type: ignore[attr-defined]
+                           for n, ft in zip(t.get_field_names(), t.get_field_types()))
         return f"struct<{fields}>"
     raise GraphBuildError(f"type {t!r} has no Spark column type (records of it travel pickled)")
 
@@ -84,18 +92,18 @@ def arrow_type(t: TypeInformation) -> pa.DataType:
         return pa.binary()
     if name in _ARRAYS:
         return pa.list_(arrow_type(_elem(t)))
-    if name == "MAP":
-        return pa.map_(arrow_type(t.key_type), arrow_type(t.value_type))  # type: ignore[attr-defined]
-    if name in ("TUPLE", "ROW", "ROW_NAMED"):
+    if isinstance(t, MapTypeInfo):
+        return pa.map_(arrow_type(t.key_type), arrow_type(t.value_type))
+    if isinstance(t, FieldsTypeInfo):
         return pa.struct([pa.field(n, arrow_type(ft))
-                          for n, ft in zip(t.get_field_names(), t.get_field_types())])  # type: ignore[attr-defined]
+                          for n, ft in zip(t.get_field_names(), t.get_field_types())])
     raise GraphBuildError(f"type {t!r} has no Arrow type")
 
 
 def column_names(t: TypeInformation) -> list[str]:
     """Top-level column names of a typed stream: TUPLE f0.., ROW_NAMED its names, else 'value'."""
-    if t.type_name in ("TUPLE", "ROW", "ROW_NAMED"):
-        return list(t.get_field_names())  # type: ignore[attr-defined]
+    if isinstance(t, FieldsTypeInfo):
+        return list(t.get_field_names())
     return ["value"]
 
 
@@ -115,9 +123,9 @@ def python_from_arrow(t: TypeInformation) -> Optional[Callable[[Any], Any]]:
     name = t.type_name
     if name == "SQL_TIMESTAMP":
         return lambda v: v.astimezone(_dt.timezone.utc).replace(tzinfo=None) if v.tzinfo else v
-    if name in ("TUPLE", "ROW", "ROW_NAMED"):
-        names = list(t.get_field_names())  # type: ignore[attr-defined]
-        convs = [python_from_arrow(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
+    if isinstance(t, FieldsTypeInfo):
+        names = list(t.get_field_names())
+        convs = [python_from_arrow(ft) for ft in t.get_field_types()]
         row_class = named_row_class(tuple(names)) if name != "TUPLE" else tuple
 
         def conv_struct(v: Any) -> Any:
@@ -126,9 +134,9 @@ def python_from_arrow(t: TypeInformation) -> Optional[Callable[[Any], Any]]:
                                     for x, c in zip(vals, convs)])
 
         return conv_struct
-    if name == "MAP":
-        kc = python_from_arrow(t.key_type)  # type: ignore[attr-defined]
-        vc = python_from_arrow(t.value_type)  # type: ignore[attr-defined]
+    if isinstance(t, MapTypeInfo):
+        kc = python_from_arrow(t.key_type)
+        vc = python_from_arrow(t.value_type)
 
         def conv_map(v: Any) -> Any:
             items = v.items() if isinstance(v, dict) else v
@@ -145,9 +153,9 @@ def python_to_arrow(t: TypeInformation) -> Optional[Callable[[Any], Any]]:
     name = t.type_name
     if name == "SQL_TIMESTAMP":
         return lambda v: v.replace(tzinfo=_dt.timezone.utc) if isinstance(v, _dt.datetime) and v.tzinfo is None else v
-    if name in ("TUPLE", "ROW", "ROW_NAMED"):
-        names = list(t.get_field_names())  # type: ignore[attr-defined]
-        convs = [python_to_arrow(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
+    if isinstance(t, FieldsTypeInfo):
+        names = list(t.get_field_names())
+        convs = [python_to_arrow(ft) for ft in t.get_field_types()]
 
         by_name = frozenset(names)
 
@@ -162,9 +170,9 @@ def python_to_arrow(t: TypeInformation) -> Optional[Callable[[Any], Any]]:
             return {n: (x if c is None or x is None else c(x)) for n, x, c in zip(names, vals, convs)}
 
         return conv_struct
-    if name == "MAP":
-        kc = python_to_arrow(t.key_type)  # type: ignore[attr-defined]
-        vc = python_to_arrow(t.value_type)  # type: ignore[attr-defined]
+    if isinstance(t, MapTypeInfo):
+        kc = python_to_arrow(t.key_type)
+        vc = python_to_arrow(t.value_type)
         if kc is None and vc is None:
             return lambda v: list(v.items())
         return lambda v: [(k if kc is None else kc(k), x if vc is None or x is None else vc(x))
@@ -182,10 +190,12 @@ def python_from_spark(t: TypeInformation, shape: str, columns: tuple[str, ...]) 
     if shape == "scalar":
         conv = _from_spark_value(t)
         return lambda row: conv(row[0])
-    convs = [_from_spark_value(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
+    if not isinstance(t, FieldsTypeInfo):
+        raise GraphBuildError(f"a {shape!r} record needs a type with fields, got {t!r}")
+    convs = [_from_spark_value(ft) for ft in t.get_field_types()]
     names = list(columns)
     if shape == "row":
-        row_names = t.get_field_names()  # type: ignore[attr-defined]
+        row_names = t.get_field_names()
         row_class = named_row_class(tuple(row_names) if len(row_names) == len(names)
                                     else tuple(names))
         return lambda row: _NEW(row_class, [c(v) for c, v in zip(convs, row)])
@@ -194,9 +204,9 @@ def python_from_spark(t: TypeInformation, shape: str, columns: tuple[str, ...]) 
 
 def _from_spark_value(t: TypeInformation) -> Callable[[Any], Any]:
     name = t.type_name
-    if name in ("TUPLE", "ROW", "ROW_NAMED"):
-        names = list(t.get_field_names())  # type: ignore[attr-defined]
-        convs = [_from_spark_value(ft) for ft in t.get_field_types()]  # type: ignore[attr-defined]
+    if isinstance(t, FieldsTypeInfo):
+        names = list(t.get_field_names())
+        convs = [_from_spark_value(ft) for ft in t.get_field_types()]
         row_class = named_row_class(tuple(names)) if name != "TUPLE" else tuple
 
         def conv(v: Any) -> Any:
@@ -210,7 +220,7 @@ def _from_spark_value(t: TypeInformation) -> Callable[[Any], Any]:
     if name in _ARRAYS:
         ec = _from_spark_value(_elem(t))
         return lambda v: None if v is None else [ec(x) for x in v]
-    if name == "MAP":
-        kc, vc = _from_spark_value(t.key_type), _from_spark_value(t.value_type)  # type: ignore[attr-defined]
+    if isinstance(t, MapTypeInfo):
+        kc, vc = _from_spark_value(t.key_type), _from_spark_value(t.value_type)
         return lambda v: None if v is None else {kc(k): vc(x) for k, x in v.items()}
     return lambda v: v

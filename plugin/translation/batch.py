@@ -653,7 +653,7 @@ class BatchTranslator(TranslatorBase):
         in_t = struct_type(parent.enc)
         key_idx = key_field[0]
         cols = list(parent.enc.columns)
-        types = [t.type_name for t in in_t.get_field_types()]  # type: ignore[attr-defined]
+        types = [t.type_name for t in in_t.get_field_types()]
         plan = field_plan(node.function, in_t, key_idx, types)
         if plan is None:
             return None

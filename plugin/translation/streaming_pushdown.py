@@ -18,6 +18,7 @@ from ..runtime.encoding import KG, TS, Encoding
 from ..runtime.group_frames import ROW_INDEX_BITS, SEQ, SEQ_ROW, TypedInput, typed_input
 from ..runtime.group_state import append_seq
 from ..state_store.backends import get_backend
+from ..state_store.typeinfo import FieldsTypeInfo
 from .pushdown import traced_key_field
 from .stream import Stream
 from .tracing import field_plan, struct_type
@@ -148,11 +149,11 @@ def field_reduce_plan(kind: str, function: Any, typed: Optional[TypedInput],
     else None (the function runs per record)."""
     if (kind != "reduce" or typed is None or out_enc is None or not out_enc.typed
             or not get_backend(backend_kind).snapshot_fast_paths or typed.enc.shape != "tuple"
-            or out_enc.shape != "tuple" or typed.enc.type_info is None
-            or out_enc.type_info is None):
+            or out_enc.shape != "tuple" or not isinstance(typed.enc.type_info, FieldsTypeInfo)
+            or not isinstance(out_enc.type_info, FieldsTypeInfo)):
         return None
-    types = [t.type_name for t in typed.enc.type_info.get_field_types()]  # type: ignore[attr-defined]
-    if [t.type_name for t in out_enc.type_info.get_field_types()] != types:  # type: ignore[attr-defined]
+    types = [t.type_name for t in typed.enc.type_info.get_field_types()]
+    if [t.type_name for t in out_enc.type_info.get_field_types()] != types:
         return None
     plan = field_plan(function, struct_type(typed.enc), typed.key_index, types)
     if plan is None or plan[0] != "fields":

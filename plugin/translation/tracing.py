@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Union
 from ..runtime.encoding import Encoding
 from ..runtime.fastpath import plain_callable
 from ..runtime.spark_types import spark_ddl_type
-from ..state_store.typeinfo import TypeInformation, Types
+from ..state_store.typeinfo import FieldsTypeInfo, TypeInformation, Types
 
 __all__ = [
     "Untraceable", "Expr", "trace", "to_column", "struct_type", "ddl_of_field", "field_plan",
@@ -49,10 +49,10 @@ class Probe:
 
     def __getitem__(self, item: Any) -> Probe:
         t = self._expr.type_info
-        if t is None or t.type_name not in ("TUPLE", "ROW"):
+        if not isinstance(t, FieldsTypeInfo):
             raise Untraceable("item access on a non-composite value")
-        names = list(t.get_field_names())  # type: ignore[attr-defined]
-        types = list(t.get_field_types())  # type: ignore[attr-defined]
+        names = list(t.get_field_names())
+        types = list(t.get_field_types())
         if isinstance(item, bool) or not isinstance(item, (int, str)):
             raise Untraceable("unsupported index")
         if isinstance(item, int):
@@ -72,7 +72,7 @@ class Probe:
         if name.startswith("_"):
             raise AttributeError(name)
         t = self._expr.type_info
-        if t is not None and t.type_name == "ROW" and name in list(t.get_field_names()):  # type: ignore[attr-defined,operator]
+        if t is not None and t.type_name == "ROW" and name in list(t.get_field_names()):
             return self[name]
         raise Untraceable(f"attribute {name}")
 
@@ -107,10 +107,10 @@ class Probe:
     def _refuse(self, *args: Any, **kwargs: Any) -> Any:
         raise Untraceable("operation not modelled")
 
-    __bool__ = __len__ = __iter__ = __hash__ = __eq__ = __ne__ = _refuse  # type: ignore[assignment]
-    __lt__ = __le__ = __gt__ = __ge__ = __truediv__ = __floordiv__ = __mod__ = _refuse  # type: ignore[assignment]
-    __str__ = __repr__ = __format__ = __contains__ = __call__ = __neg__ = _refuse  # type: ignore[assignment]
-    __index__ = __int__ = __float__ = __pow__ = __rtruediv__ = _refuse  # type: ignore[assignment]
+    __bool__ = __len__ = __iter__ = __hash__ = __eq__ = __ne__ = _refuse
+    __lt__ = __le__ = __gt__ = __ge__ = __truediv__ = __floordiv__ = __mod__ = _refuse
+    __str__ = __repr__ = __format__ = __contains__ = __call__ = __neg__ = _refuse
+    __index__ = __int__ = __float__ = __pow__ = __rtruediv__ = _refuse
 
 
 def _as_expr(value: Any) -> Expr:

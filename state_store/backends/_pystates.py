@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 
-class NoKeyTable(dict):  # type: ignore[type-arg]
+class NoKeyTable(dict):
     """Container table used while no key is set: every access raises ``StateError``."""
 
     def __init__(self, state_name: str | None = None) -> None:

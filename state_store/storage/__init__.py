@@ -375,7 +375,7 @@ class Storage:
                 raise
             return
         buffer = _Buffer()
-        yield buffer  # type: ignore[misc]
+        yield buffer
         with failing_as("writing", uri), \
                 fs.open_output_stream(path) as out:  # one PUT / multipart upload of the whole
             out.write(buffer.getvalue())

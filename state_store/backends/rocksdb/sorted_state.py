@@ -551,7 +551,7 @@ class RocksSortedState(RocksState, InternalBinarySortedState):
             self.flush_staged()
         options = rocksdict.ReadOptions()
         options.set_iterate_upper_bound(upper)
-        rows: Iterator[tuple[bytes, bytes]] = self._db.items(from_key=lower, read_opt=options)  # type: ignore[assignment]
+        rows: Iterator[tuple[bytes, bytes]] = self._db.items(from_key=lower, read_opt=options)
         head = list(islice(rows, _EAGER_ROWS))
         if len(head) == _EAGER_ROWS:
             return self._streamed(len(prefix), chain(head, rows), options)
@@ -595,7 +595,7 @@ class RocksSortedState(RocksState, InternalBinarySortedState):
         if len(rows) >= _EAGER_ROWS:
             return None
         if missing:
-            found: list[bytes | None] = self._db.get([rows[i][0] for i in missing])  # type: ignore[assignment]
+            found: list[bytes | None] = self._db.get([rows[i][0] for i in missing])
             for i, data in zip(missing, found):
                 if data is None:  # pragma: no cover - the cache is exact above the floor
                     return None
