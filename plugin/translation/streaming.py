@@ -45,7 +45,7 @@ from ..runtime.passes import PassSpec, output_ddl
 from ..runtime.tws_processor import TwsCall, state_name, tws_time_mode
 from ..spark_io.columns import lit
 from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column, stateful_partitions
-from ..state_store.backends import BackendChoice, backend_reference, get_backend
+from ..state_store.backends import BackendChoice
 from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from ..state_store.storage import Storage
 from .evolution import stage_names
@@ -625,9 +625,10 @@ class StreamingTranslator(TranslatorBase):
         if timeouts and not chain:
             df = watermarked(df, ws)
         tags = self._tags.get(node.id, frozenset())
-        backend = backend or self.backend
-        backend_type = get_backend(backend[0])
-        backend_kind = backend_reference(backend_type)
+        chosen = backend or self.backend
+        backend_type = chosen.backend_type()
+        backend = BackendChoice.of(backend_type, chosen.options)  # as executors resolve it
+        backend_kind = backend.reference
         # group_frames.py: typed columns in (native keyed input) and out, where pandas keeps
         # them exact; pickled ``_v`` otherwise
         out_enc = output_encoding(node.output_type, bool(tags))  # ROW types: pickled Rows
@@ -636,7 +637,7 @@ class StreamingTranslator(TranslatorBase):
         spec = GroupSpec(node.name, kind, function, key_serializer,
                          dict(self.op_config, metrics_publish=self.metrics_publish()),
                           ws is not None, sided, tags,
-                          (backend_kind, dict(backend[1] or {})),
+                          backend,
                           (self.storage.join(self.job_folder(), "state", stage)
                            if backend_type.key_group_store is not None else None), restoring,
                           processing_timeout, self._typed_inputs.get(node.id), out_enc,
