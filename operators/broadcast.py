@@ -358,7 +358,7 @@ class _ContextBase:
         self.side_outputs.append(Output(output_tag.tag_id, take_emitted(value), self.element_timestamp))
 
     def get_broadcast_state(self, state_descriptor: Any) -> Any:
-        view = self.views.get(getattr(state_descriptor, "name", None))  # type: ignore[arg-type]
+        view = self.views.get(getattr(state_descriptor, "name", None))  # type: ignore[arg-type]  # no name: no view
         if view is not None and view.descriptor is state_descriptor:
             return view
         declared = self.operator.declared(state_descriptor, "get_broadcast_state")

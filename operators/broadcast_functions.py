@@ -113,7 +113,7 @@ class ReadOnlyBroadcastState(ABC, Generic[K, V]):
         return self.get(key)
 
     def __contains__(self, key: object) -> bool:
-        return self.contains(key)  # type: ignore[arg-type]
+        return self.contains(key)  # type: ignore[arg-type]  # the container protocol takes any object
 
     def __iter__(self) -> Iterator[K]:
         return iter(self.keys())

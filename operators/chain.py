@@ -383,7 +383,7 @@ class StatelessChain:
         head = self._head if self._opened else self._require_open()
         buf = self._buf
         try:
-            head(value, timestamp)  # type: ignore[misc]
+            head(value, timestamp)  # type: ignore[misc]  # the chain head: a bound function of two arguments
         except BaseException:
             buf.clear()
             raise
@@ -400,10 +400,10 @@ class StatelessChain:
         def run() -> None:
             if timestamps is None:
                 for value in values:
-                    head(value, None)  # type: ignore[misc]
+                    head(value, None)  # type: ignore[misc]  # the chain head: a bound function of two arguments
             else:
                 for value, ts in zip(values, timestamps, strict=True):
-                    head(value, ts)  # type: ignore[misc]
+                    head(value, ts)  # type: ignore[misc]  # the chain head: a bound function of two arguments
 
         return self._collected(run)
 
@@ -469,7 +469,7 @@ class CoStatelessOperator:
         return {"function": self.function, "name": self.name}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["function"], state["name"])  # type: ignore[misc]
+        self.__init__(state["function"], state["name"])  # type: ignore[misc]  # unpickled: __init__ runs again
 
     def open(
         self, config: OperatorConfig | None = None, backend: KeyedStateBackend | None = None

@@ -515,7 +515,7 @@ class _CallableMapFunction(MapFunction):
 
     def __setstate__(self, func: Callable[[Any], Any]) -> None:
         self.func = func
-        self.map = func  # type: ignore[method-assign,assignment]
+        self.map = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
 
     def __repr__(self) -> str:
         return f"MapFunction({_callable_name(self.func)})"
@@ -525,7 +525,7 @@ class _CallableFlatMapFunction(FlatMapFunction):
 
     def __init__(self, func: Callable[[Any], Iterable[Any]]) -> None:
         self.func = func
-        self.flat_map = func  # type: ignore[method-assign,assignment]
+        self.flat_map = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
 
     def flat_map(self, value: Any) -> Iterable[Any]:  # pragma: no cover - replaced
         return self.func(value)
@@ -535,7 +535,7 @@ class _CallableFlatMapFunction(FlatMapFunction):
 
     def __setstate__(self, func: Callable[[Any], Iterable[Any]]) -> None:
         self.func = func
-        self.flat_map = func  # type: ignore[method-assign,assignment]
+        self.flat_map = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
 
     def __repr__(self) -> str:
         return f"FlatMapFunction({_callable_name(self.func)})"
@@ -545,7 +545,7 @@ class _CallableFilterFunction(FilterFunction):
 
     def __init__(self, func: Callable[[Any], bool]) -> None:
         self.func = func
-        self.filter = func  # type: ignore[method-assign,assignment]
+        self.filter = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
 
     def filter(self, value: Any) -> bool:  # pragma: no cover - replaced
         return self.func(value)
@@ -555,7 +555,7 @@ class _CallableFilterFunction(FilterFunction):
 
     def __setstate__(self, func: Callable[[Any], bool]) -> None:
         self.func = func
-        self.filter = func  # type: ignore[method-assign,assignment]
+        self.filter = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
 
     def __repr__(self) -> str:
         return f"FilterFunction({_callable_name(self.func)})"
@@ -574,7 +574,7 @@ class _CallableKeySelector(KeySelector):
 
     def __init__(self, func: Callable[[Any], Any]) -> None:
         self.func = func
-        self.get_key = func  # type: ignore[method-assign,assignment]
+        self.get_key = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
 
     def get_key(self, value: Any) -> Any:  # pragma: no cover - replaced
         return self.func(value)
@@ -584,7 +584,7 @@ class _CallableKeySelector(KeySelector):
 
     def __setstate__(self, func: Callable[[Any], Any]) -> None:
         self.func = func
-        self.get_key = func  # type: ignore[method-assign,assignment]
+        self.get_key = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
 
     def __repr__(self) -> str:
         return f"KeySelector({_callable_name(self.func)})"
@@ -593,7 +593,7 @@ class _CallableKeySelector(KeySelector):
 class _CallableReduceFunction(ReduceFunction):
     def __init__(self, func: Callable[[Any, Any], Any]) -> None:
         self.func = func
-        self.reduce = func  # type: ignore[method-assign,assignment]
+        self.reduce = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
 
     def reduce(self, value1: Any, value2: Any) -> Any:  # pragma: no cover - replaced
         return self.func(value1, value2)
@@ -603,7 +603,7 @@ class _CallableReduceFunction(ReduceFunction):
 
     def __setstate__(self, func: Callable[[Any, Any], Any]) -> None:
         self.func = func
-        self.reduce = func  # type: ignore[method-assign,assignment]
+        self.reduce = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
 
     def __repr__(self) -> str:
         return f"ReduceFunction({_callable_name(self.func)})"
@@ -613,7 +613,7 @@ class _CallableTimestampAssigner(TimestampAssigner):
 
     def __init__(self, func: Callable[[Any, int | None], int]) -> None:
         self.func = func
-        self.extract_timestamp = func  # type: ignore[method-assign,assignment]
+        self.extract_timestamp = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
 
     def extract_timestamp(self, value: Any, record_timestamp: int | None) -> int:  # pragma: no cover
         return self.func(value, record_timestamp)
@@ -623,7 +623,7 @@ class _CallableTimestampAssigner(TimestampAssigner):
 
     def __setstate__(self, func: Callable[[Any, int | None], int]) -> None:
         self.func = func
-        self.extract_timestamp = func  # type: ignore[method-assign,assignment]
+        self.extract_timestamp = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
 
     def __repr__(self) -> str:
         return f"TimestampAssigner({_callable_name(self.func)})"

@@ -555,7 +555,7 @@ class KeyedProcessFunctionTestHarness(KeyedOperatorTestHarness):
             **config,
         )
 
-    def process_element(  # type: ignore[override]
+    def process_element(  # type: ignore[override]  # one input: no input index
         self, value: Any, timestamp: int | None = None
     ) -> list[Output]:
         """Push one record with an optional timestamp; returns the outputs it caused.

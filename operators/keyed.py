@@ -143,7 +143,7 @@ class AbstractKeyedOperator(KeyedOperator):
         return self._definition()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state)  # type: ignore[misc]
+        self.__init__(**state)  # type: ignore[misc]  # unpickled: __init__ runs again
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -399,7 +399,7 @@ class _Delegating:
         return self.function
 
     def __setstate__(self, function: Any) -> None:
-        self.__init__(function)  # type: ignore[misc]
+        self.__init__(function)  # type: ignore[misc]  # unpickled: __init__ runs again
 
 
 class _KeyedStageAdapter(_Delegating, KeyedProcessFunction):
@@ -409,21 +409,21 @@ class _KeyedStageAdapter(_Delegating, KeyedProcessFunction):
         self.function = function
         if isinstance(function, MapFunction):
             f = function.map
-            self.process_element = lambda value, ctx: (f(value),)  # type: ignore[method-assign]
+            self.process_element = lambda value, ctx: (f(value),)  # type: ignore[method-assign]  # per instance: one call less per record
         elif isinstance(function, FlatMapFunction):
             f = function.flat_map
 
             def flat(value: Any, ctx: Any) -> Any:
                 return f(value)
 
-            self.process_element = flat  # type: ignore[method-assign]
+            self.process_element = flat  # type: ignore[method-assign]  # per instance: one call less per record
         elif isinstance(function, FilterFunction):
             f = function.filter
-            self.process_element = (  # type: ignore[method-assign]
+            self.process_element = (  # type: ignore[method-assign]  # per instance: one call less per record
                 lambda value, ctx: (value,) if f(value) else None
             )
         else:
-            self.process_element = function.process_element  # type: ignore[method-assign]
+            self.process_element = function.process_element  # type: ignore[method-assign]  # per instance: one call less per record
 
     def process_element(self, value: Any, ctx: Any) -> Any:  # pragma: no cover - replaced
         raise NotImplementedError
@@ -436,15 +436,15 @@ class _KeyedCoAdapter(_Delegating, KeyedCoProcessFunction):
         self.function = function
         if isinstance(function, CoMapFunction):
             m1, m2 = function.map1, function.map2
-            self.process_element1 = lambda value, ctx: (m1(value),)  # type: ignore[method-assign]
-            self.process_element2 = lambda value, ctx: (m2(value),)  # type: ignore[method-assign]
+            self.process_element1 = lambda value, ctx: (m1(value),)  # type: ignore[method-assign]  # per instance: one call less per record
+            self.process_element2 = lambda value, ctx: (m2(value),)  # type: ignore[method-assign]  # per instance: one call less per record
         elif isinstance(function, CoFlatMapFunction):
             f1, f2 = function.flat_map1, function.flat_map2
-            self.process_element1 = lambda value, ctx: f1(value)  # type: ignore[method-assign]
-            self.process_element2 = lambda value, ctx: f2(value)  # type: ignore[method-assign]
+            self.process_element1 = lambda value, ctx: f1(value)  # type: ignore[method-assign]  # per instance: one call less per record
+            self.process_element2 = lambda value, ctx: f2(value)  # type: ignore[method-assign]  # per instance: one call less per record
         else:
-            self.process_element1 = function.process_element1  # type: ignore[method-assign]
-            self.process_element2 = function.process_element2  # type: ignore[method-assign]
+            self.process_element1 = function.process_element1  # type: ignore[method-assign]  # per instance: one call less per record
+            self.process_element2 = function.process_element2  # type: ignore[method-assign]  # per instance: one call less per record
 
     def process_element1(self, value: Any, ctx: Any) -> Any:  # pragma: no cover - replaced
         raise NotImplementedError

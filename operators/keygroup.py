@@ -117,7 +117,7 @@ class KeyGroupColumns:
                  key_group: Optional[int] = None) -> None:
         if keys is None and (key_values is None or key_bytes is None):
             raise JobExecutionError("KeyGroupColumns: keys, or key values and their bytes")
-        n = len(keys if keys is not None else key_values)  # type: ignore[arg-type]
+        n = len(keys) if keys is not None else len(key_values or ())
         if not n == len(timestamps) == len(values) or (
                 input_indexes is not None and len(input_indexes) != n):
             raise JobExecutionError(

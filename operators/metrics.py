@@ -443,7 +443,7 @@ def _publish(registry: _Registry, operator_name: str, subtask: int,
              values: dict[str, Any]) -> None:
     """Write an instance's report where the driver reads it; a failure is logged once per
     instance and never fails the job (metrics are not results)."""
-    storage, folder = registry.publish  # type: ignore[misc]
+    storage, folder = registry.publish  # type: ignore[misc]  # called only when set
     # STREAMING keeps an instance per subtask in each Python worker process that runs it
     # (operators/instances.py): each process's instance counts its own records
     process = f"{socket.gethostname()}-{os.getpid()}"

@@ -181,14 +181,14 @@ class InternalReducingState(InternalMergingState, ReducingState[Any]):
     """Backend reducing state (raw value: the reduced value)."""
 
     def _merge_values(self, left: Any, right: Any) -> Any:
-        return self.descriptor.reduce(left, right)  # type: ignore[attr-defined]
+        return self.descriptor.reduce(left, right)  # type: ignore[attr-defined]  # built for reducing/aggregating descriptors only
 
 
 class InternalAggregatingState(InternalMergingState, AggregatingState[Any, Any]):
     """Backend aggregating state (raw value: the accumulator)."""
 
     def _merge_values(self, left: Any, right: Any) -> Any:
-        return self.descriptor.agg_function.merge(left, right)  # type: ignore[attr-defined]
+        return self.descriptor.agg_function.merge(left, right)  # type: ignore[attr-defined]  # built for reducing/aggregating descriptors only
 
 
 class InternalBinarySortedState(InternalKvState, BinarySortedState[Any, Any]):

@@ -235,7 +235,7 @@ class MapState(State, Generic[K, V]):
         return iter(self.keys())
 
     def __contains__(self, key: object) -> bool:
-        return self.contains(key)  # type: ignore[arg-type]
+        return self.contains(key)  # type: ignore[arg-type]  # the container protocol takes any object
 
 
 class ReducingState(MergingState[T, T | None]):

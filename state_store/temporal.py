@@ -40,7 +40,7 @@ class _TemporalBase:
         Args:
             namespace: The namespace (a window, or the void namespace).
         """
-        self._state.set_current_namespace(namespace)  # type: ignore[attr-defined]
+        self._state.set_current_namespace(namespace)  # type: ignore[attr-defined]  # every backend's sorted state has it
 
     def clear(self, timestamp: int) -> None:
         """Remove what is stored at ``timestamp``.

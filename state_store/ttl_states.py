@@ -418,7 +418,7 @@ class TtlReducingState(TtlState, InternalReducingState):
         self.original.merge_namespaces(target, sources)
 
     def _merge_values(self, left: Any, right: Any) -> Any:
-        return self.descriptor.reduce(left, right)  # type: ignore[attr-defined]
+        return self.descriptor.reduce(left, right)  # type: ignore[attr-defined]  # built for reducing/aggregating descriptors only
 
 
 class TtlAggregatingState(TtlState, InternalAggregatingState):
@@ -428,7 +428,7 @@ class TtlAggregatingState(TtlState, InternalAggregatingState):
         accumulator = self.get_internal()
         if accumulator is None:
             return None
-        return self.descriptor.agg_function.get_result(accumulator)  # type: ignore[attr-defined]
+        return self.descriptor.agg_function.get_result(accumulator)  # type: ignore[attr-defined]  # built for reducing/aggregating descriptors only
 
     def add(self, value: Any) -> None:
         self.ctx.accessed()
@@ -452,7 +452,7 @@ class TtlAggregatingState(TtlState, InternalAggregatingState):
         self.original.merge_namespaces(target, sources)
 
     def _merge_values(self, left: Any, right: Any) -> Any:
-        return self.descriptor.agg_function.merge(left, right)  # type: ignore[attr-defined]
+        return self.descriptor.agg_function.merge(left, right)  # type: ignore[attr-defined]  # built for reducing/aggregating descriptors only
 
 
 class TtlSortedState(TtlState, InternalBinarySortedState):

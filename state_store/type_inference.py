@@ -62,7 +62,7 @@ def infer_type_info(value: Any) -> TypeInformation | None:
         fields = [infer_type_info(v) for v in value]
         if any(f is None for f in fields):
             return None
-        types: list[TypeInformation] = fields  # type: ignore[assignment]
+        types: list[TypeInformation] = [f for f in fields if f is not None]
         if isinstance(value, Row):
             names = value.get_field_names()
             return RowTypeInfo(types, names)

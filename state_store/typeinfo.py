@@ -395,7 +395,7 @@ class FieldsTypeInfo(TypeInformation):
         parts = [t.lexicographic_serializer() for t in self.field_types]
         if any(p is None for p in parts):
             return None
-        return parts  # type: ignore[return-value]
+        return [p for p in parts if p is not None]
 
 
 class TupleTypeInfo(FieldsTypeInfo):

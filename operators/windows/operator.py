@@ -278,11 +278,11 @@ class WindowOperator(AbstractKeyedOperator):
             ) from exc
 
     def _live_windows(self) -> list[TimeWindow]:
-        raw = self.merging_state.value()  # type: ignore[union-attr]
+        raw = self.merging_state.value()  # type: ignore[union-attr]  # merging windows only (session assigners)
         return [TimeWindow(s, e) for s, e in raw] if raw else []
 
     def _store_windows(self, windows: list[TimeWindow]) -> None:
-        self.merging_state.update(  # type: ignore[union-attr]
+        self.merging_state.update(  # type: ignore[union-attr]  # merging windows only (session assigners)
             sorted((w.start, w.end) for w in windows) if windows else None
         )
 

@@ -134,7 +134,7 @@ class SinkCalls:
                     f"sink_to({sink!r}): {json!r} writes Rows of {json.type_info!r}, but "
                     f"{self._node.describe()} has {'no output_type' if t is None else repr(t)}; "
                     "pass that output_type to the operator that produces it")
-            source = self.map(json.formatter(), output_type=Types.STRING()).name(  # type: ignore[attr-defined]
+            source = self.map(json.formatter(), output_type=Types.STRING()).name(  # type: ignore[attr-defined]  # a mixin of DataStream, which defines it
                 f"{sink!r}: {json!r}")._node
         elif getattr(t, "type_name", None) != "STRING":
             raise GraphBuildError(

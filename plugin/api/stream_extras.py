@@ -121,7 +121,7 @@ class StreamExtras:
                 f"{self._node.describe()}: project() needs field indexes in 0..{len(types) - 1},"
                 f" got {field_indexes!r}")
         output = Types.TUPLE([types[i] for i in field_indexes])
-        stream = self.map(Projection(tuple(field_indexes)),  # type: ignore[attr-defined]
+        stream = self.map(Projection(tuple(field_indexes)),  # type: ignore[attr-defined]  # a mixin of DataStream, which defines it
                           output_type=output)
         return stream.name("Projection")
 
@@ -144,6 +144,6 @@ class StreamExtras:
             raise GraphBuildError(
                 f"{self._node.describe()}: cache() is only supported in BATCH mode (as in "
                 f"PyFlink); this job runs {mode.value}: set execution.runtime-mode to BATCH")
-        self._require_typed("cache()")  # type: ignore[attr-defined]
-        df = self.to_dataframe().cache()  # type: ignore[attr-defined]
+        self._require_typed("cache()")  # type: ignore[attr-defined]  # a mixin of DataStream, which defines it
+        df = self.to_dataframe().cache()  # type: ignore[attr-defined]  # a mixin of DataStream, which defines it
         return self._env.cached_stream(df, self._node.output_type)

@@ -134,7 +134,7 @@ class BroadcastNode(Transformation):
         """The keyed input's key serializer; the non-keyed variant has no key (and no keyed
         state) and uses the default key serializer for its layout."""
         if self.keyed:
-            return self.inputs[0].key_serializer  # type: ignore[attr-defined]
+            return self.inputs[0].key_serializer  # type: ignore[attr-defined]  # a keyed input is a KeyByNode
         from ..state_store.serializers import GenericKeySerializer
 
         return GenericKeySerializer.INSTANCE

@@ -322,7 +322,7 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     writer = (SavepointColumnWriter if writes_savepoint else ColumnWriter)(
         spec.output_enc, spec.extra_fields(), name=spec.name)
     keyed = spec.keyed is not None
-    restoring = keyed and spec.keyed.restore_meta is not None  # type: ignore[union-attr]
+    restoring = spec.keyed is not None and spec.keyed.restore_meta is not None
     if not keyed and spec.co_stage is None and not spec.tags and not spec.sided:
         fast = compile_chain(spec.chain, spec.name)
         if fast is not None:
@@ -359,7 +359,7 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                 counts = b.column(COUNT).to_pylist()
                 values, ts = repeated(values, counts), repeated(ts, counts)
                 if spec.sided:
-                    sides = repeated(sides, counts)  # type: ignore[arg-type]
+                    sides = repeated(sides, counts)  # type: ignore[arg-type]  # a list when sided
             if key_field is not None and serialize_key is not None:
                 yield from keys_from_field(values, ts, sides, key_field, serialize_key)
             elif keyed:
@@ -458,7 +458,7 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
             tag = out.tag
             if tag is not None:
                 if tag is SP_TAG:
-                    batch = writer.append_entry(out.value)  # type: ignore[attr-defined]
+                    batch = writer.append_entry(out.value)  # type: ignore[attr-defined]  # a SavepointColumnWriter when entries come
                     if batch is not None:
                         yield batch
                 elif tag in tags:

@@ -400,11 +400,11 @@ def group_by_key(entries: Iterable[StateEntry]) -> Iterator[tuple[bytes, list[St
     for e in entries:
         if e.key != current:
             if group:
-                yield current, group  # type: ignore[misc]
+                yield current, group  # type: ignore[misc]  # the first entry set current  # the first entry set current
             current, group = e.key, []
         group.append(e)
     if group:
-        yield current, group  # type: ignore[misc]
+        yield current, group  # type: ignore[misc]  # the first entry set current
 
 
 # --------------------------------------------------------------------------------------------

@@ -172,7 +172,7 @@ def co_chain_input(t: StreamTranslator, node: CoChainNode) -> DataFrame:
 
 def same_key_serializer(node: CoKeyedNode) -> Any:
     """The key serializer of both inputs of a keyed two-input operator (they must agree)."""
-    serializers = [k.key_serializer for k in node.inputs]  # type: ignore[attr-defined]
+    serializers = [k.key_serializer for k in node.inputs]  # type: ignore[attr-defined]  # a keyed input is a KeyByNode
     if serializers[0] != serializers[1]:
         raise GraphBuildError(
             f"{node.describe()}: both inputs must use the same key type, got "

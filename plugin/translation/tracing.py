@@ -83,7 +83,8 @@ class Probe:
             if e.type_info is None or e.type_info.type_name not in _NUMERIC:
                 raise Untraceable("arithmetic on a non-numeric value")
         lhs, rhs = (b, a) if reverse else (a, b)
-        floating = any(e.type_info.type_name in ("DOUBLE", "FLOAT") for e in (a, b))  # type: ignore[union-attr]
+        floating = any(e.type_info is not None and e.type_info.type_name in ("DOUBLE", "FLOAT")
+                       for e in (a, b))
         return Probe(Expr(op, (lhs, rhs), Types.DOUBLE() if floating else Types.LONG()))
 
     def __add__(self, other: Any) -> Probe:

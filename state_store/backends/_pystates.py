@@ -343,13 +343,13 @@ class PyMapState(PyState, InternalMapState):
         return self._get() is None
 
     def _container_entries(self, container: Any) -> Iterator[tuple[bytes, bytes]]:
-        key_serialize = self.descriptor.user_key_serializer.serialize  # type: ignore[union-attr]
+        key_serialize = self.descriptor.user_key_serializer.serialize  # type: ignore[union-attr]  # a map state has a user-key serializer
         value_serialize = self._value_serializer.serialize
         for key, value in container.items():
             yield key_serialize(key), value_serialize(value)
 
     def _build_container(self, rows: list[tuple[bytes, bytes]]) -> Any:
-        key_deserialize = self.descriptor.user_key_serializer.deserialize  # type: ignore[union-attr]
+        key_deserialize = self.descriptor.user_key_serializer.deserialize  # type: ignore[union-attr]  # a map state has a user-key serializer
         value_deserialize = self._value_serializer.deserialize
         return {key_deserialize(uk): value_deserialize(v) for uk, v in sorted(rows)} or None
 
@@ -388,7 +388,7 @@ class PySortedState(PyState, InternalBinarySortedState):
         return self.descriptor.user_key_serializer
 
     def _lex(self, key: Any) -> bytes:
-        return self.descriptor.user_key_serializer.serialize(key)  # type: ignore[union-attr]
+        return self.descriptor.user_key_serializer.serialize(key)  # type: ignore[union-attr]  # a map state has a user-key serializer
 
     @staticmethod
     def _entry(item: tuple[bytes, list[Any]]) -> tuple[Any, list[Any]]:

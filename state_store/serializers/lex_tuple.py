@@ -147,11 +147,11 @@ class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]
 
     def _compile_and_serialize(self, value: Any) -> bytes:
         self._compile()
-        return self._fast_serialize(value)  # type: ignore[misc]
+        return self._fast_serialize(value)  # type: ignore[misc]  # compiled per instance (hot path)
 
     def _compile_and_read(self, data: bytes, pos: int) -> tuple[Any, int]:
         self._compile()
-        return self._fast_read(data, pos)  # type: ignore[misc]
+        return self._fast_read(data, pos)  # type: ignore[misc]  # compiled per instance (hot path)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -222,7 +222,7 @@ class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]
 
         def compare(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:
             for c, x, y in zip(pairs, a, b, strict=False):
-                r = c(x, y)  # type: ignore[misc]
+                r = c(x, y)  # type: ignore[misc]  # each part compares its own values
                 if r:
                     return r
             return 0
@@ -233,7 +233,7 @@ class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]
 register_serializer(
     LexicographicTupleSerializer.NAME,
     lambda p: LexicographicTupleSerializer(
-        [serializer_from_snapshot(s) for s in p["parts"]],  # type: ignore[misc]
+        [serializer_from_snapshot(s) for s in p["parts"]],  # type: ignore[misc]  # parts of a lexicographic tuple are lexicographic
         p.get("names"),
     ),
 )

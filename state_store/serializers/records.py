@@ -179,11 +179,11 @@ class _FieldsSerializer(TypeSerializer[Any]):
 
     def _compile_and_serialize(self, value: Any) -> bytes | None:
         self._compile()
-        return self._fast_serialize(value)  # type: ignore[misc]
+        return self._fast_serialize(value)  # type: ignore[misc]  # compiled per instance (hot path)
 
     def _compile_and_read(self, data: bytes, pos: int) -> tuple[tuple[Any, ...], int] | None:
         self._compile()
-        return self._fast_read(data, pos)  # type: ignore[misc]
+        return self._fast_read(data, pos)  # type: ignore[misc]  # compiled per instance (hot path)
 
     def __getstate__(self) -> dict[str, Any]:
         # generated functions and bound methods are rebuilt after unpickling

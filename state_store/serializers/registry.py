@@ -61,8 +61,8 @@ _S = TypeVar("_S", bound=type)
 def registered(cls: _S) -> _S:
     """Class decorator: register a parameterless serializer class by its NAME."""
     instance = cls()
-    cls.INSTANCE = instance  # type: ignore[attr-defined]
-    register_serializer(cls.NAME, lambda params: instance)  # type: ignore[attr-defined]
+    cls.INSTANCE = instance  # type: ignore[attr-defined]  # a decorator adding the singleton to the class
+    register_serializer(cls.NAME, lambda params: instance)  # type: ignore[attr-defined]  # a decorator adding the singleton to the class
     return cls
 
 

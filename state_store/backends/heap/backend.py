@@ -59,15 +59,15 @@ class _HeapStorage:
 
     def _get(self) -> Any:
         backend = self._backend
-        return self._tables[backend._kg].get((backend._key_bytes, self._ns))  # type: ignore[union-attr, arg-type]
+        return self._tables[backend._kg].get((backend._key_bytes, self._ns))  # type: ignore[union-attr, arg-type]  # the current key group: set with the key (hot path)
 
     def _put(self, container: Any) -> None:
         backend = self._backend
-        self._tables[backend._kg][(backend._key_bytes, self._ns)] = container  # type: ignore[index]
+        self._tables[backend._kg][(backend._key_bytes, self._ns)] = container  # type: ignore[index]  # the current key group: set with the key (hot path)
 
     def _remove(self) -> None:
         backend = self._backend
-        self._tables[backend._kg].pop((backend._key_bytes, self._ns), None)  # type: ignore[union-attr, arg-type]
+        self._tables[backend._kg].pop((backend._key_bytes, self._ns), None)  # type: ignore[union-attr, arg-type]  # the current key group: set with the key (hot path)
 
     def _iter_containers(self, key_group: int) -> Iterator[tuple[bytes, Any, Any]]:
         table = self._tables[key_group]
@@ -76,13 +76,13 @@ class _HeapStorage:
                 yield key_bytes, namespace, container
 
     def _place(self, key_group: int, key_bytes: bytes, namespace: Any, container: Any) -> None:
-        self._tables[key_group][(key_bytes, namespace)] = container  # type: ignore[index]
+        self._tables[key_group][(key_bytes, namespace)] = container  # type: ignore[index]  # the current key group: set with the key (hot path)
 
     def _get_at(self, key_group: int, key_bytes: bytes, namespace: Any) -> Any:
-        return self._tables[key_group].get((key_bytes, namespace))  # type: ignore[union-attr]
+        return self._tables[key_group].get((key_bytes, namespace))  # type: ignore[union-attr]  # the current key group: set with the key (hot path)
 
     def _remove_at(self, key_group: int, key_bytes: bytes, namespace: Any) -> None:
-        self._tables[key_group].pop((key_bytes, namespace), None)  # type: ignore[union-attr]
+        self._tables[key_group].pop((key_bytes, namespace), None)  # type: ignore[union-attr]  # the current key group: set with the key (hot path)
 
     def _keys_in_namespace(self, namespace: Any) -> list[tuple[int, bytes]]:
         found: list[tuple[int, bytes]] = []
@@ -99,14 +99,14 @@ class HeapValueState(_HeapStorage, PyValueState):
 
     def value(self) -> Any:
         backend = self._backend
-        return self._tables[backend._kg].get((backend._key_bytes, self._ns))  # type: ignore[union-attr, arg-type]
+        return self._tables[backend._kg].get((backend._key_bytes, self._ns))  # type: ignore[union-attr, arg-type]  # the current key group: set with the key (hot path)
 
     def update(self, value: Any) -> None:
         backend = self._backend
         if value is None:
-            self._tables[backend._kg].pop((backend._key_bytes, self._ns), None)  # type: ignore[union-attr, arg-type]
+            self._tables[backend._kg].pop((backend._key_bytes, self._ns), None)  # type: ignore[union-attr, arg-type]  # the current key group: set with the key (hot path)
         else:
-            self._tables[backend._kg][(backend._key_bytes, self._ns)] = value  # type: ignore[index]
+            self._tables[backend._kg][(backend._key_bytes, self._ns)] = value  # type: ignore[index]  # the current key group: set with the key (hot path)
 
 
 class HeapListState(_HeapStorage, PyListState):
@@ -187,7 +187,7 @@ class HeapKeyedStateBackend(TableStateBackend):
             for after in callbacks:
                 after()
 
-        self.set_current_key = set_current_key  # type: ignore[method-assign]
+        self.set_current_key = set_current_key  # type: ignore[method-assign]  # per instance: one call less per record
 
     def _load_pending(self, name: str, state: Any) -> None:
         pending = self._pending_states.pop(name, None)
@@ -256,7 +256,7 @@ class HeapKeyedStateBackend(TableStateBackend):
         self._check_open()
         registration = self._states.get(state_name)
         if registration is not None:
-            found: Any = registration.state._keys_in_namespace(namespace)  # type: ignore[attr-defined]
+            found: Any = registration.state._keys_in_namespace(namespace)  # type: ignore[attr-defined]  # the backend's own state classes define it
         elif state_name in self._pending_states:
             ns_bytes = self._namespace_bytes_for(state_name, namespace)
             found = {

@@ -72,7 +72,7 @@ class HeapCleanup:
                 if not pending:
                     if current.start is not None:  # a pass is complete
                         current.end(ctx.ttl)
-                        if now < current.idle_until:  # type: ignore[operator]
+                        if now < current.idle_until:  # type: ignore[operator]  # set by end() above
                             return
                     current.begin(now)
                     pending.extend(reversed(original.container_keys()))

@@ -104,7 +104,7 @@ class RocksState(InternalKvState):
     def _prefix(self) -> bytes:
         backend = self._backend
         try:
-            return backend.kg_part + self._name_part + backend.key_part + self._ns_part  # type: ignore[operator]
+            return backend.kg_part + self._name_part + backend.key_part + self._ns_part  # type: ignore[operator]  # set with the current key (hot path)
         except TypeError:
             raise self._context_error() from None
 
@@ -146,7 +146,7 @@ class RocksValueState(_SingleValueMixin, InternalValueState):
     def value(self) -> Any:
         backend = self._backend
         try:
-            key = backend.kg_part + self._name_part + backend.key_part + self._ns_part  # type: ignore[operator]
+            key = backend.kg_part + self._name_part + backend.key_part + self._ns_part  # type: ignore[operator]  # set with the current key (hot path)
         except TypeError:
             raise self._context_error() from None
         data = self._db.get(key)
@@ -155,7 +155,7 @@ class RocksValueState(_SingleValueMixin, InternalValueState):
     def update(self, value: Any) -> None:
         backend = self._backend
         try:
-            key = backend.kg_part + self._name_part + backend.key_part + self._ns_part  # type: ignore[operator]
+            key = backend.kg_part + self._name_part + backend.key_part + self._ns_part  # type: ignore[operator]  # set with the current key (hot path)
         except TypeError:
             raise self._context_error() from None
         if value is None:
@@ -259,19 +259,19 @@ class RocksMapState(RocksState, InternalMapState):
         self._key_serializer = self.descriptor.user_key_serializer
 
     def get(self, key: Any) -> Any:
-        data = self._db.get(self._prefix() + self._key_serializer.serialize(key))  # type: ignore[union-attr]
+        data = self._db.get(self._prefix() + self._key_serializer.serialize(key))  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
         return None if data is None else self._value_serializer.deserialize(data)
 
     def put(self, key: Any, value: Any) -> None:
         self._db.put(
-            self._prefix() + self._key_serializer.serialize(key),  # type: ignore[union-attr]
+            self._prefix() + self._key_serializer.serialize(key),  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
             self._value_serializer.serialize(value),
         )
 
     def put_all(self, mapping: Any) -> None:
         pairs = mapping.items() if hasattr(mapping, "items") else mapping
         prefix = self._prefix()
-        key_serialize = self._key_serializer.serialize  # type: ignore[union-attr]
+        key_serialize = self._key_serializer.serialize  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
         value_serialize = self._value_serializer.serialize
         batch = self._backend.new_batch()
         count = 0
@@ -286,10 +286,10 @@ class RocksMapState(RocksState, InternalMapState):
             self._backend.write_batch(batch)
 
     def remove(self, key: Any) -> None:
-        self._db.delete(self._prefix() + self._key_serializer.serialize(key))  # type: ignore[union-attr]
+        self._db.delete(self._prefix() + self._key_serializer.serialize(key))  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
 
     def contains(self, key: Any) -> bool:
-        return self._db.get(self._prefix() + self._key_serializer.serialize(key)) is not None  # type: ignore[union-attr]
+        return self._db.get(self._prefix() + self._key_serializer.serialize(key)) is not None  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
 
     def _scan(self) -> tuple[int, Iterator[tuple[bytes, bytes]]]:
         prefix = self._prefix()
@@ -297,13 +297,13 @@ class RocksMapState(RocksState, InternalMapState):
 
     def items(self) -> Iterator[tuple[Any, Any]]:
         start, rows = self._scan()
-        key_deserialize = self._key_serializer.deserialize  # type: ignore[union-attr]
+        key_deserialize = self._key_serializer.deserialize  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
         value_deserialize = self._value_serializer.deserialize
         return ((key_deserialize(key[start:]), value_deserialize(value)) for key, value in rows)
 
     def keys(self) -> Iterator[Any]:
         start, rows = self._scan()
-        key_deserialize = self._key_serializer.deserialize  # type: ignore[union-attr]
+        key_deserialize = self._key_serializer.deserialize  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
         return (key_deserialize(key[start:]) for key, _ in rows)
 
     def values(self) -> Iterator[Any]:

@@ -90,9 +90,9 @@ class _SingleKeyStorage:
         """The entries of one container of the current key (a BATCH savepoint snapshots
         every key at its end, so the backend builds them in one pass over its store)."""
         name = self._name
-        ns_bytes = self.namespace_serializer.serialize(namespace)  # type: ignore[attr-defined]
+        ns_bytes = self.namespace_serializer.serialize(namespace)  # type: ignore[attr-defined]  # the backend's own state classes define it
         return [_new_tuple(StateEntry, (key_group, name, key_bytes, ns_bytes, user_key, value))
-                for user_key, value in self._container_entries(container)]  # type: ignore[attr-defined]
+                for user_key, value in self._container_entries(container)]  # type: ignore[attr-defined]  # the backend's own state classes define it
 
     def _place(self, key_group: int, key_bytes: bytes, namespace: Any, container: Any) -> None:
         backend = self._backend
@@ -296,7 +296,7 @@ class SingleKeyStateBackend(TableStateBackend):
                                                           container))
                 elif name not in wrapped:
                     wrapped.add(name)
-                    batch.extend(state.snapshot_entries(key_group))  # type: ignore[attr-defined]
+                    batch.extend(state.snapshot_entries(key_group))  # type: ignore[attr-defined]  # the backend's own state classes define it
         for entries in self._pending_states.values():
             batch.extend(entries)
         if self._timer_queues or self._pending_timers or self._pending_timer_columns:
@@ -310,7 +310,7 @@ class SingleKeyStateBackend(TableStateBackend):
         self._check_open()
         registration = self._states.get(state_name)
         if registration is not None:
-            found: Any = registration.state._keys_in_namespace(namespace)  # type: ignore[attr-defined]
+            found: Any = registration.state._keys_in_namespace(namespace)  # type: ignore[attr-defined]  # the backend's own state classes define it
         elif state_name in self._pending_states:
             ns_bytes = self._namespace_bytes_for(state_name, namespace)
             found = [
