@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional, Protocol
 
 from ..plan.config import resolve
 from ..plan.graph import (
@@ -38,7 +38,7 @@ from ..spark_io.versions import require_feature
 from ..state_store.exceptions import GraphBuildError, SavepointFormatError
 from .rows import leading_rows
 from .steps import fused_chain
-from .stream import Stream
+from .stream import Stream, StreamTranslator
 from .streaming_keyed import feeds_keyed
 
 __all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "Carry", "branch_watermark",
@@ -345,7 +345,7 @@ def _fused_path(stage: Transformation, node: Transformation) -> bool:
     return True
 
 
-def keying_input(t: Any, key_node: KeyByNode, carry: Optional[Carry]) -> Stream:
+def keying_input(t: KeyingTranslator, key_node: KeyByNode, carry: Optional[Carry]) -> Stream:
     """The stream the keying pass in front of a keyed stage reads: the main output of the
     ``key_by``'s input; for a stage carrying the records of a tagged stage above it
     (:class:`Carry` ``tagged``), that stage's whole output (its own records, those carried
@@ -386,6 +386,12 @@ def keying_input(t: Any, key_node: KeyByNode, carry: Optional[Carry]) -> Stream:
     for node in reversed(path):
         stream = fused_chain(stream, node, None)
     return stream
+
+
+class KeyingTranslator(StreamTranslator, Protocol):
+    """What :func:`keying_input` reads of the STREAMING translator: the job graph too."""
+
+    nodes: list[Transformation]
 
 
 class Carry(NamedTuple):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..plan.graph import SinkNode, Transformation, is_keyed
 from ..runtime.carry import side_tag
@@ -27,19 +27,34 @@ from .one_query import QUERY, carried_exits, carry_tag, chained, query_exits
 from .rows import leading_rows
 from .sinks import sink_kind
 from .steps import materialize_shared, side_output_tags
-from .stream import Stream
-from .streaming_queries import is_connect, run_query
+from .stream import Stream, StreamingSinkOwner
+from .streaming_queries import QueryOwner, is_connect, run_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["run_fanned_out", "EXIT"]
+__all__ = ["run_fanned_out", "EXIT", "FanningTranslator"]
 
 #: the column naming the exit a row of the fanned-out query belongs to
 EXIT = "_exit"
 
 
-def run_fanned_out(t: Any, sinks: list[SinkNode]) -> dict[str, int]:
+class FanningTranslator(StreamingSinkOwner, QueryOwner, Protocol):
+    """What fanning a job out reads of (and records on) the STREAMING translator."""
+
+    nodes: list[Transformation]
+    consumers: dict[int, list[Transformation]]
+    #: passes built so far (a tail's operators are named by the pass that runs them)
+    passes: int
+
+    def register_query(self, name: str, root: Transformation) -> None: ...
+
+    def run_prerequisites(self) -> None: ...
+
+    def fork(self, streams: dict[int, Stream], first_pass: int) -> FanningTranslator: ...
+
+
+def run_fanned_out(t: FanningTranslator, sinks: list[SinkNode]) -> dict[str, int]:
     """Run ``sinks`` as the job's one query (:data:`one_query.QUERY`).
 
     Args:
@@ -95,7 +110,7 @@ def run_fanned_out(t: Any, sinks: list[SinkNode]) -> dict[str, int]:
     return {sink.name: total[0] for sink, (_, _, total) in zip(sinks, writers)}
 
 
-def _exit_stream(t: Any, node: Transformation) -> Stream:
+def _exit_stream(t: FanningTranslator, node: Transformation) -> Stream:
     """``node``'s stream with its pending work applied (its side outputs kept, tagged)."""
     stream = t.translate(node)
     return materialize_shared(t, stream, node, frozenset()) if stream.pending else stream
@@ -115,8 +130,9 @@ def _union(streams: list[Stream]) -> DataFrame:
     return reduce(lambda a, b: a.union(b), parts)
 
 
-def _tails(t: Any, exits: list[Transformation], streams: list[Stream], dfs: list[Any],
-           first_pass: int, carried: dict[int, Transformation]) -> Any:
+def _tails(t: FanningTranslator, exits: list[Transformation], streams: list[Stream],
+           dfs: list[Any], first_pass: int, carried: dict[int, Transformation]
+           ) -> FanningTranslator:
     """A fork of translator ``t`` whose exits are ``dfs``: translating a sink's input on it
     builds the sink's tail over them. Its passes are numbered from ``first_pass`` on, so
     the tails' operators keep their identity (and open state) from batch to batch. A

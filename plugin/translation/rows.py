@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..operators.windows.spec import WindowSpec
+from ..plan.graph import KeyedNode
 from ..runtime.encoding import Encoding
 from ..runtime.rows import is_row_stage, row_stage, shaped_reduce
 from .stream import Stream
@@ -64,7 +65,7 @@ def leading_rows(type_info: Any, name: str) -> tuple[tuple[Any, ...], ...]:
     return () if stage is None else (stage,)
 
 
-def keyed_function(node: Any) -> Any:
+def keyed_function(node: KeyedNode) -> Any:
     """The function a keyed node runs: a reduce over records of a ROW type, keyed or per
     window, reads Rows for the value it returned last too
     (:func:`~..runtime.rows.shaped_reduce`)."""

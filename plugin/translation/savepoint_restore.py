@@ -18,7 +18,7 @@ import logging
 import time
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
 
 from ..plan.graph import BroadcastNode, KeyByNode, KeyedNode, Transformation, is_keyed
 from ..runtime.encoding import KEY, KG, SIDE, TS
@@ -35,7 +35,9 @@ from ..state_store.exceptions import ConfigurationError, GraphBuildError
 from .broadcast import check_broadcast_restore
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
+
+    from ..plan.config import Configuration
 
 __all__ = [
     "keyed_nodes",
@@ -44,6 +46,7 @@ __all__ = [
     "program_states",
     "SavepointRestore",
     "check_savepoint_uids",
+    "RestoringTranslator",
 ]
 
 log = logging.getLogger("pyspark_datastream")
@@ -117,6 +120,15 @@ def program_states(nodes: list[Transformation], op_config: dict[str, Any], max_p
             for n in keyed_nodes(nodes)}
 
 
+class RestoringTranslator(Protocol):
+    """What a restore reads of the translator of either mode."""
+
+    spark: SparkSession
+    nodes: list[Transformation]
+    parallelism: int
+    max_parallelism: int
+
+
 class SavepointRestore:
     """The savepoint a job of either mode starts from, checked against the program at
     construction (BATCH unions its entries into the sorted keyed inputs; STREAMING packs
@@ -126,7 +138,7 @@ class SavepointRestore:
     states; ``sorted_inputs`` whether keyed inputs are sorted (a restore into operators needs
     it)."""
 
-    def __init__(self, translator: Any, path: str, ignore_unclaimed: bool,
+    def __init__(self, translator: RestoringTranslator, path: str, ignore_unclaimed: bool,
                  version: Optional[int], op_config: dict[str, Any], sorted_inputs: bool) -> None:
         from ..savepoint import read_metadata
 
@@ -155,7 +167,8 @@ class SavepointRestore:
                  sorted(self.metadata.operators.keys() & program.keys()))
 
     @classmethod
-    def from_config(cls, translator: Any, cfg: Any, op_config: dict[str, Any],
+    def from_config(cls, translator: RestoringTranslator, cfg: Configuration,
+                    op_config: dict[str, Any],
                     sorted_inputs: bool) -> Optional[SavepointRestore]:
         """``execution.savepoint.*`` of the job's configuration, or None without a path."""
         path = cfg.get_string("execution.savepoint.path")

@@ -19,7 +19,7 @@ from ..runtime.encoding import make_decoder, output_check
 from ..spark_io.dataframes import to_arrow
 from ..state_store.exceptions import GraphBuildError
 from .steps import collectable, collectable_arrow, typed_df
-from .stream import Stream
+from .stream import SinkOwner, Stream, StreamingSinkOwner, StreamTranslator
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -27,11 +27,11 @@ if TYPE_CHECKING:
 __all__ = ["SinkKind", "SINK_KINDS", "sink_kind", "arrow_collectable"]
 
 #: BATCH: (translator, sink) -> (the stage's detail, the action writing it; its row count)
-BatchRunner = Callable[[Any, SinkNode], tuple[str, Callable[[], int]]]
+BatchRunner = Callable[[SinkOwner, SinkNode], tuple[str, Callable[[], int]]]
 #: STREAMING: (translator, sink, its input stream, its name, the job's one query writing it
 #: in the one-query mapping, else None) -> (the DataFrame the query runs, its foreachBatch
 #: function, the one-element counter that function adds to)
-StreamingRunner = Callable[[Any, SinkNode, Stream, str, Optional[str]],
+StreamingRunner = Callable[[StreamingSinkOwner, SinkNode, Stream, str, Optional[str]],
                            tuple["DataFrame", Callable[[Any, int], None], list[int]]]
 
 
@@ -61,7 +61,7 @@ class SinkKind:
     streaming: StreamingRunner
 
 
-def arrow_collectable(t: Any, node: Transformation) -> tuple[DataFrame, Callable[[Any], list[Any]]]:
+def arrow_collectable(t: StreamTranslator, node: Transformation) -> tuple[DataFrame, Callable[[Any], list[Any]]]:
     """The DataFrame to collect for ``node`` over Arrow and the decoder of its batches.
 
     Args:
@@ -80,7 +80,7 @@ def arrow_collectable(t: Any, node: Transformation) -> tuple[DataFrame, Callable
     return df, lambda batch: check(decode(batch))
 
 
-def _checkpoint(t: Any, name: str, query: Optional[str]) -> str:
+def _checkpoint(t: StreamingSinkOwner, name: str, query: Optional[str]) -> str:
     """The checkpoint of the query writing sink ``name``: its own, or ``query``'s."""
     return str(t.query_checkpoint(query or name))
 
@@ -89,7 +89,7 @@ def _line(prefix: Any, record: Any) -> str:
     return f"{prefix}> {record}" if prefix else str(record)
 
 
-def _print_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
+def _print_batch(t: SinkOwner, sink: SinkNode) -> tuple[str, Callable[[], int]]:
     df, decode = arrow_collectable(t, sink.inputs[0])
     prefix = sink.options.get("identifier")
 
@@ -104,7 +104,7 @@ def _print_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
     return "stdout", write
 
 
-def _print_streaming(t: Any, sink: SinkNode, stream: Stream, name: str,
+def _print_streaming(t: StreamingSinkOwner, sink: SinkNode, stream: Stream, name: str,
                      query: Optional[str] = None
                      ) -> tuple[DataFrame, Callable[[Any, int], None], list[int]]:
     df, decode = collectable(t, stream, sink.inputs[0])
@@ -119,7 +119,7 @@ def _print_streaming(t: Any, sink: SinkNode, stream: Stream, name: str,
     return df, show, total
 
 
-def _delta_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
+def _delta_batch(t: SinkOwner, sink: SinkNode) -> tuple[str, Callable[[], int]]:
     source = sink.inputs[0]
     df = typed_df(t, t.input_stream(source), source)
     path, mode = sink.options["path"], sink.options["mode"]
@@ -132,7 +132,7 @@ def _delta_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
     return f"Delta table {path}, mode {mode}", write
 
 
-def _delta_streaming(t: Any, sink: SinkNode, stream: Stream, name: str,
+def _delta_streaming(t: StreamingSinkOwner, sink: SinkNode, stream: Stream, name: str,
                      query: Optional[str] = None
                      ) -> tuple[DataFrame, Callable[[Any, int], None], list[int]]:
     from .delta_sink import micro_batch_writer
@@ -146,7 +146,7 @@ def _delta_streaming(t: Any, sink: SinkNode, stream: Stream, name: str,
     return df, write, total
 
 
-def _kafka_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
+def _kafka_batch(t: SinkOwner, sink: SinkNode) -> tuple[str, Callable[[], int]]:
     source = sink.inputs[0]
     df = typed_df(t, t.input_stream(source), source)
 
@@ -162,7 +162,7 @@ def _kafka_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
     return f"Kafka topic {sink.options['topic']}", write
 
 
-def _kafka_streaming(t: Any, sink: SinkNode, stream: Stream, name: str,
+def _kafka_streaming(t: StreamingSinkOwner, sink: SinkNode, stream: Stream, name: str,
                      query: Optional[str] = None
                      ) -> tuple[DataFrame, Callable[[Any, int], None], list[int]]:
     from .kafka import kafka_batch_writer
@@ -185,7 +185,7 @@ def _check_kafka_sink(sink: SinkNode) -> bool:
     return True
 
 
-def _file_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
+def _file_batch(t: SinkOwner, sink: SinkNode) -> tuple[str, Callable[[], int]]:
     from .file_sink import file_job_writer
 
     source = sink.inputs[0]
@@ -193,7 +193,7 @@ def _file_batch(t: Any, sink: SinkNode) -> tuple[str, Callable[[], int]]:
     return f"files under {sink.options['base_path']}", file_job_writer(df, sink, t.storage)
 
 
-def _file_streaming(t: Any, sink: SinkNode, stream: Stream, name: str,
+def _file_streaming(t: StreamingSinkOwner, sink: SinkNode, stream: Stream, name: str,
                     query: Optional[str] = None
                     ) -> tuple[DataFrame, Callable[[Any, int], None], list[int]]:
     from .file_sink import file_batch_writer

@@ -8,10 +8,11 @@ translator only through :class:`~.stream.StreamTranslator`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..plan.config import RuntimeMode, resolve
+from ..plan.config import Configuration, RuntimeMode, resolve
 from ..plan.graph import (
     ChainNode,
     CoChainNode,
@@ -56,7 +57,7 @@ __all__ = [
 
 
 # -- configuration ------------------------------------------------------------------------------
-def by_kind(table: dict[type, Any], translator: Any, node: Transformation,
+def by_kind(table: dict[type, Any], translator: StreamTranslator, node: Transformation,
             mode: RuntimeMode) -> Stream:
     """``node`` translated by the method ``table`` (a translator's ``_BY_KIND``) gives its
     class.
@@ -80,7 +81,7 @@ def by_kind(table: dict[type, Any], translator: Any, node: Transformation,
     return result
 
 
-def by_source_kind(table: dict[str, Any], translator: Any, node: SourceNode,
+def by_source_kind(table: dict[str, Any], translator: StreamTranslator, node: SourceNode,
                    mode: RuntimeMode) -> Stream:
     """``node``'s stream, from the method ``table`` (a translator's ``_SOURCES``) gives its kind.
 
@@ -106,7 +107,7 @@ def by_source_kind(table: dict[str, Any], translator: Any, node: SourceNode,
     return result
 
 
-def operator_config(cfg: Any, mode: RuntimeMode, parallelism: int, max_parallelism: int
+def operator_config(cfg: Configuration, mode: RuntimeMode, parallelism: int, max_parallelism: int
                     ) -> dict[str, Any]:
     """The configuration every operator of a ``mode`` job is opened with (a plain dict
     shipped to executors)."""
@@ -305,7 +306,7 @@ def string_values(df: DataFrame) -> DataFrame:
     return df.select(F.col(f"`{column}`").cast("string").alias("value"))
 
 
-def write_partitions(df: DataFrame, writer: Any) -> int:
+def write_partitions(df: DataFrame, writer: Callable[[Iterator[Any]], Iterator[Any]]) -> int:
     """Run ``writer`` (a ``runtime.partition_writes.counting_writer``) over every partition of
     ``df``'s records, one string column, and add up what the partitions wrote.
 

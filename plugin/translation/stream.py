@@ -16,9 +16,12 @@ from ..runtime.encoding import Encoding
 from ..runtime.passes import KeyedSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["Stream", "StreamTranslator", "KeyedInputTranslator", "arrow_pass"]
+    from ..state_store.storage import Storage
+
+__all__ = ["Stream", "StreamTranslator", "KeyedInputTranslator", "SinkOwner",
+           "StreamingSinkOwner", "arrow_pass"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +91,16 @@ class KeyedInputTranslator(StreamTranslator, Protocol):
 
     def keyed_input(self, key_node: KeyByNode, consumer: Transformation, combiner: Any = None,
                     force_pickled: bool = False) -> tuple[DataFrame, Encoding]: ...
+
+
+class SinkOwner(StreamTranslator, Protocol):
+    """What a sink's writer uses of the translator running the job (``sinks.py``)."""
+
+    spark: SparkSession
+    storage: Storage
+
+
+class StreamingSinkOwner(SinkOwner, Protocol):
+    """A STREAMING translator, to a sink's writer: also where each query keeps its checkpoint."""
+
+    def query_checkpoint(self, name: str) -> str: ...

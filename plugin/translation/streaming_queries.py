@@ -14,7 +14,7 @@ import logging
 import os
 import time
 import uuid
-from typing import Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from ..operators.metrics import merge, read_published
 from ..runtime.encoding import KEY, KG, SIDE, TAG, TS, VALUE
@@ -23,8 +23,12 @@ from ..runtime.group_state import END_OF_INPUT_MS, END_THRESHOLD
 from ..runtime.passes import query_metrics_folder
 from ..spark_io.delta_io import local_path
 from ..spark_io.storage_conf import current_storage
+from ..state_store.exceptions import ConfigurationError
 from ..state_store.storage import Storage
 from .failures import job_failure
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming import DataStreamWriter
 
 __all__ = [
     "QueryOwner",
@@ -318,7 +322,7 @@ def end_of_input_stream(spark: Any, storage: Storage, folder: str, schema: Any) 
     return spark.readStream.schema(schema).parquet(folder)
 
 
-def start_query(t: QueryOwner, name: str, writer: Any, query_name: Optional[str] = None) -> Any:
+def start_query(t: QueryOwner, name: str, writer: DataStreamWriter, query_name: Optional[str] = None) -> Any:
     """Start one query (checkpoint ``<root>/<name>/checkpoint``, the configured trigger;
     ``query_name`` names a memory sink's table)."""
     checkpoint = os.path.join(t.job_folder(), name, "checkpoint")
@@ -329,6 +333,8 @@ def start_query(t: QueryOwner, name: str, writer: Any, query_name: Optional[str]
         writer = writer.trigger(availableNow=True)
     elif kind == "once":
         writer = writer.trigger(once=True)
+    elif interval is None:
+        raise ConfigurationError(f"the {kind} trigger of job {t.job_name!r} has no interval")
     else:
         writer = writer.trigger(processingTime=interval)
     # a query takes its own copy of the session's settings when it starts
@@ -345,7 +351,7 @@ def start_query(t: QueryOwner, name: str, writer: Any, query_name: Optional[str]
                 t.spark.conf.set(key, value)
 
 
-def run_query(t: QueryOwner, name: str, writer: Any, query_name: Optional[str] = None) -> None:
+def run_query(t: QueryOwner, name: str, writer: DataStreamWriter, query_name: Optional[str] = None) -> None:
     """Start one query, wait, log its progress (only start it for ``execute_async``)."""
     if t.async_queries is not None:
         t.async_queries.append((name, start_query(t, name, writer, query_name)))

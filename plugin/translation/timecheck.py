@@ -19,6 +19,7 @@ from typing import Any, Iterator, Optional
 
 from ..operators.broadcast import BroadcastSpec
 from ..operators.windows import WindowSpec
+from ..plan.graph import Transformation
 from ..state_store.exceptions import GraphBuildError
 
 __all__ = ["processing_time_use", "processing_timeout_of"]
@@ -43,7 +44,7 @@ def processing_time_use(function: Any) -> Optional[str]:
     return None
 
 
-def processing_timeout_of(node: Any, function: Any, ws: Any,
+def processing_timeout_of(node: Transformation, function: Any, ws: Any,
                           trigger: tuple[str, Optional[str]], bounded: bool) -> bool:
     """Whether a STREAMING keyed operator's GroupState timeout runs on processing time.
 

@@ -183,7 +183,7 @@ def struct_type(enc: Encoding) -> Any:
     return Types.ROW_NAMED(list(enc.columns), list(t.get_field_types()))
 
 
-def ddl_of_field(t: Any, i: int) -> str:
+def ddl_of_field(t: FieldsTypeInfo, i: int) -> str:
     """Spark DDL type of field ``i`` of the TUPLE/ROW type ``t``."""
     return spark_ddl_type(t.get_field_types()[i])
 
