@@ -371,8 +371,8 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
     outputs: Iterator[Output]
     if spec.keyed is not None:
         ks = spec.keyed
-        choice = BackendChoice.of(SINGLE_KEY) if ks.sorted_input else ks.backend
-        backend = choice.create(ks.key_serializer, spec.max_parallelism)
+        backend = (SINGLE_KEY.create(ks.key_serializer, spec.max_parallelism) if ks.sorted_input
+                   else ks.backend.create(ks.key_serializer, spec.max_parallelism))
         operator = make_keyed_operator(ks.kind, ks.function, savepoint_write=ks.savepoint_write,
                                        savepoint_watermark=ks.savepoint_watermark)
         operator.open(backend, config.with_overrides(metrics_name=ks.name) if ks.name else config)

@@ -625,9 +625,8 @@ class StreamingTranslator(TranslatorBase):
         if timeouts and not chain:
             df = watermarked(df, ws)
         tags = self._tags.get(node.id, frozenset())
-        chosen = backend or self.backend
-        backend_type = chosen.backend_type()
-        backend = BackendChoice.of(backend_type, chosen.options)  # as executors resolve it
+        backend = backend or self.backend  # BackendChoice.of made it: as executors resolve it
+        backend_type = backend.backend_type()
         backend_kind = backend.reference
         # group_frames.py: typed columns in (native keyed input) and out, where pandas keeps
         # them exact; pickled ``_v`` otherwise
