@@ -39,7 +39,7 @@ __all__ = ["RunningSum", "write_input", "expected_output", "exactly_once_violati
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "k string, v long"
-#: the option choosing the STREAMING mapping (plugin/translation/one_query.py)
+#: the option choosing the STREAMING mapping (plugin/translation/streaming/one_query.py)
 MAPPING = "execution.streaming.query-mapping"
 #: the KafkaSink's delivery guarantees, as the harness's ``--sink kafka-<guarantee>`` names them
 GUARANTEES = ("exactly_once", "at_least_once")

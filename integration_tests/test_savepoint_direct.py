@@ -183,7 +183,7 @@ def test_staged_entries_equal_the_entries_written_directly(env_factory, spark, t
     """With Spark's Delta writer the entries leave the pass beside its records and are
     split off by Spark: the same rows (that path's own Delta write needs Delta's jars, so
     here only the choice of path is forced; delta-rs still commits)."""
-    from pyspark_datastream.translation import batch_savepoint
+    from pyspark_datastream.translation.batch import savepoint as batch_savepoint
 
     clicks = _clicks(seed=13)
     env = env_factory("BATCH")
@@ -228,7 +228,7 @@ def test_a_partition_that_did_not_finish_fails_the_write(env_factory, spark, tmp
                                                          monkeypatch):
     """The driver finds no report of partition 1's pass (as when its task never ran to the
     end): the job fails naming the operator and the partition, and adds no version."""
-    from pyspark_datastream.translation import batch_savepoint
+    from pyspark_datastream.translation.batch import savepoint as batch_savepoint
 
     real = batch_savepoint.meta_file_name
     monkeypatch.setattr(batch_savepoint, "meta_file_name",

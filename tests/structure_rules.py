@@ -24,8 +24,9 @@ including function-local and ``TYPE_CHECKING`` ones. The rules:
 * no comparison with a sink kind's name (``sink.kind == "print"``) outside the sink table
   (``translation/sinks.py``, whose ``SINK_KINDS`` keys are the names): every layer looks the
   kind up there;
-* in ``translation/``, no import between a BATCH module (``batch*``) and a STREAMING one
-  (``streaming*``, ``one_query*``): what both use lives in a shared module;
+* in ``translation/``, no import between a BATCH module (``batch/``) and a STREAMING one
+  (``streaming/``), nor from the shared modules (the rest of ``translation/``) into either:
+  what both use lives in the shared part;
 * no string literal that is a runtime mode's name (``"BATCH"``, ``"STREAMING"``,
   ``"AUTOMATIC"``) outside the mode module (``operators/modes.py``): every layer carries
   ``RuntimeMode`` and writes its ``.value`` where a string leaves the program;
@@ -333,7 +334,8 @@ NEW_MAX_LINES = 600
 OVER_NEW_MAX = frozenset(f"{ROOT_PACKAGE}.{m}" for m in (
     "operators.chain", "operators.functions", "operators.harness", "operators.keyed",
     "operators.windows.assigners", "api.datastream", "api.file_connectors", "plan.config",
-    "runtime.passes", "translation.batch", "translation.one_query", "translation.streaming",
+    "runtime.passes", "translation.batch.translator", "translation.streaming.one_query",
+    "translation.streaming.translator",
     "state_store.backend", "state_store.backends.rocksdb.sorted_state", "state_store.typeinfo",
 ))
 
@@ -493,29 +495,32 @@ def mode_literals(modules: dict[str, Module]) -> list[str]:
 
 
 
-#: ``translation/`` modules of one mode, by the prefix of their name
-MODE_MODULE_PREFIXES = {"BATCH": ("batch",), "STREAMING": ("streaming", "one_query")}
+#: ``translation/``'s subpackages of one mode; its other modules are the shared part
+MODE_PACKAGES = {"BATCH": "batch", "STREAMING": "streaming"}
+SHARED = "shared"
 
 
-def _translation_mode(name: str) -> str | None:
+def _translation_part(name: str) -> str | None:
+    """BATCH, STREAMING or :data:`SHARED` for a ``translation/`` module, None outside it."""
     prefix = f"{ROOT_PACKAGE}.translation."
     if not name.startswith(prefix):
         return None
-    base = name[len(prefix):]
-    return next((mode for mode, starts in MODE_MODULE_PREFIXES.items()
-                 if base.startswith(starts)), None)
+    top = name[len(prefix):].split(".")[0]
+    return next((mode for mode, package in MODE_PACKAGES.items() if top == package), SHARED)
 
 
 def mode_crossings(modules: dict[str, Module]) -> list[str]:
-    """Imports from a ``translation/`` module of one mode into one of the other:
-    ``"<module> (<mode>) imports <module> (<mode>)"``."""
+    """Imports from a ``translation/`` module of one mode into one of the other, or from the
+    shared part into either: ``"<module> (<part>) imports <module> (<part>)"``."""
     found: list[str] = []
     for name, targets in sorted(import_edges(modules).items()):
-        mode = _translation_mode(name)
+        part = _translation_part(name)
+        if part is None:
+            continue
         for target in sorted(targets):
-            other = _translation_mode(target)
-            if mode is not None and other is not None and other != mode:
-                found.append(f"{name} ({mode}) imports {target} ({other})")
+            other = _translation_part(target)
+            if other is not None and other not in (part, SHARED):
+                found.append(f"{name} ({part}) imports {target} ({other})")
     return found
 
 

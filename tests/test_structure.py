@@ -167,7 +167,7 @@ def test_checker_finds_a_backend_name_comparison(broken_copy: Path) -> None:
 
 
 def test_checker_finds_a_sink_kind_comparison(broken_copy: Path) -> None:
-    _append(broken_copy / "plugin" / "translation" / "batch.py",
+    _append(broken_copy / "plugin" / "translation" / "batch" / "translator.py",
             "def _which(sink):\n    return sink.kind == 'print' or sink.kind in ('delta',)\n")
     # a kind added to the table is covered at once, wherever it is compared
     sinks = broken_copy / "plugin" / "translation" / "sinks.py"
@@ -175,26 +175,29 @@ def test_checker_finds_a_sink_kind_comparison(broken_copy: Path) -> None:
         'SINK_KINDS: dict[str, SinkKind] = {', 'SINK_KINDS: dict[str, SinkKind] = {"console": None,'))
     _append(broken_copy / "plugin" / "api" / "environment.py", "_ONE = 'x' != 'console'\n")
     found = rules.sink_kind_comparisons(rules.load_modules(broken_copy))
-    assert any("translation.batch" in v and "'print'" in v for v in found)
-    assert any("translation.batch" in v and "'delta'" in v for v in found)
+    assert any("translation.batch.translator" in v and "'print'" in v for v in found)
+    assert any("translation.batch.translator" in v and "'delta'" in v for v in found)
     assert any("api.environment" in v and "'console'" in v for v in found)
     assert not any("translation.sinks" in v for v in found)
 
 
 def test_checker_finds_an_import_across_the_modes(broken_copy: Path) -> None:
-    _append(broken_copy / "plugin" / "translation" / "streaming_keyed.py",
-            "def _borrow():\n    from .batch_savepoint import final_watermark\n    return final_watermark\n")
-    _append(broken_copy / "plugin" / "translation" / "batch.py",
-            "from .one_query import QUERY as _QUERY\n")
-    # a shared module may import either
-    _append(broken_copy / "plugin" / "translation" / "steps.py",
-            "from .streaming_queries import scoped as _scoped\n")
+    translation = broken_copy / "plugin" / "translation"
+    _append(translation / "streaming" / "keyed.py",
+            "def _borrow():\n    from ..batch.savepoint import final_watermark\n    return final_watermark\n")
+    _append(translation / "batch" / "translator.py",
+            "from ..streaming.one_query import QUERY as _QUERY\n")
+    _append(translation / "steps.py", "from .streaming.queries import as_dict as _as_dict\n")
+    # a mode's module may import the shared part
+    _append(translation / "batch" / "partition.py", "from ..query_ids import scoped as _scoped\n")
     found = rules.mode_crossings(rules.load_modules(broken_copy))
     assert found == [
-        "pyspark_datastream.translation.batch (BATCH) imports "
-        "pyspark_datastream.translation.one_query (STREAMING)",
-        "pyspark_datastream.translation.streaming_keyed (STREAMING) imports "
-        "pyspark_datastream.translation.batch_savepoint (BATCH)"]
+        "pyspark_datastream.translation.batch.translator (BATCH) imports "
+        "pyspark_datastream.translation.streaming.one_query (STREAMING)",
+        "pyspark_datastream.translation.steps (shared) imports "
+        "pyspark_datastream.translation.streaming.queries (STREAMING)",
+        "pyspark_datastream.translation.streaming.keyed (STREAMING) imports "
+        "pyspark_datastream.translation.batch.savepoint (BATCH)"]
 
 
 def test_checker_finds_a_mode_name_spelled_outside_the_mode_module(broken_copy: Path) -> None:

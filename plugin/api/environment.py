@@ -408,12 +408,12 @@ class StreamExecutionEnvironment(SessionResources, EnvironmentSources, Environme
         plan = JobPlan(job_name, mode, tuple(nodes), self.get_parallelism(),
                        self.get_max_parallelism(), self._state_backend, self._config)
         if mode is RuntimeMode.BATCH:
-            from ..translation.batch import BatchTranslator
+            from ..translation.batch.translator import BatchTranslator
 
             return BatchTranslator(plan, self.spark, storage)
-        from ..translation import streaming
+        from ..translation.streaming.translator import StreamingTranslator
 
-        return streaming.StreamingTranslator(plan, self.spark, storage)
+        return StreamingTranslator(plan, self.spark, storage)
 
     @contextmanager
     def _job(self, nodes: list[Transformation], job_name: str) -> Iterator[Translator]:

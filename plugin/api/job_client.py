@@ -521,7 +521,7 @@ class JobClient:
             return self._write_in_scope(path)
 
     def _write_in_scope(self, path: str) -> int:
-        from ..translation.streaming_queries import as_dict, progress_row
+        from ..translation.streaming.queries import as_dict, progress_row
 
         t = self._job
         batch_ids: dict[str, int] = {}

@@ -186,7 +186,7 @@ class SessionResources(RestartStrategyCalls):
                 self._ship(p, k)
 
     def _ship(self, path: str, kind: str) -> None:
-        from ..translation.streaming_queries import is_connect
+        from ..translation.query_ids import is_connect
 
         spark = self._running_session() or self.spark
         if is_connect(spark):

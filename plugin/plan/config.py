@@ -41,6 +41,11 @@ __all__ = [
     "REMOVED_OPTIONS",
     "RuntimeExecutionMode",
     "RuntimeMode",
+    "QUERY_MAPPING",
+    "QUERY_MAPPINGS",
+    "PER_STAGE",
+    "ONE_QUERY",
+    "AUTO_MAPPING",
     "check_not_removed",
     "configured_runtime_mode",
     "parse_boolean",
@@ -83,6 +88,13 @@ class ConfigOption:
             return self.streaming_default
         return self.default
 
+
+#: The STREAMING query-mapping option and its values (``translation/streaming/one_query.py``)
+QUERY_MAPPING = "execution.streaming.query-mapping"
+PER_STAGE = "per-stage"
+ONE_QUERY = "one-query"
+AUTO_MAPPING = "auto"
+QUERY_MAPPINGS = (AUTO_MAPPING, PER_STAGE, ONE_QUERY)
 
 _BATCH_DEFAULTS = RuntimeMode.BATCH.processing_time_defaults
 _STREAMING_DEFAULTS = RuntimeMode.STREAMING.processing_time_defaults
@@ -133,7 +145,7 @@ OPTIONS: dict[str, ConfigOption] = {
                      default_doc="the value of `execution.batch.native-pushdown.enabled` when "
                                  "that is set, else true",
                      check=check_boolean, fallback="execution.batch.native-pushdown.enabled"),
-        ConfigOption("execution.streaming.query-mapping", "auto",
+        ConfigOption(QUERY_MAPPING, AUTO_MAPPING,
                      "STREAMING: `per-stage` runs each keyed stage as its own Spark query "
                      "(`applyInPandasWithState`), staged through files; `one-query` (Spark 4.0+) "
                      "runs the whole job as one query, each keyed stage a "
@@ -143,7 +155,7 @@ OPTIONS: dict[str, ConfigOption] = {
                      "Spark line, session and graph allow it, else per-stage, and keeps the "
                      "mapping of the job's checkpoint. A checkpoint resumes only under the "
                      "mapping that wrote it.",
-                     choices=("auto", "per-stage", "one-query")),
+                     choices=QUERY_MAPPINGS),
         ConfigOption("pipeline.processing-time.allow", None,
                      "ALLOW, IGNORE or FAIL use of processing time.",
                      batch_default=_BATCH_DEFAULTS["processing_time_allow"],

@@ -130,11 +130,27 @@ class BroadcastNode(Transformation):
     keyed: bool = True
 
     @property
+    def key_node(self) -> Optional[KeyByNode]:
+        """The keyed input when ``keyed``, else None.
+
+        Raises:
+            GraphBuildError: ``keyed`` and the other input is not a keyed stream.
+        """
+        if not self.keyed:
+            return None
+        main = self.inputs[0]
+        if not isinstance(main, KeyByNode):
+            raise GraphBuildError(f"{self.describe()}: a keyed broadcast connection reads a "
+                                  f"keyed stream, not {main.describe()}")
+        return main
+
+    @property
     def key_serializer(self) -> Any:
         """The keyed input's key serializer; the non-keyed variant has no key (and no keyed
         state) and uses the default key serializer for its layout."""
-        if self.keyed:
-            return self.inputs[0].key_serializer  # type: ignore[attr-defined]  # a keyed input is a KeyByNode
+        key_node = self.key_node
+        if key_node is not None:
+            return key_node.key_serializer
         from ..state_store.serializers import GenericKeySerializer
 
         return GenericKeySerializer.INSTANCE

@@ -215,7 +215,7 @@ class Stage:
                 ready = False
                 continue
             for k, v in got.items():
-                if k == METRICS_KEY:  # JSON lines (translation/batch.py)
+                if k == METRICS_KEY:  # JSON lines (translation/batch/translator.py)
                     self.metrics = merge([json.loads(r) for r in str(v or "").split("\n") if r])
                 else:
                     self.counts[k] = None if v is None else int(v)

@@ -1,4 +1,6 @@
-"""Translation of the broadcast state pattern (``stream.connect(ds.broadcast(...)).process(f)``).
+"""The broadcast state pattern (``stream.connect(ds.broadcast(...)).process(f)``): its
+savepoint state, which both modes share, and how each mode maps it (``batch/broadcast.py``,
+``streaming/broadcast.py``).
 
 A broadcast node is a stateful stage of kind ``broadcast`` (operators/broadcast.py). Its
 broadcast input must reach every parallel instance and, as Flink requires in each mode,
@@ -27,33 +29,18 @@ come before the other input:
 
 from __future__ import annotations
 
-import pickle
 from typing import Any, Optional
 
-from ..operators.broadcast import (
-    BROADCAST_INPUT,
-    TICK_INPUT,
-    check_broadcast_compatible,
-)
+from ..operators.broadcast import check_broadcast_compatible
 from ..plan.graph import BroadcastNode, Transformation
-from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TS, VALUE
-from ..runtime.group_frames import SEQ, SPLIT_SHIFT
-from ..runtime.passes import KeyedSpec
-from ..savepoint import partition_slots, read_broadcast_entries
-from ..state_store.backends import HEAP, BackendChoice
+from ..savepoint import read_broadcast_entries
 from ..state_store.entries import StateEntry, StateMetaInfo
-from .stream import Stream
 
 __all__ = [
-    "batch_broadcast",
-    "streaming_broadcast",
     "restored_broadcast",
     "broadcast_meta_infos",
     "check_broadcast_restore",
 ]
-
-#: Broadcast records' position in the broadcast stream (BATCH sort column).
-_BSEQ = "_bseq"
 
 
 # -- savepoints ------------------------------------------------------------------------------
@@ -97,79 +84,3 @@ def broadcast_meta_infos(node: Transformation, restore: Any = None) -> tuple[Sta
     for meta in (op.broadcast_states if op is not None else ()):
         metas.setdefault(meta.name, meta)
     return tuple(metas[n] for n in sorted(metas))
-
-
-# -- BATCH -------------------------------------------------------------------------------------
-def batch_broadcast(t: Any, node: BroadcastNode) -> Stream:
-    """The Stream of a broadcast node in BATCH (``t``: the BatchTranslator)."""
-    from pyspark.sql import functions as F
-
-    n = t.parallelism
-    slots = F.array(*[F.lit(slot) for slot in partition_slots(n)])
-    main, broadcast_node = node.inputs
-    no_key = F.lit(None).cast("binary")
-    if node.keyed:
-        df, _ = t.keyed_input(main, node, force_pickled=True)
-        other = df.select(TS, KG, KEY, VALUE, F.lit(0).alias(SIDE),
-                          F.lit(None).cast("bigint").alias(_BSEQ))
-    else:  # upstream partition i -> partition i % n, in its order
-        df = t.materialize(t.input_stream(main), PICKLED, name=node.name)
-        part = F.element_at(slots, F.pmod(F.spark_partition_id(), F.lit(n)) + F.lit(1))
-        other = df.select(TS, part.alias(KG), no_key.alias(KEY), VALUE, F.lit(0).alias(SIDE),
-                          F.monotonically_increasing_id().alias(_BSEQ))
-    bstream = t.input_stream(broadcast_node)
-    bdf = t.materialize(bstream, PICKLED, name=node.name).select(
-        TS, VALUE, F.monotonically_increasing_id().alias(_BSEQ))
-    if bstream.keyed is not None:
-        # its keyed pass gets a stage of its own: inside the union's stage Spark numbers its
-        # tasks after the union's first input, outside the keyed pass's subtask range
-        bdf = bdf.repartition(n)
-    broadcast = bdf.select(TS, F.explode(slots).alias(KG), no_key.alias(KEY), VALUE,
-                           F.lit(BROADCAST_INPUT).alias(SIDE), _BSEQ)
-    ticks = t.spark.range(n).select(
-        F.lit(None).cast("bigint").alias(TS),
-        F.element_at(slots, F.col("id").cast("int") + F.lit(1)).alias(KG), no_key.alias(KEY),
-        F.lit(bytearray(pickle.dumps(None))).alias(VALUE), F.lit(TICK_INPUT).alias(SIDE),
-        F.lit(None).cast("bigint").alias(_BSEQ))
-    union = other.unionByName(broadcast).unionByName(ticks)
-    # broadcast records (and ticks) first, in broadcast-stream order, in every partition
-    lead = [F.when(F.col(SIDE) >= F.lit(BROADCAST_INPUT), F.lit(0)).otherwise(F.lit(1)),
-            F.col(_BSEQ)]
-    restored = restored_broadcast(t.restore, node)
-    if t.restore is not None and t.restore.meta_for(node) is not None:
-        df = t.restore.union_state(union, node, lead=lead)
-    else:
-        df = union.repartition(n, F.col(KG)).sortWithinPartitions(*lead, KEY, TS)
-    df = df.drop(_BSEQ)
-    spec = KeyedSpec("broadcast", node.operator_spec(restored), node.key_serializer,
-                     t.sorted_inputs, t.backend, name=node.name, **t.savepoint_fields(node))
-    return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name,
-                  stage=t.keyed_stage(node, "broadcast", sided=True))
-
-
-# -- STREAMING ---------------------------------------------------------------------------------
-def streaming_broadcast(t: Any, node: BroadcastNode) -> Stream:
-    """The Stream of a broadcast node in STREAMING (``t``: the StreamingTranslator)."""
-    from pyspark.sql import functions as F
-
-    maxp = t.max_parallelism
-    main, broadcast_node = node.inputs
-    empty_key = F.lit(bytearray(b"")).alias(KEY)
-    if node.keyed:
-        df = t.keyed_input_df(main, node)
-        other = df.select(TS, KG, KEY, VALUE, SEQ, F.lit(0).alias(SIDE))
-    else:  # grouped by upstream split; no key
-        df = t.staged_input(t.sequenced(t.input_stream(main), node.name), main, main, node, 0)
-        split = F.pmod(F.shiftright(F.col(SEQ), SPLIT_SHIFT), F.lit(maxp)).cast("int")
-        other = df.select(TS, split.alias(KG), empty_key, VALUE, SEQ, F.lit(0).alias(SIDE))
-    bdf = t.sequenced(t.input_stream(broadcast_node), broadcast_node.name)
-    bdf = t.staged_input(bdf, broadcast_node, broadcast_node, node, 1)
-    # the one query: an input no keyed stage touched, meeting one a keyed stage emitted
-    bdf = t.with_own_watermark(bdf, node, 1, records=True)
-    other = t.with_own_watermark(other, node, 0, records=not node.keyed)
-    every_key_group = F.explode(F.sequence(F.lit(0), F.lit(maxp - 1))).alias(KG)
-    broadcast = bdf.select(TS, every_key_group, empty_key, VALUE, SEQ,
-                           F.lit(BROADCAST_INPUT).alias(SIDE))
-    backend: Optional[BackendChoice] = None if node.keyed else BackendChoice.of(HEAP)
-    return t.stateful(node, other.unionByName(broadcast), "broadcast", node.operator_spec(),
-                      node.key_serializer, True, backend=backend)

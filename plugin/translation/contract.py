@@ -1,6 +1,7 @@
 """The translator contract: what the API (``api/``) uses of a translator of either mode.
 
-``BatchTranslator`` (``batch.py``) and ``StreamingTranslator`` (``streaming.py``) both
+``BatchTranslator`` (``batch/translator.py``) and ``StreamingTranslator``
+(``streaming/translator.py``) both
 implement :class:`Translator`; the environment and the job client reach a translator only
 through it. The methods after ``release`` serve ``env.execute_async`` (``api/job_client.py``):
 a STREAMING job whose queries keep running; a BATCH translator runs no queries and refuses

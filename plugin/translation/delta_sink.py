@@ -8,7 +8,7 @@ batch id and the same rows. The sink makes the second run a no-op:
 * **Application id**: the sink query's id, which Spark keeps in its checkpoint
   (``<checkpoint>/metadata``): stable across restarts of the query, different for every
   sink query and for every new checkpoint (a fresh checkpoint restarts batch ids at 0
-  under a new id): :func:`query_app_id`, from ``streaming_queries.streaming_query_id``.
+  under a new id): :func:`query_app_id`, from ``query_ids.streaming_query_id``.
 * **Spark's Delta** (``session_has_delta``): the ``txnAppId``/``txnVersion`` write options;
   Delta skips a batch whose version it has recorded for that id (without running its
   DataFrame, so the sink then drains it, as below). A run that loses a concurrent commit of
@@ -44,7 +44,7 @@ from ..spark_io.delta_io import (
 from ..spark_io.storage_conf import current_storage, delta_options, job_scope
 from ..state_store.exceptions import DataStreamError, StorageError
 from ..state_store.storage import Storage
-from .streaming_queries import scoped, streaming_query_id
+from .query_ids import scoped, streaming_query_id
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -26,6 +26,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
+from ..plan.config import PER_STAGE
 from ..plan.graph import (
     SideOutputNode,
     SinkNode,
@@ -40,7 +41,6 @@ from ..savepoint.format import OperatorMetadata, SavepointMetadata, check_restor
 from ..state_store.entries import StateMetaInfo
 from ..state_store.exceptions import IncompatibleStateError
 from .exceptions import CheckpointMismatchError
-from .one_query import PER_STAGE
 
 __all__ = ["EVOLUTION_VERSION", "ProgramStates", "check_evolution", "check_placement",
            "evolution_info", "stage_names"]

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..operators.exceptions import JobExecutionError
 from ..plan.graph import SinkNode
 from ..state_store.storage import Storage
+from .query_ids import scoped, streaming_query_id
 from .steps import write_partitions
-from .streaming_queries import scoped, streaming_query_id
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -38,13 +38,12 @@ import types
 from collections.abc import Callable
 from typing import Any, Optional
 
-from ..plan.config import RuntimeMode, resolve
+from ..plan.config import PER_STAGE, RuntimeMode, resolve
 from ..plan.graph import KeyByNode, SinkNode, SourceNode, Transformation
 from ..state_store.backends import get_backend
 from ..state_store.storage import Storage, normalize_uri
 from .evolution import ProgramStates, check_evolution, check_placement, evolution_info
 from .exceptions import CheckpointMismatchError, CheckpointRootError
-from .one_query import PER_STAGE
 
 __all__ = [
     "MANIFEST",

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from ..plan.graph import SinkNode, SourceNode
 from ..runtime.encoding import TS, typed_encoding
 from ..state_store.exceptions import ConfigurationError, GraphBuildError
+from .query_ids import scoped, streaming_query_id
 from .steps import string_values, write_partitions
 from .stream import Stream
-from .streaming_queries import scoped, streaming_query_id
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

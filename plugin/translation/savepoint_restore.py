@@ -132,7 +132,7 @@ class RestoringTranslator(Protocol):
 class SavepointRestore:
     """The savepoint a job of either mode starts from, checked against the program at
     construction (BATCH unions its entries into the sorted keyed inputs; STREAMING packs
-    them per key group, streaming_savepoint.py).
+    them per key group, streaming/savepoint.py).
 
     ``op_config`` is the configuration the program's operators are opened with to list their
     states; ``sorted_inputs`` whether keyed inputs are sorted (a restore into operators needs

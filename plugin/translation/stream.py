@@ -1,7 +1,7 @@
 """A translated stream and what the shared steps need from a translator.
 
-Kept apart from ``batch.py`` and ``streaming.py`` so the steps translators call (``steps.py``
-for both modes, ``batch_partition.py`` for BATCH) depend on this small contract, not on a
+Kept apart from the two translators (``batch/``, ``streaming/``) so the steps translators call (``steps.py``
+for both modes, ``batch/partition.py`` for BATCH) depend on this small contract, not on a
 translator module.
 """
 

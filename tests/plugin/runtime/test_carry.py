@@ -125,7 +125,7 @@ def test_a_pass_keying_records_carried_through_the_stage_above(source_on):
 
 def test_a_savepoint_restore_row_is_no_carried_record():
     frame = pd.DataFrame({TS: [1.0, 2.0], KEY: [None, b"t"], VALUE: [b"state", b"x"],
-                          SEQ: [-1, CARRIED_SEQ]})  # -1: streaming_savepoint.RESTORE_SEQ
+                          SEQ: [-1, CARRIED_SEQ]})  # -1: translation/streaming/savepoint.RESTORE_SEQ
     own, carried = split_carried(frame)
     assert own[VALUE].tolist() == [b"state"] and carried[VALUE].tolist() == [b"x"]
 

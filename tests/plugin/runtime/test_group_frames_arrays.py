@@ -53,7 +53,7 @@ STATE = StructType([StructField("s", BinaryType())])
 SCHEMA = pa.schema([("_tag", pa.string()), ("_ts", pa.int64()), ("f0", pa.string()),
                     ("f1", pa.int64()), ("f2", pa.float64()), ("f3", pa.bool_()),
                     ("f4", pa.binary()), ("f5", pa.int32()), ("f6", pa.float32())])
-#: the return type the translation declares for SCHEMA (streaming_keyed.keyed_call)
+#: the return type the translation declares for SCHEMA (translation/streaming/keyed.keyed_call)
 RETURN = StructType([StructField(n, ArrayType(t)) for n, t in [
     ("_tag", StringType()), ("_ts", LongType()), ("f0", StringType()), ("f1", LongType()),
     ("f2", DoubleType()), ("f3", BooleanType()), ("f4", BinaryType()), ("f5", IntegerType()),

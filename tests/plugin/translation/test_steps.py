@@ -7,7 +7,7 @@ from pyspark_datastream.plan.config import Configuration, RuntimeMode
 from pyspark_datastream.plan.graph import ChainNode, SideOutputNode, SourceNode, consumers
 from pyspark_datastream.runtime.encoding import PICKLED
 from pyspark_datastream.state_store.exceptions import GraphBuildError
-from pyspark_datastream.translation.batch import BatchTranslator
+from pyspark_datastream.translation.batch.translator import BatchTranslator
 from pyspark_datastream.translation.steps import (
     by_source_kind,
     fan_out,
@@ -16,8 +16,8 @@ from pyspark_datastream.translation.steps import (
     side_output_tags,
 )
 from pyspark_datastream.translation.stream import Stream
-from pyspark_datastream.translation.streaming import StreamingTranslator
-from pyspark_datastream.translation.streaming_queries import as_dict, progress_row
+from pyspark_datastream.translation.streaming.queries import as_dict, progress_row
+from pyspark_datastream.translation.streaming.translator import StreamingTranslator
 
 
 def test_operator_config_per_mode() -> None:

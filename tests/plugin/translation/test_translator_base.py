@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pyspark_datastream.translation.batch import BatchTranslator
-from pyspark_datastream.translation.streaming import StreamingTranslator
+from pyspark_datastream.translation.batch.translator import BatchTranslator
+from pyspark_datastream.translation.streaming.translator import StreamingTranslator
 from pyspark_datastream.translation.translator_base import TranslatorBase
 
 

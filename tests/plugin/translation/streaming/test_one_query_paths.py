@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from pyspark_datastream import GraphBuildError, OutputTag, StreamExecutionEnvironment, Types
 from pyspark_datastream.plan.graph import consumers, reachable
-from pyspark_datastream.translation.one_query import (
+from pyspark_datastream.translation.steps import side_output_tags
+from pyspark_datastream.translation.streaming.one_query import (
     Carry,
     _check_paths,
     carried_exits,
@@ -15,7 +16,6 @@ from pyspark_datastream.translation.one_query import (
     relays,
     with_carriers,
 )
-from pyspark_datastream.translation.steps import side_output_tags
 
 T = Types.TUPLE([Types.STRING(), Types.LONG()])
 

@@ -5,7 +5,7 @@ Per-stage mapping: every keyed operator is ``groupBy("_kgr").applyInPandasWithSt
 reading a keyed ancestor's output from staged files. The one-query mapping chains each keyed
 stage as a ``transformWithStateInPandas`` in one query (``one_query.py``). Non-keyed stages
 are the fused ``mapInArrow`` passes of BATCH (``steps.py``); queries run through
-``streaming_queries.py``; savepoints through ``streaming_savepoint.py``. The whole mapping:
+``queries.py``; savepoints through ``savepoint.py``. The whole mapping:
 docs/spark-mapping.md.
 """
 
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
-from ..plan.config import RuntimeMode, parse_trigger, resolve_boolean, streaming_trigger
-from ..plan.graph import (
+from ...plan.config import RuntimeMode, parse_trigger, resolve_boolean, streaming_trigger
+from ...plan.graph import (
     BroadcastNode,
     ChainNode,
     CoChainNode,
@@ -37,25 +37,47 @@ from ..plan.graph import (
     is_keyed,
     upstream,
 )
-from ..results import CloseableIterator
-from ..runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
-from ..runtime.group_frames import SEQ, TypedInput, direct_output, output_encoding, output_schema
-from ..runtime.group_state import END_OF_INPUT_MS, GroupSpec, seq_pass, stream_pass
-from ..runtime.passes import PassSpec, output_ddl
-from ..runtime.tws_processor import TwsCall, state_name, tws_time_mode
-from ..spark_io.columns import lit
-from ..spark_io.key_group_ranges import RANGE_KEY, range_key_column, stateful_partitions
-from ..state_store.backends import BackendChoice
-from ..state_store.exceptions import ConfigurationError, GraphBuildError
-from ..state_store.storage import Storage
-from .evolution import stage_names
-from .job_identity import (
+from ...results import CloseableIterator
+from ...runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
+from ...runtime.group_frames import SEQ, TypedInput, direct_output, output_encoding, output_schema
+from ...runtime.group_state import END_OF_INPUT_MS, GroupSpec, seq_pass, stream_pass
+from ...runtime.passes import PassSpec, output_ddl
+from ...runtime.tws_processor import TwsCall, state_name, tws_time_mode
+from ...spark_io.columns import lit
+from ...spark_io.key_group_ranges import RANGE_KEY, range_key_column, stateful_partitions
+from ...state_store.backends import BackendChoice
+from ...state_store.exceptions import ConfigurationError, GraphBuildError
+from ...state_store.storage import Storage
+from ..evolution import stage_names
+from ..job_identity import (
     TO_DATAFRAME_KEEPS,
     JobCheckpoint,
     configured_root,
     describe_graph,
     recorded_mapping,
 )
+from ..pushdown import native_map
+from ..rows import chain_for_output, keyed_function
+from ..sinks import sink_kind
+from ..source_schema import check_parquet_sources
+from ..steps import (
+    collectable,
+    dataframe_source,
+    fan_out,
+    fused_chain,
+    materialize_shared,
+    needs_pass,
+    operator_config,
+    pass_spec,
+    same_key_serializer,
+    side_output_tags,
+    typed_df,
+    union,
+)
+from ..stream import Stream, arrow_pass
+from ..timecheck import processing_time_use, processing_timeout_of
+from ..translator_base import TranslatorBase
+from .keyed import feeds_keyed, keyed_call, own_watermark, watermarked
 from .one_query import (
     QUERY,
     Carry,
@@ -71,28 +93,8 @@ from .one_query import (
     state_store_conf,
     with_carriers,
 )
-from .pushdown import native_map
-from .rows import chain_for_output, keyed_function
-from .sinks import sink_kind
-from .source_schema import check_parquet_sources
-from .steps import (
-    collectable,
-    dataframe_source,
-    fan_out,
-    fused_chain,
-    materialize_shared,
-    needs_pass,
-    operator_config,
-    pass_spec,
-    same_key_serializer,
-    side_output_tags,
-    typed_df,
-    union,
-)
-from .stream import Stream, arrow_pass
-from .streaming_keyed import feeds_keyed, keyed_call, own_watermark, watermarked
-from .streaming_pushdown import field_reduce_plan, native_keyed_input, restaged_order
-from .streaming_queries import (
+from .pushdown import field_reduce_plan, native_keyed_input, restaged_order
+from .queries import (
     arrow_batch_rows,
     collect_query,
     end_of_input_stream,
@@ -105,14 +107,12 @@ from .streaming_queries import (
     write_df_once,
     write_table_once,
 )
-from .streaming_savepoint import restored_input, restores
-from .timecheck import processing_time_use, processing_timeout_of
-from .translator_base import TranslatorBase
+from .savepoint import restored_input, restores
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from ..plan.job import JobPlan
+    from ...plan.job import JobPlan
 
 __all__ = ["StreamingTranslator", "END_OF_INPUT_MS", "parse_trigger", "progress_row"]
 
@@ -126,7 +126,7 @@ class StreamingTranslator(TranslatorBase):
     mode = RuntimeMode.STREAMING
 
     def __init__(self, plan: JobPlan, spark: SparkSession, storage: Storage) -> None:
-        from ..spark_io.versions import check_streaming_versions
+        from ...spark_io.versions import check_streaming_versions
 
         check_streaming_versions()  # a pyspark/pyarrow pair that cannot run: before anything
         self.plan = plan
@@ -151,7 +151,7 @@ class StreamingTranslator(TranslatorBase):
         self.query_conf = state_store_conf(spark) if self.one_query else {}
         #: the one query writes several sinks (one_query_sinks.py)
         self.fanned_out = self.one_query and fans_out(nodes, self.consumers)
-        # the map and key-field pushdowns (pushdown.py, streaming_pushdown.py)
+        # the map and key-field pushdowns (../pushdown.py, pushdown.py)
         self.pushdown = resolve_boolean(cfg, "execution.streaming.native-pushdown.enabled",
                                         self.mode)
         #: key groups on Spark partitions in contiguous ranges (spark_io/key_group_ranges.py):
@@ -165,11 +165,11 @@ class StreamingTranslator(TranslatorBase):
         self._tags, self.carriers = with_carriers(side_output_tags(nodes), nodes,
                                                   self.consumers, self.fanned_out)
         self.op_config = operator_config(cfg, self.mode, self.parallelism, self.max_parallelism)
-        # Restore (streaming_savepoint.py) is checked here, before anything runs, by
+        # Restore (savepoint.py) is checked here, before anything runs, by
         # savepoint_restore.py's check: the program's operators are opened, with this job's
         # configuration, on a single-key backend to list their states. A STREAMING restore
         # loads each key group's entries into its state and needs no sorted inputs.
-        from .savepoint_restore import SavepointRestore
+        from ..savepoint_restore import SavepointRestore
 
         self.restore: Optional[SavepointRestore] = SavepointRestore.from_config(
             self, cfg, self.op_config, sorted_inputs=True)
@@ -198,7 +198,7 @@ class StreamingTranslator(TranslatorBase):
         self._prerequisites: list[tuple[str, Any]] = []  # (query name, DataStreamWriter)
         self._ran: set[str] = set()
         self._progress: list[dict[str, Any]] = []  # see the property
-        #: savepoint support (streaming_savepoint.py): the write of this run, the
+        #: savepoint support (savepoint.py): the write of this run, the
         #: applyInPandasWithState spec of every keyed node (by node id)
         self._savepoint_run: Any = None
         self.group_specs: dict[int, GroupSpec] = {}
@@ -214,7 +214,7 @@ class StreamingTranslator(TranslatorBase):
 
     def _program_states(self) -> dict[str, tuple[Any, list[Any]]]:
         """Stage name -> (key serializer, states) of every stateful operator (evolution.py)."""
-        from .savepoint_restore import program_states
+        from ..savepoint_restore import program_states
 
         return program_states(self.nodes, self.op_config, self.max_parallelism,
                               lambda n: self.stage_names[n.id])
@@ -276,7 +276,7 @@ class StreamingTranslator(TranslatorBase):
         self.plan_sinks(sinks)
         if savepoint_path is None:
             return self.run_planned_sinks(sinks)
-        from .streaming_savepoint import StreamingSavepointWrite
+        from .savepoint import StreamingSavepointWrite
 
         if self.trigger[0] == "processing-time":
             raise ConfigurationError(
@@ -334,7 +334,7 @@ class StreamingTranslator(TranslatorBase):
         native = native_map(node, parent) if self.pushdown else None
         if native is not None:
             return native
-        # no progress stages: every query reports its own (streaming_queries.py)
+        # no progress stages: every query reports its own (queries.py)
         return fused_chain(parent, node, None)
 
     def _keyed(self, node: KeyedNode) -> Stream:
@@ -510,7 +510,7 @@ class StreamingTranslator(TranslatorBase):
         return dataframe_source(df, node)
 
     def _kafka_source(self, node: SourceNode) -> Stream:
-        from .kafka import kafka_source
+        from ..kafka import kafka_source
 
         return kafka_source(self.spark, node, streaming=True, trigger=self.trigger)
 
@@ -557,7 +557,7 @@ class StreamingTranslator(TranslatorBase):
             return df
         staged = self._staged_above(root)
         if staged is not None:  # a shared upstream stage: its query already staged it
-            if self._savepoint_run is not None:  # streaming_savepoint.py: watermark carrier
+            if self._savepoint_run is not None:  # savepoint.py: watermark carrier
                 carrier = f"{staged}-watermark-{self.stage_names[consumer.id]}"
                 df = self._savepoint_run.forward_watermark(df, staged, edge, consumer, carrier)
         elif any(is_keyed(n) for n in upstream(root, include_self=True)):
@@ -565,14 +565,14 @@ class StreamingTranslator(TranslatorBase):
             name = f"{self.stage_names[consumer.id]}-{side}-input"
             self.register_query(name, root)
             df = self._through_files(df, name)
-            if self._savepoint_run is not None:  # streaming_savepoint.py: watermark carrier
+            if self._savepoint_run is not None:  # savepoint.py: watermark carrier
                 df = self._savepoint_run.forward_watermark(df, name, edge, consumer)
         return df
 
     def _native_keyed_input_df(self, parent: Stream, key_node: KeyByNode,
                                consumer: Transformation) -> Optional[DataFrame]:
         """``_ts, _kg, <typed columns>[, _n<i>], _seq`` computed by Spark for a one-input keyed
-        operator (streaming_pushdown.py), else None. Not used when restoring from a savepoint
+        operator (pushdown.py), else None. Not used when restoring from a savepoint
         (its rows carry state bytes in ``_v``). Records the plan in ``self._typed_inputs``."""
         if not self.pushdown or not isinstance(consumer, KeyedNode):
             return None
@@ -690,7 +690,7 @@ class StreamingTranslator(TranslatorBase):
             if name not in self._ran:
                 run_query(self, name, writer)
                 self._ran.add(name)
-                if self._savepoint_run is not None:  # streaming_savepoint.py: carrier row
+                if self._savepoint_run is not None:  # savepoint.py: carrier row
                     self._savepoint_run.after_query(name)
 
     # -- the API's contract for running queries (contract.py, api/job_client.py) -----------
@@ -719,18 +719,18 @@ class StreamingTranslator(TranslatorBase):
         return started
 
     def log_query_progress(self, name: str, query: Any) -> None:
-        """Record and log ``query``'s micro-batches (streaming_queries.py)."""
+        """Record and log ``query``'s micro-batches (queries.py)."""
         log_query_progress(self, name, query)
 
     def query_holds_state(self, name: str) -> bool:
-        """True when query ``name`` runs a keyed operator (streaming_savepoint.py)."""
-        from .streaming_savepoint import keyed_nodes_in_query
+        """True when query ``name`` runs a keyed operator (savepoint.py)."""
+        from .savepoint import keyed_nodes_in_query
 
         root = self.query_roots.get(name)
         return root is not None and bool(keyed_nodes_in_query(root, self.staged_outputs, name))
 
     def query_checkpoint(self, name: str) -> str:
-        """``<job folder>/<name>/checkpoint`` (streaming_queries.py starts it there)."""
+        """``<job folder>/<name>/checkpoint`` (queries.py starts it there)."""
         return Storage.join(self.job_folder(), name, "checkpoint")
 
     def query_staging(self, name: str) -> str:
@@ -739,8 +739,8 @@ class StreamingTranslator(TranslatorBase):
 
     def write_savepoint_at(self, path: str, batch_ids: dict[str, int],
                            progress: list[dict[str, Any]]) -> int:
-        """The savepoint of the pinned batches (streaming_savepoint.py); its version."""
-        from .streaming_savepoint import StreamingSavepointWrite
+        """The savepoint of the pinned batches (savepoint.py); its version."""
+        from .savepoint import StreamingSavepointWrite
 
         write = StreamingSavepointWrite(self, path, progress)
         write.queries = dict(self.query_roots)

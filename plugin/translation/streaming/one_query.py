@@ -17,8 +17,8 @@ import logging
 from dataclasses import replace
 from typing import Any, NamedTuple, Optional, Protocol
 
-from ..plan.config import resolve
-from ..plan.graph import (
+from ...plan.config import AUTO_MAPPING, ONE_QUERY, PER_STAGE, QUERY_MAPPING, resolve
+from ...plan.graph import (
     ChainNode,
     KeyByNode,
     KeyedNode,
@@ -30,16 +30,16 @@ from ..plan.graph import (
     is_keyed,
     upstream,
 )
-from ..runtime.carry import MARK
-from ..runtime.encoding import PICKLED
-from ..runtime.tws_processor import state_name
-from ..spark_io.exceptions import UnsupportedSparkFeatureError
-from ..spark_io.versions import require_feature
-from ..state_store.exceptions import GraphBuildError, SavepointFormatError
-from .rows import leading_rows
-from .steps import fused_chain
-from .stream import Stream, StreamTranslator
-from .streaming_keyed import feeds_keyed
+from ...runtime.carry import MARK
+from ...runtime.encoding import PICKLED
+from ...runtime.tws_processor import state_name
+from ...spark_io.exceptions import UnsupportedSparkFeatureError
+from ...spark_io.versions import require_feature
+from ...state_store.exceptions import GraphBuildError, SavepointFormatError
+from ..rows import leading_rows
+from ..steps import fused_chain
+from ..stream import Stream, StreamTranslator
+from .keyed import feeds_keyed
 
 __all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "Carry", "branch_watermark",
            "carried_exits", "carry_plan", "carry_tag", "chained", "exit_of", "fans_out",
@@ -49,11 +49,8 @@ __all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "Carry", "branch_watermark
 
 logger = logging.getLogger(__name__)
 
-#: The values of ``execution.streaming.query-mapping``.
-PER_STAGE = "per-stage"
-ONE_QUERY = "one-query"
-AUTO = "auto"
-_OPTION = "execution.streaming.query-mapping"
+AUTO = AUTO_MAPPING
+_OPTION = QUERY_MAPPING
 #: the name of the job's one query (its checkpoint: <job folder>/<name>/checkpoint), whatever
 #: its sinks: a sink added or removed leaves it where it was
 QUERY = "query"

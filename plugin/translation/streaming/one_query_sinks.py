@@ -19,16 +19,17 @@ from dataclasses import replace
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..plan.graph import SinkNode, Transformation, is_keyed
-from ..runtime.carry import side_tag
-from ..runtime.encoding import PICKLED, TAG, TS, VALUE
-from ..spark_io.columns import col
+from ...plan.graph import SinkNode, Transformation, is_keyed
+from ...runtime.carry import side_tag
+from ...runtime.encoding import PICKLED, TAG, TS, VALUE
+from ...spark_io.columns import col
+from ..query_ids import is_connect
+from ..rows import leading_rows
+from ..sinks import sink_kind
+from ..steps import materialize_shared, side_output_tags
+from ..stream import Stream, StreamingSinkOwner
 from .one_query import QUERY, carried_exits, carry_tag, chained, query_exits
-from .rows import leading_rows
-from .sinks import sink_kind
-from .steps import materialize_shared, side_output_tags
-from .stream import Stream, StreamingSinkOwner
-from .streaming_queries import QueryOwner, is_connect, run_query
+from .queries import QueryOwner, run_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -10,7 +10,7 @@ from pyspark_datastream import (
     Types,
     WatermarkStrategy,
 )
-from pyspark_datastream.translation.streaming_savepoint import (
+from pyspark_datastream.translation.streaming.savepoint import (
     _watermark_forwarded,
     keyed_nodes_in_query,
 )

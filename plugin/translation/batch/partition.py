@@ -21,23 +21,23 @@ from typing import Any, Iterator, Optional
 
 import pyarrow as pa
 
-from ..operators.base import OperatorConfig
-from ..operators.context import RuntimeContext
-from ..operators.partition import (
+from ...operators.base import OperatorConfig
+from ...operators.context import RuntimeContext
+from ...operators.partition import (
     Order,
     run_keyed_partition,
     run_partition,
     sort_key_bytes,
     sort_key_getter,
 )
-from ..plan.graph import FullPartitionNode, KeyByNode
-from ..runtime.encoding import KEY, KG, PICKLED, TS, ColumnWriter, Encoding, make_decoder
-from ..runtime.fastpath import plain_callable
-from ..runtime.passes import partition_id
-from ..spark_io.key_group_ranges import repartition_by_key_group_range
-from .rows import leading_rows
-from .stream import KeyedInputTranslator, Stream
-from .tracing import Expr, to_column, trace
+from ...plan.graph import FullPartitionNode, KeyByNode
+from ...runtime.encoding import KEY, KG, PICKLED, TS, ColumnWriter, Encoding, make_decoder
+from ...runtime.fastpath import plain_callable
+from ...runtime.passes import partition_id
+from ...spark_io.key_group_ranges import repartition_by_key_group_range
+from ..rows import leading_rows
+from ..stream import KeyedInputTranslator, Stream
+from ..tracing import Expr, to_column, trace
 
 __all__ = ["SORT_KEY", "translate_full_partition", "partition_batches", "sort_key_batches"]
 
@@ -96,7 +96,7 @@ def _native_sort_column(enc: Encoding, field: Any) -> Optional[Any]:
     fn = plain_callable(field) if callable(field) else None
     if fn is None:
         return None
-    from ..state_store.typeinfo import Types
+    from ...state_store.typeinfo import Types
 
     struct_t = Types.ROW_NAMED(cols, list(enc.type_info.get_field_types()))
     traced = trace(fn, [struct_t])

@@ -3,7 +3,7 @@
 For a one-input keyed operator whose key selector reads one string/integer field of a typed
 stream (:func:`.pushdown.traced_key_field`), Spark computes the key group and numbers the
 records, and the ``applyInPandasWithState`` function reads the typed columns
-(``runtime/group_frames.TypedInput``) instead of pickled records. ``streaming.py`` decides
+(``runtime/group_frames.TypedInput``) instead of pickled records. ``translator.py`` decides
 when it applies (the pushdown option on, no savepoint state restored into the operator).
 """
 
@@ -12,16 +12,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..plan.graph import KeyByNode
-from ..runtime.columnar_reduce import FieldReduce
-from ..runtime.encoding import KG, TS, Encoding
-from ..runtime.group_frames import ROW_INDEX_BITS, SEQ, SEQ_ROW, TypedInput, typed_input
-from ..runtime.group_state import append_seq
-from ..state_store.backends import get_backend
-from ..state_store.typeinfo import FieldsTypeInfo
-from .pushdown import traced_key_field
-from .stream import Stream
-from .tracing import field_plan, struct_type
+from ...plan.graph import KeyByNode
+from ...runtime.columnar_reduce import FieldReduce
+from ...runtime.encoding import KG, TS, Encoding
+from ...runtime.group_frames import ROW_INDEX_BITS, SEQ, SEQ_ROW, TypedInput, typed_input
+from ...runtime.group_state import append_seq
+from ...state_store.backends import get_backend
+from ...state_store.typeinfo import FieldsTypeInfo
+from ..pushdown import traced_key_field
+from ..stream import Stream
+from ..tracing import field_plan, struct_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -100,7 +100,7 @@ def native_keyed_input(parent: Stream, key_node: KeyByNode, max_parallelism: int
         return None
     from pyspark.sql import functions as F
 
-    from ..spark_io.key_columns import native_key_bytes
+    from ...spark_io.key_columns import native_key_bytes
 
     columns = typed.enc.columns
     name = columns[key_field[0]]

@@ -11,10 +11,10 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable, Optional
 
-from ..plan.graph import Transformation, is_keyed
-from ..runtime.emit_order import order_partition
-from ..runtime.encoding import KG, TS
-from ..runtime.group_frames import (
+from ...plan.graph import Transformation, is_keyed
+from ...runtime.emit_order import order_partition
+from ...runtime.encoding import KG, TS
+from ...runtime.group_frames import (
     BLOB,
     ORDER,
     ORDER_ROW,
@@ -23,8 +23,8 @@ from ..runtime.group_frames import (
     output_schema,
     unpack_blobs,
 )
-from ..runtime.group_state import GroupSpec, group_function
-from ..runtime.tws_processor import ET_OUT, KeyGroupProcessor, TwsCall
+from ...runtime.group_state import GroupSpec, group_function
+from ...runtime.tws_processor import ET_OUT, KeyGroupProcessor, TwsCall
 
 __all__ = ["feeds_keyed", "keyed_call", "own_watermark", "watermarked"]
 
@@ -82,7 +82,7 @@ def own_watermark(df: Any, ws: Any, end_of_input: Optional[Callable[[Any], Any]]
         df: the records (``_ts`` their event time).
         ws: their WatermarkStrategy; None: only the end of input moves the watermark.
         end_of_input: ``end_of_input(schema)``, the end-of-input row's stream of a bounded
-            job (:func:`~.streaming_queries.end_of_input_stream`); None: unbounded.
+            job (:func:`~.queries.end_of_input_stream`); None: unbounded.
         records: ``df`` holds records, not a keyed input (whose stage skips the row's key
             group -1): the row is dropped again once the watermark has seen it.
 
@@ -91,7 +91,7 @@ def own_watermark(df: Any, ws: Any, end_of_input: Optional[Callable[[Any], Any]]
     """
     from pyspark.sql import functions as F
 
-    from ..runtime.group_state import END_THRESHOLD
+    from ...runtime.group_state import END_THRESHOLD
 
     if end_of_input is not None:
         df = df.unionByName(end_of_input(df.schema))

@@ -22,34 +22,45 @@ import logging
 import shutil
 import tempfile
 import time
-from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
-from ..operators.exceptions import JobExecutionError
-from ..plan.graph import ChainNode, Transformation
-from ..runtime.encoding import TS
-from ..runtime.entry_files import EntryFiles, entry_file_name, meta_file_name
-from ..runtime.savepoint_rows import SP_COLUMNS, SP_META
-from ..savepoint.format import (
+from ...operators.exceptions import JobExecutionError
+from ...plan.graph import ChainNode, Transformation
+from ...runtime.encoding import TS
+from ...runtime.entry_files import EntryFiles, entry_file_name, meta_file_name
+from ...runtime.savepoint_rows import SP_COLUMNS, SP_META
+from ...savepoint.format import (
     BROADCAST_KIND,
     OperatorMetadata,
     SavepointMetadata,
     savepoint_arrow_schema,
 )
-from ..savepoint.writer import SavepointFolder
-from ..spark_io.delta_io import session_has_delta
-from ..state_store.backends import SINGLE_KEY
-from ..state_store.entries import StateMetaInfo
-from ..state_store.exceptions import ConfigurationError
-from ..state_store.storage import Storage
-from .broadcast import broadcast_meta_infos
-from .savepoint_restore import check_savepoint_uids, key_serializer_of, operator_states
+from ...savepoint.writer import SavepointFolder
+from ...spark_io.delta_io import session_has_delta
+from ...state_store.backends import SINGLE_KEY
+from ...state_store.entries import StateMetaInfo
+from ...state_store.exceptions import ConfigurationError
+from ...state_store.storage import Storage
+from ..broadcast import broadcast_meta_infos
+from ..savepoint_restore import (
+    SavepointRestore,
+    check_savepoint_uids,
+    key_serializer_of,
+    operator_states,
+)
+from ..stream import StreamTranslator
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from contextlib import AbstractContextManager
+
+    from pyspark.sql import DataFrame, SparkSession
+
+    from ...operators.modes import RuntimeMode
+    from ...spark_io.progress import BatchProgress
 
 __all__ = [
     "BatchSavepointWrite",
+    "SavepointTranslator",
     "final_watermark",
 ]
 
@@ -59,7 +70,23 @@ log = logging.getLogger("pyspark_datastream")
 _REPORTS = "_reports"
 
 
-def final_watermark(translator: Any) -> Optional[int]:
+class SavepointTranslator(StreamTranslator, Protocol):
+    """What a BATCH savepoint's write reads of the BATCH translator."""
+
+    spark: SparkSession
+    nodes: list[Transformation]
+    job_name: str
+    sorted_inputs: bool
+    restore: Optional[SavepointRestore]
+    batch_progress: Optional[BatchProgress]
+
+    @property
+    def mode(self) -> RuntimeMode: ...
+
+    def action(self, label: str) -> AbstractContextManager[Any]: ...
+
+
+def final_watermark(translator: SavepointTranslator) -> Optional[int]:
     """The last watermark a STREAMING run over the same input would emit: max event time minus
     the out-of-orderness minus 1 (Flink's bounded-out-of-orderness watermark; a timer at ``t``
     fires once the watermark is ``>= t``), the minimum over the job's watermark strategies (a
@@ -78,8 +105,7 @@ def final_watermark(translator: Any) -> Optional[int]:
         if stream.pending:
             df = translator.materialize(stream, translator.preferred_encoding(stream.type_info),
                                          name=node.name)
-        action = getattr(translator, "action", None)
-        with action(f"savepoint final watermark of {node.name!r}") if action else nullcontext():
+        with translator.action(f"savepoint final watermark of {node.name!r}"):
             top = df.agg(F.max(F.col(TS)).alias("m")).collect()[0]["m"]
         if top is not None:
             marks.append(int(top) - int(strategy.out_of_orderness_ms) - 1)
@@ -90,7 +116,7 @@ class BatchSavepointWrite:
     """One ``execute(..., savepoint_path=...)``: entries written by the keyed passes (or
     staged beside their records), then the savepoint committed after every sink."""
 
-    def __init__(self, translator: Any, path: str) -> None:
+    def __init__(self, translator: SavepointTranslator, path: str) -> None:
         self.translator = translator
         self.path = path
         if not translator.sorted_inputs:
@@ -160,7 +186,7 @@ class BatchSavepointWrite:
 
         from pyspark.sql import functions as F
 
-        from ..runtime.encoding import PICKLED
+        from ...runtime.encoding import PICKLED
 
         t = self.translator
         enc = PICKLED if tags else t.preferred_encoding(stream.type_info)
@@ -247,8 +273,8 @@ class BatchSavepointWrite:
 
     def write(self) -> int:
         """Write the savepoint (after every sink succeeded); return its Delta version."""
-        from ..savepoint import write_savepoint
-        from ..savepoint.format import entries_ddl
+        from ...savepoint import write_savepoint
+        from ...savepoint.format import entries_ddl
 
         t = self.translator
         if self.folder is not None:

@@ -1,6 +1,6 @@
 """Savepoints in STREAMING execution: write after an available-now run, restore at start.
 
-Used by :class:`~pyspark_datastream.plugin.translation.streaming.StreamingTranslator`.
+Used by :class:`~pyspark_datastream.translation.streaming.translator.StreamingTranslator`.
 
 * **Write** (``env.execute(name, savepoint_path=p)``): the run is a
   stop-with-savepoint WITHOUT drain. A bounded job normally gets an end-of-input
@@ -48,33 +48,40 @@ import json
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Protocol
 
-from ..plan.graph import Transformation, is_keyed, upstream
-from ..runtime.encoding import KEY, KG, SIDE, TS, VALUE
-from ..savepoint.format import OperatorMetadata, SavepointMetadata
-from ..spark_io.dataframes import map_groups_in_arrow
-from ..spark_io.key_group_ranges import RANGE_KEY, key_group_of_range_key_column
-from ..spark_io.progress import Heartbeat, fmt_count, observe, observed_metrics
-from ..spark_io.versions import require_feature
-from ..state_store.entries import StateMetaInfo
-from ..state_store.exceptions import SavepointFormatError
-from ..state_store.storage import Storage
-from .broadcast import broadcast_meta_infos, restored_broadcast
-from .one_query import query_exits, tws_state_reader
-from .savepoint_restore import (
+from ...plan.graph import Transformation, is_keyed, upstream
+from ...runtime.encoding import KEY, KG, SIDE, TS, VALUE
+from ...savepoint.format import OperatorMetadata, SavepointMetadata
+from ...spark_io.dataframes import map_groups_in_arrow
+from ...spark_io.key_group_ranges import RANGE_KEY, key_group_of_range_key_column
+from ...spark_io.progress import Heartbeat, fmt_count, observe, observed_metrics
+from ...spark_io.versions import require_feature
+from ...state_store.entries import StateMetaInfo
+from ...state_store.exceptions import SavepointFormatError
+from ...state_store.storage import Storage
+from ..broadcast import broadcast_meta_infos, restored_broadcast
+from ..savepoint_restore import (
+    SavepointRestore,
     check_savepoint_uids,
     key_serializer_of,
     keyed_nodes,
     operator_states,
 )
-from .streaming_queries import write_df_once
+from .one_query import query_exits, tws_state_reader
+from .queries import write_df_once
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
+
+    from ...operators.modes import RuntimeMode
+    from ...runtime.group_state import GroupSpec
+    from ...state_store.backends import BackendChoice
+    from ..job_identity import JobCheckpoint
 
 __all__ = [
     "RESTORE_SEQ",
+    "SavepointTranslator",
     "StreamingSavepointWrite",
     "keyed_nodes_in_query",
     "restore_rows_folder",
@@ -144,9 +151,9 @@ def _export_pass(uid: str, spec: Any) -> Callable[[Iterator[Any]], Iterator[Any]
     row per key group (``state_name == _META``, value = JSON list of meta infos)."""
     import pyarrow as pa
 
-    from ..operators.broadcast_runtime import unwrap_state
-    from ..operators.keygroup import decode_state
-    from ..savepoint.format import entries_to_batch
+    from ...operators.broadcast_runtime import unwrap_state
+    from ...operators.keygroup import decode_state
+    from ...savepoint.format import entries_to_batch
 
     backend = spec.backend
     maxp = int(spec.config["max_parallelism"])
@@ -186,10 +193,40 @@ def _export_pass(uid: str, spec: Any) -> Callable[[Iterator[Any]], Iterator[Any]
     return fn
 
 
+class SavepointTranslator(Protocol):
+    """What a STREAMING savepoint's write and a keyed stage's restore read of the STREAMING
+    translator."""
+
+    spark: SparkSession
+    storage: Storage
+    nodes: list[Transformation]
+    job: JobCheckpoint
+    job_name: str
+    max_parallelism: int
+    backend: BackendChoice
+    op_config: dict[str, Any]
+    restore: Optional[SavepointRestore]
+    one_query: bool
+    fanned_out: bool
+    stage_names: dict[int, str]
+    group_specs: dict[int, GroupSpec]
+    staged_outputs: dict[int, str]
+
+    @property
+    def mode(self) -> RuntimeMode: ...
+
+    @property
+    def progress(self) -> list[dict[str, Any]]: ...
+
+    def job_folder(self) -> str: ...
+
+    def watermark_strategy(self, node: Transformation) -> Any: ...
+
+
 class StreamingSavepointWrite:
     """One STREAMING ``execute(..., savepoint_path=...)``: after the queries, export and write."""
 
-    def __init__(self, translator: Any, path: str,
+    def __init__(self, translator: SavepointTranslator, path: str,
                  progress: Optional[list[dict[str, Any]]] = None) -> None:
         self.translator = translator
         self.path = path
@@ -270,7 +307,7 @@ class StreamingSavepointWrite:
         of that committed micro-batch; a query not in it has committed none and is empty."""
         from pyspark.sql import functions as F
 
-        from ..savepoint import write_savepoint
+        from ...savepoint import write_savepoint
 
         t = self.translator
         spark = t.spark
@@ -369,8 +406,8 @@ def _pack_pass(metas: list[dict[str, Any]], fields: list[str],
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from ..operators.broadcast_runtime import wrap_state
-        from ..operators.keygroup_state import dump_state
+        from ...operators.broadcast_runtime import wrap_state
+        from ...operators.keygroup_state import dump_state
 
         kg = int(table.column("key_group")[0].as_py())
         table = table.filter(pc.is_valid(table.column("key")))
@@ -399,7 +436,7 @@ def _pack_pass(metas: list[dict[str, Any]], fields: list[str],
     return fn
 
 
-def restores(translator: Any, node: Transformation) -> bool:
+def restores(translator: SavepointTranslator, node: Transformation) -> bool:
     """Whether ``node``'s keyed input carries savepoint state rows: the job restores it now
     (``execution.savepoint.path``), or an earlier run of this job did. A job started from a
     savepoint resumes from its checkpoint afterwards with or without the setting (as Flink
@@ -421,7 +458,7 @@ def restores(translator: Any, node: Transformation) -> bool:
         durable, _restore_name(translator, node), "_SUCCESS")))
 
 
-def restored_input(translator: Any, node: Transformation, df: Any) -> tuple[Any, bool]:
+def restored_input(translator: SavepointTranslator, node: Transformation, df: Any) -> tuple[Any, bool]:
     """``node``'s keyed input ``df`` with its savepoint state rows when it :func:`restores`
     (written first when the job restores now).
 
@@ -441,30 +478,33 @@ def restored_input(translator: Any, node: Transformation, df: Any) -> tuple[Any,
     return df.unionByName(translator.spark.readStream.schema(df.schema).parquet(folder)), True
 
 
-def _restores_now(translator: Any, node: Transformation) -> bool:
+def _restores_now(translator: SavepointTranslator, node: Transformation) -> bool:
     """The job restores ``node`` from ``execution.savepoint.path`` in this run."""
     return translator.restore is not None and translator.restore.meta_for(node) is not None
 
 
-def _restore_name(translator: Any, node: Transformation) -> str:
+def _restore_name(translator: SavepointTranslator, node: Transformation) -> str:
     return f"{translator.stage_names[node.id]}-restore"
 
 
-def _restore_folder(translator: Any, node: Transformation) -> str:
+def _restore_folder(translator: SavepointTranslator, node: Transformation) -> str:
     return str(translator.storage.join(translator.job_folder(), _restore_name(translator, node)))
 
 
-def restore_rows_folder(translator: Any, node: Transformation, folder: str, schema: Any) -> None:
+def restore_rows_folder(translator: SavepointTranslator, node: Transformation, folder: str, schema: Any) -> None:
     """Write (once, atomically) ``node``'s savepoint state as one row per key group with the
     keyed input's ``schema`` into ``folder``; executors pack and write, nothing is collected."""
     from pyspark.sql import functions as F
 
-    from ..savepoint import load_operator_state
+    from ...savepoint import load_operator_state
 
     storage = translator.storage
     if storage.exists(storage.join(folder, "_SUCCESS")):
         return  # written by an earlier run of this job: the file stream already knows it
     restore = translator.restore
+    if restore is None:
+        raise SavepointFormatError(f"{node.describe()} restores no savepoint: "
+                                   "execution.savepoint.path is not set")
     op = restore.metadata.operators.get(node.effective_uid())
     if op is None:
         raise SavepointFormatError(f"{node.describe()} has no state in savepoint {restore.path}")

@@ -17,9 +17,9 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
-from ..operators.exceptions import JobExecutionError
-from ..plan.config import RuntimeMode, resolve_boolean
-from ..plan.graph import (
+from ...operators.exceptions import JobExecutionError
+from ...plan.config import RuntimeMode, resolve_boolean
+from ...plan.graph import (
     BroadcastNode,
     ChainNode,
     CoChainNode,
@@ -34,9 +34,9 @@ from ..plan.graph import (
     consumers,
     is_keyed,
 )
-from ..plan.job import JobPlan
-from ..results import CloseableIterator
-from ..runtime.encoding import (
+from ...plan.job import JobPlan
+from ...results import CloseableIterator
+from ...runtime.encoding import (
     KEY,
     KG,
     METRICS,
@@ -47,7 +47,7 @@ from ..runtime.encoding import (
     VALUE,
     Encoding,
 )
-from ..runtime.passes import (
+from ...runtime.passes import (
     COUNT,
     COUNTABLE_TYPES,
     KeyedSpec,
@@ -56,21 +56,21 @@ from ..runtime.passes import (
     output_ddl,
     run_pass,
 )
-from ..runtime.savepoint_rows import RESTORE_COLUMNS, SP_COLUMNS, SP_META
-from ..runtime.sorted_reduce import folds_without_context
-from ..spark_io.columns import col, count_all, lit
-from ..spark_io.dataframes import to_arrow
-from ..spark_io.key_columns import native_key_bytes
-from ..spark_io.key_group_ranges import repartition_by_key_group_range
-from ..spark_io.progress import METRICS_KEY, BatchProgress, Stage
-from ..state_store.exceptions import GraphBuildError
-from ..state_store.storage import Storage
-from .failures import surfacing
-from .pushdown import native_map, traced_key_field
-from .rows import keyed_function
-from .sinks import arrow_collectable, sink_kind
-from .source_schema import check_parquet_sources
-from .steps import (
+from ...runtime.savepoint_rows import RESTORE_COLUMNS, SP_COLUMNS, SP_META
+from ...runtime.sorted_reduce import folds_without_context
+from ...spark_io.columns import col, count_all, lit
+from ...spark_io.dataframes import to_arrow
+from ...spark_io.key_columns import native_key_bytes
+from ...spark_io.key_group_ranges import repartition_by_key_group_range
+from ...spark_io.progress import METRICS_KEY, BatchProgress, Stage
+from ...state_store.exceptions import GraphBuildError
+from ...state_store.storage import Storage
+from ..failures import surfacing
+from ..pushdown import native_map, traced_key_field
+from ..rows import keyed_function
+from ..sinks import arrow_collectable, sink_kind
+from ..source_schema import check_parquet_sources
+from ..steps import (
     co_chain_input,
     dataframe_source,
     fan_out,
@@ -84,9 +84,9 @@ from .steps import (
     typed_df,
     union,
 )
-from .stream import Stream
-from .tracing import ddl_of_field, field_plan, struct_type
-from .translator_base import TranslatorBase
+from ..stream import Stream
+from ..tracing import ddl_of_field, field_plan, struct_type
+from ..translator_base import TranslatorBase
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -122,8 +122,8 @@ class BatchTranslator(TranslatorBase):
         self._streams: dict[int, Stream] = {}
         self._tags = side_output_tags(self.nodes)
         # Savepoints: restore is checked here, before anything runs (savepoint_restore.py);
-        # a write is set up by run_sinks(savepoint_path=...) (batch_savepoint.py).
-        from .savepoint_restore import SavepointRestore
+        # a write is set up by run_sinks(savepoint_path=...) (savepoint.py).
+        from ..savepoint_restore import SavepointRestore
 
         self._savepoint_write: Any = None
         self.restore: Optional[SavepointRestore] = SavepointRestore.from_config(
@@ -181,7 +181,7 @@ class BatchTranslator(TranslatorBase):
             if savepoint_path is None:
                 counts = self.run_planned_sinks(sinks)
             else:
-                from .batch_savepoint import BatchSavepointWrite
+                from .savepoint import BatchSavepointWrite
 
                 self._savepoint_write = write = BatchSavepointWrite(self, savepoint_path)
                 try:
@@ -420,7 +420,7 @@ class BatchTranslator(TranslatorBase):
                       stage=keyed_stage)
 
     def _broadcast(self, node: BroadcastNode) -> Stream:
-        from .broadcast import batch_broadcast  # see translation/broadcast.py
+        from .broadcast import batch_broadcast  # the pattern: translation/broadcast.py
 
         return batch_broadcast(self, node)
 
@@ -433,7 +433,7 @@ class BatchTranslator(TranslatorBase):
         return union(self, node, [self.input_stream(p) for p in node.inputs])
 
     def _full_partition(self, node: FullPartitionNode) -> Stream:
-        from .batch_partition import translate_full_partition  # FLIP-380: batch_partition.py
+        from .partition import translate_full_partition  # FLIP-380
 
         return translate_full_partition(self, node)
 
@@ -455,7 +455,7 @@ class BatchTranslator(TranslatorBase):
         return replace(stream, df=self._observe_source(stream.df, node, what))
 
     def _kafka_source(self, node: SourceNode) -> Stream:
-        from .kafka import kafka_source
+        from ..kafka import kafka_source
 
         stream = kafka_source(self.spark, node, streaming=False)
         where = node.payload["topics"] or node.payload["topic_pattern"]
@@ -502,7 +502,7 @@ class BatchTranslator(TranslatorBase):
                                combiner=combiner, name=key_node.name, force=True)
         return df, enc
 
-    # -- savepoints (see batch_savepoint.py) ------------------------------------------
+    # -- savepoints (see savepoint.py) ------------------------------------------
     def _savepoint_state(self, node: Transformation) -> bool:
         """True when ``node``'s keyed state is written to or restored from a savepoint
         (then it must run as a real keyed operator: no native/fast reduce)."""
