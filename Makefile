@@ -62,9 +62,18 @@ $(CDS): $(STAMP) $(JARS) integration_tests/jvm_options.py
 	$(PY) integration_tests/jvm_options.py archive
 	@touch $(CDS)
 
+# mypy checks the package as it is installed, pyspark_datastream with its three folders in
+# it, so that types cross from plugin/ into operators/ and state_store/ (checked as three
+# top-level packages, each import between them would be a missing module, of type Any).
+# The editable install's import hook is invisible to mypy: a tree of links under build/
+# lays the package out; errors name its paths (pyspark_datastream/... = plugin/..., with
+# operators/ and state_store/ under it).
+TYPECHECK := build/typecheck
 lint: setup
 	$(PY) -m ruff check $(SRC) tests integration_tests benchmarks examples notebooks docs
-	$(PY) -m mypy $(SRC)
+	rm -rf $(TYPECHECK)/pyspark_datastream && mkdir -p $(TYPECHECK)/pyspark_datastream
+	ln -s $(addprefix $(CURDIR)/,$(wildcard plugin/*) operators state_store) $(TYPECHECK)/pyspark_datastream/
+	cd $(TYPECHECK) && $(CURDIR)/$(PY) -m mypy --config-file $(CURDIR)/pyproject.toml -p pyspark_datastream
 
 # The suite runs in TEST_WORKERS pytest-xdist processes, a test file per process at a time
 # (each has its own local[2] session and servers at ephemeral ports): on 2 cores a Spark test

@@ -18,7 +18,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 from ..state_store.backend import KeyedStateBackend
 from ..state_store.backends import get_backend
@@ -459,6 +459,7 @@ class KeyedOperatorTestHarness:
         method, descriptor = self._resolve(descriptor)
         key_bytes = self.key_serializer.serialize(key)
         backend = self.backend
+        previous_bytes: Optional[bytes]
         try:
             previous_bytes = backend.get_current_key_bytes()
             previous_key = backend.get_current_key()

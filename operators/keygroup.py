@@ -300,9 +300,12 @@ class KeyGroupRuntime:
                 return lean
         name = self.config.operator_name
         store = self.store
-        if store is not None and key_group is None:
-            raise JobExecutionError(
-                f"operator {name!r}: the key group store needs the key group number")
+        group = -1  # the key group the store holds (a store needs its number)
+        if store is not None:
+            if key_group is None:
+                raise JobExecutionError(
+                    f"operator {name!r}: the key group store needs the key group number")
+            group = key_group
         operator = self.new_operator(key_group)
         result = KeyGroupResult()
         outputs = result.outputs
@@ -311,7 +314,7 @@ class KeyGroupRuntime:
         try:
             with _failures_named(name):
                 if store is not None:
-                    backend = store.acquire(key_group, state)
+                    backend = store.acquire(group, state)
                 else:
                     backend = self.backend_factory()
                     if state is not None:
@@ -347,7 +350,7 @@ class KeyGroupRuntime:
                 finally:
                     operator.close()
                 if store is not None:
-                    result.state = store.commit(key_group, backend)
+                    result.state = store.commit(group, backend)
                     committed = True
                 else:
                     with paused_gc():
@@ -364,7 +367,7 @@ class KeyGroupRuntime:
                 if backend is not None:
                     backend.close()
             elif not committed:
-                store.abandon(key_group)
+                store.abandon(group)
         return result
 
     def new_operator(self, key_group: Optional[int]) -> Any:

@@ -27,6 +27,8 @@ including function-local and ``TYPE_CHECKING`` ones. The rules:
 * in ``translation/``, no import between a BATCH module (``batch/``) and a STREAMING one
   (``streaming/``), nor from the shared modules (the rest of ``translation/``) into either:
   what both use lives in the shared part;
+* no parameter typed ``Any`` in a function or method ``translation/`` offers other modules
+  (mypy checks ``translation/`` with its strict flags too: pyproject.toml);
 * no string literal that is a runtime mode's name (``"BATCH"``, ``"STREAMING"``,
   ``"AUTOMATIC"``) outside the mode module (``operators/modes.py``): every layer carries
   ``RuntimeMode`` and writes its ``.value`` where a string leaves the program;
@@ -521,6 +523,35 @@ def mode_crossings(modules: dict[str, Module]) -> list[str]:
             other = _translation_part(target)
             if other is not None and other not in (part, SHARED):
                 found.append(f"{name} ({part}) imports {target} ({other})")
+    return found
+
+
+def any_parameters(modules: dict[str, Module]) -> list[str]:
+    """Parameters typed ``Any`` of the functions and methods ``translation/`` offers other
+    modules (names without a leading underscore, in classes without one): its seams say what
+    they take (a Protocol, a Spark or Arrow type, ``object`` for a user's value passed on).
+    ``"<module>:<line> <function>(<parameter>: Any)"``."""
+    found: list[str] = []
+    prefix = f"{ROOT_PACKAGE}.translation"
+    for name, module in sorted(modules.items()):
+        if name != prefix and not name.startswith(prefix + "."):
+            continue
+
+        def visit(body: list[ast.stmt], owner: str, name: str = name) -> None:
+            for node in body:
+                if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                    visit(node.body, f"{owner}{node.name}.", name)
+                elif (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      and (not node.name.startswith("_") or node.name == "__init__")):
+                    args = node.args
+                    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                *([args.vararg] if args.vararg else []),
+                                *([args.kwarg] if args.kwarg else [])]:
+                        if arg.annotation is not None and ast.unparse(arg.annotation) == "Any":
+                            found.append(f"{name}:{node.lineno} {owner}{node.name}"
+                                         f"({arg.arg}: Any)")
+
+        visit(module.tree.body, "")
     return found
 
 

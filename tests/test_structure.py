@@ -63,6 +63,10 @@ def test_no_mode_names_spelled_outside_the_mode_module(modules: dict[str, rules.
     assert rules.mode_literals(modules) == []
 
 
+def test_no_parameter_typed_any_at_translations_seams(modules: dict[str, rules.Module]) -> None:
+    assert rules.any_parameters(modules) == []
+
+
 def test_every_test_file_is_named_after_its_module() -> None:
     assert rules.test_file_name_violations(ROOT) == []
     # every cross-module entry names a file that exists
@@ -198,6 +202,19 @@ def test_checker_finds_an_import_across_the_modes(broken_copy: Path) -> None:
         "pyspark_datastream.translation.streaming.queries (STREAMING)",
         "pyspark_datastream.translation.streaming.keyed (STREAMING) imports "
         "pyspark_datastream.translation.batch.savepoint (BATCH)"]
+
+
+def test_checker_finds_a_parameter_typed_any_at_a_seam(broken_copy: Path) -> None:
+    translation = broken_copy / "plugin" / "translation"
+    _append(translation / "streaming" / "keyed.py",
+            "def handed(df: Any, name: str, *rest: Any) -> Any:\n    return df\n\n\n"
+            "def _private(df: Any) -> Any:\n    return df\n\n\n"
+            "class Owner:\n    def __init__(self, spark: Any) -> None:\n        self.spark = spark\n\n"
+            "    def _own(self, x: Any) -> None:\n        pass\n\n\n"
+            "def typed(options: dict[str, Any]) -> None:\n    pass\n")
+    _append(broken_copy / "plugin" / "plan" / "job.py", "def outside(x: Any) -> Any:\n    return x\n")
+    found = [v.split(" ", 1)[1] for v in rules.any_parameters(rules.load_modules(broken_copy))]
+    assert found == ["handed(df: Any)", "handed(rest: Any)", "Owner.__init__(spark: Any)"]
 
 
 def test_checker_finds_a_mode_name_spelled_outside_the_mode_module(broken_copy: Path) -> None:

@@ -172,7 +172,8 @@ class DataStream(SchedulingHints, Partitioning, StreamExtras, SinkCalls, AsyncCa
         return self._env
 
     # -- one-input transformations -----------------------------------------
-    def _chain(self, stage: str, function: Any, output_type: Any, name: str, **kw: Any) -> DataStream:
+    def _chain(self, stage: str, function: Any, output_type: Any, name: str, **kw: Any
+              ) -> DataStream:
         node = ChainNode(name=name, inputs=[self._node], output_type=output_type,
                          stage=stage, function=function, **kw)
         return DataStream(self._env, node)
@@ -379,17 +380,19 @@ class DataStream(SchedulingHints, Partitioning, StreamExtras, SinkCalls, AsyncCa
             if isinstance(self, KeyedPartitioning):
                 raise self._refuse("broadcast()")
             return self._partitioned("broadcast", "Broadcast")
+        checked: list[MapStateDescriptor] = []
         for d in descriptors:
             if not isinstance(d, MapStateDescriptor):
                 raise GraphBuildError(
                     f"broadcast() of {self._node.describe()}: broadcast state descriptors must "
                     f"be MapStateDescriptors, got {type(d).__name__} {d!r:.80}")
-        names = [d.name for d in descriptors]
+            checked.append(d)
+        names = [d.name for d in checked]
         if len(set(names)) != len(names):
             raise GraphBuildError(
                 f"broadcast() of {self._node.describe()}: broadcast state names must be "
                 f"distinct, got {names}")
-        return BroadcastStream(self, tuple(descriptors))
+        return BroadcastStream(self, tuple(checked))
 
     def get_side_output(self, output_tag: OutputTag) -> DataStream:
         """The records the operator sent to ``output_tag`` (``ctx.output(tag, value)``).

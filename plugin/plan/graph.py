@@ -11,7 +11,7 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from ..state_store.exceptions import GraphBuildError
 from .config import RuntimeMode
@@ -30,6 +30,7 @@ __all__ = [
     "SinkNode",
     "FullPartitionNode",
     "PartitionNode",
+    "WatermarkSpec",
     "PARTITION_STRATEGIES",
     "check_forward_parallelism",
     "reachable",
@@ -77,13 +78,23 @@ class SourceNode(Transformation):
     batch_runs_unbounded: bool = False
 
 
+class WatermarkSpec(Protocol):
+    """What the plan and the translators read of a watermark strategy
+    (``api/watermarks.py``'s ``WatermarkStrategy``)."""
+
+    #: ``"bounded"``, ``"monotonous"`` or ``"none"`` (no watermarks)
+    kind: str
+    #: the bounded out-of-orderness (0 for monotonous timestamps), None without watermarks
+    out_of_orderness_ms: Optional[int]
+
+
 @dataclass(eq=False)
 class ChainNode(Transformation):
     """A non-keyed one-input stage: map, flat_map, filter, process, timestamps."""
 
     stage: str = "map"
     function: Any = None
-    watermark_strategy: Any = None
+    watermark_strategy: Optional[WatermarkSpec] = None
 
 
 @dataclass(eq=False)

@@ -51,6 +51,30 @@ class Encoding:
     def typed(self) -> bool:
         return self.kind == "typed"
 
+    def declared_type(self) -> TypeInformation:
+        """The type a typed encoding's records are declared with.
+
+        Raises:
+            TypeError: the encoding is pickled (it declares no type).
+        """
+        if self.type_info is None:
+            raise TypeError(f"a {self.kind} encoding declares no type")
+        return self.type_info
+
+    def field_types(self) -> list[TypeInformation]:
+        """The declared types of the payload columns, in order: the type itself for a scalar,
+        its fields' for a tuple or row.
+
+        Raises:
+            TypeError: the encoding is not typed, or a tuple/row shape holds a type without fields.
+        """
+        t = self.declared_type()
+        if self.shape == "scalar":
+            return [t]
+        if not isinstance(t, FieldsTypeInfo):
+            raise TypeError(f"a {self.shape} encoding needs a type with fields, got {t!r}")
+        return t.get_field_types()
+
     def spark_fields(self) -> list[str]:
         """DDL fragments ``name type`` for the payload columns."""
         return [f"`{name}` {kind}" for name, kind in self.spark_columns()]
@@ -62,8 +86,7 @@ class Encoding:
         assert self.type_info is not None
         if self.shape == "scalar":
             return [(self.columns[0], spark_ddl_type(self.type_info))]
-        types = self.type_info.get_field_types()
-        return [(c, spark_ddl_type(t)) for c, t in zip(self.columns, types)]
+        return [(c, spark_ddl_type(t)) for c, t in zip(self.columns, self.field_types())]
 
     def arrow_fields(self) -> list[pa.Field]:
         if not self.typed:
@@ -71,7 +94,7 @@ class Encoding:
         assert self.type_info is not None
         if self.shape == "scalar":
             return [pa.field(self.columns[0], arrow_type(self.type_info))]
-        return [pa.field(c, arrow_type(t)) for c, t in zip(self.columns, self.type_info.get_field_types())]
+        return [pa.field(c, arrow_type(t)) for c, t in zip(self.columns, self.field_types())]
 
 
 PICKLED = Encoding("pickled")
@@ -116,8 +139,7 @@ def make_decoder(enc: Encoding) -> Callable[[pa.RecordBatch], list[Any]]:
             return values if conv is None else [conv(v) for v in values]
 
         return decode_scalar
-    field_types = enc.type_info.get_field_types()
-    convs = [python_from_arrow(t) for t in field_types]
+    convs = [python_from_arrow(t) for t in enc.field_types()]
     cols = enc.columns
     row_class = named_row_class(row_names(enc)) if enc.shape == "row" else None
     new = tuple.__new__
@@ -150,8 +172,7 @@ class ColumnWriter:
         self.n = 0
         if enc.typed:
             assert enc.type_info is not None
-            types = [enc.type_info] if enc.shape == "scalar" else enc.type_info.get_field_types()
-            self.convs = [python_to_arrow(t) for t in types]
+            self.convs = [python_to_arrow(t) for t in enc.field_types()]
         else:
             self.convs = [None]
         self._names = enc.columns
@@ -243,7 +264,7 @@ def _declared(enc: Encoding, index: int) -> tuple[str, Any]:
     assert enc.type_info is not None
     if enc.shape == "scalar":
         return enc.columns[0], enc.type_info
-    return enc.columns[index], enc.type_info.get_field_types()[index]
+    return enc.columns[index], enc.field_types()[index]
 
 
 def _fits(value: Any, arrow_t: pa.DataType) -> bool:
@@ -337,7 +358,7 @@ def _record_arrays(values: list[Any], enc: Encoding, operator: str) -> list[pa.A
         column = values if conv is None else [None if v is None else conv(v) for v in values]
         return [checked_array(column, fields[0].type, operator, enc, 0)]
     width = len(enc.columns)
-    convs = [python_to_arrow(t) for t in enc.type_info.get_field_types()]
+    convs = [python_to_arrow(t) for t in enc.field_types()]
     plain = {tuple, named_row_class(enc.columns)} if enc.shape == "row" else {tuple}
     if values and set(map(type, values)) <= plain and set(map(len, values)) == {width}:
         columns: list[list[Any]] = [list(c) for c in zip(*values)]

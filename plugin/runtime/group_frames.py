@@ -125,7 +125,7 @@ def typed_input(enc: Encoding, schema: Any, key_index: int) -> Optional[TypedInp
         return None
     nullable = {f.name: f.nullable for f in schema.fields}
     flags = []
-    for i, (column, t) in enumerate(zip(enc.columns, enc.type_info.get_field_types())):
+    for i, (column, t) in enumerate(zip(enc.columns, enc.field_types())):
         if column not in nullable or python_from_arrow(t) is not None:
             return None
         if t.type_name in _NUMERIC:

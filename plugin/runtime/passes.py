@@ -13,7 +13,7 @@ import gc
 import itertools
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Protocol
 
 import pyarrow as pa
 
@@ -50,9 +50,23 @@ from .sorted_reduce import (
 )
 
 __all__ = [
-    "KeyedSpec", "PassSpec", "run_pass", "output_ddl", "gc_paused", "COUNT", "COUNTABLE_TYPES",
-    "query_metrics_folder",
+    "Combiner", "KeyOut", "KeyedSpec", "PassSpec", "run_pass", "output_ddl", "gc_paused", "COUNT",
+    "COUNTABLE_TYPES", "query_metrics_folder",
 ]
+
+if TYPE_CHECKING:
+    from ..state_store.serializers.base import TypeSerializer
+
+#: ``(key selector, key serializer)`` a pass keys its output records with (the selector a
+#: KeySelector or a callable: ``as_key_selector``)
+KeyOut = tuple[object, "TypeSerializer[Any]"]
+
+
+class Combiner(Protocol):
+    """The reduce function a keying pass pre-aggregates its records with, per key."""
+
+    def reduce(self, value1: Any, value2: Any) -> Any: ...
+
 
 _COMBINE_LIMIT = 100_000
 #: Input column of a counted keyed pass (``KeyedSpec.counted``): how many identical records
@@ -108,8 +122,8 @@ class PassSpec:
     keyed: Optional[KeyedSpec] = None
     chain: list[tuple[Any, ...]] = field(default_factory=list)  # (kind, function[, name])
     tags: frozenset[str] = frozenset()
-    key_out: Optional[tuple[Any, Any]] = None  # (key_selector, key_serializer)
-    combiner: Any = None
+    key_out: Optional[KeyOut] = None
+    combiner: Optional[Combiner] = None
     max_parallelism: int = 128
     #: STREAMING: the pass in its job and the run (one translation of the job). With the
     #: query's id, what a worker keeps the pass's non-keyed functions under, one opened
@@ -447,7 +461,7 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                     break
                 kept = [o for o in chunk if o.tag is None or o.tag in tags]
                 if kept:
-                    extras = [[o.timestamp for o in kept]]
+                    extras: list[list[Any]] = [[o.timestamp for o in kept]]
                     if has_tags:
                         extras.insert(0, [o.tag for o in kept])
                     yield from writer.extend(extras, [o.value for o in kept])
@@ -549,7 +563,8 @@ def _run_fast(spec: PassSpec, chain: Any, decode: Any, writer: ColumnWriter,
         yield last
 
 
-def _flush_combined(combined: dict[bytes, list[Any]], writer: ColumnWriter) -> Iterator[pa.RecordBatch]:
+def _flush_combined(combined: dict[bytes, list[Any]], writer: ColumnWriter
+                   ) -> Iterator[pa.RecordBatch]:
     for key, (kg, value, ts) in combined.items():
         batch = writer.append((ts, kg, key), value)
         if batch is not None:

@@ -50,7 +50,7 @@ def _bootstrap_pass(uid: str, key_serializer: Any, maxp: int, key_column: str,
                 continue
             keys = b.column(key_column).to_pylist()
             values = [b.column(c).to_pylist() for c, _ in columns]
-            out = []
+            out: list[Any] = []
             for i, key in enumerate(keys):
                 backend.set_current_key(key)
                 for (_c, d), col in zip(columns, values):

@@ -307,7 +307,9 @@ class Savepoint:
         from .reader import read_broadcast_entries
 
         op = self._metadata.operator(uid)
-        stored = {m.name: m for m in op.broadcast_states}.get(getattr(descriptor, "name", None))
+        name = getattr(descriptor, "name", None)
+        stored = ({m.name: m for m in op.broadcast_states}.get(name) if isinstance(name, str)
+                  else None)
         if stored is None:
             raise StateDescriptorError(
                 f"operator {uid!r} has no broadcast state {getattr(descriptor, 'name', descriptor)!r}"

@@ -28,11 +28,14 @@ from __future__ import annotations
 
 import logging
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..state_store.keygroups import RANGE_KEY_SHIFT, subtask_partition
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 __all__ = ["RANGE_KEY", "stateful_partitions", "spark_partition", "spark_partition_of_longs",
            "salts", "salt_column", "range_key_column",
@@ -180,8 +183,8 @@ def key_group_of_range_key_column(range_key: Any) -> Any:
     return F.when(range_key < 0, range_key).otherwise(low).cast("int")
 
 
-def repartition_by_key_group_range(df: Any, key_group: str, partitions: int,
-                                   max_parallelism: int) -> Any:
+def repartition_by_key_group_range(df: DataFrame, key_group: str, partitions: int,
+                                   max_parallelism: int) -> DataFrame:
     """``df`` shuffled into ``partitions`` partitions, partition ``i`` holding the key groups
     (column ``key_group``) of Flink's subtask ``i``: a BATCH keyed stage's partitions are as
     even as key groups allow (Spark's hash of the key group alone is not)."""

@@ -29,22 +29,34 @@ come before the other input:
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional, Protocol
 
 from ..operators.broadcast import check_broadcast_compatible
 from ..plan.graph import BroadcastNode, Transformation
 from ..savepoint import read_broadcast_entries
 from ..state_store.entries import StateEntry, StateMetaInfo
 
+if TYPE_CHECKING:
+    from ..savepoint.format import SavepointMetadata
+
 __all__ = [
+    "RestoredSavepoint",
     "restored_broadcast",
     "broadcast_meta_infos",
     "check_broadcast_restore",
 ]
 
 
+class RestoredSavepoint(Protocol):
+    """The savepoint a job restores, as read here (``savepoint_restore.SavepointRestore``)."""
+
+    metadata: SavepointMetadata
+    path: str
+    version: Optional[int]
+
+
 # -- savepoints ------------------------------------------------------------------------------
-def check_broadcast_restore(metadata: Any, nodes: list[Transformation]) -> None:
+def check_broadcast_restore(metadata: SavepointMetadata, nodes: list[Transformation]) -> None:
     """Refuse (``IncompatibleStateError``) restoring a broadcast state into a descriptor of
     another kind or other serializers, before anything runs."""
     for node in nodes:
@@ -60,7 +72,7 @@ def check_broadcast_restore(metadata: Any, nodes: list[Transformation]) -> None:
                                            f"operator {op.uid!r}")
 
 
-def restored_broadcast(restore: Any, node: Transformation
+def restored_broadcast(restore: Optional[RestoredSavepoint], node: Transformation
                        ) -> Optional[tuple[list[StateMetaInfo], list[StateEntry]]]:
     """The broadcast state ``node`` starts from (``(meta infos, entries)``, read on the
     driver), or None when the savepoint holds none for it."""
@@ -73,7 +85,8 @@ def restored_broadcast(restore: Any, node: Transformation
     return list(op.broadcast_states), entries
 
 
-def broadcast_meta_infos(node: Transformation, restore: Any = None) -> tuple[StateMetaInfo, ...]:
+def broadcast_meta_infos(node: Transformation, restore: Optional[RestoredSavepoint] = None
+                         ) -> tuple[StateMetaInfo, ...]:
     """Meta infos of ``node``'s broadcast states in a savepoint it writes: the declared ones
     and those it restored without declaring them (kept, as operator state is); () for
     nodes without broadcast state."""

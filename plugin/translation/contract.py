@@ -19,6 +19,7 @@ from ..state_store.storage import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.streaming.query import StreamingQuery
 
 __all__ = ["Translator"]
 
@@ -83,7 +84,7 @@ class Translator(Protocol):
         already started and releases the job."""
         ...
 
-    def log_query_progress(self, name: str, query: Any) -> None:
+    def log_query_progress(self, name: str, query: StreamingQuery) -> None:
         """Record and log the micro-batches of query ``name`` (one of :meth:`start_sinks`)."""
         ...
 

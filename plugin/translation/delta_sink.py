@@ -47,6 +47,7 @@ from ..state_store.storage import Storage
 from .query_ids import scoped, streaming_query_id
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["APP_ID_PREFIX", "query_app_id", "commit_batch", "write_batch", "drain",
@@ -59,7 +60,7 @@ COMMIT_ATTEMPTS = 8
 log = logging.getLogger("pyspark_datastream")
 
 
-def query_app_id(spark: Any, checkpoint: str) -> str:
+def query_app_id(spark: SparkSession, checkpoint: str) -> str:
     """The Delta application id of the streaming query whose checkpoint is ``checkpoint``
     (called from inside its ``foreachBatch`` function): :func:`streaming_query_id` with
     :data:`APP_ID_PREFIX`."""
@@ -77,7 +78,7 @@ def _committed(root: str, app_id: str, options: Optional[dict[str, str]] = None)
 
 
 def commit_batch(path: str, app_id: str, batch_id: int, write_files: Callable[[str], None],
-                 arrow_schema: Any, mode: str = "append",
+                 arrow_schema: pa.Schema, mode: str = "append",
                  skipped: Optional[Callable[[], None]] = None) -> int:
     """Write and commit one micro-batch exactly once (delta-rs); return the rows it added
     (0 when the table already holds this batch).

@@ -153,9 +153,9 @@ def job_failure(exc: BaseException, context: str) -> DataStreamError:
         return found
     if isinstance(exc, DataStreamError):
         return exc
-    changed = timeout_layout_change(exc, context)
-    if changed is not None:
-        return changed
+    layout = timeout_layout_change(exc, context)
+    if layout is not None:
+        return layout
     missing = worker_environment(exc, context)
     if missing is not None:
         return missing

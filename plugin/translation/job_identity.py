@@ -36,7 +36,7 @@ import tempfile
 import time
 import types
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..plan.config import PER_STAGE, RuntimeMode, resolve
 from ..plan.graph import KeyByNode, SinkNode, SourceNode, Transformation
@@ -44,6 +44,11 @@ from ..state_store.backends import get_backend
 from ..state_store.storage import Storage, normalize_uri
 from .evolution import ProgramStates, check_evolution, check_placement, evolution_info
 from .exceptions import CheckpointMismatchError, CheckpointRootError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from ..plan.config import Configuration
 
 __all__ = [
     "MANIFEST",
@@ -211,7 +216,7 @@ def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return out
 
 
-def configured_root(config: Any, spark: Any) -> tuple[Optional[str], str]:
+def configured_root(config: Configuration, spark: SparkSession) -> tuple[Optional[str], str]:
     """``(root, where it came from)``: ``execution.checkpointing.dir``, else Spark's
     ``spark.sql.streaming.checkpointLocation``, else ``(None, "")``."""
     value = resolve(config, "execution.checkpointing.dir", RuntimeMode.STREAMING)

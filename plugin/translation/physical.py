@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..operators.base import user_function_error
 from ..operators.exceptions import JobExecutionError
@@ -39,6 +39,9 @@ from ..runtime.passes import partition_id
 from ..savepoint import partition_slots
 from ..spark_io.columns import col
 from .stream import Stream, StreamTranslator
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["SLOT", "translate_partitioning", "target_batches"]
 
@@ -81,8 +84,9 @@ def translate_partitioning(t: StreamTranslator, node: PartitionNode) -> Stream:
 
 
 def target_batches(strategy: str, n: int, slots: list[int], name: str,
-                   decode: Any = None, partitioner: Any = None, key_selector: Any = None
-                   ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                   decode: Optional[Callable[[pa.RecordBatch], list[Any]]] = None,
+                   partitioner: object = None, key_selector: object = None
+                  ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function appending each record's slot column.
 
     Args:
@@ -115,6 +119,9 @@ def target_batches(strategy: str, n: int, slots: list[int], name: str,
             elif strategy == "shuffle":
                 target = rng.integers(0, n, rows)
             else:
+                if decode is None:
+                    raise JobExecutionError(f"partitioning {name!r}: a custom partitioning "
+                                            "needs the decoder of its records")
                 target = np.asarray([_custom_target(record, partitioner, key_selector, n, name)
                                      for record in decode(batch)], dtype=np.int64)
             seen += rows

@@ -7,16 +7,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..spark_io.delta_io import local_path
 from ..spark_io.storage_conf import current_storage
 from ..state_store.storage import Storage
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 __all__ = ["is_connect", "scoped", "streaming_query_id"]
 
 
-def is_connect(spark: Any) -> bool:
+def is_connect(spark: SparkSession) -> bool:
     """True for a Spark Connect session (Databricks serverless and shared clusters)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
@@ -36,7 +39,7 @@ def scoped(query_id: str, scope: str) -> str:
     return f"{query_id}.{scope}" if scope else query_id
 
 
-def streaming_query_id(spark: Any, checkpoint: str) -> str:
+def streaming_query_id(spark: SparkSession, checkpoint: str) -> str:
     """The id of the streaming query whose checkpoint is ``checkpoint``, called from inside its
     ``foreachBatch`` function: the same in every run of the query, a new one for a new
     checkpoint (whose batch ids start at 0 again). Read from the micro-batch thread's

@@ -16,13 +16,17 @@ then a chain of stages) in one pass. Every function reading records of a ``Types
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..operators.windows.spec import WindowSpec
 from ..plan.graph import KeyedNode
 from ..runtime.encoding import Encoding
 from ..runtime.rows import is_row_stage, row_stage, shaped_reduce
 from .stream import Stream
+
+if TYPE_CHECKING:
+    from ..runtime.passes import KeyOut
+    from ..state_store.typeinfo import TypeInformation
 
 __all__ = ["chain_before", "chain_for_output", "leading_rows", "keyed_function"]
 
@@ -48,7 +52,8 @@ def _rows_already(chain: tuple[tuple[Any, ...], ...]) -> bool:
     return False
 
 
-def chain_for_output(stream: Stream, enc: Encoding, key_out: Any = None) -> list[tuple[Any, ...]]:
+def chain_for_output(stream: Stream, enc: Encoding, key_out: Optional[KeyOut] = None
+                    ) -> list[tuple[Any, ...]]:
     """The chain of a pass running ``stream``'s pending work into ``enc`` (with ``key_out``,
     keyed for the next operator): records of a ROW type leave pickled or keyed as Rows; a
     trailing Row stage is dropped before typed columns, which do not need it."""
@@ -58,7 +63,7 @@ def chain_for_output(stream: Stream, enc: Encoding, key_out: Any = None) -> list
     return list(chain_before(stream))
 
 
-def leading_rows(type_info: Any, name: str) -> tuple[tuple[Any, ...], ...]:
+def leading_rows(type_info: Optional[TypeInformation], name: str) -> tuple[tuple[Any, ...], ...]:
     """The chain of a stream whose pickled records of ``type_info`` may not be Rows yet: a
     Row stage for a ROW type, else nothing."""
     stage = row_stage(type_info, name)

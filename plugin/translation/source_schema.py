@@ -13,11 +13,18 @@ before anything runs.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from ..plan.graph import SourceNode
 from ..state_store.storage import Storage
 from .exceptions import SourceSchemaError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from pyspark.sql import DataFrame
+
+    from ..plan.graph import Transformation
 
 __all__ = ["check_parquet_sources", "check_parquet_source"]
 
@@ -84,7 +91,7 @@ def _spark_name(field: dict[str, Any]) -> Optional[str]:
     return str(kind.simpleString())
 
 
-def check_parquet_source(df: Any, storage: Storage, context: str) -> None:
+def check_parquet_source(df: DataFrame, storage: Storage, context: str) -> None:
     """Raise SourceSchemaError for the first file of a Parquet source of ``df`` (BATCH or
     streaming) whose column type differs from the schema it is read with (see the module
     text).
@@ -137,7 +144,7 @@ def check_parquet_source(df: Any, storage: Storage, context: str) -> None:
                             f"and convert it in the program (while building {context})")
 
 
-def check_parquet_sources(nodes: Any, storage: Storage, context: str) -> None:
+def check_parquet_sources(nodes: Sequence[Transformation], storage: Storage, context: str) -> None:
     """:func:`check_parquet_source` for every DataFrame source among ``nodes``.
 
     Args:

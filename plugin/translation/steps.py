@@ -33,6 +33,9 @@ from .stream import Stream, StreamTranslator
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from ..runtime.passes import Combiner, KeyOut
+    from ..state_store.typeinfo import TypeInformation
+
 __all__ = [
     "operator_config",
     "side_output_tags",
@@ -138,7 +141,7 @@ def fan_out(consumers: dict[int, list[Transformation]], node: Transformation) ->
     return len([c for c in consumers.get(node.id, []) if not isinstance(c, SideOutputNode)])
 
 
-def preferred_encoding(type_info: Any) -> Encoding:
+def preferred_encoding(type_info: Optional[TypeInformation]) -> Encoding:
     """Typed Spark columns for a Spark-mappable type, pickled records otherwise."""
     if type_info is not None and is_spark_mappable(type_info):
         return typed_encoding(type_info)
@@ -228,15 +231,16 @@ def materialize_shared(t: StreamTranslator, stream: Stream, node: Transformation
 
 
 # -- one fused pass -----------------------------------------------------------------------------
-def needs_pass(stream: Stream, enc: Encoding, key_out: Any, tags: frozenset[str],
+def needs_pass(stream: Stream, enc: Encoding, key_out: Optional[KeyOut], tags: frozenset[str],
                force: bool) -> bool:
     """Whether materializing ``stream`` in ``enc`` takes a Python pass (else its df is it)."""
     return not (not stream.pending and key_out is None and not tags and stream.enc == enc
                 and not force)
 
 
-def pass_spec(t: StreamTranslator, stream: Stream, enc: Encoding, key_out: Any = None,
-              combiner: Any = None, tags: frozenset[str] = frozenset(), name: str = "") -> PassSpec:
+def pass_spec(t: StreamTranslator, stream: Stream, enc: Encoding, key_out: Optional[KeyOut] = None,
+              combiner: Optional[Combiner] = None, tags: frozenset[str] = frozenset(),
+              name: str = "") -> PassSpec:
     """The fused pass running ``stream``'s pending work into ``enc`` (one ``mapInArrow``)."""
     return PassSpec(
         name=name or stream.name,
@@ -280,7 +284,7 @@ def collectable(t: StreamTranslator, stream: Stream, node: Transformation) -> tu
     records (checked against the node's output_type when they travel pickled)."""
     df, enc = collectable_arrow(t, stream, node)
     if enc.typed:
-        conv = python_from_spark(enc.type_info, enc.shape, enc.columns)
+        conv = python_from_spark(enc.declared_type(), enc.shape, enc.columns)
         return df, lambda rows: [conv(row) for row in rows]
     import pickle
 

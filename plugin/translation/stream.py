@@ -16,9 +16,14 @@ from ..runtime.encoding import Encoding
 from ..runtime.passes import KeyedSpec
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
+    from ..runtime.passes import Combiner, KeyOut
     from ..state_store.storage import Storage
+    from ..state_store.typeinfo import TypeInformation
 
 __all__ = ["Stream", "StreamTranslator", "KeyedInputTranslator", "SinkOwner",
            "StreamingSinkOwner", "arrow_pass"]
@@ -28,7 +33,7 @@ __all__ = ["Stream", "StreamTranslator", "KeyedInputTranslator", "SinkOwner",
 class Stream:
     """A translated stream: ``df`` in ``enc``, plus fused work not yet applied."""
 
-    df: Any
+    df: DataFrame
     enc: Encoding
     type_info: Any = None
     keyed: Optional[KeyedSpec] = None
@@ -43,14 +48,16 @@ class Stream:
     #: ``(df, records)`` when ``df`` is ``records`` sorted by a keyed stage's order pass
     #: (emit_order.py): a Python pass over this very ``df`` may read ``records`` and sort
     #: them itself (``emit_order.ordered_first``); a ``df`` replaced since is not that ``df``
-    ordered_from: Optional[tuple[Any, Any]] = None
+    ordered_from: Optional[tuple[DataFrame, DataFrame]] = None
 
     @property
     def pending(self) -> bool:
         return self.keyed is not None or self.co_stage is not None or bool(self.chain)
 
 
-def arrow_pass(stream: Stream, function: Any, ddl: str) -> Any:
+def arrow_pass(stream: Stream,
+               function: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+               ddl: str) -> DataFrame:
     """``stream.df.mapInArrow(function, ddl)``; where ``df`` is a keyed stage's records sorted
     by its order pass (``ordered_from``), the pass reads them unsorted and sorts them first,
     in its own Python worker (``emit_order.ordered_first``).
@@ -79,18 +86,19 @@ class StreamTranslator(Protocol):
 
     def input_stream(self, parent: Transformation) -> Stream: ...
 
-    def preferred_encoding(self, type_info: Any) -> Encoding: ...
+    def preferred_encoding(self, type_info: Optional[TypeInformation]) -> Encoding: ...
 
-    def materialize(self, stream: Stream, enc: Encoding, key_out: Any = None, combiner: Any = None,
-                    tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
-                    ) -> DataFrame: ...
+    def materialize(self, stream: Stream, enc: Encoding, key_out: Optional[KeyOut] = None,
+                    combiner: Optional[Combiner] = None, tags: frozenset[str] = frozenset(),
+                    name: str = "", force: bool = False) -> DataFrame: ...
 
 
 class KeyedInputTranslator(StreamTranslator, Protocol):
     """A translator that also keys a stream in one pass (the full-partition translation)."""
 
-    def keyed_input(self, key_node: KeyByNode, consumer: Transformation, combiner: Any = None,
-                    force_pickled: bool = False) -> tuple[DataFrame, Encoding]: ...
+    def keyed_input(self, key_node: KeyByNode, consumer: Transformation,
+                    combiner: Optional[Combiner] = None, force_pickled: bool = False
+                    ) -> tuple[DataFrame, Encoding]: ...
 
 
 class SinkOwner(StreamTranslator, Protocol):

@@ -15,19 +15,22 @@ an indirection the code does not show (``getattr``) is not seen.
 from __future__ import annotations
 
 import types
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from ..operators.broadcast import BroadcastSpec
 from ..operators.windows import WindowSpec
 from ..plan.graph import Transformation
 from ..state_store.exceptions import GraphBuildError
 
+if TYPE_CHECKING:
+    from ..plan.graph import WatermarkSpec
+
 __all__ = ["processing_time_use", "processing_timeout_of"]
 
 _REGISTER = "register_processing_time_timer"
 
 
-def processing_time_use(function: Any) -> Optional[str]:
+def processing_time_use(function: object) -> Optional[str]:
     """What in ``function`` registers processing-time timers (for a message), or None."""
     if isinstance(function, BroadcastSpec):  # the user's (Keyed)BroadcastProcessFunction
         function = function.function
@@ -44,7 +47,7 @@ def processing_time_use(function: Any) -> Optional[str]:
     return None
 
 
-def processing_timeout_of(node: Transformation, function: Any, ws: Any,
+def processing_timeout_of(node: Transformation, function: object, ws: Optional[WatermarkSpec],
                           trigger: tuple[str, Optional[str]], bounded: bool) -> bool:
     """Whether a STREAMING keyed operator's GroupState timeout runs on processing time.
 

@@ -72,7 +72,7 @@ class Probe:
         if name.startswith("_"):
             raise AttributeError(name)
         t = self._expr.type_info
-        if t is not None and t.type_name == "ROW" and name in list(t.get_field_names()):
+        if isinstance(t, FieldsTypeInfo) and t.type_name == "ROW" and name in t.get_field_names():
             return self[name]
         raise Untraceable(f"attribute {name}")
 
@@ -180,7 +180,7 @@ def struct_type(enc: Encoding) -> Any:
     t = enc.type_info
     if enc.shape == "scalar" or t is None:
         return t
-    return Types.ROW_NAMED(list(enc.columns), list(t.get_field_types()))
+    return Types.ROW_NAMED(list(enc.columns), enc.field_types())
 
 
 def ddl_of_field(t: FieldsTypeInfo, i: int) -> str:
@@ -191,8 +191,11 @@ def ddl_of_field(t: FieldsTypeInfo, i: int) -> str:
 _ORDERED = _NUMERIC + ("STRING", "SQL_TIMESTAMP", "BOOLEAN")
 
 
-def field_plan(function: Any, in_t: Any, key_idx: int, types: list[str]) -> Optional[tuple[Any, Any]]:
+def field_plan(function: object, in_t: TypeInformation, key_idx: int, types: list[str]
+               ) -> Optional[tuple[Any, Any]]:
     """How a reduce function aggregates each field, or None when it is not a field aggregation."""
+    if not isinstance(in_t, FieldsTypeInfo):
+        return None  # a field aggregation reads the fields of a tuple or row
     agg = getattr(function, "descriptor", None)
     if agg is not None:
         kind, field = agg.kind, agg.field

@@ -4,7 +4,7 @@ node kinds both translate the same way (``steps.py`` holds the code both call)."
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from ..operators.modes import RuntimeMode
 from ..plan.graph import KeyByNode, PartitionNode, SideOutputNode, SourceNode, Transformation
@@ -14,6 +14,9 @@ from .stream import Stream
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import DataFrame
+
+    from ..runtime.passes import Combiner, KeyOut
+    from ..state_store.typeinfo import TypeInformation
 
 __all__ = ["TranslatorBase"]
 
@@ -45,9 +48,9 @@ class TranslatorBase:
         """
         raise NotImplementedError
 
-    def materialize(self, stream: Stream, enc: Encoding, key_out: Any = None, combiner: Any = None,
-                    tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
-                    ) -> DataFrame:
+    def materialize(self, stream: Stream, enc: Encoding, key_out: Optional[KeyOut] = None,
+                    combiner: Optional[Combiner] = None, tags: frozenset[str] = frozenset(),
+                    name: str = "", force: bool = False) -> DataFrame:
         """``stream``'s records as ``enc`` rows (each mode's way: ``steps.StreamTranslator``).
 
         Args:
@@ -94,7 +97,7 @@ class TranslatorBase:
         """
         return input_stream(self, parent)
 
-    def preferred_encoding(self, type_info: Any) -> Encoding:
+    def preferred_encoding(self, type_info: Optional[TypeInformation]) -> Encoding:
         """Typed columns when Spark can hold ``type_info``, else pickled (steps.py).
 
         Args:

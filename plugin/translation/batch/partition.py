@@ -98,7 +98,7 @@ def _native_sort_column(enc: Encoding, field: Any) -> Optional[Any]:
         return None
     from ...state_store.typeinfo import Types
 
-    struct_t = Types.ROW_NAMED(cols, list(enc.type_info.get_field_types()))
+    struct_t = Types.ROW_NAMED(cols, enc.field_types())
     traced = trace(fn, [struct_t])
     if not isinstance(traced, Expr):
         return None

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
     from ...operators.modes import RuntimeMode
     from ...spark_io.progress import BatchProgress
+    from ..stream import Stream
 
 __all__ = [
     "BatchSavepointWrite",
@@ -160,7 +161,7 @@ class BatchSavepointWrite:
                 savepoint_arrow_schema(), BROADCAST_KIND, self.folder.storage)
         return fields
 
-    def run_keyed(self, stream: Any, node: Transformation, tags: frozenset[str],
+    def run_keyed(self, stream: Stream, node: Transformation, tags: frozenset[str],
                   shared: bool) -> Any:
         """Record ``node``'s operator for the savepoint; return the stream its consumers
         read. Writing entries directly, a stream read by one consumer is returned as it is

@@ -90,6 +90,10 @@ from ..translator_base import TranslatorBase
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+    from ...runtime.passes import Combiner, KeyOut
+    from .savepoint import BatchSavepointWrite
 
 __all__ = ["BatchTranslator", "Stream"]
 
@@ -174,7 +178,8 @@ class BatchTranslator(TranslatorBase):
 
         return CloseableIterator(records())
 
-    def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
+    def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None
+                 ) -> dict[str, int]:
         progress = self._start_progress()
         ok = False
         try:
@@ -194,7 +199,8 @@ class BatchTranslator(TranslatorBase):
         finally:
             progress.finish(ok)
 
-    def run_planned_sinks(self, sinks: list[SinkNode], savepoint: Any = None) -> dict[str, int]:
+    def run_planned_sinks(self, sinks: list[SinkNode],
+                          savepoint: Optional[BatchSavepointWrite] = None) -> dict[str, int]:
         """Plan every sink (so the stage totals are known), then run one action per sink and
         finally write the savepoint (only after every sink succeeded: a failed job adds no
         savepoint version)."""
@@ -248,7 +254,7 @@ class BatchTranslator(TranslatorBase):
         """Refused: a BATCH job runs to its end (``run_sinks``)."""
         raise self._no_queries("start_sinks")
 
-    def log_query_progress(self, name: str, query: Any) -> None:
+    def log_query_progress(self, name: str, query: StreamingQuery) -> None:
         """Refused: no streaming queries."""
         raise self._no_queries(f"log_query_progress({name!r})")
 
@@ -292,7 +298,7 @@ class BatchTranslator(TranslatorBase):
         return self.batch_progress.observe(df, self.batch_progress.stage(stage), group, metrics)
 
     def _observe_pass(self, df_in: DataFrame, stream: Stream, spec: PassSpec,
-                      name: str) -> tuple[DataFrame, Any]:
+                      name: str) -> tuple[DataFrame, Callable[[DataFrame], DataFrame]]:
         """The pass's input observed (rows in; restored entries apart) and a function that
         observes its output (main rows; side-output rows and savepoint entries apart)."""
         if self.batch_progress is None:
@@ -491,7 +497,8 @@ class BatchTranslator(TranslatorBase):
         return self.spark.read.schema(df.schema).parquet(f"{staging}/data")
 
     def keyed_input(self, key_node: KeyByNode, consumer: Transformation,
-                     combiner: Any = None, force_pickled: bool = False) -> tuple[DataFrame, Encoding]:
+                    combiner: Optional[Combiner] = None, force_pickled: bool = False
+                   ) -> tuple[DataFrame, Encoding]:
         parent = self.input_stream(key_node.inputs[0])
         if self.pushdown and not force_pickled:
             native = self._native_keyed_input(parent, key_node)
@@ -560,9 +567,9 @@ class BatchTranslator(TranslatorBase):
             df = df.sortWithinPartitions(*order)
         return df.drop(KG)
 
-    def materialize(self, stream: Stream, enc: Encoding, key_out: Any = None, combiner: Any = None,
-                     tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
-                     ) -> DataFrame:
+    def materialize(self, stream: Stream, enc: Encoding, key_out: Optional[KeyOut] = None,
+                    combiner: Optional[Combiner] = None, tags: frozenset[str] = frozenset(),
+                    name: str = "", force: bool = False) -> DataFrame:
         """Run a stream's pending work (one mapInArrow) and return its DataFrame in ``enc``."""
         if not needs_pass(stream, enc, key_out, tags, force):
             return stream.df

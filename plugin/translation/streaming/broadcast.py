@@ -7,7 +7,7 @@ broadcast state and runs a micro-batch's broadcast records before its other reco
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
 from ...operators.broadcast import BROADCAST_INPUT
 from ...plan.graph import BroadcastNode, KeyByNode, Transformation
@@ -19,6 +19,8 @@ from ..stream import Stream, StreamTranslator
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from ...runtime.passes import KeyOut
+    from ...state_store.serializers.base import TypeSerializer
     from .one_query import Carry
 
 __all__ = ["BroadcastTranslator", "streaming_broadcast"]
@@ -29,17 +31,17 @@ class BroadcastTranslator(StreamTranslator, Protocol):
 
     def keyed_input_df(self, key_node: KeyByNode, consumer: Transformation) -> DataFrame: ...
 
-    def sequenced(self, parent: Stream, name: str, key_out: Any = None,
+    def sequenced(self, parent: Stream, name: str, key_out: Optional[KeyOut] = None,
                   carry: Optional[Carry] = None) -> DataFrame: ...
 
     def staged_input(self, df: DataFrame, root: Transformation, edge: Transformation,
                      consumer: Transformation, side: int) -> DataFrame: ...
 
-    def with_own_watermark(self, data: Any, node: Transformation, side: int,
+    def with_own_watermark(self, data: Union[DataFrame, Stream], node: Transformation, side: int,
                            records: bool = False) -> Any: ...
 
-    def stateful(self, node: Transformation, df: DataFrame, kind: str, function: Any,
-                 key_serializer: Any, sided: bool,
+    def stateful(self, node: Transformation, df: DataFrame, kind: str, function: object,
+                 key_serializer: TypeSerializer[Any], sided: bool,
                  backend: Optional[BackendChoice] = None) -> Stream: ...
 
 

@@ -9,7 +9,7 @@ runtime/emit_order.py).
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ...plan.graph import Transformation, is_keyed
 from ...runtime.emit_order import order_partition
@@ -25,6 +25,11 @@ from ...runtime.group_frames import (
 )
 from ...runtime.group_state import GroupSpec, group_function
 from ...runtime.tws_processor import ET_OUT, KeyGroupProcessor, TwsCall
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, GroupedData
+
+    from ...plan.graph import WatermarkSpec
 
 __all__ = ["feeds_keyed", "keyed_call", "own_watermark", "watermarked"]
 
@@ -48,7 +53,7 @@ def _watermark_on_ts(df: Any, ws: Any, sentinel: Any) -> tuple[Any, int]:
             .withWatermark(_ET, f"{delay} milliseconds")), delay
 
 
-def watermarked(df: Any, ws: Any) -> Any:
+def watermarked(df: DataFrame, ws: Optional[WatermarkSpec]) -> Any:
     """``df`` with the watermark-tagged ``_et`` column a GroupState timeout needs.
 
     Args:
@@ -73,8 +78,8 @@ def watermarked(df: Any, ws: Any) -> Any:
                          _ET, metadata={"spark.watermarkDelayMs": delay}))
 
 
-def own_watermark(df: Any, ws: Any, end_of_input: Optional[Callable[[Any], Any]],
-                  records: bool) -> Any:
+def own_watermark(df: DataFrame, ws: Optional[WatermarkSpec],
+                  end_of_input: Optional[Callable[[Any], Any]], records: bool) -> Any:
     """``df`` with a watermark of its own, for records that meet a keyed stage's outputs in
     the one query (whose chained stage adds none): Spark takes the least of the query's.
 
@@ -129,7 +134,7 @@ def feeds_keyed(node: Transformation, readers: dict[int, list[Transformation]]) 
     return False
 
 
-def keyed_call(grouped: Any, spec: GroupSpec, fields: list[tuple[str, str]],
+def keyed_call(grouped: GroupedData, spec: GroupSpec, fields: list[tuple[str, str]],
                timeout: str, tws: Optional[TwsCall] = None) -> tuple[Any, Optional[Any]]:
     """The keyed stage's records: ``applyInPandasWithState`` of ``spec`` over ``grouped``
     (or, in the one-query mapping, ``transformWithStateInPandas``: runtime/tws_processor.py).

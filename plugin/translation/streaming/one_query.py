@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any, NamedTuple, Optional, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Protocol
 
 from ...plan.config import AUTO_MAPPING, ONE_QUERY, PER_STAGE, QUERY_MAPPING, resolve
 from ...plan.graph import (
@@ -41,6 +41,12 @@ from ..steps import fused_chain
 from ..stream import Stream, StreamTranslator
 from .keyed import feeds_keyed
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrameReader, SparkSession
+
+    from ...operators.modes import RuntimeMode
+    from ...plan.config import Configuration
+
 __all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "Carry", "branch_watermark",
            "carried_exits", "carry_plan", "carry_tag", "chained", "exit_of", "fans_out",
            "from_keyed", "keying_input", "meets_keyed", "one_query_mapping",
@@ -59,7 +65,7 @@ QUERY = "query"
 _TAIL_KINDS = (ChainNode, SideOutputNode, PartitionNode, KeyByNode)
 
 
-def one_query_mapping(config: Any, mode: Any, spark: Any,
+def one_query_mapping(config: Configuration, mode: RuntimeMode, spark: SparkSession,
                       nodes: list[Transformation], consumers: dict[int, list[Transformation]],
                       recorded: Optional[str] = None) -> bool:
     """Whether the job's keyed stages run in one query (``execution.streaming.query-mapping``).
@@ -146,7 +152,7 @@ _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProv
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 
 
-def state_store_conf(spark: Any) -> dict[str, str]:
+def state_store_conf(spark: SparkSession) -> dict[str, str]:
     """The session settings the one query starts with: RocksDB's state store provider, which
     ``transformWithState`` needs, when the session has Spark's default one (a query restarted
     from a checkpoint keeps the provider it began with).
@@ -515,7 +521,8 @@ def one_query_placement(stages: dict[int, str], nodes: list[Transformation]) -> 
             "sources": sources}
 
 
-def tws_state_reader(reader: Any, spark: Any, checkpoint: str, stage: str) -> tuple[Any, Any]:
+def tws_state_reader(reader: DataFrameReader, spark: SparkSession, checkpoint: str, stage: str
+                    ) -> tuple[Any, Any]:
     """Spark's state reader of a keyed stage of the one query, and its state bytes column.
 
     Args:

@@ -139,7 +139,7 @@ def native_keyed_input(parent: Stream, key_node: KeyByNode, max_parallelism: int
     return df, typed
 
 
-def field_reduce_plan(kind: str, function: Any, typed: Optional[TypedInput],
+def field_reduce_plan(kind: str, function: object, typed: Optional[TypedInput],
                       out_enc: Optional[Encoding], backend_kind: str) -> Optional[FieldReduce]:
     """How a STREAMING ``reduce`` over a native keyed input runs on its columns
     (``runtime/columnar_reduce.py``): when the function is a built-in ``sum`` or traces to

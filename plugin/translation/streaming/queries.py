@@ -26,7 +26,11 @@ from ..failures import job_failure
 from ..query_ids import is_connect
 
 if TYPE_CHECKING:
-    from pyspark.sql.streaming import DataStreamWriter
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+    from pyspark.sql.types import StructType
 
 __all__ = [
     "QueryOwner",
@@ -125,7 +129,7 @@ def published_metrics(target: Optional[tuple[Storage, str]], query_id: str
     return {} if published is None else merge(read_published(*published))
 
 
-def arrow_batch_rows(spark: Any) -> int:
+def arrow_batch_rows(spark: SparkSession) -> int:
     """The session's ``spark.sql.execution.arrow.maxRecordsPerBatch``.
 
     Args:
@@ -141,7 +145,7 @@ def arrow_batch_rows(spark: Any) -> int:
         return 0
 
 
-def collect_query(t: QueryOwner, df: Any) -> list[Any]:
+def collect_query(t: QueryOwner, df: DataFrame) -> list[Any]:
     """Run ``df`` as the job's collect query; its rows, in the order of its micro-batches.
 
     Args:
@@ -170,7 +174,7 @@ def collect_query(t: QueryOwner, df: Any) -> list[Any]:
     return rows
 
 
-def write_table_once(storage: Storage, folder: str, file_name: str, table: Any) -> None:
+def write_table_once(storage: Storage, folder: str, file_name: str, table: pa.Table) -> None:
     """Write the Arrow ``table`` as the one Parquet file ``<folder>/<file_name>`` unless an
     earlier run did: the file becomes visible complete (storage layer), and its name is the
     done-marker (no listing).
@@ -190,7 +194,7 @@ def write_table_once(storage: Storage, folder: str, file_name: str, table: Any) 
         pq.write_table(table, f)
 
 
-def write_df_once(storage: Storage, folder: str, df: Any) -> bool:
+def write_df_once(storage: Storage, folder: str, df: DataFrame) -> bool:
     """Write ``df`` as Parquet into ``folder`` with Spark (its Hadoop filesystem) unless an
     earlier run completed it: Spark's ``_SUCCESS`` marker, written last by its committer, is
     the done-marker; a partial folder of an interrupted run is overwritten.
@@ -208,14 +212,15 @@ def write_df_once(storage: Storage, folder: str, df: Any) -> bool:
     return True
 
 
-def as_dict(progress: Any) -> dict[str, Any]:
+def as_dict(progress: object) -> dict[str, Any]:
     """A StreamingQueryProgress (or its JSON, or a dict already) as a dict."""
     if isinstance(progress, dict):
         return progress
     text = getattr(progress, "json", None)
-    if isinstance(text, str):
-        return json.loads(text)
-    return json.loads(str(progress))
+    parsed = json.loads(text if isinstance(text, str) else str(progress))
+    if not isinstance(parsed, dict):
+        raise TypeError(f"a query progress is a JSON object, got {parsed!r:.200}")
+    return parsed
 
 
 def _watermark_ms(progress: dict[str, Any]) -> int:
@@ -227,7 +232,8 @@ def _watermark_ms(progress: dict[str, Any]) -> int:
     return int(datetime.fromisoformat(wm.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def end_of_input_stream(spark: Any, storage: Storage, folder: str, schema: Any) -> Any:
+def end_of_input_stream(spark: SparkSession, storage: Storage, folder: str, schema: StructType
+                       ) -> Any:
     """A one-row file stream of ``schema`` in ``folder`` (written once): key group -1 at
     :data:`END_OF_INPUT_MS`, the end-of-input signal a query over bounded input ends with.
 
@@ -263,7 +269,8 @@ def end_of_input_stream(spark: Any, storage: Storage, folder: str, schema: Any) 
     return spark.readStream.schema(schema).parquet(folder)
 
 
-def start_query(t: QueryOwner, name: str, writer: DataStreamWriter, query_name: Optional[str] = None) -> Any:
+def start_query(t: QueryOwner, name: str, writer: DataStreamWriter,
+                query_name: Optional[str] = None) -> Any:
     """Start one query (checkpoint ``<root>/<name>/checkpoint``, the configured trigger;
     ``query_name`` names a memory sink's table)."""
     checkpoint = os.path.join(t.job_folder(), name, "checkpoint")
@@ -292,7 +299,8 @@ def start_query(t: QueryOwner, name: str, writer: DataStreamWriter, query_name: 
                 t.spark.conf.set(key, value)
 
 
-def run_query(t: QueryOwner, name: str, writer: DataStreamWriter, query_name: Optional[str] = None) -> None:
+def run_query(t: QueryOwner, name: str, writer: DataStreamWriter, query_name: Optional[str] = None
+             ) -> None:
     """Start one query, wait, log its progress (only start it for ``execute_async``)."""
     if t.async_queries is not None:
         t.async_queries.append((name, start_query(t, name, writer, query_name)))
@@ -334,7 +342,7 @@ def _await_processing_time(t: QueryOwner, query: Any) -> None:
                 return
 
 
-def log_query_progress(t: QueryOwner, name: str, query: Any) -> None:
+def log_query_progress(t: QueryOwner, name: str, query: StreamingQuery) -> None:
     """Record (``t.progress``) and log one :func:`progress_row` per micro-batch of ``query``;
     the last one carries the user metrics its operator instances published last."""
     rows = [progress_row(name, as_dict(p)) for p in query.recentProgress]

@@ -73,6 +73,7 @@ from .queries import write_df_once
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from ...operators.modes import RuntimeMode
     from ...runtime.group_state import GroupSpec
@@ -458,7 +459,8 @@ def restores(translator: SavepointTranslator, node: Transformation) -> bool:
         durable, _restore_name(translator, node), "_SUCCESS")))
 
 
-def restored_input(translator: SavepointTranslator, node: Transformation, df: Any) -> tuple[Any, bool]:
+def restored_input(translator: SavepointTranslator, node: Transformation, df: DataFrame
+                  ) -> tuple[Any, bool]:
     """``node``'s keyed input ``df`` with its savepoint state rows when it :func:`restores`
     (written first when the job restores now).
 
@@ -491,7 +493,8 @@ def _restore_folder(translator: SavepointTranslator, node: Transformation) -> st
     return str(translator.storage.join(translator.job_folder(), _restore_name(translator, node)))
 
 
-def restore_rows_folder(translator: SavepointTranslator, node: Transformation, folder: str, schema: Any) -> None:
+def restore_rows_folder(translator: SavepointTranslator, node: Transformation, folder: str,
+                        schema: StructType) -> None:
     """Write (once, atomically) ``node``'s savepoint state as one row per key group with the
     keyed input's ``schema`` into ``folder``; executors pack and write, nothing is collected."""
     from pyspark.sql import functions as F

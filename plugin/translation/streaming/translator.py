@@ -17,7 +17,7 @@ import pickle
 import uuid
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
 
 from ...plan.config import RuntimeMode, parse_trigger, resolve_boolean, streaming_trigger
 from ...plan.graph import (
@@ -57,6 +57,7 @@ from ..job_identity import (
     recorded_mapping,
 )
 from ..pushdown import native_map
+from ..query_ids import is_connect
 from ..rows import chain_for_output, keyed_function
 from ..sinks import sink_kind
 from ..source_schema import check_parquet_sources
@@ -98,7 +99,6 @@ from .queries import (
     arrow_batch_rows,
     collect_query,
     end_of_input_stream,
-    is_connect,
     log_query_progress,
     metrics_target,
     progress_row,
@@ -111,8 +111,12 @@ from .savepoint import restored_input, restores
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
 
     from ...plan.job import JobPlan
+    from ...runtime.passes import Combiner, KeyOut
+    from ...state_store.serializers.base import TypeSerializer
+    from .savepoint import StreamingSavepointWrite
 
 __all__ = ["StreamingTranslator", "END_OF_INPUT_MS", "parse_trigger", "progress_row"]
 
@@ -272,7 +276,8 @@ class StreamingTranslator(TranslatorBase):
         self.run_prerequisites()
         return CloseableIterator(iter(decode(collect_query(self, df))))
 
-    def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None) -> dict[str, int]:
+    def run_sinks(self, sinks: list[SinkNode], savepoint_path: Optional[str] = None
+                 ) -> dict[str, int]:
         self.plan_sinks(sinks)
         if savepoint_path is None:
             return self.run_planned_sinks(sinks)
@@ -292,7 +297,8 @@ class StreamingTranslator(TranslatorBase):
         finally:
             self._savepoint_run = None
 
-    def run_planned_sinks(self, sinks: list[SinkNode], savepoint: Any = None) -> dict[str, int]:
+    def run_planned_sinks(self, sinks: list[SinkNode],
+                          savepoint: Optional[StreamingSavepointWrite] = None) -> dict[str, int]:
         if self.fanned_out:  # one query writing several sinks
             from .one_query_sinks import run_fanned_out
 
@@ -378,7 +384,7 @@ class StreamingTranslator(TranslatorBase):
                    for i, s in enumerate(self._union_inputs(node))]
         return union(self, node, streams)
 
-    def with_own_watermark(self, data: Any, node: Transformation, side: int,
+    def with_own_watermark(self, data: Union[DataFrame, Stream], node: Transformation, side: int,
                            records: bool = False) -> Any:
         """``data`` (a keyed input DataFrame, a DataFrame of ``records``, or a Stream) of input
         ``side`` of ``node``; where that input meets a keyed stage's outputs in the one query
@@ -403,9 +409,9 @@ class StreamingTranslator(TranslatorBase):
     def _full_partition(self, node: FullPartitionNode) -> Stream:
         raise full_window_streaming_error(node.describe())  # FLIP-380: BATCH only
 
-    def materialize(self, stream: Stream, enc: Encoding, key_out: Any = None, combiner: Any = None,
-                    tags: frozenset[str] = frozenset(), name: str = "", force: bool = False
-                    ) -> DataFrame:
+    def materialize(self, stream: Stream, enc: Encoding, key_out: Optional[KeyOut] = None,
+                    combiner: Optional[Combiner] = None, tags: frozenset[str] = frozenset(),
+                    name: str = "", force: bool = False) -> DataFrame:
         """The fused ``mapInArrow`` pass of BATCH, with subtask indexes valid in micro-batches."""
         if not needs_pass(stream, enc, key_out, tags, force):
             return stream.df
@@ -534,7 +540,7 @@ class StreamingTranslator(TranslatorBase):
         side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
         return self.staged_input(df, key_node.inputs[0], key_node, consumer, side)
 
-    def sequenced(self, parent: Stream, name: str, key_out: Any = None,
+    def sequenced(self, parent: Stream, name: str, key_out: Optional[KeyOut] = None,
                   carry: Optional[Carry] = None) -> DataFrame:
         """``_ts[, _kg, _k], _v, _seq``: ``parent``'s pending work in one Python pass that
         numbers the records in arrival order, keys them with ``key_out`` (and hands them on
@@ -597,8 +603,8 @@ class StreamingTranslator(TranslatorBase):
         """The nearest upstream WatermarkStrategy (Flink forwards watermarks through operators)."""
         return branch_watermark(node)
 
-    def stateful(self, node: Transformation, df: DataFrame, kind: str, function: Any,
-                 key_serializer: Any, sided: bool,
+    def stateful(self, node: Transformation, df: DataFrame, kind: str, function: object,
+                 key_serializer: TypeSerializer[Any], sided: bool,
                  backend: Optional[BackendChoice] = None) -> Stream:
         """``node`` as ``groupBy(_kg).applyInPandasWithState`` over its keyed input ``df``
         (``backend``: the state backend when not the job's)."""
@@ -718,7 +724,7 @@ class StreamingTranslator(TranslatorBase):
             self.async_queries = None
         return started
 
-    def log_query_progress(self, name: str, query: Any) -> None:
+    def log_query_progress(self, name: str, query: StreamingQuery) -> None:
         """Record and log ``query``'s micro-batches (queries.py)."""
         log_query_progress(self, name, query)
 
