@@ -12,6 +12,7 @@ from .hints import SchedulingHints
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from ..state_store.typeinfo import TypeInformation
     from .file_connectors import FileSink
     from .kafka_sink import KafkaSink
 
@@ -59,6 +60,9 @@ class SinkCalls:
 
     _node: Transformation
     _env: Any
+
+    if TYPE_CHECKING:  # what the stream class this mixes into (DataStream) defines
+        def map(self, func: Any, output_type: Optional[TypeInformation] = None) -> Any: ...
 
     def print(self, sink_identifier: Optional[str] = None) -> DataStreamSink:
         """Print each record when the job runs (PyFlink's ``print``).
@@ -134,7 +138,7 @@ class SinkCalls:
                     f"sink_to({sink!r}): {json!r} writes Rows of {json.type_info!r}, but "
                     f"{self._node.describe()} has {'no output_type' if t is None else repr(t)}; "
                     "pass that output_type to the operator that produces it")
-            source = self.map(json.formatter(), output_type=Types.STRING()).name(  # type: ignore[attr-defined]  # a mixin of DataStream, which defines it
+            source = self.map(json.formatter(), output_type=Types.STRING()).name(
                 f"{sink!r}: {json!r}")._node
         elif getattr(t, "type_name", None) != "STRING":
             raise GraphBuildError(

@@ -7,13 +7,17 @@ come from ``pipeline.max-parallelism`` and ``parallelism.default``.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from ..plan.config import RuntimeMode
 from ..plan.graph import reachable
 from ..state_store.exceptions import GraphBuildError
 from ..state_store.keygroups import check_max_parallelism
-from ..state_store.typeinfo import FieldsTypeInfo, Types
+from ..state_store.typeinfo import FieldsTypeInfo, TypeInformation, Types
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
 
 __all__ = ["Projection", "StreamExtras"]
 
@@ -37,6 +41,13 @@ class StreamExtras:
 
     _env: Any
     _node: Any
+
+    if TYPE_CHECKING:  # what the stream class this mixes into (DataStream) defines
+        def map(self, func: Any, output_type: Optional[TypeInformation] = None) -> Any: ...
+
+        def _require_typed(self, what: str) -> None: ...
+
+        def to_dataframe(self) -> DataFrame: ...
 
     def set_max_parallelism(self: _Self, max_parallelism: int) -> _Self:
         """Flink: the operator's number of key groups. Here one number of key groups holds
@@ -121,7 +132,7 @@ class StreamExtras:
                 f"{self._node.describe()}: project() needs field indexes in 0..{len(types) - 1},"
                 f" got {field_indexes!r}")
         output = Types.TUPLE([types[i] for i in field_indexes])
-        stream = self.map(Projection(tuple(field_indexes)),  # type: ignore[attr-defined]  # a mixin of DataStream, which defines it
+        stream = self.map(Projection(tuple(field_indexes)),
                           output_type=output)
         return stream.name("Projection")
 
@@ -144,6 +155,6 @@ class StreamExtras:
             raise GraphBuildError(
                 f"{self._node.describe()}: cache() is only supported in BATCH mode (as in "
                 f"PyFlink); this job runs {mode.value}: set execution.runtime-mode to BATCH")
-        self._require_typed("cache()")  # type: ignore[attr-defined]  # a mixin of DataStream, which defines it
-        df = self.to_dataframe().cache()  # type: ignore[attr-defined]  # a mixin of DataStream, which defines it
+        self._require_typed("cache()")
+        df = self.to_dataframe().cache()
         return self._env.cached_stream(df, self._node.output_type)

@@ -13,7 +13,7 @@ import gc
 import itertools
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Protocol
 
 import pyarrow as pa
 
@@ -368,12 +368,14 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                 continue
             values = decode(b)
             ts = b.column(TS).to_pylist()
-            sides = b.column(SIDE).to_pylist() if spec.sided else itertools.repeat(0)
+            sides: Iterable[Any] = itertools.repeat(0)
+            if spec.sided:
+                sides = b.column(SIDE).to_pylist()
             if counted:
                 counts = b.column(COUNT).to_pylist()
                 values, ts = repeated(values, counts), repeated(ts, counts)
-                if spec.sided:
-                    sides = repeated(sides, counts)  # type: ignore[arg-type]  # a list when sided
+                if isinstance(sides, list):
+                    sides = repeated(sides, counts)
             if key_field is not None and serialize_key is not None:
                 yield from keys_from_field(values, ts, sides, key_field, serialize_key)
             elif keyed:
@@ -468,11 +470,15 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                 if len(kept) < len(chunk):
                     yield from writer.extend_entries([o.value for o in chunk if o.tag is SP_TAG])
             outputs = iter(())
+        entry_writer = writer if isinstance(writer, SavepointColumnWriter) else None
         for out in outputs:
             tag = out.tag
             if tag is not None:
                 if tag is SP_TAG:
-                    batch = writer.append_entry(out.value)  # type: ignore[attr-defined]  # a SavepointColumnWriter when entries come
+                    if entry_writer is None:
+                        raise GraphBuildError(f"pass {spec.name!r}: an operator emitted savepoint "
+                                              "entries into a pass that writes no savepoint")
+                    batch = entry_writer.append_entry(out.value)
                     if batch is not None:
                         yield batch
                 elif tag in tags:

@@ -395,16 +395,16 @@ def entries_from_batch(
 
 def group_by_key(entries: Iterable[StateEntry]) -> Iterator[tuple[bytes, list[StateEntry]]]:
     """Consecutive entries of the same key, as ``(key bytes, entries)`` (input sorted by key)."""
-    current: Optional[bytes] = None
+    current = b""
     group: list[StateEntry] = []
     for e in entries:
-        if e.key != current:
+        if not group or e.key != current:
             if group:
-                yield current, group  # type: ignore[misc]  # the first entry set current  # the first entry set current
+                yield current, group
             current, group = e.key, []
         group.append(e)
     if group:
-        yield current, group  # type: ignore[misc]  # the first entry set current
+        yield current, group
 
 
 # --------------------------------------------------------------------------------------------

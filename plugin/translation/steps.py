@@ -17,6 +17,7 @@ from ..plan.graph import (
     ChainNode,
     CoChainNode,
     CoKeyedNode,
+    KeyByNode,
     SideOutputNode,
     SourceNode,
     Transformation,
@@ -176,7 +177,10 @@ def co_chain_input(t: StreamTranslator, node: CoChainNode) -> DataFrame:
 
 def same_key_serializer(node: CoKeyedNode) -> Any:
     """The key serializer of both inputs of a keyed two-input operator (they must agree)."""
-    serializers = [k.key_serializer for k in node.inputs]  # type: ignore[attr-defined]  # a keyed input is a KeyByNode
+    serializers = [k.key_serializer if isinstance(k, KeyByNode) else None for k in node.inputs]
+    if None in serializers:
+        raise GraphBuildError(f"{node.describe()}: both inputs of a keyed two-input operator "
+                              "must be keyed streams")
     if serializers[0] != serializers[1]:
         raise GraphBuildError(
             f"{node.describe()}: both inputs must use the same key type, got "

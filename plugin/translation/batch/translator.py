@@ -628,7 +628,7 @@ class BatchTranslator(TranslatorBase):
         function: records are immutable values and each is still folded in once."""
         if node.op != "reduce" or not self.pre_aggregate or not folds_without_context(function):
             return False
-        types = parent.enc.type_info.get_field_types()  # type: ignore[union-attr]  # a typed input (key_field_of)
+        types = parent.enc.field_types()  # a typed input (key_field_of)
         return all(t.type_name in COUNTABLE_TYPES for t in types)
 
     def _native_keyed_input(self, parent: Stream, key_node: KeyByNode) -> Optional[DataFrame]:
