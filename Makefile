@@ -8,7 +8,7 @@ JARS := $(VENV)/jars/.resolved
 CDS := $(VENV)/cds/.dumped
 SRC := plugin operators state_store
 
-.PHONY: setup test unit integration lint docs demo bench bench-quick bench-scale clean check-java \
+.PHONY: setup test test-bench unit integration lint docs demo bench bench-quick bench-scale clean check-java \
 	check-chromium compat-setup test-compat install-setup
 
 setup: $(STAMP) $(JARS) $(CDS) check-chromium
@@ -92,6 +92,11 @@ docs: setup
 
 test: setup lint docs
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 tests integration_tests
+
+# The benchmarks' --quick runs end to end, their results checked (integration_tests/
+# test_benchmarks.py, marker `bench`): what keeps `make bench` working; .ci/run runs it.
+test-bench: setup
+	$(PY) -m pytest -q -m bench -p no:cacheprovider integration_tests/test_benchmarks.py
 
 unit: setup
 	$(PY) -m pytest -q tests

@@ -1,4 +1,6 @@
-"""The Spark benchmarks' ``--quick`` runs, end to end.
+"""The Spark benchmarks' ``--quick`` runs, end to end (``make test-bench``, which ``.ci/run``
+runs after ``make test``: they check the benchmarks, not the product, so they stay out of the
+suite's time).
 
 Each benchmark compares its variants' results with its baseline's (or with pandas) and
 exits non-zero when one differs; here each runs on its small ``--quick`` input and its last
@@ -27,6 +29,8 @@ import pytest
 from jvm_options import submit_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+pytestmark = pytest.mark.bench
 
 # (name, module, arguments after --quick --data DIR), in the order they run in one process
 SHARED = [
