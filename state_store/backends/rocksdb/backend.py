@@ -14,7 +14,7 @@ import struct
 import tempfile
 import weakref
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import rocksdict
@@ -267,10 +267,15 @@ class RocksDBKeyedStateBackend(TableStateBackend):
 
     def delete_rows(self, lower: bytes, upper: bytes | None) -> None:
         """Delete ``lower <= key < upper`` through bounded iteration + WriteBatch."""
+        self._write_in_batches(lambda batch, key: batch.delete(key), self._keys(lower, upper))
+
+    def _write_in_batches(self, apply: Callable[[Any, Any], None], items: Iterable[Any]) -> None:
+        """``apply(batch, item)`` for every item, written in WriteBatches of at most
+        ``BATCH_LIMIT`` items each."""
         batch = self.new_batch()
         count = 0
-        for key in self._keys(lower, upper):
-            batch.delete(key)
+        for item in items:
+            apply(batch, item)
             count += 1
             if count >= BATCH_LIMIT:
                 self.write_batch(batch)
@@ -311,17 +316,8 @@ class RocksDBKeyedStateBackend(TableStateBackend):
     # -- snapshot / restore ------------------------------------------------------------------------
     def _restore_entries(self, entries: Iterable[StateEntry]) -> None:
         self._flush_staged()
-        batch = self.new_batch()
-        count = 0
-        for entry in entries:
-            batch.put(entry.encoded_key(), entry.value)
-            count += 1
-            if count >= BATCH_LIMIT:
-                self.write_batch(batch)
-                batch = self.new_batch()
-                count = 0
-        if count:
-            self.write_batch(batch)
+        self._write_in_batches(lambda batch, entry: batch.put(entry.encoded_key(), entry.value),
+                               entries)
         for registration in self._states.values():
             invalidate = getattr(registration.state, "invalidate_cache", None)
             if invalidate is not None:
