@@ -178,10 +178,10 @@ def test_keyed_stages_read_by_sinks_and_by_the_stage_below_run_in_one_query(
 
     # the savepoint holds each stage's counts where the run left them
     count = ValueStateDescriptor("count", Types.LONG())
+    loaded = Savepoint.load(savepoint, spark)
     for uid in ("buckets", "parities"):
-        held = Savepoint.load(savepoint, spark).read_keyed_state(uid, count).collect()
+        held = loaded.read_keyed_state(uid, count).collect()
         assert sorted(tuple(r) for r in held) == sorted(state[uid].items())
     for uid in ("seen", "again"):
-        last = Savepoint.load(savepoint, spark).read_keyed_state(
-            uid, ValueStateDescriptor("last", Types.LONG())).collect()
+        last = loaded.read_keyed_state(uid, ValueStateDescriptor("last", Types.LONG())).collect()
         assert sorted(tuple(r) for r in last) == sorted(state["running"].items())

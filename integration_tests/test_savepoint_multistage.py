@@ -135,16 +135,26 @@ def _decoded(loaded):
 
 
 def test_multistage_handoff_and_restore_into_both_modes(env_factory, spark, tmp_path):
-    sp_stream, sp_batch = str(tmp_path / "sp-stream"), str(tmp_path / "sp-batch")
+    """The multi-stage job's STREAMING savepoints (available-now, then savepoint), on the heap
+    and on the rocksdb backend, decode to BATCH's heap savepoint row for row, every stage;
+    restored over B (heap: into STREAMING and BATCH; rocksdb: into STREAMING on rocksdb),
+    each continues as one uninterrupted run over A + B."""
+    rocks = {"state.backend.type": "rocksdb"}
+    sp_stream, sp_rocks, sp_batch = (str(tmp_path / n) for n in ("sp-stream", "sp-rocks",
+                                                                  "sp-batch"))
     env = env_for(env_factory, tmp_path, "STREAMING", "a")
     out_a = _run(env, DATA_A, str(tmp_path / "a"), "multi-a", sp_stream)
     assert out_a == [("north", 4)]  # only north's deadline passed the final watermark
+    env = env_for(env_factory, tmp_path, "STREAMING", "a-rocks", **rocks)
+    assert _run(env, DATA_A, str(tmp_path / "a-rocks"), "multi-a", sp_rocks) == out_a
     env = env_for(env_factory, tmp_path, "BATCH", "a-batch")
     assert _run(env, DATA_A, str(tmp_path / "a-batch"), "multi-a", sp_batch) == out_a
 
-    stream, batch = Savepoint.load(sp_stream, spark), Savepoint.load(sp_batch, spark)
-    assert stream.operators() == batch.operators() == ["per-region", "per-user"]
-    assert stream.metadata().final_watermark == batch.metadata().final_watermark == FINAL_WM_A
+    stream, rocksdb, batch = (Savepoint.load(sp, spark) for sp in (sp_stream, sp_rocks, sp_batch))
+    assert rocksdb.metadata().backend == "rocksdb" and rocksdb.metadata().mode == "STREAMING"
+    assert (stream.operators() == rocksdb.operators() == batch.operators()
+            == ["per-region", "per-user"])
+    assert {sp.metadata().final_watermark for sp in (stream, rocksdb, batch)} == {FINAL_WM_A}
     users, regions, user_timers, region_timers = _decoded(stream)
     assert users == [("ann", ("ann", "north", 32_000, 2)), ("bo", ("bo", "north", 20_000, 2)),
                      ("cy", ("cy", "south", 100_000, 2)), ("dee", ("dee", "east", 99_000, 1)),
@@ -154,20 +164,21 @@ def test_multistage_handoff_and_restore_into_both_modes(env_factory, spark, tmp_
                        ("north", [("ann", 2), ("bo", 2)], None),
                        ("south", [("cy", 2), ("eve", 1)], 130_000)]
     assert user_timers == [] and region_timers == [("east", 129_000), ("south", 130_000)]
-    assert _decoded(batch) == (users, regions, user_timers, region_timers)
+    assert _decoded(batch) == _decoded(rocksdb) == (users, regions, user_timers, region_timers)
     for uid in ("per-user", "per-region"):  # the handoff property, row for row
-        assert _entry_rows(stream, uid) == _entry_rows(batch, uid)
+        assert _entry_rows(stream, uid) == _entry_rows(batch, uid) == _entry_rows(rocksdb, uid)
 
     # one uninterrupted run over A + B: every timer fires at the end of the input, each
     # region's total its users' counts over A + B (a BATCH run of it:
-    # test_fan_out_restore_continues_as_one_run)
-    expected = AB_TOTALS
-    for mode in ("STREAMING", "BATCH"):
-        env = env_for(env_factory, tmp_path, mode, f"b-{mode}",
-                   **{"execution.savepoint.path": sp_stream})
-        out_b = _run(env, DATA_B, str(tmp_path / f"b-{mode}"), "multi-b")
-        assert ("east", 1) in out_b, mode  # restored timer of a region without new data
-        assert _final(out_a + out_b) == expected, mode
+    # test_fan_out_savepoint_and_restore)
+    for mode, sp, backend in (("STREAMING", sp_stream, {}), ("BATCH", sp_stream, {}),
+                              ("STREAMING", sp_rocks, rocks)):
+        name = f"b-{mode}-{'rocksdb' if backend else 'heap'}"
+        env = env_for(env_factory, tmp_path, mode, name, **backend,
+                      **{"execution.savepoint.path": sp})
+        out_b = _run(env, DATA_B, str(tmp_path / name), "multi-b")
+        assert ("east", 1) in out_b, name  # restored timer of a region without new data
+        assert _final(out_a + out_b) == AB_TOTALS, name
 
 
 class UserIdle(KeyedProcessFunction):
@@ -340,40 +351,6 @@ def test_running_multistage_stop_with_savepoint_then_restore(env_factory, spark,
     assert not os.path.exists(out) or DeltaTable(out).to_pyarrow_table().num_rows == 0
 
 
-def test_multistage_handoff_and_restore_rocksdb(env_factory, spark, tmp_path):
-    """The multi-stage job on the rocksdb backend: its STREAMING savepoint (available-now,
-    then savepoint) decodes to BATCH's heap savepoint row for row, every stage; restored
-    into STREAMING (rocksdb) over B it continues as one uninterrupted run over A + B."""
-    rocks = {"state.backend.type": "rocksdb"}
-    sp_stream, sp_batch = str(tmp_path / "sp-stream"), str(tmp_path / "sp-batch")
-    env = env_for(env_factory, tmp_path, "STREAMING", "a", **rocks)
-    out_a = _run(env, DATA_A, str(tmp_path / "a"), "multi-a", sp_stream)
-    assert out_a == [("north", 4)]
-    env = env_for(env_factory, tmp_path, "BATCH", "a-batch")
-    assert _run(env, DATA_A, str(tmp_path / "a-batch"), "multi-a", sp_batch) == out_a
-
-    stream, batch = Savepoint.load(sp_stream, spark), Savepoint.load(sp_batch, spark)
-    assert stream.metadata().backend == "rocksdb" and stream.metadata().mode == "STREAMING"
-    assert stream.operators() == batch.operators() == ["per-region", "per-user"]
-    assert stream.metadata().final_watermark == FINAL_WM_A
-    users, regions, user_timers, region_timers = _decoded(stream)
-    assert [u for u, _ in users] == ["ann", "bo", "cy", "dee", "eve"]
-    assert regions == [("east", [("dee", 1)], 129_000),
-                       ("north", [("ann", 2), ("bo", 2)], None),
-                       ("south", [("cy", 2), ("eve", 1)], 130_000)]
-    assert region_timers == [("east", 129_000), ("south", 130_000)]
-    assert _decoded(batch) == (users, regions, user_timers, region_timers)
-    for uid in ("per-user", "per-region"):  # the handoff property, row for row
-        assert _entry_rows(stream, uid) == _entry_rows(batch, uid)
-
-    env = env_for(env_factory, tmp_path, "STREAMING", "b", **rocks,
-               **{"execution.savepoint.path": sp_stream})
-    out_b = _run(env, DATA_B, str(tmp_path / "b"), "multi-b")
-    assert ("east", 1) in out_b  # restored rocksdb timer of a region without new data
-    # one uninterrupted run over A + B
-    assert _final(out_a + out_b) == AB_TOTALS
-
-
 def _fan_out_job(env, data, out_region, out_letter):
     """Stage A (per-user reduce) feeds two keyed consumers: B by region, C by the user's
     first letter (the same order-insensitive totals function). ``data``: a list of events,
@@ -400,25 +377,32 @@ def _fan_out_run(env, tmp_path, name, sp):
             for o in outs]
 
 
-def test_multistage_stage_feeding_two_consumers(env_factory, spark, tmp_path):
-    """A keyed stage read by two keyed stages, each with event-time timers: STREAMING
+def _fan_out_outputs(outs):
+    return [sorted(tuple(r.values()) for r in DeltaTable(o).to_pyarrow_table().to_pylist())
+            if os.path.exists(o) else [] for o in outs]
+
+
+def test_fan_out_savepoint_and_restore(env_factory, spark, tmp_path):
+    """A keyed stage read by two keyed stages, each with event-time timers. STREAMING
     (available-now + savepoint) gives both sinks the outputs BATCH gives, and a savepoint
     whose three operators decode to BATCH's row for row (stage A's state exported once, from
     the one query that runs it). The default mapping: on Spark 4.0+ one query, A's records
     relayed through B to C (one_query.carry_plan); on 3.5 per stage, A's query staging its
-    output for B's and C's (test_fan_out_stop_with_savepoint runs that on every line)."""
+    output for B's and C's (test_fan_out_stop_with_savepoint runs that on every line).
+    Restored into a STREAMING run over B, both consumers' final totals equal one
+    uninterrupted BATCH run over A + B (every stage's state restored)."""
     sp_stream, sp_batch = str(tmp_path / "sp-stream"), str(tmp_path / "sp-batch")
     env = env_for(env_factory, tmp_path, "STREAMING", "s")
-    outs = _fan_out_run(env, tmp_path, "s", sp_stream)
+    out_a = _fan_out_run(env, tmp_path, "s", sp_stream)
     # region: only north's deadline passed 94_999; letter: a (62_000) and b (50_000) did
-    assert outs == [[("north", 4)], [("a", 2), ("b", 2)]]
+    assert out_a == [[("north", 4)], [("a", 2), ("b", 2)]]
     # stage A runs (and holds state) in one query only
     root = str(tmp_path / "ckpt-s" / "fan-s")
     assert sorted(q for q in os.listdir(root)
                   if os.path.isdir(os.path.join(root, q, "checkpoint", "state"))) == (
         ["query"] if spark_line(spark) >= (4, 0) else ["per-user-output", "sink-0", "sink-1"])
     env = env_for(env_factory, tmp_path, "BATCH", "b")
-    assert _fan_out_run(env, tmp_path, "b", sp_batch) == outs
+    assert _fan_out_run(env, tmp_path, "b", sp_batch) == out_a
 
     stream, batch = Savepoint.load(sp_stream, spark), Savepoint.load(sp_batch, spark)
     assert stream.operators() == batch.operators() == ["per-letter", "per-region", "per-user"]
@@ -436,22 +420,6 @@ def test_multistage_stage_feeding_two_consumers(env_factory, spark, tmp_path):
     for uid in ("per-user", "per-region", "per-letter"):
         assert _entry_rows(stream, uid) == _entry_rows(batch, uid), uid
 
-
-def _fan_out_outputs(outs):
-    return [sorted(tuple(r.values()) for r in DeltaTable(o).to_pyarrow_table().to_pylist())
-            if os.path.exists(o) else [] for o in outs]
-
-
-def test_fan_out_restore_continues_as_one_run(env_factory, spark, tmp_path):
-    """The fan-out job's STREAMING savepoint after A, restored into a STREAMING run over B:
-    both consumers' final totals equal one uninterrupted BATCH run over A + B (every stage's
-    state restored into the job's one query, where A's records are relayed through B to C:
-    the default mapping on Spark 4.0+; per stage on 3.5)."""
-    sp = str(tmp_path / "sp-a")
-    env = env_for(env_factory, tmp_path, "STREAMING", "a")
-    out_a = _fan_out_run(env, tmp_path, "a", sp)
-    assert out_a == [[("north", 4)], [("a", 2), ("b", 2)]]
-
     env = env_for(env_factory, tmp_path, "BATCH", "ab")
     outs_ab = [str(tmp_path / "ab-region"), str(tmp_path / "ab-letter")]
     _fan_out_job(env, DATA_A + DATA_B, *outs_ab)
@@ -460,10 +428,11 @@ def test_fan_out_restore_continues_as_one_run(env_factory, spark, tmp_path):
     assert expected == [AB_TOTALS,
                         {"a": 3, "b": 2, "c": 3, "d": 1, "e": 1, "f": 1}]
 
-    env = env_for(env_factory, tmp_path, "STREAMING", "b", **{"execution.savepoint.path": sp})
-    outs_b = [str(tmp_path / "b-region"), str(tmp_path / "b-letter")]
+    env = env_for(env_factory, tmp_path, "STREAMING", "r",
+                  **{"execution.savepoint.path": sp_stream})
+    outs_b = [str(tmp_path / "r-region"), str(tmp_path / "r-letter")]
     _fan_out_job(env, DATA_B, *outs_b)
-    env.execute("fan-b")
+    env.execute("fan-r")
     out_b = _fan_out_outputs(outs_b)
     # restored timers of keys without new data fire: east (region), d and e (letter)
     assert ("east", 1) in out_b[0] and ("d", 1) in out_b[1] and ("e", 1) in out_b[1]
