@@ -155,7 +155,8 @@ def _refused_method(cls: Any, name: str, signature: inspect.Signature, static: b
                        + (f"\n\nArgs:\n{args.rstrip()}" if args else "")
                        + "\n\nRaises:\n    UnsupportedConnectorError: Always, naming the call "
                          "and what to use instead.\n")
-    refused.__signature__ = signature  # type: ignore[attr-defined]  # typeshed: a function has no __signature__ (inspect reads it)
+    # typeshed gives a function no __signature__; inspect reads it
+    refused.__signature__ = signature  # type: ignore[attr-defined]  # typeshed: see above
     return staticmethod(refused) if static else refused
 
 

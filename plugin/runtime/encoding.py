@@ -83,17 +83,11 @@ class Encoding:
         """``(name, Spark DDL type)`` of the payload columns."""
         if not self.typed:
             return [(VALUE, "binary")]
-        assert self.type_info is not None
-        if self.shape == "scalar":
-            return [(self.columns[0], spark_ddl_type(self.type_info))]
         return [(c, spark_ddl_type(t)) for c, t in zip(self.columns, self.field_types())]
 
     def arrow_fields(self) -> list[pa.Field]:
         if not self.typed:
             return [pa.field(VALUE, pa.binary())]
-        assert self.type_info is not None
-        if self.shape == "scalar":
-            return [pa.field(self.columns[0], arrow_type(self.type_info))]
         return [pa.field(c, arrow_type(t)) for c, t in zip(self.columns, self.field_types())]
 
 
@@ -171,7 +165,6 @@ class ColumnWriter:
         self.payload_cols: list[list[Any]] = [[] for _ in payload]
         self.n = 0
         if enc.typed:
-            assert enc.type_info is not None
             self.convs = [python_to_arrow(t) for t in enc.field_types()]
         else:
             self.convs = [None]

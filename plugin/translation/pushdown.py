@@ -2,8 +2,8 @@
 
 A map or timestamp assigner that :mod:`.tracing` can read becomes a native projection; a key
 selector reading one field names the column the keyed pushdowns of each mode key by
-(``batch/translator.py``: shuffle/sort and aggregation by that column; ``streaming/translator.py``: key groups
-computed by Spark).
+(``batch/translator.py``: shuffle/sort and aggregation by that column;
+``streaming/translator.py``: key groups computed by Spark).
 """
 
 from __future__ import annotations

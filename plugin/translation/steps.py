@@ -1,9 +1,9 @@
 """Translation steps that BATCH and STREAMING share, as functions of a translator.
 
-``batch/translator.py`` and ``streaming/translator.py`` each say what their mode does with every node kind; where
-both do the same (side-output filtering, a fused chain stage, a union, a shared stream
-materialized once, the Spark results of a stream) they call these functions, which reach the
-translator only through :class:`~.stream.StreamTranslator`.
+``batch/translator.py`` and ``streaming/translator.py`` each say what their mode does with
+every node kind; where both do the same (side-output filtering, a fused chain stage, a union,
+a shared stream materialized once, the Spark results of a stream) they call these functions,
+which reach the translator only through :class:`~.stream.StreamTranslator`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A translated stream and what the shared steps need from a translator.
 
-Kept apart from the two translators (``batch/``, ``streaming/``) so the steps translators call (``steps.py``
-for both modes, ``batch/partition.py`` for BATCH) depend on this small contract, not on a
-translator module.
+Kept apart from the two translators (``batch/``, ``streaming/``) so the steps translators
+call (``steps.py`` for both modes, ``batch/partition.py`` for BATCH) depend on this small
+contract, not on a translator module.
 """
 
 from __future__ import annotations

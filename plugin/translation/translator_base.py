@@ -23,7 +23,8 @@ __all__ = ["TranslatorBase"]
 
 class TranslatorBase:
     """The base of :class:`~.batch.translator.BatchTranslator` and
-    :class:`~.streaming.translator.StreamingTranslator`; each sets :attr:`mode` and the two tables."""
+    :class:`~.streaming.translator.StreamingTranslator`; each sets :attr:`mode` and the two
+    tables."""
 
     #: the runtime mode the translator runs a job in
     mode: ClassVar[RuntimeMode]

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ...operators.modes import RuntimeMode
     from ...plan.config import Configuration
 
-__all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "Carry", "branch_watermark",
+__all__ = ["QUERY", "Carry", "branch_watermark",
            "carried_exits", "carry_plan", "carry_tag", "chained", "exit_of", "fans_out",
            "from_keyed", "keying_input", "meets_keyed", "one_query_mapping",
            "one_query_placement", "query_exits", "relays", "state_store_conf",
@@ -55,8 +55,6 @@ __all__ = ["AUTO", "ONE_QUERY", "PER_STAGE", "QUERY", "Carry", "branch_watermark
 
 logger = logging.getLogger(__name__)
 
-AUTO = AUTO_MAPPING
-_OPTION = QUERY_MAPPING
 #: the name of the job's one query (its checkpoint: <job folder>/<name>/checkpoint), whatever
 #: its sinks: a sink added or removed leaves it where it was
 QUERY = "query"
@@ -93,17 +91,17 @@ def one_query_mapping(config: Configuration, mode: RuntimeMode, spark: SparkSess
             Spark Connect session without ``transformWithStateInPandas`` (4.0).
         GraphBuildError: ``one-query`` for a graph it does not run yet, naming the operator.
     """
-    setting = str(resolve(config, _OPTION, mode))
-    if setting == AUTO:
+    setting = str(resolve(config, QUERY_MAPPING, mode))
+    if setting == AUTO_MAPPING:
         if recorded is not None and recorded != ONE_QUERY:
             logger.info("%s=%s: the job's checkpoint was written by the %s mapping, which it "
-                        "keeps", _OPTION, AUTO, recorded)
+                        "keeps", QUERY_MAPPING, AUTO_MAPPING, recorded)
             return False
         if recorded is None:
             why = _declines(spark, nodes, consumers)
             if why:
-                logger.info("%s=%s: the job runs the %s mapping: %s", _OPTION, AUTO, PER_STAGE,
-                            why)
+                logger.info("%s=%s: the job runs the %s mapping: %s", QUERY_MAPPING,
+                            AUTO_MAPPING, PER_STAGE, why)
                 return False
     elif setting != ONE_QUERY:
         return False
@@ -130,9 +128,9 @@ def _check_session(spark: Any) -> None:
     require_feature("one_query", spark.version)
     if not hasattr(spark.range(1).groupBy("id"), "transformWithStateInPandas"):
         raise UnsupportedSparkFeatureError(
-            f"{_OPTION}={ONE_QUERY} needs transformWithStateInPandas, which this session "
+            f"{QUERY_MAPPING}={ONE_QUERY} needs transformWithStateInPandas, which this session "
             f"(Spark {spark.version}, {type(spark).__module__}) does not offer: Spark Connect "
-            f"has it from 4.1. Use {_OPTION}={PER_STAGE} on this session")
+            f"has it from 4.1. Use {QUERY_MAPPING}={PER_STAGE} on this session")
 
 
 def _check_graph(nodes: list[Transformation],
@@ -615,5 +613,5 @@ def branch_watermark(branch: Transformation) -> Any:
 
 def _refuse(node: Transformation, why: str) -> None:
     raise GraphBuildError(
-        f"{node.describe()}: {_OPTION}={ONE_QUERY} does not run this graph yet: {why}. Run it with "
-        f"{_OPTION}={PER_STAGE}")
+        f"{node.describe()}: {QUERY_MAPPING}={ONE_QUERY} does not run this graph yet: {why}. "
+        f"Run it with {QUERY_MAPPING}={PER_STAGE}")
