@@ -72,14 +72,11 @@ from typing import Any
 
 from pyspark_datastream.operators.base import OperatorConfig
 from pyspark_datastream.operators.functions import KeyedCoProcessFunction, KeyedProcessFunction
-from pyspark_datastream.operators.keyed import (
-    AbstractKeyedOperator,
-    KeyedCoProcessOperator,
-    KeyedProcessOperator,
-)
+from pyspark_datastream.operators.keyed import AbstractKeyedOperator
+from pyspark_datastream.operators.keyed_process import KeyedCoProcessOperator, KeyedProcessOperator
 from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.descriptors import MapStateDescriptor
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 from pyspark_datastream.temporal_functions import TemporalJoin, TemporalSort
 
 from examples.temporal_join import ORDER_TYPE, RATE_TYPE, convert

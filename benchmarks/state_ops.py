@@ -30,7 +30,7 @@ from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.backends.single_key import SingleKeyStateBackend
 from pyspark_datastream.state_store.descriptors import ValueStateDescriptor
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 __all__ = ["run", "main"]
 

@@ -20,7 +20,7 @@ from pyspark_datastream.state_store.exceptions import StateBackendError
 from pyspark_datastream.state_store.keygroups import assign_key_group
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 from pyspark_datastream.state_store.storage import Storage, StorageOptions
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 KS = GenericKeySerializer.INSTANCE
 MAX_PARALLELISM = 8

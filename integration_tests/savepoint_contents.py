@@ -16,7 +16,7 @@ from pyspark_datastream.state_store.descriptors import (
 )
 from pyspark_datastream.state_store.entries import StateEntry
 from pyspark_datastream.state_store.serializers import LexicographicLongSerializer
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 KEY_T = Types.STRING()
 KEY_SER = KEY_T.key_serializer()

@@ -36,7 +36,7 @@ from pyspark_datastream.state_store.descriptors import (
 )
 from pyspark_datastream.state_store.entries import StateEntry
 from pyspark_datastream.state_store.functions import AggregateFunction
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 from savepoint_contents import (
     ALL,
     KEY_SER,

@@ -17,11 +17,12 @@ plugin can push it down to a native Spark aggregation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ..state_store.exceptions import GraphBuildError
 from ..state_store.row import Row
-from .functions import ReduceFunction
+from .functions import Forwarding, ReduceFunction
 
 __all__ = [
     "AGGREGATION_KINDS",
@@ -62,7 +63,7 @@ def _replace_field(record: Any, index: int, new_value: Any) -> Any:
     return make(values) if make is not None else tuple(values)
 
 
-class BuiltinAggregation(ReduceFunction):
+class BuiltinAggregation(Forwarding, ReduceFunction):
     """A built-in aggregation as a ReduceFunction (see the module doc for semantics)."""
 
     def __init__(self, kind: str, field: int | str = 0) -> None:
@@ -83,14 +84,14 @@ class BuiltinAggregation(ReduceFunction):
         self.field = field
         self._names: tuple[str, ...] | None = None
         self._name_index = -1
-        if type(field) is int:
-            self.reduce = self._fast_path(kind, field)  # type: ignore[method-assign]  # per instance: one call less per record
+        self._reduce: Callable[[Any, Any], Any] = (
+            self._fast_path(kind, field) if type(field) is int else self._reduce_generic)
 
     def __getstate__(self) -> tuple[str, int | str]:
         return (self.kind, self.field)
 
     def __setstate__(self, state: tuple[str, int | str]) -> None:
-        self.__init__(*state)  # type: ignore[misc]  # unpickled: __init__ runs again
+        type(self).__init__(self, *state)  # unpickled: __init__ runs again
 
     def __repr__(self) -> str:
         return f"{self.kind}({self.field!r})"
@@ -101,7 +102,7 @@ class BuiltinAggregation(ReduceFunction):
     def __hash__(self) -> int:
         return hash(self.descriptor)
 
-    def _fast_path(self, kind: str, i: int) -> Any:
+    def _fast_path(self, kind: str, i: int) -> Callable[[Any, Any], Any]:
         """A reduce specialised for plain tuples and a positional field (the hot case)."""
         generic = self._reduce_generic
         j = i + 1
@@ -159,7 +160,10 @@ class BuiltinAggregation(ReduceFunction):
         return self._name_index
 
     def reduce(self, value1: Any, value2: Any) -> Any:
-        return self._reduce_generic(value1, value2)
+        return self._reduce(value1, value2)
+
+    def forwarded(self, method: str) -> Callable[..., Any] | None:
+        return self._reduce if method == "reduce" else None
 
     def _reduce_generic(self, value1: Any, value2: Any) -> Any:
         if isinstance(value1, (tuple, list)):

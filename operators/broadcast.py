@@ -56,7 +56,7 @@ from .broadcast_functions import (
 )
 from .context import RuntimeContext
 from .exceptions import BroadcastStateError
-from .functions import OutputTag, TimeDomain, TimerService
+from .functions import OutputTag, TimeDomain, TimerService, per_record_call
 from .keyed import AbstractKeyedOperator, collect_outputs
 from .timers import KeyedTimerService
 
@@ -358,7 +358,8 @@ class _ContextBase:
         self.side_outputs.append(Output(output_tag.tag_id, take_emitted(value), self.element_timestamp))
 
     def get_broadcast_state(self, state_descriptor: Any) -> Any:
-        view = self.views.get(getattr(state_descriptor, "name", None))  # type: ignore[arg-type]  # no name: no view
+        name = getattr(state_descriptor, "name", None)
+        view = self.views.get(name) if isinstance(name, str) else None
         if view is not None and view.descriptor is state_descriptor:
             return view
         declared = self.operator.declared(state_descriptor, "get_broadcast_state")
@@ -463,7 +464,7 @@ class BroadcastProcessOperator(AbstractKeyedOperator):
             runtime_context = RuntimeContext(self.config, None)  # no keyed state, as in Flink
             self._read_ctx = NonKeyedReadOnlyContext(self)
             self._write_ctx = NonKeyedWritableContext(self)
-        self._process = function.process_element
+        self._process = per_record_call(function.process_element)
         self._process_broadcast = function.process_broadcast_element
         self._on_timer = getattr(function, "on_timer", None)
         self.open_function(function, runtime_context)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from ..state_store.functions import Function
 from .functions import OutputTag, TimeDomain, TimerService
@@ -113,7 +113,7 @@ class ReadOnlyBroadcastState(ABC, Generic[K, V]):
         return self.get(key)
 
     def __contains__(self, key: object) -> bool:
-        return self.contains(key)  # type: ignore[arg-type]  # the container protocol takes any object
+        return self.contains(cast(K, key))  # the container protocol takes any object
 
     def __iter__(self) -> Iterator[K]:
         return iter(self.keys())

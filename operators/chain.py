@@ -42,6 +42,7 @@ from .functions import (
     as_key_selector,
     as_map_function,
     as_timestamp_assigner,
+    per_record_call,
 )
 from .modes import RuntimeMode
 from .timers import NonKeyedTimerService, OperatorClock
@@ -270,7 +271,7 @@ class StatelessChain:
             return run_async
 
         if kind == "map":
-            f = fn.map
+            f = per_record_call(fn.map)
 
             def run_map(value: Any, ts: int | None) -> None:
                 try:
@@ -286,7 +287,7 @@ class StatelessChain:
             return run_map
 
         if kind == "filter":
-            f = fn.filter
+            f = per_record_call(fn.filter)
 
             def run_filter(value: Any, ts: int | None) -> None:
                 try:
@@ -301,7 +302,7 @@ class StatelessChain:
             return run_filter
 
         if kind == "flat_map":
-            f = fn.flat_map
+            f = per_record_call(fn.flat_map)
 
             def run_flat_map(value: Any, ts: int | None) -> None:
                 try:
@@ -329,7 +330,7 @@ class StatelessChain:
             return run_flat_map
 
         if kind == "timestamps":
-            f = fn.extract_timestamp
+            f = per_record_call(fn.extract_timestamp)
 
             def run_timestamps(value: Any, ts: int | None) -> None:
                 try:
@@ -355,7 +356,7 @@ class StatelessChain:
         assert self._clock is not None
         ctx = ProcessContextImpl(NonKeyedTimerService(self._clock), op_name)
         ctx.side_outputs = self._buf
-        f = fn.process_element
+        f = per_record_call(fn.process_element)
 
         def run_process(value: Any, ts: int | None) -> None:
             ctx.element_timestamp = ts
@@ -380,10 +381,10 @@ class StatelessChain:
 
     def process(self, value: Any, timestamp: int | None = None) -> list[Output]:
         """Outputs (main and side) of one record, in emission order."""
-        head = self._head if self._opened else self._require_open()
+        head = self._head if self._opened and self._head is not None else self._require_open()
         buf = self._buf
         try:
-            head(value, timestamp)  # type: ignore[misc]  # the chain head: a bound function of two arguments
+            head(value, timestamp)
         except BaseException:
             buf.clear()
             raise
@@ -395,15 +396,15 @@ class StatelessChain:
         self, values: Iterable[Any], timestamps: Iterable[int | None] | None = None
     ) -> list[Output]:
         """Outputs of many records (one list for the whole batch)."""
-        head = self._head if self._opened else self._require_open()
+        head = self._head if self._opened and self._head is not None else self._require_open()
 
         def run() -> None:
             if timestamps is None:
                 for value in values:
-                    head(value, None)  # type: ignore[misc]  # the chain head: a bound function of two arguments
+                    head(value, None)
             else:
                 for value, ts in zip(values, timestamps, strict=True):
-                    head(value, ts)  # type: ignore[misc]  # the chain head: a bound function of two arguments
+                    head(value, ts)
 
         return self._collected(run)
 
@@ -469,7 +470,7 @@ class CoStatelessOperator:
         return {"function": self.function, "name": self.name}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["function"], state["name"])  # type: ignore[misc]  # unpickled: __init__ runs again
+        type(self).__init__(self, state["function"], state["name"])  # unpickled: __init__ runs again
 
     def open(
         self, config: OperatorConfig | None = None, backend: KeyedStateBackend | None = None
@@ -624,7 +625,7 @@ class KeyExtractor:
         )
 
     def _build(self) -> None:
-        get_key = self.key_selector.get_key
+        get_key = per_record_call(self.key_selector.get_key)
         serialize = self.key_serializer.serialize
         crc32 = zlib.crc32
         max_par = self.max_parallelism

@@ -14,12 +14,9 @@ from typing import Any
 from .base import MIN_WATERMARK
 from .broadcast import BroadcastProcessOperator
 from .exceptions import JobExecutionError
-from .keyed import (
-    AbstractKeyedOperator,
-    KeyedCoProcessOperator,
-    KeyedProcessOperator,
-    ReduceOperator,
-)
+from .keyed import AbstractKeyedOperator
+from .keyed_process import KeyedCoProcessOperator, KeyedProcessOperator
+from .keyed_reduce import ReduceOperator
 from .windows.operator import WindowOperator
 
 __all__ = ["KEYED_KINDS", "make_keyed_operator"]

@@ -22,7 +22,13 @@ from enum import Enum
 from typing import Any, NoReturn
 
 from ..state_store.exceptions import GraphBuildError
-from ..state_store.functions import AggregateFunction, Function, ReduceFunction
+from ..state_store.functions import (
+    AggregateFunction,
+    Forwarding,
+    Function,
+    ReduceFunction,
+    per_record_call,
+)
 
 __all__ = [
     "Function",
@@ -54,6 +60,8 @@ __all__ = [
     "as_reduce_function",
     "as_timestamp_assigner",
     "wrapped_callable",
+    "Forwarding",
+    "per_record_call",
 ]
 
 
@@ -501,64 +509,49 @@ def _callable_name(func: Callable[..., Any]) -> str:
     return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
 
 
-class _CallableMapFunction(MapFunction):
+class _CallableFunction(Forwarding):
+    """A plain callable wrapped in a function class: its one per-record method
+    (``METHOD``) calls it, and it pickles as the callable alone."""
 
-    def __init__(self, func: Callable[[Any], Any]) -> None:
+    METHOD, KIND = "", ""
+
+    def __init__(self, func: Callable[..., Any]) -> None:
         self.func = func
-        self.map = func  # type: ignore[method-assign,assignment]  # direct call
 
-    def map(self, value: Any) -> Any:  # pragma: no cover - replaced per instance
-        return self.func(value)
+    def forwarded(self, method: str) -> Callable[..., Any] | None:
+        return self.func if method == self.METHOD else None
 
-    def __getstate__(self) -> Callable[[Any], Any]:
+    def __getstate__(self) -> Callable[..., Any]:
         return self.func
 
-    def __setstate__(self, func: Callable[[Any], Any]) -> None:
+    def __setstate__(self, func: Callable[..., Any]) -> None:
         self.func = func
-        self.map = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
 
     def __repr__(self) -> str:
-        return f"MapFunction({_callable_name(self.func)})"
+        return f"{self.KIND}({_callable_name(self.func)})"
 
 
-class _CallableFlatMapFunction(FlatMapFunction):
+class _CallableMapFunction(_CallableFunction, MapFunction):
+    METHOD, KIND = "map", "MapFunction"
 
-    def __init__(self, func: Callable[[Any], Iterable[Any]]) -> None:
-        self.func = func
-        self.flat_map = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
-
-    def flat_map(self, value: Any) -> Iterable[Any]:  # pragma: no cover - replaced
+    def map(self, value: Any) -> Any:
         return self.func(value)
 
-    def __getstate__(self) -> Callable[[Any], Iterable[Any]]:
-        return self.func
 
-    def __setstate__(self, func: Callable[[Any], Iterable[Any]]) -> None:
-        self.func = func
-        self.flat_map = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
+class _CallableFlatMapFunction(_CallableFunction, FlatMapFunction):
+    METHOD, KIND = "flat_map", "FlatMapFunction"
 
-    def __repr__(self) -> str:
-        return f"FlatMapFunction({_callable_name(self.func)})"
+    def flat_map(self, value: Any) -> Iterable[Any]:
+        result: Iterable[Any] = self.func(value)
+        return result
 
 
-class _CallableFilterFunction(FilterFunction):
+class _CallableFilterFunction(_CallableFunction, FilterFunction):
+    METHOD, KIND = "filter", "FilterFunction"
 
-    def __init__(self, func: Callable[[Any], bool]) -> None:
-        self.func = func
-        self.filter = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
-
-    def filter(self, value: Any) -> bool:  # pragma: no cover - replaced
-        return self.func(value)
-
-    def __getstate__(self) -> Callable[[Any], bool]:
-        return self.func
-
-    def __setstate__(self, func: Callable[[Any], bool]) -> None:
-        self.func = func
-        self.filter = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
-
-    def __repr__(self) -> str:
-        return f"FilterFunction({_callable_name(self.func)})"
+    def filter(self, value: Any) -> bool:
+        keep: bool = self.func(value)
+        return keep
 
 
 class _CallablePartitioner(Partitioner):
@@ -570,63 +563,26 @@ class _CallablePartitioner(Partitioner):
         return self.func(key, num_partitions)
 
 
-class _CallableKeySelector(KeySelector):
+class _CallableKeySelector(_CallableFunction, KeySelector):
+    METHOD, KIND = "get_key", "KeySelector"
 
-    def __init__(self, func: Callable[[Any], Any]) -> None:
-        self.func = func
-        self.get_key = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
-
-    def get_key(self, value: Any) -> Any:  # pragma: no cover - replaced
+    def get_key(self, value: Any) -> Any:
         return self.func(value)
 
-    def __getstate__(self) -> Callable[[Any], Any]:
-        return self.func
 
-    def __setstate__(self, func: Callable[[Any], Any]) -> None:
-        self.func = func
-        self.get_key = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
+class _CallableReduceFunction(_CallableFunction, ReduceFunction):
+    METHOD, KIND = "reduce", "ReduceFunction"
 
-    def __repr__(self) -> str:
-        return f"KeySelector({_callable_name(self.func)})"
-
-
-class _CallableReduceFunction(ReduceFunction):
-    def __init__(self, func: Callable[[Any, Any], Any]) -> None:
-        self.func = func
-        self.reduce = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
-
-    def reduce(self, value1: Any, value2: Any) -> Any:  # pragma: no cover - replaced
+    def reduce(self, value1: Any, value2: Any) -> Any:
         return self.func(value1, value2)
 
-    def __getstate__(self) -> Callable[[Any, Any], Any]:
-        return self.func
 
-    def __setstate__(self, func: Callable[[Any, Any], Any]) -> None:
-        self.func = func
-        self.reduce = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
+class _CallableTimestampAssigner(_CallableFunction, TimestampAssigner):
+    METHOD, KIND = "extract_timestamp", "TimestampAssigner"
 
-    def __repr__(self) -> str:
-        return f"ReduceFunction({_callable_name(self.func)})"
-
-
-class _CallableTimestampAssigner(TimestampAssigner):
-
-    def __init__(self, func: Callable[[Any, int | None], int]) -> None:
-        self.func = func
-        self.extract_timestamp = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
-
-    def extract_timestamp(self, value: Any, record_timestamp: int | None) -> int:  # pragma: no cover
-        return self.func(value, record_timestamp)
-
-    def __getstate__(self) -> Callable[[Any, int | None], int]:
-        return self.func
-
-    def __setstate__(self, func: Callable[[Any, int | None], int]) -> None:
-        self.func = func
-        self.extract_timestamp = func  # type: ignore[method-assign,assignment]  # per instance: one call less per record
-
-    def __repr__(self) -> str:
-        return f"TimestampAssigner({_callable_name(self.func)})"
+    def extract_timestamp(self, value: Any, record_timestamp: int | None) -> int:
+        timestamp: int = self.func(value, record_timestamp)
+        return timestamp
 
 
 def as_map_function(func: Any, argument: str = "func") -> MapFunction:
@@ -701,16 +657,6 @@ def wrapped_callable(function: Any) -> Callable[..., Any] | None:
 
     The plugin uses it to inspect (trace) plain lambdas for push-down.
     """
-    if isinstance(
-        function,
-        (
-            _CallableMapFunction,
-            _CallableFlatMapFunction,
-            _CallableFilterFunction,
-            _CallableKeySelector,
-            _CallableReduceFunction,
-            _CallableTimestampAssigner,
-        ),
-    ):
+    if isinstance(function, _CallableFunction):
         return function.func
     return None

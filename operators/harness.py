@@ -37,7 +37,8 @@ from .base import OperatorConfig, Output
 from .chain import KeyExtractor
 from .exceptions import JobExecutionError
 from .functions import OutputTag, TimeDomain
-from .keyed import AbstractKeyedOperator, KeyedCoProcessOperator, KeyedProcessOperator
+from .keyed import AbstractKeyedOperator
+from .keyed_process import KeyedCoProcessOperator, KeyedProcessOperator
 from .metrics import snapshot as metrics_snapshot
 from .modes import RuntimeMode
 
@@ -556,21 +557,27 @@ class KeyedProcessFunctionTestHarness(KeyedOperatorTestHarness):
             **config,
         )
 
-    def process_element(  # type: ignore[override]  # one input: no input index
-        self, value: Any, timestamp: int | None = None
+    def process_element(
+        self, value: Any, timestamp: int | None = None, input_index: int = 0
     ) -> list[Output]:
         """Push one record with an optional timestamp; returns the outputs it caused.
 
         Args:
             value: The record.
             timestamp: The record's event timestamp in ms, or None.
+            input_index: 0: a keyed process function has one input.
 
         Returns:
             The ``Output`` records it caused (main and side outputs).
 
         Raises:
             JobExecutionError: ``end_input()`` was already called.
+            ConfigurationError: ``input_index`` is not 0.
         """
+        if input_index != 0:
+            raise ConfigurationError(
+                f"KeyedProcessFunctionTestHarness({self.config.operator_name!r}): a keyed "
+                f"process function has one input (input_index 0), got input_index={input_index!r}")
         return self._process(value, timestamp, 0)
 
 

@@ -24,13 +24,11 @@ Time semantics:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
-from ..state_store.descriptors import ValueStateDescriptor
-from ..state_store.exceptions import DataStreamError, GraphBuildError, SerializationError
-from ..state_store.namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
+from ..state_store.exceptions import DataStreamError
+from ..state_store.namespaces import VOID_NAMESPACE_SERIALIZER
 from ..state_store.row import Row, take_emitted
-from ..state_store.serializers import PickleSerializer
 from ..state_store.ttl import ttl_time_provider
 from .base import (
     MAX_WATERMARK,
@@ -38,27 +36,14 @@ from .base import (
     KeyedOperator,
     OperatorConfig,
     Output,
-    raise_named_serialization_error,
-    user_function_error,
 )
-from .context import KeyedContextImpl, OnTimerContextImpl, RuntimeContext
+from .context import RuntimeContext
 from .exceptions import JobExecutionError
 from .functions import (
-    CoFlatMapFunction,
-    CoMapFunction,
-    CoProcessFunction,
-    FilterFunction,
-    FlatMapFunction,
-    KeyedCoProcessFunction,
-    KeyedProcessFunction,
-    MapFunction,
     OutputTag,
-    ProcessFunction,
-    ReduceFunction,
     TimeDomain,
-    as_reduce_function,
 )
-from .timers import EVENT_TIME_QUEUE, PROCESSING_TIME_QUEUE, KeyedTimerService, OperatorClock
+from .timers import EVENT_TIME_QUEUE, PROCESSING_TIME_QUEUE, OperatorClock
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..state_store.backend import KeyedStateBackend
@@ -68,9 +53,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 __all__ = [
     "REDUCE_STATE_NAME",
     "AbstractKeyedOperator",
-    "KeyedProcessOperator",
-    "KeyedCoProcessOperator",
-    "ReduceOperator",
     "TimerListener",
     "collect_outputs",
 ]
@@ -143,7 +125,7 @@ class AbstractKeyedOperator(KeyedOperator):
         return self._definition()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state)  # type: ignore[misc]  # unpickled: __init__ runs again
+        type(self).__init__(self, **state)  # unpickled: __init__ runs again
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -378,374 +360,4 @@ class AbstractKeyedOperator(KeyedOperator):
     def on_restored_key(self) -> Iterable[Output]:
         """Hook: the current key's state was just restored from a savepoint (before its
         records, if any). Default: nothing."""
-        return _EMPTY
-
-
-# -- adapters: plain stage functions used on a keyed stream (they may use keyed state) ------
-
-
-class _Delegating:
-    """Adapter lifecycle: open/close go to the wrapped function, which is also what pickles."""
-
-    function: Any
-
-    def open(self, runtime_context: Any) -> None:
-        self.function.open(runtime_context)
-
-    def close(self) -> None:
-        self.function.close()
-
-    def __getstate__(self) -> Any:
-        return self.function
-
-    def __setstate__(self, function: Any) -> None:
-        self.__init__(function)  # type: ignore[misc]  # unpickled: __init__ runs again
-
-
-class _KeyedStageAdapter(_Delegating, KeyedProcessFunction):
-    """Runs a Map/FlatMap/Filter/Process function as a KeyedProcessFunction."""
-
-    def __init__(self, function: Any) -> None:
-        self.function = function
-        if isinstance(function, MapFunction):
-            f = function.map
-            self.process_element = lambda value, ctx: (f(value),)  # type: ignore[method-assign]  # per instance: one call less per record
-        elif isinstance(function, FlatMapFunction):
-            f = function.flat_map
-
-            def flat(value: Any, ctx: Any) -> Any:
-                return f(value)
-
-            self.process_element = flat  # type: ignore[method-assign]  # per instance: one call less per record
-        elif isinstance(function, FilterFunction):
-            f = function.filter
-            self.process_element = (  # type: ignore[method-assign]  # per instance: one call less per record
-                lambda value, ctx: (value,) if f(value) else None
-            )
-        else:
-            self.process_element = function.process_element  # type: ignore[method-assign]  # per instance: one call less per record
-
-    def process_element(self, value: Any, ctx: Any) -> Any:  # pragma: no cover - replaced
-        raise NotImplementedError
-
-
-class _KeyedCoAdapter(_Delegating, KeyedCoProcessFunction):
-    """Runs a CoMap/CoFlatMap/CoProcess function as a KeyedCoProcessFunction."""
-
-    def __init__(self, function: Any) -> None:
-        self.function = function
-        if isinstance(function, CoMapFunction):
-            m1, m2 = function.map1, function.map2
-            self.process_element1 = lambda value, ctx: (m1(value),)  # type: ignore[method-assign]  # per instance: one call less per record
-            self.process_element2 = lambda value, ctx: (m2(value),)  # type: ignore[method-assign]  # per instance: one call less per record
-        elif isinstance(function, CoFlatMapFunction):
-            f1, f2 = function.flat_map1, function.flat_map2
-            self.process_element1 = lambda value, ctx: f1(value)  # type: ignore[method-assign]  # per instance: one call less per record
-            self.process_element2 = lambda value, ctx: f2(value)  # type: ignore[method-assign]  # per instance: one call less per record
-        else:
-            self.process_element1 = function.process_element1  # type: ignore[method-assign]  # per instance: one call less per record
-            self.process_element2 = function.process_element2  # type: ignore[method-assign]  # per instance: one call less per record
-
-    def process_element1(self, value: Any, ctx: Any) -> Any:  # pragma: no cover - replaced
-        raise NotImplementedError
-
-    def process_element2(self, value: Any, ctx: Any) -> Any:  # pragma: no cover - replaced
-        raise NotImplementedError
-
-
-class _ProcessOperatorBase(AbstractKeyedOperator):
-    """Shared parts of the one- and two-input process operators."""
-
-    function: Any
-    _runtime_function: Any
-
-    def _definition(self) -> dict[str, Any]:
-        return {"function": self.function, "name": self.name}
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.function!r}, name={self.name!r})"
-
-    def open_operator(self) -> None:
-        backend = self.backend
-        timer_service = KeyedTimerService(
-            self.clock, self.event_queue, self.processing_queue, VOID_NAMESPACE
-        )
-        self._ctx = KeyedContextImpl(timer_service, self.operator_name, backend)
-        self._timer_ctx = OnTimerContextImpl(timer_service, self.operator_name, backend)
-        self.open_function(self._runtime_function)
-        self._on_timer = self._runtime_function.on_timer
-
-    def close_operator(self) -> None:
-        self.close_function(self._runtime_function)
-
-    def _timer(self, timestamp: int, domain: TimeDomain,
-               out: list[Output] | None = None) -> list[Output]:
-        """Call the user's on_timer; its outputs (side outputs too) go to ``out`` (a new list
-        when None), which is returned."""
-        ctx = self._timer_ctx
-        ctx.element_timestamp = timestamp
-        ctx.timer_domain = domain
-        if out is None:
-            out = []
-        ctx.side_outputs = out
-        try:
-            result = self._on_timer(timestamp, ctx)
-            if result is not None:
-                collect_outputs(result, out, timestamp)
-        except Exception as exc:
-            self._on_timer_failed(exc, timestamp, domain)
-        return out
-
-    def _on_timer_failed(self, exc: Exception, timestamp: int, domain: TimeDomain) -> NoReturn:
-        """Raise what an exception out of the user's on_timer becomes: ours unchanged, a
-        serialization error and any other named after the operator and the timer."""
-        if isinstance(exc, SerializationError):
-            raise_named_serialization_error(
-                exc, self.operator_name, f"on_timer ({domain.name})", timestamp)
-        if isinstance(exc, DataStreamError):
-            raise exc
-        raise user_function_error(
-            self.operator_name, f"on_timer ({domain.name})", timestamp, exc
-        ) from exc
-
-    def on_event_time(self, timestamp: int, namespace: Any) -> list[Output]:
-        return self._timer(timestamp, _EVENT_TIME)
-
-    def _fire_all_event_timers(self, out: list[Output], up_to: int = MAX_WATERMARK) -> None:
-        """As the base class does, in one loop: BATCH fires one timer per record of a keyed
-        process function like a sessionizer, so per timer only what changes is set (the
-        key when it differs, the timestamp) and the outputs go straight into ``out``."""
-        backend = self.backend
-        current = backend.current_key_and_bytes()[1]
-        ctx = self._timer_ctx
-        ctx.timer_domain = _EVENT_TIME
-        ctx.side_outputs = out
-        on_timer = self._on_timer
-        append = out.append
-        timestamp = up_to
-        try:
-            for timestamp, key, _, key_bytes in self.event_queue.poll_tuples_until(up_to):
-                if key_bytes != current:
-                    backend.set_current_key(key, key_bytes)
-                    current = key_bytes
-                ctx.element_timestamp = timestamp
-                result = on_timer(timestamp, ctx)
-                if result is not None:
-                    for item in result:  # collect_outputs, inlined
-                        if (type(item) is tuple and len(item) == 2
-                                and isinstance(item[0], OutputTag)):
-                            append(Output(item[0].tag_id, take_emitted(item[1]), timestamp))
-                        else:
-                            if isinstance(item, Row):  # taken when emitted
-                                item = take_emitted(item)
-                            append(_new_tuple(Output, (None, item, timestamp)))
-        except Exception as exc:
-            self._on_timer_failed(exc, timestamp, _EVENT_TIME)
-
-    def on_processing_time(self, timestamp: int, namespace: Any) -> list[Output]:
-        return self._timer(timestamp, _PROCESSING_TIME)
-
-
-class KeyedProcessOperator(_ProcessOperatorBase):
-    """Runs a KeyedProcessFunction (or a Map/FlatMap/Filter/ProcessFunction on a keyed stream)."""
-
-    def __init__(self, function: Any, name: str | None = None) -> None:
-        super().__init__(name)
-        if isinstance(function, KeyedProcessFunction):
-            runtime_function = function
-        elif isinstance(function, (ProcessFunction, MapFunction, FlatMapFunction, FilterFunction)):
-            runtime_function = _KeyedStageAdapter(function)
-        else:
-            raise GraphBuildError(
-                f"KeyedProcessOperator: function must be a KeyedProcessFunction (or a Map/FlatMap/"
-                f"Filter/ProcessFunction), got {type(function).__name__} {function!r:.80}"
-            )
-        self.function = function
-        self._runtime_function = runtime_function
-        #: the user's method an error names
-        self._what = ("map" if isinstance(function, MapFunction) else
-                      "flat_map" if isinstance(function, FlatMapFunction) else
-                      "filter" if isinstance(function, FilterFunction) else "process_element")
-
-    def open_operator(self) -> None:
-        super().open_operator()
-        self._process = self._runtime_function.process_element
-
-    def process_element(
-        self, value: Any, timestamp: int | None, input_index: int = 0
-    ) -> list[Output]:
-        ctx = self._ctx
-        ctx.element_timestamp = timestamp
-        out: list[Output] = []
-        ctx.side_outputs = out
-        try:
-            result = self._process(value, ctx)
-            if result is not None:
-                append = out.append
-                for item in result:
-                    if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-                        append(Output(item[0].tag_id, take_emitted(item[1]), timestamp))
-                    else:
-                        if isinstance(item, Row):  # taken when emitted (see take_emitted)
-                            item = take_emitted(item)
-                        append(_new_tuple(Output, (None, item, timestamp)))
-        except SerializationError as exc:
-            raise_named_serialization_error(exc, self.operator_name, self._what, value)
-        except DataStreamError:
-            raise
-        except Exception as exc:
-            raise user_function_error(self.operator_name, self._what, value, exc) from exc
-        return out
-
-
-class KeyedCoProcessOperator(_ProcessOperatorBase):
-    """Runs a KeyedCoProcessFunction (or a CoMap/CoFlatMap/CoProcessFunction on keyed streams).
-
-    ``input_index`` 0 calls ``process_element1``, 1 calls ``process_element2``.
-    """
-
-    def __init__(self, function: Any, name: str | None = None) -> None:
-        super().__init__(name)
-        if isinstance(function, KeyedCoProcessFunction):
-            runtime_function = function
-        elif isinstance(function, (CoProcessFunction, CoMapFunction, CoFlatMapFunction)):
-            runtime_function = _KeyedCoAdapter(function)
-        else:
-            raise GraphBuildError(
-                f"KeyedCoProcessOperator: function must be a KeyedCoProcessFunction (or a CoMap/"
-                f"CoFlatMap/CoProcessFunction), got {type(function).__name__} {function!r:.80}"
-            )
-        self.function = function
-        self._runtime_function = runtime_function
-
-    def open_operator(self) -> None:
-        super().open_operator()
-        self._process1 = self._runtime_function.process_element1
-        self._process2 = self._runtime_function.process_element2
-
-    def process_element(
-        self, value: Any, timestamp: int | None, input_index: int = 0
-    ) -> list[Output]:
-        if input_index == 0:
-            process = self._process1
-        elif input_index == 1:
-            process = self._process2
-        else:
-            raise JobExecutionError(
-                f"operator {self.operator_name!r}: input_index must be 0 or 1, got {input_index!r}"
-            )
-        ctx = self._ctx
-        ctx.element_timestamp = timestamp
-        out: list[Output] = []
-        ctx.side_outputs = out
-        try:
-            result = process(value, ctx)
-            if result is not None:
-                collect_outputs(result, out, timestamp)
-        except SerializationError as exc:
-            raise_named_serialization_error(
-                exc, self.operator_name, f"process_element{input_index + 1}", value)
-        except DataStreamError:
-            raise
-        except Exception as exc:
-            raise user_function_error(
-                self.operator_name, f"process_element{input_index + 1}", value, exc
-            ) from exc
-        return out
-
-
-class ReduceOperator(AbstractKeyedOperator):
-    """Keyed rolling reduce (``KeyedStream.reduce`` and the built-in aggregations).
-
-    STREAMING emits every intermediate result (an upsert stream), with the
-    element's timestamp. BATCH emits only the final value of each key, as Flink's
-    BatchGroupedReduceOperator does: the first element of a key registers an
-    event-time timer at ``MAX_WATERMARK``, whose firing (``end_key`` / ``end_input``)
-    emits the value with timestamp ``MAX_WATERMARK``.
-
-    The running value lives in the internal ValueState ``_reduce``, typed by
-    ``value_type_info`` (a TypeInformation or TypeSerializer; default: pickled).
-    """
-
-    def __init__(
-        self, reduce_function: Any, value_type_info: Any = None, name: str | None = None
-    ) -> None:
-        super().__init__(name)
-        self.reduce_function: ReduceFunction = as_reduce_function(
-            reduce_function, "reduce_function"
-        )
-        self.value_type_info = value_type_info
-        self.state_descriptor = ValueStateDescriptor(
-            REDUCE_STATE_NAME,
-            value_type_info if value_type_info is not None else PickleSerializer.INSTANCE,
-            _internal=True,
-        )
-
-    def _definition(self) -> dict[str, Any]:
-        return {
-            "reduce_function": self.reduce_function,
-            "value_type_info": self.value_type_info,
-            "name": self.name,
-        }
-
-    def __repr__(self) -> str:
-        return f"ReduceOperator({self.reduce_function!r}, name={self.name!r})"
-
-    def open_operator(self) -> None:
-        self._state = state = self.backend.get_state(self.state_descriptor)
-        self._value = state.value
-        self._update = state.update
-        self._add_timer = self.event_queue.add
-        self._reduce = self.reduce_function.reduce
-        self.open_function(self.reduce_function)
-
-    def close_operator(self) -> None:
-        self.close_function(self.reduce_function)
-
-    def process_element(
-        self, value: Any, timestamp: int | None, input_index: int = 0
-    ) -> list[Output] | tuple[Output, ...]:
-        current = self._value()
-        if current is None:
-            if self.batch:
-                if self.savepoint_watermark is None:
-                    self._add_timer(MAX_WATERMARK, VOID_NAMESPACE)
-                self._update(value)
-                return _EMPTY
-            result = value
-        else:
-            try:
-                result = self._reduce(current, value)
-            except DataStreamError:
-                raise
-            except Exception as exc:
-                raise user_function_error(self.operator_name, "reduce", value, exc) from exc
-            if self.batch:
-                self._update(result)
-                return _EMPTY
-        self._update(result)
-        return [_new_tuple(Output, (None, take_emitted(result), timestamp))]
-
-    def on_event_time(self, timestamp: int, namespace: Any) -> list[Output] | tuple[Output, ...]:
-        value = self._value()
-        if value is None:
-            return _EMPTY
-        return [_new_tuple(Output, (None, value, timestamp))]
-
-    def end_key(self) -> Iterable[Output]:
-        """BATCH stop-with-savepoint: emit the key's final value without the internal
-        MAX timer (a STREAMING reduce holds no timer, so the savepoint must not either)."""
-        if self.batch and self.savepoint_watermark is not None:
-            value = self._value()
-            out = list(super().end_key())
-            if value is not None:
-                out.insert(0, _new_tuple(Output, (None, value, MAX_WATERMARK)))
-            return out
-        return super().end_key()
-
-    def on_restored_key(self) -> Iterable[Output]:
-        """BATCH restore: a restored running value is emitted at end of key, as a value
-        reduced in this run would be (re-register the internal MAX timer)."""
-        if self.batch and self.savepoint_watermark is None and self._value() is not None:
-            self._add_timer(MAX_WATERMARK, VOID_NAMESPACE)
         return _EMPTY

@@ -47,6 +47,7 @@ from .base import (
 from .driver import key_deserializer, process_keyed_rows, process_keyed_rows_at
 from .exceptions import JobExecutionError
 from .factory import KEYED_KINDS, make_keyed_operator
+from .functions import per_record_call
 from .instances import SubtaskInstance, subtask_of
 from .keygroup_state import decode_state, dump_state, encode_state, load_state, state_entries
 from .lean_reduce import VOID_NS, fold_in_order, keyed_entries
@@ -522,7 +523,7 @@ class KeyGroupRuntime:
             else:
                 running = {k: deserialize(restored[kb][5])
                            for k, kb in key_bytes.items() if kb in restored}
-            results = fold_in_order(reduce_function.reduce, name, keys, elements, running)
+            results = fold_in_order(per_record_call(reduce_function.reduce), name, keys, elements, running)
         touched = list(running)  # the keys' bytes, or their typed values mapped to bytes
         kbs = touched if key_bytes is None else list(map(key_bytes.__getitem__, touched))
         state_out, entries = self.lean_state(kbs, list(running.values()), restored,

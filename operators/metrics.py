@@ -435,15 +435,15 @@ def report(operator_name: str, subtask: int, force: bool = True) -> Optional[dic
     log.info("metrics of operator %r subtask %d: %s", operator_name, subtask, values)
     registry = _REGISTRIES.get(instance)
     if registry is not None and registry.publish is not None:
-        _publish(registry, operator_name, subtask, values)
+        _publish(registry, registry.publish, operator_name, subtask, values)
     return values
 
 
-def _publish(registry: _Registry, operator_name: str, subtask: int,
+def _publish(registry: _Registry, publish: tuple[Any, str], operator_name: str, subtask: int,
              values: dict[str, Any]) -> None:
     """Write an instance's report where the driver reads it; a failure is logged once per
     instance and never fails the job (metrics are not results)."""
-    storage, folder = registry.publish  # type: ignore[misc]  # called only when set
+    storage, folder = publish
     # STREAMING keeps an instance per subtask in each Python worker process that runs it
     # (operators/instances.py): each process's instance counts its own records
     process = f"{socket.gethostname()}-{os.getpid()}"

@@ -24,7 +24,7 @@ from ..state_store.exceptions import DataStreamError, GraphBuildError
 from ..state_store.functions import AggregateFunction, Function
 from .base import user_function_error
 from .exceptions import JobExecutionError
-from .functions import KeySelector, as_reduce_function
+from .functions import KeySelector, as_reduce_function, per_record_call
 
 __all__ = [
     "Order",
@@ -164,7 +164,7 @@ def sort_key_getter(field: Any) -> Callable[[Any], Any]:
 
         return by_name
     if isinstance(field, KeySelector):
-        return field.get_key
+        return per_record_call(field.get_key)
     if callable(field) and not isinstance(field, type):
         return field
     raise GraphBuildError(
@@ -231,7 +231,7 @@ def _stream_partition(op: PartitionOp, values: Iterator[Any], operator_name: str
             raise user_function_error(operator_name, "map_partition", "<partition>", exc) from exc
         return
     if op.op == "reduce":
-        reduce = function.reduce
+        reduce = per_record_call(function.reduce)
         first = next(values, _MISSING)
         if first is _MISSING:
             return

@@ -300,7 +300,8 @@ from .state_store.state import (
 )
 from .state_store.temporal import TemporalListState, TemporalValue, TemporalValueState
 from .state_store.ttl_config import StateTtlConfig
-from .state_store.typeinfo import Instant, TypeInformation, Types
+from .state_store.typeinfo import Instant, TypeInformation
+from .state_store.types import Types
 from .translation.exceptions import (
     CheckpointMismatchError,
     CheckpointRootError,

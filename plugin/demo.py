@@ -17,7 +17,7 @@ __all__ = ["main", "generate_clicks", "Sessionize"]
 
 from .operators.functions import KeyedProcessFunction
 from .state_store.descriptors import ValueStateDescriptor
-from .state_store.typeinfo import Types
+from .state_store.types import Types
 
 SESSION_GAP_MS = 30_000
 

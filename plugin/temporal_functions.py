@@ -53,7 +53,8 @@ from typing import Any
 from .operators.functions import KeyedCoProcessFunction, KeyedProcessFunction
 from .state_store.descriptors import BinarySortedStateDescriptor, ValueStateDescriptor
 from .state_store.serializers import LexicographicLongSerializer
-from .state_store.typeinfo import TypeInformation, Types
+from .state_store.typeinfo import TypeInformation
+from .state_store.types import Types
 
 __all__ = ["TemporalJoin", "TemporalSort"]
 

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .descriptors import (
+    AggregatingStateDescriptor,
     BinarySortedStateDescriptor,
     ListStateDescriptor,
+    ReducingStateDescriptor,
     StateDescriptor,
     ValueStateDescriptor,
     serializer_is_deterministic,
@@ -100,6 +102,23 @@ class InternalKvState(ABC):
     def get_current_namespace(self) -> Any:
         """The namespace set last (``VOID_NAMESPACE`` initially)."""
 
+    def _bind_descriptor(self) -> None:
+        """Take what the kind needs from ``descriptor``; the constructor calls it once, after
+        setting ``descriptor`` (nothing by default)."""
+        return None
+
+
+def _user_key_serializer(state: str, descriptor: StateDescriptor) -> TypeSerializer[Any]:
+    """The user-key serializer of a map or sorted state's descriptor (``StateDescriptorError``
+    naming the state when it has none)."""
+    serializer = descriptor.user_key_serializer
+    if serializer is None:
+        raise StateDescriptorError(
+            f"{state} state {descriptor.name!r} needs a descriptor with a user-key serializer, "
+            f"got {descriptor!r}"
+        )
+    return serializer
+
 
 #: The operators layer's name for any internal state.
 InternalState = InternalKvState
@@ -176,23 +195,59 @@ class InternalListState(InternalMergingState, ListState[Any]):
 class InternalMapState(InternalKvState, MapState[Any, Any]):
     """Backend map state."""
 
+    #: the descriptor's map-key serializer (bound at construction)
+    _key_serializer: TypeSerializer[Any]
+
+    def _bind_descriptor(self) -> None:
+        self._key_serializer = _user_key_serializer("map", self.descriptor)
+
 
 class InternalReducingState(InternalMergingState, ReducingState[Any]):
     """Backend reducing state (raw value: the reduced value)."""
 
+    #: the descriptor's reduce function (bound at construction)
+    _reduce: Callable[[Any, Any], Any]
+
+    def _bind_descriptor(self) -> None:
+        descriptor = self.descriptor
+        if not isinstance(descriptor, ReducingStateDescriptor):
+            raise StateDescriptorError(
+                f"reducing state {descriptor.name!r} needs a ReducingStateDescriptor, "
+                f"got {descriptor!r}"
+            )
+        self._reduce = descriptor.reduce
+
     def _merge_values(self, left: Any, right: Any) -> Any:
-        return self.descriptor.reduce(left, right)  # type: ignore[attr-defined]  # built for reducing/aggregating descriptors only
+        return self._reduce(left, right)
 
 
 class InternalAggregatingState(InternalMergingState, AggregatingState[Any, Any]):
     """Backend aggregating state (raw value: the accumulator)."""
 
+    #: the descriptor's AggregateFunction (bound at construction; any object with its methods)
+    _agg_function: Any
+
+    def _bind_descriptor(self) -> None:
+        descriptor = self.descriptor
+        if not isinstance(descriptor, AggregatingStateDescriptor):
+            raise StateDescriptorError(
+                f"aggregating state {descriptor.name!r} needs an AggregatingStateDescriptor, "
+                f"got {descriptor!r}"
+            )
+        self._agg_function = descriptor.agg_function
+
     def _merge_values(self, left: Any, right: Any) -> Any:
-        return self.descriptor.agg_function.merge(left, right)  # type: ignore[attr-defined]  # built for reducing/aggregating descriptors only
+        return self._agg_function.merge(left, right)
 
 
 class InternalBinarySortedState(InternalKvState, BinarySortedState[Any, Any]):
     """Backend binary sorted state."""
+
+    #: the descriptor's sort-key serializer (bound at construction)
+    _key_serializer: TypeSerializer[Any]
+
+    def _bind_descriptor(self) -> None:
+        self._key_serializer = _user_key_serializer("sorted", self.descriptor)
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,7 +450,8 @@ class KeyedStateBackend(ABC):
             raise StateDescriptorError(
                 f"get_temporal_value_state needs a ValueStateDescriptor, got {descriptor!r}"
             )
-        return TemporalValueState(self._temporal_sorted_state(descriptor, "value"))
+        state = self._temporal_sorted_state(descriptor, "value")
+        return TemporalValueState(state, state.set_current_namespace)
 
     def get_temporal_list_state(self, descriptor: ListStateDescriptor) -> TemporalListState:
         """A :class:`~.temporal.TemporalListState` stored as a sorted state with long keys."""
@@ -403,7 +459,8 @@ class KeyedStateBackend(ABC):
             raise StateDescriptorError(
                 f"get_temporal_list_state needs a ListStateDescriptor, got {descriptor!r}"
             )
-        return TemporalListState(self._temporal_sorted_state(descriptor, "list"))
+        state = self._temporal_sorted_state(descriptor, "list")
+        return TemporalListState(state, state.set_current_namespace)
 
     @abstractmethod
     def _create_state(

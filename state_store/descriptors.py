@@ -21,7 +21,7 @@ from typing import Any, ClassVar, TypeVar
 
 from .entries import StateKind, StateMetaInfo
 from .exceptions import StateDescriptorError
-from .functions import AggregateFunction, ReduceFunction
+from .functions import AggregateFunction, ReduceFunction, per_record_call
 from .serializers import LexicographicalTypeSerializer, TtlSerializer, TypeSerializer
 from .ttl_config import StateTtlConfig
 
@@ -337,7 +337,7 @@ class ReducingStateDescriptor(StateDescriptor):
     ) -> None:
         super().__init__(name, _internal=_internal)
         if isinstance(reduce_function, ReduceFunction):
-            reduce: Callable[[Any, Any], Any] = reduce_function.reduce
+            reduce: Callable[[Any, Any], Any] = per_record_call(reduce_function.reduce)
         elif callable(reduce_function):
             reduce = reduce_function
         else:

@@ -234,8 +234,8 @@ class MapState(State, Generic[K, V]):
     def __iter__(self) -> Iterator[K]:
         return iter(self.keys())
 
-    def __contains__(self, key: object) -> bool:
-        return self.contains(key)  # type: ignore[arg-type]  # the container protocol takes any object
+    def __contains__(self, key: K) -> bool:
+        return self.contains(key)
 
 
 class ReducingState(MergingState[T, T | None]):

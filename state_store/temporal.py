@@ -9,7 +9,7 @@ serialized with ``LexicographicLongSerializer``; backends build them from a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from .exceptions import StateError
@@ -26,8 +26,12 @@ class TemporalValue(NamedTuple):
 
 
 class _TemporalBase:
-    def __init__(self, sorted_state: BinarySortedState[int, Any]) -> None:
+    def __init__(self, sorted_state: BinarySortedState[int, Any],
+                 set_namespace: Callable[[Any], None]) -> None:
         self._state = sorted_state
+        #: the sorted state's ``set_current_namespace`` (a backend's state has it, the user
+        #: interface does not)
+        self._set_namespace = set_namespace
 
     @property
     def sorted_state(self) -> BinarySortedState[int, Any]:
@@ -40,7 +44,7 @@ class _TemporalBase:
         Args:
             namespace: The namespace (a window, or the void namespace).
         """
-        self._state.set_current_namespace(namespace)  # type: ignore[attr-defined]  # every backend's sorted state has it
+        self._set_namespace(namespace)
 
     def clear(self, timestamp: int) -> None:
         """Remove what is stored at ``timestamp``.

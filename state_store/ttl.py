@@ -226,11 +226,13 @@ class CleanupPass:
         if expiry is not None and (self.earliest is None or expiry < self.earliest):
             self.earliest = expiry
 
-    def end(self, ttl: int) -> None:
+    def end(self, ttl: int) -> int:
+        """End the pass; returns the new ``idle_until``."""
         assert self.start is not None
         bound = self.start + ttl
-        self.idle_until = bound if self.earliest is None else min(self.earliest, bound)
+        idle_until = self.idle_until = bound if self.earliest is None else min(self.earliest, bound)
         self.start = None
+        return idle_until
 
 
 # --------------------------------------------------------------------------------------------

@@ -170,6 +170,7 @@ class TtlState(InternalKvState):
         self.namespace_serializer = original.namespace_serializer
         self.ctx = ctx
         self.snapshot_filter: Callable[[Iterable[StateEntry]], Iterator[StateEntry]] | None = None
+        self._bind_descriptor()
 
     def __getattr__(self, name: str) -> Any:
         if name in _FORWARDED:
@@ -418,7 +419,7 @@ class TtlReducingState(TtlState, InternalReducingState):
         self.original.merge_namespaces(target, sources)
 
     def _merge_values(self, left: Any, right: Any) -> Any:
-        return self.descriptor.reduce(left, right)  # type: ignore[attr-defined]  # built for reducing/aggregating descriptors only
+        return self._reduce(left, right)
 
 
 class TtlAggregatingState(TtlState, InternalAggregatingState):
@@ -428,7 +429,7 @@ class TtlAggregatingState(TtlState, InternalAggregatingState):
         accumulator = self.get_internal()
         if accumulator is None:
             return None
-        return self.descriptor.agg_function.get_result(accumulator)  # type: ignore[attr-defined]  # built for reducing/aggregating descriptors only
+        return self._agg_function.get_result(accumulator)
 
     def add(self, value: Any) -> None:
         self.ctx.accessed()
@@ -452,7 +453,7 @@ class TtlAggregatingState(TtlState, InternalAggregatingState):
         self.original.merge_namespaces(target, sources)
 
     def _merge_values(self, left: Any, right: Any) -> Any:
-        return self.descriptor.agg_function.merge(left, right)  # type: ignore[attr-defined]  # built for reducing/aggregating descriptors only
+        return self._agg_function.merge(left, right)
 
 
 class TtlSortedState(TtlState, InternalBinarySortedState):

@@ -39,7 +39,7 @@ class _ContinuousTrigger(Trigger):
         return self.interval
 
     def __setstate__(self, interval: int) -> None:
-        self.__init__(interval)  # type: ignore[misc]  # unpickled: __init__ runs again
+        type(self).__init__(self, interval)  # unpickled: __init__ runs again
 
     def get_interval(self) -> int:
         """The interval between firings, in milliseconds.

@@ -41,6 +41,7 @@ from ...state_store.exceptions import DataStreamError, GraphBuildError, StateErr
 from ...state_store.namespaces import MAX_LONG, TimeWindow
 from ...state_store.row import take_emitted
 from ...state_store.serializers import PickleSerializer
+from ...state_store.state import ValueState
 from ..base import Output, user_function_error
 from ..exceptions import JobExecutionError
 from ..functions import OutputTag
@@ -211,9 +212,8 @@ class WindowOperator(AbstractKeyedOperator):
         self.merging = spec.assigner.is_merging()
         self.late_tag = spec.late_output_tag.tag_id if spec.late_output_tag is not None else None
         self.contents = self.backend.get_state(spec.contents_descriptor(), self.window_serializer)
-        self.merging_state = None
-        if self.merging:
-            self.merging_state = self.backend.get_state(
+        if self.merging:  # the windows of the current key (only merging assigners have it)
+            self.merging_state: ValueState[list[tuple[int, int]] | None] = self.backend.get_state(
                 ValueStateDescriptor(MERGING_WINDOWS_STATE, PickleSerializer.INSTANCE, _internal=True)
             )
         self.window_function = (
@@ -278,11 +278,11 @@ class WindowOperator(AbstractKeyedOperator):
             ) from exc
 
     def _live_windows(self) -> list[TimeWindow]:
-        raw = self.merging_state.value()  # type: ignore[union-attr]  # merging windows only (session assigners)
+        raw = self.merging_state.value()
         return [TimeWindow(s, e) for s, e in raw] if raw else []
 
     def _store_windows(self, windows: list[TimeWindow]) -> None:
-        self.merging_state.update(  # type: ignore[union-attr]  # merging windows only (session assigners)
+        self.merging_state.update(
             sorted((w.start, w.end) for w in windows) if windows else None
         )
 

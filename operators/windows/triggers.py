@@ -310,7 +310,7 @@ class CountTrigger(Trigger):
         return self.count
 
     def __setstate__(self, count: int) -> None:
-        self.__init__(count)  # type: ignore[misc]  # unpickled: __init__ runs again
+        type(self).__init__(self, count)  # unpickled: __init__ runs again
 
     def on_element(self, element: Any, timestamp: int | None, window: Any,
                    ctx: _TriggerContext) -> TriggerResult:

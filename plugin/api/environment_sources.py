@@ -164,7 +164,7 @@ class EnvironmentSources:
             GraphBuildError: For a bad strategy, name or type, or an unbounded source when the
                 runtime mode is BATCH.
         """
-        from ..state_store.typeinfo import Types
+        from ..state_store.types import Types
         from .connectors import KafkaSource, NumberSequenceSource
         from .exceptions import UnsupportedConnectorError
         from .file_connectors import FileSource

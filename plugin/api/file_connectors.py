@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 from ..state_store.exceptions import GraphBuildError
-from ..state_store.typeinfo import TypeInformation, Types
+from ..state_store.typeinfo import TypeInformation
+from ..state_store.types import Types
 from .connector_checks import nonempty_text, require_utf8, unsupported_option
 from .exceptions import UnsupportedConnectorError
 from .file_formats import CsvReaderFormat, ParquetColumnarRowInputFormat, StreamFormat

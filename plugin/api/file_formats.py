@@ -11,7 +11,8 @@ from typing import Any, NoReturn, Optional
 
 from ..runtime.spark_types import spark_ddl_type
 from ..state_store.exceptions import GraphBuildError
-from ..state_store.typeinfo import FieldsTypeInfo, TypeInformation, Types
+from ..state_store.typeinfo import FieldsTypeInfo, TypeInformation
+from ..state_store.types import Types
 from .connector_checks import nonempty_text, require_utf8, unsupported_option
 
 __all__ = ["StreamFormat", "CsvSchema", "CsvSchemaBuilder", "CsvReaderFormat", "ParquetColumnarRowInputFormat",

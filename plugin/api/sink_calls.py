@@ -118,7 +118,7 @@ class SinkCalls:
             UnsupportedConnectorError: For another sink.
             GraphBuildError: When the stream is not declared with the type the sink writes.
         """
-        from ..state_store.typeinfo import Types
+        from ..state_store.types import Types
         from .exceptions import UnsupportedConnectorError
         from .file_connectors import FileSink
         from .kafka_sink import KafkaSink

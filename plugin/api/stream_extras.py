@@ -13,7 +13,8 @@ from ..plan.config import RuntimeMode
 from ..plan.graph import reachable
 from ..state_store.exceptions import GraphBuildError
 from ..state_store.keygroups import check_max_parallelism
-from ..state_store.typeinfo import FieldsTypeInfo, TypeInformation, Types
+from ..state_store.typeinfo import FieldsTypeInfo, TypeInformation
+from ..state_store.types import Types
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

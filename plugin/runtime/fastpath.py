@@ -14,6 +14,7 @@ import zlib
 from typing import Any, Callable, Iterator, Optional
 
 from ..operators.base import user_function_error
+from ..operators.functions import per_record_call
 from ..state_store.exceptions import DataStreamError, SerializationError
 from ..state_store.row import Row, take_emitted
 
@@ -102,10 +103,10 @@ class FastKeyedOutput:
 
     def __init__(self, key_selector: Any, key_serializer: Any, max_parallelism: int,
                  combiner: Any, name: str) -> None:
-        self.get_key = key_selector.get_key
+        self.get_key = per_record_call(key_selector.get_key)
         self.serialize = key_serializer.serialize
         self.maxp = max_parallelism
-        self.reduce = combiner.reduce if combiner is not None else None
+        self.reduce = per_record_call(combiner.reduce) if combiner is not None else None
         self.name = name
         # pre-aggregation: key object -> [value, ts]; keys of other types by their bytes
         self.by_key: dict[Any, list[Any]] = {}

@@ -20,7 +20,7 @@ import pyarrow as pa
 from ..operators.base import OperatorConfig, Output
 from ..operators.chain import KeyExtractor, StatelessChain, open_key_selector
 from ..operators.factory import make_keyed_operator
-from ..operators.functions import as_key_selector
+from ..operators.functions import as_key_selector, per_record_call
 from ..operators.instances import SubtaskInstance, run_instances
 from ..operators.metrics import mark as metrics_mark
 from ..operators.metrics import report_due, report_since
@@ -439,6 +439,7 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
         extractor.open(config)  # the pass is the parallel instance: open once, close at its end
         cleanup.append(extractor.close)
     combiner = spec.combiner
+    combine = per_record_call(combiner.reduce) if combiner is not None else None
     combined: dict[bytes, list[Any]] = {}
     tags = spec.tags
     has_tags = bool(tags)
@@ -488,17 +489,17 @@ def _run_pass(spec: PassSpec, batches: Iterator[pa.RecordBatch],
                 continue
             if extractor is not None:
                 kg, key = extractor.extract(out.value)
-                if combiner is not None:
+                if combine is not None:
                     slot = combined.get(key)
                     ts = out.timestamp
                     if slot is None:
                         combined[key] = [kg, out.value, ts]
                     elif ts is not None and slot[2] is not None and ts < slot[2]:
                         # keep the earliest record first, as the sorted fold would
-                        slot[1] = combiner.reduce(out.value, slot[1])
+                        slot[1] = combine(out.value, slot[1])
                         slot[2] = ts
                     else:
-                        slot[1] = combiner.reduce(slot[1], out.value)
+                        slot[1] = combine(slot[1], out.value)
                     if len(combined) >= _COMBINE_LIMIT:
                         yield from _flush_combined(combined, writer)
                     continue

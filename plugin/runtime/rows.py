@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..operators.aggregations import BuiltinAggregation
+from ..operators.functions import per_record_call
 from ..state_store.functions import Function, ReduceFunction
 from ..state_store.row import named_row_class
 from ..state_store.typeinfo import TypeInformation
@@ -101,7 +102,7 @@ class _ShapedReduce(ReduceFunction):
     def __init__(self, function: Any, shape: RowShape) -> None:
         self.function = function
         self.shape = shape
-        self._reduce = function.reduce
+        self._reduce = per_record_call(function.reduce)
 
     def reduce(self, value1: Any, value2: Any) -> Any:
         shape = self.shape
@@ -113,7 +114,7 @@ class _ShapedReduce(ReduceFunction):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.function = state["function"]
         self.shape = state["shape"]
-        self._reduce = self.function.reduce
+        self._reduce = per_record_call(self.function.reduce)
 
     def __repr__(self) -> str:
         return f"{self.function!r} (over Rows)"

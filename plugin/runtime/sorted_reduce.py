@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 import pyarrow as pa
 
 from ..operators.base import Output
+from ..operators.functions import per_record_call
 from ..state_store.row import take_emitted
 from .encoding import Encoding
 
@@ -49,7 +50,7 @@ def sorted_reduce(function: Any, rows: Iterator[tuple[Any, ...]], name: str) -> 
     the final value emitted at the end of the key (timestamp MAX_WATERMARK, as ReduceOperator)."""
     from ..operators.base import MAX_WATERMARK, user_function_error
 
-    reduce = function.reduce
+    reduce = per_record_call(function.reduce)
     current: Any = _NO_KEY
     acc: Any = None
     for key, _ts, value, _side in rows:
@@ -106,7 +107,7 @@ def sorted_reduce_by_field(function: Any, batches: Iterator[pa.RecordBatch], dec
 
     from ..operators.base import MAX_WATERMARK, user_function_error
 
-    reduce = function.reduce
+    reduce = per_record_call(function.reduce)
     current: Any = _NO_KEY
     acc: Any = None
     out: list[Output] = []

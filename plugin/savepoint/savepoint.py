@@ -49,7 +49,8 @@ _BASIC_BY_SERIALIZER = {
 
 def _type_from_serializer(snapshot: dict[str, Any]) -> Any:
     """TypeInformation for a basic serializer snapshot, or None."""
-    from ..state_store.typeinfo import BasicTypeInfo, Types
+    from ..state_store.typeinfo import BasicTypeInfo
+    from ..state_store.types import Types
 
     name = str(snapshot.get("name", ""))
     base = name[len("Lexicographic"):] if name.startswith("Lexicographic") else name
@@ -74,7 +75,7 @@ def _type_of(info: Any, serializer: Any, what: str) -> Any:
 
 
 def _state_column_type(d: StateDescriptor) -> Any:
-    from ..state_store.typeinfo import Types
+    from ..state_store.types import Types
 
     owner = f"{type(d).__name__} {d.name!r}"
     if d.kind is StateKind.VALUE or d.kind is StateKind.REDUCING:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..state_store.exceptions import GraphBuildError
-from ..state_store.typeinfo import TypeInformation, Types
+from ..state_store.typeinfo import TypeInformation
+from ..state_store.types import Types
 
 __all__ = ["type_info_from_spark", "type_info_from_schema"]
 

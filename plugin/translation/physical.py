@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..operators.base import user_function_error
 from ..operators.exceptions import JobExecutionError
+from ..operators.functions import KeySelector, per_record_call
 from ..plan.graph import PartitionNode
 from ..runtime.encoding import TS, make_decoder
 from ..runtime.passes import partition_id
@@ -85,7 +86,7 @@ def translate_partitioning(t: StreamTranslator, node: PartitionNode) -> Stream:
 
 def target_batches(strategy: str, n: int, slots: list[int], name: str,
                    decode: Optional[Callable[[pa.RecordBatch], list[Any]]] = None,
-                   partitioner: object = None, key_selector: object = None
+                   partitioner: object = None, key_selector: Optional[KeySelector] = None
                   ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function appending each record's slot column.
 
@@ -110,6 +111,7 @@ def target_batches(strategy: str, n: int, slots: list[int], name: str,
         pid = partition_id()
         rng = np.random.default_rng()
         seen = int(rng.integers(0, n))  # rebalance: Flink starts at a random subtask
+        get_key = per_record_call(key_selector.get_key) if key_selector is not None else None
         for batch in batches:
             rows = batch.num_rows
             if strategy == "rebalance":
@@ -119,10 +121,10 @@ def target_batches(strategy: str, n: int, slots: list[int], name: str,
             elif strategy == "shuffle":
                 target = rng.integers(0, n, rows)
             else:
-                if decode is None:
+                if decode is None or get_key is None:
                     raise JobExecutionError(f"partitioning {name!r}: a custom partitioning "
-                                            "needs the decoder of its records")
-                target = np.asarray([_custom_target(record, partitioner, key_selector, n, name)
+                                            "needs the decoder and key selector of its records")
+                target = np.asarray([_custom_target(record, partitioner, get_key, n, name)
                                      for record in decode(batch)], dtype=np.int64)
             seen += rows
             column = pa.array(slot_of[target], pa.int32())
@@ -132,10 +134,12 @@ def target_batches(strategy: str, n: int, slots: list[int], name: str,
     return fn
 
 
-def _custom_target(record: Any, partitioner: Any, key_selector: Any, n: int, name: str) -> int:
-    """The partition ``partitioner`` picks for ``record``, checked to be in ``[0, n)``."""
+def _custom_target(record: Any, partitioner: Any, get_key: Callable[[Any], Any], n: int,
+                   name: str) -> int:
+    """The partition ``partitioner`` picks for ``record`` (its key by ``get_key``), checked to
+    be in ``[0, n)``."""
     try:
-        key = key_selector.get_key(record)
+        key = get_key(record)
     except Exception as exc:  # noqa: BLE001 - named and re-raised
         raise user_function_error(name, "key_selector", record, exc) from exc
     try:

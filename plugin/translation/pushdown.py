@@ -60,7 +60,7 @@ def native_map(node: ChainNode, parent: Stream) -> Optional[Stream]:
 
 def native_timestamps(node: ChainNode, parent: Stream) -> Optional[Stream]:
     """A timestamp assigner that reads one integer field becomes a native column."""
-    from ..state_store.typeinfo import Types
+    from ..state_store.types import Types
 
     assigner = node.function
     if assigner is None:  # a strategy without assigner keeps record timestamps

@@ -16,7 +16,8 @@ from typing import Any, Callable, Optional, Union
 from ..runtime.encoding import Encoding
 from ..runtime.fastpath import plain_callable
 from ..runtime.spark_types import spark_ddl_type
-from ..state_store.typeinfo import FieldsTypeInfo, TypeInformation, Types
+from ..state_store.typeinfo import FieldsTypeInfo, TypeInformation
+from ..state_store.types import Types
 
 __all__ = [
     "Untraceable", "Expr", "trace", "to_column", "struct_type", "ddl_of_field", "field_plan",

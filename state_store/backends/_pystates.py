@@ -86,6 +86,7 @@ class PyState(InternalKvState):
         self._name = descriptor.name
         self._ns: Any = VOID_NAMESPACE
         self._value_serializer = descriptor.value_serializer
+        self._bind_descriptor()
         self._init_storage()
 
     # -- provided by the backend-specific mixin ---------------------------------------------------
@@ -343,13 +344,13 @@ class PyMapState(PyState, InternalMapState):
         return self._get() is None
 
     def _container_entries(self, container: Any) -> Iterator[tuple[bytes, bytes]]:
-        key_serialize = self.descriptor.user_key_serializer.serialize  # type: ignore[union-attr]  # a map state has a user-key serializer
+        key_serialize = self._key_serializer.serialize
         value_serialize = self._value_serializer.serialize
         for key, value in container.items():
             yield key_serialize(key), value_serialize(value)
 
     def _build_container(self, rows: list[tuple[bytes, bytes]]) -> Any:
-        key_deserialize = self.descriptor.user_key_serializer.deserialize  # type: ignore[union-attr]  # a map state has a user-key serializer
+        key_deserialize = self._key_serializer.deserialize
         value_deserialize = self._value_serializer.deserialize
         return {key_deserialize(uk): value_deserialize(v) for uk, v in sorted(rows)} or None
 
@@ -383,12 +384,8 @@ class PySortedState(PyState, InternalBinarySortedState):
 
     kind = StateKind.SORTED
 
-    @property
-    def _key_serializer(self) -> Any:
-        return self.descriptor.user_key_serializer
-
     def _lex(self, key: Any) -> bytes:
-        return self.descriptor.user_key_serializer.serialize(key)  # type: ignore[union-attr]  # a map state has a user-key serializer
+        return self._key_serializer.serialize(key)
 
     @staticmethod
     def _entry(item: tuple[bytes, list[Any]]) -> tuple[Any, list[Any]]:

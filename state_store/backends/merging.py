@@ -54,7 +54,7 @@ class ReducingStateBase(_SingleStoredValue, InternalReducingState):
             return
         current = self._get()
         if current is not None:
-            value = self.descriptor.reduce(current, value)  # type: ignore[attr-defined]  # built for reducing/aggregating descriptors only
+            value = self._reduce(current, value)
             if value is None:
                 raise StateError(
                     f"the reduce function of reducing state {self.descriptor.name!r} returned None")
@@ -68,13 +68,13 @@ class AggregatingStateBase(_SingleStoredValue, InternalAggregatingState):
         accumulator = self._get()
         if accumulator is None:
             return None
-        return self.descriptor.agg_function.get_result(accumulator)  # type: ignore[attr-defined]  # built for reducing/aggregating descriptors only
+        return self._agg_function.get_result(accumulator)
 
     def add(self, value: Any) -> None:
         if value is None:
             self._remove()
             return
-        function = self.descriptor.agg_function  # type: ignore[attr-defined]  # built for reducing/aggregating descriptors only
+        function = self._agg_function
         accumulator = self._get()
         if accumulator is None:
             accumulator = function.create_accumulator()

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..exceptions import SerializationError
 from ..row import make_row
-from .base import LexicographicalTypeSerializer
+from .base import LexicographicalTypeSerializer, TypeSerializer
 from .encoding import (
     DECODE_ERRORS,
     ESC_ZERO,
@@ -90,6 +90,16 @@ def _compile_lex_tuple_codec(
     return ns["fast_serialize"], ns["fast_read"]
 
 
+def _lexicographic_part(part: TypeSerializer[Any]) -> LexicographicalTypeSerializer[Any]:
+    """``part``, checked to be lexicographic (``SerializationError`` if not)."""
+    if not isinstance(part, LexicographicalTypeSerializer):
+        raise SerializationError(
+            f"LexicographicTupleSerializer: part {part!r} is not a "
+            f"LexicographicalTypeSerializer"
+        )
+    return part
+
+
 class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]]):
     """Fixed-arity tuple: concatenation of its lexicographic parts, in tuple order.
 
@@ -113,13 +123,7 @@ class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]
         parts: Sequence[LexicographicalTypeSerializer[Any]],
         field_names: Sequence[str] | None = None,
     ) -> None:
-        self.parts = list(parts)
-        for p in self.parts:
-            if not isinstance(p, LexicographicalTypeSerializer):
-                raise SerializationError(
-                    f"LexicographicTupleSerializer: part {p!r} is not a "
-                    f"LexicographicalTypeSerializer"
-                )
+        self.parts = [_lexicographic_part(p) for p in parts]
         self.arity = len(self.parts)
         self.field_names = list(field_names) if field_names is not None else None
         if self.field_names is not None and len(self.field_names) != self.arity:
@@ -140,18 +144,17 @@ class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]
             self._fast_serialize = self._compile_and_serialize
             self._fast_read = self._compile_and_read
 
-    def _compile(self) -> None:
-        self._fast_serialize, self._fast_read = _compile_lex_tuple_codec(
-            self.parts, self._names_tuple
-        )
+    def _compile(self) -> tuple[Callable[[Any], bytes], Callable[[bytes, int], tuple[Any, int]]]:
+        """Install the generated codec (replacing the lazy one) and return it."""
+        fast_serialize, fast_read = _compile_lex_tuple_codec(self.parts, self._names_tuple)
+        self._fast_serialize, self._fast_read = fast_serialize, fast_read
+        return fast_serialize, fast_read
 
     def _compile_and_serialize(self, value: Any) -> bytes:
-        self._compile()
-        return self._fast_serialize(value)  # type: ignore[misc]  # compiled per instance (hot path)
+        return self._compile()[0](value)
 
     def _compile_and_read(self, data: bytes, pos: int) -> tuple[Any, int]:
-        self._compile()
-        return self._fast_read(data, pos)  # type: ignore[misc]  # compiled per instance (hot path)
+        return self._compile()[1](data, pos)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -215,14 +218,13 @@ class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]
         return value
 
     def find_comparator(self) -> Callable[[tuple[Any, ...], tuple[Any, ...]], int] | None:
-        cmps = [p.find_comparator() for p in self.parts]
-        if any(c is None for c in cmps):
+        pairs = [c for c in (p.find_comparator() for p in self.parts) if c is not None]
+        if len(pairs) != self.arity:
             return None
-        pairs = list(cmps)
 
         def compare(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:
             for c, x, y in zip(pairs, a, b, strict=False):
-                r = c(x, y)  # type: ignore[misc]  # each part compares its own values
+                r = c(x, y)
                 if r:
                     return r
             return 0
@@ -233,7 +235,7 @@ class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]
 register_serializer(
     LexicographicTupleSerializer.NAME,
     lambda p: LexicographicTupleSerializer(
-        [serializer_from_snapshot(s) for s in p["parts"]],  # type: ignore[misc]  # parts of a lexicographic tuple are lexicographic
+        [_lexicographic_part(serializer_from_snapshot(s)) for s in p["parts"]],
         p.get("names"),
     ),
 )

@@ -174,16 +174,21 @@ class _FieldsSerializer(TypeSerializer[Any]):
             self._fast_serialize = self._compile_and_serialize
             self._fast_read = self._compile_and_read
 
-    def _compile(self) -> None:
-        self._fast_serialize, self._fast_read = _fields_codec(self.field_serializers)
+    def _compile(
+        self,
+    ) -> tuple[
+        Callable[[Any], bytes | None], Callable[[bytes, int], tuple[tuple[Any, ...], int] | None]
+    ]:
+        """Install the generated codec (replacing the lazy one) and return it."""
+        fast_serialize, fast_read = _fields_codec(self.field_serializers)
+        self._fast_serialize, self._fast_read = fast_serialize, fast_read
+        return fast_serialize, fast_read
 
     def _compile_and_serialize(self, value: Any) -> bytes | None:
-        self._compile()
-        return self._fast_serialize(value)  # type: ignore[misc]  # compiled per instance (hot path)
+        return self._compile()[0](value)
 
     def _compile_and_read(self, data: bytes, pos: int) -> tuple[tuple[Any, ...], int] | None:
-        self._compile()
-        return self._fast_read(data, pos)  # type: ignore[misc]  # compiled per instance (hot path)
+        return self._compile()[1](data, pos)
 
     def __getstate__(self) -> dict[str, Any]:
         # generated functions and bound methods are rebuilt after unpickling

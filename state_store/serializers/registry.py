@@ -55,14 +55,16 @@ def serializer_from_snapshot(snapshot: dict[str, Any]) -> TypeSerializer[Any]:
         raise SerializationError(f"invalid params for serializer {name!r}: {params!r}") from exc
 
 
-_S = TypeVar("_S", bound=type)
+_S = TypeVar("_S", bound="type[Stateless]")
 
 
 def registered(cls: _S) -> _S:
     """Class decorator: register a parameterless serializer class by its NAME."""
     instance = cls()
-    cls.INSTANCE = instance  # type: ignore[attr-defined]  # a decorator adding the singleton to the class
-    register_serializer(cls.NAME, lambda params: instance)  # type: ignore[attr-defined]  # a decorator adding the singleton to the class
+    if not isinstance(instance, TypeSerializer):
+        raise SerializationError(f"@registered: {cls.__name__} is not a TypeSerializer")
+    cls.INSTANCE = instance
+    register_serializer(cls.NAME, lambda params: instance)
     return cls
 
 

@@ -33,7 +33,7 @@ from pyspark_datastream.operators.functions import (
 )
 from pyspark_datastream.state_store.descriptors import ValueStateDescriptor
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 LATE = OutputTag("late")
 ODD = OutputTag("odd")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pyspark_datastream import KeyedStateStore, Types, ValueStateDescriptor
 from pyspark_datastream.operators.functions import KeyedProcessFunction
-from pyspark_datastream.operators.keyed import KeyedProcessOperator
+from pyspark_datastream.operators.keyed_process import KeyedProcessOperator
 
 
 def test_task_name_with_subtasks_is_flinks_format(drive) -> None:

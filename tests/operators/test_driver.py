@@ -19,11 +19,8 @@ from pyspark_datastream.operators.functions import (
     KeyedProcessFunction,
     OutputTag,
 )
-from pyspark_datastream.operators.keyed import (
-    KeyedCoProcessOperator,
-    KeyedProcessOperator,
-    ReduceOperator,
-)
+from pyspark_datastream.operators.keyed_process import KeyedCoProcessOperator, KeyedProcessOperator
+from pyspark_datastream.operators.keyed_reduce import ReduceOperator
 from pyspark_datastream.state_store.backends.heap import HeapKeyedStateBackend
 from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.backends.single_key import SingleKeyStateBackend
@@ -33,7 +30,7 @@ from pyspark_datastream.state_store.descriptors import (
     ValueStateDescriptor,
 )
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 SER = GenericKeySerializer.INSTANCE
 EVENTS = OutputTag("events")

@@ -11,15 +11,12 @@ from pyspark_datastream.operators.broadcast import BroadcastProcessOperator, Bro
 from pyspark_datastream.operators.broadcast_functions import KeyedBroadcastProcessFunction
 from pyspark_datastream.operators.factory import KEYED_KINDS, make_keyed_operator
 from pyspark_datastream.operators.functions import KeyedCoProcessFunction, KeyedProcessFunction
-from pyspark_datastream.operators.keyed import (
-    KeyedCoProcessOperator,
-    KeyedProcessOperator,
-    ReduceOperator,
-)
+from pyspark_datastream.operators.keyed_process import KeyedCoProcessOperator, KeyedProcessOperator
+from pyspark_datastream.operators.keyed_reduce import ReduceOperator
 from pyspark_datastream.operators.windows import GlobalWindows, WindowOperator, WindowSpec
 from pyspark_datastream.state_store.descriptors import MapStateDescriptor
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 KS = GenericKeySerializer.INSTANCE
 

@@ -178,3 +178,45 @@ def test_wrapped_callable_exposes_plain_lambdas_only() -> None:
     assert wrapped_callable(as_map_function(f)) is f
     assert wrapped_callable(as_reduce_function(f)) is f
     assert wrapped_callable(Double()) is None
+
+
+def test_a_hot_loop_calls_a_wrapped_callable_directly_and_a_class_through_its_method() -> None:
+    """``per_record_call`` hands a loop the user's plain callable behind an ``as_*`` wrapper
+    (one Python call less per record), the bound method of a user's class, and what an
+    adapter forwards to; each gives the method's own result."""
+    from pyspark_datastream.operators.aggregations import BuiltinAggregation
+    from pyspark_datastream.operators.functions import (
+        as_filter_function,
+        as_flat_map_function,
+        as_key_selector,
+        as_timestamp_assigner,
+        per_record_call,
+    )
+    from pyspark_datastream.operators.keyed_process import _KeyedStageAdapter
+
+    def f(v):
+        return v + 1
+
+    def two(a, b):
+        return a * b
+
+    wrappers = [(as_map_function(f), "map", f), (as_flat_map_function(f), "flat_map", f),
+                (as_filter_function(f), "filter", f), (as_key_selector(f), "get_key", f),
+                (as_reduce_function(two), "reduce", two),
+                (as_timestamp_assigner(two), "extract_timestamp", two)]
+    for wrapper, name, plain in wrappers:
+        method = getattr(wrapper, name)
+        assert per_record_call(method) is plain, name
+    assert as_map_function(f).map(1) == per_record_call(as_map_function(f).map)(1) == 2
+    user = Double()
+    assert per_record_call(user.map) == user.map and per_record_call(user.map)(4) == 8
+    assert per_record_call(len) is len  # not a method of a function object
+    wrapper = as_map_function(f)  # its other methods are not the callable
+    assert per_record_call(wrapper.open) == wrapper.open
+    # an adapter gives what it forwards to; a built-in sum its tuple fast path
+    adapter = _KeyedStageAdapter(as_map_function(f))
+    assert per_record_call(adapter.process_element)(1, None) == adapter.process_element(1, None)
+    assert per_record_call(adapter.process_element) is not adapter.process_element
+    total = BuiltinAggregation("sum", 1)
+    fast = per_record_call(total.reduce)
+    assert fast(("a", 1), ("a", 2)) == total.reduce(("a", 1), ("a", 2)) == ("a", 3)

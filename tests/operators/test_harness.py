@@ -24,13 +24,14 @@ from pyspark_datastream.operators.harness import (
     KeyedProcessFunctionTestHarness,
     TimestampedValue,
 )
-from pyspark_datastream.operators.keyed import KeyedProcessOperator, ReduceOperator
+from pyspark_datastream.operators.keyed_process import KeyedProcessOperator
+from pyspark_datastream.operators.keyed_reduce import ReduceOperator
 from pyspark_datastream.state_store.descriptors import (
     ListStateDescriptor,
     MapStateDescriptor,
     ValueStateDescriptor,
 )
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 
 class Sessionize(KeyedProcessFunction):
@@ -224,3 +225,12 @@ def test_generic_harness_runs_the_reduce_operator() -> None:
     stream = KeyedOperatorTestHarness(KeyedProcessOperator(Sessionize()), [lambda e: e[0]])
     stream.process_element(("x", "c", 1), 1)
     assert stream.num_event_time_timers() == 1
+
+
+def test_one_input_harness_refuses_a_second_input() -> None:
+    """A keyed process function has one input: ``input_index=1`` is an error naming the
+    operator and the value, and nothing was processed."""
+    h = KeyedProcessFunctionTestHarness(Sessionize(), lambda e: e[0])
+    with pytest.raises(ConfigurationError, match=r"Sessionize.*input_index=1"):
+        h.process_element(("a", "c", 1), 1, 1)
+    assert h.process_element(("a", "c", 1), 1, 0) == h.process_element(("b", "c", 1), 1) == []

@@ -24,7 +24,7 @@ from pyspark_datastream.operators.functions import (
     ProcessFunction,
     TimeDomain,
 )
-from pyspark_datastream.operators.keyed import KeyedCoProcessOperator, KeyedProcessOperator
+from pyspark_datastream.operators.keyed_process import KeyedCoProcessOperator, KeyedProcessOperator
 from pyspark_datastream.state_store.descriptors import (
     AggregatingStateDescriptor,
     BinarySortedStateDescriptor,
@@ -35,7 +35,7 @@ from pyspark_datastream.state_store.descriptors import (
 )
 from pyspark_datastream.state_store.functions import AggregateFunction
 from pyspark_datastream.state_store.serializers import LexicographicLongSerializer
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 SIDE = OutputTag("side")
 

@@ -11,9 +11,10 @@ from pyspark_datastream.operators import aggregations as agg
 from pyspark_datastream.operators.aggregations import AggregationDescriptor, BuiltinAggregation
 from pyspark_datastream.operators.base import MAX_WATERMARK, Output
 from pyspark_datastream.operators.functions import ReduceFunction
-from pyspark_datastream.operators.keyed import REDUCE_STATE_NAME, ReduceOperator
+from pyspark_datastream.operators.keyed import REDUCE_STATE_NAME
+from pyspark_datastream.operators.keyed_reduce import ReduceOperator
 from pyspark_datastream.state_store.row import Row
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 
 def values(outputs):

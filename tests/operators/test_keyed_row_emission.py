@@ -22,10 +22,11 @@ from pyspark_datastream.operators.functions import (
     ProcessFunction,
     ReduceFunction,
 )
-from pyspark_datastream.operators.keyed import KeyedProcessOperator, ReduceOperator
+from pyspark_datastream.operators.keyed_process import KeyedProcessOperator
+from pyspark_datastream.operators.keyed_reduce import ReduceOperator
 from pyspark_datastream.state_store.descriptors import ValueStateDescriptor
 from pyspark_datastream.state_store.row import Row, named_row_class, take_emitted
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 SIDE = OutputTag("side")
 

@@ -12,10 +12,11 @@ from pyspark_datastream import JobExecutionError
 from pyspark_datastream.operators.base import MAX_WATERMARK, OperatorConfig, Output
 from pyspark_datastream.operators.driver import RESTORE_INPUT, run_sorted_keyed
 from pyspark_datastream.operators.functions import KeyedProcessFunction
-from pyspark_datastream.operators.keyed import KeyedProcessOperator, ReduceOperator
+from pyspark_datastream.operators.keyed_process import KeyedProcessOperator
+from pyspark_datastream.operators.keyed_reduce import ReduceOperator
 from pyspark_datastream.state_store.backends.single_key import SingleKeyStateBackend
 from pyspark_datastream.state_store.descriptors import ValueStateDescriptor
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 KEY_SER = Types.STRING().key_serializer()
 

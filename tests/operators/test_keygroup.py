@@ -13,7 +13,7 @@ from pyspark_datastream.operators.keygroup import (
 )
 from pyspark_datastream.state_store.descriptors import ValueStateDescriptor
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 KS = GenericKeySerializer.INSTANCE
 

@@ -24,7 +24,7 @@ from pyspark_datastream.state_store.descriptors import (
 )
 from pyspark_datastream.state_store.keygroups import assign_key_group
 from pyspark_datastream.state_store.serializers import BytesSerializer, GenericKeySerializer
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 KS = GenericKeySerializer.INSTANCE
 MP = 8

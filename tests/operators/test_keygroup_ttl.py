@@ -26,7 +26,7 @@ from pyspark_datastream.state_store.keygroups import assign_key_group
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 from pyspark_datastream.state_store.serializers.ttl import TTL_TIMESTAMP
 from pyspark_datastream.state_store.ttl_config import StateTtlConfig
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 KS = GenericKeySerializer.INSTANCE
 MP = 4

@@ -32,7 +32,7 @@ from pyspark_datastream.state_store.serializers import (
     LongSerializer,
     serializer_from_snapshot,
 )
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 
 class TestDescriptorValidation:

@@ -14,7 +14,7 @@ import pytest
 from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.descriptors import BinarySortedStateDescriptor
 from pyspark_datastream.state_store.serializers import LexicographicLongSerializer
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 from benchmarks import sorted_state
 

@@ -28,7 +28,7 @@ from pyspark_datastream.state_store.serializers import (
     serializer_from_snapshot,
 )
 from pyspark_datastream.state_store.ttl_config import StateTtlConfig
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 Strategies = StateTtlConfig.CleanupStrategies
 

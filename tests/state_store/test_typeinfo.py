@@ -34,8 +34,8 @@ from pyspark_datastream.state_store.typeinfo import (
     RowTypeInfo,
     TupleTypeInfo,
     TypeInformation,
-    Types,
 )
+from pyspark_datastream.state_store.types import Types
 
 BASIC = [
     Types.STRING,

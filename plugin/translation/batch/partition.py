@@ -96,7 +96,7 @@ def _native_sort_column(enc: Encoding, field: Any) -> Optional[Any]:
     fn = plain_callable(field) if callable(field) else None
     if fn is None:
         return None
-    from ...state_store.typeinfo import Types
+    from ...state_store.types import Types
 
     struct_t = Types.ROW_NAMED(cols, enc.field_types())
     traced = trace(fn, [struct_t])

@@ -2,8 +2,8 @@
 
 Per-stage mapping: every keyed operator is ``groupBy("_kgr").applyInPandasWithState(...)``
 (``spark_io/key_group_ranges.py``), one call per key group per micro-batch, its own query
-reading a keyed ancestor's output from staged files. The one-query mapping chains each keyed
-stage as a ``transformWithStateInPandas`` in one query (``one_query.py``). Non-keyed stages
+reading a keyed ancestor's output from staged files (``stages.py``). The one-query mapping
+chains each keyed stage as a ``transformWithStateInPandas`` in one query (``one_query.py``). Non-keyed stages
 are the fused ``mapInArrow`` passes of BATCH (``steps.py``); queries run through
 ``queries.py``; savepoints through ``savepoint.py``. The whole mapping:
 docs/spark-mapping.md.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import pickle
 import uuid
 from collections.abc import Callable
 from functools import partial
@@ -38,14 +37,12 @@ from ...plan.graph import (
     upstream,
 )
 from ...results import CloseableIterator
-from ...runtime.encoding import KEY, KG, PICKLED, SIDE, TAG, TS, VALUE, Encoding
-from ...runtime.group_frames import SEQ, TypedInput, direct_output, output_encoding, output_schema
-from ...runtime.group_state import END_OF_INPUT_MS, GroupSpec, seq_pass, stream_pass
+from ...runtime.encoding import KEY, KG, PICKLED, SIDE, TS, VALUE, Encoding
+from ...runtime.group_frames import SEQ, TypedInput
+from ...runtime.group_state import END_OF_INPUT_MS, GroupSpec, stream_pass
 from ...runtime.passes import PassSpec, output_ddl
-from ...runtime.tws_processor import TwsCall, state_name, tws_time_mode
 from ...spark_io.columns import lit
-from ...spark_io.key_group_ranges import RANGE_KEY, range_key_column, stateful_partitions
-from ...state_store.backends import BackendChoice
+from ...spark_io.key_group_ranges import stateful_partitions
 from ...state_store.exceptions import ConfigurationError, GraphBuildError
 from ...state_store.storage import Storage
 from ..evolution import stage_names
@@ -58,12 +55,11 @@ from ..job_identity import (
 )
 from ..pushdown import native_map
 from ..query_ids import is_connect
-from ..rows import chain_for_output, keyed_function
+from ..rows import keyed_function
 from ..sinks import sink_kind
 from ..source_schema import check_parquet_sources
 from ..steps import (
     collectable,
-    dataframe_source,
     fan_out,
     fused_chain,
     materialize_shared,
@@ -76,25 +72,19 @@ from ..steps import (
     union,
 )
 from ..stream import Stream, arrow_pass
-from ..timecheck import processing_time_use, processing_timeout_of
 from ..translator_base import TranslatorBase
-from .keyed import feeds_keyed, keyed_call, own_watermark, watermarked
+from .keyed import own_watermark
 from .one_query import (
     QUERY,
-    Carry,
     branch_watermark,
-    chained,
     fans_out,
     from_keyed,
-    keying_input,
     meets_keyed,
     one_query_mapping,
     one_query_placement,
-    relays,
     state_store_conf,
     with_carriers,
 )
-from .pushdown import field_reduce_plan, native_keyed_input, restaged_order
 from .queries import (
     arrow_batch_rows,
     collect_query,
@@ -104,10 +94,9 @@ from .queries import (
     progress_row,
     published_metrics,
     run_query,
-    write_df_once,
-    write_table_once,
 )
-from .savepoint import restored_input, restores
+from .sources import collection_source, dataframe_stream_source, kafka_stream_source
+from .stages import KeyedStages
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -115,7 +104,6 @@ if TYPE_CHECKING:
 
     from ...plan.job import JobPlan
     from ...runtime.passes import Combiner, KeyOut
-    from ...state_store.serializers.base import TypeSerializer
     from .savepoint import StreamingSavepointWrite
 
 __all__ = ["StreamingTranslator", "END_OF_INPUT_MS", "parse_trigger", "progress_row"]
@@ -123,7 +111,7 @@ __all__ = ["StreamingTranslator", "END_OF_INPUT_MS", "parse_trigger", "progress_
 log = logging.getLogger("pyspark_datastream")
 
 
-class StreamingTranslator(TranslatorBase):
+class StreamingTranslator(KeyedStages):
     """Turns a job graph into Spark streaming queries and runs them (STREAMING mode; the
     API's :class:`~.contract.Translator`)."""
 
@@ -197,14 +185,15 @@ class StreamingTranslator(TranslatorBase):
             placement={"parallelism": self.parallelism, "partitions": self.range_partitions,
                        **(one_query_placement(self.stage_names, nodes) if self.one_query else {})})
         self.bounded = all(n.bounded for n in nodes if isinstance(n, SourceNode))
-        self._source_ordinals = {n.id: i for i, n in enumerate(
+        #: a bounded source's number among the job's sources (sources.py: its folder)
+        self.source_ordinals = {n.id: i for i, n in enumerate(
             n for n in nodes if isinstance(n, SourceNode))}
         self._prerequisites: list[tuple[str, Any]] = []  # (query name, DataStreamWriter)
         self._ran: set[str] = set()
         self._progress: list[dict[str, Any]] = []  # see the property
         #: savepoint support (savepoint.py): the write of this run, the
         #: applyInPandasWithState spec of every keyed node (by node id)
-        self._savepoint_run: Any = None
+        self._savepoint_run = None
         self.group_specs: dict[int, GroupSpec] = {}
         #: query name -> root node of the DataFrame it runs (every query, for job clients)
         self.query_roots: dict[str, Transformation] = {}
@@ -479,203 +468,12 @@ class StreamingTranslator(TranslatorBase):
             streams[i] = Stream(self._through_files(df, name), s.enc, s.type_info, name=s.name)
         return streams
 
-    def _staged_above(self, root: Transformation) -> Optional[str]:
-        """The query staging the output of the one keyed stage at or above ``root`` when that
-        stage's output is shared (:meth:`_materialize_shared`), else None."""
-        keyed = [n for n in upstream(root, is_keyed, include_self=True) if is_keyed(n)]
-        if len(keyed) == 1 and keyed[0].id in self.staged_outputs:
-            return self.staged_outputs[keyed[0].id]
-        return None
-
-    def _bounded_source_folder(self, node: SourceNode) -> str:
-        """Where a bounded source is staged once, in the job folder (a streaming one is not)."""
-        return self.storage.join(self.job_folder(), "sources",
-                                 str(self._source_ordinals.get(node.id, 0)))
-
-    def _collection_source(self, node: SourceNode) -> Stream:
-        folder = self._bounded_source_folder(node)
-        ddl = f"{TS} bigint, {VALUE} binary"
-        if not self.storage.exists(self.storage.join(folder, "part-0.parquet")):
-            import pyarrow as pa
-
-            table = pa.table({
-                TS: pa.array([None] * len(node.payload), type=pa.int64()),
-                VALUE: pa.array([pickle.dumps(v, pickle.HIGHEST_PROTOCOL) for v in node.payload],
-                                type=pa.binary()),
-            })
-            write_table_once(self.storage, folder, "part-0.parquet", table)
-        df = self.spark.readStream.schema(ddl).parquet(folder)
-        return Stream(df, PICKLED, node.output_type, name=node.name)
-
-    def _dataframe_source(self, node: SourceNode) -> Stream:
-        df = node.payload
-        if not df.isStreaming:
-            folder = self._bounded_source_folder(node)
-            write_df_once(self.storage, folder, df)
-            df = self.spark.readStream.schema(df.schema).parquet(folder)
-        return dataframe_source(df, node)
-
-    def _kafka_source(self, node: SourceNode) -> Stream:
-        from ..kafka import kafka_source
-
-        return kafka_source(self.spark, node, streaming=True, trigger=self.trigger)
-
     #: what each kind of source becomes (a kind not listed is refused by :meth:`_source`)
     _SOURCES: ClassVar[dict[str, Callable[[Any, SourceNode], Stream]]] = {
-        "collection": _collection_source,
-        "dataframe": _dataframe_source,
-        "kafka": _kafka_source,
+        "collection": collection_source,
+        "dataframe": dataframe_stream_source,
+        "kafka": kafka_stream_source,
     }
-
-    # -- keyed stages ------------------------------------------------------------------------
-    def keyed_input_df(self, key_node: KeyByNode, consumer: Transformation) -> DataFrame:
-        """``_ts, _kg, _k, _v, _seq`` for ``consumer``; staged through files when upstream
-        already holds a stateful operator (one per query)."""
-        carry = self.carriers.get(consumer.id)  # the keying pass hands its records on
-        parent = keying_input(self, key_node, carry)  # and those carried through it
-        df = None if carry else self._native_keyed_input_df(parent, key_node, consumer)
-        if df is None:
-            df = self.sequenced(parent, key_node.name,
-                                (key_node.key_selector, key_node.key_serializer), carry)
-        side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
-        return self.staged_input(df, key_node.inputs[0], key_node, consumer, side)
-
-    def sequenced(self, parent: Stream, name: str, key_out: Optional[KeyOut] = None,
-                  carry: Optional[Carry] = None) -> DataFrame:
-        """``_ts[, _kg, _k], _v, _seq``: ``parent``'s pending work in one Python pass that
-        numbers the records in arrival order, keys them with ``key_out`` (and hands them on
-        as they were under ``carry``'s tag, runtime/carry.py)."""
-        spec = PassSpec(
-            name=name, input_enc=parent.enc, output_enc=PICKLED, config=dict(self.op_config),
-            sided=parent.sided, co_stage=parent.co_stage, keyed=parent.keyed,
-            chain=chain_for_output(parent, PICKLED, key_out), key_out=key_out,
-            max_parallelism=self.max_parallelism)
-        self._long_lived(spec)
-        return arrow_pass(parent, seq_pass(spec, self.parallelism, carry and carry.for_pass()),
-                          output_ddl(spec) + f", {SEQ} bigint")
-
-    def staged_input(self, df: DataFrame, root: Transformation, edge: Transformation,
-                     consumer: Transformation, side: int) -> DataFrame:
-        """``df`` (computed from ``root``'s stream, reaching input ``side`` of ``consumer``
-        through ``edge``) read back from files when its plan holds a stateful operator:
-        Spark runs one ``applyInPandasWithState`` per query (not in the one-query mapping)."""
-        if self.one_query:
-            return df
-        staged = self._staged_above(root)
-        if staged is not None:  # a shared upstream stage: its query already staged it
-            if self._savepoint_run is not None:  # savepoint.py: watermark carrier
-                carrier = f"{staged}-watermark-{self.stage_names[consumer.id]}"
-                df = self._savepoint_run.forward_watermark(df, staged, edge, consumer, carrier)
-        elif any(is_keyed(n) for n in upstream(root, include_self=True)):
-            # names must be stable across runs of the same job (node ids are not)
-            name = f"{self.stage_names[consumer.id]}-{side}-input"
-            self.register_query(name, root)
-            df = self._through_files(df, name)
-            if self._savepoint_run is not None:  # savepoint.py: watermark carrier
-                df = self._savepoint_run.forward_watermark(df, name, edge, consumer)
-        return df
-
-    def _native_keyed_input_df(self, parent: Stream, key_node: KeyByNode,
-                               consumer: Transformation) -> Optional[DataFrame]:
-        """``_ts, _kg, <typed columns>[, _n<i>], _seq`` computed by Spark for a one-input keyed
-        operator (pushdown.py), else None. Not used when restoring from a savepoint
-        (its rows carry state bytes in ``_v``). Records the plan in ``self._typed_inputs``."""
-        if not self.pushdown or not isinstance(consumer, KeyedNode):
-            return None
-        if restores(self, consumer):
-            return None
-        native = native_keyed_input(parent, key_node, self.max_parallelism)
-        if native is None:
-            return None
-        df, typed = native
-        self._typed_inputs[consumer.id] = typed
-        return df
-
-    def _through_files(self, df: DataFrame, name: str) -> DataFrame:
-        """Run ``df`` as its own query into a Parquet file sink; read it back as a stream."""
-        folder = self.storage.join(self.job_folder(), name)
-        data = self.storage.join(folder, "data")
-        self.storage.makedirs(data)  # a file stream needs its folder to exist
-        self._prerequisites.append((name, df.writeStream.format("parquet").option("path", data)))
-        return restaged_order(self.spark.readStream.schema(df.schema).parquet(data))
-
-    def watermark_strategy(self, node: Transformation) -> Any:
-        """The nearest upstream WatermarkStrategy (Flink forwards watermarks through operators)."""
-        return branch_watermark(node)
-
-    def stateful(self, node: Transformation, df: DataFrame, kind: str, function: object,
-                 key_serializer: TypeSerializer[Any], sided: bool,
-                 backend: Optional[BackendChoice] = None) -> Stream:
-        """``node`` as ``groupBy(_kg).applyInPandasWithState`` over its keyed input ``df``
-        (``backend``: the state backend when not the job's)."""
-        from pyspark.sql import functions as F
-        from pyspark.sql.streaming.state import GroupStateTimeout
-
-        stage = self.stage_names[node.id]
-        df, restoring = restored_input(self, node, df)  # its savepoint state rows, if any
-        # a chained stage of the one-query mapping has the watermark of the stage above it
-        chain = self.one_query and chained(node)
-        if self.bounded and self._savepoint_run is None and not chain:
-            # a savepoint run is a stop-with-savepoint WITHOUT drain: no end-of-input flush
-            folder = self.storage.join(self.job_folder(), f"{stage}-end-of-input")
-            df = df.unionByName(end_of_input_stream(self.spark, self.storage, folder, df.schema))
-        ws = self.watermark_strategy(node)
-        processing_timeout = processing_timeout_of(node, function, ws, self.trigger, self.bounded)
-        # Without event time, on an unbounded input and without processing-time timers, no
-        # watermark ever advances and no group can time out: such an operator gets neither
-        # (NoTimeout), which spares Spark a column and its watermark tracking. Operators with
-        # processing-time timers keep a timeout whatever the trigger: Spark's state rows
-        # carry a timeout column exactly when the operator has a timeout kind, so a
-        # checkpoint stays resumable when the trigger changes.
-        timeouts = ws is not None or self.bounded or processing_time_use(function) is not None
-        if timeouts and not chain:
-            df = watermarked(df, ws)
-        tags = self._tags.get(node.id, frozenset())
-        backend = backend or self.backend  # BackendChoice.of made it: as executors resolve it
-        backend_type = backend.backend_type()
-        backend_kind = backend.reference
-        # group_frames.py: typed columns in (native keyed input) and out, where pandas keeps
-        # them exact; pickled ``_v`` otherwise
-        out_enc = output_encoding(node.output_type, bool(tags))  # ROW types: pickled Rows
-        ordered = kind != "broadcast" and (feeds_keyed(node, self.consumers)
-                                           or relays(self.carriers, node.id))
-        spec = GroupSpec(node.name, kind, function, key_serializer,
-                         dict(self.op_config, metrics_publish=self.metrics_publish()),
-                          ws is not None, sided, tags,
-                          backend,
-                          (self.storage.join(self.job_folder(), "state", stage)
-                           if backend_type.key_group_store is not None else None), restoring,
-                          processing_timeout, self._typed_inputs.get(node.id), out_enc,
-                          self.range_partitions,
-                          self.arrow_batch_rows,
-                          field_reduce_plan(kind, function, self._typed_inputs.get(node.id),
-                                            out_enc, backend_kind),
-                          timeouts, self.storage, f"{self.job_name}#{node.id}",
-                          self.run_id, direct_output(output_schema(out_enc, bool(tags))),
-                          parallelism=self.parallelism, ordered=ordered, chained=chain,
-                          checks_partition=not self.one_query)
-        self.group_specs[node.id] = spec
-        fields = ([(TAG, "string")] if tags else []) + [(TS, "bigint")] + (
-            out_enc.spark_columns() if out_enc is not None else [(VALUE, "binary")])
-        timeout = (GroupStateTimeout.ProcessingTimeTimeout if processing_timeout
-                   else GroupStateTimeout.EventTimeTimeout if timeouts
-                   else GroupStateTimeout.NoTimeout)
-        grouping = KG
-        if self.range_partitions:
-            # Spark hashes the grouping column to pick a partition: the range key (key group
-            # plus a salt) lands each key group in its subtask's partition (key_group_ranges.py).
-            # The function reads the key group from the range key, so _kg is not handed over:
-            # every column costs a conversion per record on both sides of the Arrow stream.
-            df = df.withColumn(RANGE_KEY, range_key_column(
-                F.col(KG), self.max_parallelism, self.range_partitions,
-                self.parallelism)).drop(KG)
-            grouping = RANGE_KEY
-        tws = TwsCall(tws_time_mode(processing_timeout, timeouts), tuple(df.columns),
-                      state_name(stage), node.id in self.carriers) if self.one_query else None
-        out, unordered = keyed_call(df.groupBy(grouping), spec, fields, timeout, tws)
-        return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
-                      node.output_type, name=node.name, tagged=bool(tags),
-                      ordered_from=None if unordered is None else (out, unordered))
 
     # -- running queries -------------------------------------------------------------------
     def register_query(self, name: str, root: Transformation) -> None:

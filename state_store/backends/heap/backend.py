@@ -12,7 +12,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, groupby
 from operator import itemgetter
-from typing import Any
+from typing import Any, Protocol, cast
 
 from ...entries import StateEntry, StateKind, concat_canonical, sort_canonical
 from ...exceptions import KeyGroupError, StateError
@@ -38,20 +38,33 @@ __all__ = ["HeapKeyedStateBackend"]
 _crc32 = zlib.crc32
 _KEY_GROUP = itemgetter(0)
 
+#: the containers of a key group by ``(key bytes, namespace)``; the key bytes are None only
+#: in the lookups made while no key is set, which go to the ``NoKeyTable``
+_Table = dict[tuple[bytes | None, Any], Any]
+#: an owned key group's table: every key in it was set, so its key bytes are bytes
+_OwnedTable = dict[tuple[bytes, Any], Any]
 
-class _HeapStorage:
+
+class _NotOwnedTable(NoKeyTable):
+    """Container table of a key group the backend does not own: every access raises
+    ``KeyGroupError`` (states only reach owned key groups)."""
+
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        raise KeyGroupError(
+            f"state {self._state_name!r}: a key group outside this backend's key groups")
+
+    get = __getitem__ = __setitem__ = __delitem__ = __contains__ = pop = setdefault = _fail
+
+
+class _HeapStorage(PyState):
     """Containers in ``self._tables[key_group][(key_bytes, namespace)]``."""
 
     _backend: HeapKeyedStateBackend
-    _name: str
-    _ns: Any
-    _tables: list[dict[tuple[bytes, Any], Any] | None]
+    _tables: list[_Table]
 
     def _init_storage(self) -> None:
         backend = self._backend
-        tables: list[dict[tuple[bytes, Any], Any] | None] = [None] * (
-            backend.max_parallelism + 1
-        )
+        tables: list[_Table] = [_NotOwnedTable(self._name)] * (backend.max_parallelism + 1)
         for key_group in backend.key_group_range:
             tables[key_group] = {}
         tables[backend.max_parallelism] = NoKeyTable(self._name)
@@ -59,34 +72,34 @@ class _HeapStorage:
 
     def _get(self) -> Any:
         backend = self._backend
-        return self._tables[backend._kg].get((backend._key_bytes, self._ns))  # type: ignore[union-attr, arg-type]  # the current key group: set with the key (hot path)
+        return self._tables[backend._kg].get((backend._key_bytes, self._ns))
 
     def _put(self, container: Any) -> None:
         backend = self._backend
-        self._tables[backend._kg][(backend._key_bytes, self._ns)] = container  # type: ignore[index]  # the current key group: set with the key (hot path)
+        self._tables[backend._kg][(backend._key_bytes, self._ns)] = container
 
     def _remove(self) -> None:
         backend = self._backend
-        self._tables[backend._kg].pop((backend._key_bytes, self._ns), None)  # type: ignore[union-attr, arg-type]  # the current key group: set with the key (hot path)
+        self._tables[backend._kg].pop((backend._key_bytes, self._ns), None)
 
     def _iter_containers(self, key_group: int) -> Iterator[tuple[bytes, Any, Any]]:
-        table = self._tables[key_group]
+        table = cast(_OwnedTable, self._tables[key_group])
         if table:
             for (key_bytes, namespace), container in list(table.items()):
                 yield key_bytes, namespace, container
 
     def _place(self, key_group: int, key_bytes: bytes, namespace: Any, container: Any) -> None:
-        self._tables[key_group][(key_bytes, namespace)] = container  # type: ignore[index]  # the current key group: set with the key (hot path)
+        self._tables[key_group][(key_bytes, namespace)] = container
 
     def _get_at(self, key_group: int, key_bytes: bytes, namespace: Any) -> Any:
-        return self._tables[key_group].get((key_bytes, namespace))  # type: ignore[union-attr]  # the current key group: set with the key (hot path)
+        return self._tables[key_group].get((key_bytes, namespace))
 
     def _remove_at(self, key_group: int, key_bytes: bytes, namespace: Any) -> None:
-        self._tables[key_group].pop((key_bytes, namespace), None)  # type: ignore[union-attr]  # the current key group: set with the key (hot path)
+        self._tables[key_group].pop((key_bytes, namespace), None)
 
     def _keys_in_namespace(self, namespace: Any) -> list[tuple[int, bytes]]:
         found: list[tuple[int, bytes]] = []
-        for key_group, table in enumerate(self._tables[:-1]):
+        for key_group, table in enumerate(cast("list[_OwnedTable]", self._tables[:-1])):
             if table:
                 found.extend(
                     (key_group, key_bytes) for key_bytes, ns in table if ns == namespace
@@ -99,14 +112,14 @@ class HeapValueState(_HeapStorage, PyValueState):
 
     def value(self) -> Any:
         backend = self._backend
-        return self._tables[backend._kg].get((backend._key_bytes, self._ns))  # type: ignore[union-attr, arg-type]  # the current key group: set with the key (hot path)
+        return self._tables[backend._kg].get((backend._key_bytes, self._ns))
 
     def update(self, value: Any) -> None:
         backend = self._backend
         if value is None:
-            self._tables[backend._kg].pop((backend._key_bytes, self._ns), None)  # type: ignore[union-attr, arg-type]  # the current key group: set with the key (hot path)
+            self._tables[backend._kg].pop((backend._key_bytes, self._ns), None)
         else:
-            self._tables[backend._kg][(backend._key_bytes, self._ns)] = value  # type: ignore[index]  # the current key group: set with the key (hot path)
+            self._tables[backend._kg][(backend._key_bytes, self._ns)] = value
 
 
 class HeapListState(_HeapStorage, PyListState):
@@ -139,12 +152,40 @@ _HEAP_STATES: dict[StateKind, type[PyState]] = {
 }
 
 
-class HeapKeyedStateBackend(TableStateBackend):
+class _KeySetter(Protocol):
+    """``set_current_key``'s signature."""
+
+    def __call__(self, key: Any, key_bytes: bytes | None = None) -> None: ...
+
+
+class _HeapCurrentKey(TableStateBackend):
+    """The heap backend's ``set_current_key``, in a base class of its own so that the backend
+    can declare the name an instance attribute (which
+    :meth:`HeapKeyedStateBackend.call_after_set_key` replaces per instance)."""
+
+    _kg: int
+
+    def set_current_key(self, key: Any, key_bytes: bytes | None = None) -> None:
+        if key_bytes is None:
+            key_bytes = self.key_serializer.serialize(key)
+        key_group = _crc32(key_bytes) % self.max_parallelism
+        if not self._full_range and key_group not in self.key_group_range:
+            self._check_key_group(key_group, key)
+        self._key = key
+        self._key_bytes = key_bytes
+        self._kg = key_group
+
+
+class HeapKeyedStateBackend(_HeapCurrentKey):
     """Heap backend: fast, holds everything in memory (Flink's ``HeapKeyedStateBackend``)."""
 
     backend_name = "hashmap"
     STATE_CLASSES = _HEAP_STATES
     TTL_CLEANUP = heap_ttl_cleanup
+
+    #: the class's ``set_current_key``, or per instance its wrapper calling the callbacks of
+    #: :meth:`call_after_set_key`
+    set_current_key: _KeySetter
 
     def __init__(
         self,
@@ -157,16 +198,6 @@ class HeapKeyedStateBackend(TableStateBackend):
         self._kg = self.max_parallelism
         self._pending_states: dict[str, dict[int, list[StateEntry]]] = {}
         self._key_callbacks: list[Callable[[], None]] = []
-
-    def set_current_key(self, key: Any, key_bytes: bytes | None = None) -> None:
-        if key_bytes is None:
-            key_bytes = self.key_serializer.serialize(key)
-        key_group = _crc32(key_bytes) % self.max_parallelism
-        if not self._full_range and key_group not in self.key_group_range:
-            self._check_key_group(key_group, key)
-        self._key = key
-        self._key_bytes = key_bytes
-        self._kg = key_group
 
     def get_current_key_group(self) -> int:
         if self._key_bytes is None:
@@ -187,7 +218,7 @@ class HeapKeyedStateBackend(TableStateBackend):
             for after in callbacks:
                 after()
 
-        self.set_current_key = set_current_key  # type: ignore[method-assign]  # per instance: one call less per record
+        self.set_current_key = set_current_key  # per instance: one call less per record
 
     def _load_pending(self, name: str, state: Any) -> None:
         pending = self._pending_states.pop(name, None)
@@ -256,7 +287,9 @@ class HeapKeyedStateBackend(TableStateBackend):
         self._check_open()
         registration = self._states.get(state_name)
         if registration is not None:
-            found: Any = registration.state._keys_in_namespace(namespace)  # type: ignore[attr-defined]  # the backend's own state classes define it
+            # the backend's own states, or TTL states forwarding it to theirs
+            state = cast("_HeapStorage | TtlState", registration.state)
+            found: Any = state._keys_in_namespace(namespace)
         elif state_name in self._pending_states:
             ns_bytes = self._namespace_bytes_for(state_name, namespace)
             found = {

@@ -71,8 +71,7 @@ class HeapCleanup:
             for _ in range(self._size):
                 if not pending:
                     if current.start is not None:  # a pass is complete
-                        current.end(ctx.ttl)
-                        if now < current.idle_until:  # type: ignore[operator]  # set by end() above
+                        if now < current.end(ctx.ttl):
                             return
                     current.begin(now)
                     pending.extend(reversed(original.container_keys()))

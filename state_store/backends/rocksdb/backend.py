@@ -15,7 +15,7 @@ import tempfile
 import weakref
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import rocksdict
 
@@ -33,7 +33,7 @@ from ...namespaces import VOID_NAMESPACE
 from ...serializers import TypeSerializer
 from ...ttl import full_snapshot_cleanup, ttl_time_provider
 from ..base import TableStateBackend
-from .common import BATCH_LIMIT, KEY_MEMO_LIMIT, U32, U64
+from .common import BATCH_LIMIT, KEY_MEMO_LIMIT, U32, U64, UNSET
 from .sorted_state import RocksSortedState
 from .states import (
     RocksAggregatingState,
@@ -101,9 +101,10 @@ class RocksDBKeyedStateBackend(TableStateBackend):
                     f"got {value!r}"
                 )
         #: the current key's row-key parts, read by the states on every access: its key
-        #: group (2 bytes) and its length-prefixed bytes
-        self.key_part: bytes | None = None
-        self.kg_part: bytes | None = None
+        #: group (2 bytes) and its length-prefixed bytes (``UNSET`` until a key is set: a
+        #: state's row key then cannot be built, and the state raises the no-key error)
+        self.key_part = UNSET
+        self.kg_part = UNSET
         self._kg = -1
         #: key bytes -> (key group, its prefix bytes, length-prefixed key bytes) of keys
         #: already checked (operators switch among the same keys again and again)
@@ -126,9 +127,10 @@ class RocksDBKeyedStateBackend(TableStateBackend):
             options.set_max_write_buffer_number(max_write_buffer_number)
             options.set_max_background_jobs(max_background_jobs)
             #: the database the states read and write (the tracking proxy with track_changes)
-            self.db = rocksdict.Rdict(os.path.join(self._path, "db"), options)
+            self.db: rocksdict.Rdict | TrackingDB = rocksdict.Rdict(
+                os.path.join(self._path, "db"), options)
             write_options = rocksdict.WriteOptions()
-            write_options.disable_wal = True  # type: ignore[method-assign, assignment]  # per instance: one call less per record
+            write_options.disable_wal = True  # type: ignore[method-assign, assignment]  # rocksdict's stub declares WriteOptions.disable_wal a method; it is a property
             self.db.set_write_options(write_options)
             self._write_options = write_options
         except Exception as exc:
@@ -143,7 +145,7 @@ class RocksDBKeyedStateBackend(TableStateBackend):
         self._tracker: TrackingDB | None = None
         if track_changes:
             self._tracker = TrackingDB(self.db, max_tracked_bytes)
-            self.db = self._tracker  # type: ignore[assignment]  # TrackingDB takes the same calls
+            self.db = self._tracker
 
     # -- storage access (the states' too: states.StorageAccess) ----------------------------------
     # The ReadOptions must outlive the native iterator (it holds the bound slices), so
@@ -161,9 +163,9 @@ class RocksDBKeyedStateBackend(TableStateBackend):
         read_options.set_iterate_lower_bound(lower)
         if upper is not None:
             read_options.set_iterate_upper_bound(upper)
-        rows: Iterator[tuple[bytes, bytes]] = iter(
-            self.db.items(backwards=True, read_opt=read_options)  # type: ignore[arg-type]  # rocksdict's stub
-        )
+        # a raw-mode database's rows are bytes (the stub types keys for every mode)
+        rows = cast(Iterator[tuple[bytes, bytes]],
+                    self.db.items(backwards=True, read_opt=read_options))
         for key, value in rows:
             if key < lower:
                 return

@@ -100,9 +100,7 @@ class RocksSortedState(RocksState, InternalBinarySortedState):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        key_serializer = self.descriptor.user_key_serializer
-        self._key_serializer = key_serializer
-        self._lex_of = key_serializer.serialize  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
+        self._lex_of = self._key_serializer.serialize
         #: int sort key -> its lexicographic bytes (sort keys repeat: many values share a
         #: timestamp); ints only, where equal keys always have equal bytes
         self._lex_memo: dict[int, bytes] = {}
@@ -153,7 +151,7 @@ class RocksSortedState(RocksState, InternalBinarySortedState):
         return lex
 
     def _current_prefix(self) -> bytes:
-        prefix = self._prefix_memo.get(self._backend.key_part)  # type: ignore[arg-type]  # set with the current key (hot path)
+        prefix = self._prefix_memo.get(self._backend.key_part)
         if prefix is None or self._ns_part is not self._memo_ns:
             prefix = self._memo_prefix()
         return prefix
@@ -167,7 +165,7 @@ class RocksSortedState(RocksState, InternalBinarySortedState):
         if ns_part is not self._memo_ns or len(memo) >= KEY_MEMO_LIMIT:
             memo.clear()
             self._memo_ns = ns_part
-        memo[self._backend.key_part] = prefix  # type: ignore[index]  # set with the current key (hot path)
+        memo[self._backend.key_part] = prefix
         return prefix
 
     def flush_staged(self) -> None:
@@ -306,7 +304,7 @@ class RocksSortedState(RocksState, InternalBinarySortedState):
         """Rows (in key order) grouped by sort key, values deserialized."""
         if not rows:
             return []
-        key_deserialize = self._key_serializer.deserialize  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
+        key_deserialize = self._key_serializer.deserialize
         deserialize = self._deserialize
         first = rows[0][0][start:-8]
         if rows[-1][0][start:-8] == first:  # rows are in key order: all of one key
@@ -326,7 +324,7 @@ class RocksSortedState(RocksState, InternalBinarySortedState):
         self, start: int, rows: Iterator[tuple[bytes, bytes]], options: Any
     ) -> Iterator[tuple[Any, list[Any]]]:
         """Groups of a large range as its rows come (``options`` kept alive meanwhile)."""
-        key_deserialize = self._key_serializer.deserialize  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
+        key_deserialize = self._key_serializer.deserialize
         deserialize = self._deserialize
         current: bytes | None = None
         values: list[Any] = []
@@ -366,7 +364,7 @@ class RocksSortedState(RocksState, InternalBinarySortedState):
         return values or None
 
     def add(self, key: Any, value: Any) -> None:
-        prefix = self._prefix_memo.get(self._backend.key_part)  # type: ignore[arg-type]  # set with the current key (hot path)
+        prefix = self._prefix_memo.get(self._backend.key_part)
         if prefix is None or self._ns_part is not self._memo_ns:  # _current_prefix inlined
             prefix = self._memo_prefix()
         if type(key) is int:  # _lex inlined

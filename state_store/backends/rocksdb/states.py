@@ -23,7 +23,7 @@ from ...exceptions import StateError
 from ...namespaces import VOID_NAMESPACE
 from ...serializers import TypeSerializer
 from ..merging import AggregatingStateBase, ReducingStateBase
-from .common import BATCH_LIMIT, INDEX_CACHE_LIMIT, U32, U64
+from .common import BATCH_LIMIT, INDEX_CACHE_LIMIT, U32, U64, UNSET
 
 __all__ = [
     "StorageAccess",
@@ -42,9 +42,9 @@ class StorageAccess(Protocol):
     #: the database (a change-tracking proxy of it when the backend tracks changes)
     db: Any
     #: the current key's row-key parts: its key group (2 bytes) and its length-prefixed
-    #: bytes; None before the first ``set_current_key``
-    kg_part: bytes | None
-    key_part: bytes | None
+    #: bytes; ``UNSET`` before the first ``set_current_key``
+    kg_part: bytes
+    key_part: bytes
 
     def scan(self, lower: bytes, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]: ...
 
@@ -77,15 +77,16 @@ class RocksState(InternalKvState):
         self._name = descriptor.name
         self._name_part = encode_state_name(descriptor.name)
         self._value_serializer = descriptor.value_serializer
+        self._bind_descriptor()
         self._ns: Any = VOID_NAMESPACE
         try:
             ns_bytes = namespace_serializer.serialize(VOID_NAMESPACE)
-            self._ns_part: bytes | None = U32.pack(len(ns_bytes)) + ns_bytes
+            self._ns_part = U32.pack(len(ns_bytes)) + ns_bytes
         except Exception:  # a window namespace serializer cannot encode the void namespace
-            self._ns_part = None
+            self._ns_part = UNSET
 
     def set_current_namespace(self, namespace: Any) -> None:
-        if namespace is self._ns and self._ns_part is not None:
+        if namespace is self._ns and self._ns_part:  # a set part is never empty (UNSET is)
             return
         ns_bytes = self.namespace_serializer.serialize(namespace)
         self._ns_part = U32.pack(len(ns_bytes)) + ns_bytes
@@ -95,7 +96,7 @@ class RocksState(InternalKvState):
         return self._ns
 
     def _context_error(self) -> StateError:
-        if self._backend.key_part is None:
+        if self._backend.key_part is UNSET:
             return self._backend.no_key_error(self._name)
         return StateError(
             f"state {self._name!r}: no namespace set; call set_current_namespace first"
@@ -104,7 +105,7 @@ class RocksState(InternalKvState):
     def _prefix(self) -> bytes:
         backend = self._backend
         try:
-            return backend.kg_part + self._name_part + backend.key_part + self._ns_part  # type: ignore[operator]  # set with the current key (hot path)
+            return backend.kg_part + self._name_part + backend.key_part + self._ns_part
         except TypeError:
             raise self._context_error() from None
 
@@ -146,7 +147,7 @@ class RocksValueState(_SingleValueMixin, InternalValueState):
     def value(self) -> Any:
         backend = self._backend
         try:
-            key = backend.kg_part + self._name_part + backend.key_part + self._ns_part  # type: ignore[operator]  # set with the current key (hot path)
+            key = backend.kg_part + self._name_part + backend.key_part + self._ns_part
         except TypeError:
             raise self._context_error() from None
         data = self._db.get(key)
@@ -155,7 +156,7 @@ class RocksValueState(_SingleValueMixin, InternalValueState):
     def update(self, value: Any) -> None:
         backend = self._backend
         try:
-            key = backend.kg_part + self._name_part + backend.key_part + self._ns_part  # type: ignore[operator]  # set with the current key (hot path)
+            key = backend.kg_part + self._name_part + backend.key_part + self._ns_part
         except TypeError:
             raise self._context_error() from None
         if value is None:
@@ -254,24 +255,20 @@ class RocksMapState(RocksState, InternalMapState):
 
     kind = StateKind.MAP
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self._key_serializer = self.descriptor.user_key_serializer
-
     def get(self, key: Any) -> Any:
-        data = self._db.get(self._prefix() + self._key_serializer.serialize(key))  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
+        data = self._db.get(self._prefix() + self._key_serializer.serialize(key))
         return None if data is None else self._value_serializer.deserialize(data)
 
     def put(self, key: Any, value: Any) -> None:
         self._db.put(
-            self._prefix() + self._key_serializer.serialize(key),  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
+            self._prefix() + self._key_serializer.serialize(key),
             self._value_serializer.serialize(value),
         )
 
     def put_all(self, mapping: Any) -> None:
         pairs = mapping.items() if hasattr(mapping, "items") else mapping
         prefix = self._prefix()
-        key_serialize = self._key_serializer.serialize  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
+        key_serialize = self._key_serializer.serialize
         value_serialize = self._value_serializer.serialize
         batch = self._backend.new_batch()
         count = 0
@@ -286,10 +283,10 @@ class RocksMapState(RocksState, InternalMapState):
             self._backend.write_batch(batch)
 
     def remove(self, key: Any) -> None:
-        self._db.delete(self._prefix() + self._key_serializer.serialize(key))  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
+        self._db.delete(self._prefix() + self._key_serializer.serialize(key))
 
     def contains(self, key: Any) -> bool:
-        return self._db.get(self._prefix() + self._key_serializer.serialize(key)) is not None  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
+        return self._db.get(self._prefix() + self._key_serializer.serialize(key)) is not None
 
     def _scan(self) -> tuple[int, Iterator[tuple[bytes, bytes]]]:
         prefix = self._prefix()
@@ -297,13 +294,13 @@ class RocksMapState(RocksState, InternalMapState):
 
     def items(self) -> Iterator[tuple[Any, Any]]:
         start, rows = self._scan()
-        key_deserialize = self._key_serializer.deserialize  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
+        key_deserialize = self._key_serializer.deserialize
         value_deserialize = self._value_serializer.deserialize
         return ((key_deserialize(key[start:]), value_deserialize(value)) for key, value in rows)
 
     def keys(self) -> Iterator[Any]:
         start, rows = self._scan()
-        key_deserialize = self._key_serializer.deserialize  # type: ignore[union-attr]  # a map/sorted state has a user-key serializer
+        key_deserialize = self._key_serializer.deserialize
         return (key_deserialize(key[start:]) for key, _ in rows)
 
     def values(self) -> Iterator[Any]:

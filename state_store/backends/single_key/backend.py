@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ...backend import TimerQueue
 from ...entries import StateEntry, StateKind, StateMetaInfo, canonical_sort_key
@@ -52,12 +52,10 @@ def _name_and_namespace(slot: Any) -> tuple[str, Any]:
     return (slot, VOID_NAMESPACE) if type(slot) is str else slot
 
 
-class _SingleKeyStorage:
+class _SingleKeyStorage(PyState):
     """Containers in ``backend._store[slot]`` (:func:`_slot_of`)."""
 
     _backend: SingleKeyStateBackend
-    _name: str
-    _ns: Any
 
     def _init_storage(self) -> None:
         self._slot: Any = self._name
@@ -90,9 +88,9 @@ class _SingleKeyStorage:
         """The entries of one container of the current key (a BATCH savepoint snapshots
         every key at its end, so the backend builds them in one pass over its store)."""
         name = self._name
-        ns_bytes = self.namespace_serializer.serialize(namespace)  # type: ignore[attr-defined]  # the backend's own state classes define it
+        ns_bytes = self.namespace_serializer.serialize(namespace)
         return [_new_tuple(StateEntry, (key_group, name, key_bytes, ns_bytes, user_key, value))
-                for user_key, value in self._container_entries(container)]  # type: ignore[attr-defined]  # the backend's own state classes define it
+                for user_key, value in self._container_entries(container)]
 
     def _place(self, key_group: int, key_bytes: bytes, namespace: Any, container: Any) -> None:
         backend = self._backend
@@ -296,7 +294,8 @@ class SingleKeyStateBackend(TableStateBackend):
                                                           container))
                 elif name not in wrapped:
                     wrapped.add(name)
-                    batch.extend(state.snapshot_entries(key_group))  # type: ignore[attr-defined]  # the backend's own state classes define it
+                    # not the backend's own state: a TTL state (once per state)
+                    batch.extend(cast(TtlState, state).snapshot_entries(key_group))
         for entries in self._pending_states.values():
             batch.extend(entries)
         if self._timer_queues or self._pending_timers or self._pending_timer_columns:
@@ -310,7 +309,9 @@ class SingleKeyStateBackend(TableStateBackend):
         self._check_open()
         registration = self._states.get(state_name)
         if registration is not None:
-            found: Any = registration.state._keys_in_namespace(namespace)  # type: ignore[attr-defined]  # the backend's own state classes define it
+            # the backend's own states, or TTL states forwarding it to theirs
+            state = cast("_SingleKeyStorage | TtlState", registration.state)
+            found: Any = state._keys_in_namespace(namespace)
         elif state_name in self._pending_states:
             ns_bytes = self._namespace_bytes_for(state_name, namespace)
             found = [

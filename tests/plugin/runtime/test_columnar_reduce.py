@@ -28,7 +28,7 @@ from pyspark_datastream.runtime.group_frames import (
 from pyspark_datastream.runtime.group_state import GroupSpec, group_function
 from pyspark_datastream.state_store.keygroups import assign_key_group
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 from pyspark_datastream.translation.streaming.pushdown import field_reduce_plan
 
 KS = GenericKeySerializer.INSTANCE

@@ -29,7 +29,7 @@ from pyspark_datastream.runtime.group_frames import (
 from pyspark_datastream.runtime.passes import gc_paused
 from pyspark_datastream.state_store.row import Row
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 

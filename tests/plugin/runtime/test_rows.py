@@ -29,7 +29,7 @@ from pyspark_datastream.runtime.group_frames import (
 from pyspark_datastream.runtime.rows import RowShape, is_row_stage, row_stage, shaped_reduce
 from pyspark_datastream.state_store.functions import Function
 from pyspark_datastream.state_store.row import Row, named_row_class
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 from pyspark_datastream.translation.rows import chain_before, chain_for_output, leading_rows
 from pyspark_datastream.translation.stream import Stream
 

@@ -31,7 +31,7 @@ from pyspark_datastream.state_store.descriptors import (
 )
 from pyspark_datastream.state_store.keygroups import assign_key_group
 from pyspark_datastream.state_store.serializers import LexicographicLongSerializer
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 KEY_SER = Types.STRING().key_serializer()
 VALUE = ValueStateDescriptor("count", Types.LONG())

@@ -22,7 +22,7 @@ from pyspark_datastream.state_store.descriptors import ListStateDescriptor, Valu
 from pyspark_datastream.state_store.namespaces import VOID_NAMESPACE_SERIALIZER
 from pyspark_datastream.state_store.serializers.ttl import TTL_TIMESTAMP
 from pyspark_datastream.state_store.ttl import ttl_time_provider
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 KEY_SER = Types.STRING().key_serializer()
 

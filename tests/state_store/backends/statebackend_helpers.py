@@ -10,7 +10,7 @@ from typing import Any
 
 from pyspark_datastream.state_store.backend import KeyedStateBackend
 from pyspark_datastream.state_store.backends import ROCKSDB, get_backend, registered_backends
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 __all__ = ["BACKEND_NAMES", "make_backend", "string_key_serializer"]
 

@@ -45,7 +45,7 @@ from pyspark_datastream.state_store.serializers import (
     LexicographicStringSerializer,
 )
 from pyspark_datastream.state_store.temporal import TemporalValue
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 from statebackend_helpers import BACKEND_NAMES, make_backend
 from ttl_conformance import TtlConformance
 
@@ -423,6 +423,20 @@ class TestBackendConformance(TtlConformance):
             queue.add(1)
         with pytest.raises(StateError, match="no current key"):
             backend.get_current_key()
+
+    def test_no_current_key_for_every_kind(self, backend: KeyedStateBackend) -> None:
+        states = _register_all(backend)
+        calls: dict[str, Any] = {
+            "v": lambda state: state.value(),
+            "l": lambda state: state.add("x"),
+            "m": lambda state: state.put(1, "x"),
+            "r": lambda state: state.add(1),
+            "a": lambda state: state.get(),
+            "s": lambda state: state.add("k", 1),
+        }
+        for name, call in calls.items():
+            with pytest.raises(StateError, match=f"no current key.*'{name}'"):
+                call(states[name])
 
     def test_closed_backend(self, backend: KeyedStateBackend) -> None:
         backend.close()

@@ -11,7 +11,7 @@ import pytest
 from pyspark_datastream.state_store.backends.rocksdb import RocksDBKeyedStateBackend
 from pyspark_datastream.state_store.descriptors import MapStateDescriptor
 from pyspark_datastream.state_store.serializers import BytesSerializer
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 TOTAL_ENTRIES = 5_000_000
 ENTRIES_PER_KEY = 50_000

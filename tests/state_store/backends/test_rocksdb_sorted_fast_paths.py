@@ -34,7 +34,7 @@ from pyspark_datastream.state_store.backends.rocksdb import backend as rocksdb_b
 from pyspark_datastream.state_store.descriptors import BinarySortedStateDescriptor
 from pyspark_datastream.state_store.namespaces import TimeWindow, TimeWindowSerializer
 from pyspark_datastream.state_store.serializers import LexicographicLongSerializer
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 
 MIN_LONG, MAX_LONG = -(1 << 63), (1 << 63) - 1
 #: mostly colliding small times (several values per key, fronts cleared and refilled),
@@ -492,3 +492,22 @@ def test_flush_refuses_a_closed_backend() -> None:
     backend.close()
     with pytest.raises(StateError, match="closed"):
         backend.flush()
+
+
+def test_a_windowed_sorted_state_needs_a_key_then_a_window() -> None:
+    # the row-key parts start unset, as does the namespace part where the window serializer
+    # cannot encode the void namespace: each access fails with the error naming what is missing
+    backend = _rocks()
+    state = backend.get_binary_sorted_state(
+        BinarySortedStateDescriptor("s", LexicographicLongSerializer.INSTANCE, Types.LONG()),
+        TimeWindowSerializer(),
+    )
+    with pytest.raises(StateError, match="no current key.*'s'"):
+        state.add(1, 10)
+    backend.set_current_key("k")
+    with pytest.raises(StateError, match="'s': no namespace set"):
+        state.add(1, 10)
+    state.set_current_namespace(WINDOWS[0])
+    state.add(1, 10)
+    assert state.values_at(1) == [10]
+    backend.close()

@@ -25,7 +25,7 @@ from pyspark_datastream.state_store.serializers import (
     LexicographicStringSerializer,
     LexicographicTupleSerializer,
 )
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 from statebackend_helpers import BACKEND_NAMES, make_backend
 
 MIN_LONG, MAX_LONG = -(1 << 63), (1 << 63) - 1

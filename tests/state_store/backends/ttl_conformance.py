@@ -38,7 +38,7 @@ from pyspark_datastream.state_store.serializers import LexicographicLongSerializ
 from pyspark_datastream.state_store.serializers.ttl import TTL_TIMESTAMP
 from pyspark_datastream.state_store.ttl import ttl_time_provider
 from pyspark_datastream.state_store.ttl_config import StateTtlConfig
-from pyspark_datastream.state_store.typeinfo import Types
+from pyspark_datastream.state_store.types import Types
 from statebackend_helpers import make_backend
 
 TTL = 100

@@ -874,6 +874,37 @@ def test_register_serializer_for_other_layers() -> None:
     assert lst.deserialize(lst.serialize(["ab", "c"])) == ["AB", "C"]
 
 
+def test_a_lexicographic_tuple_snapshot_with_a_plain_part_is_refused() -> None:
+    snapshot = LexicographicTupleSerializer([LexicographicLongSerializer.INSTANCE]).snapshot()
+    snapshot["params"]["parts"] = [LongSerializer.INSTANCE.snapshot()]
+    with pytest.raises(SerializationError, match="is not a LexicographicalTypeSerializer"):
+        serializer_from_snapshot(snapshot)
+    with pytest.raises(SerializationError, match="is not a LexicographicalTypeSerializer"):
+        LexicographicTupleSerializer([LongSerializer.INSTANCE])  # type: ignore[list-item]
+
+
+def test_a_lexicographic_tuple_compares_with_its_parts_comparators() -> None:
+    ser = LexicographicTupleSerializer(
+        [LexicographicLongSerializer.INSTANCE, LexicographicLongSerializer.INSTANCE])
+    compare = ser.find_comparator()
+    assert compare is not None
+    assert (compare((1, 2), (1, 3)), compare((2, 0), (1, 9)), compare((1, 1), (1, 1))) == (-1, 1, 0)
+
+    class _NoComparator(LexicographicalTypeSerializer[bytes]):
+        def serialize(self, value: bytes) -> bytes:
+            return LexicographicBytesSerializer.INSTANCE.serialize(value)
+
+        def deserialize(self, data: bytes) -> bytes:
+            return LexicographicBytesSerializer.INSTANCE.deserialize(data)
+
+        def snapshot(self) -> dict[str, Any]:
+            return {"name": "test.NoComparator", "params": {}}
+
+    # a part without a comparator: the tuple has none either
+    parts = [LexicographicLongSerializer.INSTANCE, _NoComparator()]
+    assert LexicographicTupleSerializer(parts).find_comparator() is None
+
+
 # ---------------------------------------------------------------------------
 # errors name the offending value
 # ---------------------------------------------------------------------------
