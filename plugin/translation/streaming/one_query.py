@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ...plan.config import Configuration
 
 __all__ = ["QUERY", "Carry", "branch_watermark",
-           "carried_exits", "carry_plan", "carry_tag", "chained", "exit_of", "fans_out",
+           "CarryPlan", "carry_plan", "carry_tag", "chained", "exit_of", "fans_out",
            "from_keyed", "keying_input", "meets_keyed", "one_query_mapping",
            "one_query_placement", "query_exits", "relays", "state_store_conf",
            "with_carriers"]
@@ -65,7 +65,7 @@ _TAIL_KINDS = (ChainNode, SideOutputNode, PartitionNode, KeyByNode)
 
 def one_query_mapping(config: Configuration, mode: RuntimeMode, spark: SparkSession,
                       nodes: list[Transformation], consumers: dict[int, list[Transformation]],
-                      recorded: Optional[str] = None) -> bool:
+                      plan: CarryPlan, recorded: Optional[str] = None) -> bool:
     """Whether the job's keyed stages run in one query (``execution.streaming.query-mapping``).
 
     ``auto`` (the default) runs one query where the per-stage mapping would run several
@@ -80,6 +80,7 @@ def one_query_mapping(config: Configuration, mode: RuntimeMode, spark: SparkSess
         spark: the session (:func:`state_store_conf` says what its queries start with).
         nodes: the job graph.
         consumers: node id -> the nodes reading it.
+        plan: the graph's :func:`carry_plan`.
         recorded: the mapping the job's checkpoint was written by
             (``job_identity.recorded_mapping``), None without one.
 
@@ -98,7 +99,7 @@ def one_query_mapping(config: Configuration, mode: RuntimeMode, spark: SparkSess
                         "keeps", QUERY_MAPPING, AUTO_MAPPING, recorded)
             return False
         if recorded is None:
-            why = _declines(spark, nodes, consumers)
+            why = _declines(spark, nodes, consumers, plan)
             if why:
                 logger.info("%s=%s: the job runs the %s mapping: %s", QUERY_MAPPING,
                             AUTO_MAPPING, PER_STAGE, why)
@@ -106,18 +107,18 @@ def one_query_mapping(config: Configuration, mode: RuntimeMode, spark: SparkSess
     elif setting != ONE_QUERY:
         return False
     _check_session(spark)
-    _check_graph(nodes, consumers)
+    _check_graph(nodes, consumers, plan)
     return True
 
 
 def _declines(spark: Any, nodes: list[Transformation],
-              consumers: dict[int, list[Transformation]]) -> str:
+              consumers: dict[int, list[Transformation]], plan: CarryPlan) -> str:
     """Why ``auto`` runs a job without a checkpoint per stage ("" when it runs one query)."""
     if sum(is_keyed(n) for n in nodes) < 2 and not fans_out(nodes, consumers):
         return "it is one query in either mapping"
     try:
         _check_session(spark)
-        _check_graph(nodes, consumers)
+        _check_graph(nodes, consumers, plan)
     except (GraphBuildError, UnsupportedSparkFeatureError) as exc:
         return str(exc)
     return ""
@@ -133,10 +134,10 @@ def _check_session(spark: Any) -> None:
             f"has it from 4.1. Use {QUERY_MAPPING}={PER_STAGE} on this session")
 
 
-def _check_graph(nodes: list[Transformation],
-                 consumers: dict[int, list[Transformation]]) -> None:
+def _check_graph(nodes: list[Transformation], consumers: dict[int, list[Transformation]],
+                 plan: CarryPlan) -> None:
     """Refuse a graph the one-query mapping does not run yet, naming the operator."""
-    _check_paths(nodes, consumers)
+    _check_paths(nodes, consumers, plan)
     for node in nodes:
         ws = getattr(node, "watermark_strategy", None)
         if ws is not None and ws.kind != "none" and chained(node):
@@ -239,24 +240,18 @@ def _uses(nodes: list[Transformation], consumers: dict[int, list[Transformation]
     return uses, part, exit_ids
 
 
-def carried_exits(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
-                  ) -> dict[int, Transformation]:
-    """The keyed stages whose records the query carries through the keyed stage below them
-    (runtime/carry.py): the query would hold each twice otherwise (:func:`carry_plan`).
+class CarryPlan(NamedTuple):
+    """Which keyed stages the query carries through which (:func:`carry_plan`)."""
 
-    Args:
-        nodes: the job graph.
-        consumers: node id -> the nodes reading it.
-
-    Returns:
-        The carried stage's id -> the keyed stage carrying its records.
-    """
-    return carry_plan(nodes, consumers)[0]
+    #: the carried stage's id -> the keyed stage carrying its records
+    carried: dict[int, Transformation]
+    #: keyed stage id -> (the relay whose output its keying pass reads, the stage whose
+    #: records it keys)
+    sources: dict[int, tuple[Transformation, Transformation]]
 
 
 def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
-               ) -> tuple[dict[int, Transformation],
-                          dict[int, tuple[Transformation, Transformation]]]:
+               ) -> CarryPlan:
     """Which keyed stages the query carries through which (runtime/carry.py), and which
     keyed stages read their records from another stage's output.
 
@@ -276,8 +271,7 @@ def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
         consumers: node id -> the nodes reading it.
 
     Returns:
-        The carried stage's id -> the keyed stage carrying its records, and keyed stage id
-        -> (the relay whose output its keying pass reads, the stage whose records it keys).
+        The plan; computed once per job (the translator hands it on).
     """
     uses, part, exit_ids = _uses(nodes, consumers)
     carried: dict[int, Transformation] = {}
@@ -308,7 +302,7 @@ def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
         for above, below in zip(stages, stages[1:]):
             carried[above.id] = below
             sources[below.id] = (above, node)
-    return carried, sources
+    return CarryPlan(carried, sources)
 
 
 def _readers(node: Transformation, consumers: dict[int, list[Transformation]],
@@ -399,18 +393,27 @@ class Carry(NamedTuple):
     """How a keyed stage carries the records of the stage above it (runtime/carry.py;
     :meth:`for_pass` is ``group_state.seq_pass``'s ``carry``)."""
 
-    #: the tag those records leave the query under (:func:`carry_tag`)
-    tag: str
+    #: the keyed stage whose records it carries
+    carried: int
     #: the stage above is a carrier too, or its side outputs are read, or it is a relay:
     #: the keying pass reads that stage's records with those carried through it and its
     #: side outputs, each under its tag
     tagged: bool
-    #: the relay whose whole output the keying pass reads (:func:`carry_plan`)
-    via: Optional[int] = None
-    #: the stage whose records, carried through the relay, the keying pass keys
+    #: the stage whose records, carried through the relay :attr:`carried`, the keying pass
+    #: keys (None: it keys the carried stage's own records)
     source: Optional[int] = None
     #: those records are handed on too (a stage or sink further down reads them)
     source_on: bool = False
+
+    @property
+    def tag(self) -> str:
+        """The tag the carried records leave the query under (:func:`carry_tag`)."""
+        return carry_tag(self.carried)
+
+    @property
+    def via(self) -> Optional[int]:
+        """The relay whose whole output the keying pass reads (:func:`carry_plan`), or None."""
+        return self.carried if self.source is not None else None
 
     def for_pass(self) -> tuple[str, bool, Optional[str], bool]:
         """The arguments of ``runtime/carry.carrying`` after the parallelism."""
@@ -418,24 +421,23 @@ class Carry(NamedTuple):
         return self.tag, self.tagged, source, self.source_on
 
 
-def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation],
-                  consumers: dict[int, list[Transformation]], fanned_out: bool
-                  ) -> tuple[dict[int, frozenset[str]], dict[int, Carry]]:
+def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation], plan: CarryPlan,
+                  fanned_out: bool) -> tuple[dict[int, frozenset[str]], dict[int, Carry]]:
     """The side-output tags of the job's operators with the carried records' tags.
 
     Args:
         tags: node id -> the side-output tags read from it (``steps.side_output_tags``).
         nodes: the job graph.
-        consumers: node id -> the nodes reading it.
+        plan: its :func:`carry_plan`.
         fanned_out: the one query writes several sinks (else nothing is carried).
 
     Returns:
         ``tags`` with the tags of the records carried through each carrying stage added,
-        and carrying stage id -> its :class:`Carry` (:func:`carried_exits`).
+        and carrying stage id -> its :class:`Carry`.
     """
     if not fanned_out:
         return tags, {}
-    carried, sources = carry_plan(nodes, consumers)
+    carried, sources = plan
     carrying = {b.id for b in carried.values()}
     relays = {via.id for via, _ in sources.values()}
     exit_ids = {e.id for e in query_exits(nodes)}
@@ -443,10 +445,9 @@ def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation],
     for e, b in carried.items():
         if b.id in sources:  # it keys the records of the stage above the relay e
             source = sources[b.id][1].id
-            carriers[b.id] = Carry(carry_tag(e), True, e, source,
-                                   source in exit_ids or b.id in relays)
+            carriers[b.id] = Carry(e, True, source, source in exit_ids or b.id in relays)
         else:
-            carriers[b.id] = Carry(carry_tag(e), e in carrying or bool(tags.get(e)))
+            carriers[b.id] = Carry(e, e in carrying or bool(tags.get(e)))
     out = dict(tags)
     for e, b in carried.items():  # each carried stage's tag, on every carrier below it
         node: Optional[Transformation] = b
@@ -474,7 +475,7 @@ def carry_tag(node_id: int) -> str:
     """The side-output tag under which a carried stage's records leave the stage carrying them.
 
     Args:
-        node_id: the carried keyed stage's id (:func:`carried_exits`).
+        node_id: the carried keyed stage's id (:func:`carry_plan`).
 
     Returns:
         A tag no ``OutputTag`` has (it starts with a control character).
@@ -482,12 +483,12 @@ def carry_tag(node_id: int) -> str:
     return f"{MARK}carried {node_id}"
 
 
-def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
-                 ) -> None:
+def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transformation]],
+                 plan: CarryPlan) -> None:
     """Refuse a keyed stage the query's plan would hold more than once: Spark plans a
     DataFrame read twice as two copies, each with its own operator and state."""
     uses, _, _ = _uses(nodes, consumers)
-    carried = carried_exits(nodes, consumers)
+    carried = plan.carried
     for node in nodes:
         if is_keyed(node) and uses.get(node.id, 0) > 1 and node.id not in carried:
             _refuse(node, f"the query would hold it {uses[node.id]} times: its records reach "

@@ -28,7 +28,7 @@ from ..rows import leading_rows
 from ..sinks import sink_kind
 from ..steps import materialize_shared, side_output_tags
 from ..stream import Stream, StreamingSinkOwner
-from .one_query import QUERY, carried_exits, carry_tag, chained, query_exits
+from .one_query import QUERY, Carry, carry_tag, chained, query_exits
 from .queries import QueryOwner, run_query
 
 if TYPE_CHECKING:
@@ -45,6 +45,8 @@ class FanningTranslator(StreamingSinkOwner, QueryOwner, Protocol):
 
     nodes: list[Transformation]
     consumers: dict[int, list[Transformation]]
+    #: carrying keyed stage id -> how it carries (``one_query.with_carriers``)
+    carriers: dict[int, Carry]
     #: passes built so far (a tail's operators are named by the pass that runs them)
     passes: int
 
@@ -73,7 +75,8 @@ def run_fanned_out(t: FanningTranslator, sinks: list[SinkNode]) -> dict[str, int
     # sinks the program adds or removes (Spark keeps a stage's state under its place)
     exits = sorted(query_exits(t.nodes), key=lambda n: n.id)
     # a carried exit's records leave the query through the keyed stage carrying them
-    carried = carried_exits(t.nodes, t.consumers)
+    by_id = {n.id: n for n in t.nodes}
+    carried = {c.carried: by_id[b] for b, c in t.carriers.items()}
     exits = [e for e in exits if e.id not in carried]
     streams = [_exit_stream(t, e) for e in exits]
     df = _union(streams)

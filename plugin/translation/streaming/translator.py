@@ -77,6 +77,7 @@ from .keyed import own_watermark
 from .one_query import (
     QUERY,
     branch_watermark,
+    carry_plan,
     fans_out,
     from_keyed,
     meets_keyed,
@@ -137,7 +138,8 @@ class StreamingTranslator(KeyedStages):
         self.backend = plan.state_backend
         #: the whole job as one query, keyed stages chained in it (one_query.py)
         root, where = configured_root(cfg, self.spark)  # job_identity.py: the job folder
-        self.one_query = one_query_mapping(cfg, self.mode, spark, nodes, self.consumers,
+        carrying = carry_plan(nodes, self.consumers)  # the keyed stages that would carry
+        self.one_query = one_query_mapping(cfg, self.mode, spark, nodes, self.consumers, carrying,
                                            recorded_mapping(storage, root, where, job_name))
         #: session settings the job's queries start with (one_query.state_store_conf)
         self.query_conf = state_store_conf(spark) if self.one_query else {}
@@ -154,8 +156,8 @@ class StreamingTranslator(KeyedStages):
         self.arrow_batch_rows = arrow_batch_rows(spark)
         self._streams: dict[int, Stream] = {}
         #: carrying keyed stage id -> how it carries (one_query.with_carriers)
-        self._tags, self.carriers = with_carriers(side_output_tags(nodes), nodes,
-                                                  self.consumers, self.fanned_out)
+        self._tags, self.carriers = with_carriers(side_output_tags(nodes), nodes, carrying,
+                                                  self.fanned_out)
         self.op_config = operator_config(cfg, self.mode, self.parallelism, self.max_parallelism)
         # Restore (savepoint.py) is checked here, before anything runs, by
         # savepoint_restore.py's check: the program's operators are opened, with this job's

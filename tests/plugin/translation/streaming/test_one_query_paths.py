@@ -10,7 +10,6 @@ from pyspark_datastream.translation.steps import side_output_tags
 from pyspark_datastream.translation.streaming.one_query import (
     Carry,
     _check_paths,
-    carried_exits,
     carry_plan,
     carry_tag,
     relays,
@@ -37,14 +36,14 @@ def test_a_stage_read_by_sinks_and_one_keyed_stage_is_carried_by_it():
     second = _stage(first.map(lambda r: (r[0], 2 * r[1]), T))
     second.print()
     nodes, readers = _graph(env)
-    assert {k: v.id for k, v in carried_exits(nodes, readers).items()} == {
+    assert {k: v.id for k, v in carry_plan(nodes, readers).carried.items()} == {
         first._node.id: second._node.id}
-    _check_paths(nodes, readers)  # runs: nothing refused
-    tags, carriers = with_carriers({}, nodes, readers, fanned_out=True)
-    assert carriers == {second._node.id: Carry(carry_tag(first._node.id), False)}
+    _check_paths(nodes, readers, carry_plan(nodes, readers))  # runs: nothing refused
+    tags, carriers = with_carriers({}, nodes, carry_plan(nodes, readers), fanned_out=True)
+    assert carriers == {second._node.id: Carry(first._node.id, False)}
     assert tags == {second._node.id: frozenset({carry_tag(first._node.id)})}
     # a job writing one sink does not fan out: nothing carried
-    assert with_carriers({}, nodes, readers, fanned_out=False) == ({}, {})
+    assert with_carriers({}, nodes, carry_plan(nodes, readers), fanned_out=False) == ({}, {})
 
 
 def test_a_chain_of_stages_each_read_by_sinks_is_carried_to_its_last_stage():
@@ -59,10 +58,10 @@ def test_a_chain_of_stages_each_read_by_sinks_is_carried_to_its_last_stage():
     third.print()
     nodes, readers = _graph(env)
     a, b, c = first._node.id, second._node.id, third._node.id
-    assert {k: v.id for k, v in carried_exits(nodes, readers).items()} == {a: b, b: c}
-    _check_paths(nodes, readers)
-    tags, carriers = with_carriers({}, nodes, readers, fanned_out=True)
-    assert carriers == {b: Carry(carry_tag(a), False), c: Carry(carry_tag(b), True)}
+    assert {k: v.id for k, v in carry_plan(nodes, readers).carried.items()} == {a: b, b: c}
+    _check_paths(nodes, readers, carry_plan(nodes, readers))
+    tags, carriers = with_carriers({}, nodes, carry_plan(nodes, readers), fanned_out=True)
+    assert carriers == {b: Carry(a, False), c: Carry(b, True)}
     assert tags == {b: frozenset({carry_tag(a)}), c: frozenset({carry_tag(a), carry_tag(b)})}
 
 
@@ -84,14 +83,14 @@ def test_a_stage_carried_on_through_stateless_operators(between):
     nodes, readers = _graph(env)
     a, b, c = first._node.id, second._node.id, third._node.id
     if between == "map":
-        assert {k: v.id for k, v in carried_exits(nodes, readers).items()} == {a: b, b: c}
-        _check_paths(nodes, readers)
-        _, carriers = with_carriers({}, nodes, readers, fanned_out=True)
-        assert carriers[c] == Carry(carry_tag(b), True)
+        assert {k: v.id for k, v in carry_plan(nodes, readers).carried.items()} == {a: b, b: c}
+        _check_paths(nodes, readers, carry_plan(nodes, readers))
+        _, carriers = with_carriers({}, nodes, carry_plan(nodes, readers), fanned_out=True)
+        assert carriers[c] == Carry(b, True)
         return
-    assert a not in carried_exits(nodes, readers)
+    assert a not in carry_plan(nodes, readers).carried
     with pytest.raises(GraphBuildError, match="times"):
-        _check_paths(nodes, readers)
+        _check_paths(nodes, readers, carry_plan(nodes, readers))
 
 
 @pytest.mark.parametrize("carried_on", [False, True])
@@ -109,13 +108,13 @@ def test_a_stage_whose_side_output_is_read_is_carried_by_the_stage_below(carried
         third.print()
     nodes, readers = _graph(env)
     a, b = first._node.id, second._node.id
-    assert carried_exits(nodes, readers)[a].id == b
-    _check_paths(nodes, readers)
+    assert carry_plan(nodes, readers).carried[a].id == b
+    _check_paths(nodes, readers, carry_plan(nodes, readers))
     tags = side_output_tags(nodes)
-    _, carriers = with_carriers(tags, nodes, readers, fanned_out=True)
-    assert carriers[b] == Carry(carry_tag(a), True)  # the keying pass reads its _tag rows
+    _, carriers = with_carriers(tags, nodes, carry_plan(nodes, readers), fanned_out=True)
+    assert carriers[b] == Carry(a, True)  # the keying pass reads its _tag rows
     if carried_on:
-        assert carriers[third._node.id] == Carry(carry_tag(b), True)
+        assert carriers[third._node.id] == Carry(b, True)
 
 
 @pytest.mark.parametrize("sinks", [True, False])
@@ -138,12 +137,15 @@ def test_a_stage_read_by_several_keyed_stages_is_relayed(sinks):
     plan = carry_plan(nodes, readers)
     assert {k: v.id for k, v in plan[0].items()} == {a: b, b: c, c: d}
     assert {k: (v.id, s.id) for k, (v, s) in plan[1].items()} == {c: (b, a), d: (c, a)}
-    _check_paths(nodes, readers)
-    tags, carriers = with_carriers({}, nodes, readers, fanned_out=True)
-    assert carriers == {b: Carry(carry_tag(a), False),
-                        c: Carry(carry_tag(b), True, b, a, True),  # d reads them on
-                        d: Carry(carry_tag(c), True, c, a, sinks)}
+    _check_paths(nodes, readers, carry_plan(nodes, readers))
+    tags, carriers = with_carriers({}, nodes, carry_plan(nodes, readers), fanned_out=True)
+    assert carriers == {b: Carry(a, False),
+                        c: Carry(b, True, a, True),  # d reads them on
+                        d: Carry(c, True, a, sinks)}
     assert carriers[c].for_pass() == (carry_tag(b), True, carry_tag(a), True)
+    # a relay's reader reads the relay's output (via) for the records of the stage above it
+    assert [(carriers[n].tag, carriers[n].via) for n in (b, c, d)] == [
+        (carry_tag(a), None), (carry_tag(b), b), (carry_tag(c), c)]
     assert [relays(carriers, n) for n in (a, b, c, d)] == [False, True, True, False]
     assert tags[d] == frozenset({carry_tag(a), carry_tag(b), carry_tag(c)})
 
@@ -157,8 +159,8 @@ def test_the_stage_read_by_a_keyed_stage_is_the_last_relayed_to():
         stage.print()
     nodes, readers = _graph(env)
     a, b, c, d = (s._node.id for s in (first, second, third, fourth))
-    assert {k: v.id for k, v in carried_exits(nodes, readers).items()} == {a: c, c: b, b: d}
-    _check_paths(nodes, readers)
+    assert {k: v.id for k, v in carry_plan(nodes, readers).carried.items()} == {a: c, c: b, b: d}
+    _check_paths(nodes, readers, carry_plan(nodes, readers))
 
 
 def test_a_stage_read_by_a_relay_and_carried_on_through_it():
@@ -173,8 +175,8 @@ def test_a_stage_read_by_a_relay_and_carried_on_through_it():
     fourth.print()
     nodes, readers = _graph(env)
     a, b, c, d = (s._node.id for s in (first, second, third, fourth))
-    assert {k: v.id for k, v in carried_exits(nodes, readers).items()} == {a: b, b: c, c: d}
-    _check_paths(nodes, readers)
+    assert {k: v.id for k, v in carry_plan(nodes, readers).carried.items()} == {a: b, b: c, c: d}
+    _check_paths(nodes, readers, carry_plan(nodes, readers))
 
 
 @pytest.mark.parametrize("shape", ["relay_read_on", "rekeyed", "rebalanced"])
@@ -195,6 +197,6 @@ def test_a_stage_the_query_cannot_carry_is_refused(shape):
     elif shape == "rekeyed":  # a second key_by before the second reader: no relay runs it
         _stage(first.key_by(lambda r: r[0]).map(lambda r: r, T)).print()
     nodes, readers = _graph(env)
-    assert first._node.id not in carried_exits(nodes, readers)
+    assert first._node.id not in carry_plan(nodes, readers).carried
     with pytest.raises(GraphBuildError, match="times"):
-        _check_paths(nodes, readers)
+        _check_paths(nodes, readers, carry_plan(nodes, readers))
