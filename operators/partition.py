@@ -273,13 +273,7 @@ def run_partition(op: PartitionOp, values: Iterable[Any], operator_name: str = "
     Opens the user function with ``runtime_context`` (the parallel instance's
     ``RuntimeContext``, as Flink opens it) and closes it around the run.
     """
-    function = op.function
-    try:
-        function.open(runtime_context)
-    except Exception as exc:
-        raise JobExecutionError(
-            f"operator {operator_name!r}: open() failed: {type(exc).__name__}: {exc}"
-        ) from exc
+    function = _opened(op, operator_name, runtime_context)
     try:
         yield from _stream_partition(op, iter(values), operator_name)
     finally:
@@ -295,6 +289,17 @@ def run_keyed_partition(op: PartitionOp, rows: Iterable[tuple[bytes, Any]],
     skipped before the next key starts. The function is opened once with
     ``runtime_context`` (the parallel instance's) and closed after the last key.
     """
+    function = _opened(op, operator_name, runtime_context)
+    try:
+        for _key, group in itertools.groupby(rows, key=_first):
+            yield from _stream_partition(op, (row[1] for row in group), operator_name)
+    finally:
+        function.close()
+
+
+def _opened(op: PartitionOp, operator_name: str, runtime_context: Any) -> Any:
+    """``op``'s function, opened with ``runtime_context``; a failing ``open()`` is a
+    ``JobExecutionError`` naming the operator."""
     function = op.function
     try:
         function.open(runtime_context)
@@ -302,11 +307,7 @@ def run_keyed_partition(op: PartitionOp, rows: Iterable[tuple[bytes, Any]],
         raise JobExecutionError(
             f"operator {operator_name!r}: open() failed: {type(exc).__name__}: {exc}"
         ) from exc
-    try:
-        for _key, group in itertools.groupby(rows, key=_first):
-            yield from _stream_partition(op, (row[1] for row in group), operator_name)
-    finally:
-        function.close()
+    return function
 
 
 def _first(row: tuple[bytes, Any]) -> bytes:

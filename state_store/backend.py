@@ -608,6 +608,20 @@ class KeyedStateBackend(ABC):
         ``key_groups`` limits the snapshot to some owned key groups (default: all).
         """
 
+    def _snapshot_key_groups(self, key_groups: Iterable[int] | None) -> list[int]:
+        """The key groups a :meth:`snapshot` of ``key_groups`` covers, in order; a key group
+        this backend does not own raises ``KeyGroupError``."""
+        if key_groups is None:
+            return list(self.key_group_range)
+        selected = sorted(set(key_groups))
+        for key_group in selected:
+            if key_group not in self.key_group_range:
+                raise KeyGroupError(
+                    f"cannot snapshot key group {key_group}: this backend owns "
+                    f"{self.key_group_range.start}..{self.key_group_range.stop - 1}"
+                )
+        return selected
+
     def restore(self, meta_infos: Iterable[StateMetaInfo], entries: Iterable[StateEntry]) -> None:
         """Load entries written by any backend's :meth:`snapshot` (any order for heap and
         single-key; RocksDB writes them as they come).

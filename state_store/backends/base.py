@@ -8,14 +8,15 @@ registry (``registry.py``) maps names to registrations.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Optional, Protocol
+from typing import Any, ClassVar, Optional, Protocol, cast
 
 from ..backend import InternalKvState, KeyedStateBackend
 from ..descriptors import StateDescriptor
 from ..entries import StateEntry, StateKind, StateMetaInfo
-from ..exceptions import ConfigurationError
+from ..exceptions import ConfigurationError, StateError
+from ..namespaces import VOID_NAMESPACE
 from ..serializers import TypeSerializer
 from ..ttl import TtlCleanup, create_ttl_state
 
@@ -50,6 +51,41 @@ class TableStateBackend(KeyedStateBackend):
     def _load_pending(self, name: str, state: Any) -> None:
         """Load the restored entries of state ``name`` that waited for its registration
         (none by default: a backend that stores entries where states find them)."""
+
+    def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
+        self._check_open()
+        registration = self._states.get(state_name)
+        if registration is not None:
+            # the backend's own states, or TTL states forwarding it to theirs
+            found = cast(_KeyLister, registration.state)._keys_in_namespace(namespace)
+        else:
+            pending = self._pending_entries(state_name)
+            if pending is not None:
+                ns_bytes = self._namespace_bytes_for(state_name, namespace)
+                found = [(e.key_group, e.key) for e in pending if e.namespace == ns_bytes]
+            elif state_name in self._restored_meta:
+                found = []
+            else:
+                raise StateError(f"keys(): unknown state {state_name!r}")
+        return self._key_values(found)
+
+    def _pending_entries(self, state_name: str) -> Optional[Iterable[StateEntry]]:
+        """The restored entries of state ``state_name`` waiting for its registration, None
+        when there are none (by default: a backend that stores entries where states find
+        them)."""
+        return None
+
+    def _key_values(self, found: list[tuple[int, bytes]]) -> Iterator[Any]:
+        """The keys of ``found`` (key group and key bytes, maybe repeated), each once, in
+        key group and key order."""
+        deserialize = self.key_serializer.deserialize
+        return iter([deserialize(key_bytes) for _, key_bytes in sorted(set(found))])
+
+
+class _KeyLister(Protocol):
+    """A table backend's state: it lists the keys it holds in a namespace."""
+
+    def _keys_in_namespace(self, namespace: Any) -> list[tuple[int, bytes]]: ...
 
 
 class KeyGroupStore(Protocol):

@@ -17,7 +17,6 @@ from typing import Any, Protocol, cast
 from ...entries import StateEntry, StateKind, concat_canonical, sort_canonical
 from ...exceptions import KeyGroupError, StateError
 from ...keygroups import DEFAULT_MAX_PARALLELISM
-from ...namespaces import VOID_NAMESPACE
 from ...serializers import TypeSerializer
 from ...ttl_states import TtlState
 from .._pystates import (
@@ -240,18 +239,6 @@ class HeapKeyedStateBackend(_HeapCurrentKey):
             assert isinstance(state, (PyState, TtlState))
             state.load_entries(state_entries)
 
-    def _snapshot_key_groups(self, key_groups: Iterable[int] | None) -> list[int]:
-        if key_groups is None:
-            return list(self.key_group_range)
-        selected = sorted(set(key_groups))
-        for key_group in selected:
-            if key_group not in self.key_group_range:
-                raise KeyGroupError(
-                    f"cannot snapshot key group {key_group}: this backend owns "
-                    f"{self.key_group_range.start}..{self.key_group_range.stop - 1}"
-                )
-        return selected
-
     def snapshot(self, key_groups: Iterable[int] | None = None) -> Iterator[StateEntry]:
         self._check_open()
         selected = self._snapshot_key_groups(key_groups)
@@ -283,27 +270,9 @@ class HeapKeyedStateBackend(_HeapCurrentKey):
             elif batch:
                 yield from sort_canonical(batch)
 
-    def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
-        self._check_open()
-        registration = self._states.get(state_name)
-        if registration is not None:
-            # the backend's own states, or TTL states forwarding it to theirs
-            state = cast("_HeapStorage | TtlState", registration.state)
-            found: Any = state._keys_in_namespace(namespace)
-        elif state_name in self._pending_states:
-            ns_bytes = self._namespace_bytes_for(state_name, namespace)
-            found = {
-                (entry.key_group, entry.key)
-                for entries in self._pending_states[state_name].values()
-                for entry in entries
-                if entry.namespace == ns_bytes
-            }
-        elif state_name in self._restored_meta:
-            found = []
-        else:
-            raise StateError(f"keys(): unknown state {state_name!r}")
-        deserialize = self.key_serializer.deserialize
-        return iter([deserialize(key_bytes) for _, key_bytes in sorted(set(found))])
+    def _pending_entries(self, state_name: str) -> Iterable[StateEntry] | None:
+        pending = self._pending_states.get(state_name)
+        return None if pending is None else chain.from_iterable(pending.values())
 
     def close(self) -> None:
         self._states.clear()

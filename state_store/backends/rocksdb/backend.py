@@ -27,7 +27,7 @@ from ...entries import (
     encode_state_name,
     prefix_successor,
 )
-from ...exceptions import KeyGroupError, StateBackendError, StateError
+from ...exceptions import StateBackendError, StateError
 from ...keygroups import DEFAULT_MAX_PARALLELISM
 from ...namespaces import VOID_NAMESPACE
 from ...serializers import TypeSerializer
@@ -329,16 +329,7 @@ class RocksDBKeyedStateBackend(TableStateBackend):
         """Ordered scan of the owned key groups merged with the timers; streaming."""
         self._check_open()
         self._flush_staged()
-        if key_groups is None:
-            selected = list(self.key_group_range)
-        else:
-            selected = sorted(set(key_groups))
-            for key_group in selected:
-                if key_group not in self.key_group_range:
-                    raise KeyGroupError(
-                        f"cannot snapshot key group {key_group}: this backend owns "
-                        f"{self.key_group_range.start}..{self.key_group_range.stop - 1}"
-                    )
+        selected = self._snapshot_key_groups(key_groups)
         timers: dict[int, list[StateEntry]] = {}
         for entry in self.timer_entries():
             timers.setdefault(entry.key_group, []).append(entry)

@@ -305,25 +305,11 @@ class SingleKeyStateBackend(TableStateBackend):
             batch.sort(key=canonical_sort_key)
         return iter(batch)
 
-    def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
-        self._check_open()
-        registration = self._states.get(state_name)
-        if registration is not None:
-            # the backend's own states, or TTL states forwarding it to theirs
-            state = cast("_SingleKeyStorage | TtlState", registration.state)
-            found: Any = state._keys_in_namespace(namespace)
-        elif state_name in self._pending_states:
-            ns_bytes = self._namespace_bytes_for(state_name, namespace)
-            found = [
-                (entry.key_group, entry.key)
-                for entry in self._pending_states[state_name]
-                if entry.namespace == ns_bytes
-            ][:1]
-        elif state_name in self._restored_meta:
-            found = []
-        else:
-            raise StateError(f"keys(): unknown state {state_name!r}")
-        return iter([self._key for _ in found])
+    def _pending_entries(self, state_name: str) -> Iterable[StateEntry] | None:
+        return self._pending_states.get(state_name)
+
+    def _key_values(self, found: list[tuple[int, bytes]]) -> Iterator[Any]:
+        return iter([self._key] if found else [])  # the one key it holds
 
     def close(self) -> None:
         self._states.clear()
