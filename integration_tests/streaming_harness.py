@@ -266,10 +266,13 @@ def run_kafka_job(spark: Any, src: str, ckpt: str, out: str, backend: str, sink:
 
 
 def fan_out_to_delta(stream: Any, out: str) -> None:
-    """``stream`` into two Delta tables, ``out/a`` and ``out/b`` (on Spark 4.0+ one query
-    writes both)."""
-    for name in ("a", "b"):
-        stream.sink_to_delta(os.path.join(out, name))
+    """``stream`` (a keyed stage's running sums) into the Delta table ``out/a``, and through a
+    second keyed stage into ``out/b``: a reduce keeping each key's latest record, so ``b``
+    holds the same records as ``a``. On Spark 4.0+ one query writes both, carrying the first
+    stage's records to ``a`` through the second (translation/streaming/one_query.py)."""
+    stream.sink_to_delta(os.path.join(out, "a"))
+    (stream.key_by(lambda r: r[0]).reduce(lambda _older, latest: latest)
+     .sink_to_delta(os.path.join(out, "b")))
 
 
 def fan_out_to_kafka(stream: Any, bootstrap: str, topic: str) -> None:

@@ -14,8 +14,9 @@ the running sum's upsert stream computed independently (``streaming_harness.expe
 * **Real Spark jobs killed inside the sink**: a STREAMING job subprocess (own JVM, keyed
   state on ``hashmap`` or ``rocksdb``) dies between its data write and its Delta commit, or
   after the commit before Spark logged the batch; restarted over the same checkpoint.
-* **One query, two sinks**: the default mapping's one query writing two Delta tables dies
-  between their commits of a micro-batch; the restart writes the batch into the second only.
+* **One query, two sinks**: the default mapping's one query writing two Delta tables (the
+  first fed by records carried through a second keyed stage) dies between their commits of
+  a micro-batch; the restart writes the batch into the second only.
 * **Races**: two processes commit the same batch ids at once (the issue's two jobs on one
   checkpoint), and a finished job's last batch is replayed by removing it from the sink
   query's commit log.
@@ -40,7 +41,9 @@ from faults import DELTA_POINTS as POINTS
 from faults import KILL_AT_ENV
 from helpers import QueryCounter, spark_line
 from pyspark_datastream import KeyedProcessFunctionTestHarness
+from pyspark_datastream.plan.graph import consumers, reachable
 from pyspark_datastream.translation.delta_sink import APP_ID_PREFIX, commit_batch
+from pyspark_datastream.translation.streaming.one_query import carry_plan
 
 HARNESS_BACKEND = {"hashmap": "heap", "rocksdb": "rocksdb"}
 
@@ -305,11 +308,13 @@ def test_spark_job_killed_inside_the_delta_sink_then_restarted_writes_every_upse
 
 def test_one_query_killed_between_its_two_delta_sinks_then_restarted_writes_each_once(
         spark, env_factory, tmp_path):
-    """Two Delta sinks in one query (the default mapping on Spark 4.0+): the driver dies in
-    micro-batch 1 after the first sink committed it and before the second did. The restart
-    runs batch 1 again: the first sink finds it committed under its own application id (the
-    query's, told apart by the sink's name) and adds nothing, the second writes it; each
-    table then holds every upsert once."""
+    """Two Delta sinks in one query (the default mapping on Spark 4.0+): the first writes a
+    keyed stage's records, which the query carries through the keyed stage below it (that
+    stage's own records go to the second). The driver dies in micro-batch 1 after the first
+    sink committed it and before the second did. The restart runs batch 1 again: the first
+    sink finds it committed under its own application id (the query's, told apart by the
+    sink's name) and adds nothing, the second writes it; each table then holds every upsert
+    once."""
     if spark_line(spark) < (4, 0):
         pytest.skip("one query of two sinks needs Spark 4.0+ (per-stage there)")
     files = _random_files(random.Random("delta-fanout"), 3)
@@ -327,7 +332,10 @@ def test_one_query_killed_between_its_two_delta_sinks_then_restarted_writes_each
     assert DeltaTable(tables[1]).transaction_version(app_b) == 0
     env = env_factory("STREAMING", {"execution.checkpointing.dir": os.path.join(ckpt, "job"),
                                     "state.backend.type": "rocksdb"})
-    harness.fan_out_to_delta(harness.running_sum_stream(env, spark, src), out)
+    sums = harness.running_sum_stream(env, spark, src)
+    harness.fan_out_to_delta(sums, out)
+    nodes = reachable(list(env._sinks))
+    assert sums._node.id in carry_plan(nodes, consumers(nodes)).carried  # carried, not planned twice
     with QueryCounter(spark) as queries:
         env.execute("delta-fanout-sink")  # the same job, over the same checkpoint
     assert len(queries.started) == 1, queries.started
