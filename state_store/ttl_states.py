@@ -26,7 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from .backend import (
+from .descriptors import StateDescriptor
+from .entries import StateEntry
+from .exceptions import StateError
+from .internal_state import (
     InternalAggregatingState,
     InternalBinarySortedState,
     InternalKvState,
@@ -35,9 +38,6 @@ from .backend import (
     InternalReducingState,
     InternalValueState,
 )
-from .descriptors import StateDescriptor
-from .entries import StateEntry
-from .exceptions import StateError
 from .ttl_config import StateTtlConfig
 
 __all__ = [

@@ -337,7 +337,7 @@ OVER_NEW_MAX = frozenset(f"{ROOT_PACKAGE}.{m}" for m in (
     "operators.chain", "operators.functions", "operators.harness",
     "operators.windows.assigners", "api.datastream", "api.file_connectors", "plan.config",
     "runtime.passes", "translation.batch.translator", "translation.streaming.one_query",
-    "state_store.backend", "state_store.backends.rocksdb.sorted_state",
+    "state_store.backends.rocksdb.sorted_state",
 ))
 
 

@@ -16,13 +16,6 @@ from typing import Any
 
 from sortedcontainers import SortedDict
 
-from ..backend import (
-    InternalBinarySortedState,
-    InternalKvState,
-    InternalListState,
-    InternalMapState,
-    InternalValueState,
-)
 from ..descriptors import StateDescriptor
 from ..entries import (
     StateEntry,
@@ -33,6 +26,13 @@ from ..entries import (
     split_sorted_user_key,
 )
 from ..exceptions import StateError
+from ..internal_state import (
+    InternalBinarySortedState,
+    InternalKvState,
+    InternalListState,
+    InternalMapState,
+    InternalValueState,
+)
 from ..namespaces import VOID_NAMESPACE
 from ..serializers import TypeSerializer
 from .merging import AggregatingStateBase, ReducingStateBase

@@ -12,10 +12,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Optional, Protocol, cast
 
-from ..backend import InternalKvState, KeyedStateBackend
+from ..backend import KeyedStateBackend
 from ..descriptors import StateDescriptor
 from ..entries import StateEntry, StateKind, StateMetaInfo
 from ..exceptions import ConfigurationError, StateError
+from ..internal_state import InternalKvState
 from ..namespaces import VOID_NAMESPACE
 from ..serializers import TypeSerializer
 from ..ttl import TtlCleanup, create_ttl_state

@@ -10,8 +10,8 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from ..backend import InternalAggregatingState, InternalReducingState
 from ..exceptions import StateError
+from ..internal_state import InternalAggregatingState, InternalReducingState
 
 __all__ = ["ReducingStateBase", "AggregatingStateBase"]
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import rocksdict
 
-from ...backend import InternalBinarySortedState
 from ...entries import StateKind, prefix_successor
+from ...internal_state import InternalBinarySortedState
 from .common import BATCH_LIMIT, INDEX_CACHE_LIMIT, KEY_MEMO_LIMIT, U64
 from .states import RocksState
 

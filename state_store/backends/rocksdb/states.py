@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
-from ...backend import (
+from ...descriptors import StateDescriptor
+from ...entries import StateKind, encode_state_name, prefix_successor
+from ...exceptions import StateError
+from ...internal_state import (
     InternalKvState,
     InternalListState,
     InternalMapState,
     InternalValueState,
 )
-from ...descriptors import StateDescriptor
-from ...entries import StateKind, encode_state_name, prefix_successor
-from ...exceptions import StateError
 from ...namespaces import VOID_NAMESPACE
 from ...serializers import TypeSerializer
 from ..merging import AggregatingStateBase, ReducingStateBase
