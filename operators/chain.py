@@ -157,6 +157,11 @@ def _emit_generated(
             nxt(item, ts)
 
 
+def _not_opened(value: Any, timestamp: Any) -> None:
+    """A chain's head before ``open()`` (``process`` checks first, naming the chain)."""
+    raise JobExecutionError("StatelessChain: call open() before processing")
+
+
 class StatelessChain:
     """Fused non-keyed stages, applied per record: ``process(value, timestamp)``.
 
@@ -171,7 +176,8 @@ class StatelessChain:
         self.stages: list[ChainStage] = [_stage_from(s, i) for i, s in enumerate(stages)]
         self.name = name
         self._opened = False
-        self._head: Callable[[Any, Any], None] | None = None
+        #: the compiled pipeline's first step (set by open(); before it, one that refuses)
+        self._head: Callable[[Any, Any], None] = _not_opened
         self._buf: list[Output] = []
         self._clock: OperatorClock | None = None
         self._drains: list[Callable[[], None]] = []
@@ -183,7 +189,7 @@ class StatelessChain:
         self.stages = state["stages"]
         self.name = state["name"]
         self._opened = False
-        self._head = None
+        self._head = _not_opened
         self._buf = []
         self._clock = None
         self._drains = []
@@ -374,14 +380,13 @@ class StatelessChain:
     # -- records ------------------------------------------------------------------------
 
     def _require_open(self) -> Callable[[Any, Any], None]:
-        head = self._head
-        if head is None or not self._opened:
+        if not self._opened:
             raise JobExecutionError(f"StatelessChain {self.name!r}: call open() before processing")
-        return head
+        return self._head
 
     def process(self, value: Any, timestamp: int | None = None) -> list[Output]:
         """Outputs (main and side) of one record, in emission order."""
-        head = self._head if self._opened and self._head is not None else self._require_open()
+        head = self._head if self._opened else self._require_open()
         buf = self._buf
         try:
             head(value, timestamp)
@@ -396,7 +401,7 @@ class StatelessChain:
         self, values: Iterable[Any], timestamps: Iterable[int | None] | None = None
     ) -> list[Output]:
         """Outputs of many records (one list for the whole batch)."""
-        head = self._head if self._opened and self._head is not None else self._require_open()
+        head = self._head if self._opened else self._require_open()
 
         def run() -> None:
             if timestamps is None:
