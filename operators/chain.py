@@ -390,12 +390,9 @@ class StatelessChain:
         buf = self._buf
         try:
             head(value, timestamp)
-        except BaseException:
+            return buf.copy()
+        finally:
             buf.clear()
-            raise
-        out = buf.copy()
-        buf.clear()
-        return out
 
     def process_batch(
         self, values: Iterable[Any], timestamps: Iterable[int | None] | None = None
@@ -418,12 +415,9 @@ class StatelessChain:
         buf = self._buf
         try:
             run()
-        except BaseException:
+            return buf.copy()
+        finally:
             buf.clear()
-            raise
-        out = buf.copy()
-        buf.clear()
-        return out
 
     def finish(self) -> list[Output]:
         """Outputs of the records async stages still hold (end of the input: a partition,

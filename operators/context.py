@@ -427,39 +427,16 @@ class KeyedContextImpl(KeyedContext):
         self.side_outputs.append(Output(_check_tag(output_tag, self._operator_name), take_emitted(value), self.element_timestamp))
 
 
-class OnTimerContextImpl(OnTimerContext):
+class OnTimerContextImpl(KeyedContextImpl, OnTimerContext):
     """Context of ``on_timer``: the timer's timestamp, key and time domain."""
 
-    __slots__ = (
-        "element_timestamp",
-        "_timer_service",
-        "side_outputs",
-        "_operator_name",
-        "_backend",
-        "timer_domain",
-    )
+    __slots__ = ("timer_domain",)
 
     def __init__(
         self, timer_service: TimerService, operator_name: str, backend: KeyedStateBackend
     ) -> None:
-        self.element_timestamp: int | None = None
-        self._timer_service = timer_service
-        self.side_outputs: list[Output] = []
-        self._operator_name = operator_name
-        self._backend = backend
+        super().__init__(timer_service, operator_name, backend)
         self.timer_domain = TimeDomain.EVENT_TIME
-
-    def timestamp(self) -> int | None:
-        return self.element_timestamp
-
-    def timer_service(self) -> TimerService:
-        return self._timer_service
-
-    def get_current_key(self) -> Any:
-        return self._backend.get_current_key()
 
     def time_domain(self) -> TimeDomain:
         return self.timer_domain
-
-    def output(self, output_tag: OutputTag, value: Any) -> None:
-        self.side_outputs.append(Output(_check_tag(output_tag, self._operator_name), take_emitted(value), self.element_timestamp))

@@ -26,6 +26,7 @@ that the caller can snapshot it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -180,16 +181,21 @@ def run_sorted_keyed(
     end_key = operator.end_key
     metas = tuple(restore_meta) if restore_meta is not None else None
     current: bytes | None = None
-    try:
+
+    def key_ended() -> list[Any]:
+        """The current key's end-of-key outputs, then ``on_key_end``'s."""
+        ended = list(end_key())
+        if on_key_end is not None:
+            extra = on_key_end(backend)
+            if extra is not None:
+                ended.extend(extra)
+        return ended
+
+    with _run_errors(operator, config, "sorted", close_operator):
         for key_bytes, timestamp, value, input_index in rows:
             if key_bytes != current:
                 if current is not None:
-                    ended = list(end_key())
-                    if on_key_end is not None:
-                        extra = on_key_end(backend)
-                        if extra is not None:
-                            ended.extend(extra)
-                    yield from ended
+                    yield from key_ended()
                 if type(key_bytes) is not bytes:
                     key_bytes = bytes(key_bytes)
                 set_current_key(key_of(key_bytes), key_bytes)
@@ -201,20 +207,24 @@ def run_sorted_keyed(
             if outputs:
                 yield from outputs
         if current is not None:
-            ended = list(end_key())
-            if on_key_end is not None:
-                extra = on_key_end(backend)
-                if extra is not None:
-                    ended.extend(extra)
-            yield from ended
+            yield from key_ended()
         yield from operator.end_input()
+
+
+@contextmanager
+def _run_errors(
+    operator: KeyedOperator, config: OperatorConfig, what: str, close_operator: bool
+) -> Iterator[None]:
+    """A keyed run's errors named by the operator; the operator closed after, if asked."""
+    try:
+        yield
     except SerializationError as exc:  # a state (or snapshot) could not hold a value
         raise_named_serialization_error(exc, config.operator_name)
     except (DataStreamError, GeneratorExit):
         raise
     except Exception as exc:
         raise JobExecutionError(
-            f"operator {config.operator_name!r}: sorted keyed run failed: {type(exc).__name__}: {exc}"
+            f"operator {config.operator_name!r}: {what} keyed run failed: {type(exc).__name__}: {exc}"
         ) from exc
     finally:
         if close_operator:
@@ -261,7 +271,7 @@ def run_hash_keyed(
     if open_operator:
         _open(operator, backend, config)
     key_of = key_deserializer(key_serializer, config.operator_name)
-    try:
+    with _run_errors(operator, config, "hash", close_operator):
         yield from chain.from_iterable(process_keyed_rows(operator, backend, rows, key_of))
         if watermark is not None:
             yield from operator.advance_watermark(watermark)
@@ -269,14 +279,3 @@ def run_hash_keyed(
             yield from operator.advance_processing_time(processing_time)
         if end_of_input:
             yield from operator.end_input()
-    except SerializationError as exc:  # a state (or snapshot) could not hold a value
-        raise_named_serialization_error(exc, config.operator_name)
-    except (DataStreamError, GeneratorExit):
-        raise
-    except Exception as exc:
-        raise JobExecutionError(
-            f"operator {config.operator_name!r}: hash keyed run failed: {type(exc).__name__}: {exc}"
-        ) from exc
-    finally:
-        if close_operator:
-            operator.close()

@@ -328,7 +328,7 @@ class KeyedProcessFunction(Function, ABC):
         """Yield outputs for ``value``; state and timers apply to ``ctx.get_current_key()``.
 
         Args:
-            value: The record.
+            value: The record; its key is ``ctx.get_current_key()``.
             ctx: The context: current key, timestamp, timer service, side outputs.
 
         Returns:
@@ -441,7 +441,7 @@ class KeyedCoProcessFunction(Function, ABC):
         """Outputs for a record of the first input.
 
         Args:
-            value: The record.
+            value: A record of the first input.
             ctx: The context: current key, timestamp, timer service, side outputs.
 
         Returns:
@@ -453,7 +453,7 @@ class KeyedCoProcessFunction(Function, ABC):
         """Outputs for a record of the second input.
 
         Args:
-            value: The record.
+            value: A record of the second input.
             ctx: The context: current key, timestamp, timer service, side outputs.
 
         Returns:
@@ -464,7 +464,7 @@ class KeyedCoProcessFunction(Function, ABC):
         """Called when a timer of the current key fires. Default: nothing.
 
         Args:
-            timestamp: The timer's time in ms.
+            timestamp: The time (ms) the timer was registered for.
             ctx: The timer context: current key, time domain, timer service, side outputs.
 
         Returns:

@@ -22,15 +22,8 @@ from typing import Any, NamedTuple, Optional
 
 from ..state_store.backend import KeyedStateBackend
 from ..state_store.backends import get_backend
-from ..state_store.descriptors import (
-    AggregatingStateDescriptor,
-    BinarySortedStateDescriptor,
-    ListStateDescriptor,
-    MapStateDescriptor,
-    ReducingStateDescriptor,
-    StateDescriptor,
-    ValueStateDescriptor,
-)
+from ..state_store.descriptors import StateDescriptor
+from ..state_store.entries import StateKind
 from ..state_store.exceptions import ConfigurationError, StateError
 from ..state_store.serializers import GenericKeySerializer, TypeSerializer
 from .base import OperatorConfig, Output
@@ -110,6 +103,10 @@ def _key_serializer_for(key_type: Any) -> TypeSerializer:
         f"got {key_type!r:.80}"
     )
 
+#: what a harness's ``backend`` argument may be: a registered name or ``"module:attr"``
+#: path, an instance, or a factory
+BackendSpec = str | KeyedStateBackend | Callable[..., KeyedStateBackend]
+
 
 class KeyedOperatorTestHarness:
     """Drives any keyed operator (``KeyedProcessOperator``, ``ReduceOperator``, ...).
@@ -138,7 +135,7 @@ class KeyedOperatorTestHarness:
         operator: AbstractKeyedOperator,
         key_selectors: Any,
         key_type: Any = None,
-        backend: str | KeyedStateBackend | Callable[..., KeyedStateBackend] = "hashmap",
+        backend: BackendSpec = "hashmap",
         mode: RuntimeMode | str = RuntimeMode.STREAMING,
         backend_options: dict[str, Any] | None = None,
         **config: Any,
@@ -426,17 +423,17 @@ class KeyedOperatorTestHarness:
         if method == "get_temporal_list_state":
             sorted_state = backend.get_temporal_list_state(descriptor).sorted_state
             return {t: list(values) for t, values in _all_sorted(sorted_state)}
-        if isinstance(descriptor, BinarySortedStateDescriptor):
+        kind = descriptor.kind if isinstance(descriptor, StateDescriptor) else None
+        if kind is StateKind.SORTED:
             return [(k, list(v)) for k, v in _all_sorted(backend.get_binary_sorted_state(descriptor))]
-        state = backend.get_state(descriptor)
-        if isinstance(descriptor, ValueStateDescriptor):
-            return state.value()
-        if isinstance(descriptor, ListStateDescriptor):
-            return list(state.get())
-        if isinstance(descriptor, MapStateDescriptor):
-            return dict(state.items())
-        if isinstance(descriptor, (ReducingStateDescriptor, AggregatingStateDescriptor)):
-            return state.get()
+        if kind is StateKind.VALUE:
+            return backend.get_state(descriptor).value()
+        if kind is StateKind.LIST:
+            return list(backend.get_state(descriptor).get())
+        if kind is StateKind.MAP:
+            return dict(backend.get_state(descriptor).items())
+        if kind in (StateKind.REDUCING, StateKind.AGGREGATING):
+            return backend.get_state(descriptor).get()
         raise StateError(f"harness: cannot read state of descriptor {descriptor!r}")
 
     def get_state(self, key: Any, descriptor: Any) -> Any:
@@ -520,32 +517,19 @@ class KeyedProcessFunctionTestHarness(KeyedOperatorTestHarness):
     Args:
         function: The ``KeyedProcessFunction`` under test.
         key_selector: Gives each input record's key (a KeySelector or a callable).
-        key_type: The key's type: a TypeInformation (``Types.STRING()``) or a TypeSerializer;
-            None serializes keys generically.
-        backend: The keyed state backend: a registered name (``"hashmap"``, ``"rocksdb"``,
-            ``"single_key"`` (BATCH only), a ``"module:attr"`` path), an instance, or a
-            factory called as ``factory(key_serializer, max_parallelism, **options)``.
-        mode: The runtime mode, or its name (``"STREAMING"``, ``"BATCH"``); FLIP-134's
-            processing-time defaults per mode.
+        key_type: The key's type, as for ``KeyedOperatorTestHarness``.
+        backend: The keyed state backend, as for ``KeyedOperatorTestHarness``.
+        mode: The runtime mode, or its name.
         backend_options: Options passed to the backend's constructor, or None.
-        **config: ``OperatorConfig`` fields (``processing_time_allow``, ``max_parallelism``,
-            ``job_parameters``, ...).
+        **config: ``OperatorConfig`` fields.
 
     Raises:
-        ConfigurationError: An unknown ``mode``, config field or ``key_type``, or the
-            ``single_key`` backend outside BATCH.
+        ConfigurationError: As for ``KeyedOperatorTestHarness``.
     """
 
-    def __init__(
-        self,
-        function: Any,
-        key_selector: Any,
-        key_type: Any = None,
-        backend: str | KeyedStateBackend | Callable[..., KeyedStateBackend] = "hashmap",
-        mode: RuntimeMode | str = RuntimeMode.STREAMING,
-        backend_options: dict[str, Any] | None = None,
-        **config: Any,
-    ) -> None:
+    def __init__(self, function: Any, key_selector: Any, key_type: Any = None,
+                 backend: BackendSpec = "hashmap", mode: RuntimeMode | str = RuntimeMode.STREAMING,
+                 backend_options: dict[str, Any] | None = None, **config: Any) -> None:
         config.setdefault("operator_name", type(function).__name__)
         super().__init__(
             KeyedProcessOperator(function),
@@ -588,33 +572,20 @@ class KeyedCoProcessFunctionTestHarness(KeyedOperatorTestHarness):
         function: The ``KeyedCoProcessFunction`` under test.
         key_selector1: Gives each first-input record's key.
         key_selector2: Gives each second-input record's key; None uses ``key_selector1``.
-        key_type: The key's type: a TypeInformation (``Types.STRING()``) or a TypeSerializer;
-            None serializes keys generically.
-        backend: The keyed state backend: a registered name (``"hashmap"``, ``"rocksdb"``,
-            ``"single_key"`` (BATCH only), a ``"module:attr"`` path), an instance, or a
-            factory called as ``factory(key_serializer, max_parallelism, **options)``.
-        mode: The runtime mode, or its name (``"STREAMING"``, ``"BATCH"``); FLIP-134's
-            processing-time defaults per mode.
+        key_type: The key's type, as for ``KeyedProcessFunctionTestHarness``.
+        backend: The keyed state backend, as for ``KeyedProcessFunctionTestHarness``.
+        mode: The runtime mode, or its name.
         backend_options: Options passed to the backend's constructor, or None.
-        **config: ``OperatorConfig`` fields (``processing_time_allow``, ``max_parallelism``,
-            ``job_parameters``, ...).
+        **config: ``OperatorConfig`` fields.
 
     Raises:
-        ConfigurationError: An unknown ``mode``, config field or ``key_type``, or the
-            ``single_key`` backend outside BATCH.
+        ConfigurationError: As for ``KeyedProcessFunctionTestHarness``.
     """
 
-    def __init__(
-        self,
-        function: Any,
-        key_selector1: Any,
-        key_selector2: Any = None,
-        key_type: Any = None,
-        backend: str | KeyedStateBackend | Callable[..., KeyedStateBackend] = "hashmap",
-        mode: RuntimeMode | str = RuntimeMode.STREAMING,
-        backend_options: dict[str, Any] | None = None,
-        **config: Any,
-    ) -> None:
+    def __init__(self, function: Any, key_selector1: Any, key_selector2: Any = None,
+                 key_type: Any = None, backend: BackendSpec = "hashmap",
+                 mode: RuntimeMode | str = RuntimeMode.STREAMING,
+                 backend_options: dict[str, Any] | None = None, **config: Any) -> None:
         config.setdefault("operator_name", type(function).__name__)
         selectors = [key_selector1, key_selector2 if key_selector2 is not None else key_selector1]
         super().__init__(
@@ -631,7 +602,7 @@ class KeyedCoProcessFunctionTestHarness(KeyedOperatorTestHarness):
         """Push a record of the first input.
 
         Args:
-            value: The record.
+            value: A record of the first input.
             timestamp: The record's event timestamp in ms, or None.
 
         Returns:
@@ -646,7 +617,7 @@ class KeyedCoProcessFunctionTestHarness(KeyedOperatorTestHarness):
         """Push a record of the second input.
 
         Args:
-            value: The record.
+            value: A record of the second input.
             timestamp: The record's event timestamp in ms, or None.
 
         Returns:

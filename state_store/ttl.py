@@ -219,6 +219,10 @@ class CleanupPass:
         self.earliest: Optional[int] = None
         self.idle_until: Optional[int] = None
 
+    def idle(self, now: int) -> bool:
+        """Whether a step at ``now`` may skip: no value can have expired since the last pass."""
+        return self.idle_until is not None and now < self.idle_until
+
     def begin(self, now: int) -> None:
         self.start, self.earliest = now, None
 

@@ -31,7 +31,6 @@ from .triggers import (
     ProcessingTimeTrigger,
     Trigger,
     TriggerContext,
-    TriggerResult,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -295,7 +294,14 @@ def _check_slide(size: Any, slide: Any, offset: Any, what: str) -> tuple[int, in
     return size_ms, slide_ms, _offset(offset, slide_ms, what)
 
 
-class SlidingEventTimeWindows(_TimeWindowAssigner[T]):
+class _SlidingWindows(_TimeWindowAssigner[T]):
+    def __init__(self, size: int, slide: int, offset: int = 0) -> None:
+        self.size = size
+        self.slide = slide
+        self.offset = offset
+
+
+class SlidingEventTimeWindows(_SlidingWindows[T]):
     """Overlapping event-time windows of ``size`` starting every ``slide``.
 
     Args:
@@ -303,11 +309,6 @@ class SlidingEventTimeWindows(_TimeWindowAssigner[T]):
         slide: The time between window starts in ms, > 0.
         offset: The shift of the window starts in ms, ``abs(offset) < slide``.
     """
-
-    def __init__(self, size: int, slide: int, offset: int = 0) -> None:
-        self.size = size
-        self.slide = slide
-        self.offset = offset
 
     @staticmethod
     def of(size: Any, slide: Any, offset: Any = None) -> SlidingEventTimeWindows:
@@ -443,7 +444,7 @@ class TumblingProcessingTimeWindows(_TimeWindowAssigner[T]):
     """Fixed-size windows over the operator's processing time.
 
     Args:
-        size: The window length in ms, > 0 (use ``of`` to pass a Time or Duration and have it checked).
+        size: The window length of processing time in ms, > 0 (use ``of`` to pass a Time or Duration and have it checked).
         offset: The shift of the window starts in ms, ``abs(offset) < size``.
     """
 
@@ -456,14 +457,14 @@ class TumblingProcessingTimeWindows(_TimeWindowAssigner[T]):
         """Windows of ``size`` of processing time, shifted by ``offset``.
 
         Args:
-            size: The window length: ``Time``, ``Duration`` or int ms, > 0.
+            size: The window length of processing time: ``Time``, ``Duration`` or int ms, > 0.
             offset: Shift of the window starts, same types, ``abs(offset) < size``; None is 0.
 
         Returns:
             The assigner.
 
         Raises:
-            GraphBuildError: A size is not a Time, Duration or int ms, or is not > 0, or
+            GraphBuildError: The size is not a Time, Duration or int ms > 0, or
                 ``abs(offset)`` is not less than the size.
         """
         millis = _positive(size, "TumblingProcessingTimeWindows.of(size)")
@@ -484,26 +485,21 @@ class TumblingProcessingTimeWindows(_TimeWindowAssigner[T]):
         return False
 
 
-class SlidingProcessingTimeWindows(_TimeWindowAssigner[T]):
+class SlidingProcessingTimeWindows(_SlidingWindows[T]):
     """Overlapping windows over processing time.
 
     Args:
-        size: The window length in ms, > 0 (use ``of`` to pass a Time or Duration and have it checked).
+        size: The window length of processing time in ms, > 0 (use ``of`` to pass a Time or Duration and have it checked).
         slide: The time between window starts in ms, > 0.
         offset: The shift of the window starts in ms, ``abs(offset) < slide``.
     """
-
-    def __init__(self, size: int, slide: int, offset: int = 0) -> None:
-        self.size = size
-        self.slide = slide
-        self.offset = offset
 
     @staticmethod
     def of(size: Any, slide: Any, offset: Any = None) -> SlidingProcessingTimeWindows:
         """Windows of ``size`` every ``slide`` of processing time, shifted by ``offset``.
 
         Args:
-            size: The window length: ``Time``, ``Duration`` or int ms, > 0.
+            size: The window length of processing time: ``Time``, ``Duration`` or int ms, > 0.
             slide: The distance between window starts, same types, > 0.
             offset: Shift of the window starts, same types, ``abs(offset) < slide``; None is 0.
 
@@ -511,7 +507,7 @@ class SlidingProcessingTimeWindows(_TimeWindowAssigner[T]):
             The assigner.
 
         Raises:
-            GraphBuildError: A size is not a Time, Duration or int ms, or is not > 0, or
+            GraphBuildError: A size is not a Time, Duration or int ms > 0, or
                 ``abs(offset)`` is not less than the slide.
         """
         return SlidingProcessingTimeWindows(
@@ -552,7 +548,7 @@ class ProcessingTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
     """Sessions over processing time.
 
     Args:
-        session_gap: The session gap in ms, > 0 (``with_gap`` takes a Time or Duration and
+        session_gap: The processing-time gap in ms, > 0 (``with_gap`` takes a Time or Duration and
             checks it).
     """
 
@@ -565,7 +561,7 @@ class ProcessingTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
         """Processing-time sessions whose gap each element gives.
 
         Args:
-            extractor: Gives each element's gap in ms; a non-int or gap <= 0 fails the job
+            extractor: Gives each element's processing-time gap in ms; a non-int or gap <= 0 fails the job
                 with ``JobExecutionError`` when the element arrives.
 
         Returns:
@@ -582,7 +578,7 @@ class ProcessingTimeSessionWindows(MergingWindowAssigner[T, TimeWindow]):
         """Sessions closed after ``size`` of processing-time inactivity.
 
         Args:
-            size: The gap: ``Time``, ``Duration`` or int ms, > 0.
+            size: The processing-time gap: ``Time``, ``Duration`` or int ms, > 0.
 
         Returns:
             The session assigner.
@@ -654,22 +650,10 @@ class GlobalWindows(WindowAssigner[T, GlobalWindow]):
 
 
 
-class _EndOfStreamTrigger(Trigger):
-    """Fires the end-of-stream window once, when the watermark reaches MAX (end of input)."""
+class _EndOfStreamTrigger(EventTimeTrigger):
+    """Fires the end-of-stream window once, when the watermark reaches MAX (end of input):
+    the event-time trigger, whose window ends at the end of time."""
 
-    def on_element(self, element: Any, timestamp: int | None, window: Any,
-                   ctx: _TriggerContext) -> TriggerResult:
-        ctx.register_event_time_timer(window.max_timestamp())
-        return TriggerResult.CONTINUE
-
-    def on_processing_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
-        return TriggerResult.CONTINUE
-
-    def on_event_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
-        return TriggerResult.FIRE if time == window.max_timestamp() else TriggerResult.CONTINUE
-
-    def clear(self, window: Any, ctx: _TriggerContext) -> None:
-        ctx.delete_event_time_timer(window.max_timestamp())
 
 class EndOfStreamWindows(_TimeWindowAssigner[T]):
     """One window per key spanning all time, fired once at the end of input (Flink 1.20)."""

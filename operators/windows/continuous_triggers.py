@@ -171,7 +171,8 @@ class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
         """A trigger firing every ``interval`` of processing time.
 
         Args:
-            interval: The firing interval: ``Time``, ``Duration`` or int ms, > 0.
+            interval: The firing interval of processing time: ``Time``, ``Duration`` or
+                int ms, > 0.
 
         Returns:
             The trigger.

@@ -245,12 +245,8 @@ class ProcessingTimeTrigger(Trigger):
         ctx.delete_processing_time_timer(window.max_timestamp())
 
 
-class NeverTrigger(Trigger):
-    """Never fires (the default of ``GlobalWindows``: pair it with e.g. a CountTrigger)."""
-
-    def on_element(self, element: Any, timestamp: int | None, window: Any,
-                   ctx: _TriggerContext) -> TriggerResult:
-        return TriggerResult.CONTINUE
+class _TimerFree(Trigger):
+    """A trigger that registers no timers: either timer's callback continues; mergeable."""
 
     def on_processing_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
         return TriggerResult.CONTINUE
@@ -260,6 +256,14 @@ class NeverTrigger(Trigger):
 
     def can_merge(self) -> bool:
         return True
+
+
+class NeverTrigger(_TimerFree):
+    """Never fires (the default of ``GlobalWindows``: pair it with e.g. a CountTrigger)."""
+
+    def on_element(self, element: Any, timestamp: int | None, window: Any,
+                   ctx: _TriggerContext) -> TriggerResult:
+        return TriggerResult.CONTINUE
 
     def on_merge(self, window: Any, ctx: _OnMergeContext) -> None:
         return None
@@ -272,7 +276,7 @@ def _add_counts(a: int, b: int) -> int:
     return a + b
 
 
-class CountTrigger(Trigger):
+class CountTrigger(_TimerFree):
     """Fires each time ``count`` elements have entered the window since the last firing.
 
     Args:
@@ -320,15 +324,6 @@ class CountTrigger(Trigger):
             state.clear()
             return TriggerResult.FIRE
         return TriggerResult.CONTINUE
-
-    def on_processing_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
-        return TriggerResult.CONTINUE
-
-    def on_event_time(self, time: int, window: Any, ctx: _TriggerContext) -> TriggerResult:
-        return TriggerResult.CONTINUE
-
-    def can_merge(self) -> bool:
-        return True
 
     def on_merge(self, window: Any, ctx: _OnMergeContext) -> None:
         ctx.merge_partitioned_state(self.state_descriptor)

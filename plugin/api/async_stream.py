@@ -81,7 +81,7 @@ class AsyncDataStream:
             timeout: How long a record's call may take (a Duration, Time or milliseconds).
             capacity: How many records may be queued (in flight or waiting for their turn)
                 per parallel instance.
-            output_type: The results' ``TypeInformation``; None sends them pickled.
+            output_type: The results' ``TypeInformation``; None pickles them.
 
         Returns:
             The stream of results.
@@ -103,11 +103,11 @@ class AsyncDataStream:
 
         Args:
             data_stream: The input stream.
-            async_function: An ``AsyncFunction`` with an ``async def async_invoke``.
+            async_function: The ``AsyncFunction``, as for ``unordered_wait``.
             timeout: How long a record may take, retries included.
             async_retry_strategy: When and after how long a call is repeated.
             capacity: How many calls may be in flight per parallel instance.
-            output_type: The results' ``TypeInformation``; None sends them pickled.
+            output_type: The results' type, as for ``unordered_wait``.
 
         Returns:
             The stream of results.
@@ -130,11 +130,11 @@ class AsyncDataStream:
 
         Args:
             data_stream: The input stream.
-            async_function: An ``AsyncFunction`` with an ``async def async_invoke``.
+            async_function: The ``AsyncFunction``, as for ``ordered_wait``.
             timeout: How long a record may take, retries included.
             async_retry_strategy: When and after how long a call is repeated.
             capacity: How many records may be queued per parallel instance.
-            output_type: The results' ``TypeInformation``; None sends them pickled.
+            output_type: The results' type, as for ``ordered_wait``.
 
         Returns:
             The stream of results.

@@ -30,6 +30,17 @@ def _bool(text: str) -> bool:
     return low == "true"
 
 
+def _option_text(value: Any, parse: Callable[[str], Any], problem: str) -> str:
+    """``value`` as the text a Configuration holds, checked by ``parse`` (``ConfigurationError``
+    saying ``problem`` when it does not parse)."""
+    text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    try:
+        parse(text)
+    except ValueError as exc:
+        raise ConfigurationError(problem) from exc
+    return text
+
+
 class ConfigOption(Generic[T]):
     """A typed configuration key with an optional default (PyFlink's ``ConfigOption``);
     built by :class:`ConfigOptions`.
@@ -106,12 +117,7 @@ class ConfigOption(Generic[T]):
         Raises:
             ConfigurationError: ``value`` is not of the option's type.
         """
-        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-        try:
-            self._parse(text)
-        except ValueError as exc:
-            raise ConfigurationError(
-                f"{self._key} must be {self._type_name}, got {value!r}") from exc
+        text = _option_text(value, self._parse, f"{self._key} must be {self._type_name}, got {value!r}")
         return configuration.set_string(self._key, text)
 
     def __repr__(self) -> str:
@@ -224,12 +230,7 @@ class ConfigOptions:
             Raises:
                 ConfigurationError: ``value`` is not of the option's type.
             """
-            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-            try:
-                self._parse(text)
-            except ValueError as exc:
-                raise ConfigurationError(
-                    f"{self._key}: default {value!r} is not {self._name}") from exc
+            _option_text(value, self._parse, f"{self._key}: default {value!r} is not {self._name}")
             return ConfigOption(self._key, self._parse, self._name, value)
 
         def no_default_value(self) -> ConfigOption[Any]:

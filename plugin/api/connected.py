@@ -21,7 +21,19 @@ from .arguments import check_output_type, function_name, opens
 __all__ = ["ConnectedCalls", "BroadcastConnectedCalls"]
 
 
-class ConnectedCalls:
+class _TwoInputCalls:
+    """What the stream class gives both kinds of connected streams."""
+
+    def _input_nodes(self) -> list[Transformation]:
+        """The graph nodes of both inputs (given by the stream class)."""
+        raise NotImplementedError
+
+    def _derive(self, node: Transformation) -> Any:
+        """The DataStream of ``node`` (given by the stream class)."""
+        raise NotImplementedError
+
+
+class ConnectedCalls(_TwoInputCalls):
     """``key_by``, ``process``, ``map`` and ``flat_map`` of two connected streams."""
 
     first: Any
@@ -33,14 +45,6 @@ class ConnectedCalls:
 
     def _is_keyed(self) -> bool:
         """Whether both inputs are keyed (given by the stream class)."""
-        raise NotImplementedError
-
-    def _input_nodes(self) -> list[Transformation]:
-        """The graph nodes of both inputs (given by the stream class)."""
-        raise NotImplementedError
-
-    def _derive(self, node: Transformation) -> Any:
-        """The DataStream of ``node`` (given by the stream class)."""
         raise NotImplementedError
 
     def key_by(self, key_selector1: Any, key_selector2: Any,
@@ -152,21 +156,13 @@ class ConnectedCalls:
                                         output_type=output_type, stage=stage, function=func))
 
 
-class BroadcastConnectedCalls:
+class BroadcastConnectedCalls(_TwoInputCalls):
     """``process`` of a stream connected with a BroadcastStream."""
 
     broadcast_stream: Any
 
     def _is_keyed(self) -> bool:
         """Whether the non-broadcast input is keyed (given by the stream class)."""
-        raise NotImplementedError
-
-    def _input_nodes(self) -> list[Transformation]:
-        """The graph nodes of both inputs (given by the stream class)."""
-        raise NotImplementedError
-
-    def _derive(self, node: Transformation) -> Any:
-        """The DataStream of ``node`` (given by the stream class)."""
         raise NotImplementedError
 
     def process(self, func: Any, output_type: Optional[TypeInformation] = None) -> Any:

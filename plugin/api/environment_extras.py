@@ -259,7 +259,7 @@ class EnvironmentExtras:
             Nothing: it always raises.
 
         Raises:
-            UnsupportedConnectorError: always, naming what to use instead.
+            UnsupportedConnectorError: always, naming the readers to use instead.
         """
         raise UnsupportedConnectorError(
             f"create_input({type(input_format).__name__}): a Java InputFormat cannot run on "

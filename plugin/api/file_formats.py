@@ -491,14 +491,14 @@ class ParquetColumnarRowInputFormat:
         self.batch_size = batch_size
 
     def read(self, reader: Any, paths: list[str]) -> Any:
-        """The DataFrame of the files at ``paths``.
+        """The DataFrame of the Parquet files at ``paths``.
 
         Args:
             reader: ``spark.read`` or ``spark.readStream`` (with the source's options).
             paths: The paths (one for a streaming read).
 
         Returns:
-            The DataFrame of the format's columns.
+            The DataFrame of ``row_type``'s columns, read by name.
         """
         ddl = spark_schema_ddl(self.row_type, "ParquetColumnarRowInputFormat")
         return reader.schema(ddl).parquet(*paths)

@@ -191,17 +191,18 @@ class JsonRowSerializationSchema(SerializationSchema):
             self._type_info: Optional[TypeInformation] = None
 
         def with_type_info(self, type_info: TypeInformation) -> JsonRowSerializationSchema.Builder:
-            """The Rows' type.
+            """The type of the Rows to write.
 
             Args:
-                type_info: ``Types.ROW_NAMED(...)`` (or ``Types.ROW``) of JSON-mappable fields.
+                type_info: ``Types.ROW_NAMED(...)`` (or ``Types.ROW``): each field's type must
+                    map to JSON.
 
             Returns:
                 This builder.
 
             Raises:
-                GraphBuildError: For a type that is not a ROW.
-                UnsupportedConnectorError: For a field type with no JSON mapping.
+                GraphBuildError: ``type_info`` is not a ROW.
+                UnsupportedConnectorError: A field's type has no JSON mapping.
             """
             self._type_info = _row_type(self._WHAT, type_info)
             return self

@@ -195,10 +195,10 @@ class KafkaSinkBuilder:
         self._properties: dict[str, str] = {}
 
     def set_bootstrap_servers(self, bootstrap_servers: str) -> KafkaSinkBuilder:
-        """The brokers' ``host:port`` list.
+        """The brokers to write to.
 
         Args:
-            bootstrap_servers: Comma-separated ``host:port``.
+            bootstrap_servers: The brokers' ``host:port``, comma-separated.
 
         Returns:
             This builder.

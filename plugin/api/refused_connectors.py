@@ -166,15 +166,7 @@ def _refused_method(cls: Any, name: str, signature: inspect.Signature, static: b
 )
 class JdbcSink(RefusedApi):
     """PyFlink's ``JdbcSink`` (its ``jdbc`` connector): refused: constructing it or
-    calling any of its builders raises :class:`UnsupportedConnectorError`.
-
-    Args:
-        *args: PyFlink's arguments (not used).
-        **kwargs: PyFlink's keyword arguments (not used).
-
-    Raises:
-        UnsupportedConnectorError: Always, saying what to use instead.
-    """
+    calling any of its builders raises :class:`UnsupportedConnectorError`."""
 
     _MODULE = "jdbc"
     _INSTEAD = ("write with Spark's JDBC data source: `ds.to_dataframe()`, then "
@@ -187,15 +179,7 @@ class JdbcSink(RefusedApi):
 )
 class JdbcConnectionOptions(RefusedApi):
     """PyFlink's ``JdbcConnectionOptions`` (its ``jdbc`` connector): refused:
-    constructing it or calling any of its builders raises :class:`UnsupportedConnectorError`.
-
-    Args:
-        *args: PyFlink's arguments (not used).
-        **kwargs: PyFlink's keyword arguments (not used).
-
-    Raises:
-        UnsupportedConnectorError: Always, saying what to use instead.
-    """
+    constructing it or calling any of its builders raises :class:`UnsupportedConnectorError`."""
 
     _MODULE = "jdbc"
     _INSTEAD = ("configure Spark's JDBC data source (`url`, `driver`, `user`, `password` options) "
@@ -208,15 +192,7 @@ class JdbcConnectionOptions(RefusedApi):
 )
 class JdbcExecutionOptions(RefusedApi):
     """PyFlink's ``JdbcExecutionOptions`` (its ``jdbc`` connector): refused:
-    constructing it or calling any of its builders raises :class:`UnsupportedConnectorError`.
-
-    Args:
-        *args: PyFlink's arguments (not used).
-        **kwargs: PyFlink's keyword arguments (not used).
-
-    Raises:
-        UnsupportedConnectorError: Always, saying what to use instead.
-    """
+    constructing it or calling any of its builders raises :class:`UnsupportedConnectorError`."""
 
     _MODULE = "jdbc"
     _INSTEAD = ("Spark's JDBC data source batches its writes itself (`batchsize` option) on the "
@@ -249,15 +225,7 @@ class FlinkKinesisConsumer(RefusedApi):
 )
 class KinesisStreamsSink(RefusedApi):
     """PyFlink's ``KinesisStreamsSink`` (its ``kinesis`` connector): refused:
-    constructing it or calling any of its builders raises :class:`UnsupportedConnectorError`.
-
-    Args:
-        *args: PyFlink's arguments (not used).
-        **kwargs: PyFlink's keyword arguments (not used).
-
-    Raises:
-        UnsupportedConnectorError: Always, saying what to use instead.
-    """
+    constructing it or calling any of its builders raises :class:`UnsupportedConnectorError`."""
 
     _MODULE = "kinesis"
     _INSTEAD = ("write `ds.to_dataframe()` with a Spark Kinesis sink or a `foreachBatch` writer")
@@ -268,15 +236,7 @@ class KinesisStreamsSink(RefusedApi):
 )
 class KinesisFirehoseSink(RefusedApi):
     """PyFlink's ``KinesisFirehoseSink`` (its ``kinesis`` connector): refused:
-    constructing it or calling any of its builders raises :class:`UnsupportedConnectorError`.
-
-    Args:
-        *args: PyFlink's arguments (not used).
-        **kwargs: PyFlink's keyword arguments (not used).
-
-    Raises:
-        UnsupportedConnectorError: Always, saying what to use instead.
-    """
+    constructing it or calling any of its builders raises :class:`UnsupportedConnectorError`."""
 
     _MODULE = "kinesis"
     _INSTEAD = ("write `ds.to_dataframe()` with a `foreachBatch` writer that puts each batch to "
@@ -288,15 +248,7 @@ class KinesisFirehoseSink(RefusedApi):
 )
 class PulsarSource(RefusedApi):
     """PyFlink's ``PulsarSource`` (its ``pulsar`` connector): refused: constructing
-    it or calling any of its builders raises :class:`UnsupportedConnectorError`.
-
-    Args:
-        *args: PyFlink's arguments (not used).
-        **kwargs: PyFlink's keyword arguments (not used).
-
-    Raises:
-        UnsupportedConnectorError: Always, saying what to use instead.
-    """
+    it or calling any of its builders raises :class:`UnsupportedConnectorError`."""
 
     _MODULE = "pulsar"
     _INSTEAD = ("read the topic with Spark's Pulsar connector "
@@ -309,22 +261,15 @@ class PulsarSource(RefusedApi):
 )
 class PulsarSink(RefusedApi):
     """PyFlink's ``PulsarSink`` (its ``pulsar`` connector): refused: constructing
-    it or calling any of its builders raises :class:`UnsupportedConnectorError`.
-
-    Args:
-        *args: PyFlink's arguments (not used).
-        **kwargs: PyFlink's keyword arguments (not used).
-
-    Raises:
-        UnsupportedConnectorError: Always, saying what to use instead.
-    """
+    it or calling any of its builders raises :class:`UnsupportedConnectorError`."""
 
     _MODULE = "pulsar"
     _INSTEAD = ("write `ds.to_dataframe()` with Spark's Pulsar connector "
                 "(`writeStream.format(\"pulsar\")`)")
 
 
-@refuses(
+#: PyFlink's methods of both Elasticsearch sink builders (6 and 7)
+_ELASTICSEARCH_BUILDER = (
     "__init__()", "build()", "get_http_host_class()",
     "set_bulk_flush_backoff_strategy(flush_backoff_type, max_retries, delay_millis)",
     "set_bulk_flush_interval(interval_millis)", "set_bulk_flush_max_actions(num_max_actions)",
@@ -334,46 +279,24 @@ class PulsarSink(RefusedApi):
     "set_delivery_guarantee(delivery_guarantee)", "set_emitter(emitter)", "set_hosts(hosts)",
     "set_socket_timeout(timeout)",
 )
+
+
+@refuses(*_ELASTICSEARCH_BUILDER)
 class Elasticsearch6SinkBuilder(RefusedApi):
     """PyFlink's ``Elasticsearch6SinkBuilder`` (its ``elasticsearch`` connector):
     refused: constructing it or calling any of its builders raises
-    :class:`UnsupportedConnectorError`.
-
-    Args:
-        *args: PyFlink's arguments (not used).
-        **kwargs: PyFlink's keyword arguments (not used).
-
-    Raises:
-        UnsupportedConnectorError: Always, saying what to use instead.
-    """
+    :class:`UnsupportedConnectorError`."""
 
     _MODULE = "elasticsearch"
     _INSTEAD = ("write `ds.to_dataframe()` with the elasticsearch-spark connector "
                 "(`format(\"es\")`)")
 
 
-@refuses(
-    "__init__()", "build()", "get_http_host_class()",
-    "set_bulk_flush_backoff_strategy(flush_backoff_type, max_retries, delay_millis)",
-    "set_bulk_flush_interval(interval_millis)", "set_bulk_flush_max_actions(num_max_actions)",
-    "set_bulk_flush_max_size_mb(max_size_mb)", "set_connection_password(password)",
-    "set_connection_path_prefix(prefix)", "set_connection_request_timeout(timeout)",
-    "set_connection_timeout(timeout)", "set_connection_username(username)",
-    "set_delivery_guarantee(delivery_guarantee)", "set_emitter(emitter)", "set_hosts(hosts)",
-    "set_socket_timeout(timeout)",
-)
+@refuses(*_ELASTICSEARCH_BUILDER)
 class Elasticsearch7SinkBuilder(RefusedApi):
     """PyFlink's ``Elasticsearch7SinkBuilder`` (its ``elasticsearch`` connector):
     refused: constructing it or calling any of its builders raises
-    :class:`UnsupportedConnectorError`.
-
-    Args:
-        *args: PyFlink's arguments (not used).
-        **kwargs: PyFlink's keyword arguments (not used).
-
-    Raises:
-        UnsupportedConnectorError: Always, saying what to use instead.
-    """
+    :class:`UnsupportedConnectorError`."""
 
     _MODULE = "elasticsearch"
     _INSTEAD = ("write `ds.to_dataframe()` with the elasticsearch-spark connector "
@@ -424,15 +347,7 @@ class RMQSink(RefusedApi):
 )
 class RMQConnectionConfig(RefusedApi):
     """PyFlink's ``RMQConnectionConfig`` (its ``rabbitmq`` connector): refused:
-    constructing it or calling any of its builders raises :class:`UnsupportedConnectorError`.
-
-    Args:
-        *args: PyFlink's arguments (not used).
-        **kwargs: PyFlink's keyword arguments (not used).
-
-    Raises:
-        UnsupportedConnectorError: Always, saying what to use instead.
-    """
+    constructing it or calling any of its builders raises :class:`UnsupportedConnectorError`."""
 
     _MODULE = "rabbitmq"
     _INSTEAD = ("configure the RabbitMQ client of your own Spark source or `foreachBatch` writer")
@@ -444,15 +359,7 @@ class RMQConnectionConfig(RefusedApi):
 )
 class CassandraSink(RefusedApi):
     """PyFlink's ``CassandraSink`` (its ``cassandra`` connector): refused:
-    constructing it or calling any of its builders raises :class:`UnsupportedConnectorError`.
-
-    Args:
-        *args: PyFlink's arguments (not used).
-        **kwargs: PyFlink's keyword arguments (not used).
-
-    Raises:
-        UnsupportedConnectorError: Always, saying what to use instead.
-    """
+    constructing it or calling any of its builders raises :class:`UnsupportedConnectorError`."""
 
     _MODULE = "cassandra"
     _INSTEAD = ("write `ds.to_dataframe()` with the Spark Cassandra connector "

@@ -28,81 +28,78 @@ _BULK = ("`FileSink.for_bulk_format` is refused: write `ds.to_dataframe()` with 
          "Parquet, ORC or Avro writer, or use `ds.sink_to_delta(path)`")
 
 
+class _RefusedFormat(RefusedApi):
+    """A refused class of PyFlink's formats package."""
+
+    _PACKAGE = "pyflink.datastream.formats"
+
+
+class _RefusedAvro(_RefusedFormat):
+    """A refused class of PyFlink's Avro format."""
+
+    _MODULE = "avro"
+    _INSTEAD = _AVRO
+
+
 @refuses(
     "@parse_file(file_path)", "@parse_string(json_schema)",
 )
-class AvroSchema(RefusedApi):
+class AvroSchema(_RefusedAvro):
     """PyFlink's Avro ``AvroSchema``: refused when constructed or called, as the Avro
     format is; each of PyFlink's methods raises :class:`UnsupportedConnectorError` naming the
     call and what to use instead."""
 
-    _PACKAGE = "pyflink.datastream.formats"
-    _MODULE = "avro"
-    _INSTEAD = _AVRO
 
 
 @refuses(
     "__init__(path, schema)", "get_java_object()", "get_produced_type()",
 )
-class AvroInputFormat(RefusedApi):
+class AvroInputFormat(_RefusedAvro):
     """PyFlink's Avro ``AvroInputFormat``: refused when constructed or called, as the Avro
     format is; each of PyFlink's methods raises :class:`UnsupportedConnectorError` naming the
     call and what to use instead."""
 
-    _PACKAGE = "pyflink.datastream.formats"
-    _MODULE = "avro"
-    _INSTEAD = _AVRO
 
 
 @refuses(
     "__init__(record_class=None, avro_schema_string=None)",
 )
-class AvroRowDeserializationSchema(RefusedApi):
+class AvroRowDeserializationSchema(_RefusedAvro):
     """PyFlink's Avro ``AvroRowDeserializationSchema``: refused when constructed or called, as the Avro
     format is; each of PyFlink's methods raises :class:`UnsupportedConnectorError` naming the
     call and what to use instead."""
 
-    _PACKAGE = "pyflink.datastream.formats"
-    _MODULE = "avro"
-    _INSTEAD = _AVRO
 
 
 @refuses(
     "__init__(record_class=None, avro_schema_string=None)",
 )
-class AvroRowSerializationSchema(RefusedApi):
+class AvroRowSerializationSchema(_RefusedAvro):
     """PyFlink's Avro ``AvroRowSerializationSchema``: refused when constructed or called, as the Avro
     format is; each of PyFlink's methods raises :class:`UnsupportedConnectorError` naming the
     call and what to use instead."""
 
-    _PACKAGE = "pyflink.datastream.formats"
-    _MODULE = "avro"
-    _INSTEAD = _AVRO
 
 
 @refuses(
     "__init__(schema)", "from_internal_type(obj)", "get_java_type_info()", "need_conversion()",
     "to_internal_type(obj)",
 )
-class GenericRecordAvroTypeInfo(RefusedApi):
+class GenericRecordAvroTypeInfo(_RefusedAvro):
     """PyFlink's Avro ``GenericRecordAvroTypeInfo``: refused when constructed or called, as the Avro
     format is; each of PyFlink's methods raises :class:`UnsupportedConnectorError` naming the
     call and what to use instead."""
 
-    _PACKAGE = "pyflink.datastream.formats"
-    _MODULE = "avro"
-    _INSTEAD = _AVRO
 
 
 @refuses(
     "@for_generic_record(schema)",
 )
-class AvroBulkWriters(RefusedApi):
+class AvroBulkWriters(_RefusedFormat):
     """PyFlink's Avro ``AvroBulkWriters``: refused when constructed or called, as the Avro
     format is; each of PyFlink's methods raises :class:`UnsupportedConnectorError` naming the
     call and what to use instead."""
 
-    _PACKAGE = "pyflink.datastream.formats"
     _MODULE = "avro"
     _INSTEAD = _BULK
 
@@ -110,12 +107,11 @@ class AvroBulkWriters(RefusedApi):
 @refuses(
     "@for_generic_record(schema)",
 )
-class AvroParquetReaders(RefusedApi):
+class AvroParquetReaders(_RefusedFormat):
     """PyFlink's Avro-Parquet ``AvroParquetReaders``: refused when constructed or called, as the Avro-Parquet
     format is; each of PyFlink's methods raises :class:`UnsupportedConnectorError` naming the
     call and what to use instead."""
 
-    _PACKAGE = "pyflink.datastream.formats"
     _MODULE = "parquet"
     _INSTEAD = _AVRO
 
@@ -123,12 +119,11 @@ class AvroParquetReaders(RefusedApi):
 @refuses(
     "@for_generic_record(schema)",
 )
-class AvroParquetWriters(RefusedApi):
+class AvroParquetWriters(_RefusedFormat):
     """PyFlink's Avro-Parquet ``AvroParquetWriters``: refused when constructed or called, as the Avro-Parquet
     format is; each of PyFlink's methods raises :class:`UnsupportedConnectorError` naming the
     call and what to use instead."""
 
-    _PACKAGE = "pyflink.datastream.formats"
     _MODULE = "parquet"
     _INSTEAD = _BULK
 
@@ -136,12 +131,11 @@ class AvroParquetWriters(RefusedApi):
 @refuses(
     "@for_row_type(row_type, hadoop_config=None, utc_timestamp=None)",
 )
-class ParquetBulkWriters(RefusedApi):
+class ParquetBulkWriters(_RefusedFormat):
     """PyFlink's Parquet ``ParquetBulkWriters``: refused when constructed or called, as the Parquet
     format is; each of PyFlink's methods raises :class:`UnsupportedConnectorError` naming the
     call and what to use instead."""
 
-    _PACKAGE = "pyflink.datastream.formats"
     _MODULE = "parquet"
     _INSTEAD = _BULK
 
@@ -149,11 +143,10 @@ class ParquetBulkWriters(RefusedApi):
 @refuses(
     "@for_row_type(row_type, writer_properties=None, hadoop_config=None)",
 )
-class OrcBulkWriters(RefusedApi):
+class OrcBulkWriters(_RefusedFormat):
     """PyFlink's ORC ``OrcBulkWriters``: refused when constructed or called, as the ORC
     format is; each of PyFlink's methods raises :class:`UnsupportedConnectorError` naming the
     call and what to use instead."""
 
-    _PACKAGE = "pyflink.datastream.formats"
     _MODULE = "orc"
     _INSTEAD = _BULK

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 from ..operators.modes import (
     MODE_KEY,
@@ -58,6 +58,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("pyspark_datastream")
+
+#: a typed getter's result (int or float)
+_N = TypeVar("_N", int, float)
 
 
 @dataclass(frozen=True)
@@ -407,14 +410,13 @@ class Configuration(ConfigurationExtras):
 
         Args:
             key: The configuration key.
-            value: The value.
+            value: The int.
 
         Returns:
             This configuration.
 
         Raises:
-            ConfigurationError: The key was removed from the product, or the value is not one of
-                the key's choices or fails its check.
+            ConfigurationError: As for ``set_string``.
         """
         return self.set_string(key, str(int(value)))
 
@@ -423,14 +425,13 @@ class Configuration(ConfigurationExtras):
 
         Args:
             key: The configuration key.
-            value: The value.
+            value: The bool.
 
         Returns:
             This configuration.
 
         Raises:
-            ConfigurationError: The key was removed from the product, or the value is not one of
-                the key's choices or fails its check.
+            ConfigurationError: As for ``set_string``.
         """
         return self.set_string(key, "true" if value else "false")
 
@@ -439,14 +440,13 @@ class Configuration(ConfigurationExtras):
 
         Args:
             key: The configuration key.
-            value: The value.
+            value: The float.
 
         Returns:
             This configuration.
 
         Raises:
-            ConfigurationError: The key was removed from the product, or the value is not one of
-                the key's choices or fails its check.
+            ConfigurationError: As for ``set_string``.
         """
         return self.set_string(key, repr(float(value)))
 
@@ -471,18 +471,12 @@ class Configuration(ConfigurationExtras):
             default_value: What to return when the key is unset.
 
         Returns:
-            The value, or ``default_value``.
+            The value as an int, or ``default_value``.
 
         Raises:
             ConfigurationError: The stored value is not an integer.
         """
-        raw = self.get_string(key)
-        if raw is None:
-            return default_value
-        try:
-            return int(raw)
-        except ValueError as exc:
-            raise ConfigurationError(f"{key} must be an integer, got {raw!r}") from exc
+        return self._get(key, default_value, int, "an integer")
 
     def get_boolean(self, key: str, default_value: bool | None = None) -> bool | None:
         """The value of ``key`` as a bool, or ``default_value`` when unset.
@@ -492,7 +486,7 @@ class Configuration(ConfigurationExtras):
             default_value: What to return when the key is unset.
 
         Returns:
-            The value, or ``default_value``.
+            The value as a bool, or ``default_value``.
 
         Raises:
             ConfigurationError: The stored value is not true or false.
@@ -508,18 +502,22 @@ class Configuration(ConfigurationExtras):
             default_value: What to return when the key is unset.
 
         Returns:
-            The value, or ``default_value``.
+            The value as a float, or ``default_value``.
 
         Raises:
             ConfigurationError: The stored value is not a number.
         """
+        return self._get(key, default_value, float, "a number")
+
+    def _get(self, key: str, default_value: _N | None, parse: Callable[[str], _N],
+             what: str) -> _N | None:
         raw = self.get_string(key)
         if raw is None:
             return default_value
         try:
-            return float(raw)
+            return parse(raw)
         except ValueError as exc:
-            raise ConfigurationError(f"{key} must be a number, got {raw!r}") from exc
+            raise ConfigurationError(f"{key} must be {what}, got {raw!r}") from exc
 
     def contains_key(self, key: str) -> bool:
         """Whether ``key`` is set.

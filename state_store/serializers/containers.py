@@ -14,7 +14,7 @@ from typing import Any
 
 from ..exceptions import SerializationError
 from .base import TypeSerializer
-from .encoding import DECODE_ERRORS, bad_data, bad_value, check_end, read_varint, varint
+from .encoding import bad_data, bad_value, check_end, decode_whole, read_varint, varint
 from .plain import FIXED_WIDTH_CODES
 from .registry import register_serializer, serializer_from_snapshot
 
@@ -182,12 +182,7 @@ class ListSerializer(TypeSerializer[list[Any]]):
         return out, pos
 
     def deserialize(self, data: bytes) -> list[Any]:
-        try:
-            values, pos = self.deserialize_nested(data, 0)
-        except DECODE_ERRORS as exc:
-            raise bad_data(self, data, str(exc)) from exc
-        check_end(self, data, pos)
-        return values
+        return decode_whole(self, data, self.deserialize_nested)
 
 
 register_serializer(
@@ -268,12 +263,7 @@ class MapSerializer(TypeSerializer[dict[Any, Any]]):
         return out, pos
 
     def deserialize(self, data: bytes) -> dict[Any, Any]:
-        try:
-            values, pos = self.deserialize_nested(data, 0)
-        except DECODE_ERRORS as exc:
-            raise bad_data(self, data, str(exc)) from exc
-        check_end(self, data, pos)
-        return values
+        return decode_whole(self, data, self.deserialize_nested)
 
 
 register_serializer(

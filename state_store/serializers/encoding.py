@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import SerializationError
@@ -26,6 +27,8 @@ __all__ = [
     "bad_value",
     "bad_data",
     "check_end",
+    "decode_whole",
+    "LazyCodec",
     "DECODE_ERRORS",
     "FAST_PATH_ERRORS",
     "natural_cmp",
@@ -133,6 +136,55 @@ DECODE_ERRORS = (
     OverflowError,
     TypeError,
 )
+
+
+def decode_whole(ser: Any, data: bytes, read: Callable[[bytes, int], tuple[Any, int]]) -> Any:
+    """The value ``read(data, 0)`` decodes, which must take all of ``data``.
+
+    Raises:
+        SerializationError: Bytes ``read`` cannot decode, or bytes left after the value.
+    """
+    try:
+        value, pos = read(data, 0)
+    except DECODE_ERRORS as exc:
+        raise bad_data(ser, data, str(exc)) from exc
+    check_end(ser, data, pos)
+    return value
+
+
+class LazyCodec:
+    """A serializer whose per-record codec is generated on first use, so that construction
+    stays cheap: ``_fast_serialize`` and ``_fast_read`` start as functions that generate the
+    codec (``_generate_codec``), install it in their place and run it. Pickles leave the
+    generated functions and the bound methods out (``__setstate__`` rebuilds them)."""
+
+    _fast_serialize: Callable[[Any], Any] | None
+    _fast_read: Callable[[bytes, int], Any] | None
+
+    def _lazy_codec(self, enabled: bool) -> None:
+        self._fast_serialize = self._compile_and_serialize if enabled else None
+        self._fast_read = self._compile_and_read if enabled else None
+
+    def _generate_codec(self) -> tuple[Callable[[Any], Any], Callable[[bytes, int], Any]]:
+        raise NotImplementedError
+
+    def _compile(self) -> tuple[Callable[[Any], Any], Callable[[bytes, int], Any]]:
+        """Install the generated codec (replacing the lazy one) and return it."""
+        fast_serialize, fast_read = self._generate_codec()
+        self._fast_serialize, self._fast_read = fast_serialize, fast_read
+        return fast_serialize, fast_read
+
+    def _compile_and_serialize(self, value: Any) -> Any:
+        return self._compile()[0](value)
+
+    def _compile_and_read(self, data: bytes, pos: int) -> Any:
+        return self._compile()[1](data, pos)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for name in ("_fast_serialize", "_fast_read", "_writers", "_readers"):
+            state.pop(name, None)
+        return state
 
 # Errors that make a compiled fast path give up and defer to the checked slow path
 # (which then either succeeds, e.g. for lone surrogates, or raises a precise error).

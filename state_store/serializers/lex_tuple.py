@@ -16,13 +16,12 @@ from ..exceptions import SerializationError
 from ..row import make_row
 from .base import LexicographicalTypeSerializer, TypeSerializer
 from .encoding import (
-    DECODE_ERRORS,
     ESC_ZERO,
     FAST_PATH_ERRORS,
     TERMINATOR,
-    bad_data,
+    LazyCodec,
     bad_value,
-    check_end,
+    decode_whole,
 )
 from .lexicographic import LexicographicStringSerializer, fixed_int_layout
 from .registry import register_serializer, serializer_from_snapshot
@@ -100,7 +99,7 @@ def _lexicographic_part(part: TypeSerializer[Any]) -> LexicographicalTypeSeriali
     return part
 
 
-class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]]):
+class LexicographicTupleSerializer(LazyCodec, LexicographicalTypeSerializer[tuple[Any, ...]]):
     """Fixed-arity tuple: concatenation of its lexicographic parts, in tuple order.
 
     Each part is prefix-free, so the concatenation is prefix-free and compares
@@ -137,30 +136,12 @@ class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]
     def _setup(self) -> None:
         self._writers = [p.serialize for p in self.parts]
         self._readers = [p.deserialize_nested for p in self.parts]
-        # generated on first use, see _compile_lex_tuple_codec
-        self._fast_serialize: Callable[[Any], bytes] | None = None
-        self._fast_read: Callable[[bytes, int], tuple[Any, int]] | None = None
-        if self.arity:
-            self._fast_serialize = self._compile_and_serialize
-            self._fast_read = self._compile_and_read
+        self._lazy_codec(bool(self.arity))  # generated on first use
 
-    def _compile(self) -> tuple[Callable[[Any], bytes], Callable[[bytes, int], tuple[Any, int]]]:
-        """Install the generated codec (replacing the lazy one) and return it."""
-        fast_serialize, fast_read = _compile_lex_tuple_codec(self.parts, self._names_tuple)
-        self._fast_serialize, self._fast_read = fast_serialize, fast_read
-        return fast_serialize, fast_read
-
-    def _compile_and_serialize(self, value: Any) -> bytes:
-        return self._compile()[0](value)
-
-    def _compile_and_read(self, data: bytes, pos: int) -> tuple[Any, int]:
-        return self._compile()[1](data, pos)
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        for name in ("_fast_serialize", "_fast_read", "_writers", "_readers"):
-            state.pop(name, None)
-        return state
+    def _generate_codec(
+        self,
+    ) -> tuple[Callable[[Any], bytes], Callable[[bytes, int], tuple[Any, int]]]:
+        return _compile_lex_tuple_codec(self.parts, self._names_tuple)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -210,12 +191,7 @@ class LexicographicTupleSerializer(LexicographicalTypeSerializer[tuple[Any, ...]
         return tuple(out), pos
 
     def deserialize(self, data: bytes) -> tuple[Any, ...]:
-        try:
-            value, pos = self.deserialize_nested(data, 0)
-        except DECODE_ERRORS as exc:
-            raise bad_data(self, data, str(exc)) from exc
-        check_end(self, data, pos)
-        return value
+        return decode_whole(self, data, self.deserialize_nested)
 
     def find_comparator(self) -> Callable[[tuple[Any, ...], tuple[Any, ...]], int] | None:
         pairs = [c for c in (p.find_comparator() for p in self.parts) if c is not None]

@@ -18,12 +18,12 @@ from ..exceptions import SerializationError
 from ..row import Row, make_row
 from .base import TypeSerializer
 from .encoding import (
-    DECODE_ERRORS,
     FAST_PATH_ERRORS,
     SMALL_VARINTS,
+    LazyCodec,
     bad_data,
     bad_value,
-    check_end,
+    decode_whole,
     read_varint,
     varint,
 )
@@ -142,7 +142,7 @@ def _compile_fields_codec(
     return ns["fast_serialize"], ns["fast_read"]
 
 
-class _FieldsSerializer(TypeSerializer[Any]):
+class _FieldsSerializer(LazyCodec, TypeSerializer[Any]):
     """Fixed arity record: null bitmap of ceil(arity/8) bytes, then non-null fields nested.
 
     Records without None fields go through generated straight-line code
@@ -167,35 +167,14 @@ class _FieldsSerializer(TypeSerializer[Any]):
         self._install_lazy_codec()
 
     def _install_lazy_codec(self) -> None:
-        """Generate the fast codec on first use (construction stays cheap)."""
-        self._fast_serialize: Callable[[Any], bytes | None] | None = None
-        self._fast_read: Callable[[bytes, int], tuple[tuple[Any, ...], int] | None] | None = None
-        if self.arity:
-            self._fast_serialize = self._compile_and_serialize
-            self._fast_read = self._compile_and_read
+        self._lazy_codec(bool(self.arity))
 
-    def _compile(
+    def _generate_codec(
         self,
     ) -> tuple[
         Callable[[Any], bytes | None], Callable[[bytes, int], tuple[tuple[Any, ...], int] | None]
     ]:
-        """Install the generated codec (replacing the lazy one) and return it."""
-        fast_serialize, fast_read = _fields_codec(self.field_serializers)
-        self._fast_serialize, self._fast_read = fast_serialize, fast_read
-        return fast_serialize, fast_read
-
-    def _compile_and_serialize(self, value: Any) -> bytes | None:
-        return self._compile()[0](value)
-
-    def _compile_and_read(self, data: bytes, pos: int) -> tuple[tuple[Any, ...], int] | None:
-        return self._compile()[1](data, pos)
-
-    def __getstate__(self) -> dict[str, Any]:
-        # generated functions and bound methods are rebuilt after unpickling
-        state = self.__dict__.copy()
-        for name in ("_fast_serialize", "_fast_read", "_writers", "_readers"):
-            state.pop(name, None)
-        return state
+        return _fields_codec(self.field_serializers)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -279,12 +258,7 @@ class _FieldsSerializer(TypeSerializer[Any]):
                 result = None
             if result is not None and result[1] == len(data):
                 return self._build(result[0])
-        try:
-            values, pos = self._read_values(data, 0)
-        except DECODE_ERRORS as exc:
-            raise bad_data(self, data, str(exc)) from exc
-        check_end(self, data, pos)
-        return self._build(values)
+        return self._build(decode_whole(self, data, self._read_values))
 
 
 class TupleSerializer(_FieldsSerializer):

@@ -50,10 +50,9 @@ class HeapCleanup:
         self._running = False
 
     def step(self) -> None:
-        ctx = self._ctx
+        current, ctx = self._pass, self._ctx
         now = ctx.now()
-        current = self._pass
-        if current.idle_until is not None and now < current.idle_until:
+        if current.idle(now):
             return
         if self._running:  # a prune writing through the state must not recurse
             return

@@ -56,10 +56,9 @@ class RocksCleanup:
         self._pass = CleanupPass()
 
     def step(self) -> None:
-        ctx = self._ctx
+        current, ctx = self._pass, self._ctx
         now = ctx.now()
-        current = self._pass
-        if current.idle_until is not None and now < current.idle_until:
+        if current.idle(now):
             return
         if current.start is None:
             current.begin(now)
