@@ -86,7 +86,7 @@ class ReadOnlyBroadcastState(ABC, Generic[K, V]):
         """Every key.
 
         Returns:
-            The keys.
+            The key of every mapping.
         """
 
     @abstractmethod
@@ -94,7 +94,7 @@ class ReadOnlyBroadcastState(ABC, Generic[K, V]):
         """Every value.
 
         Returns:
-            The values.
+            The value of every mapping.
         """
 
     @abstractmethod

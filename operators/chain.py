@@ -162,7 +162,40 @@ def _not_opened(value: Any, timestamp: Any) -> None:
     raise JobExecutionError("StatelessChain: call open() before processing")
 
 
-class StatelessChain:
+class _Clocked:
+    """An operator whose process functions read a clock (``current_watermark()``,
+    ``current_processing_time()``); ``_clock`` is None until it is opened."""
+
+    _clock: OperatorClock | None
+
+    def advance_watermark(self, watermark: int) -> list[Output]:
+        """Record the watermark (seen by process functions' ``current_watermark()``).
+
+        Args:
+            watermark: The new watermark in ms.
+
+        Returns:
+            No outputs: a stateless operator has no timers.
+        """
+        if self._clock is not None:
+            self._clock.watermark = watermark
+        return []
+
+    def advance_processing_time(self, now: int) -> list[Output]:
+        """Record the processing time (seen by ``current_processing_time()``).
+
+        Args:
+            now: The processing time in ms.
+
+        Returns:
+            No outputs: a stateless operator has no timers.
+        """
+        if self._clock is not None:
+            self._clock.processing_time = now
+        return []
+
+
+class StatelessChain(_Clocked):
     """Fused non-keyed stages, applied per record: ``process(value, timestamp)``.
 
     Call :meth:`open` once per partition (it opens every function) and
@@ -216,15 +249,7 @@ class StatelessChain:
                 continue
             # each stage's metrics under its own operator's name, as Flink's chained operators
             runtime_context = RuntimeContext(config, backend, metrics_name=stage.name)
-            try:
-                stage.function.open(runtime_context)
-            except DataStreamError:
-                raise
-            except Exception as exc:
-                raise JobExecutionError(
-                    f"operator {config.operator_name!r}: open() of stage {stage.name!r} failed: "
-                    f"{type(exc).__name__}: {exc}"
-                ) from exc
+            open_named(stage.function, runtime_context, config, f"stage {stage.name!r}")
         self._buf = []
         self._drains = []
         self._head = self._compile(config)
@@ -432,20 +457,8 @@ class StatelessChain:
 
         return self._collected(run)
 
-    def advance_watermark(self, watermark: int) -> list[Output]:
-        """Record the watermark (seen by process functions' ``current_watermark()``)."""
-        if self._clock is not None:
-            self._clock.watermark = watermark
-        return []
 
-    def advance_processing_time(self, now: int) -> list[Output]:
-        """Record the processing time (seen by ``current_processing_time()``)."""
-        if self._clock is not None:
-            self._clock.processing_time = now
-        return []
-
-
-class CoStatelessOperator:
+class CoStatelessOperator(_Clocked):
     """Non-keyed two-input operator: CoMapFunction, CoFlatMapFunction or CoProcessFunction.
 
     ``process(value, timestamp, input_index)`` with ``input_index`` 0 (first input)
@@ -543,18 +556,6 @@ class CoStatelessOperator:
             _emit_generated(result, main, append, timestamp, op_name, what, value)
         return out
 
-    def advance_watermark(self, watermark: int) -> list[Output]:
-        """Record the watermark for ``current_watermark()``."""
-        if self._clock is not None:
-            self._clock.watermark = watermark
-        return []
-
-    def advance_processing_time(self, now: int) -> list[Output]:
-        """Record the processing time for ``current_processing_time()``."""
-        if self._clock is not None:
-            self._clock.processing_time = now
-        return []
-
 
 def open_key_selector(selector: KeySelector, config: OperatorConfig) -> None:
     """``selector.open(runtime_context)`` for the parallel instance ``config`` describes; a
@@ -566,13 +567,19 @@ def open_key_selector(selector: KeySelector, config: OperatorConfig) -> None:
     Returns:
         None.
     """
+    open_named(selector, RuntimeContext(config, None), config, "the key selector")
+
+
+def open_named(function: Any, runtime_context: RuntimeContext, config: OperatorConfig,
+               what: str) -> None:
+    """``function.open(runtime_context)``; a failure names the operator and ``what``."""
     try:
-        selector.open(RuntimeContext(config, None))
+        function.open(runtime_context)
     except DataStreamError:
         raise
     except Exception as exc:
         raise JobExecutionError(
-            f"operator {config.operator_name!r}: open() of the key selector failed: "
+            f"operator {config.operator_name!r}: open() of {what} failed: "
             f"{type(exc).__name__}: {exc}"
         ) from exc
 

@@ -410,7 +410,7 @@ class CoProcessFunction(Function, ABC):
         """Outputs for a record of the first input.
 
         Args:
-            value: The record.
+            value: A record of the first input.
             ctx: The context: timestamp, timer service, side outputs.
 
         Returns:
@@ -422,7 +422,7 @@ class CoProcessFunction(Function, ABC):
         """Outputs for a record of the second input.
 
         Args:
-            value: The record.
+            value: A record of the second input.
             ctx: The context: timestamp, timer service, side outputs.
 
         Returns:
@@ -509,7 +509,7 @@ def _callable_name(func: Callable[..., Any]) -> str:
     return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
 
 
-class _CallableFunction(Forwarding):
+class CallableFunction(Forwarding):
     """A plain callable wrapped in a function class: its one per-record method
     (``METHOD``) calls it, and it pickles as the callable alone."""
 
@@ -531,14 +531,14 @@ class _CallableFunction(Forwarding):
         return f"{self.KIND}({_callable_name(self.func)})"
 
 
-class _CallableMapFunction(_CallableFunction, MapFunction):
+class _CallableMapFunction(CallableFunction, MapFunction):
     METHOD, KIND = "map", "MapFunction"
 
     def map(self, value: Any) -> Any:
         return self.func(value)
 
 
-class _CallableFlatMapFunction(_CallableFunction, FlatMapFunction):
+class _CallableFlatMapFunction(CallableFunction, FlatMapFunction):
     METHOD, KIND = "flat_map", "FlatMapFunction"
 
     def flat_map(self, value: Any) -> Iterable[Any]:
@@ -546,7 +546,7 @@ class _CallableFlatMapFunction(_CallableFunction, FlatMapFunction):
         return result
 
 
-class _CallableFilterFunction(_CallableFunction, FilterFunction):
+class _CallableFilterFunction(CallableFunction, FilterFunction):
     METHOD, KIND = "filter", "FilterFunction"
 
     def filter(self, value: Any) -> bool:
@@ -554,30 +554,29 @@ class _CallableFilterFunction(_CallableFunction, FilterFunction):
         return keep
 
 
-class _CallablePartitioner(Partitioner):
-
-    def __init__(self, func: Callable[[Any, int], int]) -> None:
-        self.func = func
+class _CallablePartitioner(CallableFunction, Partitioner):
+    METHOD, KIND = "partition", "Partitioner"
 
     def partition(self, key: Any, num_partitions: int) -> int:
-        return self.func(key, num_partitions)
+        partition: int = self.func(key, num_partitions)
+        return partition
 
 
-class _CallableKeySelector(_CallableFunction, KeySelector):
+class _CallableKeySelector(CallableFunction, KeySelector):
     METHOD, KIND = "get_key", "KeySelector"
 
     def get_key(self, value: Any) -> Any:
         return self.func(value)
 
 
-class _CallableReduceFunction(_CallableFunction, ReduceFunction):
+class _CallableReduceFunction(CallableFunction, ReduceFunction):
     METHOD, KIND = "reduce", "ReduceFunction"
 
     def reduce(self, value1: Any, value2: Any) -> Any:
         return self.func(value1, value2)
 
 
-class _CallableTimestampAssigner(_CallableFunction, TimestampAssigner):
+class _CallableTimestampAssigner(CallableFunction, TimestampAssigner):
     METHOD, KIND = "extract_timestamp", "TimestampAssigner"
 
     def extract_timestamp(self, value: Any, record_timestamp: int | None) -> int:
@@ -657,6 +656,6 @@ def wrapped_callable(function: Any) -> Callable[..., Any] | None:
 
     The plugin uses it to inspect (trace) plain lambdas for push-down.
     """
-    if isinstance(function, _CallableFunction):
+    if isinstance(function, CallableFunction):
         return function.func
     return None

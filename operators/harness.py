@@ -243,10 +243,13 @@ class KeyedOperatorTestHarness:
         Raises:
             JobExecutionError: ``end_input()`` was already called.
         """
+        return self._fire(self.operator.advance_watermark, watermark)
+
+    def _fire(self, advance: Callable[[int], Iterable[Output]], time: int) -> list[Output]:
         self._check_running()
         if not self.sorted_mode:  # firing timers switches keys (sorted mode fires at end_key)
             self._current_key_bytes = None
-        return self._collect(self.operator.advance_watermark(watermark))
+        return self._collect(advance(time))
 
     def set_processing_time(self, timestamp: int) -> list[Output]:
         """Advance processing time; returns the outputs of fired processing-time timers.
@@ -264,10 +267,7 @@ class KeyedOperatorTestHarness:
         Raises:
             JobExecutionError: ``end_input()`` was already called.
         """
-        self._check_running()
-        if not self.sorted_mode:
-            self._current_key_bytes = None
-        return self._collect(self.operator.advance_processing_time(timestamp))
+        return self._fire(self.operator.advance_processing_time, timestamp)
 
     def advance_processing_time(self, millis: int) -> list[Output]:
         """Move processing time ``millis`` forward (see :meth:`set_processing_time`).
@@ -544,11 +544,11 @@ class KeyedProcessFunctionTestHarness(KeyedOperatorTestHarness):
     def process_element(
         self, value: Any, timestamp: int | None = None, input_index: int = 0
     ) -> list[Output]:
-        """Push one record with an optional timestamp; returns the outputs it caused.
+        """Push one record of the function's one input; returns the outputs it caused.
 
         Args:
-            value: The record.
-            timestamp: The record's event timestamp in ms, or None.
+            value: A record of the function's input.
+            timestamp: Its event timestamp in ms, or None.
             input_index: 0: a keyed process function has one input.
 
         Returns:
@@ -618,7 +618,7 @@ class KeyedCoProcessFunctionTestHarness(KeyedOperatorTestHarness):
 
         Args:
             value: A record of the second input.
-            timestamp: The record's event timestamp in ms, or None.
+            timestamp: Its event timestamp in ms, or None.
 
         Returns:
             The ``Output`` records it caused (main and side outputs).

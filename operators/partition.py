@@ -24,7 +24,7 @@ from ..state_store.exceptions import DataStreamError, GraphBuildError
 from ..state_store.functions import AggregateFunction, Function
 from .base import user_function_error
 from .exceptions import JobExecutionError
-from .functions import KeySelector, as_reduce_function, per_record_call
+from .functions import CallableFunction, KeySelector, as_reduce_function, per_record_call
 
 __all__ = [
     "Order",
@@ -63,15 +63,12 @@ class MapPartitionFunction(Function, ABC):
         """
 
 
-class _CallableMapPartition(MapPartitionFunction):
-    def __init__(self, func: Callable[[Iterable[Any]], Iterable[Any]]) -> None:
-        self.func = func
+class _CallableMapPartition(CallableFunction, MapPartitionFunction):
+    METHOD, KIND = "map_partition", "MapPartitionFunction"
 
     def map_partition(self, values: Iterable[Any]) -> Iterable[Any] | None:
-        return self.func(values)
-
-    def __repr__(self) -> str:
-        return f"MapPartitionFunction({getattr(self.func, '__qualname__', self.func)!r})"
+        outputs: Iterable[Any] | None = self.func(values)
+        return outputs
 
 
 def as_map_partition_function(func: Any) -> MapPartitionFunction:

@@ -391,18 +391,8 @@ class TtlMapState(TtlState, InternalMapState):
         return True
 
 
-class TtlReducingState(TtlState, InternalReducingState):
-    """Reducing state with TTL (the reduced value expires as one)."""
-
-    def get(self) -> Any:
-        return self.get_internal()
-
-    def add(self, value: Any) -> None:
-        self.ctx.accessed()
-        if value is None:
-            self.original.clear()
-        else:
-            self.original.add((value, self.ctx.now()))
+class _TtlOneValueState(TtlState):
+    """A reducing or aggregating state with TTL: its one stored value expires as one."""
 
     def get_internal(self) -> Any:
         self.ctx.accessed()
@@ -418,11 +408,25 @@ class TtlReducingState(TtlState, InternalReducingState):
     def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
         self.original.merge_namespaces(target, sources)
 
+
+class TtlReducingState(_TtlOneValueState, InternalReducingState):
+    """Reducing state with TTL (the reduced value expires as one)."""
+
+    def get(self) -> Any:
+        return self.get_internal()
+
+    def add(self, value: Any) -> None:
+        self.ctx.accessed()
+        if value is None:
+            self.original.clear()
+        else:
+            self.original.add((value, self.ctx.now()))
+
     def _merge_values(self, left: Any, right: Any) -> Any:
         return self._reduce(left, right)
 
 
-class TtlAggregatingState(TtlState, InternalAggregatingState):
+class TtlAggregatingState(_TtlOneValueState, InternalAggregatingState):
     """Aggregating state with TTL (the accumulator expires as one)."""
 
     def get(self) -> Any:
@@ -437,20 +441,6 @@ class TtlAggregatingState(TtlState, InternalAggregatingState):
             self.original.clear()
         else:
             self.original.add(value)
-
-    def get_internal(self) -> Any:
-        self.ctx.accessed()
-        original = self.original
-        stored = original.get_internal()
-        if stored is None:
-            return None
-        return self._checked(stored, original.update_internal, original.clear)
-
-    def update_internal(self, value: Any) -> None:
-        self.original.update_internal(None if value is None else (value, self.ctx.now()))
-
-    def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
-        self.original.merge_namespaces(target, sources)
 
     def _merge_values(self, left: Any, right: Any) -> Any:
         return self._agg_function.merge(left, right)

@@ -35,10 +35,10 @@ class TypeConversions:
         return obj
 
     def from_internal_type(self, obj: Any) -> Any:
-        """``obj`` itself (see :meth:`need_conversion`).
+        """``obj`` itself: nothing was converted (see :meth:`need_conversion`).
 
         Args:
-            obj: a value.
+            obj: a value as stored.
 
         Returns:
             ``obj``.

@@ -268,7 +268,7 @@ class Types:
         """``Row`` with fields ``f0, f1, ...``.
 
         Args:
-            field_types: The field types, in order.
+            field_types: The field types, in the order of ``f0, f1, ...``.
 
         Returns:
             The ``TypeInformation``.

@@ -61,7 +61,7 @@ class AsyncDataStream:
             output_type: The results' ``TypeInformation``; None sends them pickled.
 
         Returns:
-            The stream of results.
+            The stream of results, as their calls finish.
 
         Raises:
             GraphBuildError: An argument is invalid (named in the message).
@@ -71,20 +71,20 @@ class AsyncDataStream:
 
     @staticmethod
     def ordered_wait(data_stream: Any, async_function: AsyncFunction[Any, Any],
-                     timeout: Union[Duration, Time, int], capacity: int = 100,
-                     output_type: Optional[TypeInformation] = None) -> Any:
+                     timeout: Union[Duration, Time, int],
+                     capacity: int = 100, output_type: Optional[TypeInformation] = None) -> Any:
         """Call ``async_function`` per record; results leave in input order.
 
         Args:
             data_stream: The input stream.
-            async_function: An ``AsyncFunction`` with an ``async def async_invoke``.
+            async_function: Its ``async def async_invoke`` is called per record.
             timeout: How long a record's call may take (a Duration, Time or milliseconds).
             capacity: How many records may be queued (in flight or waiting for their turn)
                 per parallel instance.
             output_type: The results' ``TypeInformation``; None pickles them.
 
         Returns:
-            The stream of results.
+            The stream of results, in input order.
 
         Raises:
             GraphBuildError: An argument is invalid (named in the message).
@@ -110,7 +110,7 @@ class AsyncDataStream:
             output_type: The results' type, as for ``unordered_wait``.
 
         Returns:
-            The stream of results.
+            The stream of results (each after its retries), as they finish.
 
         Raises:
             GraphBuildError: An argument is invalid (named in the message).
@@ -120,13 +120,11 @@ class AsyncDataStream:
                             "unordered_wait_with_retry")
 
     @staticmethod
-    def ordered_wait_with_retry(data_stream: Any,
-                                async_function: AsyncFunction[Any, Any],
+    def ordered_wait_with_retry(data_stream: Any, async_function: AsyncFunction[Any, Any],
                                 timeout: Union[Duration, Time, int],
-                                async_retry_strategy: AsyncRetryStrategy[Any],
-                                capacity: int = 100,
+                                async_retry_strategy: AsyncRetryStrategy[Any], capacity: int = 100,
                                 output_type: Optional[TypeInformation] = None) -> Any:
-        """:meth:`ordered_wait`, repeating calls as ``async_retry_strategy`` says.
+        """Like :meth:`ordered_wait`, with each call repeated as ``async_retry_strategy`` says.
 
         Args:
             data_stream: The input stream.
@@ -137,7 +135,7 @@ class AsyncDataStream:
             output_type: The results' type, as for ``ordered_wait``.
 
         Returns:
-            The stream of results.
+            The stream of results (each after its retries), in input order.
 
         Raises:
             GraphBuildError: An argument is invalid (named in the message).

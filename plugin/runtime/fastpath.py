@@ -14,17 +14,12 @@ import zlib
 from typing import Any, Callable, Iterator, Optional
 
 from ..operators.base import user_function_error
-from ..operators.functions import per_record_call
+from ..operators.functions import per_record_call, wrapped_callable
 from ..state_store.exceptions import DataStreamError, SerializationError
 from ..state_store.row import Row, take_emitted
 
-__all__ = ["compile_chain", "FastKeyedOutput", "plain_callable"]
+__all__ = ["compile_chain", "FastKeyedOutput"]
 
-def plain_callable(function: Any) -> Optional[Callable[..., Any]]:
-    """The user's plain callable behind a wrapped function, or None for classes."""
-    if type(function).__name__.startswith("_Callable"):
-        return getattr(function, "func", None)
-    return None
 
 
 Stage = Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]]
@@ -57,7 +52,7 @@ def compile_chain(stages: list[tuple[Any, ...]], name: str) -> Optional[Callable
     for kind, function, *_ in stages:  # (kind, function[, operator name])
         if kind == "timestamps" and function is None:
             continue
-        fn = plain_callable(function)
+        fn = wrapped_callable(function)
         if fn is None:
             return None
         if kind == "map":

@@ -12,9 +12,9 @@ import logging
 from dataclasses import replace
 from typing import Optional
 
+from ..operators.functions import wrapped_callable
 from ..plan.graph import ChainNode, KeyByNode
 from ..runtime.encoding import TS, typed_encoding
-from ..runtime.fastpath import plain_callable
 from ..runtime.spark_types import is_spark_mappable
 from ..spark_io.columns import col
 from .stream import Stream
@@ -33,7 +33,7 @@ def native_map(node: ChainNode, parent: Stream) -> Optional[Stream]:
         return native_timestamps(node, parent)
     if node.stage != "map":
         return None
-    fn = plain_callable(node.function)
+    fn = wrapped_callable(node.function)
     out_t = node.output_type
     if fn is None or out_t is None or not is_spark_mappable(out_t):
         return None
@@ -65,7 +65,7 @@ def native_timestamps(node: ChainNode, parent: Stream) -> Optional[Stream]:
     assigner = node.function
     if assigner is None:  # a strategy without assigner keeps record timestamps
         return replace(parent, name=node.name)
-    fn = plain_callable(assigner)
+    fn = wrapped_callable(assigner)
     if fn is None:
         return None
     traced = trace(fn, [struct_type(parent.enc), Types.LONG()])
@@ -82,7 +82,7 @@ def traced_key_field(parent: Stream, key_node: KeyByNode) -> Optional[tuple[int,
     over a typed stream with nothing pending (the keyed pushdowns key by that column)."""
     if parent.pending or not parent.enc.typed or parent.tagged or parent.enc.shape == "scalar":
         return None
-    key_fn = plain_callable(key_node.key_selector)
+    key_fn = wrapped_callable(key_node.key_selector)
     if key_fn is None:
         return None
     key_expr = trace(key_fn, [struct_type(parent.enc)])

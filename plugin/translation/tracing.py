@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
+from ..operators.functions import wrapped_callable
 from ..runtime.encoding import Encoding
-from ..runtime.fastpath import plain_callable
 from ..runtime.spark_types import spark_ddl_type
 from ..state_store.typeinfo import FieldsTypeInfo, TypeInformation
 from ..state_store.types import Types
@@ -211,7 +211,7 @@ def field_plan(function: object, in_t: TypeInformation, key_idx: int, types: lis
         if kind in ("min", "max") and types[idx] not in _ORDERED:
             return None
         return ("fields", ["first" if i != idx else kind for i in range(len(types))])
-    fn = plain_callable(function)
+    fn = wrapped_callable(function)
     if fn is None:
         return None
     traced = trace(fn, [in_t, in_t])

@@ -3,11 +3,24 @@ node kinds both translate the same way (``steps.py`` holds the code both call)."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from ..operators.modes import RuntimeMode
-from ..plan.graph import KeyByNode, PartitionNode, SideOutputNode, SourceNode, Transformation
+from ..plan.graph import (
+    BroadcastNode,
+    ChainNode,
+    CoChainNode,
+    CoKeyedNode,
+    FullPartitionNode,
+    KeyByNode,
+    KeyedNode,
+    PartitionNode,
+    SideOutputNode,
+    SourceNode,
+    Transformation,
+    UnionNode,
+)
 from ..runtime.encoding import Encoding
 from .steps import by_kind, by_source_kind, input_stream, preferred_encoding, side_output
 from .stream import Stream
@@ -18,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..runtime.passes import Combiner, KeyOut
     from ..state_store.typeinfo import TypeInformation
 
-__all__ = ["TranslatorBase"]
+__all__ = ["TranslatorBase", "kind_table"]
 
 
 class TranslatorBase:
@@ -38,8 +51,16 @@ class TranslatorBase:
     max_parallelism: int
     op_config: dict[str, Any]
 
+    #: node id -> its stream, once translated
+    _streams: dict[int, Stream]
+    #: node id -> the side-output tags read from it
+    _tags: dict[int, frozenset[str]]
+    #: node id -> the nodes reading it
+    consumers: dict[int, list[Transformation]]
+
     def translate(self, node: Transformation) -> Stream:
-        """``node``'s stream (each translator keeps the streams it built).
+        """``node``'s stream, translated once; a stream read by several consumers, or with
+        side outputs, is kept in the translator's way (``_kept``).
 
         Args:
             node: a node of the job graph.
@@ -47,6 +68,16 @@ class TranslatorBase:
         Returns:
             Its stream.
         """
+        cached = self._streams.get(node.id)
+        if cached is not None:
+            return cached
+        stream = self._kept(self._translate(node), node, self._tags.get(node.id) or frozenset())
+        self._streams[node.id] = stream
+        return stream
+
+    def _kept(self, stream: Stream, node: Transformation, tags: frozenset[str]) -> Stream:
+        """``stream`` as the translator keeps it for ``node``'s consumers (materialized where
+        several read it or ``tags`` are read from it)."""
         raise NotImplementedError
 
     def materialize(self, stream: Stream, enc: Encoding, key_out: Optional[KeyOut] = None,
@@ -117,3 +148,27 @@ class TranslatorBase:
         SideOutputNode: _side_output,
         PartitionNode: _partitioning,
     }
+
+#: the node kinds each translator translates in its mode's way, by the name of its method
+MODE_KINDS: dict[type, str] = {
+    ChainNode: "_chain",
+    KeyedNode: "_keyed",
+    CoKeyedNode: "_co_keyed",
+    BroadcastNode: "_broadcast",
+    CoChainNode: "_co_chain",
+    UnionNode: "_union",
+    FullPartitionNode: "_full_partition",
+}
+
+
+def kind_table(methods: Mapping[str, Any]) -> dict[type, Callable[[Any, Any], Stream]]:
+    """A translator's :attr:`~TranslatorBase._BY_KIND`: the shared kinds, then each kind of
+    :data:`MODE_KINDS` by the method of its name in ``methods`` (the class body's ``vars()``).
+
+    Args:
+        methods: the translator class's namespace.
+
+    Returns:
+        node class -> method.
+    """
+    return {**TranslatorBase.SHARED_KINDS, **{kind: methods[name] for kind, name in MODE_KINDS.items()}}

@@ -53,6 +53,23 @@ class TableStateBackend(KeyedStateBackend):
         """Load the restored entries of state ``name`` that waited for its registration
         (none by default: a backend that stores entries where states find them)."""
 
+    def _restore_entries(self, entries: Iterable[StateEntry]) -> None:
+        """Load each entry into its registered state; keep the entries of states not
+        registered yet (``_keep_pending``) for their registration."""
+        for_registered: dict[str, list[StateEntry]] = {}
+        for entry in entries:
+            name = entry.state_name
+            if name in self._states:
+                for_registered.setdefault(name, []).append(entry)
+            else:
+                self._keep_pending(entry)
+        for name, state_entries in for_registered.items():
+            cast(_EntryLoader, self._states[name].state).load_entries(state_entries)
+
+    def _keep_pending(self, entry: StateEntry) -> None:
+        """Keep ``entry`` of a state not registered yet until its registration."""
+        raise NotImplementedError
+
     def keys(self, state_name: str, namespace: Any = VOID_NAMESPACE) -> Iterator[Any]:
         self._check_open()
         registration = self._states.get(state_name)
@@ -81,6 +98,12 @@ class TableStateBackend(KeyedStateBackend):
         key group and key order."""
         deserialize = self.key_serializer.deserialize
         return iter([deserialize(key_bytes) for _, key_bytes in sorted(set(found))])
+
+
+class _EntryLoader(Protocol):
+    """A table backend's state (or a TTL state forwarding it): it loads restored entries."""
+
+    def load_entries(self, entries: Iterable[StateEntry]) -> None: ...
 
 
 class _KeyLister(Protocol):

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 from ..exceptions import SerializationError
 from .base import TypeSerializer
-from .encoding import bad_data, bad_value, check_end, decode_whole, read_varint, varint
+from .encoding import bad_data, bad_value, check_end, decode_whole, read_masked, read_varint, varint
 from .plain import FIXED_WIDTH_CODES
 from .registry import register_serializer, serializer_from_snapshot
 
@@ -161,9 +162,9 @@ class ListSerializer(TypeSerializer[list[Any]]):
             except struct.error as exc:
                 raise bad_data(self, data, f"truncated array of {n} at offset {pos}") from exc
             return values, pos + n * self._fixed_size
-        out: list[Any] = []
-        append = out.append
         if flag == 0:
+            out: list[Any] = []
+            append = out.append
             for _ in range(n):
                 v, pos = read(data, pos)
                 append(v)
@@ -172,14 +173,7 @@ class ListSerializer(TypeSerializer[list[Any]]):
             raise bad_data(self, data, f"bad null flag 0x{flag:02x} at offset {pos - 1}")
         nbytes = (n + 7) // 8
         mask = int.from_bytes(data[pos : pos + nbytes], "little")
-        pos += nbytes
-        for i in range(n):
-            if mask >> i & 1:
-                append(None)
-            else:
-                v, pos = read(data, pos)
-                append(v)
-        return out, pos
+        return read_masked(data, pos + nbytes, mask, repeat(read, n))
 
     def deserialize(self, data: bytes) -> list[Any]:
         return decode_whole(self, data, self.deserialize_nested)

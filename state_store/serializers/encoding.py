@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..exceptions import SerializationError
@@ -28,6 +28,7 @@ __all__ = [
     "bad_data",
     "check_end",
     "decode_whole",
+    "read_masked",
     "LazyCodec",
     "DECODE_ERRORS",
     "FAST_PATH_ERRORS",
@@ -151,6 +152,21 @@ def decode_whole(ser: Any, data: bytes, read: Callable[[bytes, int], tuple[Any, 
     check_end(ser, data, pos)
     return value
 
+
+
+def read_masked(data: bytes, pos: int, mask: int,
+                readers: Iterable[Callable[[bytes, int], tuple[Any, int]]]) -> tuple[list[Any], int]:
+    """The values ``readers`` read in turn from ``data`` at ``pos``, and the offset after them;
+    where bit i of the null ``mask`` is set, the i-th value is None and nothing is read."""
+    out: list[Any] = []
+    append = out.append
+    for i, read in enumerate(readers):
+        if mask >> i & 1:
+            append(None)
+        else:
+            v, pos = read(data, pos)
+            append(v)
+    return out, pos
 
 class LazyCodec:
     """A serializer whose per-record codec is generated on first use, so that construction

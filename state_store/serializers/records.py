@@ -24,6 +24,7 @@ from .encoding import (
     bad_data,
     bad_value,
     decode_whole,
+    read_masked,
     read_varint,
     varint,
 )
@@ -231,16 +232,7 @@ class _FieldsSerializer(LazyCodec, TypeSerializer[Any]):
         if end > len(data):
             raise bad_data(self, data, f"truncated null bitmap at offset {pos}")
         mask = int.from_bytes(data[pos:end], "little")
-        pos = end
-        out: list[Any] = []
-        append = out.append
-        for i, read in enumerate(self._readers):
-            if mask >> i & 1:
-                append(None)
-            else:
-                v, pos = read(data, pos)
-                append(v)
-        return out, pos
+        return read_masked(data, end, mask, self._readers)
 
     def _build(self, values: Sequence[Any]) -> Any:
         raise NotImplementedError

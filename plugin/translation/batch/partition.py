@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from ...operators.base import OperatorConfig
 from ...operators.context import RuntimeContext
+from ...operators.functions import wrapped_callable
 from ...operators.partition import (
     Order,
     run_keyed_partition,
@@ -32,7 +33,6 @@ from ...operators.partition import (
 )
 from ...plan.graph import FullPartitionNode, KeyByNode
 from ...runtime.encoding import KEY, KG, PICKLED, TS, ColumnWriter, Encoding, make_decoder
-from ...runtime.fastpath import plain_callable
 from ...runtime.passes import partition_id
 from ...spark_io.key_group_ranges import repartition_by_key_group_range
 from ..rows import leading_rows
@@ -93,7 +93,7 @@ def _native_sort_column(enc: Encoding, field: Any) -> Optional[Any]:
         return F.col(f"`{cols[field]}`") if 0 <= field < len(cols) else None
     if isinstance(field, str):
         return F.col(f"`{field}`") if field in cols else None
-    fn = plain_callable(field) if callable(field) else None
+    fn = wrapped_callable(field) if callable(field) else None
     if fn is None:
         return None
     from ...state_store.types import Types

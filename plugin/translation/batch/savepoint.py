@@ -48,7 +48,7 @@ from ..savepoint_restore import (
     key_serializer_of,
     operator_states,
 )
-from ..stream import StreamTranslator
+from ..stream import Stream, StreamTranslator
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 
     from ...operators.modes import RuntimeMode
     from ...spark_io.progress import BatchProgress
-    from ..stream import Stream
 
 __all__ = [
     "BatchSavepointWrite",
@@ -162,7 +161,7 @@ class BatchSavepointWrite:
         return fields
 
     def run_keyed(self, stream: Stream, node: Transformation, tags: frozenset[str],
-                  shared: bool) -> Any:
+                  shared: bool) -> Stream:
         """Record ``node``'s operator for the savepoint; return the stream its consumers
         read. Writing entries directly, a stream read by one consumer is returned as it is
         (the pass runs as part of that consumer); otherwise, or when ``shared`` (several
@@ -172,7 +171,7 @@ class BatchSavepointWrite:
             return stream
         return self._staged(stream, node, tags)
 
-    def _register(self, node: Transformation, stream: Any) -> None:
+    def _register(self, node: Transformation, stream: Stream) -> None:
         t = self.translator
         uid = node.effective_uid()
         metas = {m.name: m for m in operator_states(node, t.op_config, t.max_parallelism)}
@@ -180,7 +179,7 @@ class BatchSavepointWrite:
         self.broadcast[uid] = broadcast_meta_infos(node, t.restore)
         self.stages[uid] = stream.stage
 
-    def _staged(self, stream: Any, node: Transformation, tags: frozenset[str]) -> Any:
+    def _staged(self, stream: Stream, node: Transformation, tags: frozenset[str]) -> Stream:
         """Run ``node``'s keyed pass once into staging; return its (materialized) stream,
         and (staging its entries too) keep its entries for the savepoint write."""
         from dataclasses import replace

@@ -86,7 +86,7 @@ from ..steps import (
 )
 from ..stream import Stream
 from ..tracing import ddl_of_field, field_plan, struct_type
-from ..translator_base import TranslatorBase
+from ..translator_base import TranslatorBase, kind_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -129,7 +129,7 @@ class BatchTranslator(TranslatorBase):
         # a write is set up by run_sinks(savepoint_path=...) (savepoint.py).
         from ..savepoint_restore import SavepointRestore
 
-        self._savepoint_write: Any = None
+        self._savepoint_write: Optional[BatchSavepointWrite] = None
         self.restore: Optional[SavepointRestore] = SavepointRestore.from_config(
             self, cfg, self.op_config, self.sorted_inputs)
         # Progress (plugin/progress.py): set up by run_sinks / collect; to_dataframe observes
@@ -361,20 +361,13 @@ class BatchTranslator(TranslatorBase):
         return df_in, observe_out
 
     # -- translation ----------------------------------------------------------------
-    def translate(self, node: Transformation) -> Stream:
-        cached = self._streams.get(node.id)
-        if cached is not None:
-            return cached
-        stream = self._translate(node)
-        tags = self._tags.get(node.id)
-        if (self._savepoint_write is not None and stream.keyed is not None
-                and is_keyed(node)):
+    def _kept(self, stream: Stream, node: Transformation, tags: frozenset[str]) -> Stream:
+        if self._savepoint_write is not None and stream.keyed is not None and is_keyed(node):
             # one run of the keyed pass gives both its records and its savepoint entries
-            stream = self._savepoint_write.run_keyed(stream, node, tags or frozenset(),
-                                                     fan_out(self.consumers, node) > 1)
-        elif tags or fan_out(self.consumers, node) > 1:
-            stream = materialize_shared(self, stream, node, tags or frozenset())
-        self._streams[node.id] = stream
+            return self._savepoint_write.run_keyed(stream, node, tags,
+                                                   fan_out(self.consumers, node) > 1)
+        if tags or fan_out(self.consumers, node) > 1:
+            return materialize_shared(self, stream, node, tags)
         return stream
 
     # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
@@ -701,13 +694,4 @@ class BatchTranslator(TranslatorBase):
         return Stream(df, parent.enc, node.output_type, name=node.name)
 
     #: what each node kind becomes (a kind not listed is refused by :meth:`_translate`)
-    _BY_KIND: ClassVar[dict[type, Callable[[Any, Any], Stream]]] = {
-        **TranslatorBase.SHARED_KINDS,
-        ChainNode: _chain,
-        KeyedNode: _keyed,
-        CoKeyedNode: _co_keyed,
-        BroadcastNode: _broadcast,
-        CoChainNode: _co_chain,
-        UnionNode: _union,
-        FullPartitionNode: _full_partition,
-    }
+    _BY_KIND: ClassVar[dict[type, Callable[[Any, Any], Stream]]] = kind_table(vars())

@@ -72,7 +72,7 @@ from ..steps import (
     union,
 )
 from ..stream import Stream, arrow_pass
-from ..translator_base import TranslatorBase
+from ..translator_base import kind_table
 from .keyed import own_watermark
 from .one_query import (
     QUERY,
@@ -313,16 +313,9 @@ class StreamingTranslator(KeyedStages):
         return counts
 
     # -- translation ------------------------------------------------------------------------
-    def translate(self, node: Transformation) -> Stream:
-        """``node``'s stream (translated once; shared or side outputs materialized once)."""
-        cached = self._streams.get(node.id)
-        if cached is not None:
-            return cached
-        stream = self._translate(node)
-        tags = self._tags.get(node.id)
+    def _kept(self, stream: Stream, node: Transformation, tags: frozenset[str]) -> Stream:
         if tags or fan_out(self.consumers, node) > 1:
-            stream = self._materialize_shared(stream, node, tags or frozenset())
-        self._streams[node.id] = stream
+            return self._materialize_shared(stream, node, tags)
         return stream
 
     # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
@@ -553,13 +546,4 @@ class StreamingTranslator(KeyedStages):
         return write.write(batch_ids)
 
     #: what each node kind becomes (a kind not listed is refused by :meth:`_translate`)
-    _BY_KIND: ClassVar[dict[type, Callable[[Any, Any], Stream]]] = {
-        **TranslatorBase.SHARED_KINDS,
-        ChainNode: _chain,
-        KeyedNode: _keyed,
-        CoKeyedNode: _co_keyed,
-        BroadcastNode: _broadcast,
-        CoChainNode: _co_chain,
-        UnionNode: _union,
-        FullPartitionNode: _full_partition,
-    }
+    _BY_KIND: ClassVar[dict[type, Callable[[Any, Any], Stream]]] = kind_table(vars())

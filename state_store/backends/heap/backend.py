@@ -18,7 +18,6 @@ from ...entries import StateEntry, StateKind, concat_canonical, sort_canonical
 from ...exceptions import KeyGroupError, StateError
 from ...keygroups import DEFAULT_MAX_PARALLELISM
 from ...serializers import TypeSerializer
-from ...ttl_states import TtlState
 from .._pystates import (
     NoKeyTable,
     PyAggregatingState,
@@ -186,12 +185,9 @@ class HeapKeyedStateBackend(_HeapCurrentKey):
     #: :meth:`call_after_set_key`
     set_current_key: _KeySetter
 
-    def __init__(
-        self,
-        key_serializer: TypeSerializer[Any],
-        max_parallelism: int = DEFAULT_MAX_PARALLELISM,
-        key_group_range: range | None = None,
-    ) -> None:
+    def __init__(self, key_serializer: TypeSerializer[Any],
+                 max_parallelism: int = DEFAULT_MAX_PARALLELISM,
+                 key_group_range: range | None = None) -> None:
         super().__init__(key_serializer, max_parallelism, key_group_range)
         #: key group of the current key; ``max_parallelism`` (the NoKeyTable slot) when unset
         self._kg = self.max_parallelism
@@ -224,20 +220,9 @@ class HeapKeyedStateBackend(_HeapCurrentKey):
         if pending:
             state.load_entries(chain.from_iterable(pending.values()))
 
-    def _restore_entries(self, entries: Iterable[StateEntry]) -> None:
-        for_registered: dict[str, list[StateEntry]] = {}
-        for entry in entries:
-            name = entry.state_name
-            if name in self._states:
-                for_registered.setdefault(name, []).append(entry)
-            else:
-                self._pending_states.setdefault(name, {}).setdefault(entry.key_group, []).append(
-                    entry
-                )
-        for name, state_entries in for_registered.items():
-            state = self._states[name].state
-            assert isinstance(state, (PyState, TtlState))
-            state.load_entries(state_entries)
+    def _keep_pending(self, entry: StateEntry) -> None:
+        self._pending_states.setdefault(entry.state_name, {}).setdefault(
+            entry.key_group, []).append(entry)
 
     def snapshot(self, key_groups: Iterable[int] | None = None) -> Iterator[StateEntry]:
         self._check_open()

@@ -167,12 +167,9 @@ class SingleKeyStateBackend(TableStateBackend):
     TTL_EXPIRES = False
     holds_one_key = True
 
-    def __init__(
-        self,
-        key_serializer: TypeSerializer[Any],
-        max_parallelism: int = DEFAULT_MAX_PARALLELISM,
-        key_group_range: range | None = None,
-    ) -> None:
+    def __init__(self, key_serializer: TypeSerializer[Any],
+                 max_parallelism: int = DEFAULT_MAX_PARALLELISM,
+                 key_group_range: range | None = None) -> None:
         super().__init__(key_serializer, max_parallelism, key_group_range)
         self._store: dict[Any, Any] = NoKeyTable()
         self._listeners: list[Callable[[Any, bytes], None]] = []
@@ -257,18 +254,8 @@ class SingleKeyStateBackend(TableStateBackend):
         self._slow_switch = True
         super().restore(meta_infos, rows)
 
-    def _restore_entries(self, entries: Iterable[StateEntry]) -> None:
-        for_registered: dict[str, list[StateEntry]] = {}
-        for entry in entries:
-            name = entry.state_name
-            if name in self._states:
-                for_registered.setdefault(name, []).append(entry)
-            else:
-                self._pending_states.setdefault(name, []).append(entry)
-        for name, state_entries in for_registered.items():
-            state = self._states[name].state
-            assert isinstance(state, (PyState, TtlState))
-            state.load_entries(state_entries)
+    def _keep_pending(self, entry: StateEntry) -> None:
+        self._pending_states.setdefault(entry.state_name, []).append(entry)
 
     def snapshot(self, key_groups: Iterable[int] | None = None) -> Iterator[StateEntry]:
         """The current key's entries (states and timers) in canonical order."""

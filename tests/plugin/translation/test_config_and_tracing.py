@@ -14,9 +14,8 @@ from pyspark_datastream import (
     Types,
     WatermarkStrategy,
 )
-from pyspark_datastream.operators.functions import as_map_function
+from pyspark_datastream.operators.functions import as_map_function, wrapped_callable
 from pyspark_datastream.plan.config import OPTIONS, RuntimeMode, configured_runtime_mode, resolve
-from pyspark_datastream.runtime.fastpath import plain_callable
 from pyspark_datastream.translation.tracing import Expr, trace
 
 
@@ -109,9 +108,16 @@ def test_untraceable_functions_fall_back(fn):
     assert trace(fn, [ROW]) is None
 
 
-def test_plain_callable_only_for_wrapped_lambdas():
+def test_wrapped_callable_only_for_wrapped_lambdas():
+    from pyspark_datastream.operators.functions import as_partitioner
+    from pyspark_datastream.operators.partition import as_map_partition_function
+
     f = lambda x: x  # noqa: E731
-    assert plain_callable(as_map_function(f)) is f
+    assert wrapped_callable(as_map_function(f)) is f
+    # every as_* wrapper, the partitioner's and the partition function's included
+    p = lambda key, n: 0  # noqa: E731
+    assert wrapped_callable(as_partitioner(p)) is p
+    assert wrapped_callable(as_map_partition_function(f)) is f
 
     from pyspark_datastream import MapFunction
 
@@ -119,4 +125,4 @@ def test_plain_callable_only_for_wrapped_lambdas():
         def map(self, value):
             return value
 
-    assert plain_callable(M()) is None
+    assert wrapped_callable(M()) is None
