@@ -34,7 +34,7 @@ from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
 __all__ = ["RunningSum", "write_input", "expected_output", "exactly_once_violations",
            "running_sum_stream", "start_file_sink_queries", "committed_batches", "run_job",
            "run_kafka_job", "start", "running_sum_line", "parse_running_sum_line", "kafka_sink",
-           "fan_out_to_delta", "GUARANTEES", "fan_out_to_kafka", "guarantee_topic", "MAPPING",
+           "fan_out_to_delta", "relay_to_delta", "GUARANTEES", "fan_out_to_kafka", "guarantee_topic", "MAPPING",
            "kill", "kill_after_batch"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -183,7 +183,8 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
     ``sink="delta"``: one query into the Delta table ``out`` through ``sink_to_delta`` (the
     job's checkpoint root is ``ckpt/job``), written by ``delta_writer`` (``spark``: Spark's
     Delta, the jars of ``make setup``); ``sink="delta-fanout"``: into two tables
-    (:func:`fan_out_to_delta`); ``sink="kafka-fanout"``: into a topic per guarantee
+    (:func:`fan_out_to_delta`); ``sink="delta-relay"``: through two keyed stages into two
+    tables (:func:`relay_to_delta`); ``sink="kafka-fanout"``: into a topic per guarantee
     (:func:`fan_out_to_kafka`). Every job but the Parquet one runs with ``mapping``."""
     import faults
     from helpers import env_on
@@ -230,6 +231,8 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
                                       "state.backend.type": backend, MAPPING: mapping})
     if sink == "delta":
         running_sum_stream(env, spark, src).sink_to_delta(out)
+    elif sink == "delta-relay":
+        relay_to_delta(running_sum_stream(env, spark, src), out)
     else:
         fan_out_to_delta(running_sum_stream(env, spark, src), out)
     env.execute(f"{sink}-sink")
@@ -273,6 +276,17 @@ def fan_out_to_delta(stream: Any, out: str) -> None:
     stream.sink_to_delta(os.path.join(out, "a"))
     (stream.key_by(lambda r: r[0]).reduce(lambda _older, latest: latest)
      .sink_to_delta(os.path.join(out, "b")))
+
+
+def relay_to_delta(stream: Any, out: str) -> None:
+    """``stream`` (a keyed stage's running sums) read by two keyed stages, each a reduce
+    keeping a key's latest record, into the Delta tables ``out/b`` and ``out/c``: both hold
+    the records of ``stream``. On Spark 4.0+ one query runs it relayed: the running sums are
+    carried through the first reduce, whose output the second's keying pass reads
+    (translation/streaming/one_query.py)."""
+    for name in ("b", "c"):
+        (stream.key_by(lambda r: r[0]).reduce(lambda _older, latest: latest)
+         .sink_to_delta(os.path.join(out, name)))
 
 
 def fan_out_to_kafka(stream: Any, bootstrap: str, topic: str) -> None:
@@ -373,7 +387,7 @@ if __name__ == "__main__":
     for name in ("--src", "--ckpt", "--out", "--backend"):
         parser.add_argument(name, required=True)
     parser.add_argument("--sink", default="parquet", choices=[
-        "parquet", "delta", "delta-fanout", "kafka-exactly_once", "kafka-at_least_once",
+        "parquet", "delta", "delta-fanout", "delta-relay", "kafka-exactly_once", "kafka-at_least_once",
         "kafka-fanout"])
     parser.add_argument("--delta-writer", default="delta-rs", choices=["delta-rs", "spark"])
     parser.add_argument("--mapping", default="auto")  # run_job: one, or one per backend

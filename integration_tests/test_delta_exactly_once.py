@@ -306,45 +306,53 @@ def test_spark_job_killed_inside_the_delta_sink_then_restarted_writes_every_upse
     assert _engines(out) == {writer}
 
 
+@pytest.mark.parametrize("shape", ["carried", "relayed"])
 def test_one_query_killed_between_its_two_delta_sinks_then_restarted_writes_each_once(
-        spark, env_factory, tmp_path):
-    """Two Delta sinks in one query (the default mapping on Spark 4.0+): the first writes a
-    keyed stage's records, which the query carries through the keyed stage below it (that
-    stage's own records go to the second). The driver dies in micro-batch 1 after the first
-    sink committed it and before the second did. The restart runs batch 1 again: the first
-    sink finds it committed under its own application id (the query's, told apart by the
-    sink's name) and adds nothing, the second writes it; each table then holds every upsert
-    once."""
+        shape, spark, env_factory, tmp_path):
+    """Two Delta sinks in one query (the default mapping on Spark 4.0+). ``carried``: the
+    first writes a keyed stage's records, which the query carries through the keyed stage
+    below it (that stage's own records go to the second). ``relayed``: the keyed stage is
+    read by two keyed stages, each written to its table; the query carries it through the
+    first, whose output the second's keying pass reads. The driver dies in micro-batch 1
+    after one sink committed it and before the other did. The restart runs batch 1 again:
+    the committed sink finds it committed under its own application id (the query's, told
+    apart by the sink's name) and adds nothing, the other writes it; each table then holds
+    every upsert once."""
     if spark_line(spark) < (4, 0):
         pytest.skip("one query of two sinks needs Spark 4.0+ (per-stage there)")
-    files = _random_files(random.Random("delta-fanout"), 3)
+    sink, names, build = {
+        "carried": ("delta-fanout", ("a", "b"), harness.fan_out_to_delta),
+        "relayed": ("delta-relay", ("b", "c"), harness.relay_to_delta)}[shape]
+    files = _random_files(random.Random(sink), 3)
     src, ckpt, out = (str(tmp_path / d) for d in ("in", "ckpt", "out"))
     harness.write_input(src, files)
     log = str(tmp_path / "driver.log")
-    # Delta commits: batch 0 into a (1) and b (2), batch 1 into a (3): killed right after
-    proc = harness.start(src, ckpt, out, "rocksdb", log, sink="delta-fanout",
+    # Delta commits: batch 0 into both tables (1, 2), batch 1 into one (3): killed right after
+    proc = harness.start(src, ckpt, out, "rocksdb", log, sink=sink,
                          extra_env={KILL_AT_ENV: "delta.after-commit:3"})
     _killed_by_its_crash_point(proc, log)
-    tables = [os.path.join(out, name) for name in ("a", "b")]
-    (app_a,), (app_b,) = (_txn_app_ids(t) for t in tables)
-    assert app_a != app_b  # one query, each sink under an id of its own
-    assert DeltaTable(tables[0]).transaction_version(app_a) == 1
-    assert DeltaTable(tables[1]).transaction_version(app_b) == 0
+    tables = [os.path.join(out, name) for name in names]
+    (app_1,), (app_2,) = (_txn_app_ids(t) for t in tables)
+    assert app_1 != app_2  # one query, each sink under an id of its own
+    committed = [DeltaTable(t).transaction_version(a) for t, a in zip(tables, (app_1, app_2))]
+    # carried: the carried stage's sink commits first; relayed: either may
+    assert (committed if shape == "carried" else sorted(committed, reverse=True)) == [1, 0]
     env = env_factory("STREAMING", {"execution.checkpointing.dir": os.path.join(ckpt, "job"),
                                     "state.backend.type": "rocksdb"})
     sums = harness.running_sum_stream(env, spark, src)
-    harness.fan_out_to_delta(sums, out)
+    build(sums, out)
     nodes = reachable(list(env._sinks))
-    assert sums._node.id in carry_plan(nodes, consumers(nodes)).carried  # carried, not planned twice
+    plan = carry_plan(nodes, consumers(nodes))
+    assert sums._node.id in plan.carried  # carried, not planned twice
+    assert bool(plan.sources) == (shape == "relayed")  # a keying pass reads a relay
     with QueryCounter(spark) as queries:
-        env.execute("delta-fanout-sink")  # the same job, over the same checkpoint
+        env.execute(f"{sink}-sink")  # the same job, over the same checkpoint
     assert len(queries.started) == 1, queries.started
     for table in tables:
         rows = _table_rows(table)
         assert harness.exactly_once_violations(rows, files) == []
         assert sorted(rows) == sorted(harness.expected_output(files))
-    assert (_txn_app_ids(tables[0]), _txn_app_ids(tables[1])) == ({app_a}, {app_b})
-
+    assert (_txn_app_ids(tables[0]), _txn_app_ids(tables[1])) == ({app_1}, {app_2})
 
 def _slow(value: int) -> int:
     time.sleep(2.0)  # both runs are past Delta's "already committed?" check before either commits

@@ -18,3 +18,15 @@ def test_the_translators_share_one_base_and_nothing_more() -> None:
     for translator in (BatchTranslator, StreamingTranslator):
         shared = TranslatorBase.SHARED_KINDS.items()
         assert shared <= translator._BY_KIND.items()  # each table starts with the shared kinds
+
+
+def test_each_translator_translates_every_mode_kind_with_its_own_method() -> None:
+    from pyspark_datastream.translation.translator_base import MODE_KINDS
+
+    for translator in (BatchTranslator, StreamingTranslator):
+        for kind, name in MODE_KINDS.items():
+            method = translator._BY_KIND[kind]
+            assert method is getattr(translator, name), (translator.__name__, kind.__name__)
+            assert method is not getattr(TranslatorBase, name, None)
+        # a kind neither table lists is refused by _translate (tested in test_steps)
+        assert set(translator._BY_KIND) == set(TranslatorBase.SHARED_KINDS) | set(MODE_KINDS)
