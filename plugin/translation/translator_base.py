@@ -7,20 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from ..operators.modes import RuntimeMode
-from ..plan.graph import (
-    BroadcastNode,
-    ChainNode,
-    CoChainNode,
-    CoKeyedNode,
-    FullPartitionNode,
-    KeyByNode,
-    KeyedNode,
-    PartitionNode,
-    SideOutputNode,
-    SourceNode,
-    Transformation,
-    UnionNode,
-)
+from ..plan import graph
+from ..plan.graph import KeyByNode, PartitionNode, SideOutputNode, SourceNode, Transformation
 from ..runtime.encoding import Encoding
 from .steps import by_kind, by_source_kind, input_stream, preferred_encoding, side_output
 from .stream import Stream
@@ -151,13 +139,13 @@ class TranslatorBase:
 
 #: the node kinds each translator translates in its mode's way, by the name of its method
 MODE_KINDS: dict[type, str] = {
-    ChainNode: "_chain",
-    KeyedNode: "_keyed",
-    CoKeyedNode: "_co_keyed",
-    BroadcastNode: "_broadcast",
-    CoChainNode: "_co_chain",
-    UnionNode: "_union",
-    FullPartitionNode: "_full_partition",
+    graph.ChainNode: "_chain",
+    graph.KeyedNode: "_keyed",
+    graph.CoKeyedNode: "_co_keyed",
+    graph.BroadcastNode: "_broadcast",
+    graph.CoChainNode: "_co_chain",
+    graph.UnionNode: "_union",
+    graph.FullPartitionNode: "_full_partition",
 }
 
 
