@@ -314,9 +314,8 @@ class StreamingTranslator(KeyedStages):
 
     # -- translation ------------------------------------------------------------------------
     def _kept(self, stream: Stream, node: Transformation, tags: frozenset[str]) -> Stream:
-        if tags or fan_out(self.consumers, node) > 1:
-            return self._materialize_shared(stream, node, tags)
-        return stream
+        shared = bool(tags) or fan_out(self.consumers, node) > 1
+        return self._materialize_shared(stream, node, tags) if shared else stream
 
     # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
     def _chain(self, node: ChainNode) -> Stream:
