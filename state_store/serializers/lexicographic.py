@@ -29,6 +29,7 @@ from .encoding import (
     check_end,
     datetime_to_micros,
     decode_ordered_int,
+    decode_whole,
     encode_ordered_int,
     from_utf8,
     micros_to_datetime,
@@ -411,11 +412,7 @@ class LexicographicBigIntSerializer(Stateless, LexicographicalTypeSerializer[int
         return encode_ordered_int(value, _BIG_NEG)
 
     def deserialize(self, data: bytes) -> int:
-        try:
-            value, pos = decode_ordered_int(data, 0, _BIG_NEG)
-        except DECODE_ERRORS as exc:
-            raise bad_data(self, data, str(exc)) from exc
-        check_end(self, data, pos)
+        value: int = decode_whole(self, data, self.deserialize_nested)
         return value
 
     def deserialize_nested(self, data: bytes, pos: int) -> tuple[int, int]:
