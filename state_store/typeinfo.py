@@ -31,19 +31,6 @@ from .serializers import (
     FloatSerializer,
     IntSerializer,
     LexicographicalTypeSerializer,
-    LexicographicBigIntSerializer,
-    LexicographicBooleanSerializer,
-    LexicographicByteSerializer,
-    LexicographicBytesSerializer,
-    LexicographicDateSerializer,
-    LexicographicDoubleSerializer,
-    LexicographicFloatSerializer,
-    LexicographicIntSerializer,
-    LexicographicLongSerializer,
-    LexicographicShortSerializer,
-    LexicographicStringSerializer,
-    LexicographicTimeSerializer,
-    LexicographicTimestampSerializer,
     LexicographicTupleSerializer,
     ListSerializer,
     LongSerializer,
@@ -58,6 +45,7 @@ from .serializers import (
     TupleSerializer,
     TypeSerializer,
 )
+from .serializers import lexicographic as lex
 from .serializers.instant import Instant, InstantSerializer, LexicographicInstantSerializer
 from .typeinfo_conversions import TypeConversions
 
@@ -175,22 +163,22 @@ class TypeInformation(TypeConversions, ABC):
 
 # name -> (plain serializer, lexicographic serializer or None, deterministic)
 _BASIC: dict[str, tuple[TypeSerializer[Any], LexicographicalTypeSerializer[Any] | None, bool]] = {
-    "STRING": (StringSerializer.INSTANCE, LexicographicStringSerializer.INSTANCE, True),
-    "CHAR": (StringSerializer.INSTANCE, LexicographicStringSerializer.INSTANCE, True),
-    "BOOLEAN": (BooleanSerializer.INSTANCE, LexicographicBooleanSerializer.INSTANCE, True),
-    "BYTE": (ByteSerializer.INSTANCE, LexicographicByteSerializer.INSTANCE, True),
-    "SHORT": (ShortSerializer.INSTANCE, LexicographicShortSerializer.INSTANCE, True),
-    "INT": (IntSerializer.INSTANCE, LexicographicIntSerializer.INSTANCE, True),
-    "LONG": (LongSerializer.INSTANCE, LexicographicLongSerializer.INSTANCE, True),
-    "BIG_INT": (BigIntSerializer.INSTANCE, LexicographicBigIntSerializer.INSTANCE, True),
-    "FLOAT": (FloatSerializer.INSTANCE, LexicographicFloatSerializer.INSTANCE, True),
-    "DOUBLE": (DoubleSerializer.INSTANCE, LexicographicDoubleSerializer.INSTANCE, True),
+    "STRING": (StringSerializer.INSTANCE, lex.LexicographicStringSerializer.INSTANCE, True),
+    "CHAR": (StringSerializer.INSTANCE, lex.LexicographicStringSerializer.INSTANCE, True),
+    "BOOLEAN": (BooleanSerializer.INSTANCE, lex.LexicographicBooleanSerializer.INSTANCE, True),
+    "BYTE": (ByteSerializer.INSTANCE, lex.LexicographicByteSerializer.INSTANCE, True),
+    "SHORT": (ShortSerializer.INSTANCE, lex.LexicographicShortSerializer.INSTANCE, True),
+    "INT": (IntSerializer.INSTANCE, lex.LexicographicIntSerializer.INSTANCE, True),
+    "LONG": (LongSerializer.INSTANCE, lex.LexicographicLongSerializer.INSTANCE, True),
+    "BIG_INT": (BigIntSerializer.INSTANCE, lex.LexicographicBigIntSerializer.INSTANCE, True),
+    "FLOAT": (FloatSerializer.INSTANCE, lex.LexicographicFloatSerializer.INSTANCE, True),
+    "DOUBLE": (DoubleSerializer.INSTANCE, lex.LexicographicDoubleSerializer.INSTANCE, True),
     "BIG_DEC": (BigDecimalSerializer.INSTANCE, None, False),
-    "SQL_DATE": (DateSerializer.INSTANCE, LexicographicDateSerializer.INSTANCE, True),
-    "SQL_TIME": (TimeSerializer.INSTANCE, LexicographicTimeSerializer.INSTANCE, True),
+    "SQL_DATE": (DateSerializer.INSTANCE, lex.LexicographicDateSerializer.INSTANCE, True),
+    "SQL_TIME": (TimeSerializer.INSTANCE, lex.LexicographicTimeSerializer.INSTANCE, True),
     "SQL_TIMESTAMP": (
         TimestampSerializer.INSTANCE,
-        LexicographicTimestampSerializer.INSTANCE,
+        lex.LexicographicTimestampSerializer.INSTANCE,
         True,
     ),
     "INSTANT": (InstantSerializer.INSTANCE, LexicographicInstantSerializer.INSTANCE, True),
@@ -271,7 +259,7 @@ class PrimitiveArrayTypeInfo(TypeInformation):
 
     def lexicographic_serializer(self) -> LexicographicalTypeSerializer[Any] | None:
         if self.element_type.type_name == "BYTE":
-            return LexicographicBytesSerializer.INSTANCE
+            return lex.LexicographicBytesSerializer.INSTANCE
         return None
 
     def is_deterministic(self) -> bool:

@@ -18,19 +18,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from ...operators.exceptions import JobExecutionError
+from ...plan import graph
 from ...plan.config import RuntimeMode, resolve_boolean
 from ...plan.graph import (
-    BroadcastNode,
-    ChainNode,
-    CoChainNode,
-    CoKeyedNode,
-    FullPartitionNode,
     KeyByNode,
-    KeyedNode,
     SinkNode,
     SourceNode,
     Transformation,
-    UnionNode,
     consumers,
     is_keyed,
 )
@@ -371,7 +365,7 @@ class BatchTranslator(TranslatorBase):
         return stream
 
     # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
-    def _chain(self, node: ChainNode) -> Stream:
+    def _chain(self, node: graph.ChainNode) -> Stream:
         parent = self.input_stream(node.inputs[0])
         native = native_map(node, parent) if self.pushdown else None
         if native is not None:
@@ -383,7 +377,7 @@ class BatchTranslator(TranslatorBase):
             self.batch_progress.stages[progress_stage - 1].names.append(node.name)
         return fused_chain(parent, node, progress_stage)
 
-    def _keyed(self, node: KeyedNode) -> Stream:
+    def _keyed(self, node: graph.KeyedNode) -> Stream:
         key_node = node.inputs[0]
         assert isinstance(key_node, KeyByNode)
         if self.pushdown and node.op == "reduce" and not self._savepoint_state(node):
@@ -403,7 +397,7 @@ class BatchTranslator(TranslatorBase):
         keyed_stage = self.keyed_stage(node, node.op, sided=False)
         return Stream(df, enc, node.output_type, keyed=spec, name=node.name, stage=keyed_stage)
 
-    def _co_keyed(self, node: CoKeyedNode) -> Stream:
+    def _co_keyed(self, node: graph.CoKeyedNode) -> Stream:
         parts = []
         for side, key_node in enumerate(node.inputs):
             if not isinstance(key_node, KeyByNode):
@@ -418,20 +412,20 @@ class BatchTranslator(TranslatorBase):
         return Stream(df, PICKLED, node.output_type, keyed=spec, sided=True, name=node.name,
                       stage=keyed_stage)
 
-    def _broadcast(self, node: BroadcastNode) -> Stream:
+    def _broadcast(self, node: graph.BroadcastNode) -> Stream:
         from .broadcast import batch_broadcast  # the pattern: translation/broadcast.py
 
         return batch_broadcast(self, node)
 
-    def _co_chain(self, node: CoChainNode) -> Stream:
+    def _co_chain(self, node: graph.CoChainNode) -> Stream:
         return Stream(co_chain_input(self, node), PICKLED, node.output_type,
                       co_stage=(node.stage, node.function, node.name), sided=True, name=node.name,
                       stage=self._new_stage("pass", f"connected {node.stage}", [node.name]))
 
-    def _union(self, node: UnionNode) -> Stream:
+    def _union(self, node: graph.UnionNode) -> Stream:
         return union(self, node, [self.input_stream(p) for p in node.inputs])
 
-    def _full_partition(self, node: FullPartitionNode) -> Stream:
+    def _full_partition(self, node: graph.FullPartitionNode) -> Stream:
         from .partition import translate_full_partition  # FLIP-380
 
         return translate_full_partition(self, node)
@@ -577,7 +571,7 @@ class BatchTranslator(TranslatorBase):
         return observe_out(df_in.mapInArrow(fn, ddl))
 
     # -- native pushdown (the map and key-field pushdowns both modes use: pushdown.py) ----
-    def _field_keyed_input(self, node: KeyedNode, key_node: KeyByNode) -> Optional[Stream]:
+    def _field_keyed_input(self, node: graph.KeyedNode, key_node: KeyByNode) -> Optional[Stream]:
         """A keyed operator whose key selector reads one string/integer field of a typed
         stream: Spark shuffles and sorts by that column itself, and the keyed pass serializes
         each distinct key once (no key-bytes column). Not used when the operator's state comes
@@ -614,7 +608,7 @@ class BatchTranslator(TranslatorBase):
             + (", state saved to the savepoint" if self._savepoint_write is not None else ""))
         return Stream(df, parent.enc, node.output_type, keyed=spec, name=node.name, stage=stage)
 
-    def _counts_identical(self, node: KeyedNode, parent: Stream, function: Any) -> bool:
+    def _counts_identical(self, node: graph.KeyedNode, parent: Stream, function: Any) -> bool:
         """Whether a field-keyed BATCH reduce reads identical records counted: with
         pre-aggregation on, a reduce function that is a plain fold, and fields whose equal
         values decode to equal Python values (``COUNTABLE_TYPES``). Exact for any reduce
@@ -641,7 +635,7 @@ class BatchTranslator(TranslatorBase):
         log.info("BATCH: %s computes key groups natively", key_node.name)
         return df.select(TS, KG, KEY, *[F.col(f"`{c}`") for c in parent.enc.columns])
 
-    def _native_reduce(self, node: KeyedNode, key_node: KeyByNode) -> Optional[Stream]:
+    def _native_reduce(self, node: graph.KeyedNode, key_node: KeyByNode) -> Optional[Stream]:
         """sum/min/max/min_by/max_by, or a reduce lambda that is a field aggregation,
         over a typed stream keyed by one traceable field: a native groupBy().agg()."""
         from pyspark.sql import functions as F

@@ -18,19 +18,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
 
+from ...plan import graph
 from ...plan.config import RuntimeMode, parse_trigger, resolve_boolean, streaming_trigger
 from ...plan.graph import (
-    BroadcastNode,
-    ChainNode,
-    CoChainNode,
-    CoKeyedNode,
-    FullPartitionNode,
     KeyByNode,
-    KeyedNode,
     SinkNode,
     SourceNode,
     Transformation,
-    UnionNode,
     consumers,
     full_window_streaming_error,
     is_keyed,
@@ -318,7 +312,7 @@ class StreamingTranslator(KeyedStages):
         return self._materialize_shared(stream, node, tags) if shared else stream
 
     # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
-    def _chain(self, node: ChainNode) -> Stream:
+    def _chain(self, node: graph.ChainNode) -> Stream:
         parent = self.input_stream(node.inputs[0])
         native = native_map(node, parent) if self.pushdown else None
         if native is not None:
@@ -326,7 +320,7 @@ class StreamingTranslator(KeyedStages):
         # no progress stages: every query reports its own (queries.py)
         return fused_chain(parent, node, None)
 
-    def _keyed(self, node: KeyedNode) -> Stream:
+    def _keyed(self, node: graph.KeyedNode) -> Stream:
         if node.op not in ("process", "reduce", "window"):
             raise GraphBuildError(
                 f"{node.describe()}: keyed operator {node.op!r} is not supported in STREAMING mode")
@@ -336,7 +330,7 @@ class StreamingTranslator(KeyedStages):
         return self.stateful(node, df, node.op, keyed_function(node), key_node.key_serializer,
                              False)
 
-    def _co_keyed(self, node: CoKeyedNode) -> Stream:
+    def _co_keyed(self, node: graph.CoKeyedNode) -> Stream:
         parts = []
         for side, key_node in enumerate(node.inputs):
             if not isinstance(key_node, KeyByNode):
@@ -347,12 +341,12 @@ class StreamingTranslator(KeyedStages):
         return self.stateful(node, parts[0].unionByName(parts[1]), "co_process",
                              node.function, serializer, True)
 
-    def _broadcast(self, node: BroadcastNode) -> Stream:
+    def _broadcast(self, node: graph.BroadcastNode) -> Stream:
         from .broadcast import streaming_broadcast
 
         return streaming_broadcast(self, node)
 
-    def _co_chain(self, node: CoChainNode) -> Stream:
+    def _co_chain(self, node: graph.CoChainNode) -> Stream:
         parts = []
         for side, s in enumerate(self._stateful_apart(node, "connect")):
             df = self.with_own_watermark(self.materialize(s, PICKLED, name=node.name), node,
@@ -362,7 +356,7 @@ class StreamingTranslator(KeyedStages):
                       co_stage=(node.stage, node.function, node.name), sided=True,
                       name=node.name)
 
-    def _union(self, node: UnionNode) -> Stream:
+    def _union(self, node: graph.UnionNode) -> Stream:
         streams = [self.with_own_watermark(s, node, i)
                    for i, s in enumerate(self._union_inputs(node))]
         return union(self, node, streams)
@@ -389,7 +383,7 @@ class StreamingTranslator(KeyedStages):
             return Stream(df, enc, data.type_info, name=data.name)
         return own_watermark(data, branch_watermark(branch), end, records)
 
-    def _full_partition(self, node: FullPartitionNode) -> Stream:
+    def _full_partition(self, node: graph.FullPartitionNode) -> Stream:
         raise full_window_streaming_error(node.describe())  # FLIP-380: BATCH only
 
     def materialize(self, stream: Stream, enc: Encoding, key_out: Optional[KeyOut] = None,
@@ -436,7 +430,7 @@ class StreamingTranslator(KeyedStages):
         return Stream(self._through_files(shared.df, name), shared.enc, shared.type_info,
                       name=shared.name)
 
-    def _union_inputs(self, node: UnionNode) -> list[Stream]:
+    def _union_inputs(self, node: graph.UnionNode) -> list[Stream]:
         """The inputs of a union (:meth:`_stateful_apart`)."""
         return self._stateful_apart(node, "union")
 

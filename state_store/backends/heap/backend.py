@@ -18,16 +18,8 @@ from ...entries import StateEntry, StateKind, concat_canonical, sort_canonical
 from ...exceptions import KeyGroupError, StateError
 from ...keygroups import DEFAULT_MAX_PARALLELISM
 from ...serializers import TypeSerializer
-from .._pystates import (
-    NoKeyTable,
-    PyAggregatingState,
-    PyListState,
-    PyMapState,
-    PyReducingState,
-    PySortedState,
-    PyState,
-    PyValueState,
-)
+from .. import _pystates
+from .._pystates import NoKeyTable, PyState, PyValueState
 from ..base import TableStateBackend
 from .ttl import heap_ttl_cleanup
 
@@ -120,23 +112,23 @@ class HeapValueState(_HeapStorage, PyValueState):
             self._tables[backend._kg][(backend._key_bytes, self._ns)] = value
 
 
-class HeapListState(_HeapStorage, PyListState):
+class HeapListState(_HeapStorage, _pystates.PyListState):
     """Heap list state."""
 
 
-class HeapMapState(_HeapStorage, PyMapState):
+class HeapMapState(_HeapStorage, _pystates.PyMapState):
     """Heap map state."""
 
 
-class HeapReducingState(_HeapStorage, PyReducingState):
+class HeapReducingState(_HeapStorage, _pystates.PyReducingState):
     """Heap reducing state."""
 
 
-class HeapAggregatingState(_HeapStorage, PyAggregatingState):
+class HeapAggregatingState(_HeapStorage, _pystates.PyAggregatingState):
     """Heap aggregating state."""
 
 
-class HeapSortedState(_HeapStorage, PySortedState):
+class HeapSortedState(_HeapStorage, _pystates.PySortedState):
     """Heap binary sorted state (a ``SortedDict`` per key and namespace)."""
 
 

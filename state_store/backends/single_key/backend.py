@@ -22,16 +22,8 @@ from ...keygroups import DEFAULT_MAX_PARALLELISM
 from ...namespaces import VOID_NAMESPACE, VOID_NAMESPACE_SERIALIZER
 from ...serializers import TypeSerializer
 from ...ttl_states import TtlState
-from .._pystates import (
-    NoKeyTable,
-    PyAggregatingState,
-    PyListState,
-    PyMapState,
-    PyReducingState,
-    PySortedState,
-    PyState,
-    PyValueState,
-)
+from .. import _pystates
+from .._pystates import NoKeyTable, PyState, PyValueState
 from ..base import TableStateBackend
 
 __all__ = ["SingleKeyStateBackend"]
@@ -127,23 +119,23 @@ class SingleKeyValueState(_SingleKeyStorage, PyValueState):
             self._backend._store[self._slot] = value
 
 
-class SingleKeyListState(_SingleKeyStorage, PyListState):
+class SingleKeyListState(_SingleKeyStorage, _pystates.PyListState):
     """Single-key list state."""
 
 
-class SingleKeyMapState(_SingleKeyStorage, PyMapState):
+class SingleKeyMapState(_SingleKeyStorage, _pystates.PyMapState):
     """Single-key map state."""
 
 
-class SingleKeyReducingState(_SingleKeyStorage, PyReducingState):
+class SingleKeyReducingState(_SingleKeyStorage, _pystates.PyReducingState):
     """Single-key reducing state."""
 
 
-class SingleKeyAggregatingState(_SingleKeyStorage, PyAggregatingState):
+class SingleKeyAggregatingState(_SingleKeyStorage, _pystates.PyAggregatingState):
     """Single-key aggregating state."""
 
 
-class SingleKeySortedState(_SingleKeyStorage, PySortedState):
+class SingleKeySortedState(_SingleKeyStorage, _pystates.PySortedState):
     """Single-key binary sorted state."""
 
 
