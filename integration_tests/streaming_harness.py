@@ -34,8 +34,8 @@ from pyspark_datastream import KeyedProcessFunction, Types, ValueStateDescriptor
 __all__ = ["RunningSum", "write_input", "expected_output", "exactly_once_violations",
            "running_sum_stream", "start_file_sink_queries", "committed_batches", "run_job",
            "run_kafka_job", "start", "running_sum_line", "parse_running_sum_line", "kafka_sink",
-           "fan_out_to_delta", "relay_to_delta", "GUARANTEES", "fan_out_to_kafka", "guarantee_topic", "MAPPING",
-           "kill", "kill_after_batch"]
+           "fan_out_to_delta", "relay_to_delta", "GUARANTEES", "fan_out_to_kafka",
+           "guarantee_topic", "MAPPING", "kill", "kill_after_batch"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "k string, v long"
@@ -274,8 +274,7 @@ def fan_out_to_delta(stream: Any, out: str) -> None:
     holds the same records as ``a``. On Spark 4.0+ one query writes both, carrying the first
     stage's records to ``a`` through the second (translation/streaming/one_query.py)."""
     stream.sink_to_delta(os.path.join(out, "a"))
-    (stream.key_by(lambda r: r[0]).reduce(lambda _older, latest: latest)
-     .sink_to_delta(os.path.join(out, "b")))
+    _latest_to_delta(stream, os.path.join(out, "b"))
 
 
 def relay_to_delta(stream: Any, out: str) -> None:
@@ -285,8 +284,13 @@ def relay_to_delta(stream: Any, out: str) -> None:
     carried through the first reduce, whose output the second's keying pass reads
     (translation/streaming/one_query.py)."""
     for name in ("b", "c"):
-        (stream.key_by(lambda r: r[0]).reduce(lambda _older, latest: latest)
-         .sink_to_delta(os.path.join(out, name)))
+        _latest_to_delta(stream, os.path.join(out, name))
+
+
+def _latest_to_delta(stream: Any, path: str) -> None:
+    """A keyed stage over ``stream`` keeping each key's latest record, into the Delta table
+    ``path`` (its records are those of ``stream``)."""
+    stream.key_by(lambda r: r[0]).reduce(lambda _older, latest: latest).sink_to_delta(path)
 
 
 def fan_out_to_kafka(stream: Any, bootstrap: str, topic: str) -> None:
@@ -387,8 +391,8 @@ if __name__ == "__main__":
     for name in ("--src", "--ckpt", "--out", "--backend"):
         parser.add_argument(name, required=True)
     parser.add_argument("--sink", default="parquet", choices=[
-        "parquet", "delta", "delta-fanout", "delta-relay", "kafka-exactly_once", "kafka-at_least_once",
-        "kafka-fanout"])
+        "parquet", "delta", "delta-fanout", "delta-relay", "kafka-exactly_once",
+        "kafka-at_least_once", "kafka-fanout"])
     parser.add_argument("--delta-writer", default="delta-rs", choices=["delta-rs", "spark"])
     parser.add_argument("--mapping", default="auto")  # run_job: one, or one per backend
     a = parser.parse_args()

@@ -354,6 +354,7 @@ def test_one_query_killed_between_its_two_delta_sinks_then_restarted_writes_each
         assert sorted(rows) == sorted(harness.expected_output(files))
     assert (_txn_app_ids(tables[0]), _txn_app_ids(tables[1])) == ({app_1}, {app_2})
 
+
 def _slow(value: int) -> int:
     time.sleep(2.0)  # both runs are past Delta's "already committed?" check before either commits
     return value
