@@ -118,6 +118,7 @@ def main(workdir: str) -> None:
             results["one_query_staged"] = sorted(
                 n for n in os.listdir(job) if n.endswith("-input"))
             _fanned_out(spark, workdir, results)
+            results["one_query_inband"] = _inband(spark, conf, src)
     # a STREAMING Delta sink: its foreachBatch function runs in the Connect server's process
     stream_delta = os.path.join(workdir, "stream_delta")
     running.sink_to_delta(stream_delta)
@@ -126,6 +127,35 @@ def main(workdir: str) -> None:
     results["streaming_counts"] = done.sink_counts
     print(json.dumps(results))
     spark.stop()
+
+def _inband(spark, conf, src: str) -> list:
+    """A keyed stage below a watermark strategy assigned below a keyed stage: its watermark
+    comes in band (runtime/inband.py), its timers fire in the same micro-batch."""
+    from pyspark_datastream import (
+        KeyedProcessFunction,
+        RuntimeExecutionMode,
+        StreamExecutionEnvironment,
+        WatermarkStrategy,
+    )
+
+    class Stamp(KeyedProcessFunction):
+        def process_element(self, value, ctx):
+            ctx.timer_service().register_event_time_timer(ctx.timestamp() + 5)
+            yield value[0], ctx.timestamp(), ctx.timer_service().current_watermark()
+
+        def on_timer(self, timestamp, ctx):
+            yield ctx.get_current_key(), timestamp, ctx.timer_service().current_watermark()
+
+    env = StreamExecutionEnvironment.get_execution_environment(conf, spark=spark)
+    env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+    tens = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        lambda r, ts: r[1] * 10)
+    stamped = (env.from_dataframe(spark.readStream.schema("k string, v long").parquet(src))
+               .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+               .assign_timestamps_and_watermarks(tens)
+               .key_by(lambda r: r[0]).process(Stamp()))
+    return sorted(stamped.execute_and_collect("connect-one-query-inband"))
+
 
 def _fanned_out(spark, workdir: str, results: dict[str, object]) -> None:
     """A keyed stage's main output and side output to two Delta sinks in the job's one query

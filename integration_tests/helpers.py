@@ -4,6 +4,7 @@ stream, a run into a Delta sink read back, and a savepoint's entry rows as plain
 from __future__ import annotations
 
 import os
+import random
 from typing import Any, Optional
 
 import pyarrow as pa
@@ -53,6 +54,21 @@ def env_for(env_factory: Any, tmp_path: Any, mode: str, name: str, **config: Any
     if mode == "STREAMING":
         config.setdefault("execution.checkpointing.dir", str(tmp_path / f"ckpt-{name}"))
     return env_factory(mode, config)
+
+
+def out_of_order_files(seed: int, count: int, per_file: int, users: int, span: int
+                       ) -> list[list[tuple[str, int]]]:
+    """``count`` files' (user, event time) rows, users ``u0`` to ``u<users - 1>``: file ``i``'s
+    times in ``[i * span, (i + 1) * span)``, each file later than the one before and its rows
+    out of order."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        rows = [(f"u{rng.randrange(users)}", i * span + rng.randrange(span))
+                for _ in range(per_file)]
+        rng.shuffle(rows)
+        out.append(rows)
+    return out
 
 
 def add_file(folder: str, rows: list[tuple[str, int]], name: str) -> None:

@@ -47,6 +47,13 @@ def test_batch_and_streaming_jobs_over_spark_connect(tmp_path):
     if line >= (4, 1):  # one query over Connect: stage two counts stage one's records per key
         assert results["one_query"] == [["a", 1], ["a", 2], ["b", 1]]
         assert results["one_query_staged"] == []  # per-stage: ["stage1-0-input"]
+        # the running sums (a,1) (b,2) (a,4) stamped 10x: each record meets the watermark
+        # before its micro-batch (none); then the stage's watermark is 40 less 1 ms and the
+        # timers at or below it fire
+        lowest = -(2**63)
+        assert results["one_query_inband"] == [
+            ["a", 10, lowest], ["a", 15, 39], ["a", 40, lowest], ["b", 20, lowest],
+            ["b", 25, 39]]
         _check_fanned_out(results)
     elif line == (4, 0):  # Spark Connect 4.0 has no transformWithStateInPandas: refused
         assert "needs transformWithStateInPandas" in results["one_query"]

@@ -16,11 +16,18 @@ and the savepoint's counts, equal a plain-Python model of each mode.
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 
 import pytest
-from helpers import KV_SCHEMA, ByV, QueryCounter, add_file, delta_rows, spark_line
+from helpers import (
+    KV_SCHEMA,
+    ByV,
+    QueryCounter,
+    add_file,
+    delta_rows,
+    out_of_order_files,
+    spark_line,
+)
 from pyspark_datastream import (
     KeyedProcessFunction,
     OutputTag,
@@ -69,19 +76,6 @@ class SeenBefore(KeyedProcessFunction):
 
 def bucket(user: str) -> int:
     return int(user[1:]) % BUCKETS
-
-
-def files(seed: int, count: int, per_file: int) -> list[list[tuple[str, int]]]:
-    """``count`` files of (user, ts) rows, each file later than the one before and its rows
-    out of order."""
-    rng = random.Random(seed)
-    out = []
-    for i in range(count):
-        rows = [(f"u{rng.randrange(USERS)}", i * SPAN + rng.randrange(SPAN))
-                for _ in range(per_file)]
-        rng.shuffle(rows)
-        out.append(rows)
-    return out
 
 
 def model(state: dict[str, Counter], records: list[tuple[str, int]], batch: bool
@@ -136,7 +130,7 @@ def test_keyed_stages_read_by_sinks_and_by_the_stage_below_run_in_one_query(
     if spark_line(spark) < (4, 0):
         pytest.skip("the one-query mapping needs Spark 4.0+ (test_one_query shows the refusal)")
     src, out, ckpt = str(tmp_path / "in"), str(tmp_path / "out"), tmp_path / "ckpt"
-    batches = files(7, 5, 300)
+    batches = out_of_order_files(7, 5, 300, USERS, SPAN)
     state: dict[str, Counter] = {name: Counter() for name in SINKS}
     backfill, savepoint = str(tmp_path / "backfill"), str(tmp_path / "savepoint")
 

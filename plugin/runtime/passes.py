@@ -150,6 +150,12 @@ class PassSpec:
             fields += [pa.field(n, t) for n, t, _ in SP_COLUMNS]
         return fields
 
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of the pass's output batches (:func:`output_ddl` in Spark's
+        terms)."""
+        return pa.schema(self.extra_fields() + self.output_enc.arrow_fields()
+                         + ([pa.field(METRICS, pa.string())] if self.metrics_column else []))
+
     @property
     def writes_savepoint(self) -> bool:
         """Whether the pass's output carries savepoint entry rows (``SP_COLUMNS``)."""
@@ -319,8 +325,7 @@ def _metrics_batch(spec: PassSpec, records: list[dict[str, Any]],
     """One row per operator instance's metrics record (JSON in ``METRICS``), every other
     column null; ``schema``: the pass's output batches' (None: none was output)."""
     if schema is None:
-        schema = pa.schema(spec.extra_fields() + spec.output_enc.arrow_fields()
-                           + [pa.field(METRICS, pa.string())])
+        schema = spec.arrow_schema()
     rows = [json.dumps(r, default=str) for r in records]
     columns = [pa.nulls(len(rows), f.type) for f in schema][:-1] + [pa.array(rows, pa.string())]
     return pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
 from .carry import carried_output, split_carried
-from .group_state import GroupSpec, group_function
+from .group_state import END_THRESHOLD, GroupSpec, group_function
+from .inband import split_watermarks
 
 __all__ = ["ET_OUT", "STATE_DDL", "KeyGroupProcessor", "TwsCall", "state_name", "tws_time_mode"]
 
@@ -54,6 +55,9 @@ class TwsCall:
     state_name: str
     #: records are carried through the stage (runtime/carry.py)
     carries: bool = False
+    #: the stage's watermark comes in band, from a strategy below the stage above
+    #: (runtime/inband.py), not from Spark
+    inband: bool = False
 
 
 def tws_time_mode(processing_timeout: bool, timeouts: bool) -> str:
@@ -137,6 +141,41 @@ class _TimerGroupState:
             self._value.update((self._bytes, timeout, self.getCurrentWatermarkMs()))
 
 
+class _InBandGroupState(_TimerGroupState):
+    """:class:`_TimerGroupState` of a stage whose watermark comes in band (runtime/inband.py):
+    the greatest watermark row the key group has seen, kept in its value state (also while
+    it holds no state bytes, so that records reaching it later are late as they would be
+    elsewhere), or the end of input once Spark's watermark says so (``ends``: the input is
+    bounded and the stage runs on Spark's event time). Its one Spark timer waits for the end
+    of input: before it, the watermark rows call every key group."""
+
+    def __init__(self, value: Any, handle: Any, timers: Any, expired: Optional[int],
+                 seen: Optional[int], ends: bool) -> None:
+        super().__init__(value, handle, timers, expired)
+        spark = max(int(timers.getCurrentWatermarkInMs()), 0) if ends else 0
+        self._current = spark if spark >= END_THRESHOLD else max(self._last, seen or 0)
+        self._ends = ends
+
+    def getCurrentWatermarkMs(self) -> int:  # noqa: N802 - GroupState's name
+        return self._current
+
+    def setTimeoutTimestamp(self, timestamp_ms: int) -> None:  # noqa: N802
+        # an unbounded input never ends: no Spark timer (its query may have no watermark)
+        self._timeout = END_THRESHOLD if self._ends else None
+
+    def flush(self) -> None:
+        if self._bytes is not None:
+            super().flush()
+            return
+        if self._held is not None:
+            self._handle.deleteTimer(self._held)
+        if self._current > self._last or self._changed or self._held is not None:
+            if self._current > 0:  # the watermark alone, for the records still to come
+                self._value.update((None, None, self._current))
+            else:
+                self._value.clear()
+
+
 def _with_et(frame: Any) -> Any:
     import pandas as pd
 
@@ -157,6 +196,8 @@ class KeyGroupProcessor:
         self.columns = list(call.columns)
         self.state_name = call.state_name
         self.carries = call.carries
+        self.inband = call.inband
+        self.time_mode = call.time_mode
         self._fn: Optional[Callable[..., Iterator[Any]]] = None
         self._value: Any = None
         self._handle: Any = None
@@ -167,9 +208,11 @@ class KeyGroupProcessor:
         self._fn = group_function(self.spec)
 
     def _call(self, key: Any, rows: Iterator[Any], timers: Any,
-              expired: Optional[int]) -> Iterator[Any]:
+              expired: Optional[int], seen: Optional[int] = None) -> Iterator[Any]:
         assert self._fn is not None
-        state = _TimerGroupState(self._value, self._handle, timers, expired)
+        state = (_InBandGroupState(self._value, self._handle, timers, expired, seen,
+                                   self.time_mode == "EventTime")
+                 if self.inband else _TimerGroupState(self._value, self._handle, timers, expired))
         for frame in self._fn(key, self._named(rows), state):
             yield _with_et(frame)
         state.flush()
@@ -182,19 +225,26 @@ class KeyGroupProcessor:
 
     def handleInputRows(self, key: Any, rows: Iterator[Any],  # noqa: N802 - Spark's name
                         timerValues: Any) -> Iterator[Any]:  # noqa: N803
-        if not self.carries:
+        if not (self.inband or self.carries):
             return self._call(key, rows, timerValues, None)
-        return self._carrying(key, rows, timerValues)
+        return self._split(key, rows, timerValues)
 
-    def _carrying(self, key: Any, rows: Iterator[Any], timers: Any) -> Iterator[Any]:
-        """The call over the stage's own records (none: no call), then the carried ones."""
-        own, carried = [], []
+    def _split(self, key: Any, rows: Iterator[Any], timers: Any) -> Iterator[Any]:
+        """The call over the key group's own records, its watermark moved by the watermark
+        rows among them (runtime/inband.py; taken out first: their ``_seq`` lies below a
+        carried record's), then the records carried through the stage (runtime/carry.py).
+        Carried records alone call nothing."""
+        own, carried, seen = [], [], None
         for frame in self._named(rows):
-            mine, theirs = split_carried(frame)
+            mine, wm = split_watermarks(frame) if self.inband else (frame, None)
+            if wm is not None:
+                seen = wm if seen is None else max(seen, wm)
+            if self.carries:
+                mine, theirs = split_carried(mine)
+                carried += [theirs] if len(theirs) else []
             own += [mine] if len(mine) else []
-            carried += [theirs] if len(theirs) else []
-        if own:
-            yield from self._call(key, iter(own), timers, None)
+        if own or seen is not None:
+            yield from self._call(key, iter(own), timers, None, seen)
         for frame in carried_output(carried, self.spec.direct_output, self.spec.ordered):
             yield _with_et(frame)
 

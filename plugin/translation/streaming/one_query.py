@@ -7,8 +7,8 @@ Spark hands the watermark from stage to stage inside each micro-batch (docs/spar
 :func:`one_query_mapping` decides it when the job is built (``auto``, the default, where it
 helps and the graph allows; ``one-query`` refuses, naming why, a graph the mapping does not
 run yet); :func:`query_exits` says where the query's plan ends when it writes several sinks
-(one_query_sinks.py); :func:`chained` tells a stage whose watermark comes from the keyed
-stage above it.
+(one_query_sinks.py); :func:`carry_plan` which keyed stages carry the records of the
+stage above them (runtime/carry.py). Where each stage's watermark comes from: inband.py.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from ...state_store.exceptions import GraphBuildError, SavepointFormatError
 from ..rows import leading_rows
 from ..steps import fused_chain
 from ..stream import Stream, StreamTranslator
+from .inband import assigns_watermarks, chained, inband_strategy, strategy_below_keyed
 from .keyed import feeds_keyed
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from ...plan.config import Configuration
 
 __all__ = ["QUERY", "Carry", "branch_watermark",
-           "CarryPlan", "carry_plan", "carry_tag", "chained", "exit_of", "fans_out",
+           "CarryPlan", "carry_plan", "carry_tag", "exit_of", "fans_out",
            "from_keyed", "keying_input", "meets_keyed", "one_query_mapping",
            "one_query_placement", "query_exits", "relays", "state_store_conf",
            "with_carriers"]
@@ -139,10 +140,14 @@ def _check_graph(nodes: list[Transformation], consumers: dict[int, list[Transfor
     """Refuse a graph the one-query mapping does not run yet, naming the operator."""
     _check_paths(nodes, consumers, plan)
     for node in nodes:
-        ws = getattr(node, "watermark_strategy", None)
-        if ws is not None and ws.kind != "none" and chained(node):
-            _refuse(node, "it assigns a watermark strategy below a keyed stage (Spark refuses "
-                    "to redefine the watermark after a stateful operator of the query)")
+        strategy = strategy_below_keyed(node) if is_keyed(node) else None
+        if strategy is None:
+            continue
+        if inband_strategy(node) is not strategy:
+            _refuse(node, f"its watermark would come from the watermark strategy of "
+                    f"{strategy.describe()}, below a keyed stage, through another keyed stage "
+                    "or an operator with several inputs (a stage takes such a watermark in "
+                    "band only along one-input operators from the strategy)")
 
 
 #: Spark's state store providers: its default, and the one ``transformWithState`` needs
@@ -320,7 +325,7 @@ def _readers(node: Transformation, consumers: dict[int, list[Transformation]],
                     return None
                 stages.append(step)
                 break
-            if not isinstance(step, (ChainNode, KeyByNode)) or step.id in exit_ids:
+            if not _passes(step) or step.id in exit_ids:
                 return None
             readers = [r for r in consumers.get(step.id, []) if r.id in part]
             if len(readers) != 1:
@@ -329,26 +334,59 @@ def _readers(node: Transformation, consumers: dict[int, list[Transformation]],
     return sorted({s.id: s for s in stages}.values(), key=lambda s: s.id)
 
 
+#: the partitionings a keying pass may leave out in front of a ``key_by``: each only says
+#: which subtask of the next operator a record reaches, in an order Flink does not fix,
+#: and the ``key_by`` sends every record on by its key whatever subtask it came from
+#: (``broadcast`` copies records and ``custom`` runs the user's partitioner: neither is
+#: left out)
+_KEYED_AWAY = ("forward", "rebalance", "shuffle", "rescale")
+
+
+def _passes(step: Transformation) -> bool:
+    """Whether a keying pass runs ``step`` on a path to a ``key_by`` (:func:`keying_input`):
+    a one-input stateless operator, a ``key_by`` whose stream is read as a plain one, or a
+    partitioning of :data:`_KEYED_AWAY`."""
+    if isinstance(step, PartitionNode):
+        return step.strategy in _KEYED_AWAY
+    return isinstance(step, (ChainNode, KeyByNode)) and len(step.inputs) == 1
+
+
 def _fused_path(stage: Transformation, node: Transformation) -> bool:
-    """Whether only one-input stateless operators of one chain lie between ``node`` and the
-    ``key_by`` of keyed ``stage`` (the keying pass runs them: :func:`keying_input`)."""
+    """Whether only operators a keying pass runs (:func:`_passes`) lie between ``node`` and
+    the ``key_by`` of keyed ``stage`` (:func:`keying_input`)."""
     step = stage.inputs[0].inputs[0]
     while step is not node:
-        if not isinstance(step, ChainNode) or len(step.inputs) != 1:
+        if not _passes(step):
             return False
         step = step.inputs[0]
     return True
 
 
+def _path(key_node: Transformation, above: Transformation) -> list[ChainNode]:
+    """The stateless operators a keying pass runs from keyed stage ``above`` down to
+    ``key_node``, in their order: a ``key_by`` between reads as a plain stream and a
+    partitioning of :data:`_KEYED_AWAY` is left out (the ``key_by`` below sends each
+    record on by its key)."""
+    path: list[ChainNode] = []
+    step = key_node.inputs[0]
+    while step is not above:
+        assert _passes(step), step  # carry_plan: _fused_path
+        if isinstance(step, ChainNode):
+            path.append(step)
+        step = step.inputs[0]
+    return path[::-1]
+
+
 def keying_input(t: KeyingTranslator, key_node: KeyByNode, carry: Optional[Carry]) -> Stream:
     """The stream the keying pass in front of a keyed stage reads: the main output of the
-    ``key_by``'s input; for a stage carrying the records of a tagged stage above it
-    (:class:`Carry` ``tagged``), that stage's whole output (its own records, those carried
-    through it and its side outputs, ``_tag``) with the operators between pending, which
-    the pass runs over that stage's own records only; for a stage keying the records
-    carried through a relay (``source``), the relay's whole output with the operators
-    from the source stage down pending, which the pass runs over those records only
-    (runtime/carry.py hands the rest on).
+    ``key_by``'s input; for a stage carrying the records of the stage above it, that
+    stage's main output with the operators between pending (:func:`_path`: a partitioning
+    between is left out), or, when that stage is tagged (:class:`Carry` ``tagged``), its
+    whole output (its own records, those carried through it and its side outputs,
+    ``_tag``), the operators between run over that stage's own records only; for a stage
+    keying the records carried through a relay (``source``), the relay's whole output with
+    the operators from the source stage down pending, which the pass runs over those
+    records only (runtime/carry.py hands the rest on).
 
     Args:
         t: the STREAMING translator.
@@ -358,27 +396,23 @@ def keying_input(t: KeyingTranslator, key_node: KeyByNode, carry: Optional[Carry
     Returns:
         The stream the keying pass reads.
     """
-    if carry is None or not carry.tagged:
+    if carry is None:
         return t.input_stream(key_node.inputs[0])
     above = key_node.inputs[0]
-    while not is_keyed(above):  # one chain of stateless operators (_fused_path)
+    while not is_keyed(above):  # the operators between (_fused_path)
         above = above.inputs[0]
-    if carry.source is None:
+    if carry.source is not None:
+        relay = t.translate(next(n for n in t.nodes if n.id == carry.via))
+        # the source's records as carried: pickled (runtime/carry.py), Rows made on the way
+        stream = Stream(relay.df, PICKLED, above.output_type, name=above.name,
+                        chain=leading_rows(above.output_type, above.name),
+                        ordered_from=relay.ordered_from)
+    elif carry.tagged:
         whole = t.translate(above)
-        return replace(t.input_stream(key_node.inputs[0]), df=whole.df,
-                       ordered_from=whole.ordered_from)
-    relay = t.translate(next(n for n in t.nodes if n.id == carry.via))
-    # the source's records as carried: pickled (runtime/carry.py), Rows made on the way
-    stream = Stream(relay.df, PICKLED, above.output_type, name=above.name,
-                    chain=leading_rows(above.output_type, above.name),
-                    ordered_from=relay.ordered_from)
-    path: list[ChainNode] = []
-    step = key_node.inputs[0]
-    while step is not above:
-        assert isinstance(step, ChainNode), step  # carry_plan: _fused_path
-        path.append(step)
-        step = step.inputs[0]
-    for node in reversed(path):
+        stream = replace(t.input_stream(above), df=whole.df, ordered_from=whole.ordered_from)
+    else:
+        stream = t.input_stream(above)
+    for node in _path(key_node, above):
         stream = fused_chain(stream, node, None)
     return stream
 
@@ -496,8 +530,10 @@ def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transfor
                     "(each would run the keyed stage again, with a state of its own); the "
                     "query writes a keyed stage's outputs apart only through stateless "
                     "operators down to sinks, or carried through the keyed stages that read "
-                    "it, each along one chain of stateless operators, all but one of them "
-                    "read by sinks only (docs/spark-mapping.md: which graphs run how)")
+                    "it, each along one-input stateless operators (a key_by read as a plain "
+                    "stream and a partitioning other than broadcast or custom among them), "
+                    "all but one of them read by sinks only (docs/spark-mapping.md: which "
+                    "graphs run how)")
 
 
 def one_query_placement(stages: dict[int, str], nodes: list[Transformation]) -> dict[str, Any]:
@@ -552,19 +588,6 @@ def tws_state_reader(reader: DataFrameReader, spark: SparkSession, checkpoint: s
         f"{name!r}")
 
 
-def chained(node: Transformation) -> bool:
-    """Whether a keyed stage lies above ``node``: for a keyed stage, its watermark then comes
-    from that stage (Spark's ``eventTimeColumnName``), not from a watermark of its own.
-
-    Args:
-        node: any operator of the graph.
-
-    Returns:
-        True when a keyed stage lies above it.
-    """
-    return any(is_keyed(n) for n in upstream(node))
-
-
 def from_keyed(node: Transformation) -> bool:
     """Whether ``node``'s records come from a keyed stage (it is one, or one lies above it).
 
@@ -606,9 +629,9 @@ def branch_watermark(branch: Transformation) -> Any:
         The WatermarkStrategy, or None.
     """
     for n in upstream(branch, include_self=True):
-        ws = getattr(n, "watermark_strategy", None)
-        if ws is not None and ws.kind != "none":
-            return ws
+        if assigns_watermarks(n):
+            assert isinstance(n, ChainNode)  # the one kind that assigns a strategy
+            return n.watermark_strategy
     return None
 
 

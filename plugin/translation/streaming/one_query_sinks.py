@@ -28,7 +28,8 @@ from ..rows import leading_rows
 from ..sinks import sink_kind
 from ..steps import materialize_shared, side_output_tags
 from ..stream import Stream, StreamingSinkOwner
-from .one_query import QUERY, Carry, carry_tag, chained, query_exits
+from .inband import chained
+from .one_query import QUERY, Carry, carry_tag, query_exits
 from .queries import QueryOwner, run_query
 
 if TYPE_CHECKING:

@@ -68,6 +68,7 @@ from ..savepoint_restore import (
     keyed_nodes,
     operator_states,
 )
+from .inband import assigns_watermarks
 from .one_query import query_exits, tws_state_reader
 from .queries import write_df_once
 
@@ -117,8 +118,7 @@ def _watermark_forwarded(key_node: Transformation) -> bool:
     """True when the nearest watermark source above ``key_node`` is a keyed stage (whose
     watermark Flink forwards), not a watermark strategy (which generates a new one)."""
     for n in upstream(key_node, is_keyed):
-        ws = getattr(n, "watermark_strategy", None)
-        if ws is not None and ws.kind != "none":
+        if assigns_watermarks(n):
             return False
         if is_keyed(n):
             return True

@@ -11,6 +11,7 @@ from ...plan.graph import KeyByNode, KeyedNode, Transformation, is_keyed, upstre
 from ...runtime.encoding import KG, PICKLED, TAG, TS, VALUE
 from ...runtime.group_frames import SEQ, TypedInput, direct_output, output_encoding, output_schema
 from ...runtime.group_state import GroupSpec, seq_pass
+from ...runtime.inband import with_watermark_rows
 from ...runtime.passes import PassSpec, output_ddl
 from ...runtime.tws_processor import TwsCall, state_name, tws_time_mode
 from ...spark_io.key_group_ranges import RANGE_KEY, range_key_column
@@ -20,8 +21,9 @@ from ..rows import chain_for_output
 from ..stream import Stream, arrow_pass
 from ..timecheck import processing_time_use, processing_timeout_of
 from ..translator_base import TranslatorBase
+from .inband import chained, inband_strategy, observed
 from .keyed import feeds_keyed, keyed_call, watermarked
-from .one_query import Carry, branch_watermark, chained, keying_input, relays
+from .one_query import Carry, branch_watermark, keying_input, relays
 from .pushdown import field_reduce_plan, native_keyed_input, restaged_order
 from .queries import end_of_input_stream
 from .savepoint import restored_input, restores
@@ -94,26 +96,39 @@ class KeyedStages(TranslatorBase):
         already holds a stateful operator (one per query)."""
         carry = self.carriers.get(consumer.id)  # the keying pass hands its records on
         parent = keying_input(self, key_node, carry)  # and those carried through it
-        df = None if carry else self._native_keyed_input_df(parent, key_node, consumer)
+        strategy = inband_strategy(consumer) if self.one_query else None
+        watermark = None
+        if strategy is not None:  # the pass hands on the watermark too (runtime/inband.py)
+            parent, watermark = observed(parent, strategy, str(consumer.id))
+        df = (None if carry or watermark else
+              self._native_keyed_input_df(parent, key_node, consumer))
         if df is None:
             df = self.sequenced(parent, key_node.name,
-                                (key_node.key_selector, key_node.key_serializer), carry)
+                                (key_node.key_selector, key_node.key_serializer), carry,
+                                watermark)
         side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
         return self.staged_input(df, key_node.inputs[0], key_node, consumer, side)
 
     def sequenced(self, parent: Stream, name: str, key_out: Optional[KeyOut] = None,
-                  carry: Optional[Carry] = None) -> DataFrame:
+                  carry: Optional[Carry] = None,
+                  watermark: Optional[tuple[str, int]] = None) -> DataFrame:
         """``_ts[, _kg, _k], _v, _seq``: ``parent``'s pending work in one Python pass that
         numbers the records in arrival order, keys them with ``key_out`` (and hands them on
-        as they were under ``carry``'s tag, runtime/carry.py)."""
+        as they were under ``carry``'s tag, runtime/carry.py; with ``watermark``, the
+        token and bound of :func:`observed`, hands every key group a watermark row)."""
         spec = PassSpec(
             name=name, input_enc=parent.enc, output_enc=PICKLED, config=dict(self.op_config),
             sided=parent.sided, co_stage=parent.co_stage, keyed=parent.keyed,
             chain=chain_for_output(parent, PICKLED, key_out), key_out=key_out,
             max_parallelism=self.max_parallelism)
         self._long_lived(spec)
-        return arrow_pass(parent, seq_pass(spec, self.parallelism, carry and carry.for_pass()),
-                          output_ddl(spec) + f", {SEQ} bigint")
+        fn = seq_pass(spec, self.parallelism, carry and carry.for_pass())
+        if watermark is not None:
+            import pyarrow as pa
+
+            schema = spec.arrow_schema().append(pa.field(SEQ, pa.int64()))  # append_seq's
+            fn = with_watermark_rows(fn, *watermark, self.max_parallelism, schema)
+        return arrow_pass(parent, fn, output_ddl(spec) + f", {SEQ} bigint")
 
     def staged_input(self, df: DataFrame, root: Transformation, edge: Transformation,
                      consumer: Transformation, side: int) -> DataFrame:
@@ -231,8 +246,13 @@ class KeyedStages(TranslatorBase):
                 F.col(KG), self.max_parallelism, self.range_partitions,
                 self.parallelism)).drop(KG)
             grouping = RANGE_KEY
-        tws = TwsCall(tws_time_mode(processing_timeout, timeouts), tuple(df.columns),
-                      state_name(stage), node.id in self.carriers) if self.one_query else None
+        inband = self.one_query and inband_strategy(node) is not None
+        # an in-band stage's own watermark is no Spark's: Spark's serves it only to signal
+        # the end of a bounded input (an unbounded one may have no Spark watermark at all)
+        mode = ("EventTime" if self.bounded else "None") if inband else tws_time_mode(
+            processing_timeout, timeouts)
+        tws = TwsCall(mode, tuple(df.columns), state_name(stage), node.id in self.carriers,
+                      inband) if self.one_query else None
         out, unordered = keyed_call(df.groupBy(grouping), spec, fields, timeout, tws)
         return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
                       node.output_type, name=node.name, tagged=bool(tags),

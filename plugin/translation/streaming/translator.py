@@ -67,6 +67,7 @@ from ..steps import (
 )
 from ..stream import Stream, arrow_pass
 from ..translator_base import kind_table
+from .inband import chained
 from .keyed import own_watermark
 from .one_query import (
     QUERY,
@@ -314,7 +315,10 @@ class StreamingTranslator(KeyedStages):
     # -- one method per node kind (_BY_KIND, at the end of the class) ---------------------
     def _chain(self, node: graph.ChainNode) -> Stream:
         parent = self.input_stream(node.inputs[0])
-        native = native_map(node, parent) if self.pushdown else None
+        # an assigner below a keyed stage of the one query runs in the keying pass, which
+        # notes the timestamps it gives (inband.observed), never as a Spark column
+        inband = (self.one_query and node.watermark_strategy is not None and chained(node))
+        native = native_map(node, parent) if self.pushdown and not inband else None
         if native is not None:
             return native
         # no progress stages: every query reports its own (queries.py)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 from pyspark_datastream import GraphBuildError, OutputTag, StreamExecutionEnvironment, Types
-from pyspark_datastream.plan.graph import consumers, reachable
+from pyspark_datastream.plan.graph import ChainNode, consumers, reachable
 from pyspark_datastream.translation.steps import side_output_tags
 from pyspark_datastream.translation.streaming.one_query import (
     Carry,
     _check_paths,
+    _path,
     carry_plan,
     carry_tag,
     relays,
@@ -65,32 +66,43 @@ def test_a_chain_of_stages_each_read_by_sinks_is_carried_to_its_last_stage():
     assert tags == {b: frozenset({carry_tag(a)}), c: frozenset({carry_tag(a), carry_tag(b)})}
 
 
-@pytest.mark.parametrize("between", ["map", "key_by_map"])
-def test_a_stage_carried_on_through_stateless_operators(between):
-    """The keying pass in front of the third stage runs the map over the second stage's own
-    records and hands those carried through it on; a second ``key_by`` between is not run
-    by that pass: the first stage would have to travel on through it."""
+BETWEEN = {  # what may lie between a carried stage and the key_by of the stage below
+    "map": lambda s: s.map(lambda r: r, T),
+    "key_by_map": lambda s: s.key_by(lambda r: r[0]).map(lambda r: r, T),
+    "rebalance": lambda s: s.rebalance().map(lambda r: r, T),
+    "shuffle": lambda s: s.filter(lambda r: True).shuffle(),
+    "rescale": lambda s: s.rescale(),
+    "forward": lambda s: s.forward().map(lambda r: r, T),
+}
+
+
+def _three(between: str, reads_second: bool):
+    """Three keyed stages, each written to a sink: the second reads the first, the third
+    reads the second (or the first) through ``BETWEEN[between]``."""
     env = StreamExecutionEnvironment.get_execution_environment()
     first = _stage(env.from_collection([("a", 1)], T))
-    first.print()
     second = _stage(first)
-    second.print()
-    if between == "map":
-        third = _stage(second.map(lambda r: r, T))
-    else:
-        third = _stage(second.key_by(lambda r: r[0]).map(lambda r: r, T))
-    third.print()
-    nodes, readers = _graph(env)
+    third = _stage(BETWEEN[between](second if reads_second else first))
+    for stage in (first, second, third):
+        stage.print()
+    return (*_graph(env), (first, second, third))
+
+
+@pytest.mark.parametrize("between", sorted(BETWEEN))
+def test_a_stage_carried_on_through_stateless_operators(between):
+    """The keying pass in front of the third stage runs the operators between over the
+    second stage's own records and hands those carried through it on: a ``key_by`` read as
+    a plain stream, and a partitioning the ``key_by`` below makes moot, are left out."""
+    nodes, readers, (first, second, third) = _three(between, reads_second=True)
     a, b, c = first._node.id, second._node.id, third._node.id
-    if between == "map":
-        assert {k: v.id for k, v in carry_plan(nodes, readers).carried.items()} == {a: b, b: c}
-        _check_paths(nodes, readers, carry_plan(nodes, readers))
-        _, carriers = with_carriers({}, nodes, carry_plan(nodes, readers), fanned_out=True)
-        assert carriers[c] == Carry(b, True)
-        return
-    assert a not in carry_plan(nodes, readers).carried
-    with pytest.raises(GraphBuildError, match="times"):
-        _check_paths(nodes, readers, carry_plan(nodes, readers))
+    assert {k: v.id for k, v in carry_plan(nodes, readers).carried.items()} == {a: b, b: c}
+    _check_paths(nodes, readers, carry_plan(nodes, readers))
+    _, carriers = with_carriers({}, nodes, carry_plan(nodes, readers), fanned_out=True)
+    assert carriers[c] == Carry(b, True)
+    # the pass runs the maps and filters between, in their order, and nothing else
+    ops = [n.name for n in _path(third._node.inputs[0], second._node)]
+    assert ops == [n.name for n in nodes if isinstance(n, ChainNode)
+                   and n.id > second._node.id and n.id < third._node.id]
 
 
 @pytest.mark.parametrize("carried_on", [False, True])
@@ -179,13 +191,29 @@ def test_a_stage_read_by_a_relay_and_carried_on_through_it():
     _check_paths(nodes, readers, carry_plan(nodes, readers))
 
 
-@pytest.mark.parametrize("shape", ["relay_read_on", "rekeyed", "rebalanced"])
+@pytest.mark.parametrize("between", ["key_by_map", "rebalance", "shuffle"])
+def test_a_stage_relayed_through_a_key_by_or_a_partitioning(between):
+    """The relay's keying pass runs the operators from the first stage down to the third's
+    ``key_by`` over the first stage's records, leaving out a ``key_by`` or partitioning."""
+    nodes, readers, (first, second, third) = _three(between, reads_second=False)
+    a, b, c = first._node.id, second._node.id, third._node.id
+    plan = carry_plan(nodes, readers)
+    assert {k: v.id for k, v in plan.carried.items()} == {a: b, b: c}
+    assert {k: (v.id, s.id) for k, (v, s) in plan.sources.items()} == {c: (b, a)}
+    _check_paths(nodes, readers, plan)
+
+
+@pytest.mark.parametrize("shape", ["relay_read_on", "broadcast", "custom", "two_inputs"])
 def test_a_stage_the_query_cannot_carry_is_refused(shape):
     env = StreamExecutionEnvironment.get_execution_environment()
     first = _stage(env.from_collection([("a", 1)], T))
     first.print()
-    if shape == "rebalanced":  # a partitioning between: no keying pass runs it
-        _stage(first.rebalance()).print()
+    if shape == "broadcast":  # copies each record to every subtask of the map
+        _stage(first.broadcast().map(lambda r: r, T)).print()
+    elif shape == "custom":  # the user's partitioner runs (and may fail the job)
+        _stage(first.partition_custom(lambda k, n: 0, lambda r: r[0])).print()
+    elif shape == "two_inputs":  # a union between: the stage's records meet others
+        _stage(first.union(env.from_collection([("b", 2)], T))).print()
     else:
         second = _stage(first)
         second.print()
@@ -194,8 +222,6 @@ def test_a_stage_the_query_cannot_carry_is_refused(shape):
         third.print()
         _stage(second).print()
         _stage(third).print()
-    elif shape == "rekeyed":  # a second key_by before the second reader: no relay runs it
-        _stage(first.key_by(lambda r: r[0]).map(lambda r: r, T)).print()
     nodes, readers = _graph(env)
     assert first._node.id not in carry_plan(nodes, readers).carried
     with pytest.raises(GraphBuildError, match="times"):

@@ -1,0 +1,133 @@
+"""Where a keyed stage of the one query takes its watermark from (runtime/inband.py).
+
+Spark hands a query's watermark from one stateful operator to the next and refuses to
+redefine it after one, so a keyed stage below another (:func:`chained`) takes the
+watermark of the stage above; one reading a watermark strategy assigned below a keyed
+stage takes that strategy's watermark in band instead (:func:`inband_strategy`): its
+keying pass runs the assigner :func:`observed` and hands every key group the watermark.
+docs/spark-mapping.md says which graphs run so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from ...plan.graph import ChainNode, KeyByNode, KeyedNode, Transformation, is_keyed, upstream
+from ...state_store.exceptions import GraphBuildError
+from ..stream import Stream
+
+__all__ = ["assigns_watermarks", "chained", "inband_strategy", "observed",
+           "strategy_below_keyed"]
+
+
+def chained(node: Transformation) -> bool:
+    """Whether a keyed stage lies above ``node``: for a keyed stage, its watermark then comes
+    from that stage (Spark's ``eventTimeColumnName``), not from a watermark of its own.
+
+    Args:
+        node: any operator of the graph.
+
+    Returns:
+        True when a keyed stage lies above it.
+    """
+    return any(is_keyed(n) for n in upstream(node))
+
+
+def strategy_below_keyed(stage: Transformation) -> Optional[Transformation]:
+    """The watermark strategy assigned below a keyed stage whose watermark reaches keyed
+    ``stage``, as Flink forwards it: the nearest on a path above ``stage``, or the one a
+    keyed stage above takes in band.
+
+    Args:
+        stage: a keyed stage.
+
+    Returns:
+        The operator assigning it, or None when Spark's watermark is the stage's.
+    """
+    for n in upstream(stage, stop=lambda n: is_keyed(n) or assigns_watermarks(n)):
+        if assigns_watermarks(n):
+            if chained(n):
+                return n
+        elif is_keyed(n):
+            above = inband_strategy(n)
+            if above is not None:
+                return above
+    return None  # Spark's watermark: what lies above a strategy is not forwarded
+
+
+def assigns_watermarks(node: Transformation) -> bool:
+    """Whether ``node`` assigns a watermark strategy that generates watermarks.
+
+    Args:
+        node: any operator of the graph.
+
+    Returns:
+        True for a strategy other than ``no_watermarks()``.
+    """
+    ws = getattr(node, "watermark_strategy", None)
+    return ws is not None and ws.kind != "none"
+
+
+def inband_strategy(node: Transformation) -> Optional[Transformation]:
+    """The operator assigning the watermark strategy a keyed stage takes in band
+    (runtime/inband.py): the nearest one above its ``key_by``, when a keyed stage lies
+    above that one and only one-input operators lie between the three.
+
+    Args:
+        node: any operator of the graph.
+
+    Returns:
+        That operator (a ``ChainNode`` of stage ``timestamps``), or None.
+    """
+    if not isinstance(node, KeyedNode):
+        return None
+    found, step = None, node.inputs[0].inputs[0]
+    while not is_keyed(step):
+        if found is None and assigns_watermarks(step):
+            found = step
+        if len(step.inputs) != 1 or (found is None and not (
+                isinstance(step, KeyByNode) or (isinstance(step, ChainNode)
+                                                 and step.stage in _PASS_STAGES))):
+            return None  # the assigner and what follows it run in the keying pass
+        step = step.inputs[0]
+    return found
+
+
+#: the operators that run in a keying pass with the assigner above them (none of them
+#: starts a pass of its own)
+_PASS_STAGES = ("map", "flat_map", "filter", "timestamps")
+
+
+def observed(stream: Stream, strategy: Transformation, token: str
+             ) -> tuple[Stream, tuple[str, int]]:
+    """The keying pass's input with ``strategy``'s assigner noting the timestamps it gives
+    (runtime/inband.py), and the pass's watermark arguments.
+
+    Args:
+        stream: what the keying pass of the stage :func:`inband_strategy` names reads.
+        strategy: that operator.
+        token: the stage's token (its node id).
+
+    Returns:
+        The stream, and ``(token, the strategy's bound in ms)``.
+
+    Raises:
+        GraphBuildError: the assigner does not run in that pass.
+    """
+    from ...operators.functions import as_timestamp_assigner
+    from ...runtime.inband import ObservedAssigner
+
+    assert isinstance(strategy, ChainNode)
+    fn = strategy.function
+    chain = list(stream.chain)
+    for i in range(len(chain) - 1, -1, -1):
+        stage, function, *rest = chain[i]
+        if stage == "timestamps" and function is fn:
+            inner = None if fn is None else as_timestamp_assigner(fn)
+            chain[i] = (stage, ObservedAssigner(token, inner), *rest)
+            ws = strategy.watermark_strategy
+            assert ws is not None
+            return replace(stream, chain=tuple(chain)), (token, int(ws.out_of_orderness_ms or 0))
+    raise GraphBuildError(f"{strategy.describe()}: its timestamp assigner does not run in the "
+                          "keying pass of the keyed stage below it (inband_strategy)")

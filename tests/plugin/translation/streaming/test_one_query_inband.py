@@ -1,0 +1,102 @@
+"""Which keyed stages of the one query take their watermark in band, from a watermark
+strategy assigned below the keyed stage above them, and which such graphs it refuses
+(graph only, no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark_datastream import GraphBuildError, StreamExecutionEnvironment, Types, WatermarkStrategy
+from pyspark_datastream.plan.graph import consumers, reachable
+from pyspark_datastream.translation.streaming.inband import inband_strategy
+from pyspark_datastream.translation.streaming.one_query import _check_graph, carry_plan
+
+T = Types.TUPLE([Types.STRING(), Types.LONG()])
+WS = WatermarkStrategy.for_bounded_out_of_orderness(5).with_timestamp_assigner(
+    lambda r, ts: r[1])
+
+
+def _stage(stream):
+    return stream.key_by(lambda r: r[0]).reduce(lambda a, b: b)
+
+
+def _check(env):
+    nodes = reachable(list(env._sinks))
+    readers = consumers(nodes)
+    _check_graph(nodes, readers, carry_plan(nodes, readers))
+
+
+def _env():
+    return StreamExecutionEnvironment.get_execution_environment()
+
+
+@pytest.mark.parametrize("between", ["", "map", "key_by_filter"])
+def test_a_stage_below_a_strategy_below_a_keyed_stage_takes_it_in_band(between):
+    env = _env()
+    first = _stage(env.from_collection([("a", 1)], T))
+    assigned = first.map(lambda r: r, T).assign_timestamps_and_watermarks(WS)
+    if between == "map":
+        assigned = assigned.map(lambda r: (r[0], r[1] + 1), T)
+    elif between == "key_by_filter":
+        assigned = assigned.key_by(lambda r: r[1]).filter(lambda r: True)
+    second = _stage(assigned)
+    second.print()
+    _check(env)  # runs
+    strategy = next(n for n in reachable(list(env._sinks))
+                    if getattr(n, "watermark_strategy", None) is not None)
+    assert inband_strategy(second._node) is strategy
+    assert inband_strategy(first._node) is None  # its watermark comes from Spark
+
+
+def test_the_nearest_strategy_above_the_stage_is_the_one_it_takes():
+    env = _env()
+    first = _stage(env.from_collection([("a", 1)], T).assign_timestamps_and_watermarks(WS))
+    near = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        lambda r, ts: r[1] * 2)
+    second = _stage(first.assign_timestamps_and_watermarks(WS)
+                    .assign_timestamps_and_watermarks(near))
+    second.print()
+    _check(env)
+    assert inband_strategy(second._node).watermark_strategy is near
+
+
+def test_a_strategy_below_a_keyed_stage_read_by_sinks_only_runs():
+    env = _env()
+    _stage(env.from_collection([("a", 1)], T)).assign_timestamps_and_watermarks(WS).print()
+    _check(env)
+
+
+@pytest.mark.parametrize("readers", [1, 2])
+def test_the_stage_above_read_by_sinks_too_is_carried_through_the_in_band_stages(readers):
+    """Carried through the stage below the strategy; a second such stage (its own strategy)
+    keys them out of the first one's output (a relay), its assigner in that pass."""
+    env = _env()
+    first = _stage(env.from_collection([("a", 1)], T))
+    first.print()
+    stages = [_stage(first.map(lambda r: r, T).assign_timestamps_and_watermarks(WS))
+              for _ in range(readers)]
+    for stage in stages:
+        stage.print()
+    _check(env)
+    nodes = reachable(list(env._sinks))
+    plan = carry_plan(nodes, consumers(nodes))
+    ids = [first._node.id] + [s._node.id for s in stages]
+    assert {k: v.id for k, v in plan.carried.items()} == dict(zip(ids, ids[1:]))
+    assert all(inband_strategy(s._node) is not None for s in stages)
+
+
+@pytest.mark.parametrize("shape", ["stage_below", "rebalanced", "union"])
+def test_graphs_the_in_band_watermark_does_not_reach_are_refused(shape):
+    env = _env()
+    first = _stage(env.from_collection([("a", 1)], T))
+    assigned = first.assign_timestamps_and_watermarks(WS)
+    if shape == "stage_below":  # its watermark would be the in-band stage's own
+        _stage(_stage(assigned)).print()
+        match = "through another keyed stage"
+    elif shape == "rebalanced":  # the assigner would run in a pass of its own
+        _stage(assigned.rebalance()).print()
+        match = "through another keyed stage or an operator with several inputs"
+    else:
+        _stage(assigned.union(env.from_collection([("b", 2)], T))).print()
+        match = "several inputs"
+    with pytest.raises(GraphBuildError, match=match):
+        _check(env)
