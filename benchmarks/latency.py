@@ -1,7 +1,7 @@
 """End-to-end latency of STREAMING jobs under a processing-time trigger, against Spark's floor.
 
 ``python -m benchmarks.latency [--rate 1000] [--keys 100] [--trigger "1 second"] [--warmup 15]
-[--seconds 60] [--drain 15] [--variants floor,native,stages1,stages2,stages3,chain1,chain2,chain3,oq1,oq2,oq3]
+[--seconds 60] [--drain 15] [--variants floor,native,stages1,stages2,stages3,chain1,chain2,chain3,oq1,oq2,oq3,oqwm2]
 [--find-max-rate [--max-rate 256000]] [--tolerate-reordering] [--quick]``
 
 Every variant is its own streaming run, one after another in one ``local[2]`` session, over
@@ -66,7 +66,9 @@ latency of the window's last quarter <= 1.5 x that of its first quarter + 1 s.
 order; ``k = value % keys``, so key ``k``'s n-th record is ``value = k + (n - 1) * keys``)
 and its timestamps (above, within 1 ms), never against another variant's output: every row's
 key and ``created_ms`` match its ``value``; ``stages*`` (and ``oq*``, the same jobs on the
-one-query mapping, ``execution.streaming.query-mapping=one-query``): each key's committed rows
+one-query mapping, ``execution.streaming.query-mapping=one-query``; ``oqwm2``: ``oq2`` with a
+monotonous watermark strategy on ``created_ms`` between its stages, which the second takes in
+band, runtime/inband.py): each key's committed rows
 are exactly
 the running counts 1..n, each with the value of the key's n-th record (so every window record
 appears exactly once in the stage's output), and in commit order (Flink keeps a key's order
@@ -96,7 +98,8 @@ stages1 p50, stages3 p50 - stages2 p50) / stages1 p50 (target <= 0.5), ``stages3
 (``chain1_p50_vs_floor``, ``chain_step_vs_chain1``, ``chain3_vs_chain1``: no targets, what a
 mapping chaining its stages in one query would start from), and for the one-query mapping
 (``oq1_p50_vs_floor``, ``oq_step_vs_oq1``, ``oq3_vs_oq1``, and against the chained floor
-``oq_step_vs_chain_step`` and ``oq3_over_chain3_ratio``), each also ``*_phase_neutral``;
+``oq_step_vs_chain_step`` and ``oq3_over_chain3_ratio``), ``oqwm2_vs_oq2`` (what the
+in-band watermark costs), each also ``*_phase_neutral``;
 ``targets_met`` and ``targets_met_phase_neutral``; the rate, trigger and durations.
 """
 
@@ -123,6 +126,7 @@ from pyspark_datastream import (
     RuntimeExecutionMode,
     StreamExecutionEnvironment,
     Types,
+    WatermarkStrategy,
 )
 
 from benchmarks.common import load, local_session, progress
@@ -133,8 +137,10 @@ __all__ = ["PassOn", "main"]
 CHAIN_VARIANTS = ("chain1", "chain2", "chain3")
 #: the project's job on the one-query mapping (execution.streaming.query-mapping=one-query)
 ONE_QUERY_VARIANTS = ("oq1", "oq2", "oq3")
+#: ``oq2`` with a watermark strategy between its stages: the second takes it in band
+INBAND_VARIANTS = ("oqwm2",)
 VARIANTS = ("floor", "native", "stages1", "stages2", "stages3") + CHAIN_VARIANTS + \
-    ONE_QUERY_VARIANTS
+    ONE_QUERY_VARIANTS + INBAND_VARIANTS
 TARGETS = {"stages1_p50_vs_floor": 1.5, "stage_step_vs_stages1": 0.5, "stages3_vs_stages1": 2.0}
 #: seconds a run may take to commit its first rows (JVM, Python workers, first batch)
 FIRST_COMMIT_TIMEOUT = 180
@@ -263,8 +269,12 @@ def _count(a: Any, b: Any) -> Any:
     return (a[0], a[1] + b[1], b[2], b[3])  # running count, the newest record's created/value
 
 
+def _created_ms(r: Any, ts: Any) -> Any:
+    return r[2]  # event time: the record's creation (a monotonous strategy's assigner)
+
+
 def start_stages(stages: int, spark: Any, rate: int, keys: int, trigger: str, path: str,
-                 work: str, mapping: str = "per-stage") -> Running:
+                 work: str, mapping: str = "per-stage", inband: bool = False) -> Running:
     conf = Configuration()
     conf.set_string("execution.checkpointing.dir", os.path.join(work, "checkpoints"))
     conf.set_string("execution.streaming.query-mapping", mapping)
@@ -276,6 +286,10 @@ def start_stages(stages: int, spark: Any, rate: int, keys: int, trigger: str, pa
           .map(lambda r: (r[0], 1, r[1], r[2]), output_type=row)
           .key_by(lambda r: r[0], key_type=Types.LONG()).reduce(_count).uid("count"))
     for i in range(2, stages + 1):
+        if inband:  # below a keyed stage: the next stage's watermark comes in band
+            ds = ds.assign_timestamps_and_watermarks(
+                WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+                    _created_ms))
         ds = (ds.key_by(lambda r: r[0], key_type=Types.LONG())
               .process(PassOn(), output_type=row).uid(f"stage{i}"))
     ds.sink_to_delta(path)
@@ -364,6 +378,9 @@ def start(variant: str, *args: Any) -> Running:
         return start_native(*args)
     if variant.startswith("chain"):
         return start_chain(int(variant[len("chain"):]), *args)
+    if variant.startswith("oqwm"):
+        return start_stages(int(variant[len("oqwm"):]), *args, mapping="one-query",
+                            inband=True)
     if variant.startswith("oq"):
         return start_stages(int(variant[len("oq"):]), *args, mapping="one-query")
     return start_stages(int(variant[len("stages"):]), *args)
@@ -767,6 +784,8 @@ def _ratios(p50: dict[str, float]) -> dict[str, float]:
         step = max(p50["chain2"] - p50["chain1"], p50["chain3"] - p50["chain2"])
         ratios["chain_step_vs_chain1"] = step / p50["chain1"]
         ratios["chain3_vs_chain1"] = p50["chain3"] / p50["chain1"]
+    if {"oq2", "oqwm2"} <= p50.keys():
+        ratios["oqwm2_vs_oq2"] = p50["oqwm2"] / p50["oq2"]
     if {"floor", "oq1"} <= p50.keys():
         ratios["oq1_p50_vs_floor"] = p50["oq1"] / p50["floor"]
     if set(ONE_QUERY_VARIANTS) <= p50.keys():
