@@ -67,6 +67,7 @@ __all__ = [
     "column_blobs",
     "column_batch",
     "array_frame",
+    "lists_frame",
     "float_columns",
     "nan_column",
     "direct_output",
@@ -494,6 +495,21 @@ def array_frame(batch: pa.RecordBatch) -> Any:
             (np.flatnonzero(flags[start:start + step]).tolist() or None) for start in starts])
     frame = pd.DataFrame({**columns, **nans})
     frame.attrs[NBYTES] = batch.nbytes
+    return frame
+
+
+def lists_frame(columns: dict[str, list[Any]], nbytes: int) -> Any:
+    """:func:`array_frame` of records given as Python lists of equal length (no float
+    column), ``nbytes`` about their size: each column's values cut into rows of at most
+    :data:`BLOB_ROWS` records, about :data:`BLOB_BYTES` each."""
+    import pandas as pd
+
+    n = len(next(iter(columns.values())))
+    step = max(1, min(BLOB_ROWS, n * BLOB_BYTES // max(nbytes, 1)))
+    frame = pd.DataFrame({name: _objects([values[start:start + step]
+                                          for start in range(0, n, step)])
+                          for name, values in columns.items()})
+    frame.attrs[NBYTES] = nbytes
     return frame
 
 

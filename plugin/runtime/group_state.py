@@ -24,7 +24,7 @@ from ..state_store.keygroups import key_group_of_range_key, subtask_partition
 from ..state_store.storage import Storage
 from .columnar_reduce import FieldReduce, run_field_reduce
 from .emit_order import arrival_keys, output_order
-from .encoding import VALUE, Encoding
+from .encoding import KEY, VALUE, Encoding
 from .group_frames import (
     BLOB,
     NBYTES,
@@ -36,8 +36,8 @@ from .group_frames import (
     column_blobs,
     float_columns,
     group_rows,
+    lists_frame,
     nan_column,
-    output_frame,
     output_schema,
     release_arrow_memory,
 )
@@ -273,7 +273,11 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
             handing["task"], handing["next"] = task, 0
         keyed, n = keying(batch, partition_id(), handing["next"])
         handing["next"] += n
-        return output_frame(keyed, spec.direct_output) if n else None
+        if not n:
+            return None
+        # (binary columns at their lengths, the others 8 bytes a value)
+        nbytes = sum(map(len, keyed[KEY])) + sum(map(len, keyed[VALUE])) + 40 * n
+        return lists_frame(keyed, nbytes)
 
     return fn
 

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..operators.functions import as_key_selector, wrapped_callable
-from .encoding import KEY, KG, PICKLED, TS, VALUE, ColumnWriter, Encoding, make_decoder
+from .encoding import KEY, KG, TS, VALUE, Encoding, make_decoder, pickled_records
 from .fastpath import FastKeyedOutput, compile_chain
 from .group_frames import FROM, ORDER, ORDER_ROW, SEQ, SEQ_ROW, SPLIT_SHIFT
 
@@ -81,43 +81,39 @@ class HandOff:
             return None
         return cls(records, tuple(chain), key_selector, key_serializer, max_parallelism, name)
 
-    def runner(self) -> Callable[[pa.RecordBatch, int, int], tuple[pa.RecordBatch, int]]:
+    def runner(self) -> Callable[[pa.RecordBatch, int, int], tuple[dict[str, list[Any]], int]]:
         """The function keying one call's output batch, built once per executor process.
 
         Returns:
-            ``(batch, partition, first) -> (keyed batch, outputs)``: ``batch`` in
+            ``(batch, partition, first) -> (columns, outputs)``: ``batch`` in
             ``group_frames.output_schema`` with its order columns, ``first`` the number of
-            the partition's first output of this call.
+            the partition's first output of this call; ``columns`` the keyed records'
+            :data:`HANDOFF_FIELDS` as lists (they leave the call as arrays:
+            ``group_frames.lists_frame``).
         """
         chain = compile_chain(list(self.chain), self.name)
         assert chain is not None  # of() checked it
         decode = make_decoder(self.records)
         keyed = FastKeyedOutput(as_key_selector(self.key_selector), self.key_serializer,
                                 self.max_parallelism, None, self.name)
-        extra = [pa.field(TS, pa.int64()), pa.field(KG, pa.int32()), pa.field(KEY, pa.binary())]
-        schema = handoff_schema()
-
-        def run(batch: pa.RecordBatch, partition: int, first: int) -> tuple[pa.RecordBatch, int]:
+        def run(batch: pa.RecordBatch, partition: int, first: int
+                ) -> tuple[dict[str, list[Any]], int]:
             stamps = batch.column(TS).to_pylist()
             # the chain hands each record's position on beside it (no stage here reads it:
             # of() left out timestamp assigners), so each output finds its element's order
             values, at = chain(decode(batch), list(range(batch.num_rows)))
-            rows_of = list(keyed.rows(values, at))
-            n = len(rows_of)
+            rows = list(keyed.rows(values, at))
+            n = len(rows)
             if n == 0:
-                return pa.RecordBatch.from_pylist([], schema=schema), 0
-            _, taken, groups, keys = zip(*rows_of)
-            writer = ColumnWriter(PICKLED, extra, batch_size=n, name=self.name)
-            stamp_of = stamps.__getitem__
-            (out,) = writer.extend([list(map(stamp_of, taken)), list(groups), list(keys)],
-                                   [r[0] for r in rows_of])
-            rows = np.asarray(taken, dtype=np.int64)
-            seq = batch.column(ORDER).to_numpy(zero_copy_only=False)[rows]
-            seq_row = batch.column(ORDER_ROW).to_numpy(zero_copy_only=False)[rows]
+                return {name: [] for name, _ in HANDOFF_FIELDS}, 0
+            records, taken, groups, keys = (list(c) for c in zip(*rows))
+            at_element = np.asarray(taken, dtype=np.int64)
+            seq = batch.column(ORDER).to_numpy(zero_copy_only=False)[at_element]
+            seq_row = batch.column(ORDER_ROW).to_numpy(zero_copy_only=False)[at_element]
             origin = (np.int64(partition) << SPLIT_SHIFT) | (
-                (np.arange(first, first + n, dtype=np.int64)) & _POSITION_MASK)
-            return pa.RecordBatch.from_arrays(
-                [*out.columns, pa.array(seq), pa.array(seq_row), pa.array(origin)],
-                schema=schema), n
+                np.arange(first, first + n, dtype=np.int64) & _POSITION_MASK)
+            return {TS: list(map(stamps.__getitem__, taken)), KG: groups, KEY: keys,
+                    VALUE: pickled_records(records), SEQ: seq.tolist(), SEQ_ROW: seq_row.tolist(),
+                    FROM: origin.tolist()}, n
 
         return run

@@ -23,14 +23,17 @@ from pyspark_datastream.operators.functions import (
 from pyspark_datastream.runtime.emit_order import order_partition
 from pyspark_datastream.runtime.encoding import KEY, KG, PICKLED, TS, VALUE, typed_encoding
 from pyspark_datastream.runtime.group_frames import (
+    BLOB_BYTES,
     FROM,
+    NBYTES,
     SEQ,
     SEQ_ROW,
     SPLIT_SHIFT,
     column_batch,
+    lists_frame,
     processing_order,
 )
-from pyspark_datastream.runtime.handoff import HandOff, handoff_schema
+from pyspark_datastream.runtime.handoff import HANDOFF_FIELDS, HandOff
 from pyspark_datastream.runtime.passes import PassSpec, run_pass
 from pyspark_datastream.state_store.serializers import GenericKeySerializer
 
@@ -72,6 +75,12 @@ def _calls(rng, calls):
     return batches
 
 
+def _rows(columns):
+    """The keyed records of a call, as one dict each."""
+    assert list(columns) == [name for name, _ in HANDOFF_FIELDS]
+    return [dict(zip(columns, values)) for values in zip(*columns.values())]
+
+
 def _separate_pass(batches):
     """The replaced path: the partition's outputs sorted by their arrival keys, then the
     next stage's keying pass over them, in that order."""
@@ -92,9 +101,9 @@ def test_the_call_keys_the_records_the_separate_pass_keys_in_its_order(seed):
     keyed, first = [], 0
     for batch in batches:
         out, n = run(batch, 3, first)
-        assert out.schema == handoff_schema() and out.num_rows == n
         first += n
-        keyed.extend(out.to_pylist())
+        keyed.extend(_rows(out))
+        assert len(_rows(out)) == n
     # the partition's records in the order the next stage reads them (group_frames)
     keyed.sort(key=lambda r: (r[FROM] >> SPLIT_SHIFT, r[SEQ], r[SEQ_ROW], r[FROM]))
     got = [(r[TS], r[KG], r[KEY], pickle.loads(r[VALUE])) for r in keyed]
@@ -110,16 +119,26 @@ def test_each_record_keeps_the_arrival_key_of_the_element_it_came_from():
     chain = [("flat_map", as_flat_map_function(lambda r: [r] * (r[1] - 2)), "fm")]  # 0-2 copies
     handoff = HandOff.of(enc, chain, lambda r: r[0], KS, MAXP, "key_by")
     out, n = handoff.runner()(batch, 1, 40)
-    rows = out.to_pylist()
+    rows = _rows(out)
     assert n == 3
     assert [(pickle.loads(r[VALUE]), r[TS], r[SEQ], r[SEQ_ROW]) for r in rows] == [
         (("b", 3), 11, 5, 1), (("c", 4), 12, 9, 2), (("c", 4), 12, 9, 2)]
     assert [r[FROM] for r in rows] == [(1 << SPLIT_SHIFT) | i for i in (40, 41, 42)]
     assert [r[KEY] for r in rows] == [KS.serialize("b"), KS.serialize("c"), KS.serialize("c")]
-    empty, none = handoff.runner()(column_batch(
+    one, count = handoff.runner()(column_batch(
         None, [("x", 3)], [1], frozenset(), enc, "A",
         (np.array([1], np.int64), np.array([0], np.int64))), 0, 0)
-    assert none == 1 and empty.num_rows == 1  # one copy of ("x", 3)
+    assert count == 1 and len(_rows(one)) == 1  # one copy of ("x", 3)
+
+
+def test_the_keyed_records_leave_as_arrays_cut_into_rows():
+    columns = {"_ts": list(range(10)), "_k": [b"k%d" % i for i in range(10)]}
+    frame = lists_frame(columns, nbytes=BLOB_BYTES * 4)  # about 2.5 records a row
+    assert [len(v) for v in frame["_ts"]] == [2, 2, 2, 2, 2]
+    assert [x for row in frame["_k"] for x in row] == columns["_k"]
+    assert frame.attrs[NBYTES] == BLOB_BYTES * 4
+    small = lists_frame(columns, nbytes=100)
+    assert len(small) == 1 and list(small["_ts"][0]) == columns["_ts"]
 
 
 class _Upper(MapFunction):
