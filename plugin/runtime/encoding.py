@@ -29,7 +29,7 @@ from .spark_types import (
 )
 
 __all__ = ["Encoding", "PICKLED", "typed_encoding", "make_decoder", "row_names", "ColumnWriter",
-           "pickled_records", "checked_array", "fields_of", "output_check", "record_arrays"]
+           "checked_array", "fields_of", "output_check", "record_arrays"]
 
 TS, VALUE, TAG, KG, KEY, SIDE = "_ts", "_v", "_tag", "_kg", "_k", "_side"
 #: BATCH pass output: null on records; the last rows of a task carry its operator instances'
@@ -150,12 +150,6 @@ def make_decoder(enc: Encoding) -> Callable[[pa.RecordBatch], list[Any]]:
     return decode_fields
 
 
-def pickled_records(values: list[Any]) -> list[bytes]:
-    """``values`` as the pickled encoding holds them (``_v``)."""
-    dumps = pickle.dumps
-    return [dumps(v, _PICKLE) for v in values]
-
-
 class ColumnWriter:
     """Accumulates output records column-wise and emits Arrow batches."""
 
@@ -216,7 +210,8 @@ class ColumnWriter:
                     yield batch
             return
         if pickled:
-            payload: list[Any] = [pickled_records(values)]
+            dumps = pickle.dumps
+            payload: list[Any] = [[dumps(v, _PICKLE) for v in values]]
         else:
             payload = [field if conv is None else [None if v is None else conv(v) for v in field]
                        for conv, field in zip(self.convs, zip(*values))]

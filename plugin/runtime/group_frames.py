@@ -47,8 +47,6 @@ from .spark_types import is_spark_mappable, python_from_arrow
 __all__ = [
     "ORDER",
     "ORDER_ROW",
-    "FROM",
-    "RESTORE_SEQ",
     "BLOB",
     "NBYTES",
     "BLOB_ROWS",
@@ -65,9 +63,7 @@ __all__ = [
     "output_blobs",
     "batch_blobs",
     "column_blobs",
-    "column_batch",
     "array_frame",
-    "lists_frame",
     "float_columns",
     "nan_column",
     "direct_output",
@@ -95,13 +91,6 @@ SPLIT_SHIFT = 40
 #: A keyed stage's output columns giving each record's place in its Spark partition's
 #: arrival order (emit_order.py), when it feeds another keyed stage
 ORDER, ORDER_ROW = "_oseq", "_oseq_row"
-#: Third ordering column of a record a keyed stage handed to the next one in its call
-#: (handoff.py): ``that call's Spark partition << SPLIT_SHIFT | the record's number among
-#: the partition's outputs``; ``_seq`` and ``_seq_row`` are then the arrival key of the
-#: element it came from
-FROM = "_seq_from"
-#: ``_seq`` of a savepoint state row in a keyed input (translation/streaming/savepoint.py)
-RESTORE_SEQ = -1
 
 _ALWAYS_EXACT = ("STRING", "BOOLEAN")
 _NUMERIC = ("LONG", "INT", "SHORT", "BYTE", "DOUBLE", "FLOAT")
@@ -308,8 +297,6 @@ def processing_order(frames: list[Any], keys: Any, stamps: Any, sides: Optional[
         np.concatenate([p[SEQ].to_numpy() for p in frames])
     order: Optional[Any] = None
     rows_seq: Optional[Any] = None
-    if FROM in frames[0].columns:  # handed off by the stage above: handoff.py
-        return _handed_off_order(frames, seq, keys, stamps, sides, key_bytes)
     if SEQ_ROW in frames[0].columns:  # (file time, file and row) order
         rows_seq = np.concatenate([p[SEQ_ROW].to_numpy() for p in frames])
         ascending = (seq[1:] > seq[:-1]) | ((seq[1:] == seq[:-1]) & (rows_seq[1:] >= rows_seq[:-1]))
@@ -327,29 +314,6 @@ def processing_order(frames: list[Any], keys: Any, stamps: Any, sides: Optional[
             keys = list(map(key_bytes.__getitem__, keys))
         order = _merge_splits_by_event_time(order, keys, np.asarray(stamps, dtype=np.int64),
                                             split)
-    return order
-
-
-def _handed_off_order(frames: list[Any], seq: Any, keys: Any, stamps: Any,
-                      sides: Optional[Any], key_bytes: Optional[dict[Any, bytes]]
-                      ) -> Optional[Any]:
-    """:func:`processing_order` of records a keyed stage handed off (``_seq_from``): each
-    upstream partition's records in that partition's order, the order its outputs would
-    leave it in (arrival key, then number), partition after partition, each key's records
-    of different partitions merged by event time."""
-    import numpy as np
-
-    rows_seq = np.concatenate([p[SEQ_ROW].to_numpy() for p in frames])
-    origin = np.concatenate([p[FROM].to_numpy() for p in frames])
-    split = origin >> SPLIT_SHIFT
-    ranked = np.lexsort((origin, rows_seq, seq, split))
-    order: Optional[Any] = None if bool(np.array_equal(ranked, np.arange(len(seq)))) else ranked
-    if len(seq) > 1 and not any(bool(p[TS].isna().any()) for p in frames):
-        parts = [split] if sides is None else [split, np.asarray(sides)]
-        if key_bytes is not None:
-            keys = list(map(key_bytes.__getitem__, keys))
-        order = _merge_splits_by_event_time(order, keys, np.asarray(stamps, dtype=np.int64),
-                                            parts)
     return order
 
 
@@ -420,15 +384,6 @@ def column_blobs(out_tags: Optional[list[Optional[str]]], values: list[Any],
     a main output, as ``KeyGroupResult.output_columns`` gives a lean reduce's); with
     ``direct``, as :func:`array_frame`; ``order``: each output's ``(_oseq, _oseq_row)``
     (emit_order.py), as two int64 arrays."""
-    batch = column_batch(out_tags, values, stamps, tags, enc, name, order)
-    return None if batch is None else output_frame(batch, direct)
-
-
-def column_batch(out_tags: Optional[list[Optional[str]]], values: list[Any],
-                 stamps: list[Optional[int]], tags: frozenset[str], enc: Optional[Encoding],
-                 name: str = "", order: Optional[tuple[Any, Any]] = None
-                 ) -> Optional[pa.RecordBatch]:
-    """The outputs of :func:`column_blobs` as one Arrow batch (None: none), its tags kept."""
     if out_tags is not None and (tags or set(out_tags) - {None}):
         kept = [i for i, t in enumerate(out_tags) if t is None or t in tags]
         out_tags = [out_tags[i] for i in kept]
@@ -452,7 +407,7 @@ def column_batch(out_tags: Optional[list[Optional[str]]], values: list[Any],
     arrays.extend(_payload_arrays(values, enc, name))
     if order is not None:
         arrays.extend([pa.array(order[0], type=pa.int64()), pa.array(order[1], type=pa.int64())])
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return output_frame(pa.RecordBatch.from_arrays(arrays, schema=schema), direct)
 
 
 def direct_output(schema: pa.Schema) -> bool:
@@ -495,21 +450,6 @@ def array_frame(batch: pa.RecordBatch) -> Any:
             (np.flatnonzero(flags[start:start + step]).tolist() or None) for start in starts])
     frame = pd.DataFrame({**columns, **nans})
     frame.attrs[NBYTES] = batch.nbytes
-    return frame
-
-
-def lists_frame(columns: dict[str, list[Any]], nbytes: int) -> Any:
-    """:func:`array_frame` of records given as Python lists of equal length (no float
-    column), ``nbytes`` about their size: each column's values cut into rows of at most
-    :data:`BLOB_ROWS` records, about :data:`BLOB_BYTES` each."""
-    import pandas as pd
-
-    n = len(next(iter(columns.values())))
-    step = max(1, min(BLOB_ROWS, n * BLOB_BYTES // max(nbytes, 1)))
-    frame = pd.DataFrame({name: _objects([values[start:start + step]
-                                          for start in range(0, n, step)])
-                          for name, values in columns.items()})
-    frame.attrs[NBYTES] = nbytes
     return frame
 
 

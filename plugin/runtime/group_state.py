@@ -24,25 +24,21 @@ from ..state_store.keygroups import key_group_of_range_key, subtask_partition
 from ..state_store.storage import Storage
 from .columnar_reduce import FieldReduce, run_field_reduce
 from .emit_order import arrival_keys, output_order
-from .encoding import KEY, VALUE, Encoding
+from .encoding import VALUE, Encoding
 from .group_frames import (
     BLOB,
     NBYTES,
-    RESTORE_SEQ,
     SEQ,
     SPLIT_SHIFT,
     TypedInput,
-    column_batch,
     column_blobs,
     float_columns,
     group_rows,
-    lists_frame,
     nan_column,
     output_schema,
     release_arrow_memory,
 )
-from .handoff import HandOff, handoff_schema
-from .passes import PassSpec, gc_paused, partition_id, query_metrics_folder, run_pass, task_attempt
+from .passes import PassSpec, gc_paused, partition_id, query_metrics_folder, run_pass
 
 #: a call's state read from the checkpoint's storage (:func:`log_storage_read`)
 _STATE_LOG = logging.getLogger("pyspark_datastream.state")
@@ -125,15 +121,6 @@ class GroupSpec:
     #: not in the one-query mapping, whose tasks may number partitions after a union (the
     #: job's build checks the checkpoint's partitions instead: evolution.check_placement)
     checks_partition: bool = True
-    #: the one-query mapping's stage read only by the next keyed stage: its outputs leave
-    #: as that stage's keyed input (handoff.py; needs ``ordered``, no tags, no field reduce)
-    handoff: Optional[HandOff] = None
-
-    def out_schema(self) -> Any:
-        """The Arrow schema of the call's outputs (:func:`output_schema`, or the hand-off's)."""
-        if self.handoff is not None:
-            return handoff_schema()
-        return output_schema(self.output_enc, bool(self.tags), self.ordered)
 
 
 def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
@@ -164,10 +151,9 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
             holder["rt"] = rt
         return rt
 
-    direct = spec.out_schema() if spec.direct_output else None
+    direct = (output_schema(spec.output_enc, bool(spec.tags), spec.ordered)
+              if spec.direct_output else None)
     unflushed = [0]  # output and state bytes PySpark's serializer holds for its next batch
-    # the hand-off's keying (built once per process) and the task whose outputs it numbers
-    handing: dict[str, Any] = {"task": None, "next": 0}
 
     def fn(key: tuple[Any, ...], pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
         read = _storage_bytes_read(holder.get("rt"))
@@ -199,7 +185,7 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         restored: Optional[bytes] = None
         if spec.restoring and frames:
             # savepoint restore rows (one per key group, first micro-batch only)
-            marks = [p[SEQ] == RESTORE_SEQ for p in frames]
+            marks = [p[SEQ] < 0 for p in frames]
             for p, m in zip(frames, marks):
                 if m.any():
                     restored = bytes(p[m][VALUE].iloc[0])
@@ -254,30 +240,8 @@ def group_function(spec: GroupSpec) -> Callable[..., Iterator[Any]]:
         if spec.ordered:
             arrival = arrival_keys(frames, order[0]) if frames else None
             emitted = output_order(arrival, result.positions, len(values))
-        if spec.handoff is not None:
-            return handed_off(column_batch(out_tags, values, stamps, spec.tags,
-                                           spec.output_enc, spec.name, emitted))
         return column_blobs(out_tags, values, stamps, spec.tags, spec.output_enc, spec.name,
                             spec.direct_output, emitted)
-
-    def handed_off(batch: Optional[Any]) -> Any:
-        """The call's outputs keyed for the next stage, numbered in the task's order."""
-        if batch is None:
-            return None
-        keying = handing.get("run")
-        if keying is None:
-            assert spec.handoff is not None
-            keying = handing["run"] = spec.handoff.runner()
-        task = task_attempt()
-        if handing["task"] != task:
-            handing["task"], handing["next"] = task, 0
-        keyed, n = keying(batch, partition_id(), handing["next"])
-        handing["next"] += n
-        if not n:
-            return None
-        # (binary columns at their lengths, the others 8 bytes a value)
-        nbytes = sum(map(len, keyed[KEY])) + sum(map(len, keyed[VALUE])) + 40 * n
-        return lists_frame(keyed, nbytes)
 
     return fn
 

@@ -227,17 +227,6 @@ def partition_id() -> int:
         return 0
 
 
-def task_attempt() -> int:
-    """The id of this task attempt (-1 outside a Spark task)."""
-    try:
-        from pyspark import TaskContext
-
-        tc = TaskContext.get()
-        return tc.taskAttemptId() if tc is not None else -1
-    except Exception:  # noqa: BLE001 - outside a Spark task
-        return -1
-
-
 def query_id() -> str:
     """The id of the streaming query this task belongs to ("" outside one): two queries of
     one run that compute the same stage keep separate function instances."""

@@ -20,6 +20,7 @@ from ...runtime.group_frames import (
     ORDER_ROW,
     float_columns,
     nan_column,
+    output_schema,
     unpack_blobs,
 )
 from ...runtime.group_state import GroupSpec, group_function
@@ -152,7 +153,7 @@ def keyed_call(grouped: GroupedData, spec: GroupSpec, fields: list[tuple[str, st
         them (``Stream.ordered_from``), else None.
     """
     call = partial(_call, grouped, spec, timeout, tws)
-    if not spec.ordered or spec.handoff is not None:  # a hand-off orders in its next stage
+    if not spec.ordered:
         return _records(call, spec, fields), None
     # in arrival order (emit_order.py): sorted in a pass of the same query, then dropped
     records = _records(call, spec, [*fields, (ORDER, "bigint"), (ORDER_ROW, "bigint")])
@@ -179,7 +180,8 @@ def _records(call: Callable[[str], Any], spec: GroupSpec,
     names = [name for name, _ in fields]
     if spec.direct_output:
         kinds = dict(fields)
-        floats = [(name, kinds[name]) for name in float_columns(spec.out_schema())]
+        floats = [(name, kinds[name]) for name in float_columns(
+            output_schema(spec.output_enc, bool(spec.tags), spec.ordered))]
         arrays = ", ".join([f"`{name}` array<{kind}>" for name, kind in fields]
                            + [f"`{nan_column(name)}` array<int>" for name, _ in floats])
         out = call(arrays)

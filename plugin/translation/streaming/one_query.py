@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from ...plan.config import Configuration
 
 __all__ = ["QUERY", "Carry", "branch_watermark",
-           "CarryPlan", "carry_plan", "carry_tag", "exit_of", "fans_out", "keying_runs",
+           "CarryPlan", "carry_plan", "carry_tag", "exit_of", "fans_out",
            "from_keyed", "keying_input", "meets_keyed", "one_query_mapping",
            "one_query_placement", "query_exits", "relays", "state_store_conf",
            "with_carriers"]
@@ -325,7 +325,7 @@ def _readers(node: Transformation, consumers: dict[int, list[Transformation]],
                     return None
                 stages.append(step)
                 break
-            if not keying_runs(step) or step.id in exit_ids:
+            if not _passes(step) or step.id in exit_ids:
                 return None
             readers = [r for r in consumers.get(step.id, []) if r.id in part]
             if len(readers) != 1:
@@ -342,7 +342,7 @@ def _readers(node: Transformation, consumers: dict[int, list[Transformation]],
 _KEYED_AWAY = ("forward", "rebalance", "shuffle", "rescale")
 
 
-def keying_runs(step: Transformation) -> bool:
+def _passes(step: Transformation) -> bool:
     """Whether a keying pass runs ``step`` on a path to a ``key_by`` (:func:`keying_input`):
     a one-input stateless operator, a ``key_by`` whose stream is read as a plain one, or a
     partitioning of :data:`_KEYED_AWAY`."""
@@ -352,11 +352,11 @@ def keying_runs(step: Transformation) -> bool:
 
 
 def _fused_path(stage: Transformation, node: Transformation) -> bool:
-    """Whether only operators a keying pass runs (:func:`keying_runs`) lie between ``node`` and
+    """Whether only operators a keying pass runs (:func:`_passes`) lie between ``node`` and
     the ``key_by`` of keyed ``stage`` (:func:`keying_input`)."""
     step = stage.inputs[0].inputs[0]
     while step is not node:
-        if not keying_runs(step):
+        if not _passes(step):
             return False
         step = step.inputs[0]
     return True
@@ -370,7 +370,7 @@ def _path(key_node: Transformation, above: Transformation) -> list[ChainNode]:
     path: list[ChainNode] = []
     step = key_node.inputs[0]
     while step is not above:
-        assert keying_runs(step), step  # carry_plan: _fused_path
+        assert _passes(step), step  # carry_plan: _fused_path
         if isinstance(step, ChainNode):
             path.append(step)
         step = step.inputs[0]

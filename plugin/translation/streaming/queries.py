@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from ...operators.metrics import merge, read_published
 from ...runtime.encoding import KEY, KG, SIDE, TAG, TS, VALUE
-from ...runtime.group_frames import FROM, SEQ, SEQ_ROW
+from ...runtime.group_frames import SEQ, SEQ_ROW
 from ...runtime.group_state import END_OF_INPUT_MS, END_THRESHOLD
 from ...runtime.passes import query_metrics_folder
 from ...state_store.exceptions import ConfigurationError
@@ -255,7 +255,7 @@ def end_of_input_stream(spark: SparkSession, storage: Storage, folder: str, sche
                 cols[f.name] = pa.array([END_OF_INPUT_MS], type=pa.int64())
             elif f.name == KG:
                 cols[f.name] = pa.array([-1], type=pa.int32())
-            elif f.name in (SEQ, SEQ_ROW, FROM):
+            elif f.name in (SEQ, SEQ_ROW):
                 cols[f.name] = pa.array([0], type=pa.int64())
             elif f.name == SIDE:
                 cols[f.name] = pa.array([0], type=pa.int32())

@@ -52,7 +52,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Protocol
 
 from ...plan.graph import Transformation, is_keyed, upstream
 from ...runtime.encoding import KEY, KG, SIDE, TS, VALUE
-from ...runtime.group_frames import FROM, RESTORE_SEQ
 from ...savepoint.format import OperatorMetadata, SavepointMetadata
 from ...spark_io.dataframes import map_groups_in_arrow
 from ...spark_io.key_group_ranges import RANGE_KEY, key_group_of_range_key_column
@@ -92,6 +91,8 @@ __all__ = [
 
 log = logging.getLogger("pyspark_datastream")
 
+#: ``_seq`` of a restore row (a key group's savepoint state); input rows have ``_seq >= 0``.
+RESTORE_SEQ = -1
 _META = "\x00meta"
 _ENTRY_DDL = ("operator_uid string, key_group int, key binary, state_name string, "
               "namespace binary, user_key binary, value binary")
@@ -429,7 +430,6 @@ def _pack_pass(metas: list[dict[str, Any]], fields: list[str],
             VALUE: pa.array([value], pa.binary()),
             "_seq": pa.array([RESTORE_SEQ], pa.int64()),
             "_seq_row": pa.array([0], pa.int64()),  # a staged input's (restaged_order)
-            FROM: pa.array([0], pa.int64()),  # a handed-off input's (runtime/handoff.py)
             SIDE: pa.array([0], pa.int32()),
         }
         return pa.table({name: columns[name] for name in fields})

@@ -11,7 +11,6 @@ from ...plan.graph import KeyByNode, KeyedNode, Transformation, is_keyed, upstre
 from ...runtime.encoding import KG, PICKLED, TAG, TS, VALUE
 from ...runtime.group_frames import SEQ, TypedInput, direct_output, output_encoding, output_schema
 from ...runtime.group_state import GroupSpec, seq_pass
-from ...runtime.handoff import HANDOFF_FIELDS, HandOff
 from ...runtime.inband import with_watermark_rows
 from ...runtime.passes import PassSpec, output_ddl
 from ...runtime.tws_processor import TwsCall, state_name, tws_time_mode
@@ -22,7 +21,6 @@ from ..rows import chain_for_output
 from ..stream import Stream, arrow_pass
 from ..timecheck import processing_time_use, processing_timeout_of
 from ..translator_base import TranslatorBase
-from .handoff import HandOffPlan, handoff_of
 from .inband import chained, inband_strategy, observed
 from .keyed import feeds_keyed, keyed_call, watermarked
 from .one_query import Carry, branch_watermark, keying_input, relays
@@ -68,10 +66,6 @@ class KeyedStages(TranslatorBase):
     group_specs: dict[int, GroupSpec]
     staged_outputs: dict[int, str]
     carriers: dict[int, Carry]
-    #: keyed stage id -> the next keyed stage it may key its records for (handoff.py)
-    handoffs: dict[int, HandOffPlan]
-    #: keyed stage id -> the id of the stage its call keys its records for
-    handed: dict[int, int]
     _tags: dict[int, frozenset[str]]
     _typed_inputs: dict[int, TypedInput]
     _prerequisites: list[tuple[str, Any]]
@@ -100,9 +94,6 @@ class KeyedStages(TranslatorBase):
     def keyed_input_df(self, key_node: KeyByNode, consumer: Transformation) -> DataFrame:
         """``_ts, _kg, _k, _v, _seq`` for ``consumer``; staged through files when upstream
         already holds a stateful operator (one per query)."""
-        handed = self._handed_input(consumer)
-        if handed is not None:  # keyed by the stage above in its call
-            return handed
         carry = self.carriers.get(consumer.id)  # the keying pass hands its records on
         parent = keying_input(self, key_node, carry)  # and those carried through it
         strategy = inband_strategy(consumer) if self.one_query else None
@@ -117,28 +108,6 @@ class KeyedStages(TranslatorBase):
                                 watermark)
         side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
         return self.staged_input(df, key_node.inputs[0], key_node, consumer, side)
-
-    def _handed_input(self, consumer: Transformation) -> Optional[DataFrame]:
-        """The keyed input of ``consumer`` when the keyed stage above keys its records for
-        it in its call (runtime/handoff.py), else None."""
-        above = next((n for n in self.nodes if n.id in self.handoffs
-                      and self.handoffs[n.id].consumer.id == consumer.id), None)
-        if above is None:
-            return None
-        df = self.translate(above).df  # decides the hand-off (stateful)
-        return df if self.handed.get(above.id) == consumer.id else None
-
-    def _handoff(self, node: Transformation, kind: str, records: Any, ordered: bool,
-                 tags: frozenset[str], field_reduce: Any) -> Optional[HandOff]:
-        """The hand-off of keyed stage ``node`` to the next one (handoff.py), else None."""
-        planned = self.handoffs.get(node.id)
-        if (planned is None or not ordered or tags or kind == "broadcast"
-                or field_reduce is not None):
-            return None
-        handoff = handoff_of(planned, node, records, self.max_parallelism)
-        if handoff is not None:
-            self.handed[node.id] = planned.consumer.id
-        return handoff
 
     def sequenced(self, parent: Stream, name: str, key_out: Optional[KeyOut] = None,
                   carry: Optional[Carry] = None,
@@ -246,10 +215,6 @@ class KeyedStages(TranslatorBase):
         out_enc = output_encoding(node.output_type, bool(tags))  # ROW types: pickled Rows
         ordered = kind != "broadcast" and (feeds_keyed(node, self.consumers)
                                            or relays(self.carriers, node.id))
-        reduce_plan = field_reduce_plan(kind, function, self._typed_inputs.get(node.id),
-                                        out_enc, backend_kind)
-        records = out_enc if out_enc is not None and out_enc.typed else PICKLED
-        handoff = self._handoff(node, kind, records, ordered, tags, reduce_plan)
         spec = GroupSpec(node.name, kind, function, key_serializer,
                          dict(self.op_config, metrics_publish=self.metrics_publish()),
                           ws is not None, sided, tags,
@@ -259,16 +224,15 @@ class KeyedStages(TranslatorBase):
                           processing_timeout, self._typed_inputs.get(node.id), out_enc,
                           self.range_partitions,
                           self.arrow_batch_rows,
-                          reduce_plan, timeouts, self.storage, f"{self.job_name}#{node.id}",
-                          self.run_id,
-                          handoff is not None or direct_output(output_schema(out_enc, bool(tags))),
+                          field_reduce_plan(kind, function, self._typed_inputs.get(node.id),
+                                            out_enc, backend_kind),
+                          timeouts, self.storage, f"{self.job_name}#{node.id}",
+                          self.run_id, direct_output(output_schema(out_enc, bool(tags))),
                           parallelism=self.parallelism, ordered=ordered, chained=chain,
-                          checks_partition=not self.one_query, handoff=handoff)
+                          checks_partition=not self.one_query)
         self.group_specs[node.id] = spec
         fields = ([(TAG, "string")] if tags else []) + [(TS, "bigint")] + (
             out_enc.spark_columns() if out_enc is not None else [(VALUE, "binary")])
-        if spec.handoff is not None:
-            fields = list(HANDOFF_FIELDS)
         timeout = (GroupStateTimeout.ProcessingTimeTimeout if processing_timeout
                    else GroupStateTimeout.EventTimeTimeout if timeouts
                    else GroupStateTimeout.NoTimeout)
@@ -290,7 +254,8 @@ class KeyedStages(TranslatorBase):
         tws = TwsCall(mode, tuple(df.columns), state_name(stage), node.id in self.carriers,
                       inband) if self.one_query else None
         out, unordered = keyed_call(df.groupBy(grouping), spec, fields, timeout, tws)
-        return Stream(out, records, node.output_type, name=node.name, tagged=bool(tags),
+        return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
+                      node.output_type, name=node.name, tagged=bool(tags),
                       ordered_from=None if unordered is None else (out, unordered))
 
     def _staged_above(self, root: Transformation) -> Optional[str]:

@@ -67,7 +67,6 @@ from ..steps import (
 )
 from ..stream import Stream, arrow_pass
 from ..translator_base import kind_table
-from .handoff import handoff_plan
 from .inband import chained
 from .keyed import own_watermark
 from .one_query import (
@@ -154,9 +153,6 @@ class StreamingTranslator(KeyedStages):
         #: carrying keyed stage id -> how it carries (one_query.with_carriers)
         self._tags, self.carriers = with_carriers(side_output_tags(nodes), nodes, carrying,
                                                   self.fanned_out)
-        #: keyed stages that may key their records for the next one in their call
-        self.handoffs = handoff_plan(nodes, self.consumers, self.carriers) if self.one_query else {}
-        self.handed: dict[int, int] = {}  # (stages.py: _handoff)
         self.op_config = operator_config(cfg, self.mode, self.parallelism, self.max_parallelism)
         # Restore (savepoint.py) is checked here, before anything runs, by
         # savepoint_restore.py's check: the program's operators are opened, with this job's
