@@ -31,7 +31,7 @@ import os
 import sys
 import time
 
-from jvm_options import driver_options
+from jvm_options import checkpoint_conf, driver_options
 
 GAP = 10_000  # session gap (ms)
 OOO = 1_000  # bounded out-of-orderness (ms)
@@ -200,6 +200,8 @@ def run(args: argparse.Namespace) -> None:
                    .config("spark.executor.extraClassPath", class_path()))
         for key, value in json.loads(args.hadoop_conf).items():
             builder = builder.config(f"spark.hadoop.{key}", value)
+    for key, value in checkpoint_conf().items():  # as conftest.py's session
+        builder = builder.config(key, value)
     for setting in args.conf:
         key, _, value = setting.partition("=")
         builder = builder.config(key, value)

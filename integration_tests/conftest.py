@@ -43,11 +43,13 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from jars import delta_spark_conf
-    from jvm_options import driver_options
+    from jvm_options import checkpoint_conf, driver_options
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
     for key, value in delta_spark_conf().items():  # Spark's Delta and s3a (make setup)
+        builder = builder.config(key, value)
+    for key, value in checkpoint_conf().items():  # no fork per checkpoint file (jvm_options.py)
         builder = builder.config(key, value)
     session = (
         builder.master("local[2]")

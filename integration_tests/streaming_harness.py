@@ -188,11 +188,13 @@ def run_job(src: str, ckpt: str, out: str, backend: str, sink: str = "parquet",
     (:func:`fan_out_to_kafka`). Every job but the Parquet one runs with ``mapping``."""
     import faults
     from helpers import env_on
-    from jvm_options import driver_options
+    from jvm_options import checkpoint_conf, driver_options
     from pyspark.sql import SparkSession
 
     faults.install()  # the crash point the test armed in this driver's environment, if any
     builder = SparkSession.builder
+    for key, value in checkpoint_conf().items():  # as conftest.py's session
+        builder = builder.config(key, value)
     if delta_writer == "spark":
         from jars import delta_spark_conf
 
