@@ -75,13 +75,19 @@ def checkpoint_conf() -> dict[str, str]:
             f"{package}.FileSystemBasedCheckpointFileManager"}
 
 
-def submit_env(env: dict[str, str] | None = None, jars: bool = False) -> dict[str, str]:
+def submit_env(env: dict[str, str] | None = None, jars: bool = False,
+               checkpoints: bool = False) -> dict[str, str]:
     """``env`` (default: this process's) for a child that starts its Spark driver through
     its own ``SparkSession.builder`` (notebooks, benchmarks, the packaging job): the
     options reach its JVM through ``PYSPARK_SUBMIT_ARGS``, not through the program.
-    ``jars``: the child puts the suite's connector jars on its driver's class path."""
+    ``jars``: the child puts the suite's connector jars on its driver's class path.
+    ``checkpoints``: the child also gets :func:`checkpoint_conf` (only for a child running
+    this process's pyspark: the class is named per Spark line)."""
     out = dict(os.environ if env is None else env)
-    out["PYSPARK_SUBMIT_ARGS"] = f'--driver-java-options "{driver_options(jars)}" pyspark-shell'
+    conf = "".join(f" --conf {key}={value}" for key, value in checkpoint_conf().items()
+                   ) if checkpoints else ""
+    out["PYSPARK_SUBMIT_ARGS"] = (f'--driver-java-options "{driver_options(jars)}"{conf} '
+                                  "pyspark-shell")
     return out
 
 

@@ -25,7 +25,7 @@ def test_batch_and_streaming_jobs_over_spark_connect(tmp_path):
     # and its client asks the server which, instead of the fixed 15002 that a second server
     # on this host (another run, an install test) would hold
     env = submit_env(dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=HERE,
-                          SPARK_TESTING="1"))
+                          SPARK_TESTING="1"), checkpoints=True)
     server = connect_server_jars()  # Spark 3.5's pip package has no Connect server
     if server:
         env["PYSPARK_SUBMIT_ARGS"] = f"--jars {','.join(server)} {env['PYSPARK_SUBMIT_ARGS']}"

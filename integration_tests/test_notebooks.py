@@ -30,7 +30,8 @@ def test_every_notebook_runs_locally(tmp_path):
     # package is importable (run_notebooks.py checks that `examples` is not)
     # (the driver JVM gets the suite's short-job options, jvm_options.py: not the
     # notebooks' code or sizes, only how fast their JVM runs on 2 cores)
-    env = submit_env(dict(os.environ, PYSPARK_PYTHON=sys.executable, MPLBACKEND="Agg"))
+    env = submit_env(dict(os.environ, PYSPARK_PYTHON=sys.executable, MPLBACKEND="Agg"),
+                     checkpoints=True)
     env.pop("PYTHONPATH", None)
     proc = subprocess.run(
         [sys.executable, os.path.join(HERE, "run_notebooks.py"), str(tmp_path), *NOTEBOOKS],
