@@ -40,9 +40,9 @@ def _defined() -> dict[str, type]:
 
 
 def _root_errors() -> dict[str, type]:
-    return {name: value for name, value in vars(pyspark_datastream).items()
-            if isinstance(value, type) and issubclass(value, BaseException)
-            and name in pyspark_datastream.__all__}
+    exported = {name: getattr(pyspark_datastream, name) for name in pyspark_datastream.__all__}
+    return {name: value for name, value in exported.items()
+            if isinstance(value, type) and issubclass(value, BaseException)}
 
 
 def test_the_root_exports_exactly_the_errors_the_exceptions_modules_define() -> None:
