@@ -11,6 +11,7 @@ which Spark hands the watermark to the next keyed stage of the query.
 from __future__ import annotations
 
 import hashlib
+import pickle
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
@@ -192,7 +193,8 @@ class KeyGroupProcessor:
     """
 
     def __init__(self, spec: GroupSpec, call: TwsCall) -> None:
-        self.spec = spec
+        self._spec: Optional[GroupSpec] = spec
+        self._spec_bytes: Optional[bytes] = None
         self.columns = list(call.columns)
         self.state_name = call.state_name
         self.carries = call.carries
@@ -202,14 +204,34 @@ class KeyGroupProcessor:
         self._value: Any = None
         self._handle: Any = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The stage (its functions, and so the modules they import) travels as bytes, read on
+        the first call: Spark also unpickles the processor in a driver process of its own per
+        stage and run, only to call :meth:`init` for the state variables."""
+        from pyspark import cloudpickle
+
+        state = dict(self.__dict__, _fn=None, _value=None, _handle=None)
+        if self._spec is not None:
+            state.update(_spec=None, _spec_bytes=cloudpickle.dumps(self._spec))
+        return state
+
+    @property
+    def spec(self) -> GroupSpec:
+        """The stage's :class:`GroupSpec`, unpickled on first use."""
+        if self._spec is None:
+            assert self._spec_bytes is not None
+            self._spec = pickle.loads(self._spec_bytes)
+            self._spec_bytes = None
+        return self._spec
+
     def init(self, handle: Any) -> None:
         self._handle = handle
         self._value = handle.getValueState(self.state_name, STATE_DDL)
-        self._fn = group_function(self.spec)
 
     def _call(self, key: Any, rows: Iterator[Any], timers: Any,
               expired: Optional[int], seen: Optional[int] = None) -> Iterator[Any]:
-        assert self._fn is not None
+        if self._fn is None:
+            self._fn = group_function(self.spec)
         state = (_InBandGroupState(self._value, self._handle, timers, expired, seen,
                                    self.time_mode == "EventTime")
                  if self.inband else _TimerGroupState(self._value, self._handle, timers, expired))
