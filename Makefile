@@ -8,10 +8,19 @@ JARS := $(VENV)/jars/.resolved
 CDS := $(VENV)/cds/.dumped
 SRC := plugin operators state_store
 
-.PHONY: setup test test-bench unit integration lint docs demo bench bench-quick bench-scale clean check-java \
+.PHONY: setup bytecode test test-bench unit integration lint docs demo bench bench-quick bench-scale clean check-java \
 	check-chromium compat-setup test-compat install-setup
 
-setup: $(STAMP) $(JARS) $(CDS) check-chromium
+setup: $(STAMP) $(JARS) $(CDS) check-chromium bytecode
+
+# The project's bytecode, written as pip writes an installed package's: where the shell sets
+# PYTHONDONTWRITEBYTECODE (this machine's does), an editable install has none, and every
+# Python process (Spark's workers, the driver process Spark starts per one-query keyed
+# stage, each subprocess job) compiled the package again: importing the API and the runtime
+# took 0.9-1.0 s instead of 0.5-0.6 s. Incremental: a changed file is compiled again, and
+# Python checks each file's source against its bytecode either way.
+bytecode: $(STAMP)
+	@$(PY) -m compileall -q $(SRC) tests integration_tests benchmarks examples >/dev/null
 
 # The docs render test (tests/plugin/test_site_render.py) loads the built site in headless
 # Chromium. Installed from the distribution's packages when missing and apt-get is usable
