@@ -51,5 +51,5 @@ def test_the_runtime_alone_does_not_import_the_api() -> None:
     code = ("import sys, pyspark_datastream.runtime.tws_processor; "
             "print(sorted(m for m in sys.modules if m.startswith('pyspark_datastream.api')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env=dict(os.environ)).stdout.strip()
+                         check=True).stdout.strip()
     assert out == "[]"
