@@ -8,7 +8,9 @@ too with its side output of every third count, which feeds (through a map) a cou
 parity of bucket, written too; the running count also feeds, keyed by user again, two
 stages writing each count beside the one each saw before for that user (in Flink's order,
 the one before it): the query relays the running counts from the first of those to the
-second and on to the count per bucket, in their order. A BATCH backfill of the first file
+second and on to the count per bucket, in their order. Above the running count, a keyed
+stage hands each record on (the query holds it once: what lies above carried stages is
+held once too). A BATCH backfill of the first file
 hands its savepoint to the STREAMING job (one query over several files of out-of-order
 event times), which runs on from its checkpoint and stops with a savepoint: every sink,
 and the savepoint's counts, equal a plain-Python model of each mode.
@@ -74,6 +76,13 @@ class SeenBefore(KeyedProcessFunction):
         self.last.update(value[1])
 
 
+class Through(KeyedProcessFunction):
+    """Each record, handed on as it came."""
+
+    def process_element(self, value, ctx):
+        yield value
+
+
 def bucket(user: str) -> int:
     return int(user[1:]) % BUCKETS
 
@@ -105,8 +114,10 @@ def program(env, records, out: str) -> None:
     third of those (a side output), the counts per parity of bucket and, twice, the running
     counts with the one seen before."""
     ws = WatermarkStrategy.for_bounded_out_of_orderness(SPAN).with_timestamp_assigner(ByV())
-    running = (records.assign_timestamps_and_watermarks(ws).map(lambda r: (r[0], 1), PAIR)
-               .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).uid("running"))
+    through = (records.assign_timestamps_and_watermarks(ws).map(lambda r: (r[0], 1), PAIR)
+               .key_by(lambda r: r[0]).process(Through(), PAIR).uid("through"))
+    running = (through.key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+               .uid("running"))
     running.sink_to_delta(f"{out}/running")
     running.filter(lambda r: r[1] % 5 == 0).sink_to_delta(f"{out}/fifths")
     buckets = (running.map(lambda r: (bucket(r[0]), r[1]), LONGS)

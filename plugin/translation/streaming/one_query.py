@@ -228,16 +228,20 @@ def query_exits(nodes: list[Transformation]) -> list[Transformation]:
     return list({e.id: e for e in ends}.values())
 
 
-def _uses(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
-          ) -> tuple[dict[int, int], set[int], set[int]]:
+def _uses(nodes: list[Transformation], consumers: dict[int, list[Transformation]],
+          carried: frozenset[int] = frozenset()) -> tuple[dict[int, int], set[int], set[int]]:
     """How many times the query's plan would hold each node (Spark plans a DataFrame read
-    twice as two copies), the ids of the nodes in the plan and those of its exits."""
+    twice as two copies), the ids of the nodes in the plan and those of its exits; a
+    ``carried`` stage is held once (its readers read it through the stages carrying it)."""
     exits = query_exits(nodes)
     exit_ids = {e.id for e in exits}
     part = {n.id for e in exits for n in upstream(e, include_self=True)}
     uses: dict[int, int] = {}
     for node in sorted(nodes, key=lambda n: n.id, reverse=True):  # readers first
         if node.id not in part:
+            continue
+        if node.id in carried:
+            uses[node.id] = 1
             continue
         readers = {r.id: r for r in consumers.get(node.id, []) if r.id in part}
         uses[node.id] = int(node.id in exit_ids) + sum(
@@ -521,8 +525,8 @@ def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transfor
                  plan: CarryPlan) -> None:
     """Refuse a keyed stage the query's plan would hold more than once: Spark plans a
     DataFrame read twice as two copies, each with its own operator and state."""
-    uses, _, _ = _uses(nodes, consumers)
     carried = plan.carried
+    uses, _, _ = _uses(nodes, consumers, frozenset(carried))
     for node in nodes:
         if is_keyed(node) and uses.get(node.id, 0) > 1 and node.id not in carried:
             _refuse(node, f"the query would hold it {uses[node.id]} times: its records reach "

@@ -203,6 +203,23 @@ def test_a_stage_relayed_through_a_key_by_or_a_partitioning(between):
     _check_paths(nodes, readers, plan)
 
 
+@pytest.mark.parametrize("depth", [1, 2])
+def test_the_stages_above_a_carried_stage_are_held_once(depth):
+    """A carried stage is held once, so are the keyed stages above it, which no sink reads."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    above = _stage(env.from_collection([("a", 1)], T))
+    for _ in range(depth - 1):
+        above = _stage(above.map(lambda r: r, T))
+    carried = _stage(above)
+    carried.print()
+    below = _stage(carried)
+    below.print()
+    nodes, readers = _graph(env)
+    plan = carry_plan(nodes, readers)
+    assert {k: v.id for k, v in plan.carried.items()} == {carried._node.id: below._node.id}
+    _check_paths(nodes, readers, plan)  # runs: nothing refused
+
+
 @pytest.mark.parametrize("shape", ["relay_read_on", "broadcast", "custom", "two_inputs"])
 def test_a_stage_the_query_cannot_carry_is_refused(shape):
     env = StreamExecutionEnvironment.get_execution_environment()
