@@ -9,6 +9,11 @@ the strategy's bound, Spark's convention for a watermark. Each key group's call 
 greatest it has seen as its watermark (:func:`split_watermarks`), as Spark's own
 ``withWatermark`` would over the same records, and every key group is called when any task
 saw records, so timers fire without new data of their own.
+
+A keyed stage below such a stage takes its watermark as Flink forwards it: each key group
+of the stage above emits, after its call, one row of its watermark under
+:data:`WATERMARK_TAG`; the keying pass in front of the stage below takes those rows out
+(:func:`forwarded_marks`) and hands every key group of its stage the greatest.
 """
 
 from __future__ import annotations
@@ -18,18 +23,23 @@ from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..operators.functions import TimestampAssigner
-from .encoding import KEY, KG, TS, VALUE
+from .carry import MARK
+from .encoding import KEY, KG, TAG, TS, VALUE
 from .group_frames import SEQ
 
-__all__ = ["WATERMARK_KEY", "WATERMARK_SEQ", "ObservedAssigner", "split_watermarks",
-           "with_watermark_rows"]
+__all__ = ["WATERMARK_KEY", "WATERMARK_SEQ", "WATERMARK_TAG", "ObservedAssigner",
+           "forwarded_marks", "split_watermarks", "with_watermark_rows"]
 
 #: ``_seq`` of a watermark row (a carried record's is -2 and below, never this low)
 WATERMARK_SEQ = -(2**63)
 #: ``_k`` of a watermark row
 WATERMARK_KEY = b"\x1fwatermark"
+#: the tag under which a keyed stage hands its watermark to the keyed stage below it (no
+#: ``OutputTag`` and no carried record has it)
+WATERMARK_TAG = f"{MARK}watermark"
 
 #: the greatest timestamp each observing assigner gave in this task (one task at a time runs
 #: in a Python worker), by the token of its stage
@@ -116,6 +126,50 @@ class _WatermarkRows:
         yield pa.RecordBatch.from_arrays(  # any other column (metrics) null
             [columns[f.name].cast(f.type) if f.name in columns else pa.nulls(n, f.type)
              for f in schema], schema=schema)
+
+
+def forwarded_marks(function: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+                    token: str, keep_tags: bool
+                    ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A keying pass reading the whole output of the keyed stage above (``_tag`` among its
+    columns) that takes that stage's watermark rows (:data:`WATERMARK_TAG`) out and notes
+    the greatest for :func:`with_watermark_rows` (wrap the result in it, bound 0).
+
+    Args:
+        function: the keying pass.
+        token: the stage's token (the key :func:`with_watermark_rows` reads).
+        keep_tags: the pass carries the stage above's records (runtime/carry.py reads the
+            other tagged rows); else it reads the untagged rows only, without ``_tag``.
+
+    Returns:
+        The ``mapInArrow`` function.
+    """
+    return _ForwardedMarks(function, token, keep_tags)
+
+
+class _ForwardedMarks:
+    """:func:`forwarded_marks`' function (a class: see :class:`_WatermarkRows`)."""
+
+    def __init__(self, function: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+                 token: str, keep_tags: bool) -> None:
+        self.function = function
+        self.token = token
+        self.keep_tags = keep_tags
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return self.function(self._records(batches))
+
+    def _records(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            tags = batch.column(TAG)
+            marks = pc.fill_null(pc.equal(tags, WATERMARK_TAG), False)
+            if pc.any(marks).as_py():
+                top = int(pc.max(batch.column(TS).filter(marks)).as_py())
+                seen = _SEEN.get(self.token)
+                _SEEN[self.token] = top if seen is None else max(seen, top)
+            keep = pc.invert(marks) if self.keep_tags else pc.is_null(tags)
+            batch = batch.filter(keep)
+            yield batch if self.keep_tags else batch.drop_columns([TAG])
 
 
 def split_watermarks(frame: Any) -> tuple[Any, Optional[int]]:

@@ -16,9 +16,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
-from .carry import carried_output, split_carried
+from .carry import CARRIED_SEQ, carried_output, split_carried
+from .encoding import KEY, TS, VALUE
+from .group_frames import SEQ
 from .group_state import END_THRESHOLD, GroupSpec, group_function
-from .inband import split_watermarks
+from .inband import WATERMARK_TAG, split_watermarks
 
 __all__ = ["ET_OUT", "STATE_DDL", "KeyGroupProcessor", "TwsCall", "state_name", "tws_time_mode"]
 
@@ -57,8 +59,11 @@ class TwsCall:
     #: records are carried through the stage (runtime/carry.py)
     carries: bool = False
     #: the stage's watermark comes in band, from a strategy below the stage above
-    #: (runtime/inband.py), not from Spark
+    #: (runtime/inband.py) or forwarded by the keyed stage above, not from Spark
     inband: bool = False
+    #: (``inband``) the stage hands its watermark to the keyed stage below it, after each
+    #: key group's call, under ``inband.WATERMARK_TAG``
+    forwards: bool = False
 
 
 def tws_time_mode(processing_timeout: bool, timeouts: bool) -> str:
@@ -177,6 +182,15 @@ class _InBandGroupState(_TimerGroupState):
                 self._value.clear()
 
 
+def _watermark_row(watermark: int) -> Any:
+    """The key group's watermark, as the keyed stage below reads it (runtime/inband.py),
+    in the layout of a carried record (:func:`~.carry.carried_output` makes the row)."""
+    import pandas as pd
+
+    return pd.DataFrame({TS: [watermark], KEY: [WATERMARK_TAG.encode("utf-8")],
+                         VALUE: [b""], SEQ: [CARRIED_SEQ]})
+
+
 def _with_et(frame: Any) -> Any:
     import pandas as pd
 
@@ -199,10 +213,12 @@ class KeyGroupProcessor:
         self.state_name = call.state_name
         self.carries = call.carries
         self.inband = call.inband
+        self.forwards = call.forwards
         self.time_mode = call.time_mode
         self._fn: Optional[Callable[..., Iterator[Any]]] = None
         self._value: Any = None
         self._handle: Any = None
+        self._watermark = 0  # the in-band watermark of the last call
 
     def __getstate__(self) -> dict[str, Any]:
         """The stage (its functions, and so the modules they import) travels as bytes, read on
@@ -238,6 +254,7 @@ class KeyGroupProcessor:
         for frame in self._fn(key, self._named(rows), state):
             yield _with_et(frame)
         state.flush()
+        self._watermark = state.getCurrentWatermarkMs()
 
     def _named(self, frames: Iterator[Any]) -> Iterator[Any]:
         for frame in frames:
@@ -267,6 +284,8 @@ class KeyGroupProcessor:
             own += [mine] if len(mine) else []
         if own or seen is not None:
             yield from self._call(key, iter(own), timers, None, seen)
+            if self.forwards and seen is not None:  # after the records its timers emitted
+                carried.append(_watermark_row(self._watermark))
         for frame in carried_output(carried, self.spec.direct_output, self.spec.ordered):
             yield _with_et(frame)
 

@@ -4,8 +4,9 @@ Spark hands a query's watermark from one stateful operator to the next and refus
 redefine it after one, so a keyed stage below another (:func:`chained`) takes the
 watermark of the stage above; one reading a watermark strategy assigned below a keyed
 stage takes that strategy's watermark in band instead (:func:`inband_strategy`): its
-keying pass runs the assigner :func:`observed` and hands every key group the watermark.
-docs/spark-mapping.md says which graphs run so.
+keying pass runs the assigner :func:`observed` and hands every key group the watermark. A
+keyed stage below such a stage takes the watermark that stage forwards
+(:func:`forwarded_from`). docs/spark-mapping.md says which graphs run so.
 """
 
 from __future__ import annotations
@@ -13,11 +14,20 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from ...plan.graph import ChainNode, KeyByNode, KeyedNode, Transformation, is_keyed, upstream
+from ...plan.graph import (
+    ChainNode,
+    KeyByNode,
+    KeyedNode,
+    PartitionNode,
+    Transformation,
+    is_keyed,
+    upstream,
+)
 from ...state_store.exceptions import GraphBuildError
 from ..stream import Stream
 
-__all__ = ["assigns_watermarks", "chained", "inband_strategy", "observed",
+__all__ = ["KEYED_AWAY", "assigns_watermarks", "chained", "forwarded_from", "forwarding",
+           "inband_strategy", "inband_watermark", "keying_pass_runs", "observed",
            "strategy_below_keyed"]
 
 
@@ -50,7 +60,7 @@ def strategy_below_keyed(stage: Transformation) -> Optional[Transformation]:
             if chained(n):
                 return n
         elif is_keyed(n):
-            above = inband_strategy(n)
+            above = inband_watermark(n)
             if above is not None:
                 return above
     return None  # Spark's watermark: what lies above a strategy is not forwarded
@@ -97,6 +107,82 @@ def inband_strategy(node: Transformation) -> Optional[Transformation]:
 #: the operators that run in a keying pass with the assigner above them (none of them
 #: starts a pass of its own)
 _PASS_STAGES = ("map", "flat_map", "filter", "timestamps")
+
+#: the partitionings a keying pass may leave out in front of a ``key_by``: each only says
+#: which subtask of the next operator a record reaches, in an order Flink does not fix,
+#: and the ``key_by`` sends every record on by its key whatever subtask it came from
+#: (``broadcast`` copies records and ``custom`` runs the user's partitioner: neither is
+#: left out)
+KEYED_AWAY = ("forward", "rebalance", "shuffle", "rescale")
+
+
+def keying_pass_runs(step: Transformation) -> bool:
+    """Whether the keying pass of a keyed stage below ``step`` runs it, on a path from the
+    keyed stage above (one_query.keying_input): a one-input stateless operator, a ``key_by``
+    whose stream is read as a plain one, or a partitioning of :data:`KEYED_AWAY`.
+
+    Args:
+        step: any operator of the graph.
+
+    Returns:
+        True when the pass runs it (a partitioning: leaves it out).
+    """
+    if isinstance(step, PartitionNode):
+        return step.strategy in KEYED_AWAY
+    return isinstance(step, (ChainNode, KeyByNode)) and len(step.inputs) == 1
+
+
+def forwarded_from(stage: Transformation) -> Optional[KeyedNode]:
+    """The keyed stage whose in-band watermark keyed ``stage`` takes, as Flink forwards a
+    watermark from one operator to the next: the keyed stage above it, when that one takes
+    its watermark in band (:func:`inband_watermark`) and only operators its keying pass
+    runs (:func:`keying_pass_runs`), none with a watermark strategy, lie between. That
+    stage hands its watermark on with its records (runtime/inband.py, ``forwarded_marks``).
+
+    Args:
+        stage: any operator of the graph.
+
+    Returns:
+        The keyed stage above, or None.
+    """
+    if not isinstance(stage, KeyedNode):
+        return None
+    step = stage.inputs[0].inputs[0]
+    while not is_keyed(step):
+        if getattr(step, "watermark_strategy", None) is not None or not keying_pass_runs(step):
+            return None
+        step = step.inputs[0]
+    return step if isinstance(step, KeyedNode) and inband_watermark(step) is not None else None
+
+
+def inband_watermark(stage: Transformation) -> Optional[Transformation]:
+    """The operator assigning the watermark strategy whose watermark keyed ``stage`` takes in
+    band: its own (:func:`inband_strategy`), or the one the stage above forwards to it
+    (:func:`forwarded_from`).
+
+    Args:
+        stage: any operator of the graph.
+
+    Returns:
+        That operator, or None when the stage's watermark is Spark's.
+    """
+    own = inband_strategy(stage)
+    if own is not None:
+        return own
+    above = forwarded_from(stage)
+    return None if above is None else inband_watermark(above)
+
+
+def forwarding(nodes: list[Transformation]) -> dict[int, KeyedNode]:
+    """The keyed stages that take their watermark from the stage above, and that stage.
+
+    Args:
+        nodes: the job graph.
+
+    Returns:
+        Keyed stage id -> the keyed stage forwarding it its watermark (:func:`forwarded_from`).
+    """
+    return {n.id: above for n in nodes if (above := forwarded_from(n)) is not None}
 
 
 def observed(stream: Stream, strategy: Transformation, token: str

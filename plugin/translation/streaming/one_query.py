@@ -39,7 +39,14 @@ from ...state_store.exceptions import GraphBuildError, SavepointFormatError
 from ..rows import leading_rows
 from ..steps import fused_chain
 from ..stream import Stream, StreamTranslator
-from .inband import assigns_watermarks, chained, inband_strategy, strategy_below_keyed
+from .inband import (
+    assigns_watermarks,
+    chained,
+    forwarded_from,
+    inband_watermark,
+    keying_pass_runs,
+    strategy_below_keyed,
+)
 from .keyed import feeds_keyed
 
 if TYPE_CHECKING:
@@ -143,11 +150,18 @@ def _check_graph(nodes: list[Transformation], consumers: dict[int, list[Transfor
         strategy = strategy_below_keyed(node) if is_keyed(node) else None
         if strategy is None:
             continue
-        if inband_strategy(node) is not strategy:
+        if inband_watermark(node) is not strategy:
             _refuse(node, f"its watermark would come from the watermark strategy of "
-                    f"{strategy.describe()}, below a keyed stage, through another keyed stage "
-                    "or an operator with several inputs (a stage takes such a watermark in "
-                    "band only along one-input operators from the strategy)")
+                    f"{strategy.describe()}, below a keyed stage, through an operator with "
+                    "several inputs, a partitioning its keying pass does not run or another "
+                    "watermark strategy (a stage takes such a watermark in band only along "
+                    "one-input operators from the strategy or from the keyed stage above, "
+                    "which forwards it)")
+        above = forwarded_from(node)
+        if above is not None and node.id in plan.sources:
+            _refuse(node, f"its watermark would come from {above.describe()}, whose records "
+                    "it reads carried through another keyed stage (a stage takes the "
+                    "watermark the stage above forwards only from that stage's own output)")
 
 
 #: Spark's state store providers: its default, and the one ``transformWithState`` needs
@@ -329,7 +343,7 @@ def _readers(node: Transformation, consumers: dict[int, list[Transformation]],
                     return None
                 stages.append(step)
                 break
-            if not _passes(step) or step.id in exit_ids:
+            if not keying_pass_runs(step) or step.id in exit_ids:
                 return None
             readers = [r for r in consumers.get(step.id, []) if r.id in part]
             if len(readers) != 1:
@@ -338,29 +352,12 @@ def _readers(node: Transformation, consumers: dict[int, list[Transformation]],
     return sorted({s.id: s for s in stages}.values(), key=lambda s: s.id)
 
 
-#: the partitionings a keying pass may leave out in front of a ``key_by``: each only says
-#: which subtask of the next operator a record reaches, in an order Flink does not fix,
-#: and the ``key_by`` sends every record on by its key whatever subtask it came from
-#: (``broadcast`` copies records and ``custom`` runs the user's partitioner: neither is
-#: left out)
-_KEYED_AWAY = ("forward", "rebalance", "shuffle", "rescale")
-
-
-def _passes(step: Transformation) -> bool:
-    """Whether a keying pass runs ``step`` on a path to a ``key_by`` (:func:`keying_input`):
-    a one-input stateless operator, a ``key_by`` whose stream is read as a plain one, or a
-    partitioning of :data:`_KEYED_AWAY`."""
-    if isinstance(step, PartitionNode):
-        return step.strategy in _KEYED_AWAY
-    return isinstance(step, (ChainNode, KeyByNode)) and len(step.inputs) == 1
-
-
 def _fused_path(stage: Transformation, node: Transformation) -> bool:
-    """Whether only operators a keying pass runs (:func:`_passes`) lie between ``node`` and
-    the ``key_by`` of keyed ``stage`` (:func:`keying_input`)."""
+    """Whether only operators a keying pass runs (:func:`~.inband.keying_pass_runs`) lie
+    between ``node`` and the ``key_by`` of keyed ``stage`` (:func:`keying_input`)."""
     step = stage.inputs[0].inputs[0]
     while step is not node:
-        if not _passes(step):
+        if not keying_pass_runs(step):
             return False
         step = step.inputs[0]
     return True
@@ -369,19 +366,20 @@ def _fused_path(stage: Transformation, node: Transformation) -> bool:
 def _path(key_node: Transformation, above: Transformation) -> list[ChainNode]:
     """The stateless operators a keying pass runs from keyed stage ``above`` down to
     ``key_node``, in their order: a ``key_by`` between reads as a plain stream and a
-    partitioning of :data:`_KEYED_AWAY` is left out (the ``key_by`` below sends each
+    partitioning of :data:`~.inband.KEYED_AWAY` is left out (the ``key_by`` below sends each
     record on by its key)."""
     path: list[ChainNode] = []
     step = key_node.inputs[0]
     while step is not above:
-        assert _passes(step), step  # carry_plan: _fused_path
+        assert keying_pass_runs(step), step  # carry_plan: _fused_path
         if isinstance(step, ChainNode):
             path.append(step)
         step = step.inputs[0]
     return path[::-1]
 
 
-def keying_input(t: KeyingTranslator, key_node: KeyByNode, carry: Optional[Carry]) -> Stream:
+def keying_input(t: KeyingTranslator, key_node: KeyByNode, carry: Optional[Carry],
+                 forwarded: bool = False) -> Stream:
     """The stream the keying pass in front of a keyed stage reads: the main output of the
     ``key_by``'s input; for a stage carrying the records of the stage above it, that
     stage's main output with the operators between pending (:func:`_path`: a partitioning
@@ -390,28 +388,32 @@ def keying_input(t: KeyingTranslator, key_node: KeyByNode, carry: Optional[Carry
     ``_tag``), the operators between run over that stage's own records only; for a stage
     keying the records carried through a relay (``source``), the relay's whole output with
     the operators from the source stage down pending, which the pass runs over those
-    records only (runtime/carry.py hands the rest on).
+    records only (runtime/carry.py hands the rest on); for a stage taking the watermark
+    the stage above forwards (``forwarded``), that stage's whole output too, its watermark
+    rows among it (runtime/inband.py, ``forwarded_marks``).
 
     Args:
         t: the STREAMING translator.
         key_node: the stage's ``key_by``.
         carry: how the stage carries records (``t.carriers``), None when it does not.
+        forwarded: the stage takes the watermark of the keyed stage above
+            (``inband.forwarded_from``).
 
     Returns:
         The stream the keying pass reads.
     """
-    if carry is None:
+    if carry is None and not forwarded:
         return t.input_stream(key_node.inputs[0])
     above = key_node.inputs[0]
     while not is_keyed(above):  # the operators between (_fused_path)
         above = above.inputs[0]
-    if carry.source is not None:
+    if carry is not None and carry.source is not None:
         relay = t.translate(next(n for n in t.nodes if n.id == carry.via))
         # the source's records as carried: pickled (runtime/carry.py), Rows made on the way
         stream = Stream(relay.df, PICKLED, above.output_type, name=above.name,
                         chain=leading_rows(above.output_type, above.name),
                         ordered_from=relay.ordered_from)
-    elif carry.tagged:
+    elif forwarded or (carry is not None and carry.tagged):
         whole = t.translate(above)
         stream = replace(t.input_stream(above), df=whole.df, ordered_from=whole.ordered_from)
     else:

@@ -11,7 +11,7 @@ from ...plan.graph import KeyByNode, KeyedNode, Transformation, is_keyed, upstre
 from ...runtime.encoding import KG, PICKLED, TAG, TS, VALUE
 from ...runtime.group_frames import SEQ, TypedInput, direct_output, output_encoding, output_schema
 from ...runtime.group_state import GroupSpec, seq_pass
-from ...runtime.inband import with_watermark_rows
+from ...runtime.inband import forwarded_marks, with_watermark_rows
 from ...runtime.passes import PassSpec, output_ddl
 from ...runtime.tws_processor import TwsCall, state_name, tws_time_mode
 from ...spark_io.key_group_ranges import RANGE_KEY, range_key_column
@@ -21,7 +21,7 @@ from ..rows import chain_for_output
 from ..stream import Stream, arrow_pass
 from ..timecheck import processing_time_use, processing_timeout_of
 from ..translator_base import TranslatorBase
-from .inband import chained, inband_strategy, observed
+from .inband import chained, observed
 from .keyed import feeds_keyed, keyed_call, watermarked
 from .one_query import Carry, branch_watermark, keying_input, relays
 from .pushdown import field_reduce_plan, native_keyed_input, restaged_order
@@ -66,6 +66,11 @@ class KeyedStages(TranslatorBase):
     group_specs: dict[int, GroupSpec]
     staged_outputs: dict[int, str]
     carriers: dict[int, Carry]
+    #: keyed stage id -> the strategy it takes in band (``inband.inband_strategy``)
+    inband_strategies: dict[int, Transformation]
+    #: keyed stage id -> the keyed stage above forwarding it its in-band watermark
+    #: (``inband.forwarding``)
+    forwarded: dict[int, KeyedNode]
     _tags: dict[int, frozenset[str]]
     _typed_inputs: dict[int, TypedInput]
     _prerequisites: list[tuple[str, Any]]
@@ -95,27 +100,32 @@ class KeyedStages(TranslatorBase):
         """``_ts, _kg, _k, _v, _seq`` for ``consumer``; staged through files when upstream
         already holds a stateful operator (one per query)."""
         carry = self.carriers.get(consumer.id)  # the keying pass hands its records on
-        parent = keying_input(self, key_node, carry)  # and those carried through it
-        strategy = inband_strategy(consumer) if self.one_query else None
+        forwarded = consumer.id in self.forwarded  # reads the watermark of the stage above
+        parent = keying_input(self, key_node, carry, forwarded)  # and those carried through
+        strategy = self.inband_strategies.get(consumer.id)
         watermark = None
         if strategy is not None:  # the pass hands on the watermark too (runtime/inband.py)
             parent, watermark = observed(parent, strategy, str(consumer.id))
+        elif forwarded:  # the watermark the stage above hands on with its records
+            watermark = (str(consumer.id), 0)
         df = (None if carry or watermark else
               self._native_keyed_input_df(parent, key_node, consumer))
         if df is None:
             df = self.sequenced(parent, key_node.name,
                                 (key_node.key_selector, key_node.key_serializer), carry,
-                                watermark)
+                                watermark, forwarded)
         side = consumer.inputs.index(key_node) if key_node in consumer.inputs else 0
         return self.staged_input(df, key_node.inputs[0], key_node, consumer, side)
 
     def sequenced(self, parent: Stream, name: str, key_out: Optional[KeyOut] = None,
                   carry: Optional[Carry] = None,
-                  watermark: Optional[tuple[str, int]] = None) -> DataFrame:
+                  watermark: Optional[tuple[str, int]] = None,
+                  forwarded: bool = False) -> DataFrame:
         """``_ts[, _kg, _k], _v, _seq``: ``parent``'s pending work in one Python pass that
         numbers the records in arrival order, keys them with ``key_out`` (and hands them on
         as they were under ``carry``'s tag, runtime/carry.py; with ``watermark``, the
-        token and bound of :func:`observed`, hands every key group a watermark row)."""
+        token and bound of :func:`observed`, hands every key group a watermark row: the
+        greatest the stage above forwards in ``parent``, when ``forwarded``)."""
         spec = PassSpec(
             name=name, input_enc=parent.enc, output_enc=PICKLED, config=dict(self.op_config),
             sided=parent.sided, co_stage=parent.co_stage, keyed=parent.keyed,
@@ -123,6 +133,9 @@ class KeyedStages(TranslatorBase):
             max_parallelism=self.max_parallelism)
         self._long_lived(spec)
         fn = seq_pass(spec, self.parallelism, carry and carry.for_pass())
+        if forwarded:
+            assert watermark is not None
+            fn = forwarded_marks(fn, watermark[0], keep_tags=carry is not None)
         if watermark is not None:
             import pyarrow as pa
 
@@ -246,13 +259,14 @@ class KeyedStages(TranslatorBase):
                 F.col(KG), self.max_parallelism, self.range_partitions,
                 self.parallelism)).drop(KG)
             grouping = RANGE_KEY
-        inband = self.one_query and inband_strategy(node) is not None
+        inband = node.id in self.inband_strategies or node.id in self.forwarded
         # an in-band stage's own watermark is no Spark's: Spark's serves it only to signal
         # the end of a bounded input (an unbounded one may have no Spark watermark at all)
         mode = ("EventTime" if self.bounded else "None") if inband else tws_time_mode(
             processing_timeout, timeouts)
+        forwards = any(above.id == node.id for above in self.forwarded.values())
         tws = TwsCall(mode, tuple(df.columns), state_name(stage), node.id in self.carriers,
-                      inband) if self.one_query else None
+                      inband, forwards) if self.one_query else None
         out, unordered = keyed_call(df.groupBy(grouping), spec, fields, timeout, tws)
         return Stream(out, out_enc if out_enc is not None and out_enc.typed else PICKLED,
                       node.output_type, name=node.name, tagged=bool(tags),

@@ -34,6 +34,7 @@ from ...results import CloseableIterator
 from ...runtime.encoding import KEY, KG, PICKLED, SIDE, TS, VALUE, Encoding
 from ...runtime.group_frames import SEQ, TypedInput
 from ...runtime.group_state import END_OF_INPUT_MS, GroupSpec, stream_pass
+from ...runtime.inband import WATERMARK_TAG
 from ...runtime.passes import PassSpec, output_ddl
 from ...spark_io.columns import lit
 from ...spark_io.key_group_ranges import stateful_partitions
@@ -67,7 +68,7 @@ from ..steps import (
 )
 from ..stream import Stream, arrow_pass
 from ..translator_base import kind_table
-from .inband import chained
+from .inband import chained, forwarding, inband_strategy
 from .keyed import own_watermark
 from .one_query import (
     QUERY,
@@ -150,9 +151,19 @@ class StreamingTranslator(KeyedStages):
         #: PySpark cuts a stateful operator's output into Arrow batches by this row count
         self.arrow_batch_rows = arrow_batch_rows(spark)
         self._streams: dict[int, Stream] = {}
+        #: keyed stage id -> the strategy it takes in band, the keyed stage above forwarding
+        #: it its watermark (inband.py)
+        self.inband_strategies: dict[int, graph.Transformation] = {}
+        self.forwarded: dict[int, graph.KeyedNode] = {}
+        tags = side_output_tags(nodes)
+        if self.one_query:
+            self.inband_strategies = {n.id: s for n in nodes
+                                      if (s := inband_strategy(n)) is not None}
+            self.forwarded = forwarding(nodes)
+            for above in self.forwarded.values():  # it hands its watermark on, tagged
+                tags[above.id] = tags.get(above.id, frozenset()) | {WATERMARK_TAG}
         #: carrying keyed stage id -> how it carries (one_query.with_carriers)
-        self._tags, self.carriers = with_carriers(side_output_tags(nodes), nodes, carrying,
-                                                  self.fanned_out)
+        self._tags, self.carriers = with_carriers(tags, nodes, carrying, self.fanned_out)
         self.op_config = operator_config(cfg, self.mode, self.parallelism, self.max_parallelism)
         # Restore (savepoint.py) is checked here, before anything runs, by
         # savepoint_restore.py's check: the program's operators are opened, with this job's

@@ -1,5 +1,6 @@
-"""In-band watermarks: the keying pass's watermark rows and a key group's watermark from
-them (runtime/inband.py, runtime/tws_processor.py), without Spark."""
+"""In-band watermarks: the keying pass's watermark rows, a key group's watermark from them,
+and the watermark an in-band stage forwards to the keyed stage below it
+(runtime/inband.py, runtime/tws_processor.py), without Spark."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ import pyarrow as pa
 import pyspark.cloudpickle as cloudpickle
 import pytest
 from pyspark_datastream.operators.functions import as_timestamp_assigner
-from pyspark_datastream.runtime.group_state import END_THRESHOLD
+from pyspark_datastream.runtime.group_state import END_THRESHOLD, GroupSpec
 from pyspark_datastream.runtime.inband import (
     WATERMARK_KEY,
     WATERMARK_SEQ,
+    WATERMARK_TAG,
     ObservedAssigner,
+    forwarded_marks,
     split_watermarks,
     with_watermark_rows,
 )
-from pyspark_datastream.runtime.tws_processor import _InBandGroupState
+from pyspark_datastream.runtime.tws_processor import KeyGroupProcessor, TwsCall, _InBandGroupState
+from pyspark_datastream.state_store.serializers import GenericKeySerializer
 
 SCHEMA = pa.schema([("_ts", pa.int64()), ("_kg", pa.int32()), ("_k", pa.binary()),
                     ("_v", pa.binary()), ("_seq", pa.int64())])
@@ -184,3 +188,71 @@ def test_a_task_whose_records_were_all_dropped_after_the_assigner_moves_the_wate
     out = list(with_watermark_rows(dropping, "10", 5, 3, SCHEMA)(iter([None])))
     assert [b.schema for b in out] == [SCHEMA]
     assert out[0].to_pydict()["_ts"] == [65, 65, 65]
+
+
+TAGGED = pa.schema([("_tag", pa.string()), ("_ts", pa.int64()), ("_v", pa.binary())])
+
+
+def _keying(seen):
+    """A keying pass that notes the rows it reads and keys each to group 0."""
+
+    def fn(batches):
+        for b in batches:
+            seen.append(b.to_pydict())
+            n = b.num_rows
+            yield pa.RecordBatch.from_arrays(
+                [b.column("_ts"), pa.array([0] * n, pa.int32()), pa.array([b"k"] * n),
+                 b.column("_v"), pa.array(range(n), pa.int64())], schema=SCHEMA)
+
+    return fn
+
+
+@pytest.mark.parametrize("keep_tags", [False, True])
+def test_the_pass_below_takes_the_forwarded_watermark_rows_out_and_hands_on_the_greatest(
+        keep_tags):
+    rows = {"_tag": [None, WATERMARK_TAG, "side", WATERMARK_TAG, None],
+            "_ts": [5, 90, 7, 120, 6], "_v": [b"a", b"", b"s", b"", b"b"]}
+    seen = []
+    fn = with_watermark_rows(forwarded_marks(_keying(seen), "11", keep_tags), "11", 0, 3,
+                             SCHEMA)
+    fn = cloudpickle.loads(cloudpickle.dumps(fn))  # as Spark ships it
+    seen = fn.function.function.__closure__[0].cell_contents  # the unpickled pass's list
+    out = list(fn(iter([pa.RecordBatch.from_pydict(rows, schema=TAGGED)])))
+    if keep_tags:  # the carrying pass reads the other tagged rows (runtime/carry.py)
+        assert seen == [{"_tag": [None, "side", None], "_ts": [5, 7, 6],
+                         "_v": [b"a", b"s", b"b"]}]
+    else:
+        assert seen == [{"_ts": [5, 6], "_v": [b"a", b"b"]}]
+    assert out[-1].to_pydict()["_ts"] == [120] * 3  # the greatest, to every key group
+    assert out[-1].to_pydict()["_seq"] == [WATERMARK_SEQ] * 3
+    # a batch without any: nothing noted, no watermark rows
+    out = list(fn(iter([pa.RecordBatch.from_pydict(
+        {"_tag": [None], "_ts": [1], "_v": [b"c"]}, schema=TAGGED)])))
+    assert len(out) == 1 and out[0].num_rows == 1
+
+
+def test_an_in_band_stage_that_forwards_emits_its_watermark_after_its_records():
+    """A key group's call over its records and a watermark row of the pass above: the
+    stage's outputs, then one row of the watermark it moved to, under WATERMARK_TAG."""
+    spec = GroupSpec("probe", "process", None, GenericKeySerializer.INSTANCE,
+                     {"max_parallelism": 8}, True, False, frozenset({WATERMARK_TAG}),
+                     direct_output=True, ordered=True)
+    processor = KeyGroupProcessor(spec, TwsCall("None", ("_ts", "_v", "_seq"), "kg_probe",
+                                                inband=True, forwards=True))
+    processor.init(type("H", (), {"getValueState": lambda self, n, s: _Value()})())
+    calls = []
+
+    def call(key, frames, state):  # the stage: records what it meets, emits nothing
+        calls.append(([f["_ts"].tolist() for f in frames], state.getCurrentWatermarkMs()))
+        return iter(())
+
+    processor._fn = call
+    frame = pd.DataFrame({"_ts": [5, 300, 7], "_v": [b"a", b"", b"b"],
+                          "_seq": [0, WATERMARK_SEQ, 1]})
+    out = list(processor.handleInputRows(3, iter([frame]), _Timers(0)))
+    assert calls == [([[5, 7]], 300)]
+    assert len(out) == 1  # its columns as arrays (group_frames.array_frame)
+    assert out[0]["_tag"].tolist() == [[WATERMARK_TAG]] and out[0]["_ts"].tolist() == [[300]]
+    # records alone (no watermark row from the pass above): nothing forwarded
+    frame = pd.DataFrame({"_ts": [9], "_v": [b"c"], "_seq": [2]})
+    assert list(processor.handleInputRows(3, iter([frame]), _Timers(0))) == []

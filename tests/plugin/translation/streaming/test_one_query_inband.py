@@ -1,13 +1,18 @@
 """Which keyed stages of the one query take their watermark in band, from a watermark
-strategy assigned below the keyed stage above them, and which such graphs it refuses
-(graph only, no Spark)."""
+strategy assigned below the keyed stage above them or forwarded by an in-band stage above
+them, and which such graphs it refuses (graph only, no Spark)."""
 
 from __future__ import annotations
 
 import pytest
 from pyspark_datastream import GraphBuildError, StreamExecutionEnvironment, Types, WatermarkStrategy
 from pyspark_datastream.plan.graph import consumers, reachable
-from pyspark_datastream.translation.streaming.inband import inband_strategy
+from pyspark_datastream.translation.streaming.inband import (
+    forwarded_from,
+    forwarding,
+    inband_strategy,
+    inband_watermark,
+)
 from pyspark_datastream.translation.streaming.one_query import _check_graph, carry_plan
 
 T = Types.TUPLE([Types.STRING(), Types.LONG()])
@@ -84,17 +89,74 @@ def test_the_stage_above_read_by_sinks_too_is_carried_through_the_in_band_stages
     assert all(inband_strategy(s._node) is not None for s in stages)
 
 
-@pytest.mark.parametrize("shape", ["stage_below", "rebalanced", "union"])
+@pytest.mark.parametrize("between", ["", "map", "rebalance_key_by_filter"])
+def test_a_stage_below_an_in_band_stage_takes_the_watermark_it_forwards(between):
+    """As Flink forwards a watermark from operator to operator: the in-band stage hands it
+    on, and so does a stage taking it from one (three keyed stages below the strategy)."""
+    env = _env()
+    first = _stage(env.from_collection([("a", 1)], T))
+    second = _stage(first.assign_timestamps_and_watermarks(WS))
+    below = second
+    if between == "map":
+        below = below.map(lambda r: (r[0], r[1] + 1), T)
+    elif between == "rebalance_key_by_filter":
+        below = below.rebalance().key_by(lambda r: r[1]).filter(lambda r: True)
+    third = _stage(below)
+    fourth = _stage(third.map(lambda r: r, T))
+    fourth.print()
+    _check(env)  # runs
+    strategy = inband_strategy(second._node)
+    assert strategy is not None and inband_strategy(third._node) is None
+    assert forwarded_from(third._node) is second._node
+    assert forwarded_from(fourth._node) is third._node
+    assert inband_watermark(third._node) is strategy is inband_watermark(fourth._node)
+    nodes = reachable(list(env._sinks))
+    assert {k: v.id for k, v in forwarding(nodes).items()} == {
+        third._node.id: second._node.id, fourth._node.id: third._node.id}
+    assert forwarded_from(second._node) is None and inband_watermark(first._node) is None
+
+
+def test_the_in_band_stage_read_by_sinks_too_is_carried_through_the_stage_it_forwards_to():
+    env = _env()
+    second = _stage(_stage(env.from_collection([("a", 1)], T))
+                    .assign_timestamps_and_watermarks(WS))
+    second.print()
+    third = _stage(second)
+    third.print()
+    _check(env)
+    nodes = reachable(list(env._sinks))
+    assert carry_plan(nodes, consumers(nodes)).carried[second._node.id] is third._node
+    assert forwarded_from(third._node) is second._node
+
+
+@pytest.mark.parametrize("shape", ["no_watermarks", "union", "relayed"])
+def test_graphs_the_forwarded_watermark_does_not_reach_are_refused(shape):
+    env = _env()
+    second = _stage(_stage(env.from_collection([("a", 1)], T))
+                    .assign_timestamps_and_watermarks(WS))
+    if shape == "no_watermarks":  # Flink's operator for it forwards no watermark
+        _stage(second.assign_timestamps_and_watermarks(
+            WatermarkStrategy.no_watermarks())).print()
+        match = "another watermark strategy"
+    elif shape == "union":
+        _stage(second.union(env.from_collection([("b", 2)], T))).print()
+        match = "several inputs"
+    else:  # the second reader keys the in-band stage's records out of the first's output
+        _stage(second).print()
+        _stage(second.map(lambda r: r, T)).print()
+        match = "carried through another keyed stage"
+    with pytest.raises(GraphBuildError, match=match):
+        _check(env)
+
+
+@pytest.mark.parametrize("shape", ["rebalanced", "union"])
 def test_graphs_the_in_band_watermark_does_not_reach_are_refused(shape):
     env = _env()
     first = _stage(env.from_collection([("a", 1)], T))
     assigned = first.assign_timestamps_and_watermarks(WS)
-    if shape == "stage_below":  # its watermark would be the in-band stage's own
-        _stage(_stage(assigned)).print()
-        match = "through another keyed stage"
-    elif shape == "rebalanced":  # the assigner would run in a pass of its own
+    if shape == "rebalanced":  # the assigner would run in a pass of its own
         _stage(assigned.rebalance()).print()
-        match = "through another keyed stage or an operator with several inputs"
+        match = "a partitioning its keying pass does not run"
     else:
         _stage(assigned.union(env.from_collection([("b", 2)], T))).print()
         match = "several inputs"
