@@ -287,7 +287,9 @@ def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
     the last is read by sinks only (a stage read by a keyed stage goes last). A stage whose
     side outputs are read, or whose output a keying pass reads whole, reaches that pass
     through one chain of stateless operators (no other ``key_by`` between:
-    :func:`keying_input`).
+    :func:`keying_input`). Where that leaves a keyed stage held twice (stages read by
+    several keyed stages that go on to keyed stages of their own), the tree of keyed
+    stages below the topmost such stage runs as one chain instead (:func:`_tree_plan`).
 
     Args:
         nodes: the job graph.
@@ -296,6 +298,73 @@ def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
     Returns:
         The plan; computed once per job (the translator hands it on).
     """
+    plan = _relay_plan(nodes, consumers)
+    if not _held_twice(nodes, consumers, plan):
+        return plan
+    tree = _tree_plan(nodes, consumers)
+    return tree if tree is not None and not _held_twice(nodes, consumers, tree) else plan
+
+
+def _held_twice(nodes: list[Transformation], consumers: dict[int, list[Transformation]],
+                plan: CarryPlan) -> list[tuple[Transformation, int]]:
+    """The keyed stages the query's plan would hold more than once under ``plan``, with the
+    number of times."""
+    uses, _, _ = _uses(nodes, consumers, frozenset(plan.carried))
+    return [(n, uses[n.id]) for n in nodes
+            if is_keyed(n) and uses.get(n.id, 0) > 1 and n.id not in plan.carried]
+
+
+def _tree_plan(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
+               ) -> Optional[CarryPlan]:
+    """Each tree of keyed stages below a keyed stage read several times (by sinks and keyed
+    stages, or by several keyed stages), each reading the stage above it along one-input
+    stateless operators a keying pass runs, as one chain in breadth-first order: every
+    stage of the chain carries the one before it, whose output its keying pass reads, and
+    keys its own parent's records out of it when that is not the one before (runtime/carry.py
+    hands every carried stage's records on to the end). None when a tree is not of that
+    shape.
+
+    Args:
+        nodes: the job graph.
+        consumers: node id -> the nodes reading it.
+
+    Returns:
+        The plan, or None.
+    """
+    uses, part, exit_ids = _uses(nodes, consumers)
+    carried: dict[int, Transformation] = {}
+    sources: dict[int, tuple[Transformation, Transformation]] = {}
+    claimed: set[int] = set()  # the stages of a tree planned already
+    for root in sorted(nodes, key=lambda n: n.id):  # the stages above first
+        if not is_keyed(root) or uses.get(root.id, 0) < 2 or root.id in claimed:
+            continue
+        first = _readers(root, consumers, part, exit_ids, exits_only=False)
+        if not first or (len(first) == 1 and root.id not in exit_ids):
+            continue  # its one reader holds it once: the tree starts below
+        chain: list[Transformation] = []
+        parent: dict[int, Transformation] = {}
+        queue = [root]
+        while queue:
+            node = queue.pop(0)
+            below = _readers(node, consumers, part, exit_ids, exits_only=False)
+            if below is None or not all(_fused_path(s, node) for s in below):
+                return None
+            for stage in below:
+                parent[stage.id] = node
+            chain += below
+            queue += below
+        claimed.update(n.id for n in chain)
+        carried[root.id] = chain[0]
+        for above, stage in zip(chain, chain[1:]):
+            carried[above.id] = stage
+            if parent[stage.id] is not above:
+                sources[stage.id] = (above, parent[stage.id])
+    return CarryPlan(carried, sources)
+
+
+def _relay_plan(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
+                ) -> CarryPlan:
+    """:func:`carry_plan`'s relays (its first paragraph)."""
     uses, part, exit_ids = _uses(nodes, consumers)
     carried: dict[int, Transformation] = {}
     sources: dict[int, tuple[Transformation, Transformation]] = {}
@@ -329,17 +398,18 @@ def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
 
 
 def _readers(node: Transformation, consumers: dict[int, list[Transformation]],
-             part: set[int], exit_ids: set[int]) -> Optional[list[Transformation]]:
-    """The keyed stages (one input, exits of the query) that ``node``'s readers in the
-    query's plan reach, each along one path of one-input stateless operators read once,
-    in graph order; None when a reader reaches none."""
+             part: set[int], exit_ids: set[int], exits_only: bool = True
+             ) -> Optional[list[Transformation]]:
+    """The keyed stages (one input; with ``exits_only``, exits of the query) that ``node``'s
+    readers in the query's plan reach, each along one path of one-input stateless operators
+    read once, in graph order; None when a reader reaches none."""
     stages = []
     for step in (r for r in consumers.get(node.id, []) if r.id in part):
         while True:
             if len(step.inputs) != 1:
                 return None
             if is_keyed(step):
-                if not isinstance(step, KeyedNode) or step.id not in exit_ids:
+                if not isinstance(step, KeyedNode) or (exits_only and step.id not in exit_ids):
                     return None
                 stages.append(step)
                 break
@@ -527,19 +597,15 @@ def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transfor
                  plan: CarryPlan) -> None:
     """Refuse a keyed stage the query's plan would hold more than once: Spark plans a
     DataFrame read twice as two copies, each with its own operator and state."""
-    carried = plan.carried
-    uses, _, _ = _uses(nodes, consumers, frozenset(carried))
-    for node in nodes:
-        if is_keyed(node) and uses.get(node.id, 0) > 1 and node.id not in carried:
-            _refuse(node, f"the query would hold it {uses[node.id]} times: its records reach "
-                    "a keyed stage, or an operator with several inputs, along several paths "
-                    "(each would run the keyed stage again, with a state of its own); the "
-                    "query writes a keyed stage's outputs apart only through stateless "
-                    "operators down to sinks, or carried through the keyed stages that read "
-                    "it, each along one-input stateless operators (a key_by read as a plain "
-                    "stream and a partitioning other than broadcast or custom among them), "
-                    "all but one of them read by sinks only (docs/spark-mapping.md: which "
-                    "graphs run how)")
+    for node, uses in _held_twice(nodes, consumers, plan):
+        _refuse(node, f"the query would hold it {uses} times: its records reach "
+                "a keyed stage, or an operator with several inputs, along several paths "
+                "(each would run the keyed stage again, with a state of its own); the "
+                "query writes a keyed stage's outputs apart only through stateless "
+                "operators down to sinks, or carried through the keyed stages below it, "
+                "each reading the stage above it along one-input stateless operators (a "
+                "key_by read as a plain stream and a partitioning other than broadcast or "
+                "custom among them) (docs/spark-mapping.md: which graphs run how)")
 
 
 def one_query_placement(stages: dict[int, str], nodes: list[Transformation]) -> dict[str, Any]:

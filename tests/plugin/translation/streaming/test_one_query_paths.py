@@ -220,7 +220,35 @@ def test_the_stages_above_a_carried_stage_are_held_once(depth):
     _check_paths(nodes, readers, plan)  # runs: nothing refused
 
 
-@pytest.mark.parametrize("shape", ["relay_read_on", "broadcast", "custom", "two_inputs"])
+@pytest.mark.parametrize("sinks", [True, False])
+def test_a_tree_of_keyed_stages_runs_as_one_chain_in_breadth_first_order(sinks):
+    """Two stages read the first and each goes on to a stage of its own: the query chains
+    all four below the first, each keying its parent's records out of the one before."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    first = _stage(env.from_collection([("a", 1)], T))
+    first.print()
+    second, third = _stage(first), _stage(first.map(lambda r: r, T))
+    if sinks:  # read apart too (else only by the stages below them)
+        second.print()
+        third.print()
+    fourth = _stage(second.filter(lambda r: True))
+    fifth = _stage(third)
+    fourth.print()
+    fifth.print()
+    nodes, readers = _graph(env)
+    plan = carry_plan(nodes, readers)
+    a, b, c, d, e = (s._node.id for s in (first, second, third, fourth, fifth))
+    assert {k: v.id for k, v in plan.carried.items()} == {a: b, b: c, c: d, d: e}
+    assert {k: (v.id, s.id) for k, (v, s) in plan.sources.items()} == {
+        c: (b, a), d: (c, b), e: (d, c)}
+    _check_paths(nodes, readers, plan)  # runs: nothing refused
+    _, carriers = with_carriers({}, nodes, plan, fanned_out=True)
+    assert carriers[b] == Carry(a, False)
+    assert carriers[e] == Carry(d, True, c, sinks)  # the last: the third's records on to sinks
+    assert [carriers[k].via for k in (c, d, e)] == [b, c, d]
+
+
+@pytest.mark.parametrize("shape", ["broadcast", "custom", "two_inputs"])
 def test_a_stage_the_query_cannot_carry_is_refused(shape):
     env = StreamExecutionEnvironment.get_execution_environment()
     first = _stage(env.from_collection([("a", 1)], T))
@@ -231,14 +259,6 @@ def test_a_stage_the_query_cannot_carry_is_refused(shape):
         _stage(first.partition_custom(lambda k, n: 0, lambda r: r[0])).print()
     elif shape == "two_inputs":  # a union between: the stage's records meet others
         _stage(first.union(env.from_collection([("b", 2)], T))).print()
-    else:
-        second = _stage(first)
-        second.print()
-    if shape == "relay_read_on":  # both relays would go on to a keyed stage of their own
-        third = _stage(first)
-        third.print()
-        _stage(second).print()
-        _stage(third).print()
     nodes, readers = _graph(env)
     assert first._node.id not in carry_plan(nodes, readers).carried
     with pytest.raises(GraphBuildError, match="times"):
