@@ -39,6 +39,7 @@ from ...state_store.exceptions import GraphBuildError, SavepointFormatError
 from ..rows import leading_rows
 from ..steps import fused_chain
 from ..stream import Stream, StreamTranslator
+from .branches import merged_uses
 from .inband import (
     assigns_watermarks,
     chained,
@@ -246,10 +247,12 @@ def _uses(nodes: list[Transformation], consumers: dict[int, list[Transformation]
           carried: frozenset[int] = frozenset()) -> tuple[dict[int, int], set[int], set[int]]:
     """How many times the query's plan would hold each node (Spark plans a DataFrame read
     twice as two copies), the ids of the nodes in the plan and those of its exits; a
-    ``carried`` stage is held once (its readers read it through the stages carrying it)."""
+    ``carried`` stage is held once (its readers read it through the stages carrying it),
+    and so is a stage whose paths a union joins, counted once (branches.py)."""
     exits = query_exits(nodes)
     exit_ids = {e.id for e in exits}
     part = {n.id for e in exits for n in upstream(e, include_self=True)}
+    merged = merged_uses(nodes, consumers, part)
     uses: dict[int, int] = {}
     for node in sorted(nodes, key=lambda n: n.id, reverse=True):  # readers first
         if node.id not in part:
@@ -260,6 +263,9 @@ def _uses(nodes: list[Transformation], consumers: dict[int, list[Transformation]
         readers = {r.id: r for r in consumers.get(node.id, []) if r.id in part}
         uses[node.id] = int(node.id in exit_ids) + sum(
             uses.get(r.id, 0) * sum(i.id == node.id for i in r.inputs) for r in readers.values())
+        if node.id in merged:  # the branched keying pass reads it once (branches.py)
+            union, more = merged[node.id]
+            uses[node.id] -= more * uses.get(union, 0)
     return uses, part, exit_ids
 
 

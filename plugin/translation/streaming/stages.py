@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ...plan.graph import KeyByNode, KeyedNode, Transformation, is_keyed, upstream
+from ...runtime.branches import branched_pass
 from ...runtime.encoding import KG, PICKLED, TAG, TS, VALUE
 from ...runtime.group_frames import SEQ, TypedInput, direct_output, output_encoding, output_schema
 from ...runtime.group_state import GroupSpec, seq_pass
@@ -21,6 +22,7 @@ from ..rows import chain_for_output
 from ..stream import Stream, arrow_pass
 from ..timecheck import processing_time_use, processing_timeout_of
 from ..translator_base import TranslatorBase
+from .branches import Branches, branch_streams
 from .inband import chained, observed
 from .keyed import feeds_keyed, keyed_call, watermarked
 from .one_query import Carry, branch_watermark, keying_input, relays
@@ -71,6 +73,9 @@ class KeyedStages(TranslatorBase):
     #: keyed stage id -> the keyed stage above forwarding it its in-band watermark
     #: (``inband.forwarding``)
     forwarded: dict[int, KeyedNode]
+    #: keyed stage id -> the paths from the stage above that a union joins
+    #: (``branches.joined_branches``)
+    branched: dict[int, Branches]
     _tags: dict[int, frozenset[str]]
     _typed_inputs: dict[int, TypedInput]
     _prerequisites: list[tuple[str, Any]]
@@ -99,6 +104,9 @@ class KeyedStages(TranslatorBase):
     def keyed_input_df(self, key_node: KeyByNode, consumer: Transformation) -> DataFrame:
         """``_ts, _kg, _k, _v, _seq`` for ``consumer``; staged through files when upstream
         already holds a stateful operator (one per query)."""
+        branches = self.branched.get(consumer.id)
+        if branches is not None:  # the stage above's paths, joined in one pass (branches.py)
+            return self.branched_input(branches, key_node)
         carry = self.carriers.get(consumer.id)  # the keying pass hands its records on
         forwarded = consumer.id in self.forwarded  # reads the watermark of the stage above
         parent = keying_input(self, key_node, carry, forwarded)  # and those carried through
@@ -142,6 +150,26 @@ class KeyedStages(TranslatorBase):
             schema = spec.arrow_schema().append(pa.field(SEQ, pa.int64()))  # append_seq's
             fn = with_watermark_rows(fn, *watermark, self.max_parallelism, schema)
         return arrow_pass(parent, fn, output_ddl(spec) + f", {SEQ} bigint")
+
+    def branched_input(self, branches: Branches, key_node: KeyByNode) -> DataFrame:
+        """``_ts, _kg, _k, _v, _seq`` for the stage below a keyed stage whose paths a union
+        joins: one pass over that stage's output running each path, then the operators
+        after the union and the key extraction (branches.py, runtime/branches.py)."""
+        base, paths, joined = branch_streams(self, branches)
+        specs = []
+        for tag, stream in paths:
+            spec = PassSpec(name=stream.name, input_enc=stream.enc, output_enc=PICKLED,
+                            config=dict(self.op_config), sided=stream.sided, keyed=stream.keyed,
+                            chain=chain_for_output(stream, PICKLED),
+                            max_parallelism=self.max_parallelism)
+            specs.append((tag, self._long_lived(spec)))
+        key_out = (key_node.key_selector, key_node.key_serializer)
+        spec = PassSpec(name=key_node.name, input_enc=PICKLED, output_enc=PICKLED,
+                        config=dict(self.op_config),
+                        chain=chain_for_output(joined, PICKLED, key_out), key_out=key_out,
+                        max_parallelism=self.max_parallelism)
+        fn = branched_pass(specs, base.tagged, self._long_lived(spec), self.parallelism)
+        return arrow_pass(base, fn, output_ddl(spec) + f", {SEQ} bigint")
 
     def staged_input(self, df: DataFrame, root: Transformation, edge: Transformation,
                      consumer: Transformation, side: int) -> DataFrame:

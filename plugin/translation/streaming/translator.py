@@ -68,6 +68,7 @@ from ..steps import (
 )
 from ..stream import Stream, arrow_pass
 from ..translator_base import kind_table
+from .branches import Branches, joined_branches
 from .inband import chained, forwarding, inband_strategy
 from .keyed import own_watermark
 from .one_query import (
@@ -155,8 +156,11 @@ class StreamingTranslator(KeyedStages):
         #: it its watermark (inband.py)
         self.inband_strategies: dict[int, graph.Transformation] = {}
         self.forwarded: dict[int, graph.KeyedNode] = {}
+        #: keyed stage id -> the paths from the stage above a union joins (branches.py)
+        self.branched: dict[int, Branches] = {}
         tags = side_output_tags(nodes)
         if self.one_query:
+            self.branched = {n.id: b for n in nodes if (b := joined_branches(n)) is not None}
             self.inband_strategies = {n.id: s for n in nodes
                                       if (s := inband_strategy(n)) is not None}
             self.forwarded = forwarding(nodes)
