@@ -252,9 +252,10 @@ def test_graphs_the_mapping_does_not_run_yet_are_refused_when_built(
         env.execute("fan-out")
     env = _env(env_factory, tmp_path, "one-query")
     # the stage below the strategy takes its watermark in band (test_one_query_inband_
-    # watermark); the one below that one would need the in-band stage's own
+    # watermark) and forwards it to the one below, but not through another strategy
     (keyed(env).assign_timestamps_and_watermarks(ws).key_by(lambda r: r[0])
-     .reduce(lambda a, b: b).key_by(lambda r: r[1]).reduce(lambda a, b: b).print())
+     .reduce(lambda a, b: b).assign_timestamps_and_watermarks(WatermarkStrategy.no_watermarks())
+     .key_by(lambda r: r[1]).reduce(lambda a, b: b).print())
     with pytest.raises(GraphBuildError,
                        match=r"Reduce.*watermark strategy.*below a keyed stage.*per-stage"):
         env.execute("watermark-below")

@@ -14,13 +14,14 @@ import hashlib
 import pickle
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
-from .carry import CARRIED_SEQ, carried_output, split_carried
-from .encoding import KEY, TS, VALUE
-from .group_frames import SEQ
-from .group_state import END_THRESHOLD, GroupSpec, group_function
-from .inband import WATERMARK_TAG, split_watermarks
+if TYPE_CHECKING:
+    from .group_state import GroupSpec
+
+# The runtime this module calls (pandas, pyarrow and the package's passes) is imported where
+# it is called: Spark unpickles the processor in a driver process of its own per stage and
+# run only to call init(), which needs none of it (KeyGroupProcessor.__getstate__).
 
 __all__ = ["ET_OUT", "STATE_DDL", "KeyGroupProcessor", "TwsCall", "state_name", "tws_time_mode"]
 
@@ -157,6 +158,8 @@ class _InBandGroupState(_TimerGroupState):
 
     def __init__(self, value: Any, handle: Any, timers: Any, expired: Optional[int],
                  seen: Optional[int], ends: bool) -> None:
+        from .group_state import END_THRESHOLD
+
         super().__init__(value, handle, timers, expired)
         spark = max(int(timers.getCurrentWatermarkInMs()), 0) if ends else 0
         self._current = spark if spark >= END_THRESHOLD else max(self._last, seen or 0)
@@ -166,6 +169,8 @@ class _InBandGroupState(_TimerGroupState):
         return self._current
 
     def setTimeoutTimestamp(self, timestamp_ms: int) -> None:  # noqa: N802
+        from .group_state import END_THRESHOLD
+
         # an unbounded input never ends: no Spark timer (its query may have no watermark)
         self._timeout = END_THRESHOLD if self._ends else None
 
@@ -186,6 +191,11 @@ def _watermark_row(watermark: int) -> Any:
     """The key group's watermark, as the keyed stage below reads it (runtime/inband.py),
     in the layout of a carried record (:func:`~.carry.carried_output` makes the row)."""
     import pandas as pd
+
+    from .carry import CARRIED_SEQ
+    from .encoding import KEY, TS, VALUE
+    from .group_frames import SEQ
+    from .inband import WATERMARK_TAG
 
     return pd.DataFrame({TS: [watermark], KEY: [WATERMARK_TAG.encode("utf-8")],
                          VALUE: [b""], SEQ: [CARRIED_SEQ]})
@@ -247,6 +257,8 @@ class KeyGroupProcessor:
     def _call(self, key: Any, rows: Iterator[Any], timers: Any,
               expired: Optional[int], seen: Optional[int] = None) -> Iterator[Any]:
         if self._fn is None:
+            from .group_state import group_function
+
             self._fn = group_function(self.spec)
         state = (_InBandGroupState(self._value, self._handle, timers, expired, seen,
                                    self.time_mode == "EventTime")
@@ -273,6 +285,9 @@ class KeyGroupProcessor:
         rows among them (runtime/inband.py; taken out first: their ``_seq`` lies below a
         carried record's), then the records carried through the stage (runtime/carry.py).
         Carried records alone call nothing."""
+        from .carry import carried_output, split_carried
+        from .inband import split_watermarks
+
         own, carried, seen = [], [], None
         for frame in self._named(rows):
             mine, wm = split_watermarks(frame) if self.inband else (frame, None)
