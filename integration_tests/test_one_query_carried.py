@@ -5,14 +5,12 @@ twice; its records travel through the keyed stages below it instead (carried) an
 the query beside the last one's own, with its side outputs. A running count per user,
 written whole and filtered to two Delta tables, feeds a count per bucket of users, written
 too with its side output of every third count, which feeds (through a map) a count per
-parity of bucket, written too; the running count also feeds, keyed by user again, two
-stages writing each count beside the one each saw before for that user (in Flink's order,
-the one before it): the query relays the running counts from the first of those to the
-second and on to the count per bucket, in their order. Below the
-second of those, a keyed stage counts per bucket: every stage below the running count then
-runs as one chain, each keying its parent's records out of the stage before it. Above the
-running count, a keyed stage hands each record on (the query holds it once: what lies above carried stages is
-held once too). A BATCH backfill of the first file
+parity of bucket, written too; the running count also feeds, keyed by user again, a stage
+writing each count beside the one it saw before for that user (in Flink's order, the one
+before it), which feeds a second such stage. Two stages read the running count and each
+goes on to a keyed stage of its own: the query chains the tree of stages below the running
+count, each keying its parent's records out of the stage before it (the running counts
+relayed by the count per bucket, in their order). A BATCH backfill of the first file
 hands its savepoint to the STREAMING job (one query over several files of out-of-order
 event times), which runs on from its checkpoint and stops with a savepoint: every sink,
 and the savepoint's counts, equal a plain-Python model of each mode.
@@ -46,7 +44,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 USERS, BUCKETS, SPAN = 60, 7, 10_000
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 LONGS = Types.TUPLE([Types.LONG(), Types.LONG()])
-SINKS = ("running", "fifths", "buckets", "thirds", "parities", "seen", "again", "seenbuckets")
+SINKS = ("running", "fifths", "buckets", "thirds", "parities", "seen", "again")
 THIRDS = OutputTag("thirds", LONGS)
 TRIPLE = Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])
 
@@ -78,13 +76,6 @@ class SeenBefore(KeyedProcessFunction):
         self.last.update(value[1])
 
 
-class Through(KeyedProcessFunction):
-    """Each record, handed on as it came."""
-
-    def process_element(self, value, ctx):
-        yield value
-
-
 def bucket(user: str) -> int:
     return int(user[1:]) % BUCKETS
 
@@ -106,21 +97,18 @@ def model(state: dict[str, Counter], records: list[tuple[str, int]], batch: bool
                 state[name][key] += 1
                 out[name].append((key, state[name][key]))
     out["again"] = out["seen"]
-    out["seenbuckets"] = out["buckets"]  # one record per running count, counted per bucket
     out["fifths"] = [r for r in out["running"] if r[1] % 5 == 0]
     out["thirds"] = [r for r in out["buckets"] if r[1] % 3 == 0]
     return {name: sorted(rows) for name, rows in out.items()}
 
 
 def program(env, records, out: str) -> None:
-    """Eight sinks: the running counts, every fifth of them, the counts per bucket, every
-    third of those (a side output), the counts per parity of bucket, twice the running
-    counts with the one seen before, and below the second of those a count per bucket."""
+    """Seven sinks: the running counts, every fifth of them, the counts per bucket, every
+    third of those (a side output), the counts per parity of bucket and, twice, the running
+    counts with the one seen before (the second reading the first's)."""
     ws = WatermarkStrategy.for_bounded_out_of_orderness(SPAN).with_timestamp_assigner(ByV())
-    through = (records.assign_timestamps_and_watermarks(ws).map(lambda r: (r[0], 1), PAIR)
-               .key_by(lambda r: r[0]).process(Through(), PAIR).uid("through"))
-    running = (through.key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
-               .uid("running"))
+    running = (records.assign_timestamps_and_watermarks(ws).map(lambda r: (r[0], 1), PAIR)
+               .key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).uid("running"))
     running.sink_to_delta(f"{out}/running")
     running.filter(lambda r: r[1] % 5 == 0).sink_to_delta(f"{out}/fifths")
     buckets = (running.map(lambda r: (bucket(r[0]), r[1]), LONGS)
@@ -130,13 +118,11 @@ def program(env, records, out: str) -> None:
     buckets.get_side_output(THIRDS).sink_to_delta(f"{out}/thirds")
     (buckets.map(lambda r: (r[0] % 2, r[1]), LONGS).key_by(lambda r: r[0], key_type=Types.LONG())
      .process(CountPerKey(), LONGS).uid("parities").sink_to_delta(f"{out}/parities"))
-    for name in ("seen", "again"):  # the second keys the running counts relayed by the first
-        seen = (running.key_by(lambda r: r[0], key_type=Types.STRING())
+    seen = running
+    for name in ("seen", "again"):  # the second reads the first: a tree of keyed stages
+        seen = (seen.key_by(lambda r: r[0], key_type=Types.STRING())
                 .process(SeenBefore(), TRIPLE).uid(name))
         seen.sink_to_delta(f"{out}/{name}")
-    # below a relay: the query chains the tree of stages below the running counts
-    (seen.map(lambda r: (bucket(r[0]), r[1]), LONGS).key_by(lambda r: r[0], key_type=Types.LONG())
-     .process(CountPerKey(), LONGS).uid("seenbuckets").sink_to_delta(f"{out}/seenbuckets"))
 
 
 def _rows(out: str) -> dict[str, list[tuple]]:
@@ -191,10 +177,9 @@ def test_keyed_stages_read_by_sinks_and_by_the_stage_below_run_in_one_query(
     # the savepoint holds each stage's counts where the run left them
     count = ValueStateDescriptor("count", Types.LONG())
     loaded = Savepoint.load(savepoint, spark)
-    for uid, counts in (("buckets", "buckets"), ("parities", "parities"),
-                        ("seenbuckets", "buckets")):
+    for uid in ("buckets", "parities"):
         held = loaded.read_keyed_state(uid, count).collect()
-        assert sorted(tuple(r) for r in held) == sorted(state[counts].items())
+        assert sorted(tuple(r) for r in held) == sorted(state[uid].items())
     for uid in ("seen", "again"):
         last = loaded.read_keyed_state(uid, ValueStateDescriptor("last", Types.LONG())).collect()
         assert sorted(tuple(r) for r in last) == sorted(state["running"].items())

@@ -48,7 +48,7 @@ from pyspark_datastream import (
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-USERS, SPAN, FILES, PER_FILE = 30, 10_000, 5, 120
+USERS, SPAN, FILES, PER_FILE = 30, 10_000, 4, 120
 SHIFT, BOUND, WIDTH = 1_000_000, 2_500, 4_000  # the second strategy
 MIN_WATERMARK = -(2**63)
 END = 100_000_000_000_000  # a watermark at or above it: the end of input
