@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterator
 from typing import Optional
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from .encoding import TAG
+from .carry import rows_under
 from .group_state import append_seq
 from .passes import PassSpec, partition_id, run_pass
 
@@ -63,14 +62,7 @@ class _Branched:
                   ) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for tag, spec in self.branches:
-                rows = _rows_of(batch, tag) if self.tagged else batch
+                rows = rows_under(batch, tag) if self.tagged else batch
                 if rows.num_rows:
                     yield from run_pass(spec, iter([rows]), subtask)
 
-
-def _rows_of(batch: pa.RecordBatch, tag: Optional[str]) -> pa.RecordBatch:
-    """The rows of ``batch`` a branch reads: the main output's (no tag) or one side
-    output's, without ``_tag``."""
-    tags = batch.column(TAG)
-    keep = pc.is_null(tags) if tag is None else pc.fill_null(pc.equal(tags, tag), False)
-    return batch.filter(keep).drop_columns([TAG])

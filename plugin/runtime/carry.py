@@ -25,7 +25,8 @@ from .encoding import KEY, KG, TAG, TS, VALUE, Encoding, make_decoder
 from .group_frames import ORDER, ORDER_ROW, SEQ, output_frame, output_schema
 from .passes import partition_id
 
-__all__ = ["CARRIED_SEQ", "MARK", "carrying", "carried_output", "side_tag", "split_carried"]
+__all__ = ["CARRIED_SEQ", "MARK", "carrying", "carried_output", "rows_under", "side_tag",
+           "split_carried", "tag_mask"]
 
 #: the greatest ``_seq`` of a carried record: ``CARRIED_SEQ - n`` for the n-th record its
 #: keying pass handed on (a record's own is never negative, a savepoint restore row's is -1)
@@ -109,13 +110,10 @@ def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, paral
                     yield b
                     continue
                 tags = b.column(TAG)
-                untagged = pc.is_null(tags)
-                on = pc.if_else(untagged, own_tag, _handed_on(tags, tag))
-                keyed, handed = untagged, b
-                if source is not None:
-                    keyed = pc.fill_null(pc.equal(tags, source), False)
-                    if not source_on:
-                        handed, on = b.filter(pc.invert(keyed)), on.filter(pc.invert(keyed))
+                on = pc.if_else(pc.is_null(tags), own_tag, _handed_on(tags, tag))
+                keyed, handed = tag_mask(tags, source), b
+                if source is not None and not source_on:
+                    handed, on = b.filter(pc.invert(keyed)), on.filter(pc.invert(keyed))
                 if handed.num_rows:
                     pending.append(carried(handed, on))
                 yield b.filter(keyed).drop_columns([TAG])
@@ -128,6 +126,32 @@ def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, paral
             yield pending.pop(0)
 
     return fn
+
+
+def tag_mask(tags: pa.Array, tag: Optional[str]) -> pa.Array:
+    """Which rows of a ``_tag`` column are under ``tag``.
+
+    Args:
+        tags: the column.
+        tag: a tag; None for the untagged rows (a stage's own records).
+
+    Returns:
+        A boolean array without nulls.
+    """
+    return pc.is_null(tags) if tag is None else pc.fill_null(pc.equal(tags, tag), False)
+
+
+def rows_under(batch: pa.RecordBatch, tag: Optional[str]) -> pa.RecordBatch:
+    """The rows of a batch with a ``_tag`` column that are under ``tag``, without it.
+
+    Args:
+        batch: the batch.
+        tag: a tag; None for the untagged rows.
+
+    Returns:
+        Those rows.
+    """
+    return batch.filter(tag_mask(batch.column(TAG), tag)).drop_columns([TAG])
 
 
 def _handed_on(tags: pa.Array, tag: str) -> pa.Array:

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..operators.functions import TimestampAssigner
-from .carry import MARK
+from .carry import MARK, rows_under, tag_mask
 from .encoding import KEY, KG, TAG, TS, VALUE
 from .group_frames import SEQ
 
@@ -161,15 +161,13 @@ class _ForwardedMarks:
 
     def _records(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            tags = batch.column(TAG)
-            marks = pc.fill_null(pc.equal(tags, WATERMARK_TAG), False)
+            marks = tag_mask(batch.column(TAG), WATERMARK_TAG)
             if pc.any(marks).as_py():
                 top = int(pc.max(batch.column(TS).filter(marks)).as_py())
                 seen = _SEEN.get(self.token)
                 _SEEN[self.token] = top if seen is None else max(seen, top)
-            keep = pc.invert(marks) if self.keep_tags else pc.is_null(tags)
-            batch = batch.filter(keep)
-            yield batch if self.keep_tags else batch.drop_columns([TAG])
+            # the untagged rows hold no watermark row (its tag is not null)
+            yield batch.filter(pc.invert(marks)) if self.keep_tags else rows_under(batch, None)
 
 
 def split_watermarks(frame: Any) -> tuple[Any, Optional[int]]:

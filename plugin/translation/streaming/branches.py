@@ -5,8 +5,9 @@ Spark plans a DataFrame read twice as two copies, so each path would run the key
 above again, with a state of its own. :func:`joined_branches` finds such a diamond
 (paths of operators a keying pass runs, from one keyed stage to a union, then on to the
 ``key_by`` of the stage below); :func:`branch_streams` says what the keying pass that
-reads the stage's output once and runs every path (runtime/branches.py) reads and runs. one_query.py counts the
-stage above as held once (:func:`merged_uses`). docs/spark-mapping.md says which graphs run so.
+reads the stage's output once and runs every path (runtime/branches.py) reads and runs.
+one_query.py counts the stage above as held once (:func:`merged_uses`).
+docs/spark-mapping.md says which graphs run so.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ...runtime.encoding import PICKLED
 from ..rows import leading_rows
 from ..steps import fused_chain
 from ..stream import Stream, StreamTranslator
-from .inband import keying_pass_runs
+from .inband import keying_step
 
 __all__ = ["Branches", "branch_streams", "joined_branches", "merged_uses"]
 
@@ -44,11 +45,6 @@ class Branches(NamedTuple):
     paths: tuple[tuple[Optional[SideOutputNode], tuple[ChainNode, ...]], ...]
     #: the operators from the union down to the ``key_by``, in their order
     after: tuple[ChainNode, ...]
-
-
-def _runs(step: Transformation) -> bool:
-    """Whether the branched keying pass runs ``step`` (no watermark strategy among them)."""
-    return keying_pass_runs(step) and getattr(step, "watermark_strategy", None) is None
 
 
 def joined_branches(stage: Transformation) -> Optional[Branches]:
@@ -68,7 +64,7 @@ def joined_branches(stage: Transformation) -> Optional[Branches]:
     after: list[ChainNode] = []
     step = stage.inputs[0].inputs[0]
     while not isinstance(step, UnionNode):
-        if is_keyed(step) or not _runs(step):
+        if is_keyed(step) or not keying_step(step):
             return None
         if isinstance(step, ChainNode):
             after.append(step)
@@ -82,7 +78,7 @@ def joined_branches(stage: Transformation) -> Optional[Branches]:
             if isinstance(step, SideOutputNode) and is_keyed(step.inputs[0]):
                 side, step = step, step.inputs[0]
                 break
-            if not _runs(step):
+            if not keying_step(step):
                 return None
             if isinstance(step, ChainNode):
                 chain.append(step)

@@ -27,7 +27,7 @@ from ...state_store.exceptions import GraphBuildError
 from ..stream import Stream
 
 __all__ = ["KEYED_AWAY", "assigns_watermarks", "chained", "forwarded_from", "forwarding",
-           "inband_strategy", "inband_watermark", "keying_pass_runs", "observed",
+           "inband_strategy", "inband_watermark", "keying_pass_runs", "keying_step", "observed",
            "strategy_below_keyed"]
 
 
@@ -132,11 +132,25 @@ def keying_pass_runs(step: Transformation) -> bool:
     return isinstance(step, (ChainNode, KeyByNode)) and len(step.inputs) == 1
 
 
+def keying_step(step: Transformation) -> bool:
+    """Whether ``step`` is an operator a keying pass runs (:func:`keying_pass_runs`) that
+    assigns no watermark strategy: one the watermark of the keyed stage above passes
+    through, and one a branched keying pass runs (branches.py).
+
+    Args:
+        step: any operator of the graph.
+
+    Returns:
+        True for such an operator.
+    """
+    return keying_pass_runs(step) and getattr(step, "watermark_strategy", None) is None
+
+
 def forwarded_from(stage: Transformation) -> Optional[KeyedNode]:
     """The keyed stage whose in-band watermark keyed ``stage`` takes, as Flink forwards a
     watermark from one operator to the next: the keyed stage above it, when that one takes
     its watermark in band (:func:`inband_watermark`) and only operators its keying pass
-    runs (:func:`keying_pass_runs`), none with a watermark strategy, lie between. That
+    runs, none with a watermark strategy (:func:`keying_step`), lie between. That
     stage hands its watermark on with its records (runtime/inband.py, ``forwarded_marks``).
 
     Args:
@@ -149,7 +163,7 @@ def forwarded_from(stage: Transformation) -> Optional[KeyedNode]:
         return None
     step = stage.inputs[0].inputs[0]
     while not is_keyed(step):
-        if getattr(step, "watermark_strategy", None) is not None or not keying_pass_runs(step):
+        if not keying_step(step):
             return None
         step = step.inputs[0]
     return step if isinstance(step, KeyedNode) and inband_watermark(step) is not None else None
