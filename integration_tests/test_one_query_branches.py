@@ -6,8 +6,11 @@ once and runs each path (translation/streaming/branches.py). A running count per
 emits every count and, to a side output, every third one; three paths (the even counts by
 bucket of users, every count by its residue mod 5, the side output by bucket) are joined by
 a union, mapped once more and counted per key. Two available-now runs over several files of
-out-of-order event times, the second from the first's checkpoint: one query each holding
-each keyed stage once, and the joined counts equal to a plain-Python model.
+out-of-order event times, the second from the first's checkpoint by the next version of the
+program, whose sinks read the running counts, the side output and the even counts of the
+first path too (the stage above is then carried through the stage below, runtime/carry.py):
+one query each holding each keyed stage once, and every sink's rows equal to a
+plain-Python model.
 """
 
 from __future__ import annotations
@@ -57,25 +60,33 @@ def bucket(user: str) -> int:
     return int(user[1:]) % BUCKETS
 
 
-def program(env, records, out: str) -> None:
+def program(env, records, out: str, apart: bool = False) -> None:
     ws = WatermarkStrategy.for_bounded_out_of_orderness(SPAN).with_timestamp_assigner(ByV())
     running = (records.assign_timestamps_and_watermarks(ws).key_by(lambda r: r[0])
                .process(Running(), PAIR).uid("running"))
-    joined = (running.filter(lambda r: r[1] % 2 == 0).map(lambda r: (f"e{bucket(r[0])}", 1), PAIR)
+    evens = running.filter(lambda r: r[1] % 2 == 0)
+    joined = (evens.map(lambda r: (f"e{bucket(r[0])}", 1), PAIR)
               .union(running.map(lambda r: (f"m{r[1] % 5}", 1), PAIR),
                      running.get_side_output(THIRDS).map(lambda r: (f"t{bucket(r[0])}", 1),
                                                          PAIR)))
     (joined.map(lambda r: (r[0].upper(), r[1]), PAIR).key_by(lambda r: r[0])
      .reduce(lambda a, b: (a[0], a[1] + b[1])).uid("joined").sink_to_delta(f"{out}/joined"))
+    if apart:  # sinks read the stage above, its side output and an operator on a path
+        running.sink_to_delta(f"{out}/running")
+        running.get_side_output(THIRDS).sink_to_delta(f"{out}/thirds")
+        evens.sink_to_delta(f"{out}/evens")
 
 
-def model(counts: Counter, joined: Counter, records: list[tuple[str, int]]) -> list[tuple]:
+def model(counts: Counter, joined: Counter, records: list[tuple[str, int]],
+          running: list[tuple]) -> list[tuple]:
     """The joined counts' rows for ``records`` after ``counts`` and ``joined`` (updated):
-    one running sum per record reaching each key, whatever the order."""
+    one running sum per record reaching each key, whatever the order; each running count
+    appended to ``running``."""
     rows = []
     for user, _ in records:
         counts[user] += 1
         n = counts[user]
+        running.append((user, n))
         keys = [f"M{n % 5}"] + ([f"E{bucket(user)}"] if n % 2 == 0 else []) + (
             [f"T{bucket(user)}"] if n % 3 == 0 else [])
         for key in keys:
@@ -91,18 +102,24 @@ def test_paths_a_union_joins_read_the_stage_above_once(spark, env_factory, tmp_p
     files = out_of_order_files(17, 4, 300, USERS, SPAN)
     counts, joined, expected = Counter(), Counter(), []
 
-    for run in (files[:2], files[2:]):
+    for apart, run in ((False, files[:2]), (True, files[2:])):
+        running: list[tuple] = []
         for rows in run:
             add_file(src, rows, f"f{files.index(rows)}")
-            expected += model(counts, joined, rows)
+            expected += model(counts, joined, rows, running)
         env = env_factory("STREAMING", {"execution.checkpointing.dir": ckpt,
                                         "execution.streaming.query-mapping": "one-query"})
         env.set_parallelism(2)
-        program(env, env.from_dataframe(spark.readStream.schema(KV_SCHEMA).parquet(src)), out)
+        program(env, env.from_dataframe(spark.readStream.schema(KV_SCHEMA).parquet(src)), out,
+                apart)
         with QueryCounter(spark) as queries:
             env.execute("branches")
         assert len(queries.started) == 1, queries.started
         assert delta_rows(f"{out}/joined") == sorted(expected)
+    # the second version's sinks: the running counts of its own records, every third apart
+    assert delta_rows(f"{out}/running") == sorted(running)
+    assert delta_rows(f"{out}/thirds") == sorted(r for r in running if r[1] % 3 == 0)
+    assert delta_rows(f"{out}/evens") == sorted(r for r in running if r[1] % 2 == 0)
     assert {k[0] for k, _ in expected} == {"E", "M", "T"}  # every path reached the stage
     # the query holds two stateful operators: the stage above once, and the one below
     meta = spark.read.format("state-metadata").load(f"{ckpt}/branches/query/checkpoint")

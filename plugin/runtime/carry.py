@@ -55,7 +55,7 @@ ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, parallelism: int,
              tag: str, tagged: bool = False, source: Optional[str] = None,
-             source_on: bool = False) -> ArrowFn:
+             source_on: bool = False, whole: bool = False) -> ArrowFn:
     """A keying pass that also hands on each record it reads, carried.
 
     The records a task hands on go to one key group of its subtask, numbered in the order
@@ -76,6 +76,9 @@ def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, paral
         source: (``tagged``) the tag of the carried records the pass keys: those, not the
             untagged rows, reach ``function``.
         source_on: those are handed on too (a stage or sink further down reads them).
+        whole: (``tagged``, without ``source``) ``function`` reads every row of the input
+            with its ``_tag`` (a branched keying pass picks each path's rows itself:
+            runtime/branches.py).
 
     Returns:
         The ``mapInArrow`` function: the pass's batches, and after each the carried
@@ -116,7 +119,7 @@ def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, paral
                     handed, on = b.filter(pc.invert(keyed)), on.filter(pc.invert(keyed))
                 if handed.num_rows:
                     pending.append(carried(handed, on))
-                yield b.filter(keyed).drop_columns([TAG])
+                yield b if whole else b.filter(keyed).drop_columns([TAG])
 
         for out in function(tee()):
             yield out

@@ -30,7 +30,7 @@ from ..steps import fused_chain
 from ..stream import Stream, StreamTranslator
 from .inband import keying_step
 
-__all__ = ["Branches", "branch_streams", "joined_branches", "merged_uses"]
+__all__ = ["Branches", "branch_streams", "joined_branches", "merged_uses", "read_on_paths_only"]
 
 
 class Branches(NamedTuple):
@@ -113,6 +113,29 @@ def merged_uses(nodes: list[Transformation], consumers: dict[int, list[Transform
                for n in between):
             out[branches.above.id] = (branches.union.id, len(branches.union.inputs) - 1)
     return out
+
+
+def read_on_paths_only(stage: Transformation, branches: Branches,
+                       consumers: dict[int, list[Transformation]], part: set[int]) -> bool:
+    """Whether the query's plan reads the stage above only along ``stage``'s joined paths,
+    each operator between read once (sinks may read it, or an operator between, apart: the
+    stage above is then carried through ``stage``, one_query.carry_plan).
+
+    Args:
+        stage: a keyed stage.
+        branches: its :func:`joined_branches`.
+        consumers: node id -> the nodes reading it.
+        part: the ids of the nodes in the query's plan.
+
+    Returns:
+        True when no other operator of the plan reads the stage above or its side outputs.
+    """
+    between = {n.id for n in _between(stage)}
+    above = branches.above
+    tops = [above, *(r for r in consumers.get(above.id, []) if isinstance(r, SideOutputNode))]
+    return all(r.id in between for n in tops for r in consumers.get(n.id, [])
+               if r.id in part and not isinstance(r, SideOutputNode)) and all(
+        len([r for r in consumers.get(n, []) if r.id in part]) == 1 for n in between)
 
 
 def _between(stage: Transformation) -> list[Transformation]:

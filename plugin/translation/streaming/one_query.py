@@ -39,7 +39,7 @@ from ...state_store.exceptions import GraphBuildError, SavepointFormatError
 from ..rows import leading_rows
 from ..steps import fused_chain
 from ..stream import Stream, StreamTranslator
-from .branches import merged_uses
+from .branches import joined_branches, merged_uses, read_on_paths_only
 from .inband import (
     assigns_watermarks,
     chained,
@@ -295,7 +295,10 @@ def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
     through one chain of stateless operators (no other ``key_by`` between:
     :func:`keying_input`). Where that leaves a keyed stage held twice (stages read by
     several keyed stages that go on to keyed stages of their own), the tree of keyed
-    stages below the topmost such stage runs as one chain instead (:func:`_tree_plan`).
+    stages below the topmost such stage runs as one chain instead (:func:`_tree_plan`). A
+    keyed stage read by sinks and, along paths a union joins, by the keyed stage below
+    (branches.py) is carried through that stage, whose branched keying pass reads its
+    whole output anyway (:func:`_branched_plan`).
 
     Args:
         nodes: the job graph.
@@ -308,7 +311,33 @@ def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
     if not _held_twice(nodes, consumers, plan):
         return plan
     tree = _tree_plan(nodes, consumers)
-    return tree if tree is not None and not _held_twice(nodes, consumers, tree) else plan
+    if tree is not None and not _held_twice(nodes, consumers, tree):
+        return tree
+    return _branched_plan(nodes, consumers, plan)
+
+
+def _branched_plan(nodes: list[Transformation], consumers: dict[int, list[Transformation]],
+                   plan: CarryPlan) -> CarryPlan:
+    """``plan`` with each keyed stage it holds twice, read by sinks and otherwise only along
+    paths a union joins to the keyed stage below, carried through that stage; the stage
+    below carries nothing else, and is read by sinks only or carried on in turn."""
+    held = {n.id for n, _ in _held_twice(nodes, consumers, plan)}
+    _, part, exit_ids = _uses(nodes, consumers, frozenset(plan.carried))
+    carried = dict(plan.carried)
+    for stage in sorted(nodes, key=lambda n: n.id, reverse=True):  # the stages below first
+        branches = joined_branches(stage)
+        if branches is None or branches.above.id not in held or branches.above.id not in exit_ids:
+            continue
+        if stage.id in plan.sources or any(b is stage for b in carried.values()):
+            continue  # it keys a relay's records, or carries another stage already
+        if not read_on_paths_only(stage, branches, consumers, part):
+            continue
+        onward = carried.get(stage.id)
+        if any(r.id in part for r in consumers.get(stage.id, [])) and (
+                onward is None or not _fused_path(onward, stage)):
+            continue  # read on by a keyed stage: it must be carried on
+        carried[branches.above.id] = stage
+    return CarryPlan(carried, plan.sources)
 
 
 def _held_twice(nodes: list[Transformation], consumers: dict[int, list[Transformation]],
@@ -520,6 +549,9 @@ class Carry(NamedTuple):
     source: Optional[int] = None
     #: those records are handed on too (a stage or sink further down reads them)
     source_on: bool = False
+    #: the stage's keying pass runs the paths a union joins from the carried stage down
+    #: (branches.py): it reads that stage's whole output, ``_tag`` and all
+    branched: bool = False
 
     @property
     def tag(self) -> str:
@@ -531,10 +563,10 @@ class Carry(NamedTuple):
         """The relay whose whole output the keying pass reads (:func:`carry_plan`), or None."""
         return self.carried if self.source is not None else None
 
-    def for_pass(self) -> tuple[str, bool, Optional[str], bool]:
+    def for_pass(self) -> tuple[str, bool, Optional[str], bool, bool]:
         """The arguments of ``runtime/carry.carrying`` after the parallelism."""
         source = None if self.source is None else carry_tag(self.source)
-        return self.tag, self.tagged, source, self.source_on
+        return self.tag, self.tagged, source, self.source_on, self.branched
 
 
 def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation], plan: CarryPlan,
@@ -563,7 +595,8 @@ def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation], 
             source = sources[b.id][1].id
             carriers[b.id] = Carry(e, True, source, source in exit_ids or b.id in relays)
         else:
-            carriers[b.id] = Carry(e, e in carrying or bool(tags.get(e)))
+            carriers[b.id] = Carry(e, e in carrying or bool(tags.get(e)),
+                                   branched=joined_branches(b) is not None)
     out = dict(tags)
     for e, b in carried.items():  # each carried stage's tag, on every carrier below it
         node: Optional[Transformation] = b
@@ -611,7 +644,8 @@ def _check_paths(nodes: list[Transformation], consumers: dict[int, list[Transfor
                 "operators down to sinks, or carried through the keyed stages below it, "
                 "each reading the stage above it along one-input stateless operators (a "
                 "key_by read as a plain stream and a partitioning other than broadcast or "
-                "custom among them) (docs/spark-mapping.md: which graphs run how)")
+                "custom among them) or along such paths a union joins "
+                "(docs/spark-mapping.md: which graphs run how)")
 
 
 def one_query_placement(stages: dict[int, str], nodes: list[Transformation]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ...plan.graph import KeyByNode, KeyedNode, Transformation, is_keyed, upstream
 from ...runtime.branches import branched_pass
+from ...runtime.carry import carrying
 from ...runtime.encoding import KG, PICKLED, TAG, TS, VALUE
 from ...runtime.group_frames import SEQ, TypedInput, direct_output, output_encoding, output_schema
 from ...runtime.group_state import GroupSpec, seq_pass
@@ -106,7 +107,7 @@ class KeyedStages(TranslatorBase):
         already holds a stateful operator (one per query)."""
         branches = self.branched.get(consumer.id)
         if branches is not None:  # the stage above's paths, joined in one pass (branches.py)
-            return self.branched_input(branches, key_node)
+            return self.branched_input(branches, key_node, self.carriers.get(consumer.id))
         carry = self.carriers.get(consumer.id)  # the keying pass hands its records on
         forwarded = consumer.id in self.forwarded  # reads the watermark of the stage above
         parent = keying_input(self, key_node, carry, forwarded)  # and those carried through
@@ -151,10 +152,13 @@ class KeyedStages(TranslatorBase):
             fn = with_watermark_rows(fn, *watermark, self.max_parallelism, schema)
         return arrow_pass(parent, fn, output_ddl(spec) + f", {SEQ} bigint")
 
-    def branched_input(self, branches: Branches, key_node: KeyByNode) -> DataFrame:
+    def branched_input(self, branches: Branches, key_node: KeyByNode,
+                       carry: Optional[Carry] = None) -> DataFrame:
         """``_ts, _kg, _k, _v, _seq`` for the stage below a keyed stage whose paths a union
         joins: one pass over that stage's output running each path, then the operators
-        after the union and the key extraction (branches.py, runtime/branches.py)."""
+        after the union and the key extraction (branches.py, runtime/branches.py); under
+        ``carry``, the pass hands on every record of that output as well
+        (runtime/carry.py)."""
         base, paths, joined = branch_streams(self, branches)
         specs = []
         for tag, stream in paths:
@@ -169,6 +173,10 @@ class KeyedStages(TranslatorBase):
                         chain=chain_for_output(joined, PICKLED, key_out), key_out=key_out,
                         max_parallelism=self.max_parallelism)
         fn = branched_pass(specs, base.tagged, self._long_lived(spec), self.parallelism)
+        if carry is not None:
+            assert carry.branched and carry.tagged == base.tagged, carry  # with_carriers
+            fn = carrying(fn, base.enc, self.max_parallelism, self.parallelism,
+                          *carry.for_pass())
         return arrow_pass(base, fn, output_ddl(spec) + f", {SEQ} bigint")
 
     def staged_input(self, df: DataFrame, root: Transformation, edge: Transformation,

@@ -9,6 +9,7 @@ import pickle
 import pyarrow as pa
 import pytest
 from pyspark_datastream.runtime.branches import branched_pass
+from pyspark_datastream.runtime.carry import CARRIED_SEQ, carrying, side_tag
 from pyspark_datastream.runtime.encoding import KEY, KG, PICKLED, TAG, TS, VALUE
 from pyspark_datastream.runtime.group_frames import SEQ
 from pyspark_datastream.runtime.passes import PassSpec
@@ -59,3 +60,22 @@ def test_each_path_runs_over_its_rows_then_the_joined_operators_key_them_all(tag
         assert key == serializer.serialize(value[0]) and kg == assign_key_group(key, 8)
     assert [s for *_, s in got] == sorted(s for *_, s in got)  # numbered in arrival order
     assert len(lengths) == len(want)  # the joined operators ran once per record
+
+
+def test_a_carried_stage_reaches_the_paths_whole_and_is_handed_on_under_its_tags():
+    branches = [(None, _spec("main", [("map", lambda r: (r[0], r[1] + 100), "main")])),
+                ("late", _spec("late", [("map", lambda r: ("late", r[1]), "late")]))]
+    serializer = StringSerializer()
+    fn = carrying(branched_pass(branches, True, _spec("joined", [], (lambda r: r[0], serializer)),
+                                2), PICKLED, 8, 2, "\x1fcarried 1", True, None, False, True)
+    through = "\x1fcarried 0"  # records carried through the stage above: handed on only
+    rows = [(None, 1, ("a", 1)), ("late", 2, ("z", 7)), (through, 3, ("q", 0)), (None, 4, ("b", 2))]
+    got = [r for b in fn(iter([_batch(rows, True)])) for r in b.to_pylist()]
+    keyed = [(r[TS], pickle.loads(r[VALUE])) for r in got if r[SEQ] >= 0]
+    assert keyed == [(1, ("a", 101)), (4, ("b", 102)), (2, ("late", 7))]  # every path ran
+    carried = [(r[KEY], r[TS], pickle.loads(r[VALUE]), r[SEQ]) for r in got if r[SEQ] < 0]
+    assert carried == [  # every row as it left the stage above, in arrival order
+        (b"\x1fcarried 1", 1, ("a", 1), CARRIED_SEQ),
+        (side_tag("\x1fcarried 1", "late").encode(), 2, ("z", 7), CARRIED_SEQ - 1),
+        (through.encode(), 3, ("q", 0), CARRIED_SEQ - 2),
+        (b"\x1fcarried 1", 4, ("b", 2), CARRIED_SEQ - 3)]

@@ -13,8 +13,13 @@ from pyspark_datastream import (
     WatermarkStrategy,
 )
 from pyspark_datastream.plan.graph import consumers, reachable
+from pyspark_datastream.translation.steps import side_output_tags
 from pyspark_datastream.translation.streaming.branches import joined_branches
-from pyspark_datastream.translation.streaming.one_query import _check_graph, carry_plan
+from pyspark_datastream.translation.streaming.one_query import (
+    _check_graph,
+    carry_plan,
+    with_carriers,
+)
 
 T = Types.TUPLE([Types.STRING(), Types.LONG()])
 SIDE = OutputTag("side", T)
@@ -58,17 +63,57 @@ def test_paths_from_the_main_and_a_side_output_joined_by_a_union_run_in_one_pass
     assert [n.stage for n in branches.after] == ["map", "filter"]
 
 
-@pytest.mark.parametrize("shape", ["sink_above", "sink_between", "strategy", "other_source",
-                                   "custom"])
+def _plan(env):
+    nodes = reachable(list(env._sinks))
+    readers = consumers(nodes)
+    return carry_plan(nodes, readers)
+
+
+@pytest.mark.parametrize("shape", ["above", "between", "side", "onward"])
+def test_a_stage_sinks_read_too_is_carried_through_the_stage_below(shape):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    above = _above(env)
+    one, two = above.map(lambda r: r, T), above.filter(lambda r: True)
+    reader = {"above": above, "between": one, "side": above.get_side_output(SIDE),
+              "onward": above}[shape]
+    reader.print()  # sinks read the stage above (through stateless operators) apart
+    below = _below(one.union(two))
+    if shape == "onward":  # the stage below goes on to a keyed stage: carried on too
+        below.key_by(lambda r: r[1]).reduce(lambda a, b: b).print()
+    _check(env)  # runs: the stage above is held once
+    plan = _plan(env)
+    assert plan.carried[above._node.id] is below._node and not plan.sources
+    nodes = reachable(list(env._sinks))
+    _, carriers = with_carriers(side_output_tags(nodes), nodes, plan, fanned_out=True)
+    carry = carriers[below._node.id]
+    assert carry.branched and carry.carried == above._node.id
+    assert carry.tagged == (shape == "side")  # its side outputs are read: output tagged
+
+
+@pytest.mark.parametrize("shape", ["keyed_above", "keyed_side", "below_read"])
+def test_a_stage_read_apart_other_than_by_sinks_stays_refused(shape):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    above = _above(env)
+    one, two = above.map(lambda r: r, T), above.filter(lambda r: True)
+    above.print()
+    below = _below(one.union(two))
+    if shape == "keyed_above":  # another keyed stage reads the stage above too
+        above.key_by(lambda r: r[1]).reduce(lambda a, b: b).print()
+    elif shape == "keyed_side":  # and one of its side outputs
+        above.get_side_output(SIDE).key_by(lambda r: r[1]).reduce(lambda a, b: b).print()
+    else:  # the stage below is read by a keyed stage behind a union: not carried on
+        (below.union(env.from_collection([("b", 2)], T)).key_by(lambda r: r[1])
+         .reduce(lambda a, b: b).print())
+    with pytest.raises(GraphBuildError, match="times"):
+        _check(env)
+
+
+@pytest.mark.parametrize("shape", ["strategy", "other_source", "custom"])
 def test_other_joined_paths_are_refused(shape):
     env = StreamExecutionEnvironment.get_execution_environment()
     above = _above(env)
     one, two = above.map(lambda r: r, T), above.filter(lambda r: True)
-    if shape == "sink_above":  # the stage above would be read apart too
-        above.print()
-    elif shape == "sink_between":
-        one.print()
-    elif shape == "strategy":  # an assigner on a path: not in a branch's pass
+    if shape == "strategy":  # an assigner on a path: not in a branch's pass
         two = two.assign_timestamps_and_watermarks(
             WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
                 lambda r, ts: r[1]))

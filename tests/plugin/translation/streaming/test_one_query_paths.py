@@ -154,7 +154,7 @@ def test_a_stage_read_by_several_keyed_stages_is_relayed(sinks):
     assert carriers == {b: Carry(a, False),
                         c: Carry(b, True, a, True),  # d reads them on
                         d: Carry(c, True, a, sinks)}
-    assert carriers[c].for_pass() == (carry_tag(b), True, carry_tag(a), True)
+    assert carriers[c].for_pass() == (carry_tag(b), True, carry_tag(a), True, False)
     # a relay's reader reads the relay's output (via) for the records of the stage above it
     assert [(carriers[n].tag, carriers[n].via) for n in (b, c, d)] == [
         (carry_tag(a), None), (carry_tag(b), b), (carry_tag(c), c)]
