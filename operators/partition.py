@@ -186,7 +186,8 @@ def sort_key_bytes(value: Any) -> bytes:
 
     Supports None (first), bool, int (64-bit), float, str, bytes and tuples / lists
     of those (compared element-wise, shorter prefix first). Values of different
-    kinds order by kind: None < bool < int < float < str < bytes < tuple.
+    kinds order by kind: None < bool < int < float < str < bytes < tuple. Floats order
+    as Java's ``Double.compare``, as Flink's double comparator does: -0.0 before 0.0.
     """
     if value is None:
         return b"\x01"
