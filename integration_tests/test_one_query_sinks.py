@@ -166,11 +166,11 @@ def test_four_sinks_one_query_each_sink_as_flink_and_exactly_once(spark, env_fac
 
 def test_a_keyed_stage_the_query_would_run_twice_is_refused_a_sink_added_resumes(
         spark, env_factory, tmp_path):
-    """A keyed stage read by a sink and, through a union with records from elsewhere, by
-    another keyed stage would run twice in the query (the query carries a stage's records
-    through the keyed stages below it along one-input operators only:
-    test_one_query_carried.py): refused when the job is built, naming it and the mapping
-    that runs it; nothing written.
+    """A keyed stage read by a sink and, through a custom partitioning (the user's
+    partitioner would run), by another keyed stage would run twice in the query (the query
+    carries a stage's records through the keyed stages below it along operators its keying
+    passes run: test_one_query_carried.py, test_one_query_branches.py): refused when the
+    job is built, naming it and the mapping that runs it; nothing written.
     A sink added to a job, then removed, leaves its query and state where they were; a keyed
     stage or a source added is refused, naming the savepoint way over."""
     _needs_4(spark)
@@ -178,7 +178,7 @@ def test_a_keyed_stage_the_query_would_run_twice_is_refused_a_sink_added_resumes
     counts = (env.from_collection([("a", 1)], PAIR).key_by(lambda r: r[0])
               .reduce(lambda a, b: (a[0], a[1] + b[1])))
     counts.print()
-    (counts.union(env.from_collection([("b", 2)], PAIR)).key_by(lambda r: r[0])
+    (counts.partition_custom(lambda k, n: 0, lambda r: r[0]).key_by(lambda r: r[0])
      .reduce(lambda a, b: b).print())
     with pytest.raises(GraphBuildError, match=r"Reduce.*2 times.*per-stage"):
         env.execute("twice")

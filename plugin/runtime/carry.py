@@ -25,8 +25,8 @@ from .encoding import KEY, KG, TAG, TS, VALUE, Encoding, make_decoder
 from .group_frames import ORDER, ORDER_ROW, SEQ, output_frame, output_schema
 from .passes import partition_id
 
-__all__ = ["CARRIED_SEQ", "MARK", "carrying", "carried_output", "rows_under", "side_tag",
-           "split_carried", "tag_mask"]
+__all__ = ["CARRIED_SEQ", "MARK", "carried_output", "carrying", "rows_under", "side_tag",
+           "split_carried", "tag_mask", "tagging"]
 
 #: the greatest ``_seq`` of a carried record: ``CARRIED_SEQ - n`` for the n-th record its
 #: keying pass handed on (a record's own is never negative, a savepoint restore row's is -1)
@@ -55,7 +55,8 @@ ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, parallelism: int,
              tag: str, tagged: bool = False, source: Optional[str] = None,
-             source_on: bool = False, whole: bool = False) -> ArrowFn:
+             source_on: bool = False, whole: bool = False, pretagged: bool = False
+             ) -> ArrowFn:
     """A keying pass that also hands on each record it reads, carried.
 
     The records a task hands on go to one key group of its subtask, numbered in the order
@@ -79,6 +80,9 @@ def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, paral
         whole: (``tagged``, without ``source``) ``function`` reads every row of the input
             with its ``_tag`` (a branched keying pass picks each path's rows itself:
             runtime/branches.py).
+        pretagged: (``tagged``, without ``source``) the rows with a ``_tag`` are the carried
+            stage's records as :func:`tagging` tagged them, handed on under that tag; the
+            untagged rows, records from elsewhere too, reach ``function`` only.
 
     Returns:
         The ``mapInArrow`` function: the pass's batches, and after each the carried
@@ -113,8 +117,12 @@ def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, paral
                     yield b
                     continue
                 tags = b.column(TAG)
-                on = pc.if_else(pc.is_null(tags), own_tag, _handed_on(tags, tag))
                 keyed, handed = tag_mask(tags, source), b
+                if pretagged:
+                    handed = b.filter(pc.invert(keyed))
+                    on = pc.cast(handed.column(TAG), pa.binary())
+                else:
+                    on = pc.if_else(pc.is_null(tags), own_tag, _handed_on(tags, tag))
                 if source is not None and not source_on:
                     handed, on = b.filter(pc.invert(keyed)), on.filter(pc.invert(keyed))
                 if handed.num_rows:
@@ -125,6 +133,58 @@ def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, paral
             yield out
             while pending:
                 yield _as(pending.pop(0), out.schema)
+        while pending:
+            yield pending.pop(0)
+
+    return fn
+
+
+def tagging(function: ArrowFn, input_enc: Encoding, tag: str, tagged: bool) -> ArrowFn:
+    """A pass over a keyed stage's output that runs the operators from it down to a union
+    (``function``, pickled output) and hands on every record it reads as well, for the
+    keying pass below the union to carry (:func:`carrying`'s ``pretagged``).
+
+    Args:
+        function: the pass (``mapInArrow`` function, output ``_ts, _v``).
+        input_enc: the encoding of the stage's records.
+        tag: the tag the stage's records leave under.
+        tagged: its input has a ``_tag`` column: the rows with one (the stage's side
+            outputs, records carried through it) are handed on only, as :func:`carrying`
+            hands them on; the untagged ones reach ``function`` too.
+
+    Returns:
+        The ``mapInArrow`` function: ``_tag, _ts, _v``, the pass's rows untagged, and after
+        each of its batches the records of the input it read meanwhile, tagged.
+    """
+    decode = None if not input_enc.typed else make_decoder(input_enc)
+    schema = pa.schema([(TAG, pa.string()), (TS, pa.int64()), (VALUE, pa.binary())])
+
+    def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        pending: list[pa.RecordBatch] = []
+
+        def tee() -> Iterator[pa.RecordBatch]:
+            for b in batches:
+                if not b.num_rows:
+                    continue
+                main, on = b, pa.array([tag] * b.num_rows, pa.string())
+                if tagged:
+                    tags = b.column(TAG)
+                    on = pc.cast(pc.if_else(pc.is_null(tags), tag.encode("utf-8"),
+                                            _handed_on(tags, tag)), pa.string())
+                    main = rows_under(b, None)
+                values = (b.column(VALUE) if decode is None else pa.array(
+                    [pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL) for r in decode(b)],
+                    pa.binary()))
+                pending.append(pa.RecordBatch.from_arrays(
+                    [on, b.column(TS).cast(pa.int64()), values], schema=schema))
+                yield main
+
+        for out in function(tee()):
+            yield pa.RecordBatch.from_arrays(
+                [pa.nulls(out.num_rows, pa.string()), out.column(TS).cast(pa.int64()),
+                 out.column(VALUE).cast(pa.binary())], schema=schema)
+            while pending:
+                yield pending.pop(0)
         while pending:
             yield pending.pop(0)
 

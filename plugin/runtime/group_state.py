@@ -365,7 +365,7 @@ def stream_pass(spec: PassSpec, parallelism: int) -> Callable[[Iterator[Any]], I
 
 
 def seq_pass(spec: PassSpec, parallelism: int,
-             carry: Optional[tuple[str, bool, Optional[str], bool, bool]] = None
+             carry: Optional[tuple[str, bool, Optional[str], bool, bool, bool]] = None
              ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """``run_pass`` plus a ``_seq`` column: arrival order inside the micro-batch partition
     (``carry``: the records read are handed on as well, the arguments of

@@ -6,14 +6,17 @@ above again, with a state of its own. :func:`joined_branches` finds such a diamo
 (paths of operators a keying pass runs, from one keyed stage to a union, then on to the
 ``key_by`` of the stage below); :func:`branch_streams` says what the keying pass that
 reads the stage's output once and runs every path (runtime/branches.py) reads and runs.
-one_query.py counts the stage above as held once (:func:`merged_uses`).
-docs/spark-mapping.md says which graphs run so.
+one_query.py counts the stage above as held once (:func:`merged_uses`). A keyed stage
+read by sinks and, along one path, by a union with records from elsewhere in front of the
+keyed stage below is carried through that stage (:func:`union_carries`,
+:func:`tagged_union`). docs/spark-mapping.md says which graphs run so.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import NamedTuple, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 from ...plan.graph import (
     ChainNode,
@@ -23,14 +26,22 @@ from ...plan.graph import (
     Transformation,
     UnionNode,
     is_keyed,
+    upstream,
 )
-from ...runtime.encoding import PICKLED
+from ...runtime.carry import tagging
+from ...runtime.encoding import PICKLED, TAG, TS, VALUE
+from ...runtime.group_state import stream_pass
+from ...spark_io.columns import lit
 from ..rows import leading_rows
-from ..steps import fused_chain
-from ..stream import Stream, StreamTranslator
+from ..steps import fused_chain, pass_spec
+from ..stream import Stream, StreamTranslator, arrow_pass
 from .inband import keying_step
 
-__all__ = ["Branches", "branch_streams", "joined_branches", "merged_uses", "read_on_paths_only"]
+if TYPE_CHECKING:
+    from ...runtime.passes import PassSpec
+
+__all__ = ["Branches", "UnionCarry", "branch_streams", "joined_branches", "merged_uses",
+           "path_between", "read_on_paths_only", "tagged_union", "union_carries"]
 
 
 class Branches(NamedTuple):
@@ -115,17 +126,100 @@ def merged_uses(nodes: list[Transformation], consumers: dict[int, list[Transform
     return out
 
 
+class UnionCarry(NamedTuple):
+    """A keyed stage whose records reach a union, along one path of operators a keying pass
+    runs, in front of the keyed stage below (:func:`union_carries`)."""
+
+    #: the keyed stage above
+    above: Transformation
+    #: the union
+    union: UnionNode
+    #: the union's input the path reaches
+    side: int
+
+
+def union_carries(stage: Transformation, consumers: dict[int, list[Transformation]],
+                  part: set[int], exit_ids: set[int]) -> list[UnionCarry]:
+    """The keyed stages whose records reach keyed ``stage`` through a union with records
+    from elsewhere: from the union down to ``stage``'s ``key_by``, and up from one of the
+    union's inputs to a keyed stage (its main output), only operators a keying pass runs,
+    none assigning a watermark strategy, each of them (the union and the keyed stage above
+    too) read once in the query's plan and none but the stage above an exit of it, and the
+    union's other inputs not reading that stage at all.
+
+    Args:
+        stage: any operator of the graph.
+        consumers: node id -> the nodes reading it.
+        part: the ids of the nodes in the query's plan.
+        exit_ids: the ids of the query's exits (one_query.query_exits).
+
+    Returns:
+        One per such stage above (none for any other shape).
+    """
+    if (not isinstance(stage, KeyedNode) or not isinstance(stage.inputs[0], KeyByNode)
+            or joined_branches(stage) is not None):
+        return []
+
+    def once(node: Transformation) -> bool:
+        return len([r for r in consumers.get(node.id, []) if r.id in part]) == 1 and (
+            is_keyed(node) or node.id not in exit_ids)
+
+    step = stage.inputs[0].inputs[0]
+    while not isinstance(step, UnionNode):
+        if is_keyed(step) or not keying_step(step) or not once(step):
+            return []
+        step = step.inputs[0]
+    union = step
+    if not once(union):
+        return []
+    found = []
+    for side, top in enumerate(union.inputs):
+        step = top
+        while not is_keyed(step) and keying_step(step) and once(step):
+            step = step.inputs[0]
+        if not isinstance(step, KeyedNode) or not once(step):
+            continue
+        others = {n.id for i, t in enumerate(union.inputs) if i != side
+                  for n in upstream(t, include_self=True)}
+        if step.id not in others:
+            found.append(UnionCarry(step, union, side))
+    return found
+
+
+def path_between(top: Transformation, above: Transformation) -> list[ChainNode]:
+    """The stateless operators from keyed stage ``above`` down to ``top`` (``top`` too), in
+    their order, the partitionings a keying pass leaves out left out (one_query._path).
+
+    Args:
+        top: an operator below ``above`` along one-input operators a keying pass runs.
+        above: the keyed stage.
+
+    Returns:
+        The chain operators between.
+    """
+    path: list[ChainNode] = []
+    step = top
+    while step is not above:
+        if isinstance(step, ChainNode):
+            path.append(step)
+        step = step.inputs[0]
+    return path[::-1]
+
+
 def read_on_paths_only(stage: Transformation, branches: Branches,
-                       consumers: dict[int, list[Transformation]], part: set[int]) -> bool:
+                       consumers: dict[int, list[Transformation]], part: set[int],
+                       exit_ids: set[int]) -> bool:
     """Whether the query's plan reads the stage above only along ``stage``'s joined paths,
-    each operator between read once (sinks may read it, or an operator between, apart: the
-    stage above is then carried through ``stage``, one_query.carry_plan).
+    each operator between read once and none an exit (sinks may read the stage, or an
+    operator between above the union, apart: the stage above is then carried through
+    ``stage``, one_query.carry_plan).
 
     Args:
         stage: a keyed stage.
         branches: its :func:`joined_branches`.
         consumers: node id -> the nodes reading it.
         part: the ids of the nodes in the query's plan.
+        exit_ids: the ids of the query's exits (one_query.query_exits).
 
     Returns:
         True when no other operator of the plan reads the stage above or its side outputs.
@@ -135,7 +229,8 @@ def read_on_paths_only(stage: Transformation, branches: Branches,
     tops = [above, *(r for r in consumers.get(above.id, []) if isinstance(r, SideOutputNode))]
     return all(r.id in between for n in tops for r in consumers.get(n.id, [])
                if r.id in part and not isinstance(r, SideOutputNode)) and all(
-        len([r for r in consumers.get(n, []) if r.id in part]) == 1 for n in between)
+        len([r for r in consumers.get(n, []) if r.id in part]) == 1 and n not in exit_ids
+        for n in between)
 
 
 def _between(stage: Transformation) -> list[Transformation]:
@@ -187,3 +282,39 @@ def branch_streams(t: StreamTranslator, branches: Branches
     base = replace(t.input_stream(above), df=whole.df, ordered_from=whole.ordered_from,
                    tagged=whole.tagged)
     return base, paths, joined
+
+
+def tagged_union(t: StreamTranslator, carry: UnionCarry, streams: list[Stream], tag: str,
+                 long_lived: Callable[[PassSpec], PassSpec]) -> Stream:
+    """The union of a :class:`UnionCarry`, its records pickled, with the carried stage's
+    records among them under ``_tag`` (the stage's tag, its side outputs' and those of the
+    records carried through it): the pass running the operators from the stage down to the
+    union reads its whole output once and hands every record on (runtime/carry.py,
+    ``tagging``); the keying pass below the union carries them on.
+
+    Args:
+        t: the STREAMING translator.
+        carry: the union and the path.
+        streams: the union's inputs (the path's is read afresh from the stage above).
+        tag: the tag the carried stage's records leave under (``one_query.carry_tag``).
+        long_lived: gives a pass its identity for the run (the translator's).
+
+    Returns:
+        The union's stream, tagged.
+    """
+    above, union = carry.above, carry.union
+    whole = t.translate(above)
+    base = replace(t.input_stream(above), df=whole.df, ordered_from=whole.ordered_from)
+    for node in path_between(union.inputs[carry.side], above):
+        base = fused_chain(base, node, None)
+    spec = long_lived(pass_spec(t, base, PICKLED, name=union.name))
+    fn = tagging(stream_pass(spec, t.parallelism), base.enc, tag, whole.tagged)
+    parts = [arrow_pass(base, fn, f"{TAG} string, {TS} bigint, {VALUE} binary")]
+    for i, stream in enumerate(streams):
+        if i != carry.side:
+            df = t.materialize(stream, PICKLED, name=union.name)
+            parts.append(df.select(lit(None).cast("string").alias(TAG), TS, VALUE))
+    df = parts[0]
+    for other in parts[1:]:
+        df = df.unionByName(other)
+    return Stream(df, PICKLED, union.output_type, name=union.name, tagged=True)

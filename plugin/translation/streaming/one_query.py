@@ -39,7 +39,14 @@ from ...state_store.exceptions import GraphBuildError, SavepointFormatError
 from ..rows import leading_rows
 from ..steps import fused_chain
 from ..stream import Stream, StreamTranslator
-from .branches import joined_branches, merged_uses, read_on_paths_only
+from .branches import (
+    UnionCarry,
+    joined_branches,
+    merged_uses,
+    path_between,
+    read_on_paths_only,
+    union_carries,
+)
 from .inband import (
     assigns_watermarks,
     chained,
@@ -277,6 +284,9 @@ class CarryPlan(NamedTuple):
     #: keyed stage id -> (the relay whose output its keying pass reads, the stage whose
     #: records it keys)
     sources: dict[int, tuple[Transformation, Transformation]]
+    #: keyed stage id -> the union through which the stage it carries reaches it
+    #: (branches.union_carries)
+    unions: dict[int, UnionCarry]
 
 
 def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
@@ -298,7 +308,9 @@ def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
     stages below the topmost such stage runs as one chain instead (:func:`_tree_plan`). A
     keyed stage read by sinks and, along paths a union joins, by the keyed stage below
     (branches.py) is carried through that stage, whose branched keying pass reads its
-    whole output anyway (:func:`_branched_plan`).
+    whole output anyway, and so is one read by sinks and, along one path, by a union with
+    records from elsewhere in front of the keyed stage below: the pass running the path
+    hands its records on, tagged, through the union (:func:`_branched_plan`).
 
     Args:
         nodes: the job graph.
@@ -319,25 +331,31 @@ def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
 def _branched_plan(nodes: list[Transformation], consumers: dict[int, list[Transformation]],
                    plan: CarryPlan) -> CarryPlan:
     """``plan`` with each keyed stage it holds twice, read by sinks and otherwise only along
-    paths a union joins to the keyed stage below, carried through that stage; the stage
-    below carries nothing else, and is read by sinks only or carried on in turn."""
+    paths a union joins to the keyed stage below, or along one path to a union with records
+    from elsewhere in front of it, carried through that stage; the stage below carries
+    nothing else, and is read by sinks only or carried on in turn."""
     held = {n.id for n, _ in _held_twice(nodes, consumers, plan)}
     _, part, exit_ids = _uses(nodes, consumers, frozenset(plan.carried))
-    carried = dict(plan.carried)
+    carried, unions = dict(plan.carried), dict(plan.unions)
     for stage in sorted(nodes, key=lambda n: n.id, reverse=True):  # the stages below first
-        branches = joined_branches(stage)
-        if branches is None or branches.above.id not in held or branches.above.id not in exit_ids:
-            continue
         if stage.id in plan.sources or any(b is stage for b in carried.values()):
             continue  # it keys a relay's records, or carries another stage already
-        if not read_on_paths_only(stage, branches, consumers, part):
-            continue
         onward = carried.get(stage.id)
         if any(r.id in part for r in consumers.get(stage.id, [])) and (
                 onward is None or not _fused_path(onward, stage)):
             continue  # read on by a keyed stage: it must be carried on
-        carried[branches.above.id] = stage
-    return CarryPlan(carried, plan.sources)
+        branches = joined_branches(stage)
+        if branches is not None:
+            if (branches.above.id in held and branches.above.id in exit_ids
+                    and read_on_paths_only(stage, branches, consumers, part, exit_ids)):
+                carried[branches.above.id] = stage
+            continue
+        through = [u for u in union_carries(stage, consumers, part, exit_ids)
+                   if u.above.id in held and u.above.id in exit_ids]
+        if len(through) == 1:
+            carried[through[0].above.id] = stage
+            unions[stage.id] = through[0]
+    return CarryPlan(carried, plan.sources, unions)
 
 
 def _held_twice(nodes: list[Transformation], consumers: dict[int, list[Transformation]],
@@ -394,7 +412,7 @@ def _tree_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
             carried[above.id] = stage
             if parent[stage.id] is not above:
                 sources[stage.id] = (above, parent[stage.id])
-    return CarryPlan(carried, sources)
+    return CarryPlan(carried, sources, {})
 
 
 def _relay_plan(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
@@ -429,7 +447,7 @@ def _relay_plan(nodes: list[Transformation], consumers: dict[int, list[Transform
         for above, below in zip(stages, stages[1:]):
             carried[above.id] = below
             sources[below.id] = (above, node)
-    return CarryPlan(carried, sources)
+    return CarryPlan(carried, sources, {})
 
 
 def _readers(node: Transformation, consumers: dict[int, list[Transformation]],
@@ -473,14 +491,7 @@ def _path(key_node: Transformation, above: Transformation) -> list[ChainNode]:
     ``key_node``, in their order: a ``key_by`` between reads as a plain stream and a
     partitioning of :data:`~.inband.KEYED_AWAY` is left out (the ``key_by`` below sends each
     record on by its key)."""
-    path: list[ChainNode] = []
-    step = key_node.inputs[0]
-    while step is not above:
-        assert keying_pass_runs(step), step  # carry_plan: _fused_path
-        if isinstance(step, ChainNode):
-            path.append(step)
-        step = step.inputs[0]
-    return path[::-1]
+    return path_between(key_node.inputs[0], above)
 
 
 def keying_input(t: KeyingTranslator, key_node: KeyByNode, carry: Optional[Carry],
@@ -495,7 +506,8 @@ def keying_input(t: KeyingTranslator, key_node: KeyByNode, carry: Optional[Carry
     the operators from the source stage down pending, which the pass runs over those
     records only (runtime/carry.py hands the rest on); for a stage taking the watermark
     the stage above forwards (``forwarded``), that stage's whole output too, its watermark
-    rows among it (runtime/inband.py, ``forwarded_marks``).
+    rows among it (runtime/inband.py, ``forwarded_marks``); for a stage carrying records
+    through a union (``union``), the union's whole stream (branches.tagged_union).
 
     Args:
         t: the STREAMING translator.
@@ -509,6 +521,12 @@ def keying_input(t: KeyingTranslator, key_node: KeyByNode, carry: Optional[Carry
     """
     if carry is None and not forwarded:
         return t.input_stream(key_node.inputs[0])
+    if carry is not None and carry.union is not None:  # branches.tagged_union, whole
+        union = next(n for n in t.nodes if n.id == carry.union[0])
+        stream = replace(t.input_stream(union), df=t.translate(union).df)
+        for node in path_between(key_node.inputs[0], union):
+            stream = fused_chain(stream, node, None)
+        return stream
     above = key_node.inputs[0]
     while not is_keyed(above):  # the operators between (_fused_path)
         above = above.inputs[0]
@@ -552,6 +570,9 @@ class Carry(NamedTuple):
     #: the stage's keying pass runs the paths a union joins from the carried stage down
     #: (branches.py): it reads that stage's whole output, ``_tag`` and all
     branched: bool = False
+    #: (the union, its input) through which the carried stage's records reach the stage's
+    #: keying pass, tagged by the pass in front of the union (branches.union_carries)
+    union: Optional[tuple[int, int]] = None
 
     @property
     def tag(self) -> str:
@@ -563,10 +584,11 @@ class Carry(NamedTuple):
         """The relay whose whole output the keying pass reads (:func:`carry_plan`), or None."""
         return self.carried if self.source is not None else None
 
-    def for_pass(self) -> tuple[str, bool, Optional[str], bool, bool]:
+    def for_pass(self) -> tuple[str, bool, Optional[str], bool, bool, bool]:
         """The arguments of ``runtime/carry.carrying`` after the parallelism."""
         source = None if self.source is None else carry_tag(self.source)
-        return self.tag, self.tagged, source, self.source_on, self.branched
+        return (self.tag, self.tagged, source, self.source_on, self.branched,
+                self.union is not None)
 
 
 def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation], plan: CarryPlan,
@@ -585,13 +607,16 @@ def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation], 
     """
     if not fanned_out:
         return tags, {}
-    carried, sources = plan
+    carried, sources = plan.carried, plan.sources
     carrying = {b.id for b in carried.values()}
     relays = {via.id for via, _ in sources.values()}
     exit_ids = {e.id for e in query_exits(nodes)}
     carriers = {}
     for e, b in carried.items():
-        if b.id in sources:  # it keys the records of the stage above the relay e
+        if b.id in plan.unions:  # they reach it through a union, tagged on the way
+            u = plan.unions[b.id]
+            carriers[b.id] = Carry(e, True, union=(u.union.id, u.side))
+        elif b.id in sources:  # it keys the records of the stage above the relay e
             source = sources[b.id][1].id
             carriers[b.id] = Carry(e, True, source, source in exit_ids or b.id in relays)
         else:

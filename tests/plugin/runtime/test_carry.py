@@ -16,6 +16,7 @@ from pyspark_datastream.runtime.carry import (
     carrying,
     side_tag,
     split_carried,
+    tagging,
 )
 from pyspark_datastream.runtime.encoding import KEY, KG, PICKLED, TAG, TS, VALUE, typed_encoding
 from pyspark_datastream.runtime.group_frames import ORDER, ORDER_ROW, SEQ, unpack_blobs
@@ -153,3 +154,59 @@ def test_the_keyed_call_emits_carried_records_untouched_under_the_tag(direct, or
     if ordered and direct:  # the order the keying pass handed them on in
         assert [v for f in frames for cell in f[ORDER] for v in cell] == [4, 9]
         assert [v for f in frames for cell in f[ORDER_ROW] for v in cell] == [0, 0]
+
+
+@pytest.mark.parametrize("tagged", [False, True])
+def test_records_tagged_before_a_union_are_carried_by_the_keying_pass_below_it(tagged):
+    mine = "\x1fcarried 4"
+    if tagged:  # the stage's side outputs and records carried through it: tagged already
+        rows = [(None, 1, ("a", 1)), ("late", 2, ("z", 9)), (f"{MARK}carried 2", 3, ("q", 0)),
+                (None, 4, ("b", 2))]
+        stage = pa.RecordBatch.from_arrays(
+            [pa.array([t for t, _, _ in rows], pa.string()), pa.array([ts for _, ts, _ in rows]),
+             pa.array([pickle.dumps(v) for _, _, v in rows], pa.binary())],
+            names=[TAG, TS, VALUE])
+        enc = PICKLED
+    else:  # typed columns, pickled on the way
+        rows = [(None, 1, ("a", 1)), (None, 4, ("b", 2))]
+        enc = typed_encoding(PAIR)
+        stage = pa.RecordBatch.from_arrays(
+            [pa.array([1, 4], pa.int64()), pa.array(["a", "b"]), pa.array([1, 2], pa.int64())],
+            names=[TS, *enc.columns])
+    seen = []
+
+    def path(batches):  # the operators down to the union: main records only, pickled
+        for b in batches:
+            values = [pickle.loads(v) if enc is PICKLED else v for v in (
+                b.column(VALUE).to_pylist() if enc is PICKLED else
+                list(zip(*(b.column(c).to_pylist() for c in enc.columns))))]
+            seen.extend(values)
+            yield pa.RecordBatch.from_arrays(
+                [b.column(TS), pa.array([pickle.dumps((k.upper(), v)) for k, v in values])],
+                names=[TS, VALUE])
+
+    tee = list(tagging(path, enc, mine, tagged)(iter([stage])))
+    assert seen == [("a", 1), ("b", 2)]  # the path ran over the stage's own records only
+    # the union: the path's rows untagged, the stage's records tagged, another input's rows
+    elsewhere = pa.RecordBatch.from_arrays(
+        [pa.nulls(1, pa.string()), pa.array([7], pa.int64()), pa.array([pickle.dumps(("o", 7))])],
+        names=[TAG, TS, VALUE])
+    keyed = []
+
+    def keying(batches):
+        for b in batches:
+            assert TAG not in b.schema.names
+            keyed.extend(pickle.loads(v) for v in b.column(VALUE).to_pylist())
+            yield from _keying(iter([b]))
+
+    out = carrying(keying, PICKLED, 5, 2, mine, True, None, False, False, True)(
+        iter([*tee, elsewhere]))
+    got = [r for b in out for r in b.to_pylist()]
+    assert keyed == [("A", 1), ("B", 2), ("o", 7)]  # every untagged row, from either input
+    carried = [(r[KEY], r[TS], pickle.loads(r[VALUE])) for r in got if r[SEQ] < 0]
+    want = [(mine.encode(), 1, ("a", 1)), (mine.encode(), 4, ("b", 2))]
+    if tagged:
+        want = [want[0], (side_tag(mine, "late").encode(), 2, ("z", 9)),
+                (f"{MARK}carried 2".encode(), 3, ("q", 0)), want[1]]
+    assert carried == want  # as they left the stage, under their tags, in order
+    assert [r[SEQ] for r in got if r[SEQ] < 0] == [CARRIED_SEQ - i for i in range(len(want))]

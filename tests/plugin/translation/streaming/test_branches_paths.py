@@ -90,13 +90,16 @@ def test_a_stage_sinks_read_too_is_carried_through_the_stage_below(shape):
     assert carry.tagged == (shape == "side")  # its side outputs are read: output tagged
 
 
-@pytest.mark.parametrize("shape", ["keyed_above", "keyed_side", "below_read"])
+@pytest.mark.parametrize("shape", ["keyed_above", "keyed_side", "below_read", "union_read"])
 def test_a_stage_read_apart_other_than_by_sinks_stays_refused(shape):
     env = StreamExecutionEnvironment.get_execution_environment()
     above = _above(env)
     one, two = above.map(lambda r: r, T), above.filter(lambda r: True)
     above.print()
-    below = _below(one.union(two))
+    joined = one.union(two)
+    if shape == "union_read":  # a sink reads the union: an exit of the query too
+        joined.print()
+    below = _below(joined)
     if shape == "keyed_above":  # another keyed stage reads the stage above too
         above.key_by(lambda r: r[1]).reduce(lambda a, b: b).print()
     elif shape == "keyed_side":  # and one of its side outputs
@@ -127,5 +130,49 @@ def test_other_joined_paths_are_refused(shape):
     if shape == "other_source":
         _check(env)  # one path from the stage above: held once, as before
         return
+    with pytest.raises(GraphBuildError, match="times"):
+        _check(env)
+
+
+@pytest.mark.parametrize("shape", ["plain", "side", "through_ops"])
+def test_a_stage_read_by_sinks_and_through_a_union_with_records_from_elsewhere_is_carried(shape):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    above = _above(env)
+    above.print()  # read apart by sinks
+    if shape == "side":
+        above.get_side_output(SIDE).print()
+    path = above if shape == "plain" else above.map(lambda r: r, T).rebalance().filter(
+        lambda r: True)
+    other = env.from_collection([("b", 2)], T).map(lambda r: r, T)
+    below = _below(other.union(path).map(lambda r: r, T))
+    _check(env)  # runs: the stage above is held once
+    plan = _plan(env)
+    assert plan.carried[above._node.id] is below._node
+    carry = plan.unions[below._node.id]
+    assert carry.above is above._node and carry.side == 1
+    nodes = reachable(list(env._sinks))
+    _, carriers = with_carriers(side_output_tags(nodes), nodes, plan, fanned_out=True)
+    assert carriers[below._node.id].union == (carry.union.id, 1)
+    assert carriers[below._node.id].for_pass()[-1]  # its keying pass reads them tagged
+
+
+@pytest.mark.parametrize("shape", ["both_inputs", "keyed_other", "union_read", "custom"])
+def test_other_unions_with_records_from_elsewhere_stay_refused(shape):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    above = _above(env)
+    above.print()
+    path = above.map(lambda r: r, T)
+    other = env.from_collection([("b", 2)], T)
+    if shape == "both_inputs":  # the other input reads the stage above too, after a sink
+        other = other.union(above.filter(lambda r: True))
+    elif shape == "keyed_other":  # a keyed stage read twice elsewhere on the other input
+        other = above.key_by(lambda r: r[1]).reduce(lambda a, b: b)
+        other.print()
+    elif shape == "custom":  # a partitioning its keying pass does not run
+        path = path.partition_custom(lambda k, n: 0, lambda r: r[0])
+    joined = other.union(path)
+    if shape == "union_read":  # the union is read by a sink too
+        joined.print()
+    _below(joined)
     with pytest.raises(GraphBuildError, match="times"):
         _check(env)
