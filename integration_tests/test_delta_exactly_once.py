@@ -43,7 +43,7 @@ from helpers import QueryCounter, spark_line
 from pyspark_datastream import KeyedProcessFunctionTestHarness
 from pyspark_datastream.plan.graph import consumers, reachable
 from pyspark_datastream.translation.delta_sink import APP_ID_PREFIX, commit_batch
-from pyspark_datastream.translation.streaming.one_query import carry_plan
+from pyspark_datastream.translation.streaming.carried import carry_plan
 
 HARNESS_BACKEND = {"hashmap": "heap", "rocksdb": "rocksdb"}
 

@@ -336,7 +336,7 @@ NEW_MAX_LINES = 600
 OVER_NEW_MAX = frozenset(f"{ROOT_PACKAGE}.{m}" for m in (
     "operators.chain", "operators.functions", "operators.harness",
     "operators.windows.assigners", "api.datastream", "api.file_connectors", "plan.config",
-    "runtime.passes", "translation.batch.translator", "translation.streaming.one_query",
+    "runtime.passes", "translation.batch.translator",
     "state_store.backends.rocksdb.sorted_state",
 ))
 

@@ -1,7 +1,7 @@
 """Carried records: a keyed stage's records that travel through the keyed stages below it.
 
 In the one-query mapping a keyed stage read by sinks and by another keyed stage would be
-planned twice (translation/streaming/one_query.py, ``carry_plan``). Instead, the keying
+planned twice (translation/streaming/carried.py, ``carry_plan``). Instead, the keying
 pass in front of the stage below hands each record it reads on as well, marked by ``_seq``
 :data:`CARRIED_SEQ`, its tag in ``_k``; that stage's processor emits them untouched under
 their tag, as side-output records, which the query's sinks read apart (or, when that stage
@@ -41,7 +41,7 @@ def side_tag(carried: str, tag: str) -> str:
     """The tag a carried stage's side-output record travels under.
 
     Args:
-        carried: the stage's own tag (``one_query.carry_tag``).
+        carried: the stage's own tag (``carried.carry_tag``).
         tag: the side output's tag.
 
     Returns:

@@ -6,7 +6,7 @@ above again, with a state of its own. :func:`joined_branches` finds such a diamo
 (paths of operators a keying pass runs, from one keyed stage to a union, then on to the
 ``key_by`` of the stage below); :func:`branch_streams` says what the keying pass that
 reads the stage's output once and runs every path (runtime/branches.py) reads and runs.
-one_query.py counts the stage above as held once (:func:`merged_uses`). A keyed stage
+carried.py counts the stage above as held once (:func:`merged_uses`). A keyed stage
 read by sinks and, along one path, by a union with records from elsewhere in front of the
 keyed stage below is carried through that stage (:func:`union_carries`,
 :func:`tagged_union`). docs/spark-mapping.md says which graphs run so.
@@ -151,7 +151,7 @@ def union_carries(stage: Transformation, consumers: dict[int, list[Transformatio
         stage: any operator of the graph.
         consumers: node id -> the nodes reading it.
         part: the ids of the nodes in the query's plan.
-        exit_ids: the ids of the query's exits (one_query.query_exits).
+        exit_ids: the ids of the query's exits (carried.query_exits).
 
     Returns:
         One per such stage above (none for any other shape).
@@ -188,7 +188,7 @@ def union_carries(stage: Transformation, consumers: dict[int, list[Transformatio
 
 def path_between(top: Transformation, above: Transformation) -> list[ChainNode]:
     """The stateless operators from keyed stage ``above`` down to ``top`` (``top`` too), in
-    their order, the partitionings a keying pass leaves out left out (one_query._path).
+    their order, the partitionings a keying pass leaves out left out (carried.keying_input).
 
     Args:
         top: an operator below ``above`` along one-input operators a keying pass runs.
@@ -212,14 +212,14 @@ def read_on_paths_only(stage: Transformation, branches: Branches,
     """Whether the query's plan reads the stage above only along ``stage``'s joined paths,
     each operator between read once and none an exit (sinks may read the stage, or an
     operator between above the union, apart: the stage above is then carried through
-    ``stage``, one_query.carry_plan).
+    ``stage``, carried.carry_plan).
 
     Args:
         stage: a keyed stage.
         branches: its :func:`joined_branches`.
         consumers: node id -> the nodes reading it.
         part: the ids of the nodes in the query's plan.
-        exit_ids: the ids of the query's exits (one_query.query_exits).
+        exit_ids: the ids of the query's exits (carried.query_exits).
 
     Returns:
         True when no other operator of the plan reads the stage above or its side outputs.
@@ -296,7 +296,7 @@ def tagged_union(t: StreamTranslator, carry: UnionCarry, streams: list[Stream], 
         t: the STREAMING translator.
         carry: the union and the path.
         streams: the union's inputs (the path's is read afresh from the stage above).
-        tag: the tag the carried stage's records leave under (``one_query.carry_tag``).
+        tag: the tag the carried stage's records leave under (``carried.carry_tag``).
         long_lived: gives a pass its identity for the run (the translator's).
 
     Returns:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from ...runtime.passes import KeyOut
     from ...state_store.serializers.base import TypeSerializer
-    from .one_query import Carry
+    from .carried import Carry
 
 __all__ = ["BroadcastTranslator", "streaming_broadcast"]
 

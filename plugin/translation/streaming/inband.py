@@ -118,7 +118,7 @@ KEYED_AWAY = ("forward", "rebalance", "shuffle", "rescale")
 
 def keying_pass_runs(step: Transformation) -> bool:
     """Whether the keying pass of a keyed stage below ``step`` runs it, on a path from the
-    keyed stage above (one_query.keying_input): a one-input stateless operator, a ``key_by``
+    keyed stage above (carried.keying_input): a one-input stateless operator, a ``key_by``
     whose stream is read as a plain one, or a partitioning of :data:`KEYED_AWAY`.
 
     Args:

@@ -3,7 +3,7 @@
 A Spark query writes one sink, and a DataFrame read twice is planned twice (a keyed stage
 in it would run twice, each copy with its own state). So a job with several sinks, or whose
 keyed stage's outputs are read apart, runs as one query whose plan ends at the job's
-*exits* (``one_query.query_exits``): each exit's records travel in a struct column of their
+*exits* (``carried.query_exits``): each exit's records travel in a struct column of their
 own through one union. The query's ``foreachBatch`` function caches the micro-batch, runs
 each sink's *tail* (the stateless operators from its exit down to it) over its exit's rows,
 and hands the result to the sink's writer, which tells its sink apart by the sink's name:
@@ -28,8 +28,9 @@ from ..rows import leading_rows
 from ..sinks import sink_kind
 from ..steps import materialize_shared, side_output_tags
 from ..stream import Stream, StreamingSinkOwner
+from .carried import Carry, carry_tag, query_exits
 from .inband import chained
-from .one_query import QUERY, Carry, carry_tag, query_exits
+from .one_query import QUERY
 from .queries import QueryOwner, run_query
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class FanningTranslator(StreamingSinkOwner, QueryOwner, Protocol):
 
     nodes: list[Transformation]
     consumers: dict[int, list[Transformation]]
-    #: carrying keyed stage id -> how it carries (``one_query.with_carriers``)
+    #: carrying keyed stage id -> how it carries (``carried.with_carriers``)
     carriers: dict[int, Carry]
     #: passes built so far (a tail's operators are named by the pass that runs them)
     passes: int

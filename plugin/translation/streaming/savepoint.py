@@ -68,8 +68,9 @@ from ..savepoint_restore import (
     keyed_nodes,
     operator_states,
 )
+from .carried import query_exits
 from .inband import assigns_watermarks
-from .one_query import query_exits, tws_state_reader
+from .one_query import tws_state_reader
 from .queries import write_df_once
 
 if TYPE_CHECKING:

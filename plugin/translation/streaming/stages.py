@@ -24,9 +24,10 @@ from ..stream import Stream, arrow_pass
 from ..timecheck import processing_time_use, processing_timeout_of
 from ..translator_base import TranslatorBase
 from .branches import Branches, branch_streams
+from .carried import Carry, keying_input, relays
 from .inband import chained, observed
 from .keyed import feeds_keyed, keyed_call, watermarked
-from .one_query import Carry, branch_watermark, keying_input, relays
+from .one_query import branch_watermark
 from .pushdown import field_reduce_plan, native_keyed_input, restaged_order
 from .queries import end_of_input_stream
 from .savepoint import restored_input, restores

@@ -69,19 +69,18 @@ from ..steps import (
 from ..stream import Stream, arrow_pass
 from ..translator_base import kind_table
 from .branches import Branches, UnionCarry, joined_branches, tagged_union
+from .carried import carry_plan, with_carriers
 from .inband import chained, forwarding, inband_strategy
 from .keyed import own_watermark
 from .one_query import (
     QUERY,
     branch_watermark,
-    carry_plan,
     fans_out,
     from_keyed,
     meets_keyed,
     one_query_mapping,
     one_query_placement,
     state_store_conf,
-    with_carriers,
 )
 from .queries import (
     arrow_batch_rows,
@@ -166,7 +165,7 @@ class StreamingTranslator(KeyedStages):
             self.forwarded = forwarding(nodes)
             for above in self.forwarded.values():  # it hands its watermark on, tagged
                 tags[above.id] = tags.get(above.id, frozenset()) | {WATERMARK_TAG}
-        #: carrying keyed stage id -> how it carries (one_query.with_carriers)
+        #: carrying keyed stage id -> how it carries (carried.with_carriers)
         self._tags, self.carriers = with_carriers(tags, nodes, carrying, self.fanned_out)
         self.op_config = operator_config(cfg, self.mode, self.parallelism, self.max_parallelism)
         # Restore (savepoint.py) is checked here, before anything runs, by

@@ -15,11 +15,8 @@ from pyspark_datastream import (
 from pyspark_datastream.plan.graph import consumers, reachable
 from pyspark_datastream.translation.steps import side_output_tags
 from pyspark_datastream.translation.streaming.branches import joined_branches
-from pyspark_datastream.translation.streaming.one_query import (
-    _check_graph,
-    carry_plan,
-    with_carriers,
-)
+from pyspark_datastream.translation.streaming.carried import carry_plan, with_carriers
+from pyspark_datastream.translation.streaming.one_query import _check_graph
 
 T = Types.TUPLE([Types.STRING(), Types.LONG()])
 SIDE = OutputTag("side", T)

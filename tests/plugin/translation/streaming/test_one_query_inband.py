@@ -7,13 +7,14 @@ from __future__ import annotations
 import pytest
 from pyspark_datastream import GraphBuildError, StreamExecutionEnvironment, Types, WatermarkStrategy
 from pyspark_datastream.plan.graph import consumers, reachable
+from pyspark_datastream.translation.streaming.carried import carry_plan
 from pyspark_datastream.translation.streaming.inband import (
     forwarded_from,
     forwarding,
     inband_strategy,
     inband_watermark,
 )
-from pyspark_datastream.translation.streaming.one_query import _check_graph, carry_plan
+from pyspark_datastream.translation.streaming.one_query import _check_graph
 
 T = Types.TUPLE([Types.STRING(), Types.LONG()])
 WS = WatermarkStrategy.for_bounded_out_of_orderness(5).with_timestamp_assigner(

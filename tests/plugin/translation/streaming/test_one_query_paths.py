@@ -7,15 +7,15 @@ import pytest
 from pyspark_datastream import GraphBuildError, OutputTag, StreamExecutionEnvironment, Types
 from pyspark_datastream.plan.graph import ChainNode, consumers, reachable
 from pyspark_datastream.translation.steps import side_output_tags
-from pyspark_datastream.translation.streaming.one_query import (
+from pyspark_datastream.translation.streaming.carried import (
     Carry,
-    _check_paths,
     _path,
     carry_plan,
     carry_tag,
     relays,
     with_carriers,
 )
+from pyspark_datastream.translation.streaming.one_query import _check_paths
 
 T = Types.TUPLE([Types.STRING(), Types.LONG()])
 
