@@ -157,10 +157,14 @@ def carry_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
     plan = _relay_plan(nodes, consumers)
     if not held_twice(nodes, consumers, plan):
         return plan
+    plans = [plan]
     tree = _tree_plan(nodes, consumers)
-    if tree is not None and not held_twice(nodes, consumers, tree):
-        return tree
-    return _branched_plan(nodes, consumers, plan)
+    if tree.carried:  # the trees, then with the stages carried through unions too
+        plans += [tree, _branched_plan(nodes, consumers, tree)]
+    plans.append(_branched_plan(nodes, consumers, plan))
+    # the first holding no stage twice; else the one holding fewest (the job is refused,
+    # naming those)
+    return min(plans, key=lambda p: len(held_twice(nodes, consumers, p)))
 
 
 def _branched_plan(nodes: list[Transformation], consumers: dict[int, list[Transformation]],
@@ -203,21 +207,21 @@ def held_twice(nodes: list[Transformation], consumers: dict[int, list[Transforma
 
 
 def _tree_plan(nodes: list[Transformation], consumers: dict[int, list[Transformation]]
-               ) -> Optional[CarryPlan]:
+               ) -> CarryPlan:
     """Each tree of keyed stages below a keyed stage read several times (by sinks and keyed
     stages, or by several keyed stages), each reading the stage above it along one-input
     stateless operators a keying pass runs, as one chain in breadth-first order: every
     stage of the chain carries the one before it, whose output its keying pass reads, and
     keys its own parent's records out of it when that is not the one before (runtime/carry.py
-    hands every carried stage's records on to the end). None when a tree is not of that
-    shape.
+    hands every carried stage's records on to the end). A tree not of that shape is left
+    out (another plan may carry its stages, or the job is refused).
 
     Args:
         nodes: the job graph.
         consumers: node id -> the nodes reading it.
 
     Returns:
-        The plan, or None.
+        The plan of the trees of that shape.
     """
     uses, part, exit_ids = _uses(nodes, consumers)
     carried: dict[int, Transformation] = {}
@@ -229,18 +233,10 @@ def _tree_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
         first = _readers(root, consumers, part, exit_ids, exits_only=False)
         if not first or (len(first) == 1 and root.id not in exit_ids):
             continue  # its one reader holds it once: the tree starts below
-        chain: list[Transformation] = []
-        parent: dict[int, Transformation] = {}
-        queue = [root]
-        while queue:
-            node = queue.pop(0)
-            below = _readers(node, consumers, part, exit_ids, exits_only=False)
-            if below is None or not all(_fused_path(s, node) for s in below):
-                return None
-            for stage in below:
-                parent[stage.id] = node
-            chain += below
-            queue += below
+        tree = _tree_below(root, consumers, part, exit_ids)
+        if tree is None:
+            continue  # not of that shape: this tree stays as the other plans leave it
+        chain, parent = tree
         claimed.update(n.id for n in chain)
         carried[root.id] = chain[0]
         for above, stage in zip(chain, chain[1:]):
@@ -248,6 +244,26 @@ def _tree_plan(nodes: list[Transformation], consumers: dict[int, list[Transforma
             if parent[stage.id] is not above:
                 sources[stage.id] = (above, parent[stage.id])
     return CarryPlan(carried, sources, {})
+
+
+def _tree_below(root: Transformation, consumers: dict[int, list[Transformation]],
+                part: set[int], exit_ids: set[int]
+                ) -> Optional[tuple[list[Transformation], dict[int, Transformation]]]:
+    """The keyed stages below ``root`` in breadth-first order, and each one's parent, each
+    reading its parent along operators a keying pass runs; None when one does not."""
+    chain: list[Transformation] = []
+    parent: dict[int, Transformation] = {}
+    queue = [root]
+    while queue:
+        node = queue.pop(0)
+        below = _readers(node, consumers, part, exit_ids, exits_only=False)
+        if below is None or not all(_fused_path(s, node) for s in below):
+            return None
+        for stage in below:
+            parent[stage.id] = node
+        chain += below
+        queue += below
+    return chain, parent
 
 
 def _relay_plan(nodes: list[Transformation], consumers: dict[int, list[Transformation]]

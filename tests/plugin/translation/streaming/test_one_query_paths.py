@@ -248,6 +248,37 @@ def test_a_tree_of_keyed_stages_runs_as_one_chain_in_breadth_first_order(sinks):
     assert [carriers[k].via for k in (c, d, e)] == [b, c, d]
 
 
+@pytest.mark.parametrize("other", ["union", "bad_tree"])
+def test_a_tree_runs_beside_a_stage_another_plan_carries(other):
+    """A tree of keyed stages, and beside it a stage that only another plan carries (through
+    a union with records from elsewhere) or a tree of another shape (refused, naming it):
+    each tree is planned on its own."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    first = _stage(env.from_collection([("a", 1)], T))
+    first.print()
+    second, third = _stage(first), _stage(first)
+    _stage(second).print()
+    third.print()
+    apart = _stage(env.from_collection([("b", 2)], T))
+    apart.print()
+    if other == "union":  # read by sinks and through a union by the stage below
+        below = _stage(apart.union(env.from_collection([("c", 3)], T)))
+    else:  # read by sinks and by two keyed stages, one of them behind a broadcast
+        _stage(apart).print()
+        below = _stage(apart.broadcast().map(lambda r: r, T))
+    below.print()
+    nodes, readers = _graph(env)
+    plan = carry_plan(nodes, readers)
+    if other == "bad_tree":
+        with pytest.raises(GraphBuildError, match=rf"id {apart._node.id}\).*3 times"):
+            _check_paths(nodes, readers, plan)
+        return
+    _check_paths(nodes, readers, plan)  # runs: nothing refused
+    assert plan.carried[first._node.id] is second._node
+    assert plan.carried[apart._node.id] is below._node
+    assert plan.unions[below._node.id].above is apart._node
+
+
 @pytest.mark.parametrize("shape", ["broadcast", "custom"])
 def test_a_stage_the_query_cannot_carry_is_refused(shape):
     env = StreamExecutionEnvironment.get_execution_environment()
