@@ -89,7 +89,7 @@ def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, paral
         records of the input it read meanwhile.
     """
     decode = None if not input_enc.typed else make_decoder(input_enc)
-    own_tag = pa.scalar(tag.encode("utf-8"), pa.binary())
+    own_tag = tag.encode("utf-8")
 
     def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         pending: list[pa.RecordBatch] = []
@@ -101,19 +101,15 @@ def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, paral
             n = rows.num_rows
             seq = CARRIED_SEQ - np.arange(arrived[0], arrived[0] + n, dtype=np.int64)
             arrived[0] += n
-            values = (rows.column(VALUE) if decode is None else pa.array(
-                [pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL) for r in decode(rows)],
-                pa.binary()))
             return pa.RecordBatch.from_arrays(
                 [rows.column(TS).cast(pa.int64()), pa.array(np.full(n, kg, dtype=np.int32)),
-                 tags, values, pa.array(seq)], names=[TS, KG, KEY, VALUE, SEQ])
+                 tags, _pickled(rows, decode), pa.array(seq)], names=[TS, KG, KEY, VALUE, SEQ])
 
         def tee() -> Iterator[pa.RecordBatch]:
             for b in batches:
                 if not tagged:
                     if b.num_rows:
-                        pending.append(carried(b, pa.array([own_tag.as_py()] * b.num_rows,
-                                                           pa.binary())))
+                        pending.append(carried(b, pa.array([own_tag] * b.num_rows, pa.binary())))
                     yield b
                     continue
                 tags = b.column(TAG)
@@ -122,7 +118,7 @@ def carrying(function: ArrowFn, input_enc: Encoding, max_parallelism: int, paral
                     handed = b.filter(pc.invert(keyed))
                     on = pc.cast(handed.column(TAG), pa.binary())
                 else:
-                    on = pc.if_else(pc.is_null(tags), own_tag, _handed_on(tags, tag))
+                    on = _handed_on(tags, tag)
                 if source is not None and not source_on:
                     handed, on = b.filter(pc.invert(keyed)), on.filter(pc.invert(keyed))
                 if handed.num_rows:
@@ -168,15 +164,10 @@ def tagging(function: ArrowFn, input_enc: Encoding, tag: str, tagged: bool) -> A
                     continue
                 main, on = b, pa.array([tag] * b.num_rows, pa.string())
                 if tagged:
-                    tags = b.column(TAG)
-                    on = pc.cast(pc.if_else(pc.is_null(tags), tag.encode("utf-8"),
-                                            _handed_on(tags, tag)), pa.string())
+                    on = pc.cast(_handed_on(b.column(TAG), tag), pa.string())
                     main = rows_under(b, None)
-                values = (b.column(VALUE) if decode is None else pa.array(
-                    [pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL) for r in decode(b)],
-                    pa.binary()))
                 pending.append(pa.RecordBatch.from_arrays(
-                    [on, b.column(TS).cast(pa.int64()), values], schema=schema))
+                    [on, b.column(TS).cast(pa.int64()), _pickled(b, decode)], schema=schema))
                 yield main
 
         for out in function(tee()):
@@ -218,11 +209,23 @@ def rows_under(batch: pa.RecordBatch, tag: Optional[str]) -> pa.RecordBatch:
 
 
 def _handed_on(tags: pa.Array, tag: str) -> pa.Array:
-    """The tags the tagged rows of a carrier's output travel on under (binary): a carried
-    record's its own, a side output's under the carrier's ``tag`` too."""
+    """The tags the rows of a carrier's tagged output travel on under (binary): its own
+    records' (no tag) ``tag``, a carried record's its own, a side output's under ``tag``
+    too."""
     side = pc.invert(pc.starts_with(tags, MARK))
     under = pc.binary_join_element_wise(side_tag(tag, ""), tags, "")
-    return pc.cast(pc.if_else(side, under, tags), pa.binary())
+    own = pa.scalar(tag.encode("utf-8"), pa.binary())
+    return pc.if_else(pc.is_null(tags), own, pc.cast(pc.if_else(side, under, tags), pa.binary()))
+
+
+def _pickled(rows: pa.RecordBatch, decode: Optional[Callable[[pa.RecordBatch], list[Any]]]
+             ) -> pa.Array:
+    """The records of ``rows`` pickled (``_v``): their own column when already pickled, else
+    decoded by ``decode`` from their typed columns."""
+    if decode is None:
+        return rows.column(VALUE)
+    return pa.array([pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL) for r in decode(rows)],
+                    pa.binary())
 
 
 def _as(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

@@ -198,7 +198,7 @@ def _branched_plan(nodes: list[Transformation], consumers: dict[int, list[Transf
 
 
 def held_twice(nodes: list[Transformation], consumers: dict[int, list[Transformation]],
-                plan: CarryPlan) -> list[tuple[Transformation, int]]:
+               plan: CarryPlan) -> list[tuple[Transformation, int]]:
     """The keyed stages the query's plan would hold more than once under ``plan``, with the
     number of times."""
     uses, _, _ = _uses(nodes, consumers, frozenset(plan.carried))
@@ -373,7 +373,7 @@ def keying_input(t: KeyingTranslator, key_node: KeyByNode, carry: Optional[Carry
     if carry is None and not forwarded:
         return t.input_stream(key_node.inputs[0])
     if carry is not None and carry.union is not None:  # branches.tagged_union, whole
-        union = next(n for n in t.nodes if n.id == carry.union[0])
+        union = carry.union.union
         stream = replace(t.input_stream(union), df=t.translate(union).df)
         for node in path_between(key_node.inputs[0], union):
             stream = fused_chain(stream, node, None)
@@ -421,9 +421,9 @@ class Carry(NamedTuple):
     #: the stage's keying pass runs the paths a union joins from the carried stage down
     #: (branches.py): it reads that stage's whole output, ``_tag`` and all
     branched: bool = False
-    #: (the union, its input) through which the carried stage's records reach the stage's
-    #: keying pass, tagged by the pass in front of the union (branches.union_carries)
-    union: Optional[tuple[int, int]] = None
+    #: the union through which the carried stage's records reach the stage's keying pass,
+    #: tagged by the pass in front of the union (branches.union_carries)
+    union: Optional[UnionCarry] = None
 
     @property
     def tag(self) -> str:
@@ -465,8 +465,7 @@ def with_carriers(tags: dict[int, frozenset[str]], nodes: list[Transformation], 
     carriers = {}
     for e, b in carried.items():
         if b.id in plan.unions:  # they reach it through a union, tagged on the way
-            u = plan.unions[b.id]
-            carriers[b.id] = Carry(e, True, union=(u.union.id, u.side))
+            carriers[b.id] = Carry(e, True, union=plan.unions[b.id])
         elif b.id in sources:  # it keys the records of the stage above the relay e
             source = sources[b.id][1].id
             carriers[b.id] = Carry(e, True, source, source in exit_ids or b.id in relays)

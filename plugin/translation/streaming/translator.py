@@ -68,7 +68,7 @@ from ..steps import (
 )
 from ..stream import Stream, arrow_pass
 from ..translator_base import kind_table
-from .branches import Branches, UnionCarry, joined_branches, tagged_union
+from .branches import Branches, joined_branches, tagged_union
 from .carried import carry_plan, with_carriers
 from .inband import chained, forwarding, inband_strategy
 from .keyed import own_watermark
@@ -378,10 +378,8 @@ class StreamingTranslator(KeyedStages):
         streams = [self.with_own_watermark(s, node, i)
                    for i, s in enumerate(self._union_inputs(node))]
         for carry in self.carriers.values():  # a keyed stage carried through it, tagged
-            if carry.union is not None and carry.union[0] == node.id:
-                above = next(n for n in self.nodes if n.id == carry.carried)
-                return tagged_union(self, UnionCarry(above, node, carry.union[1]), streams,
-                                    carry.tag, self._long_lived)
+            if carry.union is not None and carry.union.union is node:
+                return tagged_union(self, carry.union, streams, carry.tag, self._long_lived)
         return union(self, node, streams)
 
     def with_own_watermark(self, data: Union[DataFrame, Stream], node: Transformation, side: int,
