@@ -7,8 +7,9 @@ emits every count and, to a side output, every third one; three paths (the even 
 bucket of users, every count by its residue mod 5, the side output by bucket) are joined by
 a union, mapped once more and counted per key. Two available-now runs over several files of
 out-of-order event times, the second from the first's checkpoint by the next version of the
-program, whose sinks read the running counts, the side output and the even counts of the
-first path too (the stage above is then carried through the stage below, runtime/carry.py):
+program, whose sinks read the running counts, the side output, the even counts of the
+first path and the union of the three paths too (the stage above is then carried through
+the stage below, runtime/carry.py; the union runs in the sinks' tail):
 one query each holding each keyed stage once, and every sink's rows equal to a
 plain-Python model.
 """
@@ -71,8 +72,9 @@ def program(env, records, out: str, apart: bool = False) -> None:
                                                          PAIR)))
     (joined.map(lambda r: (r[0].upper(), r[1]), PAIR).key_by(lambda r: r[0])
      .reduce(lambda a, b: (a[0], a[1] + b[1])).uid("joined").sink_to_delta(f"{out}/joined"))
-    if apart:  # sinks read the stage above, its side output and an operator on a path
-        running.sink_to_delta(f"{out}/running")
+    if apart:  # sinks read the stage above, its side output, an operator on a path and
+        running.sink_to_delta(f"{out}/running")  # the union of the paths
+        joined.sink_to_delta(f"{out}/paths")
         running.get_side_output(THIRDS).sink_to_delta(f"{out}/thirds")
         evens.sink_to_delta(f"{out}/evens")
 
@@ -120,6 +122,10 @@ def test_paths_a_union_joins_read_the_stage_above_once(spark, env_factory, tmp_p
     assert delta_rows(f"{out}/running") == sorted(running)
     assert delta_rows(f"{out}/thirds") == sorted(r for r in running if r[1] % 3 == 0)
     assert delta_rows(f"{out}/evens") == sorted(r for r in running if r[1] % 2 == 0)
+    paths = [(f"m{n % 5}", 1) for _, n in running] + [
+        (f"e{bucket(u)}", 1) for u, n in running if n % 2 == 0] + [
+        (f"t{bucket(u)}", 1) for u, n in running if n % 3 == 0]
+    assert delta_rows(f"{out}/paths") == sorted(paths)
     assert {k[0] for k, _ in expected} == {"E", "M", "T"}  # every path reached the stage
     # the query holds two stateful operators: the stage above once, and the one below
     meta = spark.read.format("state-metadata").load(f"{ckpt}/branches/query/checkpoint")

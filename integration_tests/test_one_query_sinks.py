@@ -77,12 +77,14 @@ def model(batches):
     windows = sorted((k, s, s + SIZE, n) for (k, s), n in counts.items()
                      if s + SIZE - 1 <= watermark)
     raw = sorted((k, 2 * ts) for rows in batches for k, ts in rows)
-    return {"windows": windows, "busy": [w for w in windows if w[3] >= 3], "late": late,
-            "raw": raw}
+    busy = sorted([w for w in windows if w[3] >= 3] + [w for w in windows if w[3] >= 5])
+    return {"windows": windows, "busy": busy, "late": late, "raw": raw}
 
 
 def program(env, spark, src, out):
-    """Four sinks: every window, the busy ones, the late records, the raw events doubled."""
+    """Four sinks: every window, the busy ones (those of 5 records or more twice: a union of
+    two paths from the windows, which runs in the sink's tail), the late records, the raw
+    events doubled."""
     ws = WatermarkStrategy.for_bounded_out_of_orderness(DELAY).with_timestamp_assigner(ByV())
     df = spark.readStream.schema(KV_SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
     events = env.from_dataframe(df).assign_timestamps_and_watermarks(ws)
@@ -90,7 +92,8 @@ def program(env, spark, src, out):
     windowed = (events.key_by(lambda r: r[0]).window(TumblingEventTimeWindows.of(SIZE))
                 .side_output_late_data(late).process(CountWindow(), WINDOW).uid("windows"))
     windowed.sink_to_delta(f"{out}/windows")
-    windowed.filter(lambda w: w[3] >= 3).sink_to_delta(f"{out}/busy")
+    windowed.filter(lambda w: w[3] >= 3).union(windowed.filter(lambda w: w[3] >= 5)) \
+        .sink_to_delta(f"{out}/busy")
     windowed.get_side_output(late).sink_to_delta(f"{out}/late")
     events.map(lambda r: (r[0], 2 * r[1]), PAIR).sink_to_delta(f"{out}/raw")
 
@@ -137,6 +140,7 @@ def test_four_sinks_one_query_each_sink_as_flink_and_exactly_once(spark, env_fac
     expected = model(batches[:4])
     assert got == expected
     assert all(expected.values())  # each sink got records: late ones, busy windows, ...
+    assert any(w[3] >= 5 for w in expected["windows"])  # both paths of the union
 
     # the savepoint holds the windows not fired yet: BATCH restores them under the rest of
     # the input (in BATCH no record is late) and fires every window at the end

@@ -22,6 +22,7 @@ from ...plan.graph import (
     SideOutputNode,
     SinkNode,
     Transformation,
+    UnionNode,
     is_keyed,
     upstream,
 )
@@ -41,7 +42,8 @@ from .branches import (
 from .inband import chained, keying_pass_runs
 
 __all__ = ["Carry", "CarryPlan", "KeyingTranslator", "carry_plan", "carry_tag", "exit_of",
-           "held_twice", "keying_input", "query_exits", "relays", "with_carriers"]
+           "held_twice", "keying_input", "query_exits", "relays", "tail_unions",
+           "with_carriers"]
 
 #: the operators a sink's tail may hold: one input and no state, so that the one query's
 #: foreachBatch function runs them over each micro-batch (one_query_sinks.py)
@@ -50,8 +52,9 @@ _TAIL_KINDS = (ChainNode, SideOutputNode, PartitionNode, KeyByNode)
 
 def exit_of(node: Transformation) -> Transformation:
     """Where the query's own plan ends for a sink reading ``node``: the nearest operator above
-    it that is no one-input stateless operator below a keyed stage (the operators between
-    run per micro-batch, in the query's foreachBatch function).
+    it that is no one-input stateless operator below a keyed stage, nor a union whose inputs
+    all end there (the operators between run per micro-batch, in the query's foreachBatch
+    function, a union among them reading the exit's rows along each of its paths).
 
     Args:
         node: a sink's input.
@@ -59,10 +62,30 @@ def exit_of(node: Transformation) -> Transformation:
     Returns:
         ``node`` itself, or the keyed stage (or several-input operator) above its tail.
     """
-    while (isinstance(node, _TAIL_KINDS) and len(node.inputs) == 1
-           and (is_keyed(node.inputs[0]) or chained(node.inputs[0]))):
+    while True:
+        if isinstance(node, UnionNode):
+            ends = {e.id: e for e in (exit_of(i) for i in node.inputs)}
+            if len(ends) != 1 or not all(is_keyed(i) or chained(i) for i in node.inputs):
+                return node
+            return next(iter(ends.values()))
+        if not (isinstance(node, _TAIL_KINDS) and len(node.inputs) == 1
+                and (is_keyed(node.inputs[0]) or chained(node.inputs[0]))):
+            return node
         node = node.inputs[0]
-    return node
+
+
+def tail_unions(nodes: list[Transformation]) -> list[UnionNode]:
+    """The unions the query's plan leaves to sinks' tails (:func:`exit_of`): only the
+    fanned-out query (one_query_sinks.py) runs them.
+
+    Args:
+        nodes: the job graph.
+
+    Returns:
+        The unions above no exit of the query.
+    """
+    part = {n.id for e in query_exits(nodes) for n in upstream(e, include_self=True)}
+    return [n for n in nodes if isinstance(n, UnionNode) and n.id not in part]
 
 
 def query_exits(nodes: list[Transformation]) -> list[Transformation]:

@@ -29,7 +29,7 @@ from ...runtime.tws_processor import state_name
 from ...spark_io.exceptions import UnsupportedSparkFeatureError
 from ...spark_io.versions import require_feature
 from ...state_store.exceptions import GraphBuildError, SavepointFormatError
-from .carried import CarryPlan, held_twice
+from .carried import CarryPlan, held_twice, tail_unions
 from .inband import (
     assigns_watermarks,
     chained,
@@ -182,9 +182,10 @@ def fans_out(nodes: list[Transformation], consumers: dict[int, list[Transformati
         consumers: node id -> the nodes reading it.
 
     Returns:
-        True for several sinks, or an operator at or below a keyed stage with several readers.
+        True for several sinks, an operator at or below a keyed stage with several readers,
+        or a union in a sink's tail (carried.exit_of).
     """
-    if sum(isinstance(n, SinkNode) for n in nodes) > 1:
+    if sum(isinstance(n, SinkNode) for n in nodes) > 1 or tail_unions(nodes):
         return True
     return any(len(consumers.get(n.id, [])) > 1 and (is_keyed(n) or chained(n)) for n in nodes)
 

@@ -15,8 +15,14 @@ from pyspark_datastream import (
 from pyspark_datastream.plan.graph import consumers, reachable
 from pyspark_datastream.translation.steps import side_output_tags
 from pyspark_datastream.translation.streaming.branches import joined_branches
-from pyspark_datastream.translation.streaming.carried import carry_plan, with_carriers
-from pyspark_datastream.translation.streaming.one_query import _check_graph
+from pyspark_datastream.translation.streaming.carried import (
+    carry_plan,
+    exit_of,
+    query_exits,
+    tail_unions,
+    with_carriers,
+)
+from pyspark_datastream.translation.streaming.one_query import _check_graph, fans_out
 
 T = Types.TUPLE([Types.STRING(), Types.LONG()])
 SIDE = OutputTag("side", T)
@@ -85,6 +91,40 @@ def test_a_stage_sinks_read_too_is_carried_through_the_stage_below(shape):
     carry = carriers[below._node.id]
     assert carry.branched and carry.carried == above._node.id
     assert carry.tagged == (shape == "side")  # its side outputs are read: output tagged
+
+
+@pytest.mark.parametrize("shape", ["below", "alone", "mapped"])
+def test_a_union_of_paths_from_one_stage_that_a_sink_reads_runs_in_the_sinks_tail(shape):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    above = _above(env)
+    joined = above.map(lambda r: r, T).union(above.get_side_output(SIDE).filter(
+        lambda r: True), above)
+    read = joined.map(lambda r: r, T) if shape == "mapped" else joined
+    read.print()  # its exit: the stage above, the union in the sink's tail
+    below = _below(joined) if shape == "below" else None
+    _check(env)  # runs: the stage above is held once
+    nodes = reachable(list(env._sinks))
+    assert exit_of(read._node) is above._node
+    assert tail_unions(nodes) == ([] if shape == "below" else [joined._node])
+    assert fans_out(nodes, consumers(nodes))  # tails run in the fanned-out query only
+    plan = _plan(env)
+    if below is None:
+        assert [e.id for e in query_exits(nodes)] == [above._node.id] and not plan.carried
+    else:  # the union is in the query's plan too, in front of the stage below
+        assert plan.carried[above._node.id] is below._node
+
+
+@pytest.mark.parametrize("shape", ["two_stages", "source"])
+def test_a_union_with_records_from_elsewhere_stays_an_exit(shape):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    above = _above(env)
+    other = (_above(env) if shape == "two_stages"
+             else env.from_collection([("b", 2)], T).map(lambda r: r, T))
+    joined = above.map(lambda r: r, T).union(other)
+    joined.print()
+    nodes = reachable(list(env._sinks))
+    assert exit_of(joined._node) is joined._node and not tail_unions(nodes)
+    _check(env)  # runs: each stage read once, the union in the query's plan
 
 
 @pytest.mark.parametrize("shape", ["keyed_above", "keyed_side", "below_read", "union_read"])
