@@ -9,7 +9,9 @@ reads the stage's output once and runs every path (runtime/branches.py) reads an
 carried.py counts the stage above as held once (:func:`merged_uses`). A keyed stage
 read by sinks and, along one path, by a union with records from elsewhere in front of the
 keyed stage below is carried through that stage (:func:`union_carries`,
-:func:`tagged_union`). docs/spark-mapping.md says which graphs run so.
+:func:`tagged_union`). A union reading a keyed stage along several inputs beside records
+from elsewhere reads it in one pass running those paths (:func:`shared_paths`).
+docs/spark-mapping.md says which graphs run so.
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ from .inband import keying_step
 if TYPE_CHECKING:
     from ...runtime.passes import PassSpec
 
-__all__ = ["Branches", "UnionCarry", "branch_streams", "joined_branches", "merged_uses",
-           "path_between", "read_on_paths_only", "tagged_union", "union_carries"]
+__all__ = ["Branches", "SharedPaths", "UnionCarry", "branch_streams", "joined_branches",
+           "merged_uses", "path_between", "read_on_paths_only", "shared_paths", "tagged_union",
+           "union_carries"]
 
 
 class Branches(NamedTuple):
@@ -80,25 +83,89 @@ def joined_branches(stage: Transformation) -> Optional[Branches]:
         if isinstance(step, ChainNode):
             after.append(step)
         step = step.inputs[0]
-    union, tops = step, set()
-    paths: list[tuple[Optional[SideOutputNode], tuple[ChainNode, ...]]] = []
-    for step in union.inputs:
-        chain: list[ChainNode] = []
-        side: Optional[SideOutputNode] = None
-        while not is_keyed(step):
-            if isinstance(step, SideOutputNode) and is_keyed(step.inputs[0]):
-                side, step = step, step.inputs[0]
-                break
-            if not keying_step(step):
-                return None
-            if isinstance(step, ChainNode):
-                chain.append(step)
-            step = step.inputs[0]
-        tops.add(step.id)
-        paths.append((side, tuple(chain[::-1])))
-    if len(tops) != 1 or len(union.inputs) < 2:
+    union = step
+    found = [_path_up(i) for i in union.inputs]
+    paths = [f for f in found if f is not None]
+    if len(union.inputs) < 2 or len(paths) != len(found) or len({f[0].id for f in paths}) != 1:
         return None
-    return Branches(step, union, tuple(paths), tuple(after[::-1]))
+    return Branches(paths[0][0], union, tuple((f[1], f[2]) for f in paths), tuple(after[::-1]))
+
+
+Path = tuple[Optional[SideOutputNode], tuple[ChainNode, ...]]
+
+
+def _path_up(step: Transformation) -> Optional[tuple[Transformation, Optional[SideOutputNode],
+                                                    tuple[ChainNode, ...]]]:
+    """The keyed stage ``step`` reads (or one of its side outputs) along operators a keying
+    pass runs, none assigning a watermark strategy: (the stage, the side output or None,
+    the chain operators in their order); None when there is none."""
+    chain: list[ChainNode] = []
+    side: Optional[SideOutputNode] = None
+    while not is_keyed(step):
+        if isinstance(step, SideOutputNode) and is_keyed(step.inputs[0]):
+            side, step = step, step.inputs[0]
+            break
+        if not keying_step(step) or len(step.inputs) != 1:
+            return None
+        if isinstance(step, ChainNode):
+            chain.append(step)
+        step = step.inputs[0]
+    return step, side, tuple(chain[::-1])
+
+
+class SharedPaths(NamedTuple):
+    """Inputs of a union reading one keyed stage along several paths (:func:`shared_paths`),
+    with records from elsewhere among its other inputs."""
+
+    #: the stage above, the union and the paths (no operators after the union)
+    branches: Branches
+    #: the union's inputs the paths reach, in the order of ``branches.paths``
+    inputs: tuple[int, ...]
+
+
+def shared_paths(nodes: list[Transformation], consumers: dict[int, list[Transformation]],
+                 part: set[int]) -> dict[int, list[SharedPaths]]:
+    """The keyed stages that a union, no keyed stage's :func:`joined_branches`, reads along
+    several of its inputs: along operators a keying pass runs, none assigning a watermark
+    strategy, each read once in the query's plan. One pass over the stage's output runs
+    those paths (``KeyedStages.shared_input``), so the query holds the stage once.
+
+    Args:
+        nodes: the job graph.
+        consumers: node id -> the nodes reading it.
+        part: the ids of the nodes in the query's plan.
+
+    Returns:
+        Union id -> one per such stage (unions outside the plan left out).
+    """
+    diamonds = {b.union.id for n in nodes if (b := joined_branches(n)) is not None}
+    out: dict[int, list[SharedPaths]] = {}
+    for node in nodes:
+        if not isinstance(node, UnionNode) or node.id not in part or node.id in diamonds:
+            continue
+        groups: dict[int, list[tuple[int, Transformation, Path]]] = {}
+        for i, top in enumerate(node.inputs):
+            found = _path_up(top)
+            if found is None or not all(
+                    len([r for r in consumers.get(n.id, []) if r.id in part]) == 1
+                    for n in _on_path(top, found[0])):
+                continue
+            groups.setdefault(found[0].id, []).append((i, found[0], (found[1], found[2])))
+        shared = [SharedPaths(Branches(g[0][1], node, tuple(p for _, _, p in g), ()),
+                              tuple(i for i, _, _ in g))
+                  for g in groups.values() if len(g) > 1]
+        if shared:
+            out[node.id] = shared
+    return out
+
+
+def _on_path(top: Transformation, above: Transformation) -> list[Transformation]:
+    """The operators from ``top`` up to keyed stage ``above`` (``above`` left out)."""
+    out = []
+    while top is not above:
+        out.append(top)
+        top = top.inputs[0]
+    return out
 
 
 def merged_uses(nodes: list[Transformation], consumers: dict[int, list[Transformation]],
@@ -123,6 +190,9 @@ def merged_uses(nodes: list[Transformation], consumers: dict[int, list[Transform
         if all(len([r for r in consumers.get(n.id, []) if r.id in part]) == 1
                for n in between):
             out[branches.above.id] = (branches.union.id, len(branches.union.inputs) - 1)
+    for union, groups in shared_paths(nodes, consumers, part).items():  # and elsewhere
+        for shared in groups:
+            out.setdefault(shared.branches.above.id, (union, len(shared.inputs) - 1))
     return out
 
 
@@ -170,8 +240,9 @@ def union_carries(stage: Transformation, consumers: dict[int, list[Transformatio
             return []
         step = step.inputs[0]
     union = step
-    if not once(union):
-        return []
+    tops = [found[0].id for found in map(_path_up, union.inputs) if found is not None]
+    if not once(union) or len(tops) != len(set(tops)):
+        return []  # a stage read along several of its inputs: shared_paths runs them
     found = []
     for side, top in enumerate(union.inputs):
         step = top

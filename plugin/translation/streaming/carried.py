@@ -42,7 +42,7 @@ from .branches import (
 from .inband import chained, keying_pass_runs
 
 __all__ = ["Carry", "CarryPlan", "KeyingTranslator", "carry_plan", "carry_tag", "exit_of",
-           "held_twice", "keying_input", "query_exits", "relays", "tail_unions",
+           "held_twice", "keying_input", "plan_part", "query_exits", "relays", "tail_unions",
            "with_carriers"]
 
 #: the operators a sink's tail may hold: one input and no state, so that the one query's
@@ -84,8 +84,20 @@ def tail_unions(nodes: list[Transformation]) -> list[UnionNode]:
     Returns:
         The unions above no exit of the query.
     """
-    part = {n.id for e in query_exits(nodes) for n in upstream(e, include_self=True)}
+    part = plan_part(nodes)
     return [n for n in nodes if isinstance(n, UnionNode) and n.id not in part]
+
+
+def plan_part(nodes: list[Transformation]) -> set[int]:
+    """The ids of the operators in the one query's own plan: those at or above an exit.
+
+    Args:
+        nodes: the job graph.
+
+    Returns:
+        The ids.
+    """
+    return {n.id for e in query_exits(nodes) for n in upstream(e, include_self=True)}
 
 
 def query_exits(nodes: list[Transformation]) -> list[Transformation]:
@@ -114,9 +126,8 @@ def _uses(nodes: list[Transformation], consumers: dict[int, list[Transformation]
     twice as two copies), the ids of the nodes in the plan and those of its exits; a
     ``carried`` stage is held once (its readers read it through the stages carrying it),
     and so is a stage whose paths a union joins, counted once (branches.py)."""
-    exits = query_exits(nodes)
-    exit_ids = {e.id for e in exits}
-    part = {n.id for e in exits for n in upstream(e, include_self=True)}
+    exit_ids = {e.id for e in query_exits(nodes)}
+    part = plan_part(nodes)
     merged = merged_uses(nodes, consumers, part)
     uses: dict[int, int] = {}
     for node in sorted(nodes, key=lambda n: n.id, reverse=True):  # readers first

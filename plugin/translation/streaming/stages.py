@@ -23,7 +23,7 @@ from ..rows import chain_for_output
 from ..stream import Stream, arrow_pass
 from ..timecheck import processing_time_use, processing_timeout_of
 from ..translator_base import TranslatorBase
-from .branches import Branches, branch_streams
+from .branches import Branches, SharedPaths, branch_streams
 from .carried import Carry, keying_input, relays
 from .inband import chained, observed
 from .keyed import feeds_keyed, keyed_call, watermarked
@@ -161,13 +161,7 @@ class KeyedStages(TranslatorBase):
         ``carry``, the pass hands on every record of that output as well
         (runtime/carry.py)."""
         base, paths, joined = branch_streams(self, branches)
-        specs = []
-        for tag, stream in paths:
-            spec = PassSpec(name=stream.name, input_enc=stream.enc, output_enc=PICKLED,
-                            config=dict(self.op_config), sided=stream.sided, keyed=stream.keyed,
-                            chain=chain_for_output(stream, PICKLED),
-                            max_parallelism=self.max_parallelism)
-            specs.append((tag, self._long_lived(spec)))
+        specs = self._path_specs(paths)
         key_out = (key_node.key_selector, key_node.key_serializer)
         spec = PassSpec(name=key_node.name, input_enc=PICKLED, output_enc=PICKLED,
                         config=dict(self.op_config),
@@ -179,6 +173,31 @@ class KeyedStages(TranslatorBase):
             fn = carrying(fn, base.enc, self.max_parallelism, self.parallelism,
                           *carry.for_pass())
         return arrow_pass(base, fn, output_ddl(spec) + f", {SEQ} bigint")
+
+    def shared_input(self, shared: SharedPaths) -> DataFrame:
+        """``_ts, _v`` (pickled) of the union's inputs that read one keyed stage along
+        several paths: one pass over that stage's output running each path
+        (branches.shared_paths, runtime/branches.py)."""
+        base, paths, joined = branch_streams(self, shared.branches)
+        spec = PassSpec(name=joined.name, input_enc=PICKLED, output_enc=PICKLED,
+                        config=dict(self.op_config), chain=chain_for_output(joined, PICKLED),
+                        max_parallelism=self.max_parallelism)
+        fn = branched_pass(self._path_specs(paths), base.tagged, self._long_lived(spec),
+                           self.parallelism)
+        return arrow_pass(base, fn, output_ddl(spec) + f", {SEQ} bigint").select(TS, VALUE)
+
+    def _path_specs(self, paths: list[tuple[Optional[str], Stream]]
+                    ) -> list[tuple[Optional[str], PassSpec]]:
+        """Per path of a branched pass, the side-output tag it reads and the pass running
+        its operators (pickled output)."""
+        specs = []
+        for tag, stream in paths:
+            spec = PassSpec(name=stream.name, input_enc=stream.enc, output_enc=PICKLED,
+                            config=dict(self.op_config), sided=stream.sided, keyed=stream.keyed,
+                            chain=chain_for_output(stream, PICKLED),
+                            max_parallelism=self.max_parallelism)
+            specs.append((tag, self._long_lived(spec)))
+        return specs
 
     def staged_input(self, df: DataFrame, root: Transformation, edge: Transformation,
                      consumer: Transformation, side: int) -> DataFrame:

@@ -68,8 +68,8 @@ from ..steps import (
 )
 from ..stream import Stream, arrow_pass
 from ..translator_base import kind_table
-from .branches import Branches, joined_branches, tagged_union
-from .carried import carry_plan, with_carriers
+from .branches import Branches, SharedPaths, joined_branches, shared_paths, tagged_union
+from .carried import carry_plan, plan_part, with_carriers
 from .inband import chained, forwarding, inband_strategy
 from .keyed import own_watermark
 from .one_query import (
@@ -157,9 +157,12 @@ class StreamingTranslator(KeyedStages):
         self.forwarded: dict[int, graph.KeyedNode] = {}
         #: keyed stage id -> the paths from the stage above a union joins (branches.py)
         self.branched: dict[int, Branches] = {}
+        #: union id -> the keyed stages it reads along several inputs (branches.py)
+        self.shared: dict[int, list[SharedPaths]] = {}
         tags = side_output_tags(nodes)
         if self.one_query:
             self.branched = {n.id: b for n in nodes if (b := joined_branches(n)) is not None}
+            self.shared = shared_paths(nodes, self.consumers, plan_part(nodes))
             self.inband_strategies = {n.id: s for n in nodes
                                       if (s := inband_strategy(n)) is not None}
             self.forwarded = forwarding(nodes)
@@ -380,7 +383,18 @@ class StreamingTranslator(KeyedStages):
         for carry in self.carriers.values():  # a keyed stage carried through it, tagged
             if carry.union is not None and carry.union.union is node:
                 return tagged_union(self, carry.union, streams, carry.tag, self._long_lived)
-        return union(self, node, streams)
+        shared = self.shared.get(node.id, [])
+        if not shared:
+            return union(self, node, streams)
+        # several inputs read one keyed stage: one pass over its output runs their paths
+        grouped = {i for s in shared for i in s.inputs}
+        dfs = [self.shared_input(s) for s in shared] + [
+            self.materialize(s, PICKLED, name=node.name).select(TS, VALUE)
+            for i, s in enumerate(streams) if i not in grouped]
+        df = dfs[0]
+        for other in dfs[1:]:
+            df = df.unionByName(other)
+        return Stream(df, PICKLED, node.output_type, name=node.name)
 
     def with_own_watermark(self, data: Union[DataFrame, Stream], node: Transformation, side: int,
                            records: bool = False) -> Any:

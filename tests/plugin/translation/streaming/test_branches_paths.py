@@ -14,10 +14,11 @@ from pyspark_datastream import (
 )
 from pyspark_datastream.plan.graph import consumers, reachable
 from pyspark_datastream.translation.steps import side_output_tags
-from pyspark_datastream.translation.streaming.branches import joined_branches
+from pyspark_datastream.translation.streaming.branches import joined_branches, shared_paths
 from pyspark_datastream.translation.streaming.carried import (
     carry_plan,
     exit_of,
+    plan_part,
     query_exits,
     tail_unions,
     with_carriers,
@@ -112,6 +113,46 @@ def test_a_union_of_paths_from_one_stage_that_a_sink_reads_runs_in_the_sinks_tai
         assert [e.id for e in query_exits(nodes)] == [above._node.id] and not plan.carried
     else:  # the union is in the query's plan too, in front of the stage below
         assert plan.carried[above._node.id] is below._node
+
+
+@pytest.mark.parametrize("read", ["keyed", "sink"])
+def test_paths_from_one_stage_into_a_union_with_records_from_elsewhere_read_it_once(read):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    above, other_stage = _above(env), _above(env)
+    source = env.from_collection([("b", 2)], T).map(lambda r: r, T)
+    joined = above.map(lambda r: r, T).union(
+        source, above.get_side_output(SIDE).filter(lambda r: True), other_stage, above)
+    if read == "keyed":
+        _below(joined.map(lambda r: r, T))
+    else:
+        joined.print()
+    _check(env)  # runs: the stage above is held once
+    nodes = reachable(list(env._sinks))
+    shared = shared_paths(nodes, consumers(nodes), plan_part(nodes))
+    [group] = shared[joined._node.id]
+    assert group.branches.above is above._node and group.inputs == (0, 2, 4)
+    assert [(side is not None, [n.stage for n in path])
+            for side, path in group.branches.paths] == [(False, ["map"]), (True, ["filter"]),
+                                                       (False, [])]
+
+
+def test_a_union_carrying_a_stage_and_reading_another_along_two_paths_is_refused():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    above, other = _above(env), _above(env)
+    above.print()  # read by sinks and through the union: it would be carried
+    _below(above.map(lambda r: r, T).union(other.map(lambda r: r, T), other))
+    with pytest.raises(GraphBuildError, match=rf"id {above._node.id}\).*times"):
+        _check(env)
+
+
+def test_paths_into_such_a_union_read_elsewhere_too_stay_refused():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    above = _above(env)
+    mapped = above.map(lambda r: r, T)
+    _below(mapped)  # the path's operator is read by a keyed stage too: planned twice
+    mapped.union(env.from_collection([("b", 2)], T), above).print()
+    with pytest.raises(GraphBuildError, match="times"):
+        _check(env)
 
 
 @pytest.mark.parametrize("shape", ["two_stages", "source"])
