@@ -150,6 +150,49 @@ def merged(env, records, others, out: str, thirds: bool) -> None:
         running.get_side_output(THIRDS).sink_to_delta(f"{out}/thirds")
 
 
+def with_another_stream(spark, env_factory, tmp_path, job: str, seeds: tuple[int, int],
+                        program, counted, after_run) -> str:
+    """Two available-now runs of ``program(env, records, others, out, second)`` over two files
+    of each stream per run, the second from the first's checkpoint (the next version of the
+    program when ``second`` changes it): one query each, whose sink ``{out}/{job}`` counts
+    per key the keys ``counted(user, n)`` names for each record of the first stream (``n``:
+    its user's running count) and each other record's ``O`` key by bucket, checked against
+    that model after each run (then ``after_run(out)``); the query holds two stateful
+    operators. Returns ``out``."""
+    src, other, out = str(tmp_path / "in"), str(tmp_path / "other"), str(tmp_path / "out")
+    ckpt = str(tmp_path / "ckpt")
+    files = out_of_order_files(seeds[0], 4, 300, USERS, SPAN)
+    other_files = out_of_order_files(seeds[1], 4, 200, USERS, SPAN)
+    counts, keys, expected = Counter(), Counter(), []
+    for second, run in ((False, range(2)), (True, range(2, 4))):
+        for i in run:
+            add_file(src, files[i], f"f{i}")
+            add_file(other, other_files[i], f"o{i}")
+            named = []
+            for user, _ in files[i]:
+                counts[user] += 1
+                named += counted(user, counts[user])
+            for key in named + [f"O{bucket(user)}" for user, _ in other_files[i]]:
+                keys[key] += 1
+                expected.append((key, keys[key]))
+        env = env_factory("STREAMING", {"execution.checkpointing.dir": ckpt,
+                                        "execution.streaming.query-mapping": "one-query"})
+        env.set_parallelism(2)
+        read = spark.readStream.schema(KV_SCHEMA)
+        program(env, env.from_dataframe(read.parquet(src)),
+                env.from_dataframe(read.parquet(other)), out, second)
+        with QueryCounter(spark) as queries:
+            env.execute(job)
+        assert len(queries.started) == 1, queries.started
+        # each key's running count reaches every number once, whatever the order
+        assert delta_rows(f"{out}/{job}") == sorted(expected)
+        after_run(out)
+    meta = spark.read.format("state-metadata").load(f"{ckpt}/{job}/query/checkpoint")
+    assert sorted(r["operatorId"] for r in meta.select("operatorId").distinct().collect()) \
+        == [0, 1]
+    return out
+
+
 def test_a_stage_read_by_sinks_and_through_a_union_with_another_stream(spark, env_factory,
                                                                        tmp_path):
     """The stage above is carried through the stage below the union: the pass running its
@@ -157,47 +200,24 @@ def test_a_stage_read_by_sinks_and_through_a_union_with_another_stream(spark, en
     the next version of the program, also writes the stage's side output."""
     if spark_line(spark) < (4, 0):
         pytest.skip("the one-query mapping needs Spark 4.0+ (test_one_query shows the refusal)")
-    src, other, out = str(tmp_path / "in"), str(tmp_path / "other"), str(tmp_path / "out")
-    ckpt = str(tmp_path / "ckpt")
-    files = out_of_order_files(19, 4, 300, USERS, SPAN)
-    other_files = out_of_order_files(5, 4, 200, USERS, SPAN)
-    counts, keys, running, expected = Counter(), Counter(), [], []
+    running: list[tuple] = []
 
-    def count(key: str) -> None:
-        keys[key] += 1
-        expected.append((key, keys[key]))
+    def counted(user: str, n: int) -> list[str]:
+        running.append((user, n))
+        return [f"E{bucket(user)}"] if n % 2 == 0 else []
 
-    for thirds, run in ((False, range(2)), (True, range(2, 4))):
-        second = len(running)
-        for i in run:
-            add_file(src, files[i], f"f{i}")
-            add_file(other, other_files[i], f"o{i}")
-            for user, _ in files[i]:
-                counts[user] += 1
-                running.append((user, counts[user]))
-                if counts[user] % 2 == 0:
-                    count(f"E{bucket(user)}")
-            for user, _ in other_files[i]:
-                count(f"O{bucket(user)}")
-        env = env_factory("STREAMING", {"execution.checkpointing.dir": ckpt,
-                                        "execution.streaming.query-mapping": "one-query"})
-        env.set_parallelism(2)
-        read = spark.readStream.schema(KV_SCHEMA)
-        merged(env, env.from_dataframe(read.parquet(src)),
-               env.from_dataframe(read.parquet(other)), out, thirds)
-        with QueryCounter(spark) as queries:
-            env.execute("merged")
-        assert len(queries.started) == 1, queries.started
-        # each key's running count reaches every number once, whatever the order
-        assert delta_rows(f"{out}/merged") == sorted(expected)
+    def after_run(out: str) -> None:
         assert delta_rows(f"{out}/running") == sorted(running)
-    assert delta_rows(f"{out}/thirds") == sorted(r for r in running[second:] if r[1] % 3 == 0)
-    meta = spark.read.format("state-metadata").load(f"{ckpt}/merged/query/checkpoint")
-    assert sorted(r["operatorId"] for r in meta.select("operatorId").distinct().collect()) \
-        == [0, 1]
+        second.append(len(running))
+
+    second: list[int] = []
+    out = with_another_stream(spark, env_factory, tmp_path, "merged", (19, 5), merged, counted,
+                              after_run)
+    assert delta_rows(f"{out}/thirds") == sorted(r for r in running[second[0]:]
+                                                 if r[1] % 3 == 0)
 
 
-def mixed(env, records, others, out: str) -> None:
+def mixed(env, records, others, out: str, second: bool) -> None:
     """The running counts' even ones and every third (its side output), each by bucket,
     merged with another stream's records by bucket and counted per key."""
     ws = WatermarkStrategy.for_bounded_out_of_orderness(SPAN).with_timestamp_assigner(ByV())
@@ -215,44 +235,16 @@ def mixed(env, records, others, out: str) -> None:
 def test_paths_from_a_stage_into_a_union_with_another_stream(spark, env_factory, tmp_path):
     """Two paths from the stage above (its even counts, its side output) and another stream
     meet in a union in front of the stage below: one pass over the stage's output runs both
-    paths (branches.shared_paths), so the query holds it once; two runs over one
-    checkpoint."""
+    paths (branches.shared_paths), so the query holds it once."""
     if spark_line(spark) < (4, 0):
         pytest.skip("the one-query mapping needs Spark 4.0+ (test_one_query shows the refusal)")
-    src, other, out = str(tmp_path / "in"), str(tmp_path / "other"), str(tmp_path / "out")
-    ckpt = str(tmp_path / "ckpt")
-    files = out_of_order_files(23, 4, 300, USERS, SPAN)
-    other_files = out_of_order_files(29, 4, 200, USERS, SPAN)
-    counts, keys, expected = Counter(), Counter(), []
+    seen: set[str] = set()
 
-    def count(key: str) -> None:
-        keys[key] += 1
-        expected.append((key, keys[key]))
+    def counted(user: str, n: int) -> list[str]:
+        keys = [f"E{bucket(user)}"] * (n % 2 == 0) + [f"T{bucket(user)}"] * (n % 3 == 0)
+        seen.update(k[0] for k in keys)
+        return keys
 
-    for run in (range(2), range(2, 4)):
-        for i in run:
-            add_file(src, files[i], f"f{i}")
-            add_file(other, other_files[i], f"o{i}")
-            for user, _ in files[i]:
-                counts[user] += 1
-                if counts[user] % 2 == 0:
-                    count(f"E{bucket(user)}")
-                if counts[user] % 3 == 0:
-                    count(f"T{bucket(user)}")
-            for user, _ in other_files[i]:
-                count(f"O{bucket(user)}")
-        env = env_factory("STREAMING", {"execution.checkpointing.dir": ckpt,
-                                        "execution.streaming.query-mapping": "one-query"})
-        env.set_parallelism(2)
-        read = spark.readStream.schema(KV_SCHEMA)
-        mixed(env, env.from_dataframe(read.parquet(src)), env.from_dataframe(read.parquet(other)),
-              out)
-        with QueryCounter(spark) as queries:
-            env.execute("mixed")
-        assert len(queries.started) == 1, queries.started
-        # each key's running count reaches every number once, whatever the order
-        assert delta_rows(f"{out}/mixed") == sorted(expected)
-    assert {k[0] for k, _ in expected} == {"E", "O", "T"}  # every input reached the stage
-    meta = spark.read.format("state-metadata").load(f"{ckpt}/mixed/query/checkpoint")
-    assert sorted(r["operatorId"] for r in meta.select("operatorId").distinct().collect()) \
-        == [0, 1]
+    with_another_stream(spark, env_factory, tmp_path, "mixed", (23, 29), mixed, counted,
+                        lambda out: None)
+    assert seen == {"E", "T"}  # both paths reached the stage
