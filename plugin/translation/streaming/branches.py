@@ -86,22 +86,31 @@ def joined_branches(stage: Transformation) -> Optional[Branches]:
     union = step
     found = [_path_up(i) for i in union.inputs]
     paths = [f for f in found if f is not None]
-    if len(union.inputs) < 2 or len(paths) != len(found) or len({f[0].id for f in paths}) != 1:
+    if len(union.inputs) < 2 or len(paths) != len(found) or len({f.top.id for f in paths}) != 1:
         return None
-    return Branches(paths[0][0], union, tuple((f[1], f[2]) for f in paths), tuple(after[::-1]))
+    return Branches(paths[0].top, union, tuple(f.path for f in paths), tuple(after[::-1]))
 
 
-Path = tuple[Optional[SideOutputNode], tuple[ChainNode, ...]]
+class _PathUp(NamedTuple):
+    """What :func:`_path_up` finds above one input of a union."""
+
+    #: the keyed stage
+    top: Transformation
+    #: the side output it starts at (None: the main output) and its chain operators, in
+    #: their order (a path of :class:`Branches`)
+    path: tuple[Optional[SideOutputNode], tuple[ChainNode, ...]]
+    #: every operator from the input up to the stage (the stage left out)
+    nodes: tuple[Transformation, ...]
 
 
-def _path_up(step: Transformation) -> Optional[tuple[Transformation, Optional[SideOutputNode],
-                                                    tuple[ChainNode, ...]]]:
+def _path_up(step: Transformation) -> Optional[_PathUp]:
     """The keyed stage ``step`` reads (or one of its side outputs) along operators a keying
-    pass runs, none assigning a watermark strategy: (the stage, the side output or None,
-    the chain operators in their order); None when there is none."""
+    pass runs, none assigning a watermark strategy; None when there is none."""
     chain: list[ChainNode] = []
+    nodes: list[Transformation] = []
     side: Optional[SideOutputNode] = None
     while not is_keyed(step):
+        nodes.append(step)
         if isinstance(step, SideOutputNode) and is_keyed(step.inputs[0]):
             side, step = step, step.inputs[0]
             break
@@ -110,7 +119,7 @@ def _path_up(step: Transformation) -> Optional[tuple[Transformation, Optional[Si
         if isinstance(step, ChainNode):
             chain.append(step)
         step = step.inputs[0]
-    return step, side, tuple(chain[::-1])
+    return _PathUp(step, (side, tuple(chain[::-1])), tuple(nodes))
 
 
 class SharedPaths(NamedTuple):
@@ -143,28 +152,18 @@ def shared_paths(nodes: list[Transformation], consumers: dict[int, list[Transfor
     for node in nodes:
         if not isinstance(node, UnionNode) or node.id not in part or node.id in diamonds:
             continue
-        groups: dict[int, list[tuple[int, Transformation, Path]]] = {}
+        groups: dict[int, list[tuple[int, _PathUp]]] = {}
         for i, top in enumerate(node.inputs):
             found = _path_up(top)
-            if found is None or not all(
+            if found is not None and all(
                     len([r for r in consumers.get(n.id, []) if r.id in part]) == 1
-                    for n in _on_path(top, found[0])):
-                continue
-            groups.setdefault(found[0].id, []).append((i, found[0], (found[1], found[2])))
-        shared = [SharedPaths(Branches(g[0][1], node, tuple(p for _, _, p in g), ()),
-                              tuple(i for i, _, _ in g))
+                    for n in found.nodes):
+                groups.setdefault(found.top.id, []).append((i, found))
+        shared = [SharedPaths(Branches(g[0][1].top, node, tuple(f.path for _, f in g), ()),
+                              tuple(i for i, _ in g))
                   for g in groups.values() if len(g) > 1]
         if shared:
             out[node.id] = shared
-    return out
-
-
-def _on_path(top: Transformation, above: Transformation) -> list[Transformation]:
-    """The operators from ``top`` up to keyed stage ``above`` (``above`` left out)."""
-    out = []
-    while top is not above:
-        out.append(top)
-        top = top.inputs[0]
     return out
 
 
@@ -240,7 +239,7 @@ def union_carries(stage: Transformation, consumers: dict[int, list[Transformatio
             return []
         step = step.inputs[0]
     union = step
-    tops = [found[0].id for found in map(_path_up, union.inputs) if found is not None]
+    tops = [found.top.id for found in map(_path_up, union.inputs) if found is not None]
     if not once(union) or len(tops) != len(set(tops)):
         return []  # a stage read along several of its inputs: shared_paths runs them
     found = []

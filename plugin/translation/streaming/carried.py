@@ -84,20 +84,20 @@ def tail_unions(nodes: list[Transformation]) -> list[UnionNode]:
     Returns:
         The unions above no exit of the query.
     """
-    part = plan_part(nodes)
+    part = plan_part(query_exits(nodes))
     return [n for n in nodes if isinstance(n, UnionNode) and n.id not in part]
 
 
-def plan_part(nodes: list[Transformation]) -> set[int]:
+def plan_part(exits: list[Transformation]) -> set[int]:
     """The ids of the operators in the one query's own plan: those at or above an exit.
 
     Args:
-        nodes: the job graph.
+        exits: the query's exits (:func:`query_exits`).
 
     Returns:
         The ids.
     """
-    return {n.id for e in query_exits(nodes) for n in upstream(e, include_self=True)}
+    return {n.id for e in exits for n in upstream(e, include_self=True)}
 
 
 def query_exits(nodes: list[Transformation]) -> list[Transformation]:
@@ -126,8 +126,9 @@ def _uses(nodes: list[Transformation], consumers: dict[int, list[Transformation]
     twice as two copies), the ids of the nodes in the plan and those of its exits; a
     ``carried`` stage is held once (its readers read it through the stages carrying it),
     and so is a stage whose paths a union joins, counted once (branches.py)."""
-    exit_ids = {e.id for e in query_exits(nodes)}
-    part = plan_part(nodes)
+    exits = query_exits(nodes)
+    exit_ids = {e.id for e in exits}
+    part = plan_part(exits)
     merged = merged_uses(nodes, consumers, part)
     uses: dict[int, int] = {}
     for node in sorted(nodes, key=lambda n: n.id, reverse=True):  # readers first

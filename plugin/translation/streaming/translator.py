@@ -69,7 +69,7 @@ from ..steps import (
 from ..stream import Stream, arrow_pass
 from ..translator_base import kind_table
 from .branches import Branches, SharedPaths, joined_branches, shared_paths, tagged_union
-from .carried import carry_plan, plan_part, with_carriers
+from .carried import carry_plan, plan_part, query_exits, with_carriers
 from .inband import chained, forwarding, inband_strategy
 from .keyed import own_watermark
 from .one_query import (
@@ -162,7 +162,7 @@ class StreamingTranslator(KeyedStages):
         tags = side_output_tags(nodes)
         if self.one_query:
             self.branched = {n.id: b for n in nodes if (b := joined_branches(n)) is not None}
-            self.shared = shared_paths(nodes, self.consumers, plan_part(nodes))
+            self.shared = shared_paths(nodes, self.consumers, plan_part(query_exits(nodes)))
             self.inband_strategies = {n.id: s for n in nodes
                                       if (s := inband_strategy(n)) is not None}
             self.forwarded = forwarding(nodes)
@@ -387,6 +387,7 @@ class StreamingTranslator(KeyedStages):
         if not shared:
             return union(self, node, streams)
         # several inputs read one keyed stage: one pass over its output runs their paths
+        # (pickled, as the other inputs join them: no pass converts the paths' records)
         grouped = {i for s in shared for i in s.inputs}
         dfs = [self.shared_input(s) for s in shared] + [
             self.materialize(s, PICKLED, name=node.name).select(TS, VALUE)

@@ -128,7 +128,7 @@ def test_paths_from_one_stage_into_a_union_with_records_from_elsewhere_read_it_o
         joined.print()
     _check(env)  # runs: the stage above is held once
     nodes = reachable(list(env._sinks))
-    shared = shared_paths(nodes, consumers(nodes), plan_part(nodes))
+    shared = shared_paths(nodes, consumers(nodes), plan_part(query_exits(nodes)))
     [group] = shared[joined._node.id]
     assert group.branches.above is above._node and group.inputs == (0, 2, 4)
     assert [(side is not None, [n.stage for n in path])
