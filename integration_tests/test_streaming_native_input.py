@@ -11,7 +11,8 @@ import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark_datastream import KeyedProcessFunction, Types
+import pytest
+from pyspark_datastream import KeyedProcessFunction, Types, WatermarkStrategy
 
 SCHEMA = "k string, v long"
 BIG = 2**60 + 7  # not a float64: a pandas float round trip would change it
@@ -153,8 +154,8 @@ def test_summing_reduces_run_on_columns_as_a_plain_model_sums_them(spark, env_fa
                       lambda ds: ds.reduce(lambda a, b: (a[0], a[1] + b[1], a[2] + b[2])))
     assert "the reduce's fields ['first', 'sum', 'sum'] run on columns" in caplog.text
     assert columns == summing
-    # per record in Python (keyed by a Python pass: its splits are read partitions, whose
-    # file order Spark does not keep, so only each key's count and final sums must agree)
+    # per record in Python (keyed by a Python pass: its splits are read partitions, which
+    # Spark numbers larger files first, so only each key's count and final sums must agree)
     python = run("python-lambda", False,
                  lambda ds: ds.reduce(lambda a, b: (a[0], a[1] + b[1], a[2] + b[2])))
     assert {k: (len(v), summing[k][-1] in v) for k, v in python.items()} == {
@@ -163,3 +164,50 @@ def test_summing_reduces_run_on_columns_as_a_plain_model_sums_them(spark, env_fa
     # sum(1): the other fields keep the key's first record's values
     assert run("columns-sum", True, lambda ds: ds.sum(1)) == model(
         lambda a, b: (a[0], a[1] + b[1], a[2]))
+
+
+@pytest.mark.parametrize("mapping", ["per-stage", "one-query"])
+def test_python_keying_reads_each_partitions_files_in_modification_time_order(
+        spark, env_factory, tmp_path, mapping):
+    """Three small files per micro-batch, which Spark packs into fewer read partitions,
+    larger files first (each file here is larger than the one before, so a partition holding
+    two reads the later one first). Keyed by a Python key selector with event time, every
+    key's records must reach its function in time order, as BATCH sorts them: the keying
+    pass takes a partition's files in modification-time order and the keyed call merges the
+    partitions by event time. The expected order comes from the files themselves."""
+    import random
+
+    rng = random.Random(29)
+    keys = [f"k{i}" for i in range(40)]
+    src = str(tmp_path / "in")
+    os.makedirs(src)
+    expected: dict = {}  # each key's timestamps: files are stretches of one time-ordered log
+    ts = 0
+    for f in range(6):
+        rows = []
+        for _ in range(200 + 150 * f + rng.randint(0, 40)):
+            ts += rng.randint(1, 5)
+            rows.append((rng.choice(keys), ts))
+            expected.setdefault(rows[-1][0], []).append(ts)
+        path = os.path.join(src, f"part-{f}.parquet")
+        pq.write_table(pa.table({"k": pa.array([r[0] for r in rows], pa.string()),
+                                 "v": pa.array([r[1] for r in rows], pa.int64())}), path)
+        _mtime[0] += 10
+        os.utime(path, (_mtime[0], _mtime[0]))
+
+    name = f"files-{mapping}"
+    config = {"execution.checkpointing.dir": str(tmp_path / f"ckpt-{name}"),
+              "execution.streaming.native-pushdown.enabled": "false",
+              "execution.streaming.query-mapping": mapping}
+    env = env_factory("STREAMING", config)
+    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 3).parquet(src)
+    out = (env.from_dataframe(stream)
+           .assign_timestamps_and_watermarks(WatermarkStrategy.for_monotonous_timestamps()
+                                             .with_timestamp_assigner(lambda r, _: r[1]))
+           .key_by(lambda r: r[0])
+           .process(Numbered(),
+                    output_type=Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])))
+    got: dict = {}
+    for k, _, v in sorted(out.execute_and_collect(name), key=lambda r: (r[0], r[1])):
+        got.setdefault(k, []).append(v)
+    assert got == expected

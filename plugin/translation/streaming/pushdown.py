@@ -10,12 +10,21 @@ when it applies (the pushdown option on, no savepoint state restored into the op
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
 
 from ...plan.graph import KeyByNode
 from ...runtime.columnar_reduce import FieldReduce
 from ...runtime.encoding import KG, TS, Encoding
-from ...runtime.group_frames import ROW_INDEX_BITS, SEQ, SEQ_ROW, TypedInput, typed_input
+from ...runtime.group_frames import (
+    ORDER,
+    ORDER_ROW,
+    ROW_INDEX_BITS,
+    SEQ,
+    SEQ_ROW,
+    TypedInput,
+    typed_input,
+)
 from ...runtime.group_state import append_seq
 from ...state_store.backends import get_backend
 from ...state_store.typeinfo import FieldsTypeInfo
@@ -26,7 +35,7 @@ from ..tracing import field_plan, struct_type
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["native_keyed_input", "file_row_seq", "field_reduce_plan"]
+__all__ = ["native_keyed_input", "file_row_seq", "file_ordered", "field_reduce_plan"]
 
 log = logging.getLogger("pyspark_datastream")
 
@@ -58,6 +67,33 @@ def file_row_seq(df: DataFrame) -> Optional[tuple[Any, Any]]:
     mtime = F.unix_millis(F.col("_metadata.file_modification_time"))
     file_hash = F.pmod(F.xxhash64(F.col("_metadata.file_path")), F.lit(1 << _FILE_HASH_BITS))
     return mtime, F.shiftleft(file_hash, _ROW_INDEX_BITS) + F.col("_metadata.row_index")
+
+
+def file_ordered(stream: Stream) -> Stream:
+    """``stream`` read in file order by the Python pass over it, when it is a stream read
+    from files that the pass numbers in arrival order (``group_state.append_seq``); else
+    ``stream``.
+
+    Spark packs a micro-batch's small files into one read partition, larger files first, so
+    a key spanning two files of one partition would see the later file's records first.
+    The pass's Python worker takes the partition in the order :func:`file_row_seq` numbers
+    files and rows (modification time, a hash of the path, row index: the native keyed
+    input's order) before it runs: the stream's ``ordered_from`` (``stream.arrow_pass``,
+    ``emit_order.ordered_first``; Spark refuses a sort on a streaming DataFrame).
+
+    Args:
+        stream: The stream a Python keying pass reads.
+
+    Returns:
+        ``stream``, its pass reading it in file order when it is a file stream.
+    """
+    if stream.ordered_from is not None or stream.partitioned or SEQ in stream.df.columns:
+        return stream
+    seq = file_row_seq(stream.df)
+    if seq is None:
+        return stream
+    numbered = stream.df.withColumn(ORDER, seq[0]).withColumn(ORDER_ROW, seq[1])
+    return replace(stream, ordered_from=(stream.df, numbered))
 
 
 def restaged_order(df: DataFrame) -> DataFrame:

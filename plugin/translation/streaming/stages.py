@@ -28,7 +28,7 @@ from .carried import Carry, keying_input, relays
 from .inband import chained, observed
 from .keyed import feeds_keyed, keyed_call, watermarked
 from .one_query import branch_watermark
-from .pushdown import field_reduce_plan, native_keyed_input, restaged_order
+from .pushdown import field_reduce_plan, file_ordered, native_keyed_input, restaged_order
 from .queries import end_of_input_stream
 from .savepoint import restored_input, restores
 
@@ -151,7 +151,7 @@ class KeyedStages(TranslatorBase):
 
             schema = spec.arrow_schema().append(pa.field(SEQ, pa.int64()))  # append_seq's
             fn = with_watermark_rows(fn, *watermark, self.max_parallelism, schema)
-        return arrow_pass(parent, fn, output_ddl(spec) + f", {SEQ} bigint")
+        return arrow_pass(file_ordered(parent), fn, output_ddl(spec) + f", {SEQ} bigint")
 
     def branched_input(self, branches: Branches, key_node: KeyByNode,
                        carry: Optional[Carry] = None) -> DataFrame:
