@@ -6,6 +6,7 @@ Each test runs two small streaming queries (native and Python keying) on the sam
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 
@@ -166,15 +167,17 @@ def test_summing_reduces_run_on_columns_as_a_plain_model_sums_them(spark, env_fa
         lambda a, b: (a[0], a[1] + b[1], a[2]))
 
 
-@pytest.mark.parametrize("mapping", ["per-stage", "one-query"])
+@pytest.mark.parametrize("mapping, fmt", [("per-stage", "parquet"), ("one-query", "parquet"),
+                                          ("one-query", "json")])
 def test_python_keying_reads_each_partitions_files_in_modification_time_order(
-        spark, env_factory, tmp_path, mapping):
+        spark, env_factory, tmp_path, mapping, fmt):
     """Three small files per micro-batch, which Spark packs into fewer read partitions,
     larger files first (each file here is larger than the one before, so a partition holding
     two reads the later one first). Keyed by a Python key selector with event time, every
     key's records must reach its function in time order, as BATCH sorts them: the keying
-    pass takes a partition's files in modification-time order and the keyed call merges the
-    partitions by event time. The expected order comes from the files themselves."""
+    pass takes a partition's files in modification-time order (any file format) and the
+    keyed call merges the partitions by event time. The expected order comes from the files
+    themselves."""
     import random
 
     rng = random.Random(29)
@@ -189,18 +192,23 @@ def test_python_keying_reads_each_partitions_files_in_modification_time_order(
             ts += rng.randint(1, 5)
             rows.append((rng.choice(keys), ts))
             expected.setdefault(rows[-1][0], []).append(ts)
-        path = os.path.join(src, f"part-{f}.parquet")
-        pq.write_table(pa.table({"k": pa.array([r[0] for r in rows], pa.string()),
-                                 "v": pa.array([r[1] for r in rows], pa.int64())}), path)
+        path = os.path.join(src, f"part-{f}.{fmt}")
+        if fmt == "json":
+            with open(path, "w") as out:
+                out.writelines(json.dumps({"k": k, "v": v}) + "\n" for k, v in rows)
+        else:
+            pq.write_table(pa.table({"k": pa.array([r[0] for r in rows], pa.string()),
+                                     "v": pa.array([r[1] for r in rows], pa.int64())}), path)
         _mtime[0] += 10
         os.utime(path, (_mtime[0], _mtime[0]))
 
-    name = f"files-{mapping}"
+    name = f"files-{mapping}-{fmt}"
     config = {"execution.checkpointing.dir": str(tmp_path / f"ckpt-{name}"),
               "execution.streaming.native-pushdown.enabled": "false",
               "execution.streaming.query-mapping": mapping}
     env = env_factory("STREAMING", config)
-    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 3).parquet(src)
+    stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 3)
+              .format(fmt).load(src))
     out = (env.from_dataframe(stream)
            .assign_timestamps_and_watermarks(WatermarkStrategy.for_monotonous_timestamps()
                                              .with_timestamp_assigner(lambda r, _: r[1]))

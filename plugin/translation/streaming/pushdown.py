@@ -51,21 +51,13 @@ def file_row_seq(df: DataFrame) -> Optional[tuple[Any, Any]]:
     taken in modification-time order (the order Spark's file source picks new files in;
     ties by a hash of the path), and each file's rows keep their order. The numbers are
     the same whenever the micro-batch runs again. Sources without file metadata
-    (``_metadata.row_index``) get None.
+    (``_metadata.row_index``: Parquet) get None.
     """
-    from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
-    try:
-        # reading the schema forces the analysis (Spark Connect analyses lazily)
-        probe = df.select(F.col("_metadata.row_index"), F.col("_metadata.file_path"),
-                          F.col("_metadata.file_modification_time"))
-        if len(probe.schema.fields) != 3:
-            return None
-    except AnalysisException:
+    if not _has_metadata(df, "row_index", "file_path", "file_modification_time"):
         return None
-    mtime = F.unix_millis(F.col("_metadata.file_modification_time"))
-    file_hash = F.pmod(F.xxhash64(F.col("_metadata.file_path")), F.lit(1 << _FILE_HASH_BITS))
+    mtime, file_hash = _file_order(df)
     return mtime, F.shiftleft(file_hash, _ROW_INDEX_BITS) + F.col("_metadata.row_index")
 
 
@@ -74,12 +66,13 @@ def file_ordered(stream: Stream) -> Stream:
     from files that the pass numbers in arrival order (``group_state.append_seq``); else
     ``stream``.
 
-    Spark packs a micro-batch's small files into one read partition, larger files first, so
-    a key spanning two files of one partition would see the later file's records first.
-    The pass's Python worker takes the partition in the order :func:`file_row_seq` numbers
-    files and rows (modification time, a hash of the path, row index: the native keyed
-    input's order) before it runs: the stream's ``ordered_from`` (``stream.arrow_pass``,
-    ``emit_order.ordered_first``; Spark refuses a sort on a streaming DataFrame).
+    Spark packs a micro-batch's small files into fewer read partitions, larger files first,
+    so a key spanning two files of one partition would see the later file's records first.
+    The pass's Python worker takes the partition's files in modification-time order (ties
+    by a hash of the path: :func:`file_row_seq`'s order), each file's rows in the order
+    read, before it runs: a stable sort by file of the stream's ``ordered_from``
+    (``stream.arrow_pass``, ``emit_order.ordered_first``; Spark refuses a sort on a
+    streaming DataFrame). Any file format: the files' metadata is all it needs.
 
     Args:
         stream: The stream a Python keying pass reads.
@@ -87,13 +80,33 @@ def file_ordered(stream: Stream) -> Stream:
     Returns:
         ``stream``, its pass reading it in file order when it is a file stream.
     """
-    if stream.ordered_from is not None or stream.partitioned or SEQ in stream.df.columns:
+    if (stream.ordered_from is not None or stream.partitioned or SEQ in stream.df.columns
+            or not _has_metadata(stream.df, "file_path", "file_modification_time")):
         return stream
-    seq = file_row_seq(stream.df)
-    if seq is None:
-        return stream
-    numbered = stream.df.withColumn(ORDER, seq[0]).withColumn(ORDER_ROW, seq[1])
+    mtime, file_hash = _file_order(stream.df)
+    numbered = stream.df.withColumn(ORDER, mtime).withColumn(ORDER_ROW, file_hash)
     return replace(stream, ordered_from=(stream.df, numbered))
+
+
+def _has_metadata(df: DataFrame, *fields: str) -> bool:
+    """Whether ``df`` resolves these fields of Spark's file ``_metadata`` column."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    try:
+        # reading the schema forces the analysis (Spark Connect analyses lazily)
+        probe = df.select(*(F.col(f"_metadata.{f}") for f in fields))
+        return len(probe.schema.fields) == len(fields)
+    except AnalysisException:
+        return False
+
+
+def _file_order(df: DataFrame) -> tuple[Any, Any]:
+    """A file's modification time (ms) and a hash of its path, as Spark columns."""
+    from pyspark.sql import functions as F
+
+    mtime = F.unix_millis(F.col("_metadata.file_modification_time"))
+    return mtime, F.pmod(F.xxhash64(F.col("_metadata.file_path")), F.lit(1 << _FILE_HASH_BITS))
 
 
 def restaged_order(df: DataFrame) -> DataFrame:
