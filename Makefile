@@ -177,6 +177,7 @@ bench: setup
 	$(PY) -m benchmarks.latency
 	$(PY) -m benchmarks.memory
 	$(PY) -m benchmarks.routes
+	$(PY) -m benchmarks.routes --files-per-batch 8 --variants batch,streaming_one_query,streaming
 
 # Every benchmark at a small size, correctness checks included (its figures mean nothing).
 bench-quick: setup
@@ -190,6 +191,7 @@ bench-quick: setup
 	$(PY) -m benchmarks.memory --quick
 	$(PY) -m benchmarks.latency --quick
 	$(PY) -m benchmarks.routes --quick
+	$(PY) -m benchmarks.routes --quick --files-per-batch 4 --variants streaming_one_query,streaming --no-restart-check
 
 # FLIP-140's WordCount at full scale: 40M records, 4M keys; one untimed run of every variant,
 # then three timed rounds of every variant in turn (25 minutes on 2 cores at load 2.2-2.4,
