@@ -89,15 +89,16 @@ def file_ordered(stream: Stream) -> Stream:
 
 
 def _has_metadata(df: DataFrame, *fields: str) -> bool:
-    """Whether ``df`` resolves these fields of Spark's file ``_metadata`` column."""
-    from pyspark.errors import AnalysisException
+    """Whether ``df`` resolves these fields of Spark's file ``_metadata`` column. Any error
+    of the analysis means no: Spark 4.0 answers the probe on a stateful operator's output
+    with its analyzer's iteration limit (a RuntimeException), not an AnalysisException."""
     from pyspark.sql import functions as F
 
     try:
         # reading the schema forces the analysis (Spark Connect analyses lazily)
         probe = df.select(*(F.col(f"_metadata.{f}") for f in fields))
         return len(probe.schema.fields) == len(fields)
-    except AnalysisException:
+    except Exception:  # noqa: BLE001 - a probe: whatever the analysis raises means no
         return False
 
 
