@@ -167,17 +167,20 @@ def test_summing_reduces_run_on_columns_as_a_plain_model_sums_them(spark, env_fa
         lambda a, b: (a[0], a[1] + b[1], a[2]))
 
 
-@pytest.mark.parametrize("mapping, fmt", [("per-stage", "parquet"), ("one-query", "parquet"),
-                                          ("one-query", "json")])
-def test_python_keying_reads_each_partitions_files_in_modification_time_order(
-        spark, env_factory, tmp_path, mapping, fmt):
+@pytest.mark.parametrize("mapping, fmt, native", [
+    ("per-stage", "parquet", False), ("one-query", "parquet", False),
+    ("one-query", "json", False), ("per-stage", "json", True)])
+def test_keying_reads_each_partitions_files_in_modification_time_order(
+        spark, env_factory, tmp_path, mapping, fmt, native, caplog, capfd):
     """Three small files per micro-batch, which Spark packs into fewer read partitions,
     larger files first (each file here is larger than the one before, so a partition holding
     two reads the later one first). Keyed by a Python key selector with event time, every
     key's records must reach its function in time order, as BATCH sorts them: the keying
     pass takes a partition's files in modification-time order (any file format) and the
     keyed call merges the partitions by event time. The expected order comes from the files
-    themselves."""
+    themselves. The native keyed input of a format without row indexes (JSON) numbers its
+    records in a pass of its own, which takes the files in the same order. Probing the
+    stream for file metadata logs no error of its own."""
     import random
 
     rng = random.Random(29)
@@ -202,9 +205,9 @@ def test_python_keying_reads_each_partitions_files_in_modification_time_order(
         _mtime[0] += 10
         os.utime(path, (_mtime[0], _mtime[0]))
 
-    name = f"files-{mapping}-{fmt}"
+    name = f"files-{mapping}-{fmt}-{native}"
     config = {"execution.checkpointing.dir": str(tmp_path / f"ckpt-{name}"),
-              "execution.streaming.native-pushdown.enabled": "false",
+              "execution.streaming.native-pushdown.enabled": str(native).lower(),
               "execution.streaming.query-mapping": mapping}
     env = env_factory("STREAMING", config)
     stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 3)
@@ -216,6 +219,10 @@ def test_python_keying_reads_each_partitions_files_in_modification_time_order(
            .process(Numbered(),
                     output_type=Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])))
     got: dict = {}
-    for k, _, v in sorted(out.execute_and_collect(name), key=lambda r: (r[0], r[1])):
+    with caplog.at_level(logging.INFO, logger="pyspark_datastream"):
+        records = list(out.execute_and_collect(name))
+    assert ("computes key groups natively" in caplog.text) is native
+    assert "QueryContextLogger" not in capfd.readouterr().err
+    for k, _, v in sorted(records, key=lambda r: (r[0], r[1])):
         got.setdefault(k, []).append(v)
     assert got == expected

@@ -10,11 +10,15 @@ when it applies (the pushdown option on, no savepoint state restored into the op
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
 
 from ...plan.graph import KeyByNode
 from ...runtime.columnar_reduce import FieldReduce
+from ...runtime.emit_order import ordered_first
 from ...runtime.encoding import KG, TS, Encoding
 from ...runtime.group_frames import (
     ORDER,
@@ -41,6 +45,8 @@ log = logging.getLogger("pyspark_datastream")
 
 #: ``_seq_row`` of a file stream: 21 bits of the file's hash, 42 bits of the row index
 _FILE_HASH_BITS, _ROW_INDEX_BITS = 21, ROW_INDEX_BITS
+#: the ``_metadata`` fields the file order reads
+_FILE_ORDER = frozenset({"file_path", "file_modification_time"})
 
 
 def file_row_seq(df: DataFrame) -> Optional[tuple[Any, Any]]:
@@ -53,9 +59,14 @@ def file_row_seq(df: DataFrame) -> Optional[tuple[Any, Any]]:
     the same whenever the micro-batch runs again. Sources without file metadata
     (``_metadata.row_index``: Parquet) get None.
     """
+    return _row_seq(df, _metadata_fields(df))
+
+
+def _row_seq(df: DataFrame, fields: frozenset[str]) -> Optional[tuple[Any, Any]]:
+    """:func:`file_row_seq` of a ``df`` that resolves these ``_metadata`` fields."""
     from pyspark.sql import functions as F
 
-    if not _has_metadata(df, "row_index", "file_path", "file_modification_time"):
+    if not {"row_index", *_FILE_ORDER} <= fields:
         return None
     mtime, file_hash = _file_order(df)
     return mtime, F.shiftleft(file_hash, _ROW_INDEX_BITS) + F.col("_metadata.row_index")
@@ -80,26 +91,69 @@ def file_ordered(stream: Stream) -> Stream:
     Returns:
         ``stream``, its pass reading it in file order when it is a file stream.
     """
-    if (stream.ordered_from is not None or stream.partitioned or SEQ in stream.df.columns
-            or not _has_metadata(stream.df, "file_path", "file_modification_time")):
+    if not _may_sort_files(stream) or not _FILE_ORDER <= _metadata_fields(stream.df):
         return stream
     mtime, file_hash = _file_order(stream.df)
     numbered = stream.df.withColumn(ORDER, mtime).withColumn(ORDER_ROW, file_hash)
     return replace(stream, ordered_from=(stream.df, numbered))
 
 
-def _has_metadata(df: DataFrame, *fields: str) -> bool:
-    """Whether ``df`` resolves these fields of Spark's file ``_metadata`` column. Any error
-    of the analysis means no: Spark 4.0 answers the probe on a stateful operator's output
-    with its analyzer's iteration limit (a RuntimeException), not an AnalysisException."""
-    from pyspark.sql import functions as F
+def _may_sort_files(stream: Stream) -> bool:
+    """Whether a pass over ``stream`` may sort its partition by file: not a keyed stage's
+    records (``ordered_from``), not a physical partitioning, not already numbered."""
+    return stream.ordered_from is None and not stream.partitioned and SEQ not in stream.df.columns
 
+
+def _metadata_fields(df: DataFrame) -> frozenset[str]:
+    """The fields of Spark's file ``_metadata`` column ``df`` resolves (none: not a stream
+    read from files). One analysis of ``df``; any error of it means none (Spark 4.0 answers
+    the probe on a stateful operator's output with its analyzer's iteration limit, a
+    RuntimeException, not an AnalysisException), and PySpark's error log of the probe's own
+    failure is left out (it is not the user's error).
+
+    Args:
+        df: The stream.
+
+    Returns:
+        The field names.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    with _probe_errors_unlogged():
+        try:
+            # reading the schema forces the analysis (Spark Connect analyses lazily)
+            field = df.select(F.col("_metadata")).schema.fields[0]
+        except Exception:  # noqa: BLE001 - a probe: whatever the analysis raises means no
+            return frozenset()
+    if not isinstance(field.dataType, StructType):
+        return frozenset()
+    return frozenset(field.dataType.names)
+
+
+@contextmanager
+def _probe_errors_unlogged() -> Iterator[None]:
+    """PySpark (4.0+) logs each analysis error with its DataFrame context as it is raised;
+    while the probe runs, this thread's records of those loggers are dropped."""
     try:
-        # reading the schema forces the analysis (Spark Connect analyses lazily)
-        probe = df.select(*(F.col(f"_metadata.{f}") for f in fields))
-        return len(probe.schema.fields) == len(fields)
-    except Exception:  # noqa: BLE001 - a probe: whatever the analysis raises means no
-        return False
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # Spark 3.5 logs none
+        yield
+        return
+    thread = threading.get_ident()
+
+    def other_threads(record: logging.LogRecord) -> bool:
+        return record.thread != thread
+
+    loggers = [PySparkLogger.getLogger(name)
+               for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger")]
+    for logger in loggers:
+        logger.addFilter(other_threads)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(other_threads)
 
 
 def _file_order(df: DataFrame) -> tuple[Any, Any]:
@@ -164,7 +218,8 @@ def native_keyed_input(parent: Stream, key_node: KeyByNode, max_parallelism: int
             return None
         key_bytes = F.coalesce(key_bytes, F.lit(bytearray(null_key)))
     payload = [F.col(f"`{c}`") for c in columns]
-    seq = file_row_seq(parent.df)
+    fields = _metadata_fields(parent.df)
+    seq = _row_seq(parent.df, fields)
     if seq is not None:
         df = parent.df.select(TS, *payload, seq[0].alias(SEQ), seq[1].alias(SEQ_ROW))
     else:
@@ -174,7 +229,12 @@ def native_keyed_input(parent: Stream, key_node: KeyByNode, max_parallelism: int
 
         df = parent.df.select(TS, *payload)
         schema = StructType([*df.schema.fields, StructField(SEQ, LongType(), nullable=False)])
-        df = df.mapInArrow(append_seq, schema)
+        if _may_sort_files(parent) and _FILE_ORDER <= fields:  # files without row indexes
+            mtime, file_hash = _file_order(parent.df)
+            df = parent.df.select(TS, *payload, mtime.alias(ORDER), file_hash.alias(ORDER_ROW)
+                                  ).mapInArrow(ordered_first(append_seq), schema)
+        else:
+            df = df.mapInArrow(append_seq, schema)
     df = df.withColumn(KG, F.pmod(F.crc32(key_bytes), F.lit(max_parallelism)).cast("int"))
     types = {f.name: f.dataType for f in df.schema.fields}
     out = [F.col(TS), F.col(KG)]
