@@ -8,6 +8,7 @@ which reach the translator only through :class:`~.stream.StreamTranslator`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
@@ -198,11 +199,20 @@ def union(t: StreamTranslator, node: UnionNode, streams: list[Stream]) -> Stream
         types = {repr(s.type_info) for s in streams}
         first = streams[0].type_info
         enc = t.preferred_encoding(first) if len(types) == 1 else PICKLED
-    dfs = [t.materialize(s, enc, name=node.name) for s in streams]
-    df = dfs[0]
-    for other in dfs[1:]:
-        df = df.unionByName(other)
-    return Stream(df, enc, node.output_type, name=node.name)
+    return Stream(union_all([t.materialize(s, enc, name=node.name) for s in streams]), enc,
+                  node.output_type, name=node.name)
+
+
+def union_all(dfs: list[DataFrame]) -> DataFrame:
+    """The union of ``dfs`` by column name (at least one).
+
+    Args:
+        dfs: DataFrames of the same columns.
+
+    Returns:
+        Their union.
+    """
+    return functools.reduce(lambda df, other: df.unionByName(other), dfs)
 
 
 def side_output(t: StreamTranslator, node: SideOutputNode) -> Stream:

@@ -35,7 +35,7 @@ from ...runtime.encoding import PICKLED, TAG, TS, VALUE
 from ...runtime.group_state import stream_pass
 from ...spark_io.columns import lit
 from ..rows import leading_rows
-from ..steps import fused_chain, pass_spec
+from ..steps import fused_chain, pass_spec, union_all
 from ..stream import Stream, StreamTranslator, arrow_pass
 from .inband import keying_step
 
@@ -384,7 +384,4 @@ def tagged_union(t: StreamTranslator, carry: UnionCarry, streams: list[Stream], 
         if i != carry.side:
             df = t.materialize(stream, PICKLED, name=union.name)
             parts.append(df.select(lit(None).cast("string").alias(TAG), TS, VALUE))
-    df = parts[0]
-    for other in parts[1:]:
-        df = df.unionByName(other)
-    return Stream(df, PICKLED, union.output_type, name=union.name, tagged=True)
+    return Stream(union_all(parts), PICKLED, union.output_type, name=union.name, tagged=True)

@@ -65,6 +65,7 @@ from ..steps import (
     side_output_tags,
     typed_df,
     union,
+    union_all,
 )
 from ..stream import Stream, arrow_pass
 from ..translator_base import kind_table
@@ -392,10 +393,7 @@ class StreamingTranslator(KeyedStages):
         dfs = [self.shared_input(s) for s in shared] + [
             self.materialize(s, PICKLED, name=node.name).select(TS, VALUE)
             for i, s in enumerate(streams) if i not in grouped]
-        df = dfs[0]
-        for other in dfs[1:]:
-            df = df.unionByName(other)
-        return Stream(df, PICKLED, node.output_type, name=node.name)
+        return Stream(union_all(dfs), PICKLED, node.output_type, name=node.name)
 
     def with_own_watermark(self, data: Union[DataFrame, Stream], node: Transformation, side: int,
                            records: bool = False) -> Any:
