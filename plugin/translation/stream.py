@@ -8,7 +8,7 @@ contract, not on a translator module.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
 from ..plan.graph import KeyByNode, Transformation
 from ..runtime.emit_order import ordered_first
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from ..runtime.passes import Combiner, KeyOut
     from ..state_store.storage import Storage
@@ -57,7 +58,7 @@ class Stream:
 
 def arrow_pass(stream: Stream,
                function: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
-               ddl: str) -> DataFrame:
+               ddl: Union[str, StructType]) -> DataFrame:
     """``stream.df.mapInArrow(function, ddl)``; where ``df`` is a keyed stage's records sorted
     by its order pass (``ordered_from``), the pass reads them unsorted and sorts them first,
     in its own Python worker (``emit_order.ordered_first``).
@@ -65,7 +66,7 @@ def arrow_pass(stream: Stream,
     Args:
         stream: the stream the pass reads.
         function: the ``mapInArrow`` function.
-        ddl: its output schema.
+        ddl: its output schema (DDL or a StructType).
 
     Returns:
         The pass's DataFrame.

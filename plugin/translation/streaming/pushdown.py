@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ...plan.graph import KeyByNode
 from ...runtime.columnar_reduce import FieldReduce
-from ...runtime.emit_order import ordered_first
 from ...runtime.encoding import KG, TS, Encoding
 from ...runtime.group_frames import (
     ORDER,
@@ -33,7 +32,7 @@ from ...runtime.group_state import append_seq
 from ...state_store.backends import get_backend
 from ...state_store.typeinfo import FieldsTypeInfo
 from ..pushdown import traced_key_field
-from ..stream import Stream
+from ..stream import Stream, arrow_pass
 from ..tracing import field_plan, struct_type
 
 if TYPE_CHECKING:
@@ -72,7 +71,7 @@ def _row_seq(df: DataFrame, fields: frozenset[str]) -> Optional[tuple[Any, Any]]
     return mtime, F.shiftleft(file_hash, _ROW_INDEX_BITS) + F.col("_metadata.row_index")
 
 
-def file_ordered(stream: Stream) -> Stream:
+def file_ordered(stream: Stream, fields: Optional[frozenset[str]] = None) -> Stream:
     """``stream`` read in file order by the Python pass over it, when it is a stream read
     from files that the pass numbers in arrival order (``group_state.append_seq``); else
     ``stream``.
@@ -86,22 +85,22 @@ def file_ordered(stream: Stream) -> Stream:
     streaming DataFrame). Any file format: the files' metadata is all it needs.
 
     Args:
-        stream: The stream a Python keying pass reads.
+        stream: The stream a Python pass (the keying pass, the native keyed input's
+            numbering pass) reads.
+        fields: The ``_metadata`` fields ``stream.df`` resolves, when the caller probed
+            them already (None: probed here).
 
     Returns:
         ``stream``, its pass reading it in file order when it is a file stream.
     """
-    if not _may_sort_files(stream) or not _FILE_ORDER <= _metadata_fields(stream.df):
+    # not a keyed stage's records (ordered_from), not a physical partitioning, not numbered
+    if stream.ordered_from is not None or stream.partitioned or SEQ in stream.df.columns:
+        return stream
+    if not _FILE_ORDER <= (_metadata_fields(stream.df) if fields is None else fields):
         return stream
     mtime, file_hash = _file_order(stream.df)
     numbered = stream.df.withColumn(ORDER, mtime).withColumn(ORDER_ROW, file_hash)
     return replace(stream, ordered_from=(stream.df, numbered))
-
-
-def _may_sort_files(stream: Stream) -> bool:
-    """Whether a pass over ``stream`` may sort its partition by file: not a keyed stage's
-    records (``ordered_from``), not a physical partitioning, not already numbered."""
-    return stream.ordered_from is None and not stream.partitioned and SEQ not in stream.df.columns
 
 
 def _metadata_fields(df: DataFrame) -> frozenset[str]:
@@ -227,14 +226,10 @@ def native_keyed_input(parent: Stream, key_node: KeyByNode, max_parallelism: int
         # appends the numbers (no per-record Python), before the key columns exist
         from pyspark.sql.types import LongType, StructField, StructType
 
-        df = parent.df.select(TS, *payload)
-        schema = StructType([*df.schema.fields, StructField(SEQ, LongType(), nullable=False)])
-        if _may_sort_files(parent) and _FILE_ORDER <= fields:  # files without row indexes
-            mtime, file_hash = _file_order(parent.df)
-            df = parent.df.select(TS, *payload, mtime.alias(ORDER), file_hash.alias(ORDER_ROW)
-                                  ).mapInArrow(ordered_first(append_seq), schema)
-        else:
-            df = df.mapInArrow(append_seq, schema)
+        plain = replace(parent, df=parent.df.select(TS, *payload))
+        schema = StructType([*plain.df.schema.fields,
+                             StructField(SEQ, LongType(), nullable=False)])
+        df = arrow_pass(file_ordered(plain, fields), append_seq, schema)
     df = df.withColumn(KG, F.pmod(F.crc32(key_bytes), F.lit(max_parallelism)).cast("int"))
     types = {f.name: f.dataType for f in df.schema.fields}
     out = [F.col(TS), F.col(KG)]
