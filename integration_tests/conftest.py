@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 
 import pytest
 
@@ -21,10 +22,32 @@ LONGEST_FIRST = (
 )
 
 
+_OWN_TMPDIR = pytest.StashKey[str]()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run :data:`LONGEST_FIRST` first; every other file keeps its place (a stable sort)."""
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A folder of this run for the Spark drivers' temporary files (``jvm_options.py``)."""
+    from jvm_options import TMPDIR_ENV
+
+    if TMPDIR_ENV not in os.environ:
+        os.environ[TMPDIR_ENV] = tempfile.mkdtemp(prefix="pds-jvm-tmp-")
+        config.stash[_OWN_TMPDIR] = os.environ[TMPDIR_ENV]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove that folder with whatever the drivers left in it."""
+    from jvm_options import TMPDIR_ENV
+
+    own = config.stash.get(_OWN_TMPDIR, None)
+    if own is not None:
+        shutil.rmtree(own, ignore_errors=True)
+        os.environ.pop(TMPDIR_ENV, None)
 
 
 def _java_ok() -> bool:

@@ -15,6 +15,10 @@ serves only the class path it was dumped with, so there are two: the venv's pysp
 (``plain``) and with the suite's connector jars before it (``jars``, ``jars.class_path()``).
 A JVM whose archive does not match (another JDK, a reinstalled jar) runs without it, as
 before; its CDS log lines are off, so nothing is printed about it.
+
+While the suite runs (``conftest.py``), a driver's ``java.io.tmpdir`` is a folder of that
+run (:data:`TMPDIR_ENV`), removed when it ends: a driver a test SIGKILLs cannot delete its
+own temporary folders (Spark's ``artifacts-*``, ``spark-*``, ``blockmgr-*``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 #: what a JVM reports about an archive it cannot use (it runs on without one)
 _CDS_QUIET = "-Xlog:cds=off,cds+dynamic=off"
+
+#: the environment variable naming the folder for the drivers' ``java.io.tmpdir``
+TMPDIR_ENV = "PDS_TEST_JVM_TMPDIR"
 
 
 def archive_path(jars: bool) -> str:
@@ -45,10 +52,14 @@ def driver_options(jars: bool = False) -> str:
     Returns:
         The options, for ``spark.driver.extraJavaOptions`` or ``--driver-java-options``.
     """
+    options = JVM_OPTS
     archive = archive_path(jars)
-    if not os.path.isfile(archive):
-        return JVM_OPTS
-    return f"{JVM_OPTS} -XX:SharedArchiveFile={archive} {_CDS_QUIET}"
+    if os.path.isfile(archive):
+        options += f" -XX:SharedArchiveFile={archive} {_CDS_QUIET}"
+    tmpdir = os.environ.get(TMPDIR_ENV)
+    if tmpdir:
+        options += f" -Djava.io.tmpdir={tmpdir}"
+    return options
 
 
 def checkpoint_conf() -> dict[str, str]:
