@@ -9,16 +9,16 @@ import tempfile
 
 import pytest
 
-#: The suite's longest files (a minute or more each on 2 cores, ``--durations``), longest
-#: first. ``make test`` hands whole files to its two xdist workers in collection order, so
-#: these start first and the many short files fill in after them: a long file started last
-#: would leave the other worker idle for its length.
+#: The suite's longest files (a minute or more each on 2 cores, ``--durations`` at c108d99),
+#: longest first. ``make test`` hands whole files to its two xdist workers in collection
+#: order, so these start first and the many short files fill in after them: a long file
+#: started last would leave the other worker idle for its length.
 LONGEST_FIRST = (
-    "test_benchmarks.py", "test_cluster.py", "test_side_output_sweep.py",
-    "test_savepoint_multistage.py", "test_one_query_mixed_inputs.py", "test_storage_s3.py",
-    "test_one_query.py", "test_one_query_carried.py", "test_exactly_once.py",
-    "test_kafka_exactly_once.py", "test_connect.py", "test_notebooks.py",
-    "test_one_query_sinks.py",
+    "test_delta_exactly_once.py", "test_savepoint_multistage.py", "test_side_output_sweep.py",
+    "test_cluster.py", "test_storage_s3.py", "test_one_query_mixed_inputs.py",
+    "test_spark_delta.py", "test_pyflink_ports.py", "test_windows.py", "test_batch.py",
+    "test_one_query_carried.py", "test_one_query_branches.py", "test_kafka_exactly_once.py",
+    "test_one_query.py", "test_notebooks.py", "test_row_records.py", "test_docs.py",
 )
 
 
