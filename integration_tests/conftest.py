@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-#: The suite's longest files (a minute or more each on 2 cores, ``--durations`` at c108d99),
+#: The suite's longest files (a minute or more each on 2 cores, ``--durations`` at f9936c2),
 #: longest first. ``make test`` hands whole files to its two xdist workers in collection
 #: order, so these start first and the many short files fill in after them: a long file
 #: started last would leave the other worker idle for its length.
@@ -22,13 +22,14 @@ LONGEST_FIRST = (
 )
 
 
-_OWN_TMPDIR = pytest.StashKey[str]()
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run :data:`LONGEST_FIRST` first; every other file keeps its place (a stable sort)."""
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+#: the folder :func:`pytest_configure` made (a process whose parent made it has none)
+_OWN_TMPDIR = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
