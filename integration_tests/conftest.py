@@ -33,9 +33,17 @@ _OWN_TMPDIR = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """A folder of this run for the Spark drivers' temporary files (``jvm_options.py``)."""
+    """Before anything in this process starts a JVM (a page of ``tests/plugin/test_docs.py``
+    does, on the same xdist worker): this folder on the Python workers' path, since they
+    import test modules (functions defined in them are pickled by reference) and a JVM
+    hands its workers the path it started with; and a folder of this run for the Spark
+    drivers' temporary files (``jvm_options.py``)."""
     from jvm_options import TMPDIR_ENV
 
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.environ.get("PYTHONPATH", "")
+    if here not in path.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, path) if p)
     if TMPDIR_ENV not in os.environ:
         os.environ[TMPDIR_ENV] = tempfile.mkdtemp(prefix="pds-jvm-tmp-")
         config.stash[_OWN_TMPDIR] = os.environ[TMPDIR_ENV]
@@ -59,11 +67,6 @@ def _java_ok() -> bool:
 def spark():
     if not _java_ok():
         pytest.fail("java (17+) is not on PATH; Spark needs it (see README: make setup)")
-    # Python workers import test modules (functions defined in them are pickled by
-    # reference), so they need this folder on their path too.
-    here = os.path.dirname(os.path.abspath(__file__))
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from jars import delta_spark_conf
