@@ -379,13 +379,46 @@ def test_automatic_mode_picks_batch_for_bounded_sources(env_factory):
     assert list(out.execute_and_collect()) == [("a", 3)]
 
 
-def test_streaming_dataframe_source_runs_as_trigger_once_batch(env_factory, spark, tmp_path):
+def test_streaming_dataframe_source_runs_as_trigger_once_batch(env_factory, spark, tmp_path,
+                                                               monkeypatch):
+    """A streaming DataFrame read once in BATCH; the copy of its input staged for the job is
+    gone when the job ends (collected, written, failed), and a to_dataframe() DataFrame's
+    stays while the process can still run it."""
+    import tempfile
+
+    from deltalake import DeltaTable
+    from pyspark_datastream import UserFunctionError
+    from pyspark_datastream.translation.batch import trigger_once
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # where the staging folders go
     src = tmp_path / "in"
     spark.createDataFrame([("a", 1), ("b", 2), ("a", 3)], "k string, v bigint").write.parquet(str(src))
     stream_df = spark.readStream.schema("k string, v bigint").parquet(str(src))
     env = env_factory("BATCH")
-    out = env.from_dataframe(stream_df).key_by(lambda r: r[0]).sum(1)
+    typed = Types.TUPLE([Types.STRING(), Types.LONG()])
+    out = env.from_dataframe(stream_df).map(tuple, output_type=typed).key_by(lambda r: r[0]).sum(1)
     assert sorted(out.execute_and_collect()) == [("a", 4), ("b", 2)]
+    assert os.listdir(temp) == []
+
+    out.map(lambda r: r, output_type=typed).sink_to_delta(str(tmp_path / "sums"))
+    env.execute("trigger-once-sums")
+    rows = DeltaTable(str(tmp_path / "sums")).to_pyarrow_table().to_pylist()
+    assert sorted(tuple(r.values()) for r in rows) == [("a", 4), ("b", 2)]
+    assert os.listdir(temp) == []
+
+    env.from_dataframe(stream_df).map(lambda r: 1 // (r[1] - 2)).print()
+    with pytest.raises(UserFunctionError, match="ZeroDivisionError"):
+        env.execute("trigger-once-fails")
+    assert os.listdir(temp) == []
+
+    frame = out.to_dataframe()
+    assert len(os.listdir(temp)) == 1  # staged while the DataFrame may run
+    assert sorted(frame.toPandas().itertuples(index=False, name=None)) == [
+        ("a", 4), ("b", 2)]
+    trigger_once._remove_all()  # what the interpreter runs at exit
+    assert os.listdir(temp) == []
 
 
 def test_user_function_error_is_clear(env_factory):

@@ -10,8 +10,6 @@ backend, followed by any non-keyed stages fused into the same pass.
 from __future__ import annotations
 
 import logging
-import tempfile
-import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
@@ -81,6 +79,7 @@ from ..steps import (
 from ..stream import Stream
 from ..tracing import ddl_of_field, field_plan, struct_type
 from ..translator_base import TranslatorBase, kind_table
+from .trigger_once import TriggerOnceReads
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -119,6 +118,8 @@ class BatchTranslator(TranslatorBase):
         self.op_config = operator_config(cfg, batch, self.parallelism, self.max_parallelism)
         self._streams: dict[int, Stream] = {}
         self._tags = side_output_tags(self.nodes)
+        #: streaming DataFrame sources, each read once available-now into staged Parquet
+        self.trigger_once = TriggerOnceReads(self.job_name, self.action)
         # Savepoints: restore is checked here, before anything runs (savepoint_restore.py);
         # a write is set up by run_sinks(savepoint_path=...) (savepoint.py).
         from ..savepoint_restore import SavepointRestore
@@ -147,9 +148,13 @@ class BatchTranslator(TranslatorBase):
 
     def collect(self, node: Transformation, one_off: bool = False) -> CloseableIterator:
         """Run the job ending in ``node``; its records (``one_off``: BATCH keeps nothing
-        either way)."""
+        either way: its streaming sources' staged reads go once the records are held)."""
         progress = self._start_progress()
-        df, decode = arrow_collectable(self, node)
+        try:
+            df, decode = arrow_collectable(self, node)
+        except BaseException:
+            self.release()
+            raise
         stage = progress.add_stage("collect", "collect", [node.name], "Arrow to the driver")
         progress.planned()
 
@@ -165,6 +170,7 @@ class BatchTranslator(TranslatorBase):
                 ok = True
             finally:
                 progress.finish(ok)
+                self.release()  # the records are on the driver: the staged reads may go
             for batch in table.to_batches():
                 with gc_paused():  # a batch's thousands of acyclic records (see run_pass)
                     decoded = decode(batch)
@@ -227,7 +233,8 @@ class BatchTranslator(TranslatorBase):
 
     # -- the API's contract for running queries (contract.py): BATCH runs none ------------
     def release(self) -> None:
-        """Nothing to remove: a BATCH job keeps nothing for its run only."""
+        """Remove what the job kept for its run only: its streaming sources' staged reads."""
+        self.trigger_once.remove()
 
     def plan_sinks(self, sinks: list[SinkNode]) -> None:
         """Nothing to check before a BATCH run (no checkpoint)."""
@@ -442,7 +449,7 @@ class BatchTranslator(TranslatorBase):
         df = node.payload
         what = "DataFrame"
         if df.isStreaming:
-            df = self._trigger_once(df, node)
+            df = self.trigger_once.read(df, node)
             what = "streaming DataFrame read once (available-now)"
         stream = dataframe_source(df, node)
         return replace(stream, df=self._observe_source(stream.df, node, what))
@@ -467,21 +474,6 @@ class BatchTranslator(TranslatorBase):
             return df
         stage = self._new_stage("source", "source", [node.name], what)
         return self._observe(df, stage, "out", {"rows_out": count_all()})
-
-    def _trigger_once(self, df: DataFrame, node: SourceNode) -> DataFrame:
-        """A streaming DataFrame in BATCH: one availableNow run into staging Parquet."""
-        staging = tempfile.mkdtemp(prefix="pyspark-datastream-trigger-once-")
-        start = time.time()
-        with self.action(f"trigger-once read of {node.name!r}"):
-            query = (df.writeStream.format("parquet").option("path", f"{staging}/data")
-                     .option("checkpointLocation", f"{staging}/checkpoint")
-                     .trigger(availableNow=True).start())
-            query.awaitTermination()
-        if query.exception() is not None:
-            raise JobExecutionError(f"{node.describe()}: trigger-once read failed: {query.exception()}")
-        log.info("BATCH: streaming source %s read as one trigger-once batch in %.1f s",
-                 node.name, time.time() - start)
-        return self.spark.read.schema(df.schema).parquet(f"{staging}/data")
 
     def keyed_input(self, key_node: KeyByNode, consumer: Transformation,
                     combiner: Optional[Combiner] = None, force_pickled: bool = False

@@ -1,0 +1,109 @@
+"""A streaming DataFrame source read in BATCH: one available-now run into staged Parquet.
+
+The staging folder holds a copy of the source's input, so it lives no longer than the job
+that reads it: a job that runs (``execute()``, ``execute_and_collect()``) removes it when it
+ends; a ``to_dataframe()`` DataFrame reads it lazily, so its folder stays until the Python
+process exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from ...operators.exceptions import JobExecutionError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from ...plan.graph import SourceNode
+
+__all__ = ["TriggerOnceReads"]
+
+log = logging.getLogger("pyspark_datastream")
+
+#: every staging folder of this process not removed yet (removed at exit)
+_LIVE: set[str] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _remove(folder: str) -> None:
+    with _LIVE_LOCK:
+        _LIVE.discard(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@atexit.register
+def _remove_all() -> None:
+    with _LIVE_LOCK:
+        folders = list(_LIVE)
+    for folder in folders:
+        _remove(folder)
+
+
+class TriggerOnceReads:
+    """The staged reads of one BATCH job's streaming DataFrame sources."""
+
+    def __init__(self, job_name: str, action: Callable[[str], AbstractContextManager[Any]]
+                 ) -> None:
+        """Args:
+            job_name: The job's name (for its log lines).
+            action: Times a Spark action of the job (its progress), given a label.
+        """
+        self._job_name = job_name
+        self._action = action
+        self._folders: list[str] = []
+
+    @property
+    def folders(self) -> list[str]:
+        """The staging folders made so far and not removed."""
+        return list(self._folders)
+
+    def read(self, df: DataFrame, node: SourceNode) -> DataFrame:
+        """Run ``df`` once, available-now, into a staging folder, and read that.
+
+        Args:
+            df: The source's streaming DataFrame.
+            node: The source node (named in errors).
+
+        Returns:
+            A batch DataFrame over the staged Parquet, with ``df``'s schema.
+
+        Raises:
+            JobExecutionError: The available-now run failed (its folder is removed).
+        """
+        staging = tempfile.mkdtemp(prefix="pyspark-datastream-trigger-once-")
+        with _LIVE_LOCK:
+            _LIVE.add(staging)
+        self._folders.append(staging)
+        start = time.time()
+        try:
+            with self._action(f"trigger-once read of {node.name!r}"):
+                query = (df.writeStream.format("parquet").option("path", f"{staging}/data")
+                         .option("checkpointLocation", f"{staging}/checkpoint")
+                         .trigger(availableNow=True).start())
+                query.awaitTermination()
+            if query.exception() is not None:
+                raise JobExecutionError(
+                    f"{node.describe()}: trigger-once read failed: {query.exception()}")
+        except BaseException:
+            self._folders.remove(staging)
+            _remove(staging)
+            raise
+        log.info("BATCH job %r: streaming source %s read as one trigger-once batch in %.1f s "
+                 "(staged in %s until the job ends)", self._job_name, node.name,
+                 time.time() - start, staging)
+        return df.sparkSession.read.schema(df.schema).parquet(f"{staging}/data")
+
+    def remove(self) -> None:
+        """Remove every staging folder (the job that read them has ended)."""
+        folders, self._folders = self._folders, []
+        for folder in folders:
+            _remove(folder)
