@@ -19,6 +19,27 @@ from pyspark_datastream import (
 THIS = __file__
 
 
+@pytest.fixture(scope="module")
+def temp_root(tmp_path_factory):
+    """The module's temporary folders (one-off STREAMING checkpoints), checked at its end: a
+    failed job leaves nothing there, nor do the tasks Spark was still cancelling when it
+    failed (they can write after the failure is raised, and their folder is removed then)."""
+    root = tmp_path_factory.mktemp("temp")
+    yield root
+    left = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.parent != root)
+    assert left == [], "the jobs' temporary folders are not gone"
+
+
+@pytest.fixture(autouse=True)
+def temp_folder(temp_root, request, monkeypatch):
+    """Each test's jobs keep their temporary folders in one of ``temp_root``."""
+    import tempfile
+
+    folder = temp_root / request.node.name.replace("[", "_").replace("]", "")
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+
+
 def _line(marker: str) -> int:
     with open(THIS, encoding="utf-8") as f:
         return next(i for i, text in enumerate(f, 1) if marker in text and "_line(" not in text)

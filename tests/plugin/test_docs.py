@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 
 import pytest
@@ -120,6 +121,8 @@ def test_python_blocks_of_page_run_or_say_why_not(page, tmp_path, monkeypatch):
     namespace: dict = {}
     exec("from pyspark_datastream import *", namespace)  # noqa: S102
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "temp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))  # the pages' mkdtemp()s
     if active is None:  # after chdir: the JVM resolves relative paths against its start folder
         _start_with_the_suites_jars()
     try:

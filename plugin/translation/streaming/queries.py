@@ -322,9 +322,35 @@ def run_query(t: QueryOwner, name: str, writer: DataStreamWriter, query_name: Op
     log_query_progress(t, name, query)
     error = failure if failure is not None else query.exception()
     if error is not None:
+        _await_tasks(t.spark, str(query.runId))
         raise job_failure(error, f"STREAMING query {name!r} of job {t.job_name!r}") \
             from error
     log.info("STREAMING query %s finished in %.1f s", name, time.time() - start)
+
+
+def _await_tasks(spark: SparkSession, run_id: str, timeout_s: float = 30.0) -> None:
+    """Wait (at most ``timeout_s``) until no task of the failed query runs any more.
+
+    Spark cancels a failed job's other tasks asynchronously, and a task still running may
+    write into the query's checkpoint: the job's temporary checkpoint is removed when the
+    failure is raised, so those writes must be over first. The query's jobs run in the job
+    group of its run id. Spark Connect has no status tracker: nothing to wait for there.
+    """
+    try:
+        tracker = spark.sparkContext.statusTracker()
+    except Exception:  # noqa: BLE001 - Spark Connect: no SparkContext
+        return
+    deadline = time.time() + timeout_s
+    while True:
+        running = 0
+        for job_id in tracker.getJobIdsForGroup(run_id):
+            job = tracker.getJobInfo(job_id)
+            for stage_id in job.stageIds if job is not None else []:
+                stage = tracker.getStageInfo(stage_id)
+                running += stage.numActiveTasks if stage is not None else 0
+        if not running or time.time() >= deadline:
+            return
+        time.sleep(0.05)
 
 
 def _await_processing_time(t: QueryOwner, query: Any) -> None:
