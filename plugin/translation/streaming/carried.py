@@ -41,7 +41,7 @@ from .branches import (
 )
 from .inband import chained, keying_pass_runs
 
-__all__ = ["Carry", "CarryPlan", "KeyingTranslator", "carry_plan", "carry_tag", "exit_of",
+__all__ = ["Carry", "CarryPlan", "KeyingTranslator", "carry_plan", "carry_tag", "exits_of",
            "held_twice", "keying_input", "plan_part", "query_exits", "relays", "tail_unions",
            "with_carriers"]
 
@@ -50,32 +50,52 @@ __all__ = ["Carry", "CarryPlan", "KeyingTranslator", "carry_plan", "carry_tag", 
 _TAIL_KINDS = (ChainNode, SideOutputNode, PartitionNode, KeyByNode)
 
 
-def exit_of(node: Transformation) -> Transformation:
+def exits_of(node: Transformation) -> list[Transformation]:
     """Where the query's own plan ends for a sink reading ``node``: the nearest operator above
-    it that is no one-input stateless operator below a keyed stage, nor a union whose inputs
-    all end there (the operators between run per micro-batch, in the query's foreachBatch
-    function, a union among them reading the exit's rows along each of its paths).
+    it that is no one-input stateless operator below a keyed stage, nor a union of records
+    from keyed stages (the operators between run per micro-batch, in the query's
+    foreachBatch function, a union among them reading its inputs' exits' rows). A union whose
+    inputs end at different exits stays in the query's plan, as the exit, unless those
+    exits share a keyed stage above them: the union's plan would hold it twice, while each
+    exit's records can leave the query apart, that stage carried through the others
+    (:func:`carry_plan`).
 
     Args:
         node: a sink's input.
 
     Returns:
-        ``node`` itself, or the keyed stage (or several-input operator) above its tail.
+        ``[node]`` itself, or the keyed stages (or several-input operators) above its tail,
+        each once, in the order of the union's inputs.
     """
     while True:
         if isinstance(node, UnionNode):
-            ends = {e.id: e for e in (exit_of(i) for i in node.inputs)}
-            if len(ends) != 1 or not all(is_keyed(i) or chained(i) for i in node.inputs):
-                return node
-            return next(iter(ends.values()))
+            if not all(is_keyed(i) or chained(i) for i in node.inputs):
+                return [node]
+            ends: dict[int, Transformation] = {}
+            for i in node.inputs:
+                ends.update((e.id, e) for e in exits_of(i))
+            if len(ends) == 1 or _share_a_keyed_stage(list(ends.values())):
+                return list(ends.values())
+            return [node]
         if not (isinstance(node, _TAIL_KINDS) and len(node.inputs) == 1
                 and (is_keyed(node.inputs[0]) or chained(node.inputs[0]))):
-            return node
+            return [node]
         node = node.inputs[0]
 
 
+def _share_a_keyed_stage(exits: list[Transformation]) -> bool:
+    """Whether a keyed stage lies at or above two of ``exits``."""
+    seen: set[int] = set()
+    for e in exits:
+        above = {n.id for n in upstream(e, include_self=True) if is_keyed(n)}
+        if above & seen:
+            return True
+        seen |= above
+    return False
+
+
 def tail_unions(nodes: list[Transformation]) -> list[UnionNode]:
-    """The unions the query's plan leaves to sinks' tails (:func:`exit_of`): only the
+    """The unions the query's plan leaves to sinks' tails (:func:`exits_of`): only the
     fanned-out query (one_query_sinks.py) runs them.
 
     Args:
@@ -102,7 +122,7 @@ def plan_part(exits: list[Transformation]) -> set[int]:
 
 def query_exits(nodes: list[Transformation]) -> list[Transformation]:
     """The operators whose records the one query's plan computes: each sink's
-    :func:`exit_of`, each once; without sinks (collect, ``to_dataframe``) the operators
+    :func:`exits_of`, each once; without sinks (collect, ``to_dataframe``) the operators
     nobody reads.
 
     Args:
@@ -113,7 +133,7 @@ def query_exits(nodes: list[Transformation]) -> list[Transformation]:
     """
     sinks = [n for n in nodes if isinstance(n, SinkNode)]
     if sinks:
-        ends = [exit_of(s.inputs[0]) for s in sinks]
+        ends = [e for s in sinks for e in exits_of(s.inputs[0])]
     else:
         read = {i.id for n in nodes for i in n.inputs}
         ends = [n for n in nodes if n.id not in read]

@@ -183,7 +183,7 @@ def fans_out(nodes: list[Transformation], consumers: dict[int, list[Transformati
 
     Returns:
         True for several sinks, an operator at or below a keyed stage with several readers,
-        or a union in a sink's tail (carried.exit_of).
+        or a union in a sink's tail (carried.exits_of).
     """
     if sum(isinstance(n, SinkNode) for n in nodes) > 1 or tail_unions(nodes):
         return True

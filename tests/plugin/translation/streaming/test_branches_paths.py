@@ -17,7 +17,7 @@ from pyspark_datastream.translation.steps import side_output_tags
 from pyspark_datastream.translation.streaming.branches import joined_branches, shared_paths
 from pyspark_datastream.translation.streaming.carried import (
     carry_plan,
-    exit_of,
+    exits_of,
     plan_part,
     query_exits,
     tail_unions,
@@ -105,7 +105,7 @@ def test_a_union_of_paths_from_one_stage_that_a_sink_reads_runs_in_the_sinks_tai
     below = _below(joined) if shape == "below" else None
     _check(env)  # runs: the stage above is held once
     nodes = reachable(list(env._sinks))
-    assert exit_of(read._node) is above._node
+    assert exits_of(read._node) == [above._node]
     assert tail_unions(nodes) == ([] if shape == "below" else [joined._node])
     assert fans_out(nodes, consumers(nodes))  # tails run in the fanned-out query only
     plan = _plan(env)
@@ -164,7 +164,7 @@ def test_a_union_with_records_from_elsewhere_stays_an_exit(shape):
     joined = above.map(lambda r: r, T).union(other)
     joined.print()
     nodes = reachable(list(env._sinks))
-    assert exit_of(joined._node) is joined._node and not tail_unions(nodes)
+    assert exits_of(joined._node) == [joined._node] and not tail_unions(nodes)
     _check(env)  # runs: each stage read once, the union in the query's plan
 
 
@@ -253,4 +253,38 @@ def test_other_unions_with_records_from_elsewhere_stay_refused(shape):
         joined.print()
     _below(joined)
     with pytest.raises(GraphBuildError, match="times"):
+        _check(env)
+
+
+@pytest.mark.parametrize("shape", ["leaves", "stage_and_below"])
+def test_a_union_of_stages_sharing_a_stage_above_leaves_the_query_apart(shape):
+    """A union of records of keyed stages with a keyed stage above in common (two leaves of
+    a tree of stages; a stage and one below it) would hold that stage twice in the query's
+    plan: each input's stage is an exit, the shared stage carried through the others, and
+    the union runs in the sink's tail."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    above = _above(env)
+    left = above.key_by(lambda r: r[0]).reduce(lambda a, b: b)
+    right = (above.key_by(lambda r: r[1], key_type=Types.LONG()).reduce(lambda a, b: a)
+             if shape == "leaves" else left.key_by(lambda r: r[1], key_type=Types.LONG())
+             .reduce(lambda a, b: a))
+    ends = [left._node, right._node] if shape == "leaves" else [above._node, right._node]
+    joined = (left if shape == "leaves" else above).map(lambda r: r, T).union(right)
+    joined.filter(lambda r: True).print()
+    nodes = reachable(list(env._sinks))
+    assert exits_of(joined._node) == ends
+    assert query_exits(nodes) == ends and tail_unions(nodes) == [joined._node]
+    assert fans_out(nodes, consumers(nodes))
+    _check(env)  # runs: every stage held once
+
+
+def test_a_union_of_stages_sharing_an_operator_above_them_stays_refused():
+    """A stateless operator read by two keyed stages whose records a union joins: neither
+    stage's keying pass may run it for the other (Flink runs it once per record)."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    mapped = _above(env).map(lambda r: r, T)
+    left = mapped.key_by(lambda r: r[0]).reduce(lambda a, b: b)
+    right = mapped.key_by(lambda r: r[1], key_type=Types.LONG()).reduce(lambda a, b: a)
+    left.union(right).print()
+    with pytest.raises(GraphBuildError, match="Both.*2 times"):
         _check(env)
