@@ -421,6 +421,24 @@ def test_streaming_dataframe_source_runs_as_trigger_once_batch(env_factory, spar
     assert os.listdir(temp) == []
 
 
+def test_a_streaming_dataframe_source_is_staged_under_a_root_given_as_a_uri(
+        env_factory, spark, tmp_path):
+    """With a checkpoint root (here a file: URI), BATCH stages a streaming DataFrame's read
+    there, not in the driver's temporary folder, and removes it when the job ends."""
+    src, root = tmp_path / "in", tmp_path / "root"
+    spark.createDataFrame([("a", 1), ("b", 2), ("a", 3)], "k string, v bigint").write.parquet(str(src))
+    stream_df = spark.readStream.schema("k string, v bigint").parquet(str(src))
+    env = env_factory("BATCH", {"execution.checkpointing.dir": root.as_uri()})
+    typed = Types.TUPLE([Types.STRING(), Types.LONG()])
+    out = env.from_dataframe(stream_df).map(tuple, output_type=typed).key_by(lambda r: r[0]).sum(1)
+    frame = out.to_dataframe()
+    staged = [p.name for p in root.iterdir()]
+    assert len(staged) == 1 and staged[0].startswith("_batch-read-"), staged
+    assert sorted(frame.toPandas().itertuples(index=False, name=None)) == [("a", 4), ("b", 2)]
+    assert sorted(out.execute_and_collect()) == [("a", 4), ("b", 2)]
+    assert [p.name for p in root.iterdir()] == staged  # the collect's own read is gone
+
+
 def test_user_function_error_is_clear(env_factory):
     env = env_factory("BATCH")
     out = env.from_collection([1, 0]).map(lambda x: 1 // x)

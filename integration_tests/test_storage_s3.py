@@ -336,3 +336,39 @@ def test_a_jobs_s3_keys_reach_its_savepoint_over_the_sessions_settings(
                str(tmp_path / "sp"))
     for uid in ("count", "max"):
         assert entry_rows(spark, sp, uid) == entry_rows(spark, str(tmp_path / "sp"), uid)
+
+
+def test_a_batch_read_of_a_streaming_dataframe_is_staged_under_an_s3_root(
+        spark, env_factory, s3_server, tmp_path, monkeypatch):
+    """BATCH runs a streaming DataFrame source available-now into staged Parquet: under the
+    checkpoint root when there is one (storage every host reaches), removed when the job
+    ends, and while a to_dataframe() DataFrame may still read it (until the process exits);
+    nothing goes to the driver's temporary folder."""
+    import tempfile as temp_module
+
+    from pyspark_datastream.translation.batch import trigger_once
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(temp_module, "tempdir", str(temp))
+    src = str(tmp_path / "in")
+    add_file(src, FIRST, "f0")
+    env = env_factory("BATCH", {"execution.checkpointing.dir":
+                                f"s3a://{s3_server.bucket}/batch-reads/ckpt"})
+    stream = env.from_dataframe(spark.readStream.schema(KV_SCHEMA).parquet(src))
+    sums = stream.map(tuple, PAIR).key_by(lambda r: r[0]).sum(1)
+    expected: dict[str, int] = defaultdict(int)
+    for key, value in FIRST:
+        expected[key] += value
+    assert sorted(sums.execute_and_collect()) == sorted(expected.items())
+    assert s3_server.keys("batch-reads/") in ([], ["batch-reads/ckpt/"])  # the root's marker
+    assert os.listdir(temp) == []
+
+    frame = sums.to_dataframe()
+    staged = s3_server.keys("batch-reads/ckpt/_batch-read-")
+    assert any(k.endswith(".parquet") for k in staged), staged
+    assert sorted(frame.toPandas().itertuples(index=False, name=None)) == sorted(
+        expected.items())
+    trigger_once._remove_all()  # what the interpreter runs at exit
+    assert s3_server.keys("batch-reads/") in ([], ["batch-reads/ckpt/"])  # the root's marker
+    assert os.listdir(temp) == []

@@ -171,7 +171,10 @@ OPTIONS: dict[str, ConfigOption] = {
                      choices=PROCESSING_TIME_END_OF_INPUT_VALUES),
         ConfigOption("execution.checkpointing.dir", None,
                      "STREAMING: checkpoint root; each job keeps everything under `<root>/<job "
-                     "name>` (see *STREAMING jobs*).",
+                     "name>` (see *STREAMING jobs*). BATCH keeps no checkpoint, but stages a "
+                     "streaming DataFrame source's available-now read in a `_batch-read-*` "
+                     "folder there while the job runs (without a root: the driver's "
+                     "temporary folder).",
                      default_doc="Spark's `spark.sql.streaming.checkpointLocation`", check=check_path),
         ConfigOption("s3.endpoint", None,
                      "S3 endpoint the Python side uses for the checkpoint root, the savepoints the "

@@ -56,8 +56,9 @@ from ...spark_io.key_columns import native_key_bytes
 from ...spark_io.key_group_ranges import repartition_by_key_group_range
 from ...spark_io.progress import METRICS_KEY, BatchProgress, Stage
 from ...state_store.exceptions import GraphBuildError
-from ...state_store.storage import Storage
+from ...state_store.storage import Storage, normalize_uri
 from ..failures import surfacing
+from ..job_identity import configured_root
 from ..pushdown import native_map, traced_key_field
 from ..rows import keyed_function
 from ..sinks import arrow_collectable, sink_kind
@@ -119,7 +120,8 @@ class BatchTranslator(TranslatorBase):
         self._streams: dict[int, Stream] = {}
         self._tags = side_output_tags(self.nodes)
         #: streaming DataFrame sources, each read once available-now into staged Parquet
-        self.trigger_once = TriggerOnceReads(self.job_name, self.action)
+        self.trigger_once = TriggerOnceReads(self.job_name, self.action, storage,
+                                             self._staging_root)
         # Savepoints: restore is checked here, before anything runs (savepoint_restore.py);
         # a write is set up by run_sinks(savepoint_path=...) (savepoint.py).
         from ..savepoint_restore import SavepointRestore
@@ -235,6 +237,12 @@ class BatchTranslator(TranslatorBase):
     def release(self) -> None:
         """Remove what the job kept for its run only: its streaming sources' staged reads."""
         self.trigger_once.remove()
+
+    def _staging_root(self) -> Optional[str]:
+        """The checkpoint root (``execution.checkpointing.dir``, else Spark's), normalized:
+        BATCH keeps no checkpoint, but stages its streaming sources' reads there."""
+        root, where = configured_root(self.plan.config, self.spark)
+        return normalize_uri(root, where) if root else None
 
     def plan_sinks(self, sinks: list[SinkNode]) -> None:
         """Nothing to check before a BATCH run (no checkpoint)."""

@@ -1,9 +1,11 @@
 """A streaming DataFrame source read in BATCH: one available-now run into staged Parquet.
 
-The staging folder holds a copy of the source's input, so it lives no longer than the job
-that reads it: a job that runs (``execute()``, ``execute_and_collect()``) removes it when it
-ends; a ``to_dataframe()`` DataFrame reads it lazily, so its folder stays until the Python
-process exits.
+The staging folder lies under the checkpoint root when the job has one (storage every host
+of a cluster reaches, where Unity Catalog allows a streaming checkpoint), else in the
+driver's temporary folder. It holds a copy of the source's input, so it lives no longer
+than the job that reads it: a job that runs (``execute()``, ``execute_and_collect()``)
+removes it when it ends; a ``to_dataframe()`` DataFrame reads it lazily, so its folder
+stays until the Python process exits.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import shutil
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from ...operators.exceptions import JobExecutionError
+from ...state_store.storage import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -29,15 +33,20 @@ __all__ = ["TriggerOnceReads"]
 
 log = logging.getLogger("pyspark_datastream")
 
-#: every staging folder of this process not removed yet (removed at exit)
-_LIVE: set[str] = set()
+#: every staging folder of this process not removed yet -> what removes it (run at exit)
+_LIVE: dict[str, Callable[[], None]] = {}
 _LIVE_LOCK = threading.Lock()
 
 
 def _remove(folder: str) -> None:
     with _LIVE_LOCK:
-        _LIVE.discard(folder)
-    shutil.rmtree(folder, ignore_errors=True)
+        remove = _LIVE.pop(folder, None)
+    if remove is None:
+        return
+    try:
+        remove()
+    except Exception as exc:  # noqa: BLE001 - a job's outcome stands; the folder is named
+        log.warning("the staged read %s could not be removed: %s", folder, exc)
 
 
 @atexit.register
@@ -51,15 +60,34 @@ def _remove_all() -> None:
 class TriggerOnceReads:
     """The staged reads of one BATCH job's streaming DataFrame sources."""
 
-    def __init__(self, job_name: str, action: Callable[[str], AbstractContextManager[Any]]
-                 ) -> None:
+    def __init__(self, job_name: str, action: Callable[[str], AbstractContextManager[Any]],
+                 storage: Storage, root: Callable[[], Optional[str]]) -> None:
         """Args:
-            job_name: The job's name (for its log lines).
+            job_name: The job's name (for its log lines and folder names).
             action: Times a Spark action of the job (its progress), given a label.
+            storage: The job's storage layer (it removes a folder under the root).
+            root: The job's checkpoint root, normalized, or None (asked on first use).
         """
         self._job_name = job_name
         self._action = action
+        self._storage = storage
+        self._root = root
         self._folders: list[str] = []
+
+    def _new_folder(self) -> str:
+        root = self._root()
+        if root is None:
+            folder = tempfile.mkdtemp(prefix="pyspark-datastream-trigger-once-")
+            remove: Callable[[], None] = lambda: shutil.rmtree(folder, ignore_errors=True)  # noqa: E731
+        else:
+            name = "".join(c if c.isalnum() or c in "-_." else "_" for c in self._job_name)
+            folder = Storage.join(root, f"_batch-read-{name}-{uuid.uuid4().hex[:12]}")
+            storage = self._storage
+            remove = lambda: storage.delete_dir(folder)  # noqa: E731
+        with _LIVE_LOCK:
+            _LIVE[folder] = remove
+        self._folders.append(folder)
+        return folder
 
     @property
     def folders(self) -> list[str]:
@@ -79,10 +107,7 @@ class TriggerOnceReads:
         Raises:
             JobExecutionError: The available-now run failed (its folder is removed).
         """
-        staging = tempfile.mkdtemp(prefix="pyspark-datastream-trigger-once-")
-        with _LIVE_LOCK:
-            _LIVE.add(staging)
-        self._folders.append(staging)
+        staging = self._new_folder()
         start = time.time()
         try:
             with self._action(f"trigger-once read of {node.name!r}"):
