@@ -6,6 +6,7 @@ input, independently of the product."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import tempfile
@@ -180,7 +181,7 @@ def test_a_named_job_resumes_and_refuses_another_graph_under_its_name(
 
 
 def test_print_and_collect_jobs_run_on_a_temporary_checkpoint_removed_afterwards(
-        env_factory, tmp_path, private_tmp, capsys):
+        env_factory, tmp_path, private_tmp, capsys, caplog):
     # issue #13 (4): no configuration at all
     env = env_factory("STREAMING")
     env.from_collection([("a", 1), ("a", 2)], PAIR).key_by(lambda r: r[0]).sum(1).print()
@@ -199,12 +200,16 @@ def test_print_and_collect_jobs_run_on_a_temporary_checkpoint_removed_afterwards
     with pytest.raises(CheckpointRootError, match="spark.sql.streaming.checkpointLocation"):
         env.execute()
     assert not (tmp_path / "table").exists() and os.listdir(private_tmp) == []
-    # an unnamed collect is a one-off job even under a configured root
+    # an unnamed collect is a one-off job even under a configured root: its temporary
+    # checkpoint lies under the root (storage every host reaches), removed afterwards
     root = tmp_path / "root"
-    collected = env_factory("STREAMING", {"execution.checkpointing.dir": str(root)}
-                            ).from_collection([3, 1, 2], Types.LONG()).execute_and_collect()
+    with caplog.at_level(logging.INFO, logger="pyspark_datastream"):
+        collected = env_factory("STREAMING", {"execution.checkpointing.dir": str(root)}
+                                ).from_collection([3, 1, 2], Types.LONG()).execute_and_collect()
     assert sorted(collected) == [1, 2, 3]
-    assert not root.exists() and os.listdir(private_tmp) == []
+    assert any(f"temporary checkpoint {root}/_temporary-" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    assert os.listdir(root) == [] and os.listdir(private_tmp) == []
 
 
 class _Watching(KeyedProcessFunction):

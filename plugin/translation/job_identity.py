@@ -20,7 +20,8 @@ The rules (docs: user-guide/streaming-jobs.md, configuration.md, limitations.md)
   what differs); resuming it with the same graph adds the entry.
 * **Ephemeral**: a job whose sinks are only ``print()``, or a named
   ``execute_and_collect()``, runs on a temporary root (removed when the job ends) when no
-  root is configured; an unnamed ``execute_and_collect()`` always does (a one-off job).
+  root is configured; an unnamed ``execute_and_collect()`` always does (a one-off job), in
+  a ``<root>/_temporary-*`` folder when there is a root.
   Anything else without a root raises :class:`CheckpointRootError` saying what to set.
 """
 
@@ -29,12 +30,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import shutil
 import tempfile
 import time
 import types
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -392,8 +393,11 @@ class JobCheckpoint:
         self.require()
         durable = self.durable_folder()
         if durable is None:
-            self._temp = tempfile.mkdtemp(prefix="pyspark-datastream-ckpt-")
-            folder = os.path.join(self._temp, _safe(self.job_name))
+            # under the root when there is one: storage every host of a cluster reaches, and
+            # where Unity Catalog lets a query keep its checkpoint
+            self._temp = (tempfile.mkdtemp(prefix="pyspark-datastream-ckpt-") if self.root is None
+                          else Storage.join(self.root, f"_temporary-{uuid.uuid4().hex[:12]}"))
+            folder = Storage.join(self._temp, _safe(self.job_name))
             log.info("STREAMING job %r: temporary checkpoint %s (removed when the job ends)",
                      self.job_name, folder)
         else:
@@ -425,7 +429,15 @@ class JobCheckpoint:
     def release(self) -> None:
         """Remove a temporary root (the job has ended); a durable folder stays."""
         temp, self._temp = self._temp, None
-        if temp is not None:
-            self._folder = None
+        if temp is None:
+            return
+        self._folder = None
+        if self.root is None:
             shutil.rmtree(temp, ignore_errors=True)
+            return
+        try:
+            self.storage.delete_dir(temp)
+        except Exception as exc:  # noqa: BLE001 - the job's outcome stands; the folder is named
+            log.warning("STREAMING job %r: its temporary checkpoint %s could not be removed: %s",
+                        self.job_name, temp, exc)
             log.info("STREAMING job %r: temporary checkpoint removed", self.job_name)

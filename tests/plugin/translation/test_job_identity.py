@@ -107,9 +107,13 @@ def test_no_root_temporary_only_where_allowed(tmp_path, monkeypatch):
     assert folder.startswith(str(tmp_path)) and os.path.isdir(folder)
     temp.release()
     assert os.listdir(tmp_path) == []
-    # "always" (an unnamed collect) ignores a configured root
+    # "always" (an unnamed collect) is temporary under a configured root too: in a folder
+    # of its own there (storage every host reaches), removed when the job ends
     always = JobCheckpoint("j", str(tmp_path / "root"), "", desc)
     always.plan("always", "x")
-    always.folder()
+    folder = always.folder()
+    assert os.path.dirname(os.path.dirname(folder)) == str(tmp_path / "root")
+    assert os.path.basename(os.path.dirname(folder)).startswith("_temporary-")
+    assert os.listdir(folder) == ["_job.json"]
     always.release()
-    assert os.listdir(tmp_path) == []
+    assert os.listdir(tmp_path) == ["root"] and os.listdir(tmp_path / "root") == []
