@@ -26,38 +26,14 @@ from helpers import (
     out_of_order_files,
     spark_line,
 )
-from pyspark_datastream import (
-    KeyedProcessFunction,
-    Types,
-    ValueStateDescriptor,
-    WatermarkStrategy,
-)
+from pyspark_datastream import Types, ValueStateDescriptor, WatermarkStrategy
 from pyspark_datastream.savepoint import Savepoint
+from test_one_query_carried import CountPerKey, SeenBefore
 
 USERS, BUCKETS, SPAN = 40, 5, 10_000
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 LONGS = Types.TUPLE([Types.LONG(), Types.LONG()])
 TRIPLE = Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])
-
-
-class CountPerKey(KeyedProcessFunction):
-    def open(self, ctx):
-        self.count = ctx.get_state(ValueStateDescriptor("count", Types.LONG()))
-
-    def process_element(self, value, ctx):
-        self.count.update((self.count.value() or 0) + 1)
-        yield ctx.get_current_key(), self.count.value()
-
-
-class SeenBefore(KeyedProcessFunction):
-    """Each (user, count) with the count this stage saw last for that user (0: none)."""
-
-    def open(self, ctx):
-        self.last = ctx.get_state(ValueStateDescriptor("last", Types.LONG()))
-
-    def process_element(self, value, ctx):
-        yield value[0], value[1], self.last.value() or 0
-        self.last.update(value[1])
 
 
 def bucket(user: str) -> int:
