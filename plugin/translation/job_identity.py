@@ -432,12 +432,13 @@ class JobCheckpoint:
         if temp is None:
             return
         self._folder = None
-        if self.root is None:
-            shutil.rmtree(temp, ignore_errors=True)
-            return
         try:
-            self.storage.delete_dir(temp)
+            if self.root is None:
+                shutil.rmtree(temp, ignore_errors=True)
+            else:
+                self.storage.delete_dir(temp)
         except Exception as exc:  # noqa: BLE001 - the job's outcome stands; the folder is named
             log.warning("STREAMING job %r: its temporary checkpoint %s could not be removed: %s",
                         self.job_name, temp, exc)
+        else:
             log.info("STREAMING job %r: temporary checkpoint removed", self.job_name)

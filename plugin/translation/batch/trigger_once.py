@@ -89,11 +89,6 @@ class TriggerOnceReads:
         self._folders.append(folder)
         return folder
 
-    @property
-    def folders(self) -> list[str]:
-        """The staging folders made so far and not removed."""
-        return list(self._folders)
-
     def read(self, df: DataFrame, node: SourceNode) -> DataFrame:
         """Run ``df`` once, available-now, into a staging folder, and read that.
 

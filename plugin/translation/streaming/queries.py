@@ -336,21 +336,21 @@ def _await_tasks(spark: SparkSession, run_id: str, timeout_s: float = 30.0) -> N
     failure is raised, so those writes must be over first. The query's jobs run in the job
     group of its run id. Spark Connect has no status tracker: nothing to wait for there.
     """
+    deadline = time.time() + timeout_s
     try:
         tracker = spark.sparkContext.statusTracker()
-    except Exception:  # noqa: BLE001 - Spark Connect: no SparkContext
-        return
-    deadline = time.time() + timeout_s
-    while True:
-        running = 0
-        for job_id in tracker.getJobIdsForGroup(run_id):
-            job = tracker.getJobInfo(job_id)
-            for stage_id in job.stageIds if job is not None else []:
-                stage = tracker.getStageInfo(stage_id)
-                running += stage.numActiveTasks if stage is not None else 0
-        if not running or time.time() >= deadline:
-            return
-        time.sleep(0.05)
+        while True:
+            running = 0
+            for job_id in tracker.getJobIdsForGroup(run_id):
+                job = tracker.getJobInfo(job_id)
+                for stage_id in job.stageIds if job is not None else []:
+                    stage = tracker.getStageInfo(stage_id)
+                    running += stage.numActiveTasks if stage is not None else 0
+            if not running or time.time() >= deadline:
+                return
+            time.sleep(0.05)
+    except Exception:  # noqa: BLE001 - Spark Connect (no SparkContext), a stopped session:
+        return  # the query's own failure is what the job raises
 
 
 def _await_processing_time(t: QueryOwner, query: Any) -> None:
