@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from counting import THIRDS, CountPerKey, SeenBefore
 from helpers import (
     KV_SCHEMA,
     ByV,
@@ -31,8 +32,6 @@ from helpers import (
     spark_line,
 )
 from pyspark_datastream import (
-    KeyedProcessFunction,
-    OutputTag,
     Types,
     ValueStateDescriptor,
     WatermarkStrategy,
@@ -45,35 +44,7 @@ USERS, BUCKETS, SPAN = 60, 7, 10_000
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 LONGS = Types.TUPLE([Types.LONG(), Types.LONG()])
 SINKS = ("running", "fifths", "buckets", "thirds", "parities", "seen", "again")
-THIRDS = OutputTag("thirds", LONGS)
 TRIPLE = Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])
-
-
-class CountPerKey(KeyedProcessFunction):
-    """A running count per key; with ``thirds``, every third count to that side output too."""
-
-    def __init__(self, thirds: bool = False):
-        self.thirds = thirds
-
-    def open(self, ctx):
-        self.count = ctx.get_state(ValueStateDescriptor("count", Types.LONG()))
-
-    def process_element(self, value, ctx):
-        self.count.update((self.count.value() or 0) + 1)
-        yield ctx.get_current_key(), self.count.value()
-        if self.thirds and self.count.value() % 3 == 0:
-            yield THIRDS, (ctx.get_current_key(), self.count.value())
-
-
-class SeenBefore(KeyedProcessFunction):
-    """Each (user, count) with the count this stage saw last for that user (0: none)."""
-
-    def open(self, ctx):
-        self.last = ctx.get_state(ValueStateDescriptor("last", Types.LONG()))
-
-    def process_element(self, value, ctx):
-        yield value[0], value[1], self.last.value() or 0
-        self.last.update(value[1])
 
 
 def bucket(user: str) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from counting import CountPerKey, SeenBefore
 from helpers import (
     KV_SCHEMA,
     ByV,
@@ -28,7 +29,6 @@ from helpers import (
 )
 from pyspark_datastream import Types, ValueStateDescriptor, WatermarkStrategy
 from pyspark_datastream.savepoint import Savepoint
-from test_one_query_carried import CountPerKey, SeenBefore
 
 USERS, BUCKETS, SPAN = 40, 5, 10_000
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
