@@ -379,6 +379,19 @@ def test_automatic_mode_picks_batch_for_bounded_sources(env_factory):
     assert list(out.execute_and_collect()) == [("a", 3)]
 
 
+PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
+
+
+def _streaming_sums(spark, env, tmp_path):
+    """A streaming DataFrame over one Parquet folder of (k, v) rows, and ``env``'s sums of
+    its values per key: ``(a, 4), (b, 2)``."""
+    src = tmp_path / "in"
+    spark.createDataFrame([("a", 1), ("b", 2), ("a", 3)], "k string, v bigint").write.parquet(str(src))
+    stream_df = spark.readStream.schema("k string, v bigint").parquet(str(src))
+    return stream_df, (env.from_dataframe(stream_df).map(tuple, output_type=PAIR)
+                       .key_by(lambda r: r[0]).sum(1))
+
+
 def test_streaming_dataframe_source_runs_as_trigger_once_batch(env_factory, spark, tmp_path,
                                                                monkeypatch):
     """A streaming DataFrame read once in BATCH; the copy of its input staged for the job is
@@ -393,16 +406,12 @@ def test_streaming_dataframe_source_runs_as_trigger_once_batch(env_factory, spar
     temp = tmp_path / "temp"
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))  # where the staging folders go
-    src = tmp_path / "in"
-    spark.createDataFrame([("a", 1), ("b", 2), ("a", 3)], "k string, v bigint").write.parquet(str(src))
-    stream_df = spark.readStream.schema("k string, v bigint").parquet(str(src))
     env = env_factory("BATCH")
-    typed = Types.TUPLE([Types.STRING(), Types.LONG()])
-    out = env.from_dataframe(stream_df).map(tuple, output_type=typed).key_by(lambda r: r[0]).sum(1)
+    stream_df, out = _streaming_sums(spark, env, tmp_path)
     assert sorted(out.execute_and_collect()) == [("a", 4), ("b", 2)]
     assert os.listdir(temp) == []
 
-    out.map(lambda r: r, output_type=typed).sink_to_delta(str(tmp_path / "sums"))
+    out.map(lambda r: r, output_type=PAIR).sink_to_delta(str(tmp_path / "sums"))
     env.execute("trigger-once-sums")
     rows = DeltaTable(str(tmp_path / "sums")).to_pyarrow_table().to_pylist()
     assert sorted(tuple(r.values()) for r in rows) == [("a", 4), ("b", 2)]
@@ -425,12 +434,9 @@ def test_a_streaming_dataframe_source_is_staged_under_a_root_given_as_a_uri(
         env_factory, spark, tmp_path):
     """With a checkpoint root (here a file: URI), BATCH stages a streaming DataFrame's read
     there, not in the driver's temporary folder, and removes it when the job ends."""
-    src, root = tmp_path / "in", tmp_path / "root"
-    spark.createDataFrame([("a", 1), ("b", 2), ("a", 3)], "k string, v bigint").write.parquet(str(src))
-    stream_df = spark.readStream.schema("k string, v bigint").parquet(str(src))
+    root = tmp_path / "root"
     env = env_factory("BATCH", {"execution.checkpointing.dir": root.as_uri()})
-    typed = Types.TUPLE([Types.STRING(), Types.LONG()])
-    out = env.from_dataframe(stream_df).map(tuple, output_type=typed).key_by(lambda r: r[0]).sum(1)
+    _, out = _streaming_sums(spark, env, tmp_path)
     frame = out.to_dataframe()
     staged = [p.name for p in root.iterdir()]
     assert len(staged) == 1 and staged[0].startswith("_batch-read-"), staged

@@ -31,7 +31,6 @@ import hashlib
 import json
 import logging
 import re
-import shutil
 import tempfile
 import time
 import types
@@ -248,7 +247,7 @@ def recorded_mapping(storage: Storage, root: Optional[str], root_source: str,
     """
     if not root:
         return None
-    folder = Storage.join(normalize_uri(root, root_source or "checkpoint root"), _safe(job_name))
+    folder = Storage.join(normalize_uri(root, root_source or "checkpoint root"), safe_name(job_name))
     try:
         manifest = json.loads(storage.read_bytes(Storage.join(folder, MANIFEST)).decode("utf-8"))
     except (OSError, ValueError):  # none yet, or unreadable: JobCheckpoint names the latter
@@ -257,8 +256,35 @@ def recorded_mapping(storage: Storage, root: Optional[str], root_source: str,
     return str(placement.get("mapping") or PER_STAGE)
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
+    """``name`` as a folder name: characters other than letters, digits and ``-_.`` as ``_``.
+
+    Args:
+        name: a job's name.
+
+    Returns:
+        The folder name (``"job"`` for an empty name).
+    """
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "job"
+
+
+def temporary_folder(root: Optional[str], local_prefix: str, root_prefix: str) -> str:
+    """A new folder for what a job keeps for its run only: ``<root>/<root_prefix><id>`` under
+    a checkpoint root (storage every host of a cluster reaches, and where Unity Catalog lets
+    a query write), else a new folder in the driver's temporary folder. The job removes it
+    with its storage layer's ``delete_dir`` when it ends.
+
+    Args:
+        root: the checkpoint root, normalized (:func:`configured_root`), or None.
+        local_prefix: the local folder's name prefix.
+        root_prefix: the name prefix of the folder under the root.
+
+    Returns:
+        The folder's path or URI (created locally; under a root, by its first writer).
+    """
+    if root is None:
+        return tempfile.mkdtemp(prefix=local_prefix)
+    return Storage.join(root, f"{root_prefix}{uuid.uuid4().hex[:12]}")
 
 
 class JobCheckpoint:
@@ -318,7 +344,7 @@ class JobCheckpoint:
         """``<root>/<job name>`` of a durable job (None for a temporary one)."""
         if self.is_temporary or self.root is None:
             return None
-        return Storage.join(self.root, _safe(self.job_name))
+        return Storage.join(self.root, safe_name(self.job_name))
 
     def plan(self, ephemeral: str, purpose: str) -> None:
         """Fix how the job may keep its checkpoints (one of :data:`EPHEMERAL_MODES`) and
@@ -393,11 +419,8 @@ class JobCheckpoint:
         self.require()
         durable = self.durable_folder()
         if durable is None:
-            # under the root when there is one: storage every host of a cluster reaches, and
-            # where Unity Catalog lets a query keep its checkpoint
-            self._temp = (tempfile.mkdtemp(prefix="pyspark-datastream-ckpt-") if self.root is None
-                          else Storage.join(self.root, f"_temporary-{uuid.uuid4().hex[:12]}"))
-            folder = Storage.join(self._temp, _safe(self.job_name))
+            self._temp = temporary_folder(self.root, "pyspark-datastream-ckpt-", "_temporary-")
+            folder = Storage.join(self._temp, safe_name(self.job_name))
             log.info("STREAMING job %r: temporary checkpoint %s (removed when the job ends)",
                      self.job_name, folder)
         else:
@@ -433,10 +456,7 @@ class JobCheckpoint:
             return
         self._folder = None
         try:
-            if self.root is None:
-                shutil.rmtree(temp, ignore_errors=True)
-            else:
-                self.storage.delete_dir(temp)
+            self.storage.delete_dir(temp)
         except Exception as exc:  # noqa: BLE001 - the job's outcome stands; the folder is named
             log.warning("STREAMING job %r: its temporary checkpoint %s could not be removed: %s",
                         self.job_name, temp, exc)

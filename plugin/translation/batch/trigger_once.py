@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import atexit
 import logging
-import shutil
-import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Optional
 
 from ...operators.exceptions import JobExecutionError
 from ...state_store.storage import Storage
+from ..job_identity import safe_name, temporary_folder
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -33,18 +31,18 @@ __all__ = ["TriggerOnceReads"]
 
 log = logging.getLogger("pyspark_datastream")
 
-#: every staging folder of this process not removed yet -> what removes it (run at exit)
-_LIVE: dict[str, Callable[[], None]] = {}
+#: every staging folder of this process not removed yet -> the storage layer removing it
+_LIVE: dict[str, Storage] = {}
 _LIVE_LOCK = threading.Lock()
 
 
 def _remove(folder: str) -> None:
     with _LIVE_LOCK:
-        remove = _LIVE.pop(folder, None)
-    if remove is None:
+        storage = _LIVE.pop(folder, None)
+    if storage is None:
         return
     try:
-        remove()
+        storage.delete_dir(folder)
     except Exception as exc:  # noqa: BLE001 - a job's outcome stands; the folder is named
         log.warning("the staged read %s could not be removed: %s", folder, exc)
 
@@ -65,7 +63,7 @@ class TriggerOnceReads:
         """Args:
             job_name: The job's name (for its log lines and folder names).
             action: Times a Spark action of the job (its progress), given a label.
-            storage: The job's storage layer (it removes a folder under the root).
+            storage: The job's storage layer (it removes the folders).
             root: The job's checkpoint root, normalized, or None (asked on first use).
         """
         self._job_name = job_name
@@ -75,17 +73,10 @@ class TriggerOnceReads:
         self._folders: list[str] = []
 
     def _new_folder(self) -> str:
-        root = self._root()
-        if root is None:
-            folder = tempfile.mkdtemp(prefix="pyspark-datastream-trigger-once-")
-            remove: Callable[[], None] = lambda: shutil.rmtree(folder, ignore_errors=True)  # noqa: E731
-        else:
-            name = "".join(c if c.isalnum() or c in "-_." else "_" for c in self._job_name)
-            folder = Storage.join(root, f"_batch-read-{name}-{uuid.uuid4().hex[:12]}")
-            storage = self._storage
-            remove = lambda: storage.delete_dir(folder)  # noqa: E731
+        folder = temporary_folder(self._root(), "pyspark-datastream-trigger-once-",
+                                  f"_batch-read-{safe_name(self._job_name)}-")
         with _LIVE_LOCK:
-            _LIVE[folder] = remove
+            _LIVE[folder] = self._storage
         self._folders.append(folder)
         return folder
 
